@@ -1,0 +1,348 @@
+#!/usr/bin/env python3
+"""s03: the agent loop, four base tools, and a todo list the model keeps for itself.
+
+An agent is a while loop: send the conversation to the model; if it asks for
+tools, run them, append their results, and go round again.
+
+    user prompt
+        |
+        v
+    +--------+  messages + tools   +-------+
+    |  loop  | ------------------> | model |
+    |        | <------------------ |       |
+    +--------+   text | tool_use   +-------+
+        |  ^
+        |  | tool_result (one per tool_use, first in the next user message)
+        v  |
+    TOOL_HANDLERS: bash  read_file  write_file  edit_file  todo
+                                                            |
+                            TodoManager (in memory) <-------+
+                            3 rounds without `todo` -> <reminder>
+
+Key insight: the model plans better when it writes its plan down, and it
+keeps the plan current when the harness nags. The todo list is just a tool
+whose result is the rendered list.
+
+Limits of the lesson: the todos live in memory, so they die when the
+conversation is compacted (s06) or the program exits; s07 fixes that.
+
+Run it:   python s03_todo.py "add a docstring to hello.py and track your steps"
+          python s03_todo.py            (a REPL)       python s03_todo.py --demo
+"""
+
+import json
+import os
+import shlex
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+from harness import model_id, run_cli, show_note, show_text, show_tool_call, show_usage
+
+MAX_TOKENS = 8000      # per model call; large enough for a file's worth of code
+MAX_STEPS = 50         # model calls per turn before the loop gives up
+BASH_TIMEOUT = 120     # seconds before a command's whole process group is killed
+OUTPUT_CAP = 50_000    # characters of tool output the model sees
+MAX_TODOS = 20         # a longer plan belongs on s07's task board
+NAG_AFTER = 3          # rounds of tool use without `todo` before the reminder
+
+SYSTEM = (f"You are a coding agent working in the current folder. Use the tools to act. "
+          f"Plan multi-step work with the todo tool: mark an item in_progress before "
+          f"starting it and completed when done. Be brief.")
+
+
+# ---------------------------------------------------------------- base tools
+# The workspace is the current folder. These tools run with YOUR rights: the
+# path check stops accidents in the file tools, but bash can do anything you can.
+# That is not a sandbox; run the lessons in a scratch folder.
+
+def workspace():
+    return Path.cwd().resolve()
+
+
+def safe_path(p):
+    """Resolve p (following symlinks) and refuse it if it leaves the workspace."""
+    path = (workspace() / p).resolve()
+    if not path.is_relative_to(workspace()):
+        raise ValueError(f"path {p!r} is outside the workspace {workspace()}; use a path inside it")
+    return path
+
+
+def _cap(text):
+    if len(text) <= OUTPUT_CAP:
+        return text
+    return text[:OUTPUT_CAP] + f"\n... [output cut: {len(text) - OUTPUT_CAP:,} more characters]"
+
+
+def run_bash(command):
+    # A new session makes the command a process group, so a timeout kills its children too.
+    proc = subprocess.Popen(command, shell=True, cwd=workspace(), stdin=subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            encoding="utf-8", errors="replace", start_new_session=True)
+    try:
+        out, _ = proc.communicate(timeout=BASH_TIMEOUT)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+        raise TimeoutError(f"command timed out after {BASH_TIMEOUT}s and was killed with its children; "
+                           f"run long jobs in the background or split them up")
+    except KeyboardInterrupt:  # Ctrl-C abandons the turn: leave no command running
+        os.killpg(proc.pid, signal.SIGKILL)
+        raise
+    out = out.strip() or "(no output)"
+    if proc.returncode:
+        out += f"\n[exit status {proc.returncode}]"
+    return _cap(out)
+
+
+def _read_text(path, p):
+    if not path.is_file():
+        raise ValueError(f"{p}: no such file" if not path.exists() else f"{p}: is a directory, not a file")
+    try:
+        return path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise ValueError(f"{p}: not UTF-8 text; inspect it with bash (e.g. `file {p}`) instead")
+
+
+def run_read(path, limit=None):
+    lines = _read_text(safe_path(path), path).splitlines()
+    if limit is not None:
+        if limit < 1:
+            raise ValueError("limit must be a positive number of lines")
+        if len(lines) > limit:
+            lines = lines[:limit] + [f"... ({len(lines) - limit} more lines)"]
+    return _cap("\n".join(lines)) or "(empty file)"
+
+
+def run_write(path, content):
+    target = safe_path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(content, encoding="utf-8")
+    lines = len(content.splitlines())
+    return f"Wrote {len(content.encode('utf-8')):,} bytes ({lines} line{'s' * (lines != 1)}) to {path}"
+
+
+def run_edit(path, old_text, new_text):
+    target = safe_path(path)
+    text = _read_text(target, path)
+    if not old_text:
+        raise ValueError("old_text is empty; give the exact text to replace")
+    found = text.count(old_text)
+    if found == 0:
+        raise ValueError(f"old_text not found in {path}; read the file and copy the text exactly")
+    if found > 1:
+        raise ValueError(f"old_text occurs {found} times in {path}; include more lines so it is unique")
+    target.write_text(text.replace(old_text, new_text, 1), encoding="utf-8")
+    return f"Edited {path}: replaced 1 occurrence"
+
+
+def _schema(properties, required):
+    return {"type": "object", "properties": properties, "required": required}
+
+
+BASE_TOOLS = [
+    {"name": "bash", "description": "Run a shell command in the workspace (timeout "
+     f"{BASH_TIMEOUT}s). Returns stdout and stderr together.",
+     "input_schema": _schema({"command": {"type": "string"}}, ["command"])},
+    {"name": "read_file", "description": "Read a UTF-8 text file in the workspace.",
+     "input_schema": _schema({"path": {"type": "string"},
+                              "limit": {"type": "integer", "description": "read at most this many lines"}},
+                             ["path"])},
+    {"name": "write_file", "description": "Create or overwrite a file in the workspace.",
+     "input_schema": _schema({"path": {"type": "string"}, "content": {"type": "string"}},
+                             ["path", "content"])},
+    {"name": "edit_file", "description": "Replace one exact, unique occurrence of old_text in a file.",
+     "input_schema": _schema({"path": {"type": "string"}, "old_text": {"type": "string"},
+                              "new_text": {"type": "string"}}, ["path", "old_text", "new_text"])},
+]
+
+BASE_HANDLERS = {"bash": run_bash, "read_file": run_read, "write_file": run_write, "edit_file": run_edit}
+
+
+# ---------------------------------------------------------------- the todo list
+
+class TodoManager:
+    STATUSES = {"pending": "[ ]", "in_progress": "[>]", "completed": "[x]"}
+
+    def __init__(self):
+        self.items = []
+
+    def update(self, items):
+        """Replace the whole list, or raise ValueError and keep the old one."""
+        if len(items) > MAX_TODOS:
+            raise ValueError(f"{len(items)} items; keep the list to {MAX_TODOS} or fewer")
+        checked = []
+        for n, item in enumerate(items, 1):
+            if not isinstance(item, dict):
+                raise ValueError(f"item {n} must be an object with id, text and status")
+            text = str(item.get("text", "")).strip()
+            status = item.get("status", "pending")
+            if not text:
+                raise ValueError(f"item {n}: text is empty")
+            if status not in self.STATUSES:
+                raise ValueError(f"item {n}: status {status!r} is not one of {', '.join(self.STATUSES)}")
+            checked.append({"id": str(item.get("id", n)), "text": text, "status": status})
+        doing = [i["id"] for i in checked if i["status"] == "in_progress"]
+        if len(doing) > 1:
+            raise ValueError(f"{len(doing)} items are in_progress (#{', #'.join(doing)}); "
+                             "only one may be in_progress at a time")
+        self.items = checked
+        return self.render()
+
+    def render(self):
+        if not self.items:
+            return "No todos."
+        lines = [f"{self.STATUSES[i['status']]} #{i['id']}: {i['text']}" for i in self.items]
+        done = sum(i["status"] == "completed" for i in self.items)
+        return "\n".join(lines + [f"({done}/{len(self.items)} completed)"])
+
+
+TODO = TodoManager()
+
+TOOLS = BASE_TOOLS + [
+    {"name": "todo", "description": "Replace your todo list for this conversation. Send the whole "
+     "list each time. At most one item in_progress.",
+     "input_schema": _schema({"items": {"type": "array", "items": _schema({
+         "id": {"type": "string"}, "text": {"type": "string"},
+         "status": {"type": "string", "enum": list(TodoManager.STATUSES)}}, ["id", "text", "status"])}},
+         ["items"])},
+]
+
+TOOL_HANDLERS = {**BASE_HANDLERS, "todo": lambda items: TODO.update(items)}
+
+
+# ---------------------------------------------------------------- loop pieces
+
+JSON_TYPES = {"string": str, "integer": int, "number": (int, float), "boolean": bool,
+              "array": list, "object": dict}
+
+
+def check_args(schema, args):
+    """Top-level check of a tool call against its schema, so the model gets a clear error."""
+    props = schema.get("properties", {})
+    for name in schema.get("required", []):
+        if name not in args:
+            raise ValueError(f"missing required argument {name!r}")
+    for name, value in args.items():
+        if name not in props:
+            raise ValueError(f"unexpected argument {name!r}; expected: {', '.join(props)}")
+        kinds = props[name].get("type")
+        kinds = kinds if isinstance(kinds, list) else [kinds] if kinds else []
+        ok = any(isinstance(value, JSON_TYPES[k]) and not (isinstance(value, bool) and k != "boolean")
+                 for k in kinds)
+        if kinds and not ok:
+            raise ValueError(f"argument {name!r} must be {' or '.join(kinds)}, got {type(value).__name__}")
+
+
+def call_tool(name, args, tools, handlers):
+    """Run one tool; return (output, is_error). A tool failure never escapes."""
+    schemas = {t["name"]: t["input_schema"] for t in tools}
+    if name not in handlers:
+        return f"unknown tool {name!r}; available: {', '.join(handlers)}", True
+    try:
+        if not isinstance(args, dict):
+            raise ValueError("arguments must be a JSON object")
+        check_args(schemas.get(name, {}), args)
+        return str(handlers[name](**args)), False
+    except Exception as exc:  # the model sees every failure and can try again
+        return f"{type(exc).__name__}: {exc}", True
+
+
+def run_tool_calls(content, tools, handlers):
+    """One tool_result per tool_use block, in order, ready to open the next user message."""
+    results = []
+    for block in content:
+        if block.type == "text":
+            show_text(block.text)
+        if block.type != "tool_use":
+            continue
+        output, is_error = call_tool(block.name, block.input, tools, handlers)
+        show_tool_call(block.name, block.input, output, is_error)
+        result = {"type": "tool_result", "tool_use_id": block.id, "content": output}
+        if is_error:
+            result["is_error"] = True
+        results.append(result)
+    return results
+
+
+def assistant_turn(response):
+    """The assistant message as plain dicts, safe to send again and to write as JSON."""
+    blocks = [b.model_dump(mode="json", exclude_none=True) for b in response.content]
+    if response.stop_reason != "tool_use":
+        # A tool call cut off by max_tokens is half-written: never keep (or run) it.
+        blocks = [b for b in blocks if b["type"] != "tool_use"]
+    blocks = [b for b in blocks if b["type"] != "text" or b["text"].strip()]
+    return {"role": "assistant", "content": blocks or [{"type": "text", "text": "(no text)"}]}
+
+
+def final_text(response):
+    """What the user sees when the turn ends, saying why it ended if that was not normal."""
+    answer = "\n".join(b.text for b in response.content if b.type == "text").strip()
+    notes = {"max_tokens": f"[answer cut: the model reached max_tokens={MAX_TOKENS}]",
+             "model_context_window_exceeded": "[answer cut: the conversation filled the context window]",
+             "refusal": "[the model refused to continue with this request]"}
+    note = notes.get(response.stop_reason)
+    return "\n".join(x for x in (answer, note) if x) or "(the model returned no text)"
+
+
+REMINDER = "<reminder>Update your todos.</reminder>"
+STEP_LIMIT_TEXT = (f"[stopped: {MAX_STEPS} model calls in this turn without finishing; "
+                   f"say 'continue' to go on]")
+
+
+# ---------------------------------------------------------------- the loop
+
+def agent_loop(messages, client):
+    rounds_without_todo = 0
+    for _ in range(MAX_STEPS):
+        response = client.messages.create(model=model_id(), system=SYSTEM, messages=messages,
+                                          tools=TOOLS, max_tokens=MAX_TOKENS)
+        show_usage(response.usage)
+        messages.append(assistant_turn(response))
+        if response.stop_reason == "pause_turn":  # the server paused a long turn: resume it
+            continue
+        if response.stop_reason != "tool_use":
+            return final_text(response)
+        results = run_tool_calls(response.content, TOOLS, TOOL_HANDLERS)
+        used_todo = any(b.type == "tool_use" and b.name == "todo" for b in response.content)
+        rounds_without_todo = 0 if used_todo else rounds_without_todo + 1
+        if rounds_without_todo >= NAG_AFTER:
+            results.append({"type": "text", "text": REMINDER})
+            show_note(f"  [harness adds: {REMINDER}]")
+        messages.append({"role": "user", "content": results})
+    return STEP_LIMIT_TEXT
+
+
+# ---------------------------------------------------------------- demo and main
+
+def demo():
+    """A scripted session: a plan, a refused second in_progress, the nag, a finished plan."""
+    from stand_in_api import reply, text, tool
+
+    def todos(*statuses):
+        steps = ["Write hello.py", "Run it", "Add a docstring"]
+        return tool("todo", {"items": [{"id": str(n), "text": t, "status": s}
+                                       for n, (t, s) in enumerate(zip(steps, statuses), 1)]})
+    script = [
+        reply(text("I'll plan first."), todos("in_progress", "pending", "pending")),
+        reply(text("Trying to start two items at once (the todo tool should refuse)."),
+              todos("in_progress", "in_progress", "pending")),
+        reply(tool("write_file", {"path": "demo/hello.py", "content": "print('hello')\n"})),
+        reply(tool("bash", {"command": f"{shlex.quote(sys.executable)} demo/hello.py"})),
+        reply(tool("read_file", {"path": "demo/hello.py"})),
+        reply(text("The harness reminded me; updating the plan."), todos("completed", "completed", "in_progress")),
+        reply(tool("edit_file", {"path": "demo/hello.py", "old_text": "print(",
+                                 "new_text": '"""Say hello."""\nprint('})),
+        reply(todos("completed", "completed", "completed")),
+        reply(text("Done: demo/hello.py prints hello and has a docstring.")),
+    ]
+    return script, "write demo/hello.py, run it, add a docstring, and track your steps"
+
+
+def main(argv=None):
+    return run_cli("s03_todo", __doc__, agent_loop, demo=demo, argv=argv)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,82 @@
+"""Shared fixtures: run a lesson as a user does, against the loopback stand-in."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from stand_in_api import StandInAPI  # noqa: E402
+
+
+def clean_env(home, **extra):
+    """The environment of a user with no key and nothing configured, plus `extra`."""
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("ANTHROPIC_", "CLAUDE_")) and k not in ("MODEL_ID", "COMPACT_THRESHOLD", "NO_COLOR")}
+    env.update(HOME=str(home), PYTHONIOENCODING="utf-8", PYTHONPATH=str(ROOT))
+    env.update({k: str(v) for k, v in extra.items()})
+    return env
+
+
+@pytest.fixture
+def workdir(tmp_path):
+    """An empty folder to run a lesson in, and a separate clean HOME."""
+    (tmp_path / "home").mkdir()
+    (tmp_path / "work").mkdir()
+    return tmp_path / "work"
+
+
+@pytest.fixture
+def run_lesson(workdir):
+    """run_lesson("s03_todo", "prompt", script=[...]) -> (CompletedProcess, StandInAPI)."""
+    def run(lesson, *args, script=(), stdin=None, env=None, key="test-key", timeout=60):
+        with StandInAPI(script) as api:
+            extra = {"ANTHROPIC_BASE_URL": api.url, **(env or {})}
+            if key:
+                extra["ANTHROPIC_API_KEY"] = key
+            proc = subprocess.run([sys.executable, str(ROOT / f"{lesson}.py"), *args], cwd=workdir,
+                                  env=clean_env(workdir.parent / "home", **extra), input=stdin,
+                                  capture_output=True, text=True, encoding="utf-8", timeout=timeout)
+        return proc, api
+    return run
+
+
+def tool_results(request, index=-1):
+    """The tool_result blocks of one message of a recorded request."""
+    content = request["messages"][index]["content"]
+    return [b for b in content if isinstance(b, dict) and b.get("type") == "tool_result"]
+
+
+@pytest.fixture
+def run_main(workdir, monkeypatch, capsys):
+    """In-process twin of run_lesson, for edge cases: calls lesson.main(argv) with the real client.
+
+    Cheaper than a subprocess (the anthropic import is paid once), same code path.
+    Returns (exit code, stdout, stderr, StandInAPI).
+    """
+    import io
+    saved = dict(os.environ)
+    monkeypatch.chdir(workdir)
+
+    def run(lesson, *args, script=(), stdin="", env=None, key="test-key"):
+        os.environ.clear()
+        os.environ.update(clean_env(workdir.parent / "home"))
+        with StandInAPI(script) as api:
+            os.environ.update({"ANTHROPIC_BASE_URL": api.url, **(env or {})})
+            if key:
+                os.environ["ANTHROPIC_API_KEY"] = key
+            monkeypatch.setattr("sys.stdin", io.StringIO(stdin))
+            try:
+                code = lesson.main(list(args))
+            except SystemExit as exc:  # argparse's --help and usage errors
+                code = exc.code
+        out, err = capsys.readouterr()
+        return code, out, err, api
+
+    yield run
+    os.environ.clear()
+    os.environ.update(saved)

@@ -1,0 +1,162 @@
+"""s03 run as a user runs it: `python s03_todo.py ...` against the loopback stand-in."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import s03_todo
+from conftest import ROOT, clean_env, tool_results
+from stand_in_api import StandInAPI, error, reply, text, tool
+
+
+def todo(*statuses):
+    return tool("todo", {"items": [{"id": str(n), "text": f"step {n}", "status": s}
+                                   for n, s in enumerate(statuses, 1)]})
+
+
+def test_todo_rendering_reminder_and_refused_second_in_progress(run_lesson, workdir):
+    script = [
+        reply(text("Planning."), todo("in_progress", "pending")),
+        reply(todo("in_progress", "in_progress")),                       # breaks a rule
+        reply(tool("write_file", {"path": "hello.py", "content": "print('hi')\n"})),
+        reply(tool("bash", {"command": "cat hello.py"})),
+        reply(tool("read_file", {"path": "hello.py"}), tool("read_file", {"path": "missing.py"})),
+        reply(todo("completed", "completed")),
+        reply(text("All done.")),
+    ]
+    proc, api = run_lesson("s03_todo", "write hello.py and track your steps", script=script)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "All done."
+    assert api.violations == [] and len(api.requests) == 7
+    reqs = api.requests
+    assert tool_results(reqs[1])[0]["content"] == "[>] #1: step 1\n[ ] #2: step 2\n(0/2 completed)"
+    refused = tool_results(reqs[2])[0]
+    assert refused["is_error"] is True and "only one may be in_progress" in refused["content"]
+    # Three rounds without todo (write, bash, read): the reminder follows the results, once they are all there.
+    for n in (3, 4):
+        assert all(b["type"] == "tool_result" for b in reqs[n]["messages"][-1]["content"])
+    last = reqs[5]["messages"][-1]["content"]
+    assert [b["type"] for b in last] == ["tool_result", "tool_result", "text"]
+    assert "<reminder>" in last[2]["text"] and last[1]["is_error"] is True
+    assert all(b["type"] == "tool_result" for b in reqs[6]["messages"][-1]["content"])  # todo used: no nag
+    assert (workdir / "hello.py").read_text() == "print('hi')\n"
+    assert "> todo items=" in proc.stderr and "[tokens:" in proc.stderr
+    assert "Traceback" not in proc.stderr
+    # Each request carries the base tools and todo; the system prompt; the configured model.
+    assert [t["name"] for t in reqs[0]["tools"]] == ["bash", "read_file", "write_file", "edit_file", "todo"]
+    assert reqs[0]["model"] == "claude-sonnet-5-5"
+
+
+# The edge cases below run main() in-process: same client and code, without a subprocess each.
+
+def test_a_tool_call_cut_by_max_tokens_is_not_run(run_main, workdir):
+    cut = reply(text("Writing the file"), tool("write_file", {"path": "x.txt", "content": "par"}),
+                stop_reason="max_tokens")
+    code, out, err, api = run_main(s03_todo, "go", script=[cut])
+    assert code == 0
+    assert "Writing the file" in out and "[answer cut: the model reached max_tokens" in out
+    assert not (workdir / "x.txt").exists()
+
+
+def test_pause_turn_continues_and_refusal_is_reported(run_main):
+    script = [reply(text("Working"), stop_reason="pause_turn"), reply(stop_reason="refusal")]
+    code, out, err, api = run_main(s03_todo, "go", script=script)
+    assert code == 0 and api.violations == [] and len(api.requests) == 2
+    assert "the model refused" in out
+    assert api.requests[1]["messages"][-1] == {"role": "assistant", "content": [text("Working")]}
+
+
+def test_the_step_limit_ends_the_turn_with_a_clear_message(run_main):
+    script = [reply(tool("bash", {"command": "true"})) for _ in range(50)]
+    code, out, err, api = run_main(s03_todo, "loop forever", script=script)
+    assert code == 0 and len(api.requests) == 50 and api.violations == []
+    assert "[stopped: 50 model calls in this turn" in out
+
+
+def test_no_key_is_one_line_and_makes_no_request(run_lesson):
+    proc, api = run_lesson("s03_todo", "hi", key=None)
+    assert proc.returncode == 1 and api.requests == []
+    assert proc.stderr.count("\n") == 1 and "ANTHROPIC_API_KEY" in proc.stderr and ".env.example" in proc.stderr
+
+
+def test_a_bad_key_is_one_line_and_exit_1(run_lesson):
+    proc, api = run_lesson("s03_todo", "hi", script=[error(401, "invalid x-api-key")])
+    assert proc.returncode == 1 and proc.stdout == ""
+    assert proc.stderr == "error: the API rejected the key (401 invalid x-api-key): check ANTHROPIC_API_KEY\n"
+
+
+def test_api_failures_are_one_line_and_exit_1(run_main):
+    for script, expected in [([error(400, "max_tokens too large")], "refused the request (400 max_tokens too large)"),
+                             ([error(429, "slow down")] * 3, "rate limited (429 slow down) even after retries"),
+                             ([error(529, "Overloaded")] * 3, "failed (529 Overloaded) even after retries"),
+                             ([error(404, "model: x")], "not found (404 model: x): check MODEL_ID")]:
+        code, out, err, api = run_main(s03_todo, "hi", script=script)
+        assert code == 1 and expected in err, (expected, err)
+        assert err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_transient_failures_are_retried_and_the_turn_completes(run_main):
+    code, out, err, api = run_main(s03_todo, "hi", script=[error(529), error(500), reply(text("fine"))])
+    assert code == 0 and out.strip() == "fine" and len(api.requests) == 3
+
+
+def test_an_unreachable_endpoint_is_one_line(run_main):
+    import socket
+    with socket.socket() as s:  # a loopback port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    code, out, err, api = run_main(s03_todo, "hi", env={"ANTHROPIC_BASE_URL": f"http://127.0.0.1:{port}"})
+    assert code == 1 and err.count("\n") == 1
+    assert f"cannot reach the API at http://127.0.0.1:{port}" in err
+
+
+def test_dotenv_is_read_and_the_real_environment_wins(run_main, workdir):
+    (workdir / ".env").write_text("ANTHROPIC_API_KEY=from-dotenv\nMODEL_ID=model-from-dotenv\n")
+    code, out, err, api = run_main(s03_todo, "hi", script=[reply(text("a"))], key=None)
+    assert code == 0 and api.requests[0]["model"] == "model-from-dotenv"
+    code, out, err, api = run_main(s03_todo, "hi", script=[reply(text("a"))], env={"MODEL_ID": "model-from-env"})
+    assert api.requests[0]["model"] == "model-from-env"
+
+
+def test_help_says_how_to_use_it(run_main):
+    code, out, err, api = run_main(s03_todo, "--help")
+    assert code == 0 and "open a REPL" in out and "ANTHROPIC_API_KEY" in out and "--demo" in out
+
+
+def test_the_repl_keeps_the_conversation_and_quits(run_lesson):
+    script = [reply(text("first answer")), reply(tool("bash", {"command": "echo hi"})), reply(text("second"))]
+    proc, api = run_lesson("s03_todo", script=script, stdin="one\n\ntwo\nq\n")
+    assert proc.returncode == 0 and api.violations == []
+    assert "s03 >> " in proc.stdout and "first answer" in proc.stdout and "second" in proc.stdout
+    roles = [m["role"] for m in api.requests[2]["messages"]]
+    assert roles == ["user", "assistant", "user", "assistant", "user"]
+    proc, _ = run_lesson("s03_todo", script=[], stdin="")  # EOF quits too
+    assert proc.returncode == 0
+
+
+def test_the_repl_survives_an_api_error_and_keeps_a_valid_history(run_main):
+    script = [error(400, "nope"), reply(text("recovered"))]
+    code, out, err, api = run_main(s03_todo, script=script, stdin="one\ntwo\nexit\n")
+    assert code == 0 and "refused the request (400 nope)" in err and "recovered" in out
+    assert api.requests[1]["messages"] == [{"role": "user", "content": "two"}]
+
+
+def test_ctrl_c_during_a_turn_abandons_it_and_the_next_prompt_works(workdir):
+    script = [reply(tool("bash", {"command": "sleep 30"})), reply(text("after interrupt"))]
+    with StandInAPI(script) as api:
+        env = clean_env(workdir.parent / "home", ANTHROPIC_API_KEY="k", ANTHROPIC_BASE_URL=api.url)
+        proc = subprocess.Popen([sys.executable, str(ROOT / "s03_todo.py")], cwd=workdir, env=env, text=True,
+                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        proc.stdin.write("start a long job\n")
+        proc.stdin.flush()
+        deadline = time.time() + 20
+        while not api.requests and time.time() < deadline:
+            time.sleep(0.05)
+        time.sleep(0.5)  # let the bash tool start
+        os.kill(proc.pid, signal.SIGINT)
+        out, err = proc.communicate("next prompt\nq\n", timeout=30)
+    assert proc.returncode == 0, err
+    assert "turn abandoned" in err and "after interrupt" in out and api.violations == []
+    assert api.requests[1]["messages"] == [{"role": "user", "content": "next prompt"}]

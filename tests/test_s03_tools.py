@@ -1,0 +1,141 @@
+"""Unit tests of s03's base tools, the dispatcher and TodoManager."""
+
+import os
+import time
+
+import pytest
+
+import s03_todo as s03
+from s03_todo import TodoManager, call_tool, run_bash, run_edit, run_read, run_write, safe_path
+
+
+@pytest.fixture(autouse=True)
+def in_tmp(tmp_path, monkeypatch):
+    (tmp_path / "ws").mkdir()
+    monkeypatch.chdir(tmp_path / "ws")
+    return tmp_path / "ws"
+
+
+# ---------------------------------------------------------------- confinement
+
+def test_paths_inside_the_workspace_are_allowed(in_tmp):
+    assert safe_path("a/b.txt") == in_tmp.resolve() / "a" / "b.txt"
+    assert safe_path(str(in_tmp / "c.txt")) == in_tmp.resolve() / "c.txt"
+
+
+@pytest.mark.parametrize("path", ["../outside.txt", "a/../../outside.txt", "/etc/passwd"])
+def test_paths_leaving_the_workspace_are_refused(path):
+    with pytest.raises(ValueError, match="outside the workspace"):
+        safe_path(path)
+
+
+def test_a_symlink_pointing_outside_is_refused(in_tmp):
+    (in_tmp.parent / "secret.txt").write_text("secret")
+    (in_tmp / "link.txt").symlink_to(in_tmp.parent / "secret.txt")
+    output, is_error = call_tool("read_file", {"path": "link.txt"}, s03.TOOLS, s03.TOOL_HANDLERS)
+    assert is_error and "outside the workspace" in output and "secret" not in output.split(":")[-1]
+
+
+# ---------------------------------------------------------------- bash
+
+def test_bash_returns_stdout_and_stderr_and_the_exit_status(in_tmp):
+    out = run_bash("echo out; echo err >&2; exit 3")
+    assert "out" in out and "err" in out and "[exit status 3]" in out
+
+
+def test_bash_runs_in_the_workspace_and_is_not_a_blocklist(in_tmp):
+    assert run_bash("pwd").strip() == str(in_tmp.resolve())
+    assert "(no output)" == run_bash("ls 2>/dev/null")  # a substring blocklist would refuse this
+
+
+def test_bash_timeout_kills_the_whole_process_group(in_tmp, monkeypatch):
+    monkeypatch.setattr(s03, "BASH_TIMEOUT", 1)
+    with pytest.raises(TimeoutError, match="timed out after 1s"):
+        run_bash("sleep 60 & echo $! > child.pid; wait")
+    child = int((in_tmp / "child.pid").read_text())
+    deadline = time.time() + 5
+    while time.time() < deadline:
+        try:
+            os.kill(child, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.05)
+    pytest.fail(f"child {child} of a timed-out command is still running")
+
+
+def test_bash_output_is_capped_with_a_note(monkeypatch):
+    monkeypatch.setattr(s03, "OUTPUT_CAP", 1000)
+    out = run_bash("head -c 5000 /dev/zero | tr '\\0' x")
+    assert out.startswith("x" * 1000) and "[output cut: 4,000 more characters]" in out
+
+
+# ---------------------------------------------------------------- file tools
+
+def test_read_with_limit_and_errors(in_tmp):
+    (in_tmp / "f.txt").write_text("1\n2\n3\n", encoding="utf-8")
+    assert run_read("f.txt") == "1\n2\n3"
+    assert run_read("f.txt", limit=2) == "1\n2\n... (1 more lines)"
+    (in_tmp / "bin").write_bytes(b"\xff\xfe\x00")
+    for args, message in [({"path": "nope.txt"}, "no such file"), ({"path": "bin"}, "not UTF-8"),
+                          ({"path": "."}, "is a directory"), ({"path": "f.txt", "limit": 0}, "positive")]:
+        output, is_error = call_tool("read_file", args, s03.TOOLS, s03.TOOL_HANDLERS)
+        assert is_error and message in output
+
+
+def test_write_creates_folders_and_reports_what_it_wrote(in_tmp):
+    assert run_write("d/e/g.txt", "héllo\nworld\n") == "Wrote 13 bytes (2 lines) to d/e/g.txt"
+    assert (in_tmp / "d/e/g.txt").read_text(encoding="utf-8") == "héllo\nworld\n"
+
+
+def test_edit_replaces_exactly_one_unique_occurrence(in_tmp):
+    (in_tmp / "f.py").write_text("a = 1\nb = 1\n", encoding="utf-8")
+    assert run_edit("f.py", "a = 1", "a = 2") == "Edited f.py: replaced 1 occurrence"
+    assert (in_tmp / "f.py").read_text() == "a = 2\nb = 1\n"
+    for old, message in [("= ", "occurs 2 times"), ("zzz", "not found"), ("", "empty")]:
+        with pytest.raises(ValueError) as err:
+            run_edit("f.py", old, "x")
+        assert message in str(err.value)
+    assert (in_tmp / "f.py").read_text() == "a = 2\nb = 1\n"  # refused edits change nothing
+
+
+# ---------------------------------------------------------------- the dispatcher
+
+@pytest.mark.parametrize("name, args, message", [
+    ("nuke", {}, "unknown tool 'nuke'; available: bash"),
+    ("bash", {}, "missing required argument 'command'"),
+    ("bash", {"command": 5}, "'command' must be string, got int"),
+    ("read_file", {"path": "f", "limit": "ten"}, "'limit' must be integer"),
+    ("read_file", {"path": "f", "limit": True}, "'limit' must be integer"),
+    ("write_file", {"path": "f", "content": "x", "mode": "w"}, "unexpected argument 'mode'"),
+    ("todo", {"items": "buy milk"}, "'items' must be array"),
+    ("bash", "ls", "arguments must be a JSON object"),
+])
+def test_bad_tool_calls_become_error_results(name, args, message):
+    output, is_error = call_tool(name, args, s03.TOOLS, s03.TOOL_HANDLERS)
+    assert is_error and message in output
+
+
+# ---------------------------------------------------------------- TodoManager
+
+def items(*statuses):
+    return [{"id": str(n), "text": f"step {n}", "status": s} for n, s in enumerate(statuses, 1)]
+
+
+def test_todo_renders_markers_and_progress():
+    assert TodoManager().update(items("completed", "in_progress", "pending")) == (
+        "[x] #1: step 1\n[>] #2: step 2\n[ ] #3: step 3\n(1/3 completed)")
+
+
+@pytest.mark.parametrize("bad, message", [
+    (items("in_progress", "in_progress"), "only one may be in_progress"),
+    (items(*["pending"] * 21), "20 or fewer"),
+    ([{"id": "1", "text": "  ", "status": "pending"}], "text is empty"),
+    ([{"id": "1", "text": "x", "status": "done"}], "not one of pending, in_progress, completed"),
+    (["just text"], "must be an object"),
+])
+def test_a_call_that_breaks_a_rule_is_refused_and_keeps_the_old_list(bad, message):
+    todos = TodoManager()
+    before = todos.update(items("in_progress"))
+    with pytest.raises(ValueError, match=message):
+        todos.update(bad)
+    assert todos.render() == before
