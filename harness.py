@@ -196,8 +196,8 @@ def _repl(name, client, agent_loop, commands):
 
 def _run_demo(demo, agent_loop):
     from stand_in_api import StandInAPI
-    script, prompt = demo()
-    with StandInAPI(script) as api:
+    script, prompt, summary = (*demo(), None)[:3]
+    with StandInAPI(script, summary=summary) as api:
         show_note(f"[demo] a SCRIPTED stand-in model answers on {api.url}: no key, no network.")
         show_note("[demo] the loop, the tools and the files they write are real.")
         print(_colour("36", f">> {prompt}", sys.stdout))

@@ -137,23 +137,23 @@ def run_edit(path, old_text, new_text):
     return f"Edited {path}: replaced 1 occurrence"
 
 
-def _schema(properties, required):
+def object_schema(properties, required):
     return {"type": "object", "properties": properties, "required": required}
 
 
 BASE_TOOLS = [
     {"name": "bash", "description": "Run a shell command in the workspace (timeout "
      f"{BASH_TIMEOUT}s). Returns stdout and stderr together.",
-     "input_schema": _schema({"command": {"type": "string"}}, ["command"])},
+     "input_schema": object_schema({"command": {"type": "string"}}, ["command"])},
     {"name": "read_file", "description": "Read a UTF-8 text file in the workspace.",
-     "input_schema": _schema({"path": {"type": "string"},
+     "input_schema": object_schema({"path": {"type": "string"},
                               "limit": {"type": "integer", "description": "read at most this many lines"}},
                              ["path"])},
     {"name": "write_file", "description": "Create or overwrite a file in the workspace.",
-     "input_schema": _schema({"path": {"type": "string"}, "content": {"type": "string"}},
+     "input_schema": object_schema({"path": {"type": "string"}, "content": {"type": "string"}},
                              ["path", "content"])},
     {"name": "edit_file", "description": "Replace one exact, unique occurrence of old_text in a file.",
-     "input_schema": _schema({"path": {"type": "string"}, "old_text": {"type": "string"},
+     "input_schema": object_schema({"path": {"type": "string"}, "old_text": {"type": "string"},
                               "new_text": {"type": "string"}}, ["path", "old_text", "new_text"])},
 ]
 
@@ -203,7 +203,7 @@ TODO = TodoManager()
 TOOLS = BASE_TOOLS + [
     {"name": "todo", "description": "Replace your todo list for this conversation. Send the whole "
      "list each time. At most one item in_progress.",
-     "input_schema": _schema({"items": {"type": "array", "items": _schema({
+     "input_schema": object_schema({"items": {"type": "array", "items": object_schema({
          "id": {"type": "string"}, "text": {"type": "string"},
          "status": {"type": "string", "enum": list(TodoManager.STATUSES)}}, ["id", "text", "status"])}},
          ["items"])},

@@ -8,6 +8,8 @@ and the real tools run, with no key and no network.
     with StandInAPI(script) as api:
         ...                        # api.url, api.requests, api.violations
 
+(input_tokens in its replies is the request's size / 4, so compaction can be tested.)
+
 It enforces the rules the real API enforces on a conversation and answers a
 broken request with the real API's 400 error shape, so a lesson that sends an
 invalid history fails here exactly as it would against the real service.
@@ -120,8 +122,9 @@ def check_request(body):
 class StandInAPI:
     """An HTTP server on 127.0.0.1 (random port) that plays `script`, one step per request."""
 
-    def __init__(self, script):
+    def __init__(self, script, summary=None):
         self.script = list(script)
+        self.summary = summary  # if set, a request with no tools (a compaction summary) gets this text
         self.requests = []    # every request body received, in order
         self.violations = []  # rules broken, one line each
         self._lock = threading.Lock()
@@ -163,6 +166,8 @@ class StandInAPI:
             if broken:
                 self.violations.append(broken)
                 return 400, _error_body("invalid_request_error", broken), {}
+            if self.summary is not None and not body.get("tools"):
+                return 200, self._message(body, reply(text(self.summary))), {}
             if not self.script:
                 self.violations.append("script exhausted: the lesson made more calls than scripted")
                 return 400, _error_body("invalid_request_error", "stand-in script exhausted"), {}
@@ -172,11 +177,13 @@ class StandInAPI:
         if step["kind"] == "error":
             # retry-after-ms keeps the client's retries fast in tests.
             return step["status"], _error_body(step["type"], step["message"]), {"retry-after-ms": "10"}
+        return 200, self._message(body, step), {}
+
+    def _message(self, body, step):
         usage = step["usage"] or {"input_tokens": estimate_tokens(body), "output_tokens": estimate_tokens(step["content"])}
-        message = {"id": f"msg_{len(self.requests):04d}", "type": "message", "role": "assistant",
-                   "model": body["model"], "content": step["content"], "stop_reason": step["stop_reason"],
-                   "stop_sequence": None, "usage": usage}
-        return 200, message, {}
+        return {"id": f"msg_{len(self.requests):04d}", "type": "message", "role": "assistant",
+                "model": body["model"], "content": step["content"], "stop_reason": step["stop_reason"],
+                "stop_sequence": None, "usage": usage}
 
     def __enter__(self):
         threading.Thread(target=self._server.serve_forever, daemon=True).start()

@@ -33,8 +33,8 @@ def workdir(tmp_path):
 @pytest.fixture
 def run_lesson(workdir):
     """run_lesson("s03_todo", "prompt", script=[...]) -> (CompletedProcess, StandInAPI)."""
-    def run(lesson, *args, script=(), stdin=None, env=None, key="test-key", timeout=60):
-        with StandInAPI(script) as api:
+    def run(lesson, *args, script=(), summary=None, stdin=None, env=None, key="test-key", timeout=60):
+        with StandInAPI(script, summary=summary) as api:
             extra = {"ANTHROPIC_BASE_URL": api.url, **(env or {})}
             if key:
                 extra["ANTHROPIC_API_KEY"] = key
@@ -62,10 +62,10 @@ def run_main(workdir, monkeypatch, capsys):
     saved = dict(os.environ)
     monkeypatch.chdir(workdir)
 
-    def run(lesson, *args, script=(), stdin="", env=None, key="test-key"):
+    def run(lesson, *args, script=(), summary=None, stdin="", env=None, key="test-key"):
         os.environ.clear()
         os.environ.update(clean_env(workdir.parent / "home"))
-        with StandInAPI(script) as api:
+        with StandInAPI(script, summary=summary) as api:
             os.environ.update({"ANTHROPIC_BASE_URL": api.url, **(env or {})})
             if key:
                 os.environ["ANTHROPIC_API_KEY"] = key
