@@ -1,0 +1,79 @@
+"""s07 run as a user runs it: plan, compact, list, complete, restart."""
+
+import json
+import re
+import subprocess
+import sys
+
+import s07_task_system
+from conftest import ROOT, clean_env, tool_results
+from stand_in_api import reply, text, tool
+
+PLAN = ["Design data model", "Implement API", "Write docs", "Write API tests"]
+
+
+def test_the_board_survives_compaction_and_a_restart(run_lesson, workdir):
+    script = [
+        reply(*[tool("task_create", {"subject": s}) for s in PLAN]),
+        reply(tool("task_update", {"task_id": 2, "addBlockedBy": [1]}),
+              tool("task_update", {"task_id": "#3", "addBlockedBy": ["1"]}),
+              tool("task_update", {"task_id": "4", "addBlockedBy": ["#2"]})),
+        reply(tool("task_update", {"task_id": 4, "status": "in_progress"})),     # refused: blocked
+        reply(tool("task_list", {})),
+        reply(tool("compact", {"focus": "the board"})),
+        reply(text("SUMMARY: planned four tasks")),                              # the summary call
+        reply(tool("task_list", {})),
+        reply(tool("task_update", {"task_id": 1, "status": "completed"})),
+        reply(text("data model done")),
+    ]
+    proc, api = run_lesson("s07_task_system", "plan a refactor", script=script)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "data model done" and api.violations == []
+    reqs = api.requests
+    names = [t["name"] for t in reqs[0]["tools"]]
+    assert names == ["bash", "read_file", "write_file", "edit_file", "compact",
+                     "task_create", "task_update", "task_list", "task_get"]
+    refused = tool_results(reqs[3])[0]
+    assert refused["is_error"] is True and "#4 is blocked by #2 Implement API" in refused["content"]
+    board_before = tool_results(reqs[4])[0]["content"]
+    assert board_before.splitlines()[-1] == "Ready to start: #1 Design data model"
+    # After the compaction the first message is the summary plus the board, fresh from disk ...
+    assert "tools" not in reqs[5]
+    first = reqs[6]["messages"][0]["content"]
+    assert len(reqs[6]["messages"]) == 1 and "SUMMARY: planned four tasks" in first and board_before in first
+    # ... and task_list gives the same board as before.
+    assert tool_results(reqs[7])[0]["content"] == board_before
+    done = tool_results(reqs[8])[0]["content"]
+    assert "Unblocked: #2 Implement API, #3 Write docs" in done
+    on_disk = {p.name: json.loads(p.read_text()) for p in (workdir / ".tasks").glob("task_*.json")}
+    assert on_disk["task_1.json"]["status"] == "completed"
+    assert on_disk["task_2.json"]["blockedBy"] == [] and on_disk["task_3.json"]["blockedBy"] == []
+    assert on_disk["task_4.json"]["blockedBy"] == [2]
+    assert "> task_create subject=\"Design data model\"" in proc.stderr and "[compacted: " in proc.stderr
+
+    # A second process in the same folder continues the board.
+    again = [reply(tool("task_list", {}), tool("task_create", {"subject": "Release"})), reply(text("ok"))]
+    proc, api = run_lesson("s07_task_system", "what is left?", script=again)
+    assert proc.returncode == 0 and api.violations == []
+    board, created = (r["content"] for r in tool_results(api.requests[1]))
+    assert board.splitlines()[-1] == "Ready to start: #2 Implement API, #3 Write docs"
+    assert created == "Created task #5: Release"
+
+
+def test_the_repl_prints_the_board_and_compacts_on_command(run_main, workdir):
+    script = [reply(tool("task_create", {"subject": "Only task"})), reply(text("created")),
+              reply(text("SUMMARY: one task"))]
+    code, out, err, api = run_main(s07_task_system, stdin="make a task\n/tasks\n/compact\n/tasks\nq\n",
+                                   script=script)
+    assert code == 0 and api.violations == [], err
+    assert len(api.requests) == 3                          # /tasks made no model call
+    assert out.count("[ ] #1: Only task") == 2 and out.count("Ready to start: #1 Only task") == 2
+    assert "[compacted: " in err and "the board, read from .tasks/, was added" in err
+
+
+def test_importing_a_lesson_does_nothing(workdir):
+    env = clean_env(workdir.parent / "home")
+    code = "import s03_todo, s06_compact, s07_task_system, harness, stand_in_api"
+    proc = subprocess.run([sys.executable, "-c", code], cwd=workdir, env=env, capture_output=True, text=True)
+    assert proc.returncode == 0 and proc.stdout == "" and proc.stderr == ""
+    assert list(workdir.iterdir()) == []  # no .tasks/, no .transcripts/, nothing

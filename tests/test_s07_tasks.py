@@ -1,0 +1,266 @@
+"""s07's TaskManager: every rule of the board, on real files."""
+
+import json
+
+import pytest
+
+import s03_todo
+import s07_task_system as s07
+from s07_task_system import TaskManager, parse_task_id
+
+
+@pytest.fixture
+def tasks(tmp_path):
+    return TaskManager(tmp_path / ".tasks")
+
+
+def on_disk(tasks, task_id):
+    return json.loads((tasks.dir / f"task_{task_id}.json").read_text(encoding="utf-8"))
+
+
+def snapshot(tasks):
+    return {p.name: p.read_bytes() for p in sorted(tasks.dir.glob("task_*.json"))}
+
+
+def plan(tasks):
+    """#1 design; #2 API and #3 docs after #1; #4 tests after #2."""
+    for subject in ["Design data model", "Implement API", "Write docs", "Write tests"]:
+        tasks.create(subject)
+    tasks.update(2, add_blocked_by=[1])
+    tasks.update(3, add_blocked_by=[1])
+    tasks.update(4, add_blocked_by=[2])
+
+
+# ---------------------------------------------------------------- files and ids
+
+def test_a_task_file_is_readable_utf8_json_with_the_documented_fields(tasks):
+    assert tasks.create("Écrire la doc ✓", "für alle") == "Created task #1: Écrire la doc ✓"
+    raw = (tasks.dir / "task_1.json").read_text(encoding="utf-8")
+    assert "Écrire la doc ✓" in raw and "\\u" not in raw and raw.startswith('{\n  "id": 1,')
+    task = json.loads(raw)
+    assert {k: task[k] for k in ("id", "subject", "description", "status", "blockedBy", "owner")} == {
+        "id": 1, "subject": "Écrire la doc ✓", "description": "für alle", "status": "pending",
+        "blockedBy": [], "owner": None}
+    assert task["created_at"] and task["updated_at"]
+
+
+def test_ids_continue_from_the_largest_file_in_a_new_manager(tasks):
+    tasks.create("a")
+    tasks.create("b")
+    (tasks.dir / "task_9.json").write_text(json.dumps({"id": 9, "subject": "x", "status": "pending",
+                                                        "blockedBy": []}))
+    assert TaskManager(tasks.dir).create("next") == "Created task #10: next"
+
+
+def test_ids_are_never_reused_after_a_delete(tasks):
+    tasks.create("a")
+    tasks.create("b")
+    tasks.update(2, status="deleted")
+    assert on_disk(tasks, 2)["status"] == "deleted"       # a tombstone stays
+    assert "#2" not in tasks.list_all()                    # hidden from the board
+    assert TaskManager(tasks.dir).create("c") == "Created task #3: c"
+    with pytest.raises(ValueError, match="#2 was deleted"):
+        tasks.update(2, status="pending")
+
+
+def test_a_stale_manager_skips_ids_another_process_took(tasks):
+    other = TaskManager(tasks.dir)
+    tasks.create("mine")              # tasks now believes the last id is 1
+    other.create("theirs 2")
+    other.create("theirs 3")
+    assert tasks.create("mine again") == "Created task #4: mine again"
+    assert on_disk(tasks, 2)["subject"] == "theirs 2"
+
+
+def test_importing_and_constructing_touch_no_file(tmp_path):
+    TaskManager(tmp_path / ".tasks")
+    assert not (tmp_path / ".tasks").exists()
+
+
+@pytest.mark.parametrize("value, expected", [(3, 3), ("3", 3), ("#3", 3), (" #12 ", 12)])
+def test_ids_from_a_model_are_accepted_in_three_spellings(value, expected):
+    assert parse_task_id(value) == expected
+
+
+@pytest.mark.parametrize("value", ["three", "#", "3.0", 0, -1, True, None, 2.5, "٣", [3]])
+def test_anything_else_is_refused_clearly(value):
+    with pytest.raises(ValueError, match="a task id is a positive number like 3, '3' or '#3'"):
+        parse_task_id(value)
+
+
+# ---------------------------------------------------------------- statuses and blocking
+
+def test_completing_a_task_unblocks_its_dependents_and_says_so(tasks):
+    plan(tasks)
+    out = tasks.update(1, status="completed")
+    assert "Unblocked: #2 Implement API, #3 Write docs" in out
+    assert on_disk(tasks, 2)["blockedBy"] == [] and on_disk(tasks, 3)["blockedBy"] == []
+    assert on_disk(tasks, 4)["blockedBy"] == [2]
+
+
+def test_deleting_a_blocker_also_clears_it(tasks):
+    plan(tasks)
+    assert "Unblocked: #4 Write tests" in tasks.update(2, status="deleted")
+    assert on_disk(tasks, 4)["blockedBy"] == []
+
+
+@pytest.mark.parametrize("status", ["in_progress", "completed"])
+def test_a_blocked_task_cannot_start_or_complete_and_the_refusal_names_blockers(tasks, status):
+    plan(tasks)
+    before = snapshot(tasks)
+    with pytest.raises(ValueError, match=r"#4 is blocked by #2 Implement API"):
+        tasks.update(4, status=status)
+    assert snapshot(tasks) == before
+
+
+def test_status_owner_and_nothing_to_update(tasks):
+    tasks.create("a")
+    assert tasks.update("#1", status="in_progress", owner="alice") == "Updated [>] #1: a (owner: alice)"
+    assert on_disk(tasks, 1)["owner"] == "alice"
+    tasks.update(1, owner="")
+    assert on_disk(tasks, 1)["owner"] is None
+    for kwargs, message in [({}, "nothing to update"), ({"status": "done"}, "not one of pending"),
+                            ({"owner": 5}, "owner must be a string")]:
+        with pytest.raises(ValueError, match=message):
+            tasks.update(1, **kwargs)
+
+
+def test_create_refuses_an_empty_subject(tasks):
+    with pytest.raises(ValueError, match="subject must be a non-empty string"):
+        tasks.create("  ")
+    assert not list(tasks.dir.glob("task_*.json")) if tasks.dir.exists() else True
+
+
+# ---------------------------------------------------------------- dependencies
+
+def test_unknown_ids_are_refused_with_what_exists(tasks):
+    plan(tasks)
+    with pytest.raises(ValueError, match="no task #9; existing tasks: #1, #2, #3, #4"):
+        tasks.update(1, add_blocked_by=[9])
+    with pytest.raises(ValueError, match="no task #9"):
+        tasks.update(9, status="completed")
+
+
+def test_a_task_cannot_block_itself(tasks):
+    tasks.create("a")
+    with pytest.raises(ValueError, match="#1 cannot block itself"):
+        tasks.update(1, add_blocked_by=["#1"])
+
+
+def test_an_edge_that_closes_a_cycle_is_refused_and_named(tasks):
+    plan(tasks)
+    with pytest.raises(ValueError, match="that would make a cycle: #1 → #2 → #1"):
+        tasks.update(1, add_blocked_by=[2])
+    with pytest.raises(ValueError, match="that would make a cycle: #1 → #4 → #2 → #1"):
+        tasks.update(1, add_blocked_by=[4])
+    with pytest.raises(ValueError, match="that would make a cycle: #1 → #3 → #1"):
+        tasks.update(1, add_blocked_by=[3])
+    tasks.update(4, add_blocked_by=[3])  # a diamond is not a cycle
+    assert on_disk(tasks, 4)["blockedBy"] == [2, 3]
+
+
+def test_a_refused_call_changes_nothing_on_disk(tasks):
+    plan(tasks)
+    before = snapshot(tasks)
+    for kwargs in [{"add_blocked_by": [3, 99]}, {"add_blocked_by": [3, "x"]}, {"remove_blocked_by": [3]},
+                   {"add_blocked_by": [3], "status": "completed"}]:
+        with pytest.raises(ValueError):
+            tasks.update(4, **kwargs)
+    assert snapshot(tasks) == before
+
+
+def test_a_dependency_on_a_completed_task_is_satisfied_and_not_stored(tasks):
+    tasks.create("done")
+    tasks.create("later")
+    tasks.update(1, status="completed")
+    out = tasks.update(2, add_blocked_by=[1])
+    assert "#1 is already completed, so it does not block #2" in out
+    assert on_disk(tasks, 2)["blockedBy"] == []
+
+
+def test_remove_blocked_by(tasks):
+    plan(tasks)
+    tasks.update(4, remove_blocked_by=["2"])
+    assert on_disk(tasks, 4)["blockedBy"] == []
+    with pytest.raises(ValueError, match="#4 is not blocked by #3"):
+        tasks.update(4, remove_blocked_by=[3])
+
+
+# ---------------------------------------------------------------- the board
+
+def test_list_all_orders_numerically_and_names_what_can_start(tasks):
+    for n in range(1, 12):
+        tasks.create(f"task {n}")
+    tasks.update(11, add_blocked_by=[9, 10])
+    tasks.update(10, status="in_progress", owner="bob")
+    tasks.update(1, status="completed")
+    lines = tasks.list_all().splitlines()
+    assert lines[0] == "[x] #1: task 1" and lines[8] == "[ ] #9: task 9"
+    assert lines[9] == "[>] #10: task 10 (owner: bob)" and lines[10] == "[ ] #11: task 11 blocked by #9, #10"
+    assert lines[-1] == "Ready to start: " + ", ".join(f"#{n} task {n}" for n in range(2, 10))
+
+
+def test_list_all_when_empty_and_when_all_done(tasks):
+    assert tasks.list_all() == "No tasks yet."
+    tasks.create("a")
+    tasks.update(1, status="completed")
+    assert tasks.list_all().splitlines()[-1] == "Ready to start: none (all done)"
+
+
+def test_get_returns_the_task_and_the_tasks_it_blocks(tasks):
+    plan(tasks)
+    task = json.loads(tasks.get("#1"))
+    assert task["subject"] == "Design data model" and task["blocks"] == [2, 3]
+    assert "blocks" not in on_disk(tasks, 1)  # computed, not stored
+
+
+# ---------------------------------------------------------------- corrupt files
+
+def test_a_corrupt_file_never_takes_the_board_down(tasks):
+    plan(tasks)
+    bad = tasks.dir / "task_5.json"
+    bad.write_text('{"id": 5, "subject": "half wri')
+    (tasks.dir / "task_6.json").write_bytes(b"\xff\xfe not utf-8")
+    (tasks.dir / "task_7.json").write_text('{"id": 99, "subject": "wrong id", "status": "pending", "blockedBy": []}')
+    board = tasks.list_all()
+    assert "#1: Design data model" in board and "#4: Write tests" in board
+    for name in ("task_5.json", "task_6.json", "task_7.json"):
+        assert f"! {tasks.dir / name} is unreadable" in board
+    assert TaskManager(tasks.dir).create("new") == "Created task #8: new"
+    with pytest.raises(ValueError, match=r"task_5\.json is unreadable"):
+        tasks.get(5)
+    with pytest.raises(ValueError, match=r"task_5\.json is unreadable"):
+        tasks.update(5, status="completed")
+    with pytest.raises(ValueError, match=r"task_5\.json is unreadable"):
+        tasks.update(1, add_blocked_by=[5])
+    tasks.update(1, status="completed")  # clearing skips the bad files ...
+    assert bad.read_text() == '{"id": 5, "subject": "half wri'  # ... and never touches them
+    assert (tasks.dir / "task_6.json").read_bytes() == b"\xff\xfe not utf-8"
+
+
+# ---------------------------------------------------------------- through the tool dispatcher
+
+def test_task_tools_turn_refusals_into_error_results(tmp_path, monkeypatch):
+    monkeypatch.setattr(s07, "TASKS", TaskManager(tmp_path / ".tasks"))
+    call = lambda name, args: s03_todo.call_tool(name, args, s07.TOOLS, s07.TOOL_HANDLERS)
+    assert call("task_create", {"subject": "a"}) == ("Created task #1: a", False)
+    assert call("task_create", {"subject": "b"}) == ("Created task #2: b", False)
+    assert call("task_update", {"task_id": "#2", "addBlockedBy": ["1"]})[1] is False
+    output, is_error = call("task_update", {"task_id": 1, "addBlockedBy": [2]})
+    assert is_error and "cycle: #1 → #2 → #1" in output
+    output, is_error = call("task_update", {"task_id": "two", "status": "completed"})
+    assert is_error and "a task id is a positive number" in output
+    output, is_error = call("task_get", {})
+    assert is_error and "missing required argument 'task_id'" in output
+    assert call("task_list", {})[0].splitlines()[-1] == "Ready to start: #1 a"
+
+
+def test_a_relative_board_follows_the_current_folder(tmp_path, monkeypatch):
+    board = TaskManager(".tasks")
+    for name in ("one", "two"):
+        (tmp_path / name).mkdir()
+    monkeypatch.chdir(tmp_path / "one")
+    board.create("a")
+    board.create("b")
+    monkeypatch.chdir(tmp_path / "two")
+    assert board.create("c") == "Created task #1: c"  # a fresh folder starts at #1
