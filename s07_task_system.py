@@ -100,7 +100,7 @@ class TaskManager:
     def _read(self, path):
         """A task from its file, or ValueError naming the file. Never repairs or deletes it."""
         try:
-            task = json.loads(path.read_text(encoding="utf-8"))
+            task = json.loads(path.read_bytes())  # bytes: json decodes UTF-8 itself, a little faster
             ok = (isinstance(task, dict) and task.get("id") == int(TASK_FILE.fullmatch(path.name)[1])
                   and task.get("status") in MARKERS and isinstance(task.get("subject"), str)
                   and isinstance(task.get("blockedBy"), list)
