@@ -108,9 +108,9 @@ def show_text(text):
         print(_colour("1", text.strip()), file=sys.stderr)
 
 
-def show_usage(usage):
+def show_usage(usage, label="tokens"):
     if usage is not None:
-        print(_colour("2", f"  [tokens: {usage.input_tokens:,} in, {usage.output_tokens:,} out]"), file=sys.stderr)
+        print(_colour("2", f"  [{label}: {usage.input_tokens:,} in, {usage.output_tokens:,} out]"), file=sys.stderr)
 
 
 def show_note(line):

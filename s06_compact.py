@@ -166,7 +166,7 @@ def summarize(messages, client, focus=""):
     focus = f"\nAbove all, preserve: {focus}" if focus else ""
     response = client.messages.create(model=model_id(), max_tokens=SUMMARY_MAX_TOKENS, messages=[
         {"role": "user", "content": SUMMARY_PROMPT.format(focus=focus, transcript=transcript)}])
-    show_usage(response.usage)
+    show_usage(response.usage, "summary call tokens")
     summary = "\n".join(b.text for b in response.content if b.type == "text").strip()
     if not summary:
         raise ValueError("the summary came back empty")

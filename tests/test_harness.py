@@ -1,0 +1,27 @@
+"""The terminal output rules: colour only on a terminal, never with NO_COLOR."""
+
+import io
+
+import harness
+
+
+class Terminal(io.StringIO):
+    def isatty(self):
+        return True
+
+
+def test_colour_only_on_a_terminal_and_never_with_no_color(monkeypatch):
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    assert harness._colour("31", "x", Terminal()) == "\033[31mx\033[0m"
+    assert harness._colour("31", "x", io.StringIO()) == "x"          # a pipe or a file
+    monkeypatch.setenv("NO_COLOR", "1")
+    assert harness._colour("31", "x", Terminal()) == "x"
+
+
+def test_a_tool_call_is_one_short_line_and_a_preview(capsys):
+    harness.show_tool_call("task_create", {"subject": "Design data model"}, "Created task #1: Design data model", False)
+    harness.show_tool_call("bash", {"command": "x" * 500}, "\n".join(f"line {n}" for n in range(10)), True)
+    err = capsys.readouterr().err.splitlines()
+    assert err[:2] == ['> task_create subject="Design data model"', "  = Created task #1: Design data model"]
+    assert len(err[2]) < 80 and err[2].endswith("…")                 # long arguments are cut
+    assert err[3] == "  ! line 0" and err[-1] == "    … (5 more lines)"

@@ -1,0 +1,84 @@
+"""The README quotes output; these tests run what it quotes, so it cannot drift from the code."""
+
+import json
+import re
+
+import pytest
+
+from conftest import ROOT
+from stand_in_api import reply, text, tool
+
+README = (ROOT / "README.md").read_text(encoding="utf-8")
+
+
+def quoted(name):
+    """The lines of the README block marked <!-- checked: name -->, less commands, input and elisions."""
+    block = re.search(rf"<!-- checked: {name} -->\s*```text\n(.*?)```", README, re.S)
+    assert block, f"README has no checked block {name!r}"
+    return [line for line in block[1].splitlines()
+            if line.strip() and not line.startswith(("$ ", "s07 >> ")) and "…" not in line]
+
+
+def assert_quoted_lines_appear(name, output):
+    missing = [line for line in quoted(name) if line.strip() not in output]
+    assert not missing, f"README block {name!r} quotes lines the program no longer prints: {missing}"
+
+
+def test_the_readme_shows_the_two_setup_commands_first():
+    first_block = re.search(r"```sh\n(.*?)```", README, re.S)[1].strip().splitlines()
+    assert first_block == ["pip install -r requirements.txt && python s07_task_system.py --demo",
+                           "python -m pytest -q"]
+
+
+def test_the_s07_demo_matches_the_readme_and_a_second_run_continues_the_board(run_lesson, workdir):
+    proc, _ = run_lesson("s07_task_system", "--demo", key=None)
+    assert proc.returncode == 0, proc.stderr
+    output = proc.stdout + proc.stderr
+    assert_quoted_lines_appear("s07-demo", output)
+    assert sorted(p.name for p in (workdir / ".tasks").glob("task_*.json")) == [f"task_{n}.json" for n in range(1, 5)]
+    assert len(list((workdir / ".transcripts").iterdir())) == 1
+
+    proc, _ = run_lesson("s07_task_system", "--demo", key=None)
+    assert proc.returncode == 0, proc.stderr
+    board_first = proc.stderr.split("> task_list", 1)[1].split("Planning four tasks.")[0]
+    assert "[x] #1: Design the data model (owner: demo)" in board_first
+    assert "Ready to start: #2 Implement the API, #3 Write the docs" in board_first
+    assert "Created task #5: Design the data model" in proc.stderr
+    assert len(list((workdir / ".tasks").glob("task_*.json"))) == 8
+
+
+@pytest.mark.parametrize("lesson, block", [("s03_todo", "s03-demo"), ("s06_compact", "s06-demo")])
+def test_the_other_demos_match_the_readme(run_lesson, workdir, lesson, block):
+    proc, _ = run_lesson(lesson, "--demo", key=None)
+    assert proc.returncode == 0, proc.stderr
+    assert_quoted_lines_appear(block, proc.stdout + proc.stderr)
+    assert (workdir / "demo").is_dir()
+
+
+def test_the_persistence_walkthrough_matches_the_readme(run_lesson, workdir):
+    plan = [("Design the data model", "tables and fields"), ("Implement the API", ""),
+            ("Write the docs", ""), ("Write the API tests", "")]
+    script = [reply(text("I'll put the plan on the board."),
+                    *[tool("task_create", {"subject": s, "description": d}) for s, d in plan]),
+              reply(tool("task_update", {"task_id": 2, "addBlockedBy": [1]}),
+                    tool("task_update", {"task_id": 3, "addBlockedBy": [1]}),
+                    tool("task_update", {"task_id": 4, "addBlockedBy": [2]})),
+              reply(text("The board has four tasks; #1 can start now."))]
+    prompt = "plan a refactor: design the data model, then the API and the docs, tests after the API"
+    first, _ = run_lesson("s07_task_system", script=script, summary="Summary: four tasks planned.",
+                          stdin=f"{prompt}\n/compact\n/tasks\nq\n")
+    second, api = run_lesson("s07_task_system", stdin="/tasks\nq\n")
+    assert first.returncode == second.returncode == 0 and api.requests == []
+    assert_quoted_lines_appear("walkthrough", first.stdout + first.stderr)
+    board = [line for line in quoted("walkthrough") if line.startswith(("[ ]", "Ready"))]
+    assert all(line in second.stdout for line in board)  # the restart sees the same board
+
+    task_file = (workdir / ".tasks" / "task_1.json").read_text(encoding="utf-8")
+    assert_quoted_lines_appear("task-file", task_file)
+    assert set(json.loads(task_file)) == {"id", "subject", "description", "status", "blockedBy", "owner",
+                                          "created_at", "updated_at"}
+
+
+def test_the_readme_quotes_the_benchmark_with_its_machine():
+    assert "python bench/bench_tasks.py" in README and "2-core" in README
+    assert (ROOT / "bench" / "bench_tasks.py").exists()
