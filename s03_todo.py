@@ -236,7 +236,10 @@ def check_args(schema, args):
 
 
 def call_tool(name, args, tools, handlers):
-    """Run one tool; return (output, is_error). A tool failure never escapes."""
+    """Run one tool; return (output, is_error). A tool failure never escapes.
+
+    A production agent would ask the user's permission here before running it.
+    """
     schemas = {t["name"]: t["input_schema"] for t in tools}
     if name not in handlers:
         return f"unknown tool {name!r}; available: {', '.join(handlers)}", True

@@ -202,8 +202,12 @@ COMPACT_TOOL = {
                                              "description": "what the summary must preserve"}}, []),
 }
 
+def run_compact(focus=""):
+    return "Compacting the conversation after this step."  # the loop does the work, after the results
+
+
 TOOLS = BASE_TOOLS + [COMPACT_TOOL]
-TOOL_HANDLERS = {**BASE_HANDLERS, "compact": lambda focus="": "Compacting the conversation after this step."}
+TOOL_HANDLERS = {**BASE_HANDLERS, "compact": run_compact}
 
 
 def compact_request(content):

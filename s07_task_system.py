@@ -41,7 +41,8 @@ from pathlib import Path
 from harness import model_id, run_cli, show_note, show_usage
 from s03_todo import (BASE_HANDLERS, BASE_TOOLS, MAX_STEPS, MAX_TOKENS, STEP_LIMIT_TEXT, assistant_turn,
                       final_text, object_schema, run_tool_calls)
-from s06_compact import COMPACT_TOOL, CONTEXT, auto_compact, compact_request, compact_threshold, micro_compact
+from s06_compact import (COMPACT_TOOL, CONTEXT, auto_compact, compact_request, compact_threshold, micro_compact,
+                         run_compact)
 
 TASKS_DIR = Path(".tasks")   # relative: the board belongs to the folder you run in
 MARKERS = {"pending": "[ ]", "in_progress": "[>]", "completed": "[x]", "deleted": "[-]"}
@@ -117,6 +118,8 @@ class TaskManager:
         claim=True creates the file only if the id is free (os.link refuses to replace),
         so two processes can never write the same id. Returns False if it was taken.
         """
+        # No fsync: a kill -9 cannot tear a file, but a power cut may lose the last writes
+        # (a production store would fsync the file and the folder).
         task["updated_at"] = _now()
         tmp = self.dir / f".tmp_{task['id']}_{os.getpid()}_{threading.get_ident()}"  # never task_*.json
         tmp.write_text(json.dumps(task, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
@@ -192,7 +195,7 @@ class TaskManager:
             raise ValueError(f"status {status!r} is not one of {', '.join(MARKERS)}")
         if owner is not None and not isinstance(owner, str):
             raise ValueError("owner must be a string ('' clears it)")
-        with self._locked():
+        with self._locked():  # one lock for the board: simple, and plenty for a few agents
             task = self._load(task_id)
             if task["status"] == "deleted":
                 raise ValueError(f"task #{task_id} was deleted; create a new task instead")
@@ -306,8 +309,9 @@ TASKS = TaskManager(TASKS_DIR)  # touches no file until the first call
 
 _ID = {"description": "a task id: 3 or \"#3\""}
 TASK_TOOLS = [
-    {"name": "task_create", "description": "Add a task to the persistent board in .tasks/. Use the board for "
-     "multi-step work that has an order or must survive compaction and restarts; it starts pending.",
+    {"name": "task_create", "description": "Add a task to the persistent board in .tasks/; it starts pending. "
+     "Use the board for work of several steps, with an order between them, or that must outlast this "
+     "conversation (compaction, restarts). A single quick step needs no task: just do it.",
      "input_schema": object_schema({"subject": {"type": "string", "description": "a short imperative title"},
                                     "description": {"type": "string", "description": "details, optional"}},
                                    ["subject"])},
@@ -328,7 +332,7 @@ TASK_TOOLS = [
 TOOLS = BASE_TOOLS + [COMPACT_TOOL] + TASK_TOOLS
 TOOL_HANDLERS = {
     **BASE_HANDLERS,
-    "compact": lambda focus="": "Compacting the conversation after this step.",
+    "compact": run_compact,
     "task_create": lambda subject, description="": TASKS.create(subject, description),
     "task_update": lambda task_id, status=None, addBlockedBy=None, removeBlockedBy=None, owner=None:
         TASKS.update(task_id, status, addBlockedBy, removeBlockedBy, owner),

@@ -126,6 +126,7 @@ class StandInAPI:
         self.script = list(script)
         self.summary = summary  # if set, a request with no tools (a compaction summary) gets this text
         self.requests = []    # every request body received, in order
+        self.headers = []     # and its HTTP headers (lower-case names)
         self.violations = []  # rules broken, one line each
         self._lock = threading.Lock()
         api = self
@@ -142,6 +143,7 @@ class StandInAPI:
                     return self._send(400, _error_body("invalid_request_error", "request body is not valid JSON"))
                 if self.path.split("?")[0] != "/v1/messages":
                     return self._send(404, _error_body("not_found_error", f"no route {self.path}"))
+                api.headers.append({k.lower(): v for k, v in self.headers.items()})
                 status, payload, headers = api._answer(body)
                 self._send(status, payload, headers)
 

@@ -160,3 +160,22 @@ def test_ctrl_c_during_a_turn_abandons_it_and_the_next_prompt_works(workdir):
     assert proc.returncode == 0, err
     assert "turn abandoned" in err and "after interrupt" in out and api.violations == []
     assert api.requests[1]["messages"] == [{"role": "user", "content": "next prompt"}]
+
+
+def test_the_key_or_an_auth_token_reaches_the_api(run_main):
+    def credential(headers):  # SDK versions differ in the header they use for a key
+        return headers.get("x-api-key") or headers.get("authorization", "").removeprefix("Bearer ")
+    code, out, err, api = run_main(s03_todo, "hi", script=[reply(text("a"))], key="sk-test")
+    assert code == 0 and credential(api.headers[0]) == "sk-test"
+    code, out, err, api = run_main(s03_todo, "hi", script=[reply(text("a"))], key=None,
+                                   env={"ANTHROPIC_AUTH_TOKEN": "tok-test"})
+    assert code == 0 and credential(api.headers[0]) == "tok-test"
+
+
+def test_the_repl_survives_every_kind_of_api_failure(run_main):
+    script = [error(401, "invalid x-api-key"), error(429, "slow down"), error(429), error(429),
+              error(529), error(529), error(529), reply(text("still here"))]
+    code, out, err, api = run_main(s03_todo, script=script, stdin="a\nb\nc\nd\nq\n")
+    assert code == 0 and "still here" in out and "Traceback" not in err
+    assert "rejected the key (401" in err and "rate limited (429" in err and "failed (529" in err
+    assert api.requests[-1]["messages"] == [{"role": "user", "content": "d"}]  # failed turns left nothing behind
