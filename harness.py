@@ -130,9 +130,11 @@ def run_cli(name, doc, agent_loop, commands=None, demo=None, argv=None):
     demo: () -> (script, prompt), played by the loopback stand-in with no key.
     """
     import anthropic
+    commands = commands or {}
+    repl_help = f" In the REPL: {', '.join(commands)}." if commands else ""
     parser = argparse.ArgumentParser(prog=f"python {name}.py", description=doc.strip().splitlines()[0],
                                      epilog="Set ANTHROPIC_API_KEY (or put it in ./.env); "
-                                            "ANTHROPIC_BASE_URL and MODEL_ID are optional.")
+                                            f"ANTHROPIC_BASE_URL and MODEL_ID are optional.{repl_help}")
     parser.add_argument("prompt", nargs="?", help="run one turn with this prompt and exit; "
                                                   "without it, open a REPL (q or exit to quit)")
     if demo:
@@ -140,7 +142,6 @@ def run_cli(name, doc, agent_loop, commands=None, demo=None, argv=None):
                             help="play a scripted session through the real loop and tools; no key, no network")
     args = parser.parse_args(argv)
     load_env()
-    commands = commands or {}
     try:
         if demo and args.demo:
             return _run_demo(demo, agent_loop)

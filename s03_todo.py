@@ -23,14 +23,14 @@ Key insight: the model plans better when it writes its plan down, and it
 keeps the plan current when the harness nags. The todo list is just a tool
 whose result is the rendered list.
 
-Limits of the lesson: the todos live in memory, so they die when the
-conversation is compacted (s06) or the program exits; s07 fixes that.
+This is the first lesson: s06 and s07 import its tools and loop pieces.
+Limits: the todos live in memory, so they die with the program, and a
+compaction (s06) takes them out of the model's sight; s07 fixes that.
 
 Run it:   python s03_todo.py "add a docstring to hello.py and track your steps"
           python s03_todo.py            (a REPL)       python s03_todo.py --demo
 """
 
-import json
 import os
 import shlex
 import signal
@@ -47,9 +47,9 @@ OUTPUT_CAP = 50_000    # characters of tool output the model sees
 MAX_TODOS = 20         # a longer plan belongs on s07's task board
 NAG_AFTER = 3          # rounds of tool use without `todo` before the reminder
 
-SYSTEM = (f"You are a coding agent working in the current folder. Use the tools to act. "
-          f"Plan multi-step work with the todo tool: mark an item in_progress before "
-          f"starting it and completed when done. Be brief.")
+SYSTEM = ("You are a coding agent working in the current folder. Use the tools to act. "
+          "Plan multi-step work with the todo tool: mark an item in_progress before "
+          "starting it and completed when done. Be brief.")
 
 
 # ---------------------------------------------------------------- base tools
@@ -89,6 +89,7 @@ def run_bash(command):
                            f"run long jobs in the background or split them up")
     except KeyboardInterrupt:  # Ctrl-C abandons the turn: leave no command running
         os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
         raise
     out = out.strip() or "(no output)"
     if proc.returncode:
@@ -96,13 +97,14 @@ def run_bash(command):
     return _cap(out)
 
 
-def _read_text(path, p):
-    if not path.is_file():
-        raise ValueError(f"{p}: no such file" if not path.exists() else f"{p}: is a directory, not a file")
+def _read_text(target, shown):
+    """The text of a resolved path; errors name the path as the model wrote it."""
+    if not target.is_file():
+        raise ValueError(f"{shown}: no such file" if not target.exists() else f"{shown}: is a directory, not a file")
     try:
-        return path.read_text(encoding="utf-8")
+        return target.read_text(encoding="utf-8")
     except UnicodeDecodeError:
-        raise ValueError(f"{p}: not UTF-8 text; inspect it with bash (e.g. `file {p}`) instead")
+        raise ValueError(f"{shown}: not UTF-8 text; inspect it with bash (e.g. `file {shown}`) instead") from None
 
 
 def run_read(path, limit=None):
@@ -142,19 +144,19 @@ def object_schema(properties, required):
 
 
 BASE_TOOLS = [
-    {"name": "bash", "description": "Run a shell command in the workspace (timeout "
-     f"{BASH_TIMEOUT}s). Returns stdout and stderr together.",
+    {"name": "bash", "description": f"Run a shell command in the workspace (timeout {BASH_TIMEOUT}s). "
+                                    "Returns stdout and stderr together.",
      "input_schema": object_schema({"command": {"type": "string"}}, ["command"])},
     {"name": "read_file", "description": "Read a UTF-8 text file in the workspace.",
      "input_schema": object_schema({"path": {"type": "string"},
-                              "limit": {"type": "integer", "description": "read at most this many lines"}},
-                             ["path"])},
+                                    "limit": {"type": "integer", "description": "read at most this many lines"}},
+                                   ["path"])},
     {"name": "write_file", "description": "Create or overwrite a file in the workspace.",
      "input_schema": object_schema({"path": {"type": "string"}, "content": {"type": "string"}},
-                             ["path", "content"])},
+                                   ["path", "content"])},
     {"name": "edit_file", "description": "Replace one exact, unique occurrence of old_text in a file.",
      "input_schema": object_schema({"path": {"type": "string"}, "old_text": {"type": "string"},
-                              "new_text": {"type": "string"}}, ["path", "old_text", "new_text"])},
+                                    "new_text": {"type": "string"}}, ["path", "old_text", "new_text"])},
 ]
 
 BASE_HANDLERS = {"bash": run_bash, "read_file": run_read, "write_file": run_write, "edit_file": run_edit}

@@ -202,6 +202,7 @@ COMPACT_TOOL = {
                                              "description": "what the summary must preserve"}}, []),
 }
 
+
 def run_compact(focus=""):
     return "Compacting the conversation after this step."  # the loop does the work, after the results
 

@@ -52,14 +52,14 @@ TASK_FILE = re.compile(r"task_(\d+)\.json")
 
 def parse_task_id(value):
     """Ids come from a model: accept 3, "3" and "#3"; refuse anything else clearly."""
-    match = None
+    number = None
     if isinstance(value, int) and not isinstance(value, bool):
-        match = value
+        number = value
     elif isinstance(value, str) and re.fullmatch(r"\s*#?\d+\s*", value, re.ASCII):
-        match = int(value.strip().lstrip("#"))
-    if not match or match < 1:
+        number = int(value.strip().lstrip("#"))
+    if number is None or number < 1:
         raise ValueError(f"a task id is a positive number like 3, '3' or '#3'; got {value!r}")
-    return match
+    return number
 
 
 def _ids(value):

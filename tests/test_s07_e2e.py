@@ -1,12 +1,11 @@
 """s07 run as a user runs it: plan, compact, list, complete, restart."""
 
 import json
-import re
 import subprocess
 import sys
 
 import s07_task_system
-from conftest import ROOT, clean_env, tool_results
+from conftest import clean_env, tool_results
 from stand_in_api import reply, text, tool
 
 PLAN = ["Design data model", "Implement API", "Write docs", "Write API tests"]
