@@ -109,7 +109,7 @@ class TaskManager:
             if not ok:
                 raise ValueError("not a valid task")
         except (OSError, ValueError, TypeError) as exc:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
-            raise ValueError(f"{self.dir / path.name} is unreadable ({exc}); it was left as it is") from None
+            raise ValueError(f"{path} is unreadable ({exc}); it was left as it is") from None
         return task
 
     def _write(self, task, claim=False):

@@ -30,10 +30,13 @@ def test_paths_leaving_the_workspace_are_refused(path):
 
 
 def test_a_symlink_pointing_outside_is_refused(in_tmp):
-    (in_tmp.parent / "secret.txt").write_text("secret")
-    (in_tmp / "link.txt").symlink_to(in_tmp.parent / "secret.txt")
-    output, is_error = call_tool("read_file", {"path": "link.txt"}, s03.TOOLS, s03.TOOL_HANDLERS)
-    assert is_error and "outside the workspace" in output and "secret" not in output.split(":")[-1]
+    (in_tmp.parent / "outside.txt").write_text("TOP SECRET CONTENT")
+    (in_tmp / "link.txt").symlink_to(in_tmp.parent / "outside.txt")
+    for name, args in [("read_file", {"path": "link.txt"}),
+                       ("write_file", {"path": "link.txt", "content": "overwritten"})]:
+        output, is_error = call_tool(name, args, s03.TOOLS, s03.TOOL_HANDLERS)
+        assert is_error and "outside the workspace" in output and "TOP SECRET" not in output
+    assert (in_tmp.parent / "outside.txt").read_text() == "TOP SECRET CONTENT"
 
 
 # ---------------------------------------------------------------- bash
