@@ -76,3 +76,24 @@ def test_importing_a_lesson_does_nothing(workdir):
     proc = subprocess.run([sys.executable, "-c", code], cwd=workdir, env=env, capture_output=True, text=True)
     assert proc.returncode == 0 and proc.stdout == "" and proc.stderr == ""
     assert list(workdir.iterdir()) == []  # no .tasks/, no .transcripts/, nothing
+
+
+def test_an_automatic_compaction_also_brings_the_board_back(run_main, workdir):
+    (workdir / "big.txt").write_text("word " * 1500)
+    script = [reply(tool("task_create", {"subject": "Read the big file"})),
+              reply(tool("read_file", {"path": "big.txt"})),
+              reply(tool("read_file", {"path": "big.txt"})),
+              reply(tool("task_list", {})),
+              reply(text("done"))]
+    code, out, err, api = run_main(s07_task_system, "go", script=script, summary="SUMMARY: read it twice",
+                                   env={"COMPACT_THRESHOLD": "2500"})
+    assert code == 0 and api.violations == [], err
+    summary_at = next(i for i, r in enumerate(api.requests) if "tools" not in r)
+    first = api.requests[summary_at + 1]["messages"][0]["content"]
+    assert "SUMMARY: read it twice" in first and "[ ] #1: Read the big file" in first
+    assert tool_results(api.requests[-1])[0]["content"].startswith("[ ] #1: Read the big file")
+
+
+def test_slash_compact_with_nothing_to_compact_says_so(run_main):
+    code, out, err, api = run_main(s07_task_system, stdin="/compact\nq\n")
+    assert code == 0 and api.requests == [] and "[nothing to compact yet]" in err
