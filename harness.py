@@ -52,10 +52,12 @@ def describe_api_error(exc):
     where = os.environ.get("ANTHROPIC_BASE_URL") or "https://api.anthropic.com"
     status = getattr(exc, "status_code", None)
     detail = _error_message(exc)
+    if isinstance(exc, anthropic.APITimeoutError):
+        return f"the API at {where} did not answer in time, even after retries: try again later"
     if isinstance(exc, anthropic.APIConnectionError):
         return f"cannot reach the API at {where}: check ANTHROPIC_BASE_URL and your network"
     if status == 401:
-        return f"the API rejected the key (401 {detail}): check ANTHROPIC_API_KEY"
+        return f"the API rejected the key (401 {detail}): check ANTHROPIC_API_KEY (or ANTHROPIC_AUTH_TOKEN)"
     if status == 403:
         return f"the key may not do this (403 {detail}): check the key's permissions"
     if status == 404:

@@ -45,7 +45,8 @@ def reply(*blocks, stop_reason=None, usage=None):
 
 def error(status, message="scripted failure", type=None):
     """A scripted HTTP error: 429/500/529 are retried by the client, 400/401 are not."""
-    default_type = {400: "invalid_request_error", 401: "authentication_error", 429: "rate_limit_error",
+    default_type = {400: "invalid_request_error", 401: "authentication_error", 403: "permission_error",
+                    404: "not_found_error", 429: "rate_limit_error",
                     500: "api_error", 529: "overloaded_error"}.get(status, "api_error")
     return {"kind": "error", "status": status, "type": type or default_type, "message": message}
 

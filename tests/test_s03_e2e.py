@@ -84,7 +84,8 @@ def test_no_key_is_one_line_and_makes_no_request(run_lesson):
 def test_a_bad_key_is_one_line_and_exit_1(run_lesson):
     proc, api = run_lesson("s03_todo", "hi", script=[error(401, "invalid x-api-key")])
     assert proc.returncode == 1 and proc.stdout == ""
-    assert proc.stderr == "error: the API rejected the key (401 invalid x-api-key): check ANTHROPIC_API_KEY\n"
+    assert proc.stderr == ("error: the API rejected the key (401 invalid x-api-key): "
+                           "check ANTHROPIC_API_KEY (or ANTHROPIC_AUTH_TOKEN)\n")
 
 
 def test_api_failures_are_one_line_and_exit_1(run_main):
