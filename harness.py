@@ -93,9 +93,13 @@ def _short(s, limit):
     return s if len(s) <= limit else s[: limit - 1] + "…"
 
 
-def show_tool_call(name, args, output, is_error):
+def show_tool_call(name, args):
+    """Before the tool runs, so a slow command shows what it is waiting for."""
     shown = " ".join(f"{k}={_short(json.dumps(v, ensure_ascii=False), 60)}" for k, v in (args or {}).items())
     print(_colour("36", f"> {name} {shown}".rstrip()), file=sys.stderr)
+
+
+def show_tool_result(output, is_error):
     lines = str(output).splitlines() or [""]
     if len(lines) > PREVIEW_LINES:
         lines = lines[: PREVIEW_LINES - 1] + [f"… ({len(lines) - PREVIEW_LINES + 1} more lines)"]

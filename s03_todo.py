@@ -38,7 +38,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from harness import model_id, run_cli, show_note, show_text, show_tool_call, show_usage
+from harness import model_id, run_cli, show_note, show_text, show_tool_call, show_tool_result, show_usage
 
 MAX_TOKENS = 8000      # per model call; large enough for a file's worth of code
 MAX_STEPS = 50         # model calls per turn before the loop gives up
@@ -262,8 +262,9 @@ def run_tool_calls(content, tools, handlers):
             show_text(block.text)
         if block.type != "tool_use":
             continue
+        show_tool_call(block.name, block.input)
         output, is_error = call_tool(block.name, block.input, tools, handlers)
-        show_tool_call(block.name, block.input, output, is_error)
+        show_tool_result(output, is_error)
         result = {"type": "tool_result", "tool_use_id": block.id, "content": output}
         if is_error:
             result["is_error"] = True
