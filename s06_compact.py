@@ -219,12 +219,13 @@ def compact_request(content):
 
 # ---------------------------------------------------------------- the loop
 
-def agent_loop(messages, client):
+def agent_loop(messages, client, system=SYSTEM, tools=TOOLS, handlers=TOOL_HANDLERS, compact=auto_compact):
+    """s03's loop plus the three layers. s07 reuses it with its own tools and compaction."""
     for _ in range(MAX_STEPS):
         if CONTEXT.estimate(messages) > compact_threshold():              # layer 2
-            auto_compact(messages, client)
-        response = client.messages.create(model=model_id(), system=SYSTEM, messages=micro_compact(messages),
-                                          tools=TOOLS, max_tokens=MAX_TOKENS)  # layer 1: the model's view
+            compact(messages, client)
+        response = client.messages.create(model=model_id(), system=system, messages=micro_compact(messages),
+                                          tools=tools, max_tokens=MAX_TOKENS)  # layer 1: the model's view
         show_usage(response.usage)
         messages.append(assistant_turn(response))
         CONTEXT.record(response.usage, messages)
@@ -232,20 +233,20 @@ def agent_loop(messages, client):
             continue
         if response.stop_reason != "tool_use":
             return final_text(response)
-        results = run_tool_calls(response.content, TOOLS, TOOL_HANDLERS)
+        results = run_tool_calls(response.content, tools, handlers)
         messages.append({"role": "user", "content": results})
         focus = compact_request(response.content)
         if focus is not None:                                             # layer 3
-            auto_compact(messages, client, focus)
+            compact(messages, client, focus)
     return STEP_LIMIT_TEXT
 
 
 # ---------------------------------------------------------------- demo and main
 
-def compact_now(messages, client):
+def compact_now(messages, client, compact=auto_compact):
     """/compact in the REPL."""
     if messages:
-        auto_compact(messages, client)
+        compact(messages, client)
     else:
         show_note("[nothing to compact yet]")
 

@@ -21,7 +21,8 @@ The model reads the board back whenever it needs it; compaction and restarts
 cannot lose what was never only in the context.
 
 New since s06: TaskManager and the task_* tools; after every compaction the
-board is appended to the summary; /tasks prints the board. The loop is s06's.
+board is appended to the summary; /tasks prints the board. The loop is s06's,
+imported and run with these tools: nothing in it had to change.
 
 Run it:   python s07_task_system.py "plan a refactor: design the data model, then the API and the docs, tests after the API"
           python s07_task_system.py            (a REPL: /tasks, /compact)
@@ -38,11 +39,10 @@ from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
 
-from harness import model_id, run_cli, show_note, show_usage
-from s03_todo import (BASE_HANDLERS, BASE_TOOLS, MAX_STEPS, MAX_TOKENS, STEP_LIMIT_TEXT, assistant_turn,
-                      final_text, object_schema, run_tool_calls)
-from s06_compact import (COMPACT_TOOL, CONTEXT, auto_compact, compact_request, compact_threshold, micro_compact,
-                         run_compact)
+import s06_compact
+from harness import run_cli, show_note
+from s03_todo import BASE_HANDLERS, BASE_TOOLS, object_schema
+from s06_compact import COMPACT_TOOL, auto_compact, compact_now, run_compact
 
 TASKS_DIR = Path(".tasks")   # relative: the board belongs to the folder you run in
 MARKERS = {"pending": "[ ]", "in_progress": "[>]", "completed": "[x]", "deleted": "[-]"}
@@ -359,27 +359,12 @@ def compact_with_board(messages, client, focus=""):
         show_note("  [the board, read from .tasks/, was added to the summary]")
 
 
-# ---------------------------------------------------------------- the loop (s06's, with compact_with_board)
+# ---------------------------------------------------------------- the loop: s06's, unchanged
 
 def agent_loop(messages, client):
-    for _ in range(MAX_STEPS):
-        if CONTEXT.estimate(messages) > compact_threshold():              # layer 2
-            compact_with_board(messages, client)
-        response = client.messages.create(model=model_id(), system=SYSTEM, messages=micro_compact(messages),
-                                          tools=TOOLS, max_tokens=MAX_TOKENS)  # layer 1: the model's view
-        show_usage(response.usage)
-        messages.append(assistant_turn(response))
-        CONTEXT.record(response.usage, messages)
-        if response.stop_reason == "pause_turn":  # the server paused a long turn: resume it
-            continue
-        if response.stop_reason != "tool_use":
-            return final_text(response)
-        results = run_tool_calls(response.content, TOOLS, TOOL_HANDLERS)
-        messages.append({"role": "user", "content": results})
-        focus = compact_request(response.content)
-        if focus is not None:                                             # layer 3
-            compact_with_board(messages, client, focus)
-    return STEP_LIMIT_TEXT
+    """s06's loop (and so s03's), with the task tools and a compaction that brings the board back."""
+    return s06_compact.agent_loop(messages, client, system=SYSTEM, tools=TOOLS, handlers=TOOL_HANDLERS,
+                                  compact=compact_with_board)
 
 
 # ---------------------------------------------------------------- demo and main
@@ -387,14 +372,6 @@ def agent_loop(messages, client):
 def show_board(messages, client):
     """/tasks: the board from disk, no model call."""
     print(TASKS.list_all())
-
-
-def compact_now(messages, client):
-    """/compact in the REPL."""
-    if messages:
-        compact_with_board(messages, client)
-    else:
-        show_note("[nothing to compact yet]")
 
 
 def demo():
@@ -440,7 +417,8 @@ def demo():
 
 def main(argv=None):
     return run_cli("s07_task_system", __doc__, agent_loop, demo=demo, argv=argv,
-                   commands={"/tasks": show_board, "/compact": compact_now})
+                   commands={"/tasks": show_board,
+                             "/compact": lambda messages, client: compact_now(messages, client, compact_with_board)})
 
 
 if __name__ == "__main__":
