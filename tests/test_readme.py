@@ -47,12 +47,13 @@ def test_the_s07_demo_matches_the_readme_and_a_second_run_continues_the_board(ru
     assert len(list((workdir / ".tasks").glob("task_*.json"))) == 8
 
 
-@pytest.mark.parametrize("lesson, block", [("s03_todo", "s03-demo"), ("s06_compact", "s06-demo")])
-def test_the_other_demos_match_the_readme(run_lesson, workdir, lesson, block):
+@pytest.mark.parametrize("lesson, block, writes", [("s03_todo", "s03-demo", ["demo"]),
+                                                   ("s06_compact", "s06-demo", [".transcripts", "demo"])])
+def test_the_other_demos_match_the_readme(run_lesson, workdir, lesson, block, writes):
     proc, _ = run_lesson(lesson, "--demo", key=None)
     assert proc.returncode == 0, proc.stderr
     assert_quoted_lines_appear(block, proc.stdout + proc.stderr)
-    assert (workdir / "demo").is_dir()
+    assert sorted(p.name for p in workdir.iterdir()) == writes
 
 
 def test_the_persistence_walkthrough_matches_the_readme(run_lesson, workdir):
