@@ -11,6 +11,9 @@ import os
 import sys
 from pathlib import Path
 
+import anthropic
+from dotenv import load_dotenv
+
 DEFAULT_MODEL = "claude-sonnet-5-5"  # any model id works; MODEL_ID overrides it
 PREVIEW_CHARS = 100                  # width of a tool result's preview in the terminal
 PREVIEW_LINES = 6                    # lines of a tool result's preview (a board or todo list fits)
@@ -24,7 +27,6 @@ class SetupError(Exception):
 
 def load_env():
     """Read ./.env; a variable already set in the real environment wins."""
-    from dotenv import load_dotenv
     load_dotenv(Path.cwd() / ".env", override=False)
 
 
@@ -34,7 +36,6 @@ def model_id():
 
 def make_client(base_url=None, api_key=None):
     """Build the Anthropic client, or raise SetupError before any request is made."""
-    import anthropic
     auth_token = None
     if api_key is None:
         api_key = os.environ.get("ANTHROPIC_API_KEY") or None
@@ -48,7 +49,6 @@ def make_client(base_url=None, api_key=None):
 
 def describe_api_error(exc):
     """One line saying what failed and what to do about it."""
-    import anthropic
     where = os.environ.get("ANTHROPIC_BASE_URL") or "https://api.anthropic.com"
     status = getattr(exc, "status_code", None)
     detail = _error_message(exc)
@@ -133,9 +133,9 @@ def run_cli(name, doc, agent_loop, commands=None, demo=None, argv=None):
     """`sNN.py "prompt"` runs one turn; `sNN.py` opens a REPL; `--demo` plays a script.
 
     agent_loop(messages, client) -> final text.  commands: {"/x": fn(messages, client)}.
-    demo: () -> (script, prompt), played by the loopback stand-in with no key.
+    demo: () -> (script, prompt, summary), played by the loopback stand-in with no key;
+    summary answers compaction calls (None if the lesson does not compact).
     """
-    import anthropic
     commands = commands or {}
     repl_help = f" In the REPL: {', '.join(commands)}." if commands else ""
     parser = argparse.ArgumentParser(prog=f"python {name}.py", description=doc.strip().splitlines()[0],
@@ -168,7 +168,6 @@ def run_cli(name, doc, agent_loop, commands=None, demo=None, argv=None):
 
 
 def _repl(name, client, agent_loop, commands):
-    import anthropic
     history = []
     label = name.split("_")[0]
     helps = ", ".join(["q/exit", *commands])
@@ -203,7 +202,7 @@ def _repl(name, client, agent_loop, commands):
 
 def _run_demo(demo, agent_loop):
     from stand_in_api import StandInAPI
-    script, prompt, summary = (*demo(), None)[:3]
+    script, prompt, summary = demo()
     with StandInAPI(script, summary=summary) as api:
         show_note(f"[demo] a SCRIPTED stand-in model answers on {api.url}: no key, no network.")
         show_note("[demo] the loop, the tools and the files they write are real.")

@@ -343,7 +343,7 @@ def demo():
         reply(todos("completed", "completed", "completed")),
         reply(text("Done: demo/hello.py prints hello and has a docstring.")),
     ]
-    return script, "write demo/hello.py, run it, add a docstring, and track your steps"
+    return script, "write demo/hello.py, run it, add a docstring, and track your steps", None
 
 
 def main(argv=None):

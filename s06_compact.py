@@ -38,7 +38,9 @@ import sys
 import time
 from pathlib import Path
 
-from harness import (SetupError, describe_api_error, model_id, run_cli, show_note, show_usage)
+import anthropic
+
+from harness import SetupError, describe_api_error, model_id, run_cli, show_note, show_usage
 from s03_todo import (BASE_HANDLERS, BASE_TOOLS, MAX_STEPS, MAX_TOKENS, STEP_LIMIT_TEXT, assistant_turn,
                       final_text, object_schema, run_tool_calls)
 
@@ -76,6 +78,9 @@ def micro_compact(messages):
     return view
 
 
+_SHOWN = set()  # results already announced: the view is rebuilt every call, the note is shown once
+
+
 def _placeholder(block, names):
     name = names.get(block["tool_use_id"], "a tool")
     if name in KEEP_TOOLS or len(str(block["content"])) <= KEEP_CHARS:
@@ -84,9 +89,6 @@ def _placeholder(block, names):
         _SHOWN.add(block["tool_use_id"])
         show_note(f"  [micro_compact: an old {name} result is now a placeholder]")
     return {**block, "content": f"[Previous: used {name}]"}
-
-
-_SHOWN = set()
 
 
 # ---------------------------------------------------------------- measuring the context
@@ -175,7 +177,6 @@ def summarize(messages, client, focus=""):
 
 def auto_compact(messages, client, focus=""):
     """Save, summarise, replace. On failure the history stays exactly as it was."""
-    import anthropic
     before = CONTEXT.estimate(messages)
     path = save_transcript(messages)
     try:

@@ -36,6 +36,7 @@ import re
 import sys
 import threading
 from contextlib import contextmanager
+from functools import partial
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -330,7 +331,7 @@ TASK_TOOLS = [
 ]
 
 TOOLS = BASE_TOOLS + [COMPACT_TOOL] + TASK_TOOLS
-TOOL_HANDLERS = {
+TOOL_HANDLERS = {  # the lambdas map the model's argument names onto TaskManager's
     **BASE_HANDLERS,
     "compact": run_compact,
     "task_create": lambda subject, description="": TASKS.create(subject, description),
@@ -417,8 +418,7 @@ def demo():
 
 def main(argv=None):
     return run_cli("s07_task_system", __doc__, agent_loop, demo=demo, argv=argv,
-                   commands={"/tasks": show_board,
-                             "/compact": lambda messages, client: compact_now(messages, client, compact_with_board)})
+                   commands={"/tasks": show_board, "/compact": partial(compact_now, compact=compact_with_board)})
 
 
 if __name__ == "__main__":

@@ -44,21 +44,24 @@ def bench(size):
         late_create = timed(lambda: tasks.create("late", "x"))
         update = timed(lambda: tasks.update(size // 2, owner="bench"))
         list_all = timed(tasks.list_all)
+        rounds = min(REPEATS, size // (DEPENDENTS + 1))  # each round needs a blocker and its dependents
         blockers = []
-        for r in range(REPEATS):
+        for r in range(rounds):
             blocker = 1 + r * (DEPENDENTS + 1)
             for d in range(blocker + 1, blocker + 1 + DEPENDENTS):
                 tasks.update(d, add_blocked_by=[blocker])
             blockers.append(blocker)
         it = iter(blockers)
-        complete = timed(lambda: tasks.update(next(it), status="completed"))
-        return {"create (mean over all)": create_all / size * 1000, "create (late, median)": late_create,
+        complete = timed(lambda: tasks.update(next(it), status="completed"), rounds)
+        return {"create (mean over all N)": create_all / size * 1000, "create (late, median)": late_create,
                 "update owner": update, "list_all": list_all,
                 f"complete + clear {DEPENDENTS} dependents": complete}
 
 
 def main():
     sizes = [int(a) for a in sys.argv[1:]] or [1000, 10000]
+    if min(sizes) <= DEPENDENTS:
+        sys.exit(f"bench_tasks.py: sizes must be above {DEPENDENTS} tasks")
     print(f"machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, "
           f"{platform.system()} {platform.release()}")
     results = {size: bench(size) for size in sizes}

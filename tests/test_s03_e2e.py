@@ -1,10 +1,13 @@
 """s03 run as a user runs it: `python s03_todo.py ...` against the loopback stand-in."""
 
+import importlib
 import os
 import signal
 import subprocess
 import sys
 import time
+
+import pytest
 
 import s03_todo
 from conftest import ROOT, clean_env, tool_results
@@ -121,9 +124,15 @@ def test_dotenv_is_read_and_the_real_environment_wins(run_main, workdir):
     assert api.requests[0]["model"] == "model-from-env"
 
 
-def test_help_says_how_to_use_it(run_main):
-    code, out, err, api = run_main(s03_todo, "--help")
-    assert code == 0 and "open a REPL" in out and "ANTHROPIC_API_KEY" in out and "--demo" in out
+@pytest.mark.parametrize("lesson, commands", [("s03_todo", ""), ("s06_compact", "/compact"),
+                                              ("s07_task_system", "/tasks, /compact")])
+def test_every_lesson_has_help_and_the_no_key_line(run_main, lesson, commands):
+    module = importlib.import_module(lesson)
+    code, out, err, api = run_main(module, "--help")
+    assert code == 0 and f"python {lesson}.py" in out and "open a REPL" in out and "--demo" in out
+    assert "ANTHROPIC_API_KEY" in out and (f"In the REPL: {commands}." in " ".join(out.split())) == bool(commands)
+    code, out, err, api = run_main(module, "hi", key=None)
+    assert code == 1 and api.requests == [] and err.count("\n") == 1 and "ANTHROPIC_API_KEY" in err
 
 
 def test_the_repl_keeps_the_conversation_and_quits(run_lesson):

@@ -34,8 +34,8 @@ def test_micro_compact_replaces_only_old_long_results_of_other_tools():
     assert contents == ["[Previous: used bash]", LONG, "x" * 100, "[Previous: used edit_file]", LONG, LONG, LONG]
     assert history == original                      # the history keeps every result
     assert check_request({"model": "m", "max_tokens": 1, "messages": view}) is None  # pairing intact
-    assert [m["content"][0].get("id") or m["content"][0].get("tool_use_id") for m in view[1:]] == \
-           [m["content"][0].get("id") or m["content"][0].get("tool_use_id") for m in history[1:]]
+    ids = lambda msgs: [(b.get("id"), b.get("tool_use_id")) for m in msgs[1:] for b in m["content"]]
+    assert ids(view) == ids(history)
     assert s06.micro_compact(view) == view          # idempotent
 
 

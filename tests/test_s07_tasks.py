@@ -72,7 +72,7 @@ def test_a_stale_manager_skips_ids_another_process_took(tasks):
     assert on_disk(tasks, 2)["subject"] == "theirs 2"
 
 
-def test_importing_and_constructing_touch_no_file(tmp_path):
+def test_constructing_a_manager_touches_no_file(tmp_path):
     TaskManager(tmp_path / ".tasks")
     assert not (tmp_path / ".tasks").exists()
 
