@@ -11,8 +11,8 @@ import os
 import sys
 from pathlib import Path
 
-import anthropic
-from dotenv import load_dotenv
+# anthropic and dotenv are imported inside the functions that use them, so importing
+# a lesson needs neither and costs nothing (the SDK alone takes about 2 s to import).
 
 DEFAULT_MODEL = "claude-sonnet-5-5"  # any model id works; MODEL_ID overrides it
 PREVIEW_CHARS = 100                  # width of a tool result's preview in the terminal
@@ -27,6 +27,7 @@ class SetupError(Exception):
 
 def load_env():
     """Read ./.env; a variable already set in the real environment wins."""
+    from dotenv import load_dotenv
     load_dotenv(Path.cwd() / ".env", override=False)
 
 
@@ -36,6 +37,7 @@ def model_id():
 
 def make_client(base_url=None, api_key=None):
     """Build the Anthropic client, or raise SetupError before any request is made."""
+    import anthropic
     auth_token = None
     if api_key is None:
         api_key = os.environ.get("ANTHROPIC_API_KEY") or None
@@ -49,6 +51,7 @@ def make_client(base_url=None, api_key=None):
 
 def describe_api_error(exc):
     """One line saying what failed and what to do about it."""
+    import anthropic
     where = os.environ.get("ANTHROPIC_BASE_URL") or "https://api.anthropic.com"
     status = getattr(exc, "status_code", None)
     detail = _error_message(exc)
@@ -136,6 +139,7 @@ def run_cli(name, doc, agent_loop, commands=None, demo=None, argv=None):
     demo: () -> (script, prompt, summary), played by the loopback stand-in with no key;
     summary answers compaction calls (None if the lesson does not compact).
     """
+    import anthropic
     commands = commands or {}
     repl_help = f" In the REPL: {', '.join(commands)}." if commands else ""
     parser = argparse.ArgumentParser(prog=f"python {name}.py", description=doc.strip().splitlines()[0],
@@ -168,6 +172,7 @@ def run_cli(name, doc, agent_loop, commands=None, demo=None, argv=None):
 
 
 def _repl(name, client, agent_loop, commands):
+    import anthropic
     history = []
     label = name.split("_")[0]
     helps = ", ".join(["q/exit", *commands])

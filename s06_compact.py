@@ -38,8 +38,6 @@ import sys
 import time
 from pathlib import Path
 
-import anthropic
-
 from harness import SetupError, describe_api_error, model_id, run_cli, show_note, show_usage
 from s03_todo import (BASE_HANDLERS, BASE_TOOLS, MAX_STEPS, MAX_TOKENS, STEP_LIMIT_TEXT, assistant_turn,
                       final_text, object_schema, run_tool_calls)
@@ -177,6 +175,7 @@ def summarize(messages, client, focus=""):
 
 def auto_compact(messages, client, focus=""):
     """Save, summarise, replace. On failure the history stays exactly as it was."""
+    import anthropic  # here, not at the top: see harness.py
     before = CONTEXT.estimate(messages)
     path = save_transcript(messages)
     try:
