@@ -117,9 +117,16 @@ def show_text(text):
         print(_colour("1", text.strip()), file=sys.stderr)
 
 
+def usage_counts(usage):
+    """(uncached input, read from cache, written to cache, output); a missing or null field is 0."""
+    names = ("input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens", "output_tokens")
+    return tuple(getattr(usage, n, None) or 0 for n in names)
+
+
 def show_usage(usage, label="tokens"):
-    if usage is not None:
-        print(_colour("2", f"  [{label}: {usage.input_tokens:,} in, {usage.output_tokens:,} out]"), file=sys.stderr)
+    fresh, read, written, out = usage_counts(usage)
+    print(_colour("2", f"  [{label}: {fresh:,} in · {read:,} from cache · {written:,} to cache · {out:,} out]"),
+          file=sys.stderr)
 
 
 def show_note(line):
@@ -132,10 +139,12 @@ def show_error(line):
 
 # ---------------------------------------------------------------- the CLI
 
-def run_cli(name, doc, agent_loop, commands=None, demo=None, argv=None):
+def run_cli(name, doc, agent_loop, commands=None, demo=None, argv=None, options=(), on_start=None):
     """`sNN.py "prompt"` runs one turn; `sNN.py` opens a REPL; `--demo` plays a script.
 
-    agent_loop(messages, client) -> final text.  commands: {"/x": fn(messages, client)}.
+    agent_loop(messages, client) -> final text.  commands: {"/x": fn(messages, client, arg)}, arg being
+    the rest of the line. options: [(flags, add_argument kwargs)]. on_start(args) runs after .env is
+    read and may return a word for the REPL banner.
     demo: () -> (script, prompt, summary), played by the loopback stand-in with no key;
     summary answers compaction calls (None if the lesson does not compact).
     """
@@ -150,9 +159,12 @@ def run_cli(name, doc, agent_loop, commands=None, demo=None, argv=None):
     if demo:
         parser.add_argument("--demo", action="store_true",
                             help="play a scripted session through the real loop and tools; no key, no network")
+    for flags, kwargs in options:
+        parser.add_argument(*flags, **kwargs)
     args = parser.parse_args(argv)
     load_env()
     try:
+        banner = on_start(args) if on_start else None
         if demo and args.demo:
             return _run_demo(demo, agent_loop)
         client = make_client()
@@ -168,15 +180,15 @@ def run_cli(name, doc, agent_loop, commands=None, demo=None, argv=None):
     except KeyboardInterrupt:
         show_error("interrupted")
         return 130
-    return _repl(name, client, agent_loop, commands)
+    return _repl(name, client, agent_loop, commands, banner)
 
 
-def _repl(name, client, agent_loop, commands):
+def _repl(name, client, agent_loop, commands, banner=None):
     import anthropic
     history = []
     label = name.split("_")[0]
     helps = ", ".join(["q/exit", *commands])
-    print(f"{name}: type a prompt ({helps})", file=sys.stderr)
+    print(f"{name}{f' ({banner})' if banner else ''}: type a prompt ({helps})", file=sys.stderr)
     while True:
         try:
             query = input(_colour("36", f"{label} >> ", sys.stdout))
@@ -189,8 +201,9 @@ def _repl(name, client, agent_loop, commands):
             continue
         saved = list(history)  # so a failed or interrupted turn can be undone whole
         try:
-            if query.strip() in commands:
-                commands[query.strip()](history, client)
+            word, _, arg = query.strip().partition(" ")
+            if word.lower() in commands:
+                commands[word.lower()](history, client, arg.strip())
                 continue
             history.append({"role": "user", "content": query})
             print(agent_loop(history, client))
@@ -200,7 +213,7 @@ def _repl(name, client, agent_loop, commands):
         except anthropic.APIError as exc:
             history[:] = saved
             show_error(describe_api_error(exc))
-        except SetupError as exc:
+        except (SetupError, ValueError) as exc:  # a command's refusal, or a setting to fix
             history[:] = saved
             show_error(str(exc))
 

@@ -46,6 +46,9 @@ BASH_TIMEOUT = 120     # seconds before a command's whole process group is kille
 OUTPUT_CAP = 50_000    # characters of tool output the model sees
 MAX_TODOS = 20         # a longer plan belongs on s07's task board
 NAG_AFTER = 3          # rounds of tool use without `todo` before the reminder
+# Every call re-sends the whole conversation; a top-level cache_control lets the API read the
+# unchanged prefix from its cache at a tenth of the price (s06's docstring explains the rules).
+CACHE = {"type": "ephemeral"}
 
 SYSTEM = ("You are a coding agent working in the current folder. Use the tools to act. "
           "Plan multi-step work with the todo tool: mark an item in_progress before "
@@ -282,6 +285,13 @@ def assistant_turn(response):
     return {"role": "assistant", "content": blocks or [{"type": "text", "text": "(no text)"}]}
 
 
+def tool_calls(response):
+    """The tool calls to run: none when the answer was cut by max_tokens (a half-written call)."""
+    if response.stop_reason != "tool_use":
+        return []
+    return [b for b in response.content if b.type == "tool_use"]
+
+
 def final_text(response):
     """What the user sees when the turn ends, saying why it ended if that was not normal."""
     answer = "\n".join(b.text for b in response.content if b.type == "text").strip()
@@ -300,18 +310,21 @@ STEP_LIMIT_TEXT = (f"[stopped: {MAX_STEPS} model calls in this turn without fini
 # ---------------------------------------------------------------- the loop
 
 def agent_loop(messages, client):
-    rounds_without_todo = 0
-    for _ in range(MAX_STEPS):
+    rounds_without_todo, steps = 0, 0
+    while steps < MAX_STEPS:
+        steps += 1
         response = client.messages.create(model=model_id(), system=SYSTEM, messages=messages,
-                                          tools=TOOLS, max_tokens=MAX_TOKENS)
+                                          tools=TOOLS, max_tokens=MAX_TOKENS, cache_control=CACHE)
         show_usage(response.usage)
         messages.append(assistant_turn(response))
         if response.stop_reason == "pause_turn":  # the server paused a long turn: resume it
             continue
-        if response.stop_reason != "tool_use":
+        calls = tool_calls(response)
+        if not calls:
             return final_text(response)
+        # A tool's exception becomes an is_error tool_result: the model reads it and can act on it.
         results = run_tool_calls(response.content, TOOLS, TOOL_HANDLERS)
-        used_todo = any(b.type == "tool_use" and b.name == "todo" for b in response.content)
+        used_todo = any(b.name == "todo" for b in calls)
         rounds_without_todo = 0 if used_todo else rounds_without_todo + 1
         if rounds_without_todo >= NAG_AFTER:
             results.append({"type": "text", "text": REMINDER})

@@ -38,9 +38,9 @@ import sys
 import time
 from pathlib import Path
 
-from harness import SetupError, describe_api_error, model_id, run_cli, show_note, show_usage
-from s03_todo import (BASE_HANDLERS, BASE_TOOLS, MAX_STEPS, MAX_TOKENS, STEP_LIMIT_TEXT, assistant_turn,
-                      final_text, object_schema, run_tool_calls)
+from harness import SetupError, describe_api_error, model_id, run_cli, show_note, show_usage, usage_counts
+from s03_todo import (BASE_HANDLERS, BASE_TOOLS, CACHE, MAX_STEPS, MAX_TOKENS, STEP_LIMIT_TEXT, assistant_turn,
+                      final_text, object_schema, run_tool_calls, tool_calls)
 
 KEEP_RECENT = 3                 # the newest tool results the model may still be reasoning about
 KEEP_TOOLS = {"read_file"}      # file contents are reference material: clearing them means re-reading
@@ -108,8 +108,7 @@ class ContextSize:
 
     def record(self, usage, messages):
         """Call after appending the assistant turn that `usage` describes."""
-        self.reported = (usage.input_tokens + (usage.cache_read_input_tokens or 0)
-                         + (usage.cache_creation_input_tokens or 0) + usage.output_tokens)
+        self.reported = sum(usage_counts(usage)) or None  # uncached + read + written + output; null counts 0
         self.seen = len(messages)
 
     def estimate(self, messages):
@@ -128,7 +127,7 @@ def compact_threshold():
     raw = os.environ.get("COMPACT_THRESHOLD", "").strip()
     if not raw:
         return DEFAULT_THRESHOLD
-    if not raw.isdigit() or int(raw) < 1:
+    if not (raw.isascii() and raw.isdigit()) or int(raw) < 1:  # "²".isdigit() is True; int("²") fails
         raise SetupError(f"COMPACT_THRESHOLD must be a positive whole number of tokens, got {raw!r}")
     return int(raw)
 
@@ -173,20 +172,28 @@ def summarize(messages, client, focus=""):
     return summary
 
 
-def auto_compact(messages, client, focus=""):
-    """Save, summarise, replace. On failure the history stays exactly as it was."""
+def auto_compact(messages, client, focus="", attach=None):
+    """Save, summarise, replace. On failure the history stays exactly as it was.
+
+    attach() returns text to add after the summary (s07: the task board); the note counts it.
+    """
     import anthropic  # here, not at the top: see harness.py
     before = CONTEXT.estimate(messages)
-    path = save_transcript(messages)
+    try:
+        path = save_transcript(messages)
+    except OSError as exc:  # without its transcript a compaction would lose the details: skip it
+        show_note(f"[compaction skipped, history kept: cannot save the transcript in {TRANSCRIPTS}/ ({exc})]")
+        return False
     try:
         summary = summarize(messages, client, focus)
     except (anthropic.APIError, ValueError) as exc:
         reason = describe_api_error(exc) if isinstance(exc, anthropic.APIError) else str(exc)
         show_note(f"[compaction failed, history kept: {reason} · transcript {path}]")
         return False
+    extra = attach() if attach else ""
     messages[:] = [{"role": "user", "content": (
         f"[This conversation was compacted to save context. The full transcript is in {path}.]\n\n"
-        f"{summary}\n\nContinue the work from here.")}]
+        f"{summary}\n\nContinue the work from here." + (f"\n\n{extra}" if extra else ""))}]
     CONTEXT.reset()
     show_note(f"[compacted: {before:,} → {estimate_tokens(messages):,} tokens · transcript {path}]")
     return True
@@ -219,34 +226,36 @@ def compact_request(content):
 
 # ---------------------------------------------------------------- the loop
 
-def agent_loop(messages, client, system=SYSTEM, tools=TOOLS, handlers=TOOL_HANDLERS, compact=auto_compact):
-    """s03's loop plus the three layers. s07 reuses it with its own tools and compaction."""
-    for _ in range(MAX_STEPS):
-        if CONTEXT.estimate(messages) > compact_threshold():              # layer 2
-            compact(messages, client)
-        response = client.messages.create(model=model_id(), system=system, messages=micro_compact(messages),
-                                          tools=tools, max_tokens=MAX_TOKENS)  # layer 1: the model's view
+def agent_loop(messages, client):
+    """s03's loop plus the three layers, one marked line each."""
+    steps = 0
+    while steps < MAX_STEPS:
+        steps += 1
+        if CONTEXT.estimate(messages) > compact_threshold():                          # layer 2
+            auto_compact(messages, client)
+        response = client.messages.create(model=model_id(), system=SYSTEM, messages=micro_compact(messages),
+                                          tools=TOOLS, max_tokens=MAX_TOKENS, cache_control=CACHE)  # layer 1
         show_usage(response.usage)
         messages.append(assistant_turn(response))
         CONTEXT.record(response.usage, messages)
         if response.stop_reason == "pause_turn":  # the server paused a long turn: resume it
             continue
-        if response.stop_reason != "tool_use":
+        calls = tool_calls(response)
+        if not calls:
             return final_text(response)
-        results = run_tool_calls(response.content, tools, handlers)
-        messages.append({"role": "user", "content": results})
+        messages.append({"role": "user", "content": run_tool_calls(response.content, TOOLS, TOOL_HANDLERS)})
         focus = compact_request(response.content)
-        if focus is not None:                                             # layer 3
-            compact(messages, client, focus)
+        if focus is not None:                                                         # layer 3
+            auto_compact(messages, client, focus)
     return STEP_LIMIT_TEXT
 
 
 # ---------------------------------------------------------------- demo and main
 
-def compact_now(messages, client, compact=auto_compact):
-    """/compact in the REPL."""
+def compact_now(messages, client, arg="", compact=auto_compact):
+    """/compact [focus] in the REPL."""
     if messages:
-        compact(messages, client)
+        compact(messages, client, arg)
     else:
         show_note("[nothing to compact yet]")
 

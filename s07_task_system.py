@@ -1,54 +1,404 @@
 #!/usr/bin/env python3
 """s07: a persistent task graph on disk that survives compaction and restarts.
 
-s03's todos live in memory: a compaction (s06) hides them from the model and
-an exit destroys them, and they have no order between them. s07 moves the
-plan out of the conversation onto disk, as a dependency graph.
+s03's todos live in memory: a compaction (s06) hides them, an exit destroys
+them, and they have no order. s07 moves the plan onto disk, as a graph.
 
-    .tasks/task_1.json  {"id": 1, "subject": "Design data model", "status": "completed", "blockedBy": []}
-    .tasks/task_2.json  {"id": 2, "subject": "Implement API",     "status": "pending",   "blockedBy": []}
-    .tasks/task_3.json  {"id": 3, "subject": "Write API tests",   "status": "pending",   "blockedBy": [2]}
+    .tasks/task_1.json  {"id": 1, "subject": "Design the data model", "status": "completed", "blockedBy": []}
+    .tasks/task_2.json  {"id": 2, "subject": "Implement the API",     "status": "pending",   "blockedBy": []}
+    .tasks/task_4.json  {"id": 4, "subject": "Write the API tests",   "status": "pending",   "blockedBy": [2]}
 
-        #1 Design data model --+--> #2 Implement API --> #3 Write API tests
-                               +--> #4 Write docs
-        completing #1 runs _clear_dependency(1): #2 and #4 become ready
+        #1 Design the data model --+--> #2 Implement the API --> #4 Write the API tests
+                                   +--> #3 Write the docs
+        completing #1 runs _clear_dependency: #2 and #3 become ready
 
-    model --task_create/update/list/get--> TaskManager --atomic write, under a lock--> .tasks/
+    model --task_create/update/list/get--> TaskManager --> .tasks/ (one file per task)
     compaction (s06) --> new first message = summary + the board, read fresh from disk
 
 Key insight: state that must outlive the conversation belongs outside it.
 The model reads the board back whenever it needs it; compaction and restarts
 cannot lose what was never only in the context.
 
-New since s06: TaskManager and the task_* tools; after every compaction the
-board is appended to the summary; /tasks prints the board. The loop is s06's,
-imported and run with these tools: nothing in it had to change.
+Read it in this order: THE IDEA (TaskManager: ids, create, update,
+_clear_dependency, the board), THE TOOLS AND THE LOOP, then THE HARDENING
+(locks, atomic writes, validation, caching) that lets several agents share one board.
+
+New since s06: TaskManager, the task_* tools, the board re-attached after
+every compaction, agent names and claims, /tasks and /task in the REPL.
 
 Run it:   python s07_task_system.py "plan a refactor: design the data model, then the API and the docs, tests after the API"
-          python s07_task_system.py            (a REPL: /tasks, /compact)
+          python s07_task_system.py --name alice     (a REPL: /tasks, /task help, /compact)
           python s07_task_system.py --demo
 """
 
 import fcntl  # POSIX file locks; like the bash tool, this harness expects Linux or macOS
+import heapq
 import json
 import os
 import re
+import secrets
 import sys
 import threading
 from contextlib import contextmanager
-from functools import partial
 from datetime import datetime, timezone
+from functools import partial
 from pathlib import Path
 
-import s06_compact
-from harness import run_cli, show_note
-from s03_todo import BASE_HANDLERS, BASE_TOOLS, object_schema
-from s06_compact import COMPACT_TOOL, auto_compact, compact_now, run_compact
+from harness import SetupError, model_id, run_cli, show_note, show_usage
+from s03_todo import (BASE_HANDLERS, BASE_TOOLS, CACHE, MAX_STEPS, MAX_TOKENS, STEP_LIMIT_TEXT, assistant_turn,
+                      final_text, object_schema, run_tool_calls, tool_calls)
+from s06_compact import (CONTEXT, COMPACT_TOOL, auto_compact, compact_now, compact_request, compact_threshold,
+                         micro_compact, run_compact)
 
-TASKS_DIR = Path(".tasks")   # relative: the board belongs to the folder you run in
-MARKERS = {"pending": "[ ]", "in_progress": "[>]", "completed": "[x]", "deleted": "[-]"}
-FINISHED = {"completed", "deleted"}      # statuses that no longer block anyone
-TASK_FILE = re.compile(r"task_(\d+)\.json")
+TASKS_DIR = Path(".tasks")    # relative: the board belongs to the folder you run in
+STATUSES = {"pending": "[ ]", "in_progress": "[>]", "completed": "[x]", "deleted": "[-]"}  # and their marks
+FINISHED = {"completed", "deleted"}   # statuses that no longer block anyone
+BOARD_IN_SUMMARY = 40         # unfinished tasks re-attached after a compaction; task_list shows the rest
+
+
+# ================================================================ THE IDEA: a task graph in files
+
+class TaskManager:
+    """The board: one JSON file per task, .tasks/task_<id>.json, and nothing else.
+
+    The files are the only truth. Every call reads what it needs from disk, so a
+    second agent on the same board, or a person with an editor, is always seen.
+    """
+
+    def __init__(self, tasks_dir, agent=None):
+        self.files = TaskFiles(tasks_dir)      # storage made safe: see THE HARDENING
+        self.agent = agent or default_agent_name()  # who this process is: the owner of what it starts
+        self._last_id, self._scanned = None, None
+
+    @property
+    def dir(self):
+        return self.files.dir
+
+    def next_id(self):
+        """The largest id on disk plus one ("max-scan"); ids are never reused.
+
+        Scanning every file name costs O(n), so it runs once per process (per folder);
+        after it ids count up. If another process took the id meanwhile, create() tries the next.
+        """
+        if self._scanned != self.files.dir.resolve():
+            self._last_id, self._scanned = self.files.largest_id(), self.files.dir.resolve()
+        self._last_id += 1
+        return self._last_id
+
+    def create(self, subject, description="", blocked_by=None):
+        subject, description = check_text(subject, "subject"), check_text(description, "description", empty=True)
+        with self.files.locked():
+            blocked, notes = self._check_new_blockers(None, [], blocked_by or [])
+            while True:
+                task = {"id": self.next_id(), "subject": subject, "description": description,
+                        "status": "pending", "blockedBy": blocked, "owner": None, "created_at": now()}
+                if self.files.claim(task):     # False: another process took this id first
+                    waits = f" (blocked by {', '.join(f'#{b}' for b in blocked)})" if blocked else ""
+                    return "\n".join([f"Created task #{task['id']}: {one_line(subject)}{waits}", *notes])
+
+    def update(self, task_id, status=None, add_blocked_by=None, remove_blocked_by=None, owner=None, force=False):
+        """load → check → apply → write → _clear_dependency. A refused call changes nothing.
+
+        force=True is a person taking a task over on purpose (/task start, /task done).
+        """
+        task_id = parse_task_id(task_id)
+        with self.files.locked():              # one writer at a time, across processes
+            task = self.files.load(task_id)
+            change, notes = self._check_update(task, status, add_blocked_by, remove_blocked_by, owner, force)
+            before = task["status"]
+            task.update(change)                # every check passed: only now does anything change
+            if before in FINISHED and task["status"] not in FINISHED:
+                notes += reopen_notes(task, task.pop("unblocked", []))
+            self.files.write(task)
+            lines = [f"Updated {render_line(task)}", *notes]
+            if task["status"] in FINISHED and before not in FINISHED:
+                lines += self._clear_dependency(task)
+            return "\n".join(lines)
+
+    def _clear_dependency(self, finished):
+        """Remove a finished task from every blockedBy; say which tasks can start now.
+
+        Runs only inside update(), which holds the board's lock, so no other agent can
+        add or clear a blocker between our read and our write.
+        """
+        tasks, _ = self.files.scan()
+        freed, ready = [], []
+        for task in tasks.values():
+            if finished["id"] in task["blockedBy"]:
+                task = {**task, "blockedBy": [b for b in task["blockedBy"] if b != finished["id"]]}
+                self.files.write(task)
+                tasks[task["id"]] = task
+                freed.append(task)
+        ready = [t for t in freed if t["status"] not in FINISHED and not waiting_on(t, tasks)]
+        if finished["status"] == "deleted":    # the work was never done: say so, not "Unblocked"
+            return [f"{names(freed)} no longer wait{'s' * (len(freed) == 1)} for #{finished['id']} "
+                    "(it was deleted, not done)"] if freed else []
+        if freed:   # remembered, so that reopening the task can say who stopped waiting for it
+            self.files.write({**finished, "unblocked": [t["id"] for t in freed]})
+        return ["Unblocked: " + names(ready)] if ready else []
+
+    def list_all(self):
+        """The board as text: every live task, problems, an order, and what can start now (last)."""
+        tasks, problems = self.files.scan(validate=True)
+        live = [t for t in tasks.values() if t["status"] != "deleted"]
+        lines = [render_line(t, tasks) for t in live] + [f"! {p}" for p in problems]
+        if not live:
+            return "\n".join(lines + ["No tasks yet."])
+        ready = [t for t in live if t["status"] == "pending" and not waiting_on(t, tasks)]
+        unfinished = [t for t in live if t["status"] not in FINISHED]
+        if any(t["blockedBy"] for t in unfinished):  # an order helps only when there are dependencies
+            lines.append(self.order(tasks))
+        lines.append("Ready to start: " + (names(ready) if ready else "none (all done)" if not unfinished
+                                            else "none (the rest are in progress or blocked)"))
+        return "\n".join(lines)
+
+    def get(self, task_id):
+        task_id = parse_task_id(task_id)
+        task = self.files.load(task_id)
+        tasks, _ = self.files.scan(validate=True)
+        blocks = [t["id"] for t in tasks.values() if task_id in t["blockedBy"] and t["status"] != "deleted"]
+        return json.dumps({**task, "blocks": blocks}, indent=2, ensure_ascii=False)
+
+    def order(self, tasks=None):
+        """An execution order of the unfinished tasks: blockers first, then by id (a topological sort)."""
+        tasks = tasks if tasks is not None else self.files.scan(validate=True)[0]
+        todo = {i: t for i, t in tasks.items() if t["status"] not in FINISHED}
+        if not todo:
+            return "Order: nothing left to do."
+        waits = {i: {b for b in t["blockedBy"] if b in todo} for i, t in todo.items()}
+        stuck = {i for i, t in todo.items() if any(b not in tasks for b in t["blockedBy"])}
+        free = [i for i in todo if not waits[i] and i not in stuck]
+        heapq.heapify(free)
+        order = []
+        while free:                            # Kahn's algorithm; the heap keeps ties in id order
+            i = heapq.heappop(free)
+            order.append(i)
+            for j in todo:
+                if i in waits[j]:
+                    waits[j].discard(i)
+                    if not waits[j] and j not in stuck:
+                        heapq.heappush(free, j)
+        line = "Order: " + " → ".join(f"#{i}" for i in order)
+        left = sorted(set(todo) - set(order))
+        return line + (f" (then {', '.join(f'#{i}' for i in left)}: waiting for tasks that cannot be read)"
+                       if left else "")
+
+    # ------------------------------------------------------------ the rules update() checks
+
+    def _check_update(self, task, status, add, remove, owner, force):
+        """The new field values, or ValueError; reads the board but writes nothing."""
+        if status is None and add is None and remove is None and owner is None:
+            raise ValueError("nothing to update: give status, addBlockedBy, removeBlockedBy or owner")
+        if status is not None and status not in STATUSES:
+            raise ValueError(f"status {status!r} is not one of {', '.join(STATUSES)}")
+        if owner is not None and not isinstance(owner, str):
+            raise ValueError("owner must be a string ('' clears it)")
+        tid, current = task["id"], task["status"]
+        if current == "deleted":
+            raise ValueError(f"task #{tid} was deleted; create a new task instead")
+        if add and (status or current) in FINISHED:
+            raise ValueError(f"#{tid} is {status or current}; set it back to pending before giving it blockers")
+        blocked, notes = self._check_new_blockers(tid, task["blockedBy"], add or [])
+        for dep in ids(remove or []):          # a missing or unreadable blocker can always be removed
+            if dep not in blocked:
+                raise ValueError(f"#{tid} is not blocked by #{dep}")
+            blocked.remove(dep)
+        change = {"blockedBy": blocked}
+        if status in ("in_progress", "completed"):
+            waiting = [b for b in blocked if self.files.status_of(b) not in FINISHED]
+            if waiting:
+                raise ValueError(f"#{tid} is blocked by {self._describe(waiting)}; finish those first "
+                                 f"(or removeBlockedBy)")
+        change.update(self._check_claim(task, status, owner, force, notes))
+        return change, notes
+
+    def _check_claim(self, task, status, owner, force, notes):
+        """Who holds a task. Starting one that another agent has, or finishing theirs, is refused."""
+        holder, tid, change = task.get("owner"), task["id"], {}
+        if status is not None:
+            change["status"] = status
+        if owner is not None:
+            change["owner"] = owner or None
+        held = task["status"] == "in_progress" and holder
+        taking = status == "in_progress" and holder != (owner or self.agent)     # start it as someone else
+        leaving = status in ("completed", "pending", "deleted") and holder != self.agent  # finish or drop theirs
+        if held and (taking or leaving):
+            if not force:
+                raise ValueError(f"#{tid} is in progress by {holder}; pick another task, or ask {holder} "
+                                 f"(a person can take it over with /task start {tid})")
+            notes.append(f"took #{tid} over from {holder}")
+        if status == "in_progress" and owner is None:
+            change["owner"] = self.agent       # starting a task claims it
+        if status == "pending" and owner is None:
+            change["owner"] = None             # back to pending releases it
+        return change
+
+    def _check_new_blockers(self, tid, blocked, add):
+        """blocked + add, checked: each blocker exists, is live, is not tid, and closes no cycle."""
+        blocked, notes = list(blocked), []
+        for dep in ids(add):
+            other = self.files.load(dep)
+            if other["status"] == "deleted":
+                raise ValueError(f"task #{dep} was deleted")
+            if dep == tid:
+                raise ValueError(f"task #{tid} cannot block itself")
+            if other["status"] in FINISHED:
+                notes.append(f"#{dep} is already {other['status']}, so it does not block #{tid or 'the new task'}")
+            elif dep not in blocked:
+                if tid is not None:            # a new task has no dependents yet, so no cycle is possible
+                    cycle = find_cycle(self.files.scan()[0], tid, dep)
+                    if cycle:
+                        raise ValueError("that would make a cycle: " + " → ".join(f"#{i}" for i in cycle))
+                blocked.append(dep)
+        return blocked, notes
+
+    def _describe(self, task_ids):
+        return ", ".join(f"#{i} {one_line(t['subject'])}" if (t := self.files.try_load(i)) else
+                         f"#{i} (missing or unreadable)" for i in task_ids)
+
+
+def reopen_notes(task, unblocked):
+    """Reopening a finished task does not re-block what it freed: say so, and how to."""
+    if not unblocked:
+        return []
+    freed = ", ".join(f"#{i}" for i in unblocked)
+    return [f"Reopened #{task['id']}: {freed} stopped waiting for it when it finished and do not wait again; "
+            f"to make one wait, task_update it with addBlockedBy [{task['id']}]"]
+
+
+def waiting_on(task, tasks):
+    """The blockers of task that are not finished (a missing one counts as unfinished)."""
+    return [b for b in task["blockedBy"] if tasks.get(b, {}).get("status") not in FINISHED]
+
+
+def names(tasks):
+    return ", ".join(f"#{t['id']} {one_line(t['subject'])}" for t in tasks)
+
+
+def render_line(task, tasks=None):
+    line = f"{STATUSES[task['status']]} #{task['id']}: {one_line(task['subject'])}"
+    if task.get("owner"):
+        line += f" (owner: {one_line(task['owner'])})"
+    waiting = waiting_on(task, tasks) if tasks is not None else task["blockedBy"]
+    return line + (f" blocked by {', '.join(f'#{b}' for b in waiting)}" if waiting else "")
+
+
+def one_line(text):
+    """A subject on one line: a newline in it must not forge a line of the board."""
+    return " ".join(str(text).split())
+
+
+def now():
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def default_agent_name():
+    """Differs between two processes, stays the same across restarts in one terminal."""
+    try:
+        where = Path(os.ttyname(0)).name       # e.g. pts3
+    except OSError:
+        where = str(os.getpid())               # not a terminal: one name per process
+    return f"{os.environ.get('USER') or 'agent'}-{where}"
+
+
+# ================================================================ THE TOOLS AND THE LOOP
+
+_ID = {"description": "a task id: 3 or \"#3\""}
+TASK_TOOLS = [
+    {"name": "task_create", "description": "Add a task to the persistent board in .tasks/; it starts pending. "
+     "Use the board for work of several steps, with an order between them, or that must outlast this "
+     "conversation (compaction, restarts). A single quick step needs no task: just do it.",
+     "input_schema": object_schema({"subject": {"type": "string", "description": "a short imperative title"},
+                                    "description": {"type": "string", "description": "details, optional"},
+                                    "blockedBy": {"type": "array", "items": _ID,
+                                                  "description": "tasks that must finish first"}},
+                                   ["subject"])},
+    {"name": "task_update", "description": "Change a task: its status, its blockers or its owner. A task "
+     "cannot start or complete while a blocker is unfinished. Starting a task claims it for you; a task in "
+     "progress by another agent cannot be started or completed by you. Completing it unblocks its dependents.",
+     "input_schema": object_schema({
+         "task_id": _ID,
+         "status": {"type": "string", "enum": list(STATUSES), "description": "deleted hides it for good"},
+         "addBlockedBy": {"type": "array", "items": _ID, "description": "tasks that must finish first"},
+         "removeBlockedBy": {"type": "array", "items": _ID, "description": "blockers to drop"},
+         "owner": {"type": "string", "description": "who works on it; '' clears it"}}, ["task_id"])},
+    {"name": "task_list", "description": "The board: every live task with its status, owner and blockers, "
+     "which tasks can start now, and an order to do them in.", "input_schema": object_schema({}, [])},
+    {"name": "task_get", "description": "One task in full, with the tasks it blocks.",
+     "input_schema": object_schema({"task_id": _ID}, ["task_id"])},
+]
+
+TOOLS = BASE_TOOLS + [COMPACT_TOOL] + TASK_TOOLS
+TOOL_HANDLERS = {  # the lambdas map the model's argument names onto TaskManager's
+    **BASE_HANDLERS,
+    "compact": run_compact,
+    "task_create": lambda subject, description="", blockedBy=None: TASKS.create(subject, description, blockedBy),
+    "task_update": lambda task_id, status=None, addBlockedBy=None, removeBlockedBy=None, owner=None:
+        TASKS.update(task_id, status, addBlockedBy, removeBlockedBy, owner),
+    "task_list": lambda: TASKS.list_all(),
+    "task_get": lambda task_id: TASKS.get(task_id),
+}
+
+SYSTEM = ("You are a coding agent working in the current folder. Plan multi-step work on the task board "
+          "(task_* tools): it lives on disk in .tasks/ and survives compaction and restarts; other agents "
+          "may share it. Give tasks an order with blockedBy, mark a task in_progress when you start it "
+          "(that claims it) and completed when done. When the context gets long, call compact. Be brief.")
+
+
+def board_message():
+    """The board for the model after a compaction: the unfinished tasks, bounded, fresh from disk."""
+    try:
+        tasks, problems = TASKS.files.scan(validate=True)
+    except ValueError as exc:   # say so: an unreadable board must not look like an empty one
+        return f"<task-board>\nThe task board could not be read: {exc}\n</task-board>"
+    open_ = [t for t in tasks.values() if t["status"] not in FINISHED]
+    if len(tasks) <= BOARD_IN_SUMMARY:  # a small board goes whole, exactly as task_list shows it
+        return f"<task-board>\nThe task board in .tasks/, read from disk just now:\n{TASKS.list_all()}\n</task-board>"
+    lines = [render_line(t, tasks) for t in open_[:BOARD_IN_SUMMARY]]
+    done = sum(t["status"] == "completed" for t in tasks.values())
+    if len(open_) > BOARD_IN_SUMMARY:
+        lines.append(f"... and {len(open_) - BOARD_IN_SUMMARY} more unfinished tasks: task_list shows all")
+    lines += [f"! {p}" for p in problems[:5]]
+    summary = f"{len(open_)} unfinished, {done} completed" if tasks else "No tasks yet."
+    return ("<task-board>\nThe task board in .tasks/, read from disk just now "
+            f"({summary}):\n" + "\n".join(lines) + "\n</task-board>")
+
+
+def compact_with_board(messages, client, focus=""):
+    """s06's compaction, then the board, read fresh from disk: the model carries on without asking for it."""
+    if auto_compact(messages, client, focus, attach=board_message):
+        show_note("  [the board, read from .tasks/, was added to the summary]")
+
+
+def agent_loop(messages, client):
+    """s06's loop with the task tools; after any compaction the board comes back from disk."""
+    steps = 0
+    while steps < MAX_STEPS:
+        steps += 1
+        if CONTEXT.estimate(messages) > compact_threshold():                          # layer 2
+            compact_with_board(messages, client)                  # the board comes back after compaction
+        response = client.messages.create(model=model_id(), system=SYSTEM, messages=micro_compact(messages),
+                                          tools=TOOLS, max_tokens=MAX_TOKENS, cache_control=CACHE)  # layer 1
+        show_usage(response.usage)
+        messages.append(assistant_turn(response))
+        CONTEXT.record(response.usage, messages)
+        if response.stop_reason == "pause_turn":  # the server paused a long turn: resume it
+            continue
+        calls = tool_calls(response)
+        if not calls:
+            return final_text(response)
+        # A TaskManager refusal is a ValueError; run_tool_calls turns it into an is_error tool_result.
+        messages.append({"role": "user", "content": run_tool_calls(response.content, TOOLS, TOOL_HANDLERS)})
+        focus = compact_request(response.content)
+        if focus is not None:                                                         # layer 3
+            compact_with_board(messages, client, focus)
+    return STEP_LIMIT_TEXT
+
+
+# ================================================================ THE HARDENING
+# Everything below makes the idea above safe for several processes, crashes, and hand edits.
+
+TASK_FILE = re.compile(r"task_([1-9][0-9]*)\.json", re.ASCII)   # the only names that are tasks
 
 
 def parse_task_id(value):
@@ -63,332 +413,333 @@ def parse_task_id(value):
     return number
 
 
-def _ids(value):
+def ids(value):
     return [parse_task_id(v) for v in (value if isinstance(value, list) else [value])]
 
 
-class TaskManager:
-    """The board: one JSON file per task. Every change is atomic and made under a folder lock."""
+def check_text(value, field, empty=False):
+    """A subject or description: a string, not blank, and storable as UTF-8."""
+    if not isinstance(value, str) or not (empty or value.strip()):
+        raise ValueError(f"{field} must be a {'' if empty else 'non-empty '}string")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate from a model's JSON: it cannot be written as UTF-8
+        raise ValueError(f"{field} contains characters that are not valid text (a lone surrogate)") from None
+    return value.strip() if field == "subject" else value
 
-    def __init__(self, tasks_dir):
-        self.dir = Path(tasks_dir)
-        self._last_id = None             # highest id known; found by one max-scan, then counted up
-        self._scanned = None             # the folder that scan was of (the path may be relative)
-        self._mutex = threading.RLock()  # the file lock is per process; this orders our own threads
-        self._depth, self._lock_file = 0, None
 
-    # ------------------------------------------------------------ files
+def find_cycle(tasks, tid, dep):
+    """If dep already waits (through blockers) for tid, the path tid → dep → … → tid; else None.
 
-    def _path(self, task_id):
-        return self.dir / f"task_{task_id}.json"
+    Without this check two tasks could wait for each other and neither could ever start.
+    """
+    stack, seen = [(dep, [tid, dep])], set()
+    while stack:
+        node, path = stack.pop()
+        if node == tid:
+            return path
+        if node in seen:
+            continue
+        seen.add(node)
+        stack.extend((b, path + [b]) for b in tasks.get(node, {}).get("blockedBy", []))
+    return None
+
+
+class TaskFiles:
+    """The folder of task files, safe for several processes, for kill -9 and for hand edits.
+
+    - A lock (.tasks/.lock) around every read-modify-write: without it, two agents
+      completing blockers at once each rewrite the same dependent and one clear is lost.
+    - Atomic writes (a temp file, then os.replace): without them, a kill -9 mid-write
+      leaves half a JSON file, and that task is gone.
+    - An exclusive claim of a new id (os.link refuses a taken name): without it, 8
+      concurrent creators hand out the same id and overwrite each other.
+    - Validation: a corrupt or hand-broken file is flagged and skipped, never rewritten.
+    - A cache of parsed files, so a board of 10,000 tasks stays fast (see scan()).
+    """
+
+    def __init__(self, folder):
+        self.dir = Path(folder)
+        self._mutex = threading.Lock()  # the file lock is per process; this orders our own threads
+        self._lock_fd = None            # open while we hold the lock
+        self._cache = {}                # file name -> ((size, mtime_ns, inode), task)
+        self._stamp = None              # the board's generation when our cache was last complete
+        self._wrote = False
+        self._swept = False
+
+    # ------------------------------------------------------------ the lock and the generation stamp
 
     @contextmanager
-    def _locked(self):
-        """Hold .tasks/.lock for a read-modify-write. Re-entrant: update() calls _clear_dependency()."""
+    def locked(self):
+        """Hold the board's lock. Not re-entrant, by contract: only TaskManager's public methods take it."""
         with self._mutex:
-            if self._depth == 0:
-                self.dir.mkdir(parents=True, exist_ok=True)
-                self._lock_file = open(self.dir / ".lock", "a")
-                fcntl.flock(self._lock_file, fcntl.LOCK_EX)  # waits for other processes
-            self._depth += 1
+            self._ensure_folder()
             try:
+                fd = os.open(self.dir / ".lock", os.O_RDWR | os.O_CREAT, 0o644)
+            except OSError as exc:
+                raise ValueError(f"cannot lock the board in {self.dir}: {reason(exc)}") from None
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX)      # waits for other processes
+                self._lock_fd, self._wrote = fd, False
+                if self._stamp != self._read_stamp():
+                    self._stamp = None              # another process wrote since: revalidate the cache first
+                if not self._swept:
+                    self._sweep_temp_files()
                 yield
             finally:
-                self._depth -= 1
-                if self._depth == 0:
-                    self._lock_file.close()  # closing releases the lock
-                    self._lock_file = None
+                if self._wrote:                     # a new stamp tells every other manager "the board changed"
+                    new = secrets.token_hex(16).encode()
+                    os.pwrite(fd, new, 0)
+                    if self._stamp is not None:     # our cache was complete, and our writes kept it so
+                        self._stamp = (self._stamp[0], new)
+                self._lock_fd = None
+                os.close(fd)                        # closing releases the lock
 
-    def _read(self, path):
-        """A task from its file, or ValueError naming the file. Never repairs or deletes it."""
+    def _read_stamp(self):
+        """The board's generation: which folder, and the token its last writer left in .lock."""
+        return (self.dir.resolve(), os.pread(self._lock_fd, 32, 0))
+
+    def _ensure_folder(self):
+        if self.dir.exists() and not self.dir.is_dir():
+            raise ValueError(f"the board {self.dir} cannot be used: a file of that name is in the way")
         try:
-            task = json.loads(path.read_bytes())  # bytes: json decodes UTF-8 itself, a little faster
-            ok = (isinstance(task, dict) and task.get("id") == int(TASK_FILE.fullmatch(path.name)[1])
-                  and task.get("status") in MARKERS and isinstance(task.get("subject"), str)
-                  and isinstance(task.get("blockedBy"), list)
-                  and all(isinstance(b, int) for b in task["blockedBy"]))
-            if not ok:
-                raise ValueError("not a valid task")
-        except (OSError, ValueError, TypeError) as exc:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
-            raise ValueError(f"{path} is unreadable ({exc}); it was left as it is") from None
-        return task
+            self.dir.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise ValueError(f"cannot create the board folder {self.dir}: {reason(exc)}") from None
 
-    def _write(self, task, claim=False):
-        """Write a whole file, then move it into place: a reader or a kill -9 sees old or new, never half.
+    def _sweep_temp_files(self):
+        """Under the lock nobody is mid-write, so any .tmp_* left is from a writer that was killed."""
+        self._swept = True
+        for tmp in self.dir.glob(".tmp_*"):
+            tmp.unlink(missing_ok=True)
 
-        claim=True creates the file only if the id is free (os.link refuses to replace),
-        so two processes can never write the same id. Returns False if it was taken.
-        """
+    # ------------------------------------------------------------ writing
+
+    def write(self, task):
+        """Replace a task's file atomically: a reader or a kill -9 sees old or new, never half."""
         # No fsync: a kill -9 cannot tear a file, but a power cut may lose the last writes
         # (a production store would fsync the file and the folder).
-        task["updated_at"] = _now()
-        tmp = self.dir / f".tmp_{task['id']}_{os.getpid()}_{threading.get_ident()}"  # never task_*.json
-        tmp.write_text(json.dumps(task, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-        if not claim:
-            os.replace(tmp, self._path(task["id"]))
-            return True
+        self._put(task, lambda tmp, path: os.replace(tmp, path))
+
+    def claim(self, task):
+        """Create a task's file only if its id is free (os.link never replaces). False if taken."""
         try:
-            os.link(tmp, self._path(task["id"]))
+            self._put(task, os.link)
             return True
         except FileExistsError:
             return False
-        finally:
-            tmp.unlink()
 
-    def _scan(self):
-        """Every task on disk by id, and the files that could not be read."""
-        tasks, bad = {}, []
-        for path in self.dir.glob("task_*.json"):
-            if TASK_FILE.fullmatch(path.name):
-                try:
-                    task = self._read(path)
-                    tasks[task["id"]] = task
-                except ValueError as exc:
-                    bad.append(str(exc))
-        return dict(sorted(tasks.items())), sorted(bad)
-
-    def _load(self, task_id):
-        path = self._path(task_id)
-        if not path.exists():
-            existing = ", ".join(f"#{i}" for i in self._scan()[0]) or "none yet"
-            raise ValueError(f"no task #{task_id}; existing tasks: {existing}")
-        return self._read(path)
-
-    def _try_load(self, task_id):
+    def _put(self, task, place):
+        assert self._lock_fd is not None, "task files are written only under the board's lock"
+        task = {**task, "updated_at": now()}
+        data = json.dumps(task, indent=2, ensure_ascii=False) + "\n"
         try:
-            return self._read(self._path(task_id))
+            data = data.encode("utf-8")
+        except UnicodeEncodeError:  # checked before any file exists, so nothing is left behind
+            raise ValueError("the task contains characters that are not valid text (a lone surrogate)") from None
+        path = self.dir / f"task_{task['id']}.json"
+        tmp = self.dir / f".tmp_{task['id']}_{os.getpid()}_{threading.get_ident()}"  # never task_*.json
+        try:
+            tmp.write_bytes(data)
+            place(tmp, path)
+        except FileExistsError:
+            raise
+        except OSError as exc:
+            raise ValueError(f"could not save task #{task['id']} in {self.dir}: {reason(exc)}") from None
+        finally:
+            tmp.unlink(missing_ok=True)
+        self._wrote = True
+        st = path.stat()
+        self._cache[path.name] = ((st.st_size, st.st_mtime_ns, st.st_ino), task)
+
+    # ------------------------------------------------------------ reading
+
+    def largest_id(self):
+        """The max-scan: the largest id among the file names (a corrupt file still holds its id)."""
+        return max((int(m[1]) for name in self._names() if (m := TASK_FILE.fullmatch(name))), default=0)
+
+    def load(self, task_id):
+        """One task, read from its file now, or ValueError saying what is wrong."""
+        path = self.dir / f"task_{task_id}.json"
+        if not path.exists():
+            existing = ", ".join(f"#{i}" for i in self.scan()[0]) or "none yet"
+            raise ValueError(f"no task #{task_id}; existing tasks: {existing}")
+        return read_task(path)
+
+    def try_load(self, task_id):
+        try:
+            return read_task(self.dir / f"task_{task_id}.json")
         except ValueError:
             return None
 
-    # ------------------------------------------------------------ the API
+    def status_of(self, task_id):
+        return (self.try_load(task_id) or {}).get("status")
 
-    def create(self, subject, description=""):
-        if not isinstance(subject, str) or not subject.strip():
-            raise ValueError("subject must be a non-empty string")
-        if not isinstance(description, str):
-            raise ValueError("description must be a string")
-        now = _now()
-        task = {"id": 0, "subject": subject.strip(), "description": description, "status": "pending",
-                "blockedBy": [], "owner": None, "created_at": now}
-        with self._locked():
-            if self._scanned != self.dir.resolve():  # max-scan of file names, once; corrupt files count too
-                self._last_id = max((int(m[1]) for p in self.dir.glob("task_*.json")
-                                     if (m := TASK_FILE.fullmatch(p.name))), default=0)
-                self._scanned = self.dir.resolve()
-            while True:  # another process may have taken the next id since our scan
-                self._last_id += 1
-                task["id"] = self._last_id
-                if self._write(task, claim=True):
-                    return f"Created task #{task['id']}: {task['subject']}"
+    def scan(self, validate=False):
+        """Every task by id, and the problems found (corrupt files, odd names).
 
-    def get(self, task_id):
-        task_id = parse_task_id(task_id)
-        task = self._load(task_id)
-        blocks = [t["id"] for t in self._scan()[0].values()
-                  if task_id in t["blockedBy"] and t["status"] != "deleted"]
-        return json.dumps({**task, "blocks": blocks}, indent=2, ensure_ascii=False)
-
-    def update(self, task_id, status=None, add_blocked_by=None, remove_blocked_by=None, owner=None):
-        task_id = parse_task_id(task_id)
-        if status is None and add_blocked_by is None and remove_blocked_by is None and owner is None:
-            raise ValueError("nothing to update: give status, addBlockedBy, removeBlockedBy or owner")
-        if status is not None and status not in MARKERS:
-            raise ValueError(f"status {status!r} is not one of {', '.join(MARKERS)}")
-        if owner is not None and not isinstance(owner, str):
-            raise ValueError("owner must be a string ('' clears it)")
-        with self._locked():  # one lock for the board: simple, and plenty for a few agents
-            task = self._load(task_id)
-            if task["status"] == "deleted":
-                raise ValueError(f"task #{task_id} was deleted; create a new task instead")
-            blocked, notes = list(task["blockedBy"]), []
-            for dep in _ids(add_blocked_by or []):
-                other = self._existing(dep)
-                if dep == task_id:
-                    raise ValueError(f"task #{task_id} cannot block itself")
-                if other["status"] in FINISHED:
-                    notes.append(f"#{dep} is already {other['status']}, so it does not block #{task_id}")
-                elif dep not in blocked:
-                    cycle = self._chain(dep, task_id, {task_id: blocked})
-                    if cycle:
-                        raise ValueError("that would make a cycle: " + " → ".join(f"#{i}" for i in [task_id, *cycle]))
-                    blocked.append(dep)
-            for dep in _ids(remove_blocked_by or []):
-                self._existing(dep)
-                if dep not in blocked:
-                    raise ValueError(f"#{task_id} is not blocked by #{dep}")
-                blocked.remove(dep)
-            if status in ("in_progress", "completed"):
-                waiting = [b for b in blocked if (self._try_load(b) or {}).get("status") not in FINISHED]
-                if waiting:
-                    raise ValueError(f"#{task_id} is blocked by {self._names(waiting)}; "
-                                     f"finish those first (or removeBlockedBy)")
-            # Every check has passed: only now does anything change on disk.
-            before = task["status"]
-            task["blockedBy"] = blocked
-            if status is not None:
-                task["status"] = status
-            if owner is not None:
-                task["owner"] = owner or None
-            self._write(task)
-            lines = [f"Updated {self._line(task)}", *notes]
-            if task["status"] in FINISHED and before not in FINISHED:
-                ready = self._clear_dependency(task_id)
-                if ready:
-                    lines.append("Unblocked: " + ", ".join(f"#{t['id']} {t['subject']}" for t in ready))
-            return "\n".join(lines)
-
-    def _clear_dependency(self, completed_id):
-        """Remove a finished task from every blockedBy; return the tasks that became ready."""
-        ready = []
-        with self._locked():
-            tasks, _ = self._scan()  # unreadable files are skipped, never rewritten
-            for task in tasks.values():
-                if completed_id in task["blockedBy"]:
-                    task["blockedBy"] = [b for b in task["blockedBy"] if b != completed_id]
-                    self._write(task)
-                    still = [b for b in task["blockedBy"] if tasks.get(b, {}).get("status") not in FINISHED]
-                    if task["status"] not in FINISHED and not still:
-                        ready.append(task)
-        return ready
-
-    def list_all(self):
-        tasks, bad = self._scan()
-        live = [t for t in tasks.values() if t["status"] != "deleted"]
-        lines = [self._line(t, tasks) for t in live]
-        lines += [f"! {problem}" for problem in bad]
-        if not live:
-            return "\n".join(lines + ["No tasks yet."])
-        ready = [t for t in live if t["status"] == "pending" and not self._waiting(t, tasks)]
-        open_ = [t for t in live if t["status"] != "completed"]
-        summary = (", ".join(f"#{t['id']} {t['subject']}" for t in ready) if ready
-                   else "none (all done)" if not open_ else "none (the rest are in progress or blocked)")
-        return "\n".join(lines + [f"Ready to start: {summary}"])
-
-    # ------------------------------------------------------------ helpers
-
-    def _existing(self, task_id):
-        task = self._load(task_id)
-        if task["status"] == "deleted":
-            raise ValueError(f"task #{task_id} was deleted")
-        return task
-
-    def _chain(self, start, goal, known):
-        """A blockedBy path start → … → goal, if one exists (adding goal → start would close it)."""
-        stack, seen = [(start, [start])], set()
-        while stack:
-            node, path = stack.pop()
-            if node == goal:
-                return path
-            if node in seen:
+        Parsed tasks are cached by (size, mtime_ns, inode). Under the lock, when the
+        generation stamp shows nobody wrote since our last complete scan, the cache is
+        used as it is (one small read instead of 10,000 stats). Otherwise, and always
+        when validate=True (list_all, get, the board after a compaction), every file is
+        stat'ed and a changed one re-read: a hand edit is seen by the next listing, but
+        may be missed by update()'s cycle check until then.
+        """
+        if not validate and self._lock_fd is not None and self._stamp is not None:
+            return {t["id"]: t for _, t in sorted(self._cache.values(), key=lambda e: e[1]["id"])}, []
+        tasks, problems, cache = {}, [], {}
+        for name in self._names():
+            if not (name.startswith("task_") and name.endswith(".json")):
                 continue
-            seen.add(node)
-            blockers = known[node] if node in known else (self._try_load(node) or {}).get("blockedBy", [])
-            stack.extend((b, path + [b]) for b in blockers)
-        return None
+            path = self.dir / name
+            if not TASK_FILE.fullmatch(name):
+                problems.append(f"{path} is not a task file name (expected task_<n>.json); it was left as it is")
+                continue
+            try:
+                st = path.stat()
+                key = (st.st_size, st.st_mtime_ns, st.st_ino)
+                hit = self._cache.get(name)
+                task = hit[1] if hit and hit[0] == key else read_task(path)
+                cache[name] = (key, task)
+                tasks[task["id"]] = task
+            except (OSError, ValueError) as exc:
+                problems.append(str(exc) if isinstance(exc, ValueError) else f"{path}: {reason(exc)}")
+        self._cache = cache
+        if self._lock_fd is not None:
+            self._stamp = self._read_stamp()   # the cache is complete as of this generation
+        return dict(sorted(tasks.items())), sorted(problems)
 
-    def _waiting(self, task, tasks):
-        return [b for b in task["blockedBy"] if tasks.get(b, {}).get("status") not in FINISHED]
-
-    def _names(self, ids):
-        return ", ".join(f"#{i} {(self._try_load(i) or {}).get('subject', '(unreadable)')}" for i in ids)
-
-    def _line(self, task, tasks=None):
-        line = f"{MARKERS[task['status']]} #{task['id']}: {task['subject']}"
-        if task.get("owner"):
-            line += f" (owner: {task['owner']})"
-        waiting = self._waiting(task, tasks) if tasks is not None else task["blockedBy"]
-        return line + (f" blocked by {', '.join(f'#{b}' for b in waiting)}" if waiting else "")
-
-
-def _now():
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
-
-
-TASKS = TaskManager(TASKS_DIR)  # touches no file until the first call
-
-# ---------------------------------------------------------------- tools
-
-_ID = {"description": "a task id: 3 or \"#3\""}
-TASK_TOOLS = [
-    {"name": "task_create", "description": "Add a task to the persistent board in .tasks/; it starts pending. "
-     "Use the board for work of several steps, with an order between them, or that must outlast this "
-     "conversation (compaction, restarts). A single quick step needs no task: just do it.",
-     "input_schema": object_schema({"subject": {"type": "string", "description": "a short imperative title"},
-                                    "description": {"type": "string", "description": "details, optional"}},
-                                   ["subject"])},
-    {"name": "task_update", "description": "Change a task: its status, its blockers or its owner. A task "
-     "cannot start or complete while a blocker is unfinished. Completing it unblocks its dependents.",
-     "input_schema": object_schema({
-         "task_id": _ID,
-         "status": {"type": "string", "enum": list(MARKERS), "description": "deleted hides it for good"},
-         "addBlockedBy": {"type": "array", "items": _ID, "description": "tasks that must finish first"},
-         "removeBlockedBy": {"type": "array", "items": _ID, "description": "blockers to drop"},
-         "owner": {"type": "string", "description": "who works on it; '' clears it"}}, ["task_id"])},
-    {"name": "task_list", "description": "The board: every live task with its status and blockers, "
-     "and which tasks can start now.", "input_schema": object_schema({}, [])},
-    {"name": "task_get", "description": "One task in full, with the tasks it blocks.",
-     "input_schema": object_schema({"task_id": _ID}, ["task_id"])},
-]
-
-TOOLS = BASE_TOOLS + [COMPACT_TOOL] + TASK_TOOLS
-TOOL_HANDLERS = {  # the lambdas map the model's argument names onto TaskManager's
-    **BASE_HANDLERS,
-    "compact": run_compact,
-    "task_create": lambda subject, description="": TASKS.create(subject, description),
-    "task_update": lambda task_id, status=None, addBlockedBy=None, removeBlockedBy=None, owner=None:
-        TASKS.update(task_id, status, addBlockedBy, removeBlockedBy, owner),
-    "task_list": lambda: TASKS.list_all(),
-    "task_get": lambda task_id: TASKS.get(task_id),
-}
-
-SYSTEM = ("You are a coding agent working in the current folder. Plan multi-step work on the task board "
-          "(task_* tools): it lives on disk in .tasks/ and survives compaction and restarts. Give tasks an "
-          "order with addBlockedBy, mark a task in_progress when you start it and completed when done. "
-          "When the context gets long, call compact. Be brief.")
+    def _names(self):
+        """The file names in the folder; a board that cannot be read says so, it does not look empty."""
+        if not self.dir.exists():
+            return []
+        try:
+            return os.listdir(self.dir)
+        except NotADirectoryError:
+            raise ValueError(f"the board {self.dir} cannot be read: it is a file, not a folder") from None
+        except OSError as exc:
+            raise ValueError(f"the board {self.dir} cannot be read: {reason(exc)}") from None
 
 
-# ---------------------------------------------------------------- compaction, with the board
-
-def board_message():
-    return f"<task-board>\nThe task board in .tasks/, read from disk just now:\n{TASKS.list_all()}\n</task-board>"
-
-
-def compact_with_board(messages, client, focus=""):
-    """s06's compaction, then the board: the model carries on without having to ask for it."""
-    if auto_compact(messages, client, focus):
-        messages[0]["content"] += "\n\n" + board_message()
-        show_note("  [the board, read from .tasks/, was added to the summary]")
-
-
-# ---------------------------------------------------------------- the loop: s06's, unchanged
-
-def agent_loop(messages, client):
-    """s06's loop (and so s03's), with the task tools and a compaction that brings the board back."""
-    return s06_compact.agent_loop(messages, client, system=SYSTEM, tools=TOOLS, handlers=TOOL_HANDLERS,
-                                  compact=compact_with_board)
+def read_task(path):
+    """A task from its file, or ValueError naming the file and the field. Never repairs or deletes it."""
+    try:
+        task = json.loads(path.read_bytes())  # bytes: json decodes UTF-8 itself
+    except OSError as exc:
+        raise ValueError(f"{path} is unreadable ({reason(exc)}); it was left as it is") from None
+    except ValueError as exc:                 # JSONDecodeError and UnicodeDecodeError are ValueErrors
+        raise ValueError(f"{path} is unreadable ({exc}); it was left as it is") from None
+    problem = task_problem(task, int(TASK_FILE.fullmatch(path.name)[1]))
+    if problem:
+        raise ValueError(f"{path} is unreadable (not a valid task: {problem}); it was left as it is")
+    return task
 
 
-# ---------------------------------------------------------------- demo and main
+def task_problem(task, expected_id):
+    """What is wrong with a parsed task file, or None. Booleans and floats are not ids."""
+    def is_id(v):
+        return type(v) is int and v > 0
+    if not isinstance(task, dict):
+        return "the file must hold a JSON object"
+    if not is_id(task.get("id")) or task["id"] != expected_id:
+        return f"field 'id' is {task.get('id')!r}, expected {expected_id} (the number in the file name)"
+    if not isinstance(task.get("subject"), str):
+        return "field 'subject' must be a string"
+    if task.get("status") not in STATUSES:
+        return f"field 'status' is {task.get('status')!r}, expected one of {', '.join(STATUSES)}"
+    if not isinstance(task.get("blockedBy"), list) or not all(is_id(b) for b in task["blockedBy"]):
+        return "field 'blockedBy' must be a list of task ids"
+    if task.get("owner") is not None and not isinstance(task["owner"], str):
+        return "field 'owner' must be a string or null"
+    return None
 
-def show_board(messages, client):
+
+def reason(exc):
+    """An OSError as a sentence a user can act on, not an errno."""
+    words = {13: "permission denied", 28: "the disk is full", 30: "the file system is read-only",
+             20: "a file is in the way where a folder should be", 2: "a folder on the way does not exist",
+             17: "a file of that name is in the way", 122: "the disk quota is exceeded"}
+    return words.get(exc.errno, exc.strerror or str(exc))
+
+
+# ================================================================ the REPL, the demo and main
+
+TASKS = TaskManager(TASKS_DIR)  # the board the tools use; touches no file until the first call (made here,
+                                # after TaskFiles exists; the tool handlers look it up when called)
+
+
+def show_board(messages, client, arg=""):
     """/tasks: the board from disk, no model call."""
     print(TASKS.list_all())
+
+
+TASK_COMMANDS = """/task commands (no model call; the same rules as the model's tools):
+  /task                 the board (same as /tasks)      /task add TITLE       a new task
+  /task show N          one task in full                /task start N         start it (takes it over if needed)
+  /task done N          complete it                     /task delete N        delete it
+  /task block N BY...   N waits for BY                  /task unblock N BY... N no longer waits for BY
+  /task ready           what can start now              /task order           an order to do them in"""
+
+
+def task_command(messages, client, arg=""):
+    """/task ...: a person works the board through the same TaskManager and its rules."""
+    words = arg.split()
+    verb, rest = (words[0].lower(), words[1:]) if words else ("list", [])
+    need = {"show": 1, "start": 1, "done": 1, "delete": 1, "block": 2, "unblock": 2}
+    if verb in need and len(rest) < need[verb]:
+        raise ValueError(f"/task {verb} needs {'a task id' if need[verb] == 1 else 'a task id and its blockers'}"
+                         f"; /task help lists the commands")
+    actions = {
+        "list": TASKS.list_all, "help": lambda: TASK_COMMANDS,
+        "add": lambda: TASKS.create(" ".join(rest)) if rest else _fail("/task add needs a title"),
+        "show": lambda: TASKS.get(rest[0]),
+        "start": lambda: TASKS.update(rest[0], status="in_progress", force=True),
+        "done": lambda: TASKS.update(rest[0], status="completed", force=True),
+        "delete": lambda: TASKS.update(rest[0], status="deleted", force=True),
+        "block": lambda: TASKS.update(rest[0], add_blocked_by=rest[1:]),
+        "unblock": lambda: TASKS.update(rest[0], remove_blocked_by=rest[1:]),
+        "ready": lambda: next(line for line in TASKS.list_all().splitlines() + ["No tasks yet."]
+                              if line.startswith(("Ready to start: ", "No tasks yet."))),
+        "order": TASKS.order,
+    }
+    if verb not in actions:
+        raise ValueError(f"unknown /task command {verb!r}; /task help lists them")
+    print(actions[verb]())
+
+
+def _fail(message):
+    raise ValueError(message)
+
+
+def set_agent_name(args):
+    """--name or AGENT_NAME: who this process is on the board."""
+    name = (args.name or os.environ.get("AGENT_NAME") or "").strip()
+    if name:
+        if not re.fullmatch(r"[\w.@-]{1,40}", name):
+            raise SetupError(f"an agent name is 1-40 letters, digits or . _ @ -; got {name!r}")
+        TASKS.agent = name
+    return f"agent {TASKS.agent}"
 
 
 def demo():
     """Plan four tasks, be refused, compact, see the board come back, complete and unblock."""
     from stand_in_api import reply, text, tool
+    if TASKS_DIR.exists() and not TASKS_DIR.is_dir():
+        raise SetupError(f"the demo needs a folder {TASKS_DIR}/ here, and a file of that name is in the way")
+    TASKS.agent = "demo"
     plan = [("Design the data model", "tables and fields"), ("Implement the API", "endpoints on the model"),
             ("Write the docs", "how to use the API"), ("Write the API tests", "one per endpoint")]
-    ids = []
+    ids_ = []
 
     def create_plan(body):
         return reply(text("Planning four tasks."), *[tool("task_create", {"subject": s, "description": d})
                                                       for s, d in plan])
 
     def link(body):
-        ids.extend(int(n) for n in re.findall(r"Created task #(\d+)", json.dumps(body["messages"][-1])))
-        a, b, c, d = ids
+        ids_.extend(int(n) for n in re.findall(r"Created task #(\d+)", json.dumps(body["messages"][-1])))
+        if len(ids_) != 4:
+            raise RuntimeError("the demo's tasks were not created; see the tool results above")
+        a, b, c, d = ids_
         return reply(text("Now the order: the API and the docs wait for the model; the tests wait for the API."),
                      tool("task_update", {"task_id": b, "addBlockedBy": [a]}),
                      tool("task_update", {"task_id": f"#{c}", "addBlockedBy": [f"#{a}"]}),
@@ -398,16 +749,16 @@ def demo():
         reply(text("First, what is on the board already?"), tool("task_list", {})),
         create_plan, link,
         lambda body: reply(text("Trying to start the API before the data model (this must be refused)."),
-                           tool("task_update", {"task_id": ids[1], "status": "in_progress"})),
+                           tool("task_update", {"task_id": ids_[1], "status": "in_progress"})),
         lambda body: reply(text("Refused, as it should be. Starting the data model; the files are on disk:"),
-                           tool("task_update", {"task_id": ids[0], "status": "in_progress", "owner": "demo"}),
+                           tool("task_update", {"task_id": ids_[0], "status": "in_progress"}),
                            tool("bash", {"command": "ls .tasks"})),
         reply(text("Forcing a compaction: the conversation is replaced by a summary."),
               tool("compact", {"focus": "the task board"})),
         reply(text("The board is on disk, so it came back whole:"), tool("task_list", {})),
         lambda body: reply(text("The data model is done."),
-                           tool("task_update", {"task_id": ids[0], "status": "completed"}),
-                           tool("bash", {"command": f"cat .tasks/task_{ids[0]}.json"})),
+                           tool("task_update", {"task_id": ids_[0], "status": "completed"}),
+                           tool("bash", {"command": f"cat .tasks/task_{ids_[0]}.json"})),
         reply(text("Done: the data model is complete and the API and the docs are ready to start. "
                    "Run --demo again: the board continues.")),
     ]
@@ -417,8 +768,12 @@ def demo():
 
 
 def main(argv=None):
+    compact = partial(compact_now, compact=compact_with_board)
     return run_cli("s07_task_system", __doc__, agent_loop, demo=demo, argv=argv,
-                   commands={"/tasks": show_board, "/compact": partial(compact_now, compact=compact_with_board)})
+                   commands={"/tasks": show_board, "/task": task_command, "/compact": compact},
+                   options=[(("--name",), {"help": "this agent's name on the board (default: AGENT_NAME, "
+                                                   "else your user and terminal)"})],
+                   on_start=set_agent_name)
 
 
 if __name__ == "__main__":

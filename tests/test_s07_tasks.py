@@ -98,9 +98,10 @@ def test_completing_a_task_unblocks_its_dependents_and_says_so(tasks):
     assert on_disk(tasks, 4)["blockedBy"] == [2]
 
 
-def test_deleting_a_blocker_also_clears_it(tasks):
+def test_deleting_a_blocker_clears_it_and_says_it_was_not_done(tasks):
     plan(tasks)
-    assert "Unblocked: #4 Write tests" in tasks.update(2, status="deleted")
+    out = tasks.update(2, status="deleted")
+    assert "#4 Write tests no longer waits for #2 (it was deleted, not done)" in out and "Unblocked" not in out
     assert on_disk(tasks, 4)["blockedBy"] == []
 
 
