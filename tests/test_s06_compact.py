@@ -167,3 +167,29 @@ def test_slash_compact_in_the_repl_and_a_failing_summary_in_a_turn(run_main, wor
     assert "compaction failed, history kept: the API refused the request (400 summary refused)" in err
     # The failed compaction kept the whole history, and the turn went on.
     assert [m["role"] for m in api.requests[5]["messages"]] == ["user", "user", "assistant", "user"]
+
+
+def test_a_threshold_of_non_ascii_digits_is_one_clear_error(monkeypatch):
+    monkeypatch.setenv("COMPACT_THRESHOLD", "²")
+    with pytest.raises(SetupError, match="positive whole number"):
+        s06.compact_threshold()
+
+
+def test_a_compaction_that_cannot_save_its_transcript_keeps_the_history(in_tmp, capsys):
+    (in_tmp / ".transcripts").write_text("a file in the way")
+    history = history_with_results(("bash", LONG))
+    original = copy.deepcopy(history)
+    with StandInAPI([]) as api:
+        client = anthropic.Anthropic(api_key="k", base_url=api.url)
+        assert s06.auto_compact(history, client) is False
+    assert history == original and api.requests == []           # no summary call, nothing lost
+    assert "compaction skipped, history kept: cannot save the transcript" in capsys.readouterr().err
+
+
+def test_usage_with_null_fields_counts_as_zero():
+    size = s06.ContextSize()
+    messages = [{"role": "user", "content": "hi"}]
+    size.record(Usage(None, None), messages)
+    assert size.estimate(messages) == s06.estimate_tokens(messages)   # nothing reported: the estimate
+    size.record(Usage(10, 5, cache_read=None, cache_creation=7), messages)
+    assert size.estimate(messages) == 22

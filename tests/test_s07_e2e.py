@@ -98,3 +98,13 @@ def test_an_automatic_compaction_also_brings_the_board_back(run_main, workdir):
 def test_slash_compact_with_nothing_to_compact_says_so(run_main):
     code, out, err, api = run_main(s07_task_system, stdin="/compact\nq\n")
     assert code == 0 and api.requests == [] and "[nothing to compact yet]" in err
+
+
+def test_a_big_board_is_bounded_when_re_attached_after_compaction(tmp_path, monkeypatch):
+    board = s07_task_system.TaskManager(tmp_path / ".tasks")
+    for n in range(100):
+        board.create(f"task {n}")
+    monkeypatch.setattr(s07_task_system, "TASKS", board)
+    message = s07_task_system.board_message()
+    assert message.count("\n[ ] #") == s07_task_system.BOARD_IN_SUMMARY
+    assert "... and 60 more unfinished tasks: task_list shows all" in message and "(100 unfinished" in message
