@@ -31,11 +31,16 @@ Run it:   python s03_todo.py "add a docstring to hello.py and track your steps"
           python s03_todo.py            (a REPL)       python s03_todo.py --demo
 """
 
+import json
 import os
+import select
 import shlex
 import signal
 import subprocess
 import sys
+import threading
+import time
+from contextlib import contextmanager
 from pathlib import Path
 
 from harness import model_id, run_cli, show_note, show_text, show_tool_call, show_tool_result, show_usage
@@ -44,6 +49,7 @@ MAX_TOKENS = 8000      # per model call; large enough for a file's worth of code
 MAX_STEPS = 50         # model calls per turn before the loop gives up
 BASH_TIMEOUT = 120     # seconds before a command's whole process group is killed
 OUTPUT_CAP = 50_000    # characters of tool output the model sees
+FLOOD_BYTES = 10_000_000  # output beyond the cap after which a command is stopped (`yes` writes this in 0.1 s)
 MAX_TODOS = 20         # a longer plan belongs on s07's task board
 NAG_AFTER = 3          # rounds of tool use without `todo` before the reminder
 # Every call re-sends the whole conversation; a top-level cache_control lets the API read the
@@ -81,23 +87,81 @@ def _cap(text):
 def run_bash(command):
     # A new session makes the command a process group, so a timeout kills its children too.
     proc = subprocess.Popen(command, shell=True, cwd=workspace(), stdin=subprocess.DEVNULL,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            encoding="utf-8", errors="replace", start_new_session=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
     try:
-        out, _ = proc.communicate(timeout=BASH_TIMEOUT)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
-        raise TimeoutError(f"command timed out after {BASH_TIMEOUT}s and was killed with its children; "
-                           f"run long jobs in the background or split them up")
-    except KeyboardInterrupt:  # Ctrl-C abandons the turn: leave no command running
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
+        with _signals_raise():
+            kept, dropped = _read_output(proc)
+    except BaseException:  # a timeout, Ctrl-C, a closed terminal: leave no command running
+        _kill_group(proc)
         raise
-    out = out.strip() or "(no output)"
-    if proc.returncode:
+    out = kept.decode("utf-8", errors="replace").strip()
+    if len(out) > OUTPUT_CAP or dropped:
+        more = len(out[OUTPUT_CAP:].encode("utf-8")) + dropped
+        out = out[:OUTPUT_CAP] + f"\n... [output cut: {more:,} more bytes]"
+    if dropped > FLOOD_BYTES:
+        _kill_group(proc)
+        return out + (f"\n[stopped: the command wrote more than {FLOOD_BYTES // 1_000_000} MB, so it was "
+                      "killed; send big output to a file (cmd > out.txt) and read parts of it]")
+    if proc.wait():                     # the shell has exited: _read_output saw it, or end of output
         out += f"\n[exit status {proc.returncode}]"
-    return _cap(out)
+    return out or "(no output)"
+
+
+def _read_output(proc):
+    """Read the output as it comes, keeping only what the model will see (a `yes` must not fill memory).
+
+    Returns (kept bytes, bytes dropped). Stops at end of output, when the shell has exited and only a
+    background job still holds the pipe, or when the command floods.
+    """
+    kept, dropped = bytearray(), 0
+    deadline = time.monotonic() + BASH_TIMEOUT
+    fd = proc.stdout.fileno()
+    while dropped <= FLOOD_BYTES:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise TimeoutError(f"command timed out after {BASH_TIMEOUT}s and was killed with its children; "
+                               "for a long job, send its output to a file and run it in the background: "
+                               "cmd > job.log 2>&1 &")
+        if not select.select([fd], [], [], min(left, 0.2))[0]:
+            if proc.poll() is not None:
+                break      # the shell is done; `job &` keeps the pipe open, and we do not wait for it
+            continue
+        chunk = os.read(fd, 1 << 16)
+        if not chunk:
+            proc.wait(timeout=left)  # end of output: the shell is about to exit
+            break
+        room = 4 * OUTPUT_CAP - len(kept)  # a character is at most 4 bytes of UTF-8
+        kept += chunk[:max(room, 0)]
+        dropped += max(len(chunk) - max(room, 0), 0)
+    proc.stdout.close()
+    return kept, dropped
+
+
+def _kill_group(proc):
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    proc.wait()
+
+
+@contextmanager
+def _signals_raise():
+    """While a command runs, SIGTERM and a closed terminal (SIGHUP) raise, so the command is killed too.
+
+    Without this Python would die at once and leave the command running as an orphan.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    def stop(signum, frame):
+        raise SystemExit(128 + signum)
+    saved = {s: signal.signal(s, stop) for s in (signal.SIGTERM, signal.SIGHUP)}
+    try:
+        yield
+    finally:
+        for s, handler in saved.items():
+            signal.signal(s, handler)
 
 
 def _read_text(target, shown):
@@ -120,12 +184,21 @@ def run_read(path, limit=None):
     return _cap("\n".join(lines)) or "(empty file)"
 
 
+def _utf8(text, field):
+    """Encode before opening the file, so a refused text leaves no empty file behind."""
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate from a model's JSON (e.g. "\\ud800") cannot be stored
+        raise ValueError(f"{field} contains characters that are not valid text (a lone surrogate)") from None
+
+
 def run_write(path, content):
     target = safe_path(path)
+    data = _utf8(content, "content")
     target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(content, encoding="utf-8")
+    target.write_bytes(data)
     lines = len(content.splitlines())
-    return f"Wrote {len(content.encode('utf-8')):,} bytes ({lines} line{'s' * (lines != 1)}) to {path}"
+    return f"Wrote {len(data):,} bytes ({lines} line{'s' * (lines != 1)}) to {path}"
 
 
 def run_edit(path, old_text, new_text):
@@ -138,7 +211,7 @@ def run_edit(path, old_text, new_text):
         raise ValueError(f"old_text not found in {path}; read the file and copy the text exactly")
     if found > 1:
         raise ValueError(f"old_text occurs {found} times in {path}; include more lines so it is unique")
-    target.write_text(text.replace(old_text, new_text, 1), encoding="utf-8")
+    target.write_bytes(_utf8(text.replace(old_text, new_text, 1), "new_text"))
     return f"Edited {path}: replaced 1 occurrence"
 
 
@@ -240,21 +313,51 @@ def check_args(schema, args):
             raise ValueError(f"argument {name!r} must be {' or '.join(kinds)}, got {type(value).__name__}")
 
 
+def decode_args(args, schema):
+    """The arguments as the schema wants them, or ValueError.
+
+    Some endpoints and small models send JSON-encoded text where an object or an array belongs
+    ('{"command": "ls"}' as a string, or "items": "[...]"). Decoding it gives the model the result
+    it meant; json.loads only parses data, it never runs anything.
+    """
+    if isinstance(args, str):
+        args = _json_or_none(args)
+    if not isinstance(args, dict):
+        raise ValueError("the arguments must be a JSON object such as {\"path\": \"a.txt\"}, "
+                         f"got {type(args).__name__}")
+    props = schema.get("properties", {})
+    decoded = {}
+    for name, value in args.items():
+        want = props.get(name, {}).get("type")
+        if want in ("array", "object") and isinstance(value, str):
+            parsed = _json_or_none(value)
+            value = parsed if isinstance(parsed, JSON_TYPES[want]) else value
+        decoded[name] = value
+    return decoded
+
+
+def _json_or_none(text):
+    try:
+        return json.loads(text)
+    except ValueError:
+        return None
+
+
 def call_tool(name, args, tools, handlers):
     """Run one tool; return (output, is_error). A tool failure never escapes.
 
-    A production agent would ask the user's permission here before running it.
+    Every result is capped, whichever tool made it. A production agent would ask the
+    user's permission here before running it.
     """
     schemas = {t["name"]: t["input_schema"] for t in tools}
     if name not in handlers:
         return f"unknown tool {name!r}; available: {', '.join(handlers)}", True
     try:
-        if not isinstance(args, dict):
-            raise ValueError("arguments must be a JSON object")
+        args = decode_args(args, schemas.get(name, {}))
         check_args(schemas.get(name, {}), args)
-        return str(handlers[name](**args)), False
+        return _cap(str(handlers[name](**args))), False
     except Exception as exc:  # the model sees every failure and can try again
-        return f"{type(exc).__name__}: {exc}", True
+        return _cap(f"{type(exc).__name__}: {exc}"), True
 
 
 def run_tool_calls(content, tools, handlers):
@@ -275,21 +378,36 @@ def run_tool_calls(content, tools, handlers):
     return results
 
 
+CUT = {"max_tokens", "model_context_window_exceeded"}   # the reply stopped mid-way
+KEEP_BLOCKS = {"text", "tool_use", "thinking", "redacted_thinking"}  # what the loop sends back
+
+
 def assistant_turn(response):
     """The assistant message as plain dicts, safe to send again and to write as JSON."""
-    blocks = [b.model_dump(mode="json", exclude_none=True) for b in response.content]
-    if response.stop_reason != "tool_use":
+    blocks = [b.model_dump(mode="json", exclude_none=True, warnings=False) for b in response.content or []]
+    for b in [b for b in blocks if b["type"] not in KEEP_BLOCKS]:
+        show_note(f"  [a {b['type']!r} block in the reply was left out: this harness does not use it]")
+    blocks = [b for b in blocks if b["type"] in KEEP_BLOCKS]
+    if response.stop_reason in CUT:
         # A tool call cut off by max_tokens is half-written: never keep (or run) it.
         blocks = [b for b in blocks if b["type"] != "tool_use"]
+    for b in blocks:  # the API accepts only an object as a tool call's input in the history
+        if b["type"] == "tool_use" and not isinstance(b.get("input"), dict):
+            decoded = _json_or_none(str(b.get("input")))
+            b["input"] = decoded if isinstance(decoded, dict) else {}
     blocks = [b for b in blocks if b["type"] != "text" or b["text"].strip()]
     return {"role": "assistant", "content": blocks or [{"type": "text", "text": "(no text)"}]}
 
 
 def tool_calls(response):
-    """The tool calls to run: none when the answer was cut by max_tokens (a half-written call)."""
-    if response.stop_reason != "tool_use":
+    """The tool calls to run: every complete one, whatever stop_reason says.
+
+    Compatible servers may say end_turn beside a tool call; dropping it silently would lose work.
+    But a reply cut by max_tokens may end in a half-written call: run none of them.
+    """
+    if response.stop_reason in CUT:
         return []
-    return [b for b in response.content if b.type == "tool_use"]
+    return [b for b in response.content or [] if b.type == "tool_use"]
 
 
 def final_text(response):

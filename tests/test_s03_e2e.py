@@ -189,3 +189,36 @@ def test_the_repl_survives_every_kind_of_api_failure(run_main):
     assert code == 0 and "still here" in out and "Traceback" not in err
     assert "rejected the key (401" in err and "rate limited (429" in err and "failed (529" in err
     assert api.requests[-1]["messages"] == [{"role": "user", "content": "d"}]  # failed turns left nothing behind
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP])
+def test_a_closed_terminal_or_sigterm_kills_the_running_command_too(workdir, signum):
+    script = [reply(tool("bash", {"command": "echo $$ > shell.pid; sleep 30"}))]
+    with StandInAPI(script) as api:
+        env = clean_env(workdir.parent / "home", ANTHROPIC_API_KEY="k", ANTHROPIC_BASE_URL=api.url)
+        proc = subprocess.Popen([sys.executable, str(ROOT / "s03_todo.py"), "start a long job"], cwd=workdir,
+                                env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        pid_file, deadline = workdir / "shell.pid", time.time() + 20
+        while not (pid_file.exists() and pid_file.read_text().strip()) and time.time() < deadline:
+            time.sleep(0.05)
+        group = int(pid_file.read_text())      # the command's shell leads its own process group
+        os.kill(proc.pid, signum)
+        proc.communicate(timeout=10)
+    assert proc.returncode != 0
+    deadline = time.time() + 5
+    while time.time() < deadline:
+        try:
+            os.killpg(group, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.05)
+    pytest.fail("the command outlived the harness")
+
+
+def test_a_complete_tool_call_is_run_even_when_stop_reason_says_end_turn(run_main, workdir):
+    script = [reply(tool("write_file", {"path": "a.txt", "content": "x"}), stop_reason="end_turn"),
+              reply(text("done"))]
+    code, out, err, api = run_main(s03_todo, "write a.txt", script=script)
+    assert code == 0 and (workdir / "a.txt").read_text() == "x" and "done" in out
+    assert not tool_results(api.requests[1])[0].get("is_error") and api.violations == []
+

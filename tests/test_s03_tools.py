@@ -69,7 +69,7 @@ def test_bash_timeout_kills_the_whole_process_group(in_tmp, monkeypatch):
 def test_bash_output_is_capped_with_a_note(monkeypatch):
     monkeypatch.setattr(s03, "OUTPUT_CAP", 1000)
     out = run_bash("head -c 5000 /dev/zero | tr '\\0' x")
-    assert out.startswith("x" * 1000) and "[output cut: 4,000 more characters]" in out
+    assert out.startswith("x" * 1000) and "[output cut: 4,000 more bytes]" in out
 
 
 # ---------------------------------------------------------------- file tools
@@ -142,3 +142,51 @@ def test_a_call_that_breaks_a_rule_is_refused_and_keeps_the_old_list(bad, messag
     with pytest.raises(ValueError, match=message):
         todos.update(bad)
     assert todos.render() == before
+
+
+# ---------------------------------------------------------------- hostile commands and inputs
+
+def test_a_command_that_floods_is_stopped_and_memory_stays_bounded(monkeypatch):
+    monkeypatch.setattr(s03, "FLOOD_BYTES", 2_000_000)
+    start = time.monotonic()
+    out = run_bash("yes")
+    assert time.monotonic() - start < 10
+    assert out.startswith("y\ny\n") and len(out) < s03.OUTPUT_CAP + 500
+    assert "[output cut:" in out and "was killed; send big output to a file" in out
+
+
+def test_a_background_job_does_not_block_and_the_timeout_advice_works(in_tmp, monkeypatch):
+    start = time.monotonic()
+    assert run_bash("sleep 5 &") == "(no output)"           # the pipe stays open; we do not wait for it
+    assert run_bash("sleep 5 > job.log 2>&1 &") == "(no output)"
+    assert time.monotonic() - start < 3
+    monkeypatch.setattr(s03, "BASH_TIMEOUT", 1)
+    with pytest.raises(TimeoutError, match=r"cmd > job.log 2>&1 &"):
+        run_bash("sleep 10")
+
+
+def test_every_tool_result_is_capped_not_only_bash_and_read():
+    tools = [{"name": "big", "input_schema": s03.object_schema({}, [])}]
+    output, is_error = call_tool("big", {}, tools, {"big": lambda: "x" * (s03.OUTPUT_CAP * 3)})
+    assert not is_error and len(output) < s03.OUTPUT_CAP + 100 and "more characters" in output
+
+
+def test_arguments_sent_as_json_text_are_decoded_as_if_sent_properly(in_tmp):
+    output, is_error = call_tool("bash", '{"command": "echo hi"}', s03.TOOLS, s03.TOOL_HANDLERS)
+    assert (output, is_error) == ("hi", False)
+    items = '[{"id": "1", "text": "plan", "status": "in_progress"}]'   # an array sent as a string
+    output, is_error = call_tool("todo", {"items": items}, s03.TOOLS, s03.TOOL_HANDLERS)
+    assert not is_error and "[>] #1: plan" in output
+    for bad in (["ls"], "ls", 3, None):
+        output, is_error = call_tool("bash", bad, s03.TOOLS, s03.TOOL_HANDLERS)
+        assert is_error and "must be a JSON object" in output
+
+
+def test_a_lone_surrogate_is_refused_and_leaves_no_file(in_tmp):
+    output, is_error = call_tool("write_file", {"path": "a.txt", "content": "bad \ud800"}, s03.TOOLS,
+                                 s03.TOOL_HANDLERS)
+    assert is_error and "lone surrogate" in output and not (in_tmp / "a.txt").exists()
+    (in_tmp / "b.txt").write_text("keep me")
+    output, is_error = call_tool("edit_file", {"path": "b.txt", "old_text": "keep", "new_text": "\udfff"},
+                                 s03.TOOLS, s03.TOOL_HANDLERS)
+    assert is_error and (in_tmp / "b.txt").read_text() == "keep me"
