@@ -8,22 +8,34 @@ and the real tools run, with no key and no network.
     with StandInAPI(script) as api:
         ...                        # api.url, api.requests, api.violations
 
-(input_tokens in its replies is the request's size / 4, so compaction can be tested.)
+It models what the lessons depend on: a request with "stream": true gets the
+API's server-sent events (text and tool input in several deltas); usage follows
+the documented prompt caching and billing (see PromptCache; tokens are
+characters / 4), and `api.billing()` sums a session; when `summary` is set, a
+summary request (no tools, tool_choice none, or `<summary-request>` in the last
+user message) is answered with it, without using a script step.
 
 It enforces the rules the real API enforces on a conversation and answers a
 broken request with the real API's 400 error shape, so a lesson that sends an
 invalid history fails here exactly as it would against the real service.
-A script step is a reply dict, an `error(...)`, or a function of the request
-body returning one of those (for scripts that react to tool results).
+A script step is a `reply(...)`, an `error(...)`, a `raw(...)` (exact bytes: a
+wrong but live endpoint), a `message(**fields)` (a reply with fields such as
+content or usage overridden), or a function of the request body returning one
+of those (for scripts that react to tool results). reply and raw take delay=
+seconds, for a slow or hung model.
 """
 
+import hashlib
 import json
 import re
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from itertools import count
+from itertools import accumulate, count
 
 TOOL_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
+# Blocks a model's reply may hold that the API accepts back in the history.
+ASSISTANT_ONLY = {"thinking", "redacted_thinking", "server_tool_use", "web_search_tool_result"}
 _ids = count(1)
 
 
@@ -35,12 +47,24 @@ def tool(name, input, id=None):
     return {"type": "tool_use", "id": id or f"toolu_{next(_ids):04d}", "name": name, "input": input}
 
 
-def reply(*blocks, stop_reason=None, usage=None):
-    """A scripted assistant message; stop_reason defaults from its blocks."""
+def reply(*blocks, stop_reason=None, usage=None, delay=0):
+    """A scripted assistant message; stop_reason defaults from its blocks. Any block dicts go,
+    so a script can play what real servers send (thinking, unknown types, a str tool input)."""
     blocks = list(blocks)
     if stop_reason is None:
-        stop_reason = "tool_use" if any(b["type"] == "tool_use" for b in blocks) else "end_turn"
-    return {"kind": "reply", "content": blocks, "stop_reason": stop_reason, "usage": usage}
+        stop_reason = "tool_use" if any(b.get("type") == "tool_use" for b in blocks) else "end_turn"
+    return {"kind": "reply", "content": blocks, "stop_reason": stop_reason, "usage": usage, "delay": delay}
+
+
+def message(delay=0, **fields):
+    """A reply whose message JSON has `fields` overridden, e.g. content=None or usage=None."""
+    return {**reply(), "fields": fields, "delay": delay}
+
+
+def raw(status, body, content_type="application/json", delay=0):
+    """Exactly these bytes, as a wrong but live endpoint sends them (HTML, other JSON)."""
+    data = body.encode() if isinstance(body, str) else body
+    return {"kind": "raw", "status": status, "body": data, "content_type": content_type, "delay": delay}
 
 
 def error(status, message="scripted failure", type=None):
@@ -55,6 +79,96 @@ def estimate_tokens(obj):
     return max(1, len(json.dumps(obj, ensure_ascii=False)) // 4)
 
 
+# ---------------------------------------------------------------- the caching and billing model
+# As documented for the real API: the cached prefix is tools -> system -> messages, matched
+# byte for byte up to a breakpoint; a hit may be found up to 20 blocks before a breakpoint;
+# nothing below the minimum length is cached; entries live 5 minutes from their last use.
+# Simpler than the real thing: characters/4 for tokens, one cache for every key.
+
+MIN_CACHE_TOKENS = 1024   # Sonnet-class models; some models need more
+CACHE_TTL = 300           # seconds
+LOOKBACK = 20             # blocks before a breakpoint searched for an earlier cached prefix
+MAX_BREAKPOINTS = 4
+
+
+def cache_blocks(body):
+    """The request's cacheable blocks in the API's order, and where the messages start."""
+    blocks = list(body.get("tools") or [])
+    system = body.get("system")
+    blocks += [text(system)] if isinstance(system, str) else list(system or [])
+    start = len(blocks)
+    for m in body.get("messages") or []:
+        content = m.get("content")
+        blocks += [text(content)] if isinstance(content, str) else [b for b in content or [] if isinstance(b, dict)]
+    return blocks, start
+
+
+def breakpoints(body):
+    """Indices of the blocks with cache_control; the top-level one marks the last block."""
+    blocks, _ = cache_blocks(body)
+    marks = [i for i, b in enumerate(blocks) if isinstance(b, dict) and b.get("cache_control")]
+    if body.get("cache_control") and blocks:
+        marks.append(len(blocks) - 1)
+    return marks
+
+
+def prefix_hashes(body, blocks, start):
+    """hashes[i] identifies blocks[0..i] (cache_control left out). tool_choice enters where the
+    messages start: changing it keeps tools and system cached, not the messages."""
+    h, hashes = hashlib.sha256(str(body.get("model")).encode()).digest(), []
+    for i, block in enumerate(blocks):
+        if i == start:
+            h = hashlib.sha256(h + json.dumps(body.get("tool_choice"), sort_keys=True).encode()).digest()
+        plain = {k: v for k, v in block.items() if k != "cache_control"}
+        h = hashlib.sha256(h + json.dumps(plain, sort_keys=True).encode()).digest()
+        hashes.append(h)
+    return hashes
+
+
+class PromptCache:
+    def __init__(self, min_tokens=MIN_CACHE_TOKENS, clock=time.monotonic):
+        self.min_tokens, self.clock, self.entries = min_tokens, clock, {}  # hash -> expiry
+
+    def usage(self, body):
+        """input_tokens (uncached), cache_read_input_tokens, cache_creation_input_tokens."""
+        blocks, start = cache_blocks(body)
+        hashes = prefix_hashes(body, blocks, start)
+        upto = list(accumulate(estimate_tokens({k: v for k, v in b.items() if k != "cache_control"})
+                               for b in blocks))
+        now = self.clock()
+        self.entries = {h: t for h, t in self.entries.items() if t > now}
+        marks = sorted(set(breakpoints(body)))
+        hit = -1
+        for mark in marks:
+            for i in range(mark, max(mark - LOOKBACK, 0) - 1, -1):
+                if hashes[i] in self.entries:
+                    hit = max(hit, i)
+                    break
+        if hit >= 0:
+            self.entries[hashes[hit]] = now + CACHE_TTL
+        stored = hit
+        for mark in marks:
+            if mark > hit and upto[mark] >= self.min_tokens:
+                self.entries[hashes[mark]] = now + CACHE_TTL
+                stored = max(stored, mark)
+        read = upto[hit] if hit >= 0 else 0
+        written = upto[stored] - read if stored > hit else 0
+        total = upto[-1] if upto else 0
+        return {"input_tokens": total - read - written, "cache_creation_input_tokens": written,
+                "cache_read_input_tokens": read}
+
+
+def is_summary_request(body):
+    """No tools, tool_choice none, or <summary-request> in the last user message's text."""
+    if not body.get("tools") or (body.get("tool_choice") or {}).get("type") == "none":
+        return True
+    last = (body.get("messages") or [{}])[-1]
+    content = last.get("content")
+    texts = [content] if isinstance(content, str) else [b.get("text", "") for b in content or []
+                                                           if isinstance(b, dict) and b.get("type") == "text"]
+    return last.get("role") == "user" and any("<summary-request>" in t for t in texts)
+
+
 def check_request(body):
     """Return the first rule of the real API that this request breaks, or None."""
     if not isinstance(body.get("model"), str) or not body["model"]:
@@ -66,6 +180,12 @@ def check_request(body):
             return f"tools.{i}.name: String should match pattern '^[a-zA-Z0-9_-]{{1,64}}$'"
         if not isinstance(t.get("input_schema"), dict) or t["input_schema"].get("type") != "object":
             return f"tools.{i}.input_schema.type: Input should be 'object'"
+    choice = body.get("tool_choice")
+    if choice is not None and (not isinstance(choice, dict) or choice.get("type") not in ("auto", "any", "none", "tool")):
+        return "tool_choice.type: Input should be 'auto', 'any', 'tool' or 'none'"
+    marks = len(breakpoints(body))
+    if marks > MAX_BREAKPOINTS:
+        return f"A maximum of {MAX_BREAKPOINTS} blocks with cache_control may be provided. Found {marks}."
     messages = body.get("messages")
     if not isinstance(messages, list) or not messages:
         return "messages: at least one message is required"
@@ -105,8 +225,13 @@ def check_request(body):
                 inner = b.get("content", "")
                 if not isinstance(inner, (str, list)):
                     return f"{where}.content: Input should be a valid string or list"
+            elif kind in ASSISTANT_ONLY:
+                if role != "assistant":
+                    return f"{where}: {kind} blocks can only be in assistant messages"
             else:
                 return f"{where}.type: unknown content block type {kind!r}"
+            if isinstance(b.get("cache_control"), dict) and kind == "text" and not b.get("text"):
+                return f"{where}.cache_control: cache_control cannot be set for empty text blocks"
             if kind != "tool_result":
                 results_done = True
         if pending - answered:
@@ -123,12 +248,14 @@ def check_request(body):
 class StandInAPI:
     """An HTTP server on 127.0.0.1 (random port) that plays `script`, one step per request."""
 
-    def __init__(self, script, summary=None):
+    def __init__(self, script, summary=None, min_cache_tokens=MIN_CACHE_TOKENS, clock=time.monotonic):
         self.script = list(script)
-        self.summary = summary  # if set, a request with no tools (a compaction summary) gets this text
+        self.summary = summary  # if set, summary requests (is_summary_request) get this text
         self.requests = []    # every request body received, in order
         self.headers = []     # and its HTTP headers (lower-case names)
         self.violations = []  # rules broken, one line each
+        self.cache = PromptCache(min_cache_tokens, clock)
+        self.usages = []      # the usage reported for each reply
         self._lock = threading.Lock()
         api = self
 
@@ -145,13 +272,22 @@ class StandInAPI:
                 if self.path.split("?")[0] != "/v1/messages":
                     return self._send(404, _error_body("not_found_error", f"no route {self.path}"))
                 api.headers.append({k.lower(): v for k, v in self.headers.items()})
-                status, payload, headers = api._answer(body)
-                self._send(status, payload, headers)
+                status, payload, headers, delay = api._answer(body)
+                time.sleep(delay)
+                try:
+                    if status == 200 and isinstance(payload, dict) and body.get("stream"):
+                        self._send(200, "".join(sse(payload)).encode(), {}, "text/event-stream")
+                    else:
+                        self._send(status, payload, headers)
+                except (BrokenPipeError, ConnectionResetError):  # the client gave up waiting
+                    pass
 
-            def _send(self, status, payload, headers=None):
-                data = json.dumps(payload).encode()
+            def _send(self, status, payload, headers=None, content_type="application/json"):
+                if isinstance(payload, tuple):        # a raw step: (bytes, content type)
+                    payload, content_type = payload
+                data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
                 self.send_response(status)
-                self.send_header("content-type", "application/json")
+                self.send_header("content-type", content_type)
                 self.send_header("content-length", str(len(data)))
                 self.send_header("request-id", "req_standin")
                 for k, v in (headers or {}).items():
@@ -163,30 +299,45 @@ class StandInAPI:
         self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
 
     def _answer(self, body):
+        """(status, payload, headers, delay) for one request."""
         with self._lock:
             self.requests.append(body)
             broken = check_request(body)
             if broken:
                 self.violations.append(broken)
-                return 400, _error_body("invalid_request_error", broken), {}
-            if self.summary is not None and not body.get("tools"):
-                return 200, self._message(body, reply(text(self.summary))), {}
+                return 400, _error_body("invalid_request_error", broken), {}, 0
+            if self.summary is not None and is_summary_request(body):
+                return 200, self._message(body, reply(text(self.summary))), {}, 0
             if not self.script:
                 self.violations.append("script exhausted: the lesson made more calls than scripted")
-                return 400, _error_body("invalid_request_error", "stand-in script exhausted"), {}
+                return 400, _error_body("invalid_request_error", "stand-in script exhausted"), {}, 0
             step = self.script.pop(0)
             if callable(step):
                 step = step(body)
-        if step["kind"] == "error":
-            # retry-after-ms keeps the client's retries fast in tests.
-            return step["status"], _error_body(step["type"], step["message"]), {"retry-after-ms": "10"}
-        return 200, self._message(body, step), {}
+            if step["kind"] == "error":
+                # retry-after-ms keeps the client's retries fast in tests.
+                return step["status"], _error_body(step["type"], step["message"]), {"retry-after-ms": "10"}, 0
+            if step["kind"] == "raw":
+                return step["status"], (step["body"], step["content_type"]), {}, step["delay"]
+            return 200, self._message(body, step), {}, step.get("delay", 0)
 
     def _message(self, body, step):
-        usage = step["usage"] or {"input_tokens": estimate_tokens(body), "output_tokens": estimate_tokens(step["content"])}
-        return {"id": f"msg_{len(self.requests):04d}", "type": "message", "role": "assistant",
-                "model": body["model"], "content": step["content"], "stop_reason": step["stop_reason"],
-                "stop_sequence": None, "usage": usage}
+        usage = step["usage"] or {**self.cache.usage(body), "output_tokens": estimate_tokens(step["content"])}
+        self.usages.append(usage)
+        message = {"id": f"msg_{len(self.requests):04d}", "type": "message", "role": "assistant",
+                   "model": body["model"], "content": step["content"], "stop_reason": step["stop_reason"],
+                   "stop_sequence": None, "usage": usage}
+        return {**message, **step.get("fields", {})}
+
+    def billing(self):
+        """The session's input as the API would bill it: uncached 1x, written 1.25x, read 0.1x."""
+        def total(name):
+            return sum((u or {}).get(name) or 0 for u in self.usages)
+        uncached, write, read = (total("input_tokens"), total("cache_creation_input_tokens"),
+                                 total("cache_read_input_tokens"))
+        return {"calls": len(self.usages), "input_sent": uncached + write + read, "uncached": uncached,
+                "cache_write": write, "cache_read": read, "output": total("output_tokens"),
+                "billed_input": uncached + 1.25 * write + 0.1 * read}
 
     def __enter__(self):
         threading.Thread(target=self._server.serve_forever, daemon=True).start()
@@ -195,6 +346,45 @@ class StandInAPI:
     def __exit__(self, *exc):
         self._server.shutdown()
         self._server.server_close()
+
+
+def sse(message):
+    """A message as the API streams it: server-sent events, text and tool input in pieces."""
+    def event(kind, **data):
+        return f"event: {kind}\ndata: {json.dumps({'type': kind, **data})}\n\n"
+    usage = message.get("usage") if isinstance(message.get("usage"), dict) else {}
+    start = {**message, "content": [] if isinstance(message.get("content"), list) else message.get("content"),
+             "stop_reason": None, "usage": {**usage, "output_tokens": 1} if usage else message.get("usage")}
+    yield event("message_start", message=start)
+    for i, block in enumerate(message.get("content") if isinstance(message.get("content"), list) else []):
+        kind = block.get("type")
+        if kind == "text":
+            yield event("content_block_start", index=i, content_block={"type": "text", "text": ""})
+            for piece in _pieces(block.get("text", ""), 16):
+                yield event("content_block_delta", index=i, delta={"type": "text_delta", "text": piece})
+        elif kind == "tool_use":
+            yield event("content_block_start", index=i, content_block={**block, "input": {}})
+            for piece in _pieces(json.dumps(block.get("input")), 20):
+                yield event("content_block_delta", index=i, delta={"type": "input_json_delta", "partial_json": piece})
+        elif kind == "thinking":
+            yield event("content_block_start", index=i, content_block={"type": "thinking", "thinking": "",
+                                                                       "signature": ""})
+            for piece in _pieces(block.get("thinking", ""), 16):
+                yield event("content_block_delta", index=i, delta={"type": "thinking_delta", "thinking": piece})
+            yield event("content_block_delta", index=i,
+                        delta={"type": "signature_delta", "signature": block.get("signature", "")})
+        else:
+            yield event("content_block_start", index=i, content_block=block)
+        if i == 0:
+            yield event("ping")
+        yield event("content_block_stop", index=i)
+    yield event("message_delta", delta={"stop_reason": message.get("stop_reason"), "stop_sequence": None},
+                usage={"output_tokens": (usage or {}).get("output_tokens")})
+    yield event("message_stop")
+
+
+def _pieces(s, size):
+    return [s[i:i + size] for i in range(0, len(s), size)] or [""]
 
 
 def _error_body(kind, message):

@@ -12,36 +12,87 @@ from stand_in_api import StandInAPI, check_request, error, reply, text, tool
 
 
 def history_with_results(*calls):
-    """A valid history: one assistant tool_use and its result per (tool name, result content)."""
+    """A valid history: one assistant tool_use and its result per (tool name, result content[, input])."""
     messages = [{"role": "user", "content": "go"}]
-    for n, (name, content) in enumerate(calls):
-        messages.append({"role": "assistant", "content": [tool(name, {}, id=f"t{n}")]})
+    for n, (name, content, *args) in enumerate(calls):
+        messages.append({"role": "assistant", "content": [tool(name, args[0] if args else {}, id=f"t{n}")]})
         messages.append({"role": "user", "content": [{"type": "tool_result", "tool_use_id": f"t{n}", "content": content}]})
     return messages
 
 
-LONG = "x" * 101
+@pytest.fixture(autouse=True)
+def fresh_layer1(monkeypatch):
+    monkeypatch.setattr(s06, "_CLEARED", set())
+
+
+LONG = "x" * 401                     # just over KEEP_CHARS
+BIG = "y" * (4 * s06.CLEAR_AT_LEAST)  # one result worth a whole batch
+
+
+def contents(view):
+    return [m["content"][0]["content"] for m in view[2::2]]
 
 
 # ---------------------------------------------------------------- layer 1
 
-def test_micro_compact_replaces_only_old_long_results_of_other_tools():
-    history = history_with_results(("bash", LONG), ("read_file", LONG), ("bash", "x" * 100),
-                                   ("edit_file", LONG), ("bash", LONG), ("bash", LONG), ("bash", LONG))
+def test_layer1_clears_old_long_results_in_one_worthwhile_batch_and_keeps_the_newest(capsys):
+    history = history_with_results(("bash", BIG), ("bash", "short"), ("edit_file", LONG, {"path": "a.py"}),
+                                   ("bash", BIG), ("bash", BIG), ("bash", BIG))
     original = copy.deepcopy(history)
     view = s06.micro_compact(history)
-    contents = [m["content"][0]["content"] for m in view[2::2]]
-    assert contents == ["[Previous: used bash]", LONG, "x" * 100, "[Previous: used edit_file]", LONG, LONG, LONG]
+    assert contents(view) == ["[Previous: used bash]", "short", "[Previous: used edit_file]", BIG, BIG, BIG]
     assert history == original                      # the history keeps every result
     assert check_request({"model": "m", "max_tokens": 1, "messages": view}) is None  # pairing intact
     ids = lambda msgs: [(b.get("id"), b.get("tool_use_id")) for m in msgs[1:] for b in m["content"]]
     assert ids(view) == ids(history)
-    assert s06.micro_compact(view) == view          # idempotent
+    note = capsys.readouterr().err
+    assert "micro_compact: 2 old tool results are now placeholders (about 4,1" in note
 
 
-def test_micro_compact_keeps_everything_when_there_are_few_results():
-    history = history_with_results(("bash", LONG), ("bash", LONG), ("bash", LONG))
+def test_layer1_waits_until_a_batch_is_worth_the_cache_it_throws_away():
+    history = history_with_results(*[("bash", LONG)] * 8)        # 5 old results of ~100 tokens each
     assert s06.micro_compact(history) == history
+
+
+def test_between_batches_every_request_repeats_the_last_one_as_its_prefix():
+    history = history_with_results(("bash", BIG), ("bash", LONG), ("bash", LONG), ("bash", LONG))
+    views = []
+    for n in range(6):                    # six more calls, each adding a result too small to batch
+        views.append(s06.micro_compact(history))
+        history += history_with_results(("bash", LONG))[1:]
+        history[-2]["content"][0]["id"] = history[-1]["content"][0]["tool_use_id"] = f"more{n}"
+    assert contents(views[0])[0] == "[Previous: used bash]"
+    for before, after in zip(views, views[1:]):
+        assert after[:len(before)] == before     # byte for byte: the API reads it all from its cache
+
+
+def test_a_file_stays_visible_until_a_later_read_or_write_supersedes_it():
+    history = history_with_results(("read_file", BIG, {"path": "a.py"}), ("read_file", BIG, {"path": "b.py"}),
+                                   ("write_file", "Wrote", {"path": "./a.py"}),
+                                   ("bash", "1"), ("bash", "2"), ("bash", "3"))
+    view = contents(s06.micro_compact(history))
+    assert view[0] == "[Previous: read a.py; a later read or write of it follows]"
+    assert view[1] == BIG                          # b.py was never read again: its contents are current
+
+
+# ---------------------------------------------------------------- the summary call
+
+def test_the_summary_call_repeats_the_loops_prefix_and_asks_for_no_tool(in_tmp):
+    history = history_with_results(("bash", LONG), ("bash", "done"))
+    view = s06.micro_compact(history)
+    with StandInAPI([reply(tool("bash", {"command": "ls"}), text("SUMMARY: ran bash twice"))]) as api:
+        client = anthropic.Anthropic(api_key="k", base_url=api.url)
+        assert s06.auto_compact(history, client, focus="the bash runs") is True
+    (request,) = api.requests
+    assert request["system"] == s06.SYSTEM and request["tools"] == s06.TOOLS and "tool_choice" not in request
+    assert request["messages"][:-1] == view[:-1]          # the cached prefix, unchanged
+    last = request["messages"][-1]["content"]
+    assert last[:-1] == view[-1]["content"] and "<summary-request>" in last[-1]["text"]
+    assert "Above all, preserve: the bash runs" in last[-1]["text"]
+    assert len(history) == 1 and "SUMMARY: ran bash twice" in history[0]["content"]   # the tool call is ignored
+    assert ".transcripts/transcript_" in history[0]["content"]
+    (transcript,) = (in_tmp / ".transcripts").iterdir()
+    assert len(transcript.read_text().splitlines()) == 5
 
 
 # ---------------------------------------------------------------- measuring
@@ -91,20 +142,6 @@ def test_transcripts_are_jsonl_of_plain_data_and_never_overwritten(in_tmp):
     assert [json.loads(line) for line in second.read_text(encoding="utf-8").splitlines()] == history[:1]
 
 
-def test_auto_compact_replaces_the_history_with_the_summary(in_tmp):
-    history = history_with_results(("bash", LONG), ("bash", "done"))
-    with StandInAPI([reply(text("SUMMARY: ran bash twice"))]) as api:
-        client = anthropic.Anthropic(api_key="k", base_url=api.url)
-        assert s06.auto_compact(history, client, focus="the bash runs") is True
-    (request,) = api.requests
-    assert "tools" not in request and "Above all, preserve: the bash runs" in request["messages"][0]["content"]
-    assert LONG in request["messages"][0]["content"]   # the summary sees the full results
-    assert len(history) == 1 and history[0]["role"] == "user"
-    assert "SUMMARY: ran bash twice" in history[0]["content"] and ".transcripts/transcript_" in history[0]["content"]
-    (transcript,) = (in_tmp / ".transcripts").iterdir()
-    assert len(transcript.read_text().splitlines()) == 5
-
-
 @pytest.mark.parametrize("answer", [error(400, "prompt is too long"), reply()], ids=["api-error", "empty"])
 def test_a_failed_summary_loses_nothing(in_tmp, capsys, answer):
     history = history_with_results(("bash", LONG))
@@ -130,7 +167,7 @@ def test_the_model_calls_compact_mid_task_and_keeps_working(run_lesson, workdir)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "finished after compaction" and api.violations == []
     summary_req, after = api.requests[2], api.requests[3]
-    assert "tools" not in summary_req and "compact" in [t["name"] for t in api.requests[0]["tools"]]
+    assert "<summary-request>" in json.dumps(summary_req["messages"][-1]) and summary_req["tools"] == api.requests[0]["tools"]
     assert after["messages"][0]["role"] == "user" and "SUMMARY: wrote a.txt" in after["messages"][0]["content"]
     assert len(after["messages"]) == 1
     assert "[compacted: " in proc.stderr and "transcript .transcripts/transcript_" in proc.stderr
@@ -138,22 +175,24 @@ def test_the_model_calls_compact_mid_task_and_keeps_working(run_lesson, workdir)
 
 
 def test_a_low_threshold_triggers_auto_compact_and_the_turn_completes(run_lesson, workdir):
-    # Bash results become placeholders (layer 1), read_file results are kept and grow the context (layer 2).
-    (workdir / "big.txt").write_text("word " * 800)
-    script = ([reply(tool("bash", {"command": "seq 1 400"})) for _ in range(4)]
-              + [reply(tool("read_file", {"path": "big.txt"})) for _ in range(4)] + [reply(text("done"))])
+    # Bash results become placeholders (layer 1); reads of four files stay (each is current) and
+    # grow the context until layer 2 compacts it.
+    for n in range(4):
+        (workdir / f"big{n}.txt").write_text("word " * 5000)
+    script = ([reply(tool("bash", {"command": "seq 1 3000"})) for _ in range(4)]
+              + [reply(tool("read_file", {"path": f"big{n}.txt"})) for n in range(4)] + [reply(text("done"))])
     proc, api = run_lesson("s06_compact", "work", script=script, summary="SUMMARY: printed numbers",
-                           env={"COMPACT_THRESHOLD": "3000"})
+                           env={"COMPACT_THRESHOLD": "22000"})
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "done" and api.violations == []
-    summaries = [r for r in api.requests if "tools" not in r]
+    summaries = [r for r in api.requests if "<summary-request>" in json.dumps(r["messages"][-1])]
     assert len(summaries) >= 1 and "[compacted: " in proc.stderr
     after = api.requests[api.requests.index(summaries[0]) + 1]
     assert "SUMMARY: printed numbers" in after["messages"][0]["content"]
     # Layer 1 was at work too: old bash results went to the model as placeholders.
     first_compaction = api.requests.index(summaries[0])
     assert any("[Previous: used bash]" in json.dumps(r["messages"]) for r in api.requests[:first_compaction])
-    assert "micro_compact: an old bash result is now a placeholder" in proc.stderr
+    assert "micro_compact: " in proc.stderr
 
 
 def test_slash_compact_in_the_repl_and_a_failing_summary_in_a_turn(run_main, workdir):
@@ -193,3 +232,16 @@ def test_usage_with_null_fields_counts_as_zero():
     assert size.estimate(messages) == s06.estimate_tokens(messages)   # nothing reported: the estimate
     size.record(Usage(10, 5, cache_read=None, cache_creation=7), messages)
     assert size.estimate(messages) == 22
+
+
+def test_layer2_does_not_compact_again_until_new_work_has_grown_the_context(in_tmp, monkeypatch, capsys):
+    monkeypatch.setenv("COMPACT_THRESHOLD", "40")
+    monkeypatch.setattr(s06, "CONTEXT", s06.ContextSize())
+    history = history_with_results(("bash", LONG))
+    with StandInAPI([reply(text("SUMMARY " + "s" * 400))]) as api:
+        client = anthropic.Anthropic(api_key="k", base_url=api.url)
+        assert s06.needs_compaction(history) and s06.auto_compact(history, client)
+    assert "the summary alone is over COMPACT_THRESHOLD" in capsys.readouterr().err
+    assert not s06.needs_compaction(history)        # still over 40 tokens, but nothing new was done
+    history.append({"role": "assistant", "content": [text("more work " * 10)]})
+    assert s06.needs_compaction(history)            # the context grew by half a threshold: compact again

@@ -37,7 +37,7 @@ def test_the_board_survives_compaction_and_a_restart(run_lesson, workdir):
     board_before = tool_results(reqs[4])[0]["content"]
     assert board_before.splitlines()[-1] == "Ready to start: #1 Design data model"
     # After the compaction the first message is the summary plus the board, fresh from disk ...
-    assert "tools" not in reqs[5]
+    assert "<summary-request>" in json.dumps(reqs[5]["messages"][-1])
     first = reqs[6]["messages"][0]["content"]
     assert len(reqs[6]["messages"]) == 1 and "SUMMARY: planned four tasks" in first and board_before in first
     # ... and task_list gives the same board as before.
@@ -89,7 +89,7 @@ def test_an_automatic_compaction_also_brings_the_board_back(run_main, workdir):
     code, out, err, api = run_main(s07_task_system, "go", script=script, summary="SUMMARY: read it twice",
                                    env={"COMPACT_THRESHOLD": "2500"})
     assert code == 0 and api.violations == [], err
-    summary_at = next(i for i, r in enumerate(api.requests) if "tools" not in r)
+    summary_at = next(i for i, r in enumerate(api.requests) if "<summary-request>" in json.dumps(r["messages"][-1]))
     first = api.requests[summary_at + 1]["messages"][0]["content"]
     assert "SUMMARY: read it twice" in first and "[ ] #1: Read the big file" in first
     assert tool_results(api.requests[-1])[0]["content"].startswith("[ ] #1: Read the big file")

@@ -61,3 +61,153 @@ def test_transient_failures_are_retried_by_the_client():
         client = anthropic.Anthropic(api_key="k", base_url=api.url, max_retries=2)
         response = client.messages.create(model="m", max_tokens=5, messages=[{"role": "user", "content": "hi"}])
     assert response.content[0].text == "ok" and len(api.requests) == 3
+
+
+# ---------------------------------------------------------------- caching and billing, hand-computed
+
+from stand_in_api import PromptCache, estimate_tokens, is_summary_request, message, raw  # noqa: E402
+
+SYSTEM = "You are a careful agent. " * 20
+TOOLS = [{"name": "bash", "description": "run a command", "input_schema": {"type": "object", "properties": {}}}]
+
+
+def body(*user_texts, system=SYSTEM, tool_choice=None, system_mark=False):
+    messages = []
+    for n, t in enumerate(user_texts):
+        if n:
+            messages.append({"role": "assistant", "content": [text(f"answer {n}")]})
+        messages.append({"role": "user", "content": [text(t)]})
+    b = {"model": "m", "max_tokens": 5, "tools": TOOLS, "messages": messages, "cache_control": {"type": "ephemeral"},
+         "system": [{"type": "text", "text": system, **({"cache_control": {"type": "ephemeral"}} if system_mark else {})}]}
+    if tool_choice:
+        b["tool_choice"] = tool_choice
+    return b
+
+
+def tokens(*blocks):
+    return sum(estimate_tokens(b) for b in blocks)
+
+
+class Clock:
+    now = 0.0
+
+    def __call__(self):
+        return self.now
+
+
+def test_the_cache_writes_then_reads_the_same_prefix_and_only_the_new_part_is_written():
+    cache = PromptCache(min_tokens=10)
+    first = body("hello there")
+    total = tokens(*TOOLS, text(SYSTEM), text("hello there"))
+    assert cache.usage(first) == {"input_tokens": 0, "cache_creation_input_tokens": total, "cache_read_input_tokens": 0}
+    assert cache.usage(first) == {"input_tokens": 0, "cache_creation_input_tokens": 0, "cache_read_input_tokens": total}
+    longer = body("hello there", "and more")
+    new = tokens(text("answer 1"), text("and more"))
+    assert cache.usage(longer) == {"input_tokens": 0, "cache_creation_input_tokens": new,
+                                   "cache_read_input_tokens": total}
+
+
+def test_a_changed_early_block_invalidates_everything_after_it():
+    cache = PromptCache(min_tokens=10)
+    cache.usage(body("hello there"))
+    changed = cache.usage(body("hello there", system=SYSTEM + "!"))
+    assert changed["cache_read_input_tokens"] == 0 and changed["cache_creation_input_tokens"] > 0
+
+
+def test_a_changed_tool_choice_keeps_tools_and_system_cached_but_not_the_messages():
+    cache = PromptCache(min_tokens=10)
+    cache.usage(body("hello there", system_mark=True))
+    after = cache.usage(body("hello there", system_mark=True, tool_choice={"type": "none"}))
+    assert after["cache_read_input_tokens"] == tokens(*TOOLS, text(SYSTEM))
+    assert after["cache_creation_input_tokens"] == tokens(text("hello there"))
+
+
+def test_below_the_minimum_nothing_is_cached_and_nothing_says_so():
+    cache = PromptCache(min_tokens=100_000)
+    for _ in range(2):
+        usage = cache.usage(body("hello there"))
+        assert usage["cache_read_input_tokens"] == usage["cache_creation_input_tokens"] == 0
+        assert usage["input_tokens"] == tokens(*TOOLS, text(SYSTEM), text("hello there"))
+
+
+def test_entries_expire_after_five_minutes_unless_used():
+    clock = Clock()
+    cache = PromptCache(min_tokens=10, clock=clock)
+    cache.usage(body("hi you"))
+    clock.now = 299
+    assert cache.usage(body("hi you"))["cache_read_input_tokens"] > 0      # a read refreshes the entry
+    clock.now = 299 + 301
+    assert cache.usage(body("hi you"))["cache_read_input_tokens"] == 0
+
+
+def test_a_hit_is_found_at_most_20_blocks_before_the_breakpoint():
+    cache = PromptCache(min_tokens=10)
+    cache.usage(body("start"))
+    near = body("start", *[f"m{n}" for n in range(9)])      # 18 blocks more: within reach
+    assert cache.usage(near)["cache_read_input_tokens"] > 0
+    far = body("start", *[f"x{n}" for n in range(11)])      # 22 blocks after the last cached prefix
+    assert cache.usage(far)["cache_read_input_tokens"] == 0
+
+
+def test_more_than_four_breakpoints_are_rejected_like_the_real_api():
+    b = body("a", "b", "c", "d", system_mark=True)
+    for m in b["messages"][::2][:3]:
+        m["content"][0]["cache_control"] = {"type": "ephemeral"}
+    assert "A maximum of 4 blocks with cache_control may be provided. Found 5." == check_request(b)
+
+
+def test_billing_sums_the_session_at_the_documented_prices():
+    with StandInAPI([reply(text("one")), reply(text("two"))], min_cache_tokens=10) as api:
+        client = anthropic.Anthropic(api_key="k", base_url=api.url)
+        for _ in range(2):
+            client.messages.create(model="m", max_tokens=5, system=SYSTEM, cache_control={"type": "ephemeral"},
+                                   messages=[{"role": "user", "content": "the same question"}])
+    bill, size = api.billing(), tokens(text(SYSTEM), text("the same question"))
+    assert bill["calls"] == 2 and bill["input_sent"] == 2 * size and bill["cache_read"] == size
+    assert bill["billed_input"] == 1.25 * size + 0.1 * size
+
+
+def test_summary_requests_are_recognised_in_all_three_forms():
+    assert is_summary_request({"messages": [{"role": "user", "content": "x"}]})
+    assert is_summary_request({"tools": TOOLS, "tool_choice": {"type": "none"}, "messages": [{"role": "user", "content": "x"}]})
+    asked = {"tools": TOOLS, "messages": [{"role": "user", "content": [text("x"), text("<summary-request>now")]}]}
+    assert is_summary_request(asked)
+    assert not is_summary_request({"tools": TOOLS, "messages": [{"role": "user", "content": "x"}]})
+
+
+# ---------------------------------------------------------------- streaming and deviations
+
+def test_a_streamed_reply_is_the_same_message_through_the_real_sdk():
+    blocks = [{"type": "thinking", "thinking": "let me think " * 5, "signature": "sig"},
+              text("Here is a longer answer that arrives in pieces."), tool("bash", {"command": "ls -la"}, id="t9")]
+    with StandInAPI([reply(*blocks), reply(*blocks)]) as api:
+        client = anthropic.Anthropic(api_key="k", base_url=api.url)
+        kwargs = dict(model="m", max_tokens=50, messages=[{"role": "user", "content": "hi"}])
+        plain = client.messages.create(**kwargs)
+        with client.messages.stream(**kwargs) as stream:
+            pieces = [e.text for e in stream if e.type == "text"]
+            streamed = stream.get_final_message()
+    assert len(pieces) > 1                                   # text arrives in several deltas
+    dump = lambda m: [b.model_dump(exclude_none=True) for b in m.content]
+    assert dump(streamed) == dump(plain) and streamed.stop_reason == plain.stop_reason == "tool_use"
+    assert streamed.usage.output_tokens == plain.usage.output_tokens
+
+
+def test_history_may_carry_thinking_blocks_and_consecutive_user_turns():
+    thinking = {"type": "thinking", "thinking": "hmm", "signature": "s"}
+    assert check_request(req([{"role": "user", "content": "a"}, {"role": "user", "content": "b"},
+                              {"role": "assistant", "content": [thinking, text("ok")]}])) is None
+    assert "unknown content block type" in check_request(req([{"role": "user", "content": [{"type": "mystery"}]}]))
+
+
+def test_raw_and_overridden_replies_are_sent_as_scripted():
+    import json
+    import urllib.request
+    with StandInAPI([raw(200, "<html>proxy login</html>", "text/html"), message(content=None)]) as api:
+        def post():
+            data = json.dumps({"model": "m", "max_tokens": 1, "messages": [{"role": "user", "content": "x"}]})
+            request = urllib.request.Request(api.url + "/v1/messages", data=data.encode(), method="POST")
+            with urllib.request.build_opener(urllib.request.ProxyHandler({})).open(request) as r:
+                return r.read().decode(), r.headers["content-type"]
+        assert post() == ("<html>proxy login</html>", "text/html")
+        assert json.loads(post()[0])["content"] is None
