@@ -8,8 +8,12 @@ holds only its own idea. Nothing runs at import: the client is built by
 import argparse
 import json
 import os
+import select
 import sys
+import threading
+import time
 from pathlib import Path
+from urllib.parse import urlsplit
 
 # anthropic and dotenv are imported inside the functions that use them, so importing
 # a lesson needs neither and costs nothing (the SDK alone takes about 2 s to import).
@@ -17,22 +21,54 @@ from pathlib import Path
 DEFAULT_MODEL = "claude-sonnet-5-5"  # any model id works; MODEL_ID overrides it
 PREVIEW_CHARS = 100                  # width of a tool result's preview in the terminal
 PREVIEW_LINES = 6                    # lines of a tool result's preview (a board or todo list fits)
+DEFAULT_TIMEOUT = 300                # seconds of silence from the endpoint before giving up (API_TIMEOUT);
+                                     # a small local model can take minutes before its first token
+MAX_RETRIES = 2                      # for 429/5xx and dropped connections; the SDK waits between tries
+LOOPBACK = {"127.0.0.1", "localhost", "::1", "[::1]"}
 
 
 class SetupError(Exception):
     """A configuration problem the user must fix; shown as one line, exit 1."""
 
 
+class EndpointError(Exception):
+    """The endpoint answered, but not like the Messages API (HTML, other JSON, no content)."""
+
+
 # ---------------------------------------------------------------- configuration
 
 def load_env():
-    """Read ./.env; a variable already set in the real environment wins."""
-    from dotenv import load_dotenv
-    load_dotenv(Path.cwd() / ".env", override=False)
+    """Read ./.env; a variable already set in the real environment wins, unless it is empty."""
+    from dotenv import dotenv_values
+    path = Path.cwd() / ".env"
+    if not path.is_file():
+        return
+    try:
+        path.read_bytes().decode("utf-8")
+    except UnicodeDecodeError:  # Notepad and PowerShell often save UTF-16
+        raise SetupError(f"{path} is not UTF-8 text; save it as UTF-8 (one NAME=value per line)") from None
+    for name, value in dotenv_values(path, encoding="utf-8").items():
+        if value is not None and not os.environ.get(name):  # `export ANTHROPIC_API_KEY=` counts as unset
+            os.environ[name] = value
 
 
 def model_id():
     return os.environ.get("MODEL_ID") or DEFAULT_MODEL
+
+
+def base_url():
+    return os.environ.get("ANTHROPIC_BASE_URL") or "https://api.anthropic.com"
+
+
+def api_timeout():
+    raw = os.environ.get("API_TIMEOUT", "").strip()
+    try:
+        seconds = float(raw) if raw else DEFAULT_TIMEOUT
+    except ValueError:
+        seconds = 0
+    if not seconds > 0:
+        raise SetupError(f"API_TIMEOUT must be a positive number of seconds, got {raw!r}")
+    return seconds
 
 
 def make_client(base_url=None, api_key=None):
@@ -45,18 +81,24 @@ def make_client(base_url=None, api_key=None):
         if not (api_key or auth_token):
             raise SetupError("no API key: set ANTHROPIC_API_KEY in your environment or in ./.env "
                              "(copy .env.example), or try --demo, which needs no key")
-    base_url = base_url or os.environ.get("ANTHROPIC_BASE_URL") or None
-    return anthropic.Anthropic(api_key=api_key, auth_token=auth_token, base_url=base_url)
+    url = base_url or os.environ.get("ANTHROPIC_BASE_URL") or None
+    timeout = api_timeout()
+    options = dict(api_key=api_key, auth_token=auth_token, base_url=url, max_retries=MAX_RETRIES,
+                   timeout=anthropic.Timeout(timeout, connect=min(10.0, timeout)))
+    if url and urlsplit(url).hostname in LOOPBACK:  # a local server: never through HTTP_PROXY/ALL_PROXY
+        options["http_client"] = anthropic.DefaultHttpxClient(trust_env=False)
+    return anthropic.Anthropic(**options)
 
 
-def describe_api_error(exc):
-    """One line saying what failed and what to do about it."""
+def describe_api_error(exc, client=None):
+    """One line saying what failed and what to do about it, naming the URL actually used."""
     import anthropic
-    where = os.environ.get("ANTHROPIC_BASE_URL") or "https://api.anthropic.com"
+    where = str(client.base_url).rstrip("/") if client is not None else base_url()
     status = getattr(exc, "status_code", None)
     detail = _error_message(exc)
     if isinstance(exc, anthropic.APITimeoutError):
-        return f"the API at {where} did not answer in time, even after retries: try again later"
+        return (f"the API at {where} did not answer within API_TIMEOUT={api_timeout():g}s, even after retries: "
+                "try again later, or raise API_TIMEOUT for a slow model")
     if isinstance(exc, anthropic.APIConnectionError):
         return f"cannot reach the API at {where}: check ANTHROPIC_BASE_URL and your network"
     if status == 401:
@@ -98,7 +140,9 @@ def _short(s, limit):
 
 def show_tool_call(name, args):
     """Before the tool runs, so a slow command shows what it is waiting for."""
-    shown = " ".join(f"{k}={_short(json.dumps(v, ensure_ascii=False), 60)}" for k, v in (args or {}).items())
+    if not isinstance(args, dict):  # a model may send a list or a string; the tool will refuse it
+        args = {"input": args}
+    shown = " ".join(f"{k}={_short(json.dumps(v, ensure_ascii=False), 60)}" for k, v in args.items())
     print(_colour("36", f"> {name} {shown}".rstrip()), file=sys.stderr)
 
 
@@ -112,8 +156,8 @@ def show_tool_result(output, is_error):
 
 
 def show_text(text):
-    """What the model says between tool calls."""
-    if text.strip():
+    """What the model says between tool calls, for a log; on a terminal show_stream showed it live."""
+    if text.strip() and not sys.stderr.isatty():
         print(_colour("1", text.strip()), file=sys.stderr)
 
 
@@ -123,10 +167,114 @@ def usage_counts(usage):
     return tuple(getattr(usage, n, None) or 0 for n in names)
 
 
+SESSION = {"calls": 0, "fresh": 0, "read": 0, "written": 0, "out": 0}  # every call since the program started
+
+
 def show_usage(usage, label="tokens"):
     fresh, read, written, out = usage_counts(usage)
+    for key, n in zip(("fresh", "read", "written", "out"), (fresh, read, written, out)):
+        SESSION[key] += n
+    SESSION["calls"] += 1
     print(_colour("2", f"  [{label}: {fresh:,} in · {read:,} from cache · {written:,} to cache · {out:,} out]"),
           file=sys.stderr)
+
+
+def show_session():
+    """The session's total, printed when a run ends: what the cache saved is the share read from it."""
+    total = SESSION["fresh"] + SESSION["read"] + SESSION["written"]
+    if SESSION["calls"]:
+        share = f"{SESSION['read'] / total:.0%}" if total else "0%"
+        print(_colour("2", f"[session: {SESSION['calls']} call{'s' * (SESSION['calls'] != 1)} · {total:,} input "
+                           f"tokens, {share} from cache · {SESSION['out']:,} out]"), file=sys.stderr)
+
+
+# ---------------------------------------------------------------- the streaming display
+
+_LIVE = {"text": ""}   # the text of the last reply shown live, so print_answer does not repeat it
+
+
+def show_stream(request):
+    """Run a streamed request (`client.messages.stream(...)`), show it as it arrives, return the Message.
+
+    On a terminal: a waiting line with the seconds until the first token, the text live, and a
+    tool call being written as `> write_file … 2.1 kB so far`. Elsewhere (a pipe, a log) nothing
+    is shown here: the loop prints the finished text and tool calls.
+    """
+    import anthropic
+    live = sys.stderr.isatty()
+    waiting = _Waiting(request) if live else None
+    shown, tool, size = [], None, 0
+    try:
+        with request as stream:
+            for event in stream:
+                if waiting:
+                    waiting = waiting.stop()
+                if not live:
+                    continue
+                if event.type == "text":
+                    shown.append(event.text)
+                    sys.stderr.write(_colour("1", event.text))
+                elif event.type == "content_block_start" and event.content_block.type == "tool_use":
+                    tool, size = event.content_block.name, 0
+                elif event.type == "input_json":
+                    size += len(event.partial_json)
+                    sys.stderr.write("\r\033[K" + _colour("36", f"> {tool} … {size / 1000:.1f} kB so far"))
+                elif event.type == "content_block_stop":
+                    if tool:                   # the finished call is printed by the loop, in full
+                        sys.stderr.write("\r\033[K")
+                    elif shown and not shown[-1].endswith("\n"):
+                        sys.stderr.write("\n")
+                        shown.append("\n")
+                    tool = None
+                sys.stderr.flush()
+            message = stream.get_final_message()
+    except anthropic.APIError:
+        raise
+    except (ValueError, TypeError, KeyError, AttributeError, AssertionError, RuntimeError) as exc:
+        raise EndpointError(f"the endpoint at {base_url()} did not answer like the Messages API "
+                            f"({type(exc).__name__}: {_short(exc, 120)})") from None
+    finally:
+        if waiting:
+            waiting.stop()
+    if not isinstance(getattr(message, "content", None), list):
+        raise EndpointError(f"the endpoint at {base_url()} sent a reply without content "
+                            "(is ANTHROPIC_BASE_URL the Messages API?)")
+    _LIVE["text"] = "".join(shown).strip()
+    return message
+
+
+class _Waiting:
+    """`waiting for the model at host · 12 s`, redrawn every second until the first event."""
+
+    def __init__(self, request):
+        self._done, self._start = threading.Event(), time.monotonic()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self):
+        while not self._done.wait(1.0):
+            seconds = int(time.monotonic() - self._start)
+            line = f"  waiting for the model at {urlsplit(base_url()).netloc} · {seconds} s (Ctrl-C abandons the turn)"
+            sys.stderr.write("\r\033[K" + _colour("2", line))
+            sys.stderr.flush()
+
+    def stop(self):
+        if not self._done.is_set():
+            self._done.set()
+            self._thread.join()
+            sys.stderr.write("\r\033[K")
+        return None
+
+
+def print_answer(answer):
+    """The final answer to stdout; on a terminal, only what show_stream has not shown already."""
+    shown = _LIVE["text"]
+    _LIVE["text"] = ""
+    if shown and sys.stdout.isatty() and sys.stderr.isatty() and answer.startswith(shown):
+        answer = answer[len(shown):].strip()
+        if not answer:
+            return
+    print(answer)
 
 
 def show_note(line):
@@ -139,21 +287,22 @@ def show_error(line):
 
 # ---------------------------------------------------------------- the CLI
 
-def run_cli(name, doc, agent_loop, commands=None, demo=None, argv=None, options=(), on_start=None):
+def run_cli(name, doc, agent_loop, commands=None, demo=None, argv=None, options=(), on_start=None, help_extra=""):
     """`sNN.py "prompt"` runs one turn; `sNN.py` opens a REPL; `--demo` plays a script.
 
     agent_loop(messages, client) -> final text.  commands: {"/x": fn(messages, client, arg)}, arg being
     the rest of the line. options: [(flags, add_argument kwargs)]. on_start(args) runs after .env is
-    read and may return a word for the REPL banner.
+    read and may return a word for the REPL banner. help_extra: more text for --help.
     demo: () -> (script, prompt, summary), played by the loopback stand-in with no key;
     summary answers compaction calls (None if the lesson does not compact).
     """
-    import anthropic
     commands = commands or {}
-    repl_help = f" In the REPL: {', '.join(commands)}." if commands else ""
+    repl_help = f" In the REPL: {', '.join(['/help', *commands])}." if commands else ""
     parser = argparse.ArgumentParser(prog=f"python {name}.py", description=doc.strip().splitlines()[0],
-                                     epilog="Set ANTHROPIC_API_KEY (or put it in ./.env); "
-                                            f"ANTHROPIC_BASE_URL and MODEL_ID are optional.{repl_help}")
+                                     formatter_class=argparse.RawDescriptionHelpFormatter,
+                                     epilog="Set ANTHROPIC_API_KEY (or put it in ./.env); ANTHROPIC_BASE_URL, "
+                                            f"MODEL_ID and API_TIMEOUT are optional.{repl_help}"
+                                            + (f"\n\n{help_extra}" if help_extra else ""))
     parser.add_argument("prompt", nargs="?", help="run one turn with this prompt and exit; "
                                                   "without it, open a REPL (q or exit to quit)")
     if demo:
@@ -161,15 +310,24 @@ def run_cli(name, doc, agent_loop, commands=None, demo=None, argv=None, options=
                             help="play a scripted session through the real loop and tools; no key, no network")
     for flags, kwargs in options:
         parser.add_argument(*flags, **kwargs)
-    args = parser.parse_args(argv)
-    load_env()
+    args = parser.parse_args(argv)  # before importing the SDK, so --help is instant
+    if args.prompt is not None and not args.prompt.strip():
+        parser.error("the prompt is empty; give a prompt, or none for the REPL")
+    if demo and args.demo and args.prompt is not None:
+        parser.error("--demo plays its own scripted prompt; leave out the prompt (or drop --demo)")
+    import anthropic
+    SESSION.update(dict.fromkeys(SESSION, 0))
     try:
+        load_env()
         banner = on_start(args) if on_start else None
         if demo and args.demo:
             return _run_demo(demo, agent_loop)
         client = make_client()
         if args.prompt is not None:
-            print(agent_loop([{"role": "user", "content": args.prompt}], client))
+            try:
+                print_answer(agent_loop([{"role": "user", "content": args.prompt}], client))
+            finally:
+                show_session()
             return 0
     except SetupError as exc:
         show_error(str(exc))
@@ -177,45 +335,118 @@ def run_cli(name, doc, agent_loop, commands=None, demo=None, argv=None, options=
     except anthropic.APIError as exc:
         show_error(describe_api_error(exc))
         return 1
+    except EndpointError as exc:
+        show_error(str(exc))
+        return 1
     except KeyboardInterrupt:
         show_error("interrupted")
         return 130
-    return _repl(name, client, agent_loop, commands, banner)
+    try:
+        return _repl(name, client, agent_loop, commands, banner)
+    finally:
+        show_session()
+
+
+REPL_HELP = 'a line """ starts a prompt of several lines and the next """ ends it; Ctrl-C clears the line'
 
 
 def _repl(name, client, agent_loop, commands, banner=None):
     import anthropic
     history = []
     label = name.split("_")[0]
-    helps = ", ".join(["q/exit", *commands])
-    print(f"{name}{f' ({banner})' if banner else ''}: type a prompt ({helps})", file=sys.stderr)
+    names = ["q/exit", "/help", *commands]
+    print(f"{name}{f' ({banner})' if banner else ''}: type a prompt ({', '.join(names)})", file=sys.stderr)
     while True:
         try:
-            query = input(_colour("36", f"{label} >> ", sys.stdout))
-        except (EOFError, KeyboardInterrupt):
+            query = _read_prompt(_colour("36", f"{label} >> ", sys.stdout))
+        except KeyboardInterrupt:          # Ctrl-C at the prompt clears the line, as in a shell
+            print(file=sys.stderr)
+            continue
+        except EOFError:
             print()
             return 0
         if query.strip().lower() in ("q", "exit", "quit"):
             return 0
         if not query.strip():
             continue
-        saved = list(history)  # so a failed or interrupted turn can be undone whole
-        try:
-            word, _, arg = query.strip().partition(" ")
-            if word.lower() in commands:
+        word, _, arg = query.strip().partition(" ")
+        if word.lower() in commands:
+            try:
                 commands[word.lower()](history, client, arg.strip())
-                continue
+            except (SetupError, ValueError) as exc:  # a command's refusal, or a setting to fix
+                show_error(str(exc))
+            except KeyboardInterrupt:
+                show_note("[command interrupted]")
+            continue
+        if _is_command_word(word):          # answered here: a typo must not cost a model call
+            _unknown_command(word, commands)
+            continue
+        saved = len(history)
+        try:
             history.append({"role": "user", "content": query})
-            print(agent_loop(history, client))
+            print_answer(agent_loop(history, client))
         except KeyboardInterrupt:
-            history[:] = saved
-            show_note("[turn abandoned; the conversation is as it was before it]")
-        except anthropic.APIError as exc:
-            history[:] = saved
-            show_error(describe_api_error(exc))
-        except (SetupError, ValueError) as exc:  # a command's refusal, or a setting to fix
-            history[:] = saved
+            _keep_completed(history, saved, "turn abandoned")
+        except (anthropic.APIError, EndpointError) as exc:
+            show_error(describe_api_error(exc, client) if isinstance(exc, anthropic.APIError) else str(exc))
+            _keep_completed(history, saved, "turn failed")
+        except (SetupError, ValueError) as exc:
             show_error(str(exc))
+            _keep_completed(history, saved, "turn failed")
+
+
+def _read_prompt(prompt):
+    """One prompt: a line; a block between two \"\"\" lines; or, on a terminal, all lines pasted at once."""
+    line = input(prompt)
+    if line.strip() == '"""':
+        lines = []
+        while (more := input("... ")).strip() != '"""':
+            lines.append(more)
+        return "\n".join(lines)
+    lines = [line]
+    while sys.stdin.isatty() and select.select([sys.stdin], [], [], 0.03)[0]:  # more of a paste is waiting
+        lines.append(input())
+    return "\n".join(lines)
+
+
+def _is_command_word(word):
+    return word.startswith("/") and len(word) > 1 and word[1:].replace("-", "").replace("_", "").isalnum() \
+        and word[1].isalpha() and "/" not in word[1:]
+
+
+def _unknown_command(word, commands):
+    known = ["/help", *commands]
+    if word.lower() == "/help":
+        print(f"commands: {', '.join(known)}, q or exit to quit; {REPL_HELP}; anything else is a prompt")
+        return
+    close = [c for c in known if c.lower() == word.lower()]
+    hint = f"; did you mean {close[0]}?" if close else ""
+    show_error(f"unknown command {word}{hint} (commands: {', '.join(known)}); nothing was sent to the model")
+
+
+def _keep_completed(history, saved, what):
+    """After a failed turn keep what was done: every tool call that ran and its result.
+
+    The files those tools wrote are on disk either way; forgetting them would make the model
+    redo (or duplicate) them. A trailing assistant message whose tool calls got no results is
+    dropped, so the history stays valid for the API.
+    """
+    while len(history) > saved + 1 and not _ends_with_results(history):
+        history.pop()
+    done = sum(1 for m in history[saved + 1:] if m["role"] == "user" for b in m["content"]
+               if isinstance(b, dict) and b.get("type") == "tool_result")
+    if len(history) <= saved + 1 or not done:
+        del history[saved:]
+        show_note(f"[{what}; the conversation is as it was before it]")
+    else:
+        show_note(f"[{what} after {done} tool call{'s' * (done != 1)}: they are kept in the conversation, "
+                  "so the model knows what was done]")
+
+
+def _ends_with_results(history):
+    last = history[-1]
+    return last["role"] == "user" and isinstance(last["content"], list) and any(
+        isinstance(b, dict) and b.get("type") == "tool_result" for b in last["content"])
 
 
 def _run_demo(demo, agent_loop):
@@ -225,8 +456,10 @@ def _run_demo(demo, agent_loop):
         show_note(f"[demo] a SCRIPTED stand-in model answers on {api.url}: no key, no network.")
         show_note("[demo] the loop, the tools and the files they write are real.")
         print(_colour("36", f">> {prompt}", sys.stdout))
+        os.environ["ANTHROPIC_BASE_URL"] = api.url   # so every message names the stand-in, not the real API
         client = make_client(base_url=api.url, api_key="demo-no-key")
-        print(agent_loop([{"role": "user", "content": prompt}], client))
+        print_answer(agent_loop([{"role": "user", "content": prompt}], client))
+    show_session()
     if api.violations:
         show_error(f"the demo sent an invalid request: {api.violations[0]}")
         return 1

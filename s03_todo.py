@@ -23,6 +23,10 @@ Key insight: the model plans better when it writes its plan down, and it
 keeps the plan current when the harness nags. The todo list is just a tool
 whose result is the rendered list.
 
+Read it in this order: the base tools (the model's hands), TodoManager (the
+idea of this lesson), the loop pieces (how one tool call is checked and run,
+and how a reply becomes history), then agent_loop: the while loop itself.
+
 This is the first lesson: s06 and s07 import its tools and loop pieces.
 Limits: the todos live in memory, so they die with the program, and a
 compaction (s06) takes them out of the model's sight; s07 fixes that.
@@ -43,7 +47,8 @@ import time
 from contextlib import contextmanager
 from pathlib import Path
 
-from harness import model_id, run_cli, show_note, show_text, show_tool_call, show_tool_result, show_usage
+from harness import (model_id, run_cli, show_note, show_stream, show_text, show_tool_call, show_tool_result,
+                     show_usage)
 
 MAX_TOKENS = 8000      # per model call; large enough for a file's worth of code
 MAX_STEPS = 50         # model calls per turn before the loop gives up
@@ -431,8 +436,9 @@ def agent_loop(messages, client):
     rounds_without_todo, steps = 0, 0
     while steps < MAX_STEPS:
         steps += 1
-        response = client.messages.create(model=model_id(), system=SYSTEM, messages=messages,
-                                          tools=TOOLS, max_tokens=MAX_TOKENS, cache_control=CACHE)
+        # One model call, streamed so the reply shows while it is written (harness.show_stream).
+        response = show_stream(client.messages.stream(model=model_id(), system=SYSTEM, messages=messages,
+                                                      tools=TOOLS, max_tokens=MAX_TOKENS, cache_control=CACHE))
         show_usage(response.usage)
         messages.append(assistant_turn(response))
         if response.stop_reason == "pause_turn":  # the server paused a long turn: resume it

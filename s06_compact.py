@@ -58,7 +58,8 @@ import sys
 import time
 from pathlib import Path
 
-from harness import SetupError, describe_api_error, model_id, run_cli, show_note, show_usage, usage_counts
+from harness import (SetupError, describe_api_error, model_id, run_cli, show_note, show_stream, show_usage,
+                     usage_counts)
 from s03_todo import (BASE_HANDLERS, BASE_TOOLS, CACHE, MAX_STEPS, MAX_TOKENS, STEP_LIMIT_TEXT, assistant_turn,
                       final_text, object_schema, run_tool_calls, tool_calls)
 
@@ -315,8 +316,9 @@ def agent_loop(messages, client):
         steps += 1
         if needs_compaction(messages):                                                # layer 2
             auto_compact(messages, client)
-        response = client.messages.create(model=model_id(), system=SYSTEM, messages=micro_compact(messages),
-                                          tools=TOOLS, max_tokens=MAX_TOKENS, cache_control=CACHE)  # layer 1
+        response = show_stream(client.messages.stream(model=model_id(), system=SYSTEM, tools=TOOLS,
+                                                      messages=micro_compact(messages),               # layer 1
+                                                      max_tokens=MAX_TOKENS, cache_control=CACHE))
         show_usage(response.usage)
         messages.append(assistant_turn(response))
         CONTEXT.record(response.usage, messages)

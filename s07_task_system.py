@@ -44,11 +44,11 @@ from datetime import datetime, timezone
 from functools import partial
 from pathlib import Path
 
-from harness import SetupError, model_id, run_cli, show_note, show_usage
+from harness import SetupError, model_id, run_cli, show_note, show_stream, show_usage
 from s03_todo import (BASE_HANDLERS, BASE_TOOLS, CACHE, MAX_STEPS, MAX_TOKENS, STEP_LIMIT_TEXT, assistant_turn,
                       final_text, object_schema, run_tool_calls, tool_calls)
-from s06_compact import (CONTEXT, COMPACT_TOOL, auto_compact, compact_now, compact_request, compact_threshold,
-                         micro_compact, run_compact)
+from s06_compact import (CONTEXT, COMPACT_TOOL, auto_compact, compact_now, compact_request, micro_compact,
+                         needs_compaction, run_compact)
 
 TASKS_DIR = Path(".tasks")    # relative: the board belongs to the folder you run in
 STATUSES = {"pending": "[ ]", "in_progress": "[>]", "completed": "[x]", "deleted": "[-]"}  # and their marks
@@ -366,7 +366,7 @@ def board_message():
 
 def compact_with_board(messages, client, focus=""):
     """s06's compaction, then the board, read fresh from disk: the model carries on without asking for it."""
-    if auto_compact(messages, client, focus, attach=board_message):
+    if auto_compact(messages, client, focus, attach=board_message, system=SYSTEM, tools=TOOLS):
         show_note("  [the board, read from .tasks/, was added to the summary]")
 
 
@@ -375,10 +375,11 @@ def agent_loop(messages, client):
     steps = 0
     while steps < MAX_STEPS:
         steps += 1
-        if CONTEXT.estimate(messages) > compact_threshold():                          # layer 2
+        if needs_compaction(messages):                                                # layer 2
             compact_with_board(messages, client)                  # the board comes back after compaction
-        response = client.messages.create(model=model_id(), system=SYSTEM, messages=micro_compact(messages),
-                                          tools=TOOLS, max_tokens=MAX_TOKENS, cache_control=CACHE)  # layer 1
+        response = show_stream(client.messages.stream(model=model_id(), system=SYSTEM, tools=TOOLS,
+                                                      messages=micro_compact(messages),               # layer 1
+                                                      max_tokens=MAX_TOKENS, cache_control=CACHE))
         show_usage(response.usage)
         messages.append(assistant_turn(response))
         CONTEXT.record(response.usage, messages)
@@ -769,7 +770,7 @@ def demo():
 
 def main(argv=None):
     compact = partial(compact_now, compact=compact_with_board)
-    return run_cli("s07_task_system", __doc__, agent_loop, demo=demo, argv=argv,
+    return run_cli("s07_task_system", __doc__, agent_loop, demo=demo, argv=argv, help_extra=TASK_COMMANDS,
                    commands={"/tasks": show_board, "/task": task_command, "/compact": compact},
                    options=[(("--name",), {"help": "this agent's name on the board (default: AGENT_NAME, "
                                                    "else your user and terminal)"})],

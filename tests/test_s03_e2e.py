@@ -124,8 +124,8 @@ def test_dotenv_is_read_and_the_real_environment_wins(run_main, workdir):
     assert api.requests[0]["model"] == "model-from-env"
 
 
-@pytest.mark.parametrize("lesson, commands", [("s03_todo", ""), ("s06_compact", "/compact"),
-                                              ("s07_task_system", "/tasks, /task, /compact")])
+@pytest.mark.parametrize("lesson, commands", [("s03_todo", ""), ("s06_compact", "/help, /compact"),
+                                              ("s07_task_system", "/help, /tasks, /task, /compact")])
 def test_every_lesson_has_help_and_the_no_key_line(run_main, lesson, commands):
     module = importlib.import_module(lesson)
     code, out, err, api = run_main(module, "--help")
