@@ -6,6 +6,7 @@ holds only its own idea. Nothing runs at import: the client is built by
 """
 
 import argparse
+import difflib
 import json
 import os
 import select
@@ -419,7 +420,7 @@ def _unknown_command(word, commands):
     if word.lower() == "/help":
         print(f"commands: {', '.join(known)}, q or exit to quit; {REPL_HELP}; anything else is a prompt")
         return
-    close = [c for c in known if c.lower() == word.lower()]
+    close = difflib.get_close_matches(word.lower(), known, n=1, cutoff=0.6)
     hint = f"; did you mean {close[0]}?" if close else ""
     show_error(f"unknown command {word}{hint} (commands: {', '.join(known)}); nothing was sent to the model")
 

@@ -69,7 +69,7 @@ def run_main(workdir, monkeypatch, capsys):
             os.environ.update({"ANTHROPIC_BASE_URL": api.url, **(env or {})})
             if key:
                 os.environ["ANTHROPIC_API_KEY"] = key
-            monkeypatch.setattr("sys.stdin", io.StringIO(stdin))
+            monkeypatch.setattr("sys.stdin", io.StringIO(stdin) if isinstance(stdin, str) else stdin)
             try:
                 code = lesson.main(list(args))
             except SystemExit as exc:  # argparse's --help and usage errors

@@ -222,3 +222,15 @@ def test_a_complete_tool_call_is_run_even_when_stop_reason_says_end_turn(run_mai
     assert code == 0 and (workdir / "a.txt").read_text() == "x" and "done" in out
     assert not tool_results(api.requests[1])[0].get("is_error") and api.violations == []
 
+
+
+def test_tool_input_sent_as_json_text_or_a_list_is_handled_and_the_history_stays_valid(run_main, workdir):
+    items = '[{"id": "1", "text": "write a.txt", "status": "in_progress"}]'   # an array sent as a string
+    script = [reply(tool("todo", {"items": items}), tool("bash", ["ls"])), reply(text("done"))]
+    code, out, err, api = run_main(s03_todo, "go", script=script)
+    assert code == 0 and "Traceback" not in err and api.violations == []
+    ok, bad = tool_results(api.requests[1])
+    assert not ok.get("is_error") and "[>] #1: write a.txt" in ok["content"]
+    assert bad["is_error"] and "must be a JSON object" in bad["content"]
+    sent = api.requests[1]["messages"][1]["content"]
+    assert sent[1]["input"] == {}                   # the API accepts only an object in the history

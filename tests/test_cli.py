@@ -1,0 +1,181 @@
+"""The CLI and the REPL under hostile conditions: set-up mistakes, odd endpoints, a person at the keyboard."""
+
+import io
+import re
+import subprocess
+import sys
+import time
+
+import pytest
+
+import harness
+import s03_todo
+import s07_task_system
+from conftest import ROOT, clean_env, tool_results
+from stand_in_api import error, message, raw, reply, text, tool
+
+
+class Terminal(io.StringIO):
+    def isatty(self):
+        return True
+
+
+# ---------------------------------------------------------------- set-up
+
+def test_help_is_instant_and_needs_no_sdk(workdir):
+    shim = workdir.parent / "shim"
+    shim.mkdir()
+    (shim / "anthropic.py").write_text("raise ImportError('the SDK must not be imported for --help')")
+    env = clean_env(workdir.parent / "home")
+    env["PYTHONPATH"] = f"{shim}:{ROOT}"
+    start = time.monotonic()
+    proc = subprocess.run([sys.executable, str(ROOT / "s07_task_system.py"), "--help"], cwd=workdir, env=env,
+                          capture_output=True, text=True, timeout=30)
+    assert proc.returncode == 0, proc.stderr
+    assert "/task add TITLE" in proc.stdout and "API_TIMEOUT" in proc.stdout
+    assert time.monotonic() - start < 3
+
+
+@pytest.mark.parametrize("args, message", [([" "], "the prompt is empty"),
+                                           (["--demo", "hello"], "--demo plays its own scripted prompt")])
+def test_an_empty_prompt_or_a_prompt_with_demo_is_refused_locally(run_main, args, message):
+    code, out, err, api = run_main(s03_todo, *args)
+    assert code == 2 and message in err and api.requests == [] and "Traceback" not in err
+
+
+def test_a_dotenv_that_is_not_utf8_is_one_line(run_main, workdir):
+    (workdir / ".env").write_bytes("ANTHROPIC_API_KEY=x\n".encode("utf-16"))
+    code, out, err, api = run_main(s03_todo, "hi", key=None)
+    assert code == 1 and "is not UTF-8 text; save it as UTF-8" in err and err.count("\n") == 1
+
+
+def test_an_empty_variable_does_not_hide_the_dotenv_value(run_main, workdir):
+    (workdir / ".env").write_text("ANTHROPIC_API_KEY=from-dotenv\nMODEL_ID=model-from-dotenv\n")
+    code, out, err, api = run_main(s03_todo, "hi", script=[reply(text("ok"))], key=None,
+                                   env={"ANTHROPIC_API_KEY": "", "MODEL_ID": ""})
+    credential = api.headers[0].get("x-api-key") or api.headers[0].get("authorization", "").removeprefix("Bearer ")
+    assert code == 0 and credential == "from-dotenv"
+    assert api.requests[0]["model"] == "model-from-dotenv"
+
+
+def test_a_proxy_in_the_environment_never_carries_loopback_traffic(run_lesson):
+    dead = "http://127.0.0.1:9"   # nothing listens there: any request through it fails
+    proxies = {k: dead for k in ("HTTP_PROXY", "http_proxy", "HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy")}
+    proc, _ = run_lesson("s03_todo", "--demo", key=None, env=proxies)
+    assert proc.returncode == 0, proc.stderr
+    proc, api = run_lesson("s03_todo", "hi", script=[reply(text("through no proxy"))], env=proxies)
+    assert proc.returncode == 0 and "through no proxy" in proc.stdout, proc.stderr
+
+
+# ---------------------------------------------------------------- endpoints that bend the rules
+
+@pytest.mark.parametrize("step, said", [
+    (raw(200, "<html><body>Please log in to the proxy</body></html>", "text/html"), "did not answer like the Messages API"),
+    (raw(200, '{"choices": [{"message": {"content": "hi"}}]}'), "did not answer like the Messages API"),
+    (message(content=None), "without content"),
+])
+def test_a_live_endpoint_that_is_not_the_messages_api_is_one_line(run_main, step, said):
+    code, out, err, api = run_main(s03_todo, "hi", script=[step])
+    assert code == 1 and said in err and api.url in err, err
+    assert err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_usage_that_is_missing_or_null_never_crashes(run_main):
+    script = [reply(tool("bash", {"command": "echo hi"}), usage={"input_tokens": None, "output_tokens": None}),
+              reply(text("done"), usage={"output_tokens": 3})]
+    code, out, err, api = run_main(s03_todo, "hi", script=script)
+    assert code == 0 and out.strip() == "done" and "0 in · 0 from cache" in err
+
+
+def test_a_hung_endpoint_ends_after_api_timeout_with_one_line(run_main):
+    start = time.monotonic()
+    code, out, err, api = run_main(s03_todo, "hi", script=[reply(text("late"), delay=5)] * 3,
+                                   env={"API_TIMEOUT": "0.5"})
+    assert code == 1 and "did not answer within API_TIMEOUT=0.5s" in err and api.url in err
+    assert time.monotonic() - start < 15
+
+
+def test_empty_or_whitespace_content_and_text_after_a_tool_call_keep_the_history_valid(run_main, workdir):
+    script = [reply(tool("write_file", {"path": "a.txt", "content": "x"}), text("and now I wait")),
+              reply(text("   ")), reply(text("fine"))]
+    code, out, err, api = run_main(s03_todo, stdin="go\nagain\nq\n", script=script)
+    assert code == 0 and "(the model returned no text)" in out and "fine" in out and api.violations == []
+
+
+def test_thinking_is_kept_and_unknown_blocks_are_left_out_with_a_note(run_main):
+    thinking = {"type": "thinking", "thinking": "I should list files.", "signature": "sig"}
+    odd = {"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search", "input": {"query": "x"}}
+    script = [reply(thinking, odd, tool("bash", {"command": "echo hi"})), reply(text("done"))]
+    code, out, err, api = run_main(s03_todo, "hi", script=script)
+    assert code == 0 and out.strip() == "done" and api.violations == []
+    sent = [b["type"] for b in api.requests[1]["messages"][1]["content"]]
+    assert sent == ["thinking", "tool_use"] and "'server_tool_use' block in the reply was left out" in err
+
+
+# ---------------------------------------------------------------- the streaming display
+
+def test_a_terminal_sees_the_wait_the_text_live_and_a_tool_call_growing(monkeypatch):
+    import anthropic
+    from stand_in_api import StandInAPI
+    screen = Terminal()
+    monkeypatch.setattr(sys, "stderr", screen)
+    big = tool("write_file", {"path": "app.py", "content": "print('hello')\n" * 200})
+    with StandInAPI([reply(text("Writing the app now."), big, delay=1.5)]) as api:
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", api.url)
+        client = anthropic.Anthropic(api_key="k", base_url=api.url)
+        response = harness.show_stream(client.messages.stream(model="m", max_tokens=9, messages=[
+            {"role": "user", "content": "hi"}]))
+    shown = re.sub(r"\x1b\[[0-9;]*[mK]", "", screen.getvalue())      # colours and line clearing
+    assert "waiting for the model at 127.0.0.1" in shown and "· 1 s" in shown
+    assert "Writing the app now." in shown and re.search(r"> write_file … 3\.\d kB so far", shown)
+    assert [b.type for b in response.content] == ["text", "tool_use"]
+
+
+def test_nothing_of_the_stream_goes_to_a_pipe_and_the_answer_is_printed_once(run_main):
+    code, out, err, api = run_main(s03_todo, "hi", script=[reply(text("the answer"))])
+    assert out == "the answer\n" and "the answer" not in err and "waiting" not in err
+    assert "[session: 1 call · " in err and "from cache" in err
+
+
+# ---------------------------------------------------------------- the REPL
+
+class KeyboardAtPrompt(io.StringIO):
+    """stdin where the person presses Ctrl-C once, halfway through typing."""
+    pressed = False
+
+    def readline(self, *args):
+        if not self.pressed:
+            self.pressed = True
+            raise KeyboardInterrupt
+        return super().readline(*args)
+
+
+def test_ctrl_c_at_the_prompt_clears_the_line_and_the_repl_goes_on(run_main):
+    code, out, err, api = run_main(s03_todo, script=[reply(text("still here"))], stdin=KeyboardAtPrompt("hello\nq\n"))
+    assert code == 0 and "still here" in out
+    assert api.requests[0]["messages"] == [{"role": "user", "content": "hello"}]
+
+
+def test_a_multi_line_prompt_between_triple_quotes_is_one_model_call(run_main):
+    code, out, err, api = run_main(s03_todo, script=[reply(text("one answer"))],
+                                   stdin='"""\nfirst line\nsecond line\n"""\nq\n')
+    assert code == 0 and len(api.requests) == 1
+    assert api.requests[0]["messages"] == [{"role": "user", "content": "first line\nsecond line"}]
+
+
+def test_unknown_slash_commands_are_answered_locally(run_main):
+    code, out, err, api = run_main(s07_task_system, stdin="/help\n/taks\n/nope\n/etc/hosts is odd?\nq\n",
+                                   script=[reply(text("a path is a prompt"))])
+    assert code == 0 and len(api.requests) == 1 and "a path is a prompt" in out
+    assert "commands: /help, /tasks, /task, /compact" in out
+    assert "unknown command /taks; did you mean /tasks?" in err and "unknown command /nope (" in err
+
+
+def test_a_turn_that_fails_after_tool_calls_keeps_them_so_a_retry_does_not_duplicate(run_main, workdir):
+    script = [reply(tool("write_file", {"path": "a.txt", "content": "x"})), error(400, "boom"),
+              reply(text("I see a.txt was already written"))]
+    code, out, err, api = run_main(s03_todo, stdin="write a.txt\nwhat did you do?\nq\n", script=script)
+    assert code == 0 and "turn failed after 1 tool call: they are kept" in err and api.violations == []
+    roles = [m["role"] for m in api.requests[-1]["messages"]]
+    assert roles == ["user", "assistant", "user", "user"]
+    assert tool_results(api.requests[-1], 2)[0]["content"].startswith("Wrote 1 bytes")
