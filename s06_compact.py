@@ -64,7 +64,7 @@ from s03_todo import (BASE_HANDLERS, BASE_TOOLS, CACHE, MAX_STEPS, MAX_TOKENS, S
                       final_text, object_schema, run_tool_calls, tool_calls)
 
 KEEP_RECENT = 3                 # the newest tool results the model may still be reasoning about
-CLEAR_AT_LEAST = 4_000          # tokens a batch must free: clearing rewrites the cache from that point on
+CLEAR_AT_LEAST = 8_000          # tokens a batch must free: clearing rewrites the cache from that point on
 KEEP_CHARS = 400                # a result this short costs little, and less still when read from the cache
 FILE_TOOLS = {"read_file", "write_file", "edit_file"}  # a later one of these supersedes a read of that path
 DEFAULT_THRESHOLD = 50_000      # tokens; well below the window, leaving room for the summary call
@@ -347,9 +347,9 @@ def compact_now(messages, client, arg="", compact=auto_compact):
 def demo():
     """Each layer in turn: placeholders, an automatic compaction, a manual one."""
     from stand_in_api import reply, text, tool
-    os.environ.setdefault("COMPACT_THRESHOLD", "9000")  # low, so layer 2 fires within the demo
+    os.environ.setdefault("COMPACT_THRESHOLD", "9500")  # low, so layer 2 fires within the demo
     script = [
-        reply(text("I'll generate some bulky output."), tool("bash", {"command": "seq -s ' ' 1 4000"})),
+        reply(text("I'll generate some bulky output."), tool("bash", {"command": "seq -s ' ' 1 7000"})),
         reply(tool("write_file", {"path": "demo/notes.md", "content": "# Notes\n" + "- a finding\n" * 30})),
         reply(tool("read_file", {"path": "demo/notes.md"})),
         reply(tool("bash", {"command": "ls -la demo"})),
