@@ -316,7 +316,11 @@ def run_cli(name, doc, agent_loop, commands=None, demo=None, argv=None, options=
         parser.error("the prompt is empty; give a prompt, or none for the REPL")
     if demo and args.demo and args.prompt is not None:
         parser.error("--demo plays its own scripted prompt; leave out the prompt (or drop --demo)")
-    import anthropic
+    try:
+        import anthropic
+    except ImportError:
+        show_error("the anthropic package is not installed here: run  python -m pip install -r requirements.txt")
+        return 1
     SESSION.update(dict.fromkeys(SESSION, 0))
     try:
         load_env()

@@ -47,12 +47,13 @@ from pathlib import Path
 from harness import SetupError, model_id, run_cli, show_note, show_stream, show_usage
 from s03_todo import (BASE_HANDLERS, BASE_TOOLS, CACHE, MAX_STEPS, MAX_TOKENS, STEP_LIMIT_TEXT, assistant_turn,
                       final_text, object_schema, run_tool_calls, tool_calls)
-from s06_compact import (CONTEXT, COMPACT_TOOL, auto_compact, compact_now, compact_request, micro_compact,
-                         needs_compaction, run_compact)
+from s06_compact import (CONTEXT, COMPACT_TOOL, auto_compact, compact_now, compact_request, compact_threshold,
+                         micro_compact, needs_compaction, run_compact)
 
 TASKS_DIR = Path(".tasks")    # relative: the board belongs to the folder you run in
 STATUSES = {"pending": "[ ]", "in_progress": "[>]", "completed": "[x]", "deleted": "[-]"}  # and their marks
 FINISHED = {"completed", "deleted"}   # statuses that no longer block anyone
+DEMO_MIN_THRESHOLD = 5_000   # below this the demo would compact before it has linked its tasks
 BOARD_IN_SUMMARY = 40         # unfinished tasks re-attached after a compaction; task_list shows the rest
 
 
@@ -727,6 +728,9 @@ def demo():
     from stand_in_api import reply, text, tool
     if TASKS_DIR.exists() and not TASKS_DIR.is_dir():
         raise SetupError(f"the demo needs a folder {TASKS_DIR}/ here, and a file of that name is in the way")
+    if compact_threshold() < DEMO_MIN_THRESHOLD:  # the script reads its task ids from the recent messages
+        raise SetupError(f"the demo needs COMPACT_THRESHOLD of at least {DEMO_MIN_THRESHOLD:,} tokens "
+                         f"(it is {compact_threshold():,}); unset it for the demo")
     TASKS.agent = "demo"
     plan = [("Design the data model", "tables and fields"), ("Implement the API", "endpoints on the model"),
             ("Write the docs", "how to use the API"), ("Write the API tests", "one per endpoint")]

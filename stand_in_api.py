@@ -313,7 +313,11 @@ class StandInAPI:
                 return 400, _error_body("invalid_request_error", "stand-in script exhausted"), {}, 0
             step = self.script.pop(0)
             if callable(step):
-                step = step(body)
+                try:
+                    step = step(body)
+                except Exception as exc:  # a script that could not go on: one clear 400, no traceback
+                    self.violations.append(f"the script could not go on: {exc}")
+                    return 400, _error_body("invalid_request_error", f"stand-in script failed: {exc}"), {}, 0
             if step["kind"] == "error":
                 # retry-after-ms keeps the client's retries fast in tests.
                 return step["status"], _error_body(step["type"], step["message"]), {"retry-after-ms": "10"}, 0

@@ -246,3 +246,13 @@ def test_layer2_does_not_compact_again_until_new_work_has_grown_the_context(in_t
     assert not s06.needs_compaction(history)        # still over 40 tokens, but nothing new was done
     history.append({"role": "assistant", "content": [text("more work " * 10)]})
     assert s06.needs_compaction(history)            # the context grew by half a threshold: compact again
+
+
+def test_every_request_is_streamed_and_cacheable_and_the_next_call_reads_the_prefix(run_main):
+    script = [reply(tool("bash", {"command": "seq 1 2000"})), reply(tool("bash", {"command": "echo hi"})),
+              reply(text("done"))]
+    code, out, err, api = run_main(s06, "go", script=script)
+    assert code == 0 and all(r["stream"] and r["cache_control"] == {"type": "ephemeral"} for r in api.requests)
+    first, second, third = api.usages
+    assert first["cache_creation_input_tokens"] == 0     # under the 1,024-token minimum: nothing cached
+    assert third["cache_read_input_tokens"] == second["cache_creation_input_tokens"] > 1024  # the whole prefix

@@ -108,3 +108,9 @@ def test_a_big_board_is_bounded_when_re_attached_after_compaction(tmp_path, monk
     message = s07_task_system.board_message()
     assert message.count("\n[ ] #") == s07_task_system.BOARD_IN_SUMMARY
     assert "... and 60 more unfinished tasks: task_list shows all" in message and "(100 unfinished" in message
+
+
+def test_the_demo_with_a_tiny_threshold_says_in_one_line_why_it_cannot_run(run_main):
+    code, out, err, api = run_main(s07_task_system, "--demo", key=None, env={"COMPACT_THRESHOLD": "500"})
+    assert code == 1 and "the demo needs COMPACT_THRESHOLD of at least 5,000" in err
+    assert err.count("\n") == 1 and api.requests == []
