@@ -1,8 +1,10 @@
 """Plumbing shared by the lessons: configuration, the client, terminal output, the CLI.
 
 None of this is what the lessons teach; it is kept here so each lesson file
-holds only its own idea. Nothing runs at import: the client is built by
-`make_client()`, called from a lesson's `main()`.
+holds only its own idea. The one piece a reader meets in every loop is
+show_stream(): the model call is streamed, and the reply is shown as it
+arrives. Nothing runs at import: the client is built by `make_client()`,
+called from a lesson's `main()`.
 """
 
 import argparse
@@ -11,6 +13,7 @@ import json
 import os
 import select
 import sys
+import textwrap
 import threading
 import time
 from pathlib import Path
@@ -301,8 +304,9 @@ def run_cli(name, doc, agent_loop, commands=None, demo=None, argv=None, options=
     repl_help = f" In the REPL: {', '.join(['/help', *commands])}." if commands else ""
     parser = argparse.ArgumentParser(prog=f"python {name}.py", description=doc.strip().splitlines()[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter,
-                                     epilog="Set ANTHROPIC_API_KEY (or put it in ./.env); ANTHROPIC_BASE_URL, "
-                                            f"MODEL_ID and API_TIMEOUT are optional.{repl_help}"
+                                     epilog=textwrap.fill("Set ANTHROPIC_API_KEY (or put it in ./.env); "
+                                                          "ANTHROPIC_BASE_URL, MODEL_ID and API_TIMEOUT are "
+                                                          f"optional.{repl_help}", 79)
                                             + (f"\n\n{help_extra}" if help_extra else ""))
     parser.add_argument("prompt", nargs="?", help="run one turn with this prompt and exit; "
                                                   "without it, open a REPL (q or exit to quit)")
