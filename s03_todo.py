@@ -26,6 +26,8 @@ whose result is the rendered list.
 Read it in this order: the base tools (the model's hands), TodoManager (the
 idea of this lesson), the loop pieces (how one tool call is checked and run,
 and how a reply becomes history), then agent_loop: the while loop itself.
+THE HARDENING after it keeps bash safe on a real machine (floods, closed
+terminals, background jobs).
 
 This is the first lesson: s06 and s07 import its tools and loop pieces.
 Limits: the todos live in memory, so they die with the program, and a
@@ -112,63 +114,6 @@ def run_bash(command):
     return out or "(no output)"
 
 
-def _read_output(proc):
-    """Read the output as it comes, keeping only what the model will see (a `yes` must not fill memory).
-
-    Returns (kept bytes, bytes dropped). Stops at end of output, when the shell has exited and only a
-    background job still holds the pipe, or when the command floods.
-    """
-    kept, dropped = bytearray(), 0
-    deadline = time.monotonic() + BASH_TIMEOUT
-    fd = proc.stdout.fileno()
-    while dropped <= FLOOD_BYTES:
-        left = deadline - time.monotonic()
-        if left <= 0:
-            raise TimeoutError(f"command timed out after {BASH_TIMEOUT}s and was killed with its children; "
-                               "for a long job, send its output to a file and run it in the background: "
-                               "cmd > job.log 2>&1 &")
-        if not select.select([fd], [], [], min(left, 0.2))[0]:
-            if proc.poll() is not None:
-                break      # the shell is done; `job &` keeps the pipe open, and we do not wait for it
-            continue
-        chunk = os.read(fd, 1 << 16)
-        if not chunk:
-            proc.wait(timeout=left)  # end of output: the shell is about to exit
-            break
-        room = 4 * OUTPUT_CAP - len(kept)  # a character is at most 4 bytes of UTF-8
-        kept += chunk[:max(room, 0)]
-        dropped += max(len(chunk) - max(room, 0), 0)
-    proc.stdout.close()
-    return kept, dropped
-
-
-def _kill_group(proc):
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
-    proc.wait()
-
-
-@contextmanager
-def _signals_raise():
-    """While a command runs, SIGTERM and a closed terminal (SIGHUP) raise, so the command is killed too.
-
-    Without this Python would die at once and leave the command running as an orphan.
-    """
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    def stop(signum, frame):
-        raise SystemExit(128 + signum)
-    saved = {s: signal.signal(s, stop) for s in (signal.SIGTERM, signal.SIGHUP)}
-    try:
-        yield
-    finally:
-        for s, handler in saved.items():
-            signal.signal(s, handler)
-
-
 def _read_text(target, shown):
     """The text of a resolved path; errors name the path as the model wrote it."""
     if not target.is_file():
@@ -187,14 +132,6 @@ def run_read(path, limit=None):
         if len(lines) > limit:
             lines = lines[:limit] + [f"... ({len(lines) - limit} more lines)"]
     return _cap("\n".join(lines)) or "(empty file)"
-
-
-def _utf8(text, field):
-    """Encode before opening the file, so a refused text leaves no empty file behind."""
-    try:
-        return text.encode("utf-8")
-    except UnicodeEncodeError:  # a lone surrogate from a model's JSON (e.g. "\\ud800") cannot be stored
-        raise ValueError(f"{field} contains characters that are not valid text (a lone surrogate)") from None
 
 
 def run_write(path, content):
@@ -455,6 +392,78 @@ def agent_loop(messages, client):
             show_note(f"  [harness adds: {REMINDER}]")
         messages.append({"role": "user", "content": results})
     return STEP_LIMIT_TEXT
+
+
+# ================================================================ THE HARDENING
+# What keeps the tools above safe on a real machine. Each says what goes wrong without it.
+
+def _read_output(proc):
+    """Read the output as it comes, keeping only what the model will see.
+
+    Without it, reading all output first holds it in memory (`yes` filled 2.9 GB in 10 s) and
+    waits for a background job that keeps the pipe open. Returns (kept bytes, bytes dropped). Stops at end of output, when the shell has exited and only a
+    background job still holds the pipe, or when the command floods.
+    """
+    kept, dropped = bytearray(), 0
+    deadline = time.monotonic() + BASH_TIMEOUT
+    fd = proc.stdout.fileno()
+    while dropped <= FLOOD_BYTES:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise TimeoutError(f"command timed out after {BASH_TIMEOUT}s and was killed with its children; "
+                               "for a long job, send its output to a file and run it in the background: "
+                               "cmd > job.log 2>&1 &")
+        if not select.select([fd], [], [], min(left, 0.2))[0]:
+            if proc.poll() is not None:
+                break      # the shell is done; `job &` keeps the pipe open, and we do not wait for it
+            continue
+        chunk = os.read(fd, 1 << 16)
+        if not chunk:
+            proc.wait(timeout=left)  # end of output: the shell is about to exit
+            break
+        room = 4 * OUTPUT_CAP - len(kept)  # a character is at most 4 bytes of UTF-8
+        kept += chunk[:max(room, 0)]
+        dropped += max(len(chunk) - max(room, 0), 0)
+    proc.stdout.close()
+    return kept, dropped
+
+
+def _kill_group(proc):
+    """The command and every child it started: killing only the shell would leave them running."""
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    proc.wait()
+
+
+@contextmanager
+def _signals_raise():
+    """While a command runs, SIGTERM and a closed terminal (SIGHUP) raise, so the command is killed too.
+
+    Without this Python would die at once and leave the command running as an orphan.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    def stop(signum, frame):
+        raise SystemExit(128 + signum)
+    saved = {s: signal.signal(s, stop) for s in (signal.SIGTERM, signal.SIGHUP)}
+    try:
+        yield
+    finally:
+        for s, handler in saved.items():
+            signal.signal(s, handler)
+
+
+def _utf8(text, field):
+    """Encode before opening the file: otherwise a text that cannot be stored (a lone surrogate)
+    fails after the file was opened, and leaves an empty or truncated file behind."""
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate from a model's JSON (e.g. "\\ud800") cannot be stored
+        raise ValueError(f"{field} contains characters that are not valid text (a lone surrogate)") from None
+
 
 
 # ---------------------------------------------------------------- demo and main
