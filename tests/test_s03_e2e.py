@@ -234,3 +234,22 @@ def test_tool_input_sent_as_json_text_or_a_list_is_handled_and_the_history_stays
     assert bad["is_error"] and "must be a JSON object" in bad["content"]
     sent = api.requests[1]["messages"][1]["content"]
     assert sent[1]["input"] == {}                   # the API accepts only an object in the history
+
+
+def test_ctrl_c_while_the_model_is_still_answering_abandons_the_turn(workdir):
+    script = [reply(text("a slow model"), delay=20), reply(text("after interrupt"))]
+    with StandInAPI(script) as api:
+        env = clean_env(workdir.parent / "home", ANTHROPIC_API_KEY="k", ANTHROPIC_BASE_URL=api.url)
+        proc = subprocess.Popen([sys.executable, str(ROOT / "s03_todo.py")], cwd=workdir, env=env, text=True,
+                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        proc.stdin.write("a question\n")
+        proc.stdin.flush()
+        deadline = time.time() + 20
+        while not api.requests and time.time() < deadline:
+            time.sleep(0.05)
+        time.sleep(0.3)                              # the request is out; no token has come back
+        os.kill(proc.pid, signal.SIGINT)
+        out, err = proc.communicate("next prompt\nq\n", timeout=30)
+    assert proc.returncode == 0, err
+    assert "turn abandoned; the conversation is as it was before it" in err and "after interrupt" in out
+    assert api.requests[1]["messages"] == [{"role": "user", "content": "next prompt"}]
