@@ -1,13 +1,17 @@
 #!/usr/bin/env python3
-"""Time s07's TaskManager on boards of 1,000 and 10,000 tasks, with every safety on.
+"""Time s07's TaskManager against the unsafe published algorithm, on boards of 1,000 and 10,000 tasks.
 
     python bench/bench_tasks.py            # 1,000 and 10,000
     python bench/bench_tasks.py 500        # other sizes
 
-Each operation runs on a real board in a temporary folder: atomic writes,
-the folder lock, full scans where the design needs them.
+s07 runs with every safety on: atomic writes, the folder lock, validation,
+the cycle check, hand edits seen by the next listing. The reference is the
+algorithm of the lesson s07 grew from, kept only to compare against: it has
+none of those, so it is a floor, not a competitor. Both run on real files in
+a temporary folder, the same operations, the same sizes, in the same run.
 """
 
+import json
 import os
 import platform
 import statistics
@@ -23,6 +27,52 @@ DEPENDENTS = 10   # tasks each completed task unblocks
 REPEATS = 20      # timed runs of each single operation
 
 
+class UnsafeReference:
+    """UNSAFE, FOR COMPARISON ONLY: never use it on a board anyone shares.
+
+    The TaskManager algorithm of shareAI-lab/learn-claude-code, agents/s07_task_system.py
+    (commit 0f691a0), restated minimally: ids from one max-scan, a plain write_text per
+    save, every file re-read to list or to clear a completed blocker. No lock, no atomic
+    write, no validation, no cycle check; its JSON output and the tools around it are left out.
+    """
+
+    def __init__(self, folder):
+        self.dir = Path(folder)
+        self.dir.mkdir(parents=True, exist_ok=True)
+        self.next_id = 1 + max((int(p.stem.split("_")[1]) for p in self.dir.glob("task_*.json")), default=0)
+
+    def load(self, task_id):
+        return json.loads((self.dir / f"task_{task_id}.json").read_text())
+
+    def save(self, task):
+        (self.dir / f"task_{task['id']}.json").write_text(json.dumps(task, indent=2))
+
+    def create(self, subject, description="", blocked_by=None):
+        self.save({"id": self.next_id, "subject": subject, "description": description, "status": "pending",
+                   "blockedBy": list(blocked_by or []), "blocks": [], "owner": ""})
+        self.next_id += 1
+
+    def update(self, task_id, status=None, add_blocked_by=None):
+        task = self.load(task_id)
+        if status:
+            task["status"] = status
+            if status == "completed":      # clear it from every blockedBy: read every file
+                for path in self.dir.glob("task_*.json"):
+                    other = json.loads(path.read_text())
+                    if task_id in other.get("blockedBy", []):
+                        other["blockedBy"].remove(task_id)
+                        self.save(other)
+        if add_blocked_by:
+            task["blockedBy"] = list(set(task["blockedBy"] + add_blocked_by))
+        self.save(task)
+
+    def list_all(self):
+        marks = {"pending": "[ ]", "in_progress": "[>]", "completed": "[x]"}
+        tasks = [json.loads(p.read_text()) for p in sorted(self.dir.glob("task_*.json"))]
+        return "\n".join(f"{marks.get(t['status'], '[?]')} #{t['id']}: {t['subject']}"
+                         + (f" (blocked by: {t['blockedBy']})" if t.get("blockedBy") else "") for t in tasks)
+
+
 def timed(fn, repeats=REPEATS):
     """Median milliseconds of fn() over `repeats` runs."""
     samples = []
@@ -33,7 +83,41 @@ def timed(fn, repeats=REPEATS):
     return statistics.median(samples)
 
 
+def compare(make, size, folder):
+    """Milliseconds per operation for one implementation (s07 or the reference), `size` tasks."""
+    tasks = make(folder / "board")
+    start = time.perf_counter()
+    for n in range(size):
+        tasks.create(f"task {n}", "a description of ordinary length for a task on the board")
+    create_all = (time.perf_counter() - start) / size * 1000
+    list_all = timed(tasks.list_all)
+    complete = timed_completions(tasks, size)
+    # The chained board: task n waits for n-1 (created so, which needs no cycle check). Each timed
+    # update gives a task in the middle a second blocker, so a cycle check walks half the chain.
+    chain = make(folder / "chain")
+    for n in range(1, size + 1):
+        chain.create(f"step {n}", "", [n - 1] if n > 1 else None)
+    middle = iter(range(size // 2, size))
+    block = timed(lambda: (lambda m: chain.update(m, add_blocked_by=[m - 2]))(next(middle)))
+    return {"create (mean over all N)": create_all, "list_all": list_all,
+            "add a blocker (chained board)": block, f"complete + clear {DEPENDENTS} dependents": complete}
+
+
+def timed_completions(tasks, size):
+    """Median ms of completing a task that DEPENDENTS others wait for (tasks 1..size exist)."""
+    rounds = min(REPEATS, size // (DEPENDENTS + 1))  # each round needs a blocker and its dependents
+    blockers = []
+    for r in range(rounds):
+        blocker = 1 + r * (DEPENDENTS + 1)
+        for d in range(blocker + 1, blocker + 1 + DEPENDENTS):
+            tasks.update(d, add_blocked_by=[blocker])
+        blockers.append(blocker)
+    it = iter(blockers)
+    return timed(lambda: tasks.update(next(it), status="completed"), rounds)
+
+
 def bench(size):
+    """s07 alone, the rows of the README's table: amortized and late creates, an owner update too."""
     with tempfile.TemporaryDirectory() as tmp:
         tasks = TaskManager(Path(tmp) / ".tasks")
         start = time.perf_counter()
@@ -44,15 +128,7 @@ def bench(size):
         late_create = timed(lambda: tasks.create("late", "x"))
         update = timed(lambda: tasks.update(size // 2, owner="bench"))
         list_all = timed(tasks.list_all)
-        rounds = min(REPEATS, size // (DEPENDENTS + 1))  # each round needs a blocker and its dependents
-        blockers = []
-        for r in range(rounds):
-            blocker = 1 + r * (DEPENDENTS + 1)
-            for d in range(blocker + 1, blocker + 1 + DEPENDENTS):
-                tasks.update(d, add_blocked_by=[blocker])
-            blockers.append(blocker)
-        it = iter(blockers)
-        complete = timed(lambda: tasks.update(next(it), status="completed"), rounds)
+        complete = timed_completions(tasks, size)
         return {"create (mean over all N)": create_all / size * 1000, "create (late, median)": late_create,
                 "update owner": update, "list_all": list_all,
                 f"complete + clear {DEPENDENTS} dependents": complete}
@@ -60,15 +136,28 @@ def bench(size):
 
 def main():
     sizes = [int(a) for a in sys.argv[1:]] or [1000, 10000]
-    if min(sizes) <= DEPENDENTS:
-        sys.exit(f"bench_tasks.py: sizes must be above {DEPENDENTS} tasks")
+    if min(sizes) <= 2 * REPEATS:
+        sys.exit(f"bench_tasks.py: sizes must be above {2 * REPEATS} tasks")
     print(f"machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, "
           f"{platform.system()} {platform.release()}")
-    results = {size: bench(size) for size in sizes}
-    ops = list(results[sizes[0]])
-    print(f"{'operation (ms per op)':<34}" + "".join(f"{s:>12,}" for s in sizes))
-    for op in ops:
-        print(f"{op:<34}" + "".join(f"{results[s][op]:>12.2f}" for s in sizes))
+    results = {}
+    for size in sizes:
+        for name, make in (("s07", TaskManager), ("unsafe", UnsafeReference)):
+            with tempfile.TemporaryDirectory() as tmp:
+                results[size, name] = compare(make, size, Path(tmp))
+    print("ms per operation; unsafe = the published algorithm (no lock, no atomic write, no checks)")
+    print(f"{'operation':<34}" + "".join(f"{f'{s:,}: s07':>12}{'unsafe':>9}{'ratio':>7}" for s in sizes))
+    for op in results[sizes[0], "s07"]:
+        row = f"{op:<34}"
+        for s in sizes:
+            safe, unsafe = results[s, "s07"][op], results[s, "unsafe"][op]
+            row += f"{safe:>12.2f}{unsafe:>9.2f}{safe / unsafe:>6.1f}x"
+        print(row)
+    details = {size: bench(size) for size in sizes}
+    print("\ns07 alone (the README's table), ms per operation")
+    print(f"{'operation':<34}" + "".join(f"{s:>12,}" for s in sizes))
+    for op in details[sizes[0]]:
+        print(f"{op:<34}" + "".join(f"{details[s][op]:>12.2f}" for s in sizes))
 
 
 if __name__ == "__main__":
