@@ -33,6 +33,8 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from itertools import accumulate, count
 
+TEXT_PIECE = 16   # characters per text_delta / thinking_delta: several deltas even for short text
+JSON_PIECE = 20   # characters per input_json_delta
 TOOL_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 # Blocks a model's reply may hold that the API accepts back in the history.
 ASSISTANT_ONLY = {"thinking", "redacted_thinking", "server_tool_use", "web_search_tool_result"}
@@ -67,12 +69,12 @@ def raw(status, body, content_type="application/json", delay=0):
     return {"kind": "raw", "status": status, "body": data, "content_type": content_type, "delay": delay}
 
 
-def error(status, message="scripted failure", type=None):
+def error(status, message="scripted failure", type=None, delay=0):
     """A scripted HTTP error: 429/500/529 are retried by the client, 400/401 are not."""
     default_type = {400: "invalid_request_error", 401: "authentication_error", 403: "permission_error",
                     404: "not_found_error", 429: "rate_limit_error",
                     500: "api_error", 529: "overloaded_error"}.get(status, "api_error")
-    return {"kind": "error", "status": status, "type": type or default_type, "message": message}
+    return {"kind": "error", "status": status, "type": type or default_type, "message": message, "delay": delay}
 
 
 def estimate_tokens(obj):
@@ -118,7 +120,8 @@ def prefix_hashes(body, blocks, start):
     h, hashes = hashlib.sha256(str(body.get("model")).encode()).digest(), []
     for i, block in enumerate(blocks):
         if i == start:
-            h = hashlib.sha256(h + json.dumps(body.get("tool_choice"), sort_keys=True).encode()).digest()
+            choice = {"tool_choice": body.get("tool_choice"), "tools": bool(body.get("tools"))}
+            h = hashlib.sha256(h + json.dumps(choice, sort_keys=True).encode()).digest()
         plain = {k: v for k, v in block.items() if k != "cache_control"}
         h = hashlib.sha256(h + json.dumps(plain, sort_keys=True).encode()).digest()
         hashes.append(h)
@@ -162,35 +165,58 @@ def is_summary_request(body):
     """No tools, tool_choice none, or <summary-request> in the last user message's text."""
     if not body.get("tools") or (body.get("tool_choice") or {}).get("type") == "none":
         return True
-    last = (body.get("messages") or [{}])[-1]
-    content = last.get("content")
-    texts = [content] if isinstance(content, str) else [b.get("text", "") for b in content or []
+    users = [m for m in body.get("messages") or [] if isinstance(m, dict) and m.get("role") == "user"]
+    content = users[-1].get("content") if users else None
+    texts = [content] if isinstance(content, str) else [b.get("text") for b in content or []
                                                            if isinstance(b, dict) and b.get("type") == "text"]
-    return last.get("role") == "user" and any("<summary-request>" in t for t in texts)
+    return any(isinstance(t, str) and "<summary-request>" in t for t in texts)
 
 
 def check_request(body):
     """Return the first rule of the real API that this request breaks, or None."""
+    if not isinstance(body, dict):
+        return "request body must be a JSON object"
     if not isinstance(body.get("model"), str) or not body["model"]:
         return "model: field required"
     if not isinstance(body.get("max_tokens"), int) or body["max_tokens"] < 1:
         return "max_tokens: field required and must be a positive integer"
-    for i, t in enumerate(body.get("tools") or []):
-        if not TOOL_NAME.match(str(t.get("name", ""))):
+    tools = body.get("tools") or []
+    if not isinstance(tools, list):
+        return "tools: Input should be a valid list"
+    for i, t in enumerate(tools):
+        if not isinstance(t, dict) or not TOOL_NAME.match(str(t.get("name", ""))):
             return f"tools.{i}.name: String should match pattern '^[a-zA-Z0-9_-]{{1,64}}$'"
         if not isinstance(t.get("input_schema"), dict) or t["input_schema"].get("type") != "object":
             return f"tools.{i}.input_schema.type: Input should be 'object'"
+        broken = _check_cache_control(t, f"tools.{i}")
+        if broken:
+            return broken
     choice = body.get("tool_choice")
     if choice is not None and (not isinstance(choice, dict) or choice.get("type") not in ("auto", "any", "none", "tool")):
         return "tool_choice.type: Input should be 'auto', 'any', 'tool' or 'none'"
-    marks = len(breakpoints(body))
-    if marks > MAX_BREAKPOINTS:
-        return f"A maximum of {MAX_BREAKPOINTS} blocks with cache_control may be provided. Found {marks}."
+    if isinstance(choice, dict) and choice["type"] == "tool" and not isinstance(choice.get("name"), str):
+        return "tool_choice.name: Field required"
+    broken = _check_cache_control(body, "")
+    if broken:
+        return broken
+    system = body.get("system")
+    if system is not None and not isinstance(system, (str, list)):
+        return "system: Input should be a valid string or list"
+    for j, b in enumerate(system if isinstance(system, list) else []):
+        if not isinstance(b, dict) or b.get("type") != "text" or not isinstance(b.get("text"), str):
+            return f"system.{j}.type: Input should be 'text'"
+        broken = _check_cache_control(b, f"system.{j}") or (
+            None if b["text"] else f"system.{j}.text: text content blocks must be non-empty")
+        if broken:
+            return broken
     messages = body.get("messages")
     if not isinstance(messages, list) or not messages:
         return "messages: at least one message is required"
+    if not all(isinstance(m, dict) for m in messages):
+        return "messages: each message must be an object"
     if messages[0].get("role") != "user":
         return "messages.0.role: the first message must use the `user` role"
+    # Consecutive user (or assistant) messages are fine: the API merges them.
     pending = set()  # tool_use ids of the previous assistant message, still unanswered
     for i, m in enumerate(messages):
         role, content = m.get("role"), m.get("content")
@@ -198,13 +224,17 @@ def check_request(body):
             return f"messages.{i}.role: Input should be 'user' or 'assistant'"
         if isinstance(content, str):
             content = [text(content)]
-        if not isinstance(content, list) or not content:
+        last_assistant = i == len(messages) - 1 and role == "assistant"
+        if not isinstance(content, list) or (not content and not last_assistant):
             return f"messages.{i}: all messages must have non-empty content except for the optional final assistant message"
         results_done = False
         answered = set()
         for j, b in enumerate(content):
             kind = b.get("type") if isinstance(b, dict) else None
             where = f"messages.{i}.content.{j}"
+            broken = kind and _check_cache_control(b, where)
+            if broken:
+                return broken
             if kind == "text":
                 if not isinstance(b.get("text"), str) or not b["text"].strip():
                     return f"{where}: text content blocks must contain non-whitespace text"
@@ -228,10 +258,11 @@ def check_request(body):
             elif kind in ASSISTANT_ONLY:
                 if role != "assistant":
                     return f"{where}: {kind} blocks can only be in assistant messages"
+                field = {"thinking": "signature", "redacted_thinking": "data"}.get(kind)
+                if field and not isinstance(b.get(field), str):
+                    return f"{where}.{kind}.{field}: Field required"
             else:
                 return f"{where}.type: unknown content block type {kind!r}"
-            if isinstance(b.get("cache_control"), dict) and kind == "text" and not b.get("text"):
-                return f"{where}.cache_control: cache_control cannot be set for empty text blocks"
             if kind != "tool_result":
                 results_done = True
         if pending - answered:
@@ -242,6 +273,23 @@ def check_request(body):
     if pending and messages[-1].get("role") == "assistant":
         return (f"messages.{len(messages) - 1}: `tool_use` ids were found without `tool_result` blocks: "
                 f"{', '.join(sorted(pending))}")
+    marks = len(breakpoints(body))
+    if marks > MAX_BREAKPOINTS:
+        return f"A maximum of {MAX_BREAKPOINTS} blocks with cache_control may be provided. Found {marks}."
+    return None
+
+
+def _check_cache_control(block, where):
+    """cache_control, where present, is {"type": "ephemeral"} (ttl "5m" or "1h"), never on empty text."""
+    mark, where = block.get("cache_control"), f"{where}." if where else ""
+    if mark is None:
+        return None
+    if not isinstance(mark, dict) or mark.get("type") != "ephemeral":
+        return f"{where}cache_control.type: Input should be 'ephemeral'"
+    if mark.get("ttl", "5m") not in ("5m", "1h"):
+        return f"{where}cache_control.ttl: Input should be '5m' or '1h'"
+    if block.get("type") == "text" and block.get("text") == "":
+        return f"{where}text: cache_control cannot be set for empty text blocks"
     return None
 
 
@@ -257,6 +305,7 @@ class StandInAPI:
         self.cache = PromptCache(min_cache_tokens, clock)
         self.usages = []      # the usage reported for each reply
         self._lock = threading.Lock()
+        self._closing = threading.Event()
         api = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -273,7 +322,10 @@ class StandInAPI:
                     return self._send(404, _error_body("not_found_error", f"no route {self.path}"))
                 api.headers.append({k.lower(): v for k, v in self.headers.items()})
                 status, payload, headers, delay = api._answer(body)
-                time.sleep(delay)
+                # Sleep without holding the lock (other requests are answered meanwhile); shutdown
+                # wakes every sleeper, which then drops its connection.
+                if api._closing.wait(delay):
+                    return
                 try:
                     if status == 200 and isinstance(payload, dict) and body.get("stream"):
                         self._send(200, "".join(sse(payload)).encode(), {}, "text/event-stream")
@@ -320,7 +372,8 @@ class StandInAPI:
                     return 400, _error_body("invalid_request_error", f"stand-in script failed: {exc}"), {}, 0
             if step["kind"] == "error":
                 # retry-after-ms keeps the client's retries fast in tests.
-                return step["status"], _error_body(step["type"], step["message"]), {"retry-after-ms": "10"}, 0
+                return (step["status"], _error_body(step["type"], step["message"]), {"retry-after-ms": "10"},
+                        step.get("delay", 0))
             if step["kind"] == "raw":
                 return step["status"], (step["body"], step["content_type"]), {}, step["delay"]
             return 200, self._message(body, step), {}, step.get("delay", 0)
@@ -348,42 +401,55 @@ class StandInAPI:
         return self
 
     def __exit__(self, *exc):
+        self._closing.set()
         self._server.shutdown()
         self._server.server_close()
 
 
 def sse(message):
-    """A message as the API streams it: server-sent events, text and tool input in pieces."""
+    """A message as the API streams it: server-sent events, text and tool input in pieces.
+    The order is the documented one: message_start (empty content, output_tokens 1), each
+    block's start / deltas / stop, a ping after the first block starts, message_delta with the
+    stop reason and output tokens, message_stop."""
     def event(kind, **data):
         return f"event: {kind}\ndata: {json.dumps({'type': kind, **data})}\n\n"
-    usage = message.get("usage") if isinstance(message.get("usage"), dict) else {}
-    start = {**message, "content": [] if isinstance(message.get("content"), list) else message.get("content"),
-             "stop_reason": None, "usage": {**usage, "output_tokens": 1} if usage else message.get("usage")}
+    content = message.get("content")
+    blocks = content if isinstance(content, list) else []
+    usage = message.get("usage")
+    start = {**message, "content": [] if isinstance(content, list) else content, "stop_reason": None,
+             "usage": {**usage, "output_tokens": 1} if isinstance(usage, dict) else usage}
     yield event("message_start", message=start)
-    for i, block in enumerate(message.get("content") if isinstance(message.get("content"), list) else []):
+    if not blocks:
+        yield event("ping")
+    for i, block in enumerate(blocks):
         kind = block.get("type")
         if kind == "text":
             yield event("content_block_start", index=i, content_block={"type": "text", "text": ""})
-            for piece in _pieces(block.get("text", ""), 16):
-                yield event("content_block_delta", index=i, delta={"type": "text_delta", "text": piece})
+            deltas = [{"type": "text_delta", "text": piece} for piece in _pieces(block.get("text", ""), TEXT_PIECE)]
         elif kind == "tool_use":
-            yield event("content_block_start", index=i, content_block={**block, "input": {}})
-            for piece in _pieces(json.dumps(block.get("input")), 20):
-                yield event("content_block_delta", index=i, delta={"type": "input_json_delta", "partial_json": piece})
+            yield event("content_block_start", index=i, content_block={
+                "type": "tool_use", "id": block.get("id"), "name": block.get("name"), "input": {}})
+            # json.dumps of whatever was scripted, so a str or list input arrives as exactly that.
+            # A str goes in one piece: the SDK cannot parse a top-level JSON string cut in two.
+            encoded, tool_input = json.dumps(block.get("input")), block.get("input")
+            deltas = [{"type": "input_json_delta", "partial_json": piece}
+                      for piece in ([encoded] if isinstance(tool_input, str) else _pieces(encoded, JSON_PIECE))]
         elif kind == "thinking":
-            yield event("content_block_start", index=i, content_block={"type": "thinking", "thinking": "",
-                                                                       "signature": ""})
-            for piece in _pieces(block.get("thinking", ""), 16):
-                yield event("content_block_delta", index=i, delta={"type": "thinking_delta", "thinking": piece})
-            yield event("content_block_delta", index=i,
-                        delta={"type": "signature_delta", "signature": block.get("signature", "")})
-        else:
+            yield event("content_block_start", index=i, content_block={"type": "thinking", "thinking": ""})
+            deltas = [{"type": "thinking_delta", "thinking": piece}
+                      for piece in _pieces(block.get("thinking", ""), TEXT_PIECE)]
+            deltas.append({"type": "signature_delta", "signature": block.get("signature", "")})
+        else:   # redacted_thinking, server tool blocks, unknown types: whole in the start event
             yield event("content_block_start", index=i, content_block=block)
+            deltas = []
         if i == 0:
             yield event("ping")
+        for delta in deltas:
+            yield event("content_block_delta", index=i, delta=delta)
         yield event("content_block_stop", index=i)
+    output = usage.get("output_tokens") if isinstance(usage, dict) else None
     yield event("message_delta", delta={"stop_reason": message.get("stop_reason"), "stop_sequence": None},
-                usage={"output_tokens": (usage or {}).get("output_tokens")})
+                usage={"output_tokens": output})
     yield event("message_stop")
 
 

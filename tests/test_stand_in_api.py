@@ -211,3 +211,140 @@ def test_raw_and_overridden_replies_are_sent_as_scripted():
                 return r.read().decode(), r.headers["content-type"]
         assert post() == ("<html>proxy login</html>", "text/html")
         assert json.loads(post()[0])["content"] is None
+
+
+def events_of(api, **fields):
+    """The raw server-sent events of one streamed request: [(event name, data)], and the content type."""
+    import json
+    import urllib.request
+    data = json.dumps({"model": "m", "max_tokens": 9, "stream": True,
+                       "messages": [{"role": "user", "content": "x"}], **fields}).encode()
+    request = urllib.request.Request(api.url + "/v1/messages", data=data, method="POST")
+    with urllib.request.build_opener(urllib.request.ProxyHandler({})).open(request) as r:
+        raw_text, kind = r.read().decode(), r.headers["content-type"]
+    events = []
+    for chunk in raw_text.strip().split("\n\n"):
+        name, payload = chunk.split("\n")
+        assert name.startswith("event: ") and payload.startswith("data: ")
+        events.append((name[7:], json.loads(payload[6:])))
+        assert events[-1][1]["type"] == events[-1][0]
+    return events, kind
+
+
+def test_the_stream_has_the_documented_event_order_and_shapes():
+    blocks = [text("a text long enough for three deltas at least"), tool("bash", {"command": "ls -la /tmp"}, id="t1")]
+    with StandInAPI([reply(*blocks)]) as api:
+        events, kind = events_of(api)
+    assert kind == "text/event-stream"
+    names = [n for n, _ in events]
+    assert names[:3] == ["message_start", "content_block_start", "ping"] and names[-2:] == ["message_delta", "message_stop"]
+    start = events[0][1]["message"]
+    assert start["content"] == [] and start["stop_reason"] is None and start["usage"]["output_tokens"] == 1
+    assert set(start["usage"]) == {"input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens", "output_tokens"}
+    starts = [d["content_block"] for n, d in events if n == "content_block_start"]
+    assert starts == [{"type": "text", "text": ""}, {"type": "tool_use", "id": "t1", "name": "bash", "input": {}}]
+    deltas = [d["delta"] for n, d in events if n == "content_block_delta"]
+    texts = [d["text"] for d in deltas if d["type"] == "text_delta"]
+    parts = [d["partial_json"] for d in deltas if d["type"] == "input_json_delta"]
+    assert len(texts) >= 3 and "".join(texts) == blocks[0]["text"]
+    assert len(parts) >= 2 and "".join(parts) == '{"command": "ls -la /tmp"}'
+    assert names.count("content_block_stop") == 2
+    end = events[-2][1]
+    assert end["delta"] == {"stop_reason": "tool_use", "stop_sequence": None} and end["usage"]["output_tokens"] > 1
+
+
+def test_thinking_streams_as_deltas_then_a_signature_and_other_blocks_arrive_whole():
+    thinking = {"type": "thinking", "thinking": "first this, then that, and so on", "signature": "sig=="}
+    redacted = {"type": "redacted_thinking", "data": "opaque"}
+    with StandInAPI([reply(thinking, redacted, text("ok"))]) as api:
+        events, _ = events_of(api)
+    starts = [d["content_block"] for n, d in events if n == "content_block_start"]
+    assert starts[:2] == [{"type": "thinking", "thinking": ""}, redacted]
+    first = [d["delta"] for n, d in events if n == "content_block_delta" and d["index"] == 0]
+    assert [d["type"] for d in first[-2:]] == ["thinking_delta", "signature_delta"] and len(first) >= 3
+    assert first[-1]["signature"] == "sig==" and "".join(d.get("thinking", "") for d in first) == thinking["thinking"]
+    assert not [d for n, d in events if n == "content_block_delta" and d["index"] == 1]
+
+
+def test_through_the_sdk_a_stream_gives_the_json_message_with_usage_and_odd_inputs_intact():
+    blocks = [{"type": "redacted_thinking", "data": "opaque"}, text("calling"),
+              tool("todo", '{"items": [1, 2]}', id="s"), tool("todo", [1, 2], id="l"), tool("noop", {}, id="e")]
+    with StandInAPI([reply(*blocks, stop_reason="end_turn")] * 2, min_cache_tokens=1) as api:
+        client = anthropic.Anthropic(api_key="k", base_url=api.url)
+        kwargs = dict(model="m", max_tokens=50, messages=[{"role": "user", "content": "hi"}])
+        plain = client.messages.create(**kwargs)
+        with client.messages.stream(**kwargs) as stream:
+            streamed = stream.get_final_message()
+    dump = lambda m: [b.to_dict(exclude_none=True, warnings=False) for b in m.content]  # noqa: E731
+    assert dump(streamed) == dump(plain) == blocks
+    assert streamed.stop_reason == "end_turn" and streamed.usage == plain.usage
+
+
+def test_errors_stay_json_with_their_status_even_for_a_stream_request():
+    with StandInAPI([error(400, "prompt is too long")]) as api:
+        client = anthropic.Anthropic(api_key="k", base_url=api.url, max_retries=0)
+        with pytest.raises(anthropic.BadRequestError, match="prompt is too long"):
+            with client.messages.stream(model="m", max_tokens=5, messages=[{"role": "user", "content": "hi"}]) as s:
+                s.get_final_message()
+
+
+def test_overridden_fields_reach_the_stream_too():
+    with StandInAPI([message(usage={"input_tokens": None, "output_tokens": None}, stop_reason="max_tokens",
+                             content=[text("cut")])]) as api:
+        events, _ = events_of(api)
+    assert events[0][1]["message"]["usage"] == {"input_tokens": None, "output_tokens": 1}
+    assert events[-2][1]["delta"]["stop_reason"] == "max_tokens" and events[-2][1]["usage"] == {"output_tokens": None}
+
+
+def test_a_delayed_reply_keeps_the_server_responsive_and_shutdown_prompt_after_a_client_gave_up():
+    import threading
+    import time
+    before = threading.active_count()
+    api = StandInAPI([reply(text("late"), delay=30), reply(text("prompt"))])
+    with api:
+        impatient = anthropic.Anthropic(api_key="k", base_url=api.url, max_retries=0, timeout=0.3)
+        ask = dict(model="m", max_tokens=5, messages=[{"role": "user", "content": "hi"}])
+        with pytest.raises(anthropic.APITimeoutError):
+            impatient.messages.create(**ask)              # hangs up while the stand-in sleeps
+        start = time.monotonic()
+        assert anthropic.Anthropic(api_key="k", base_url=api.url).messages.create(**ask).content[0].text == "prompt"
+        assert time.monotonic() - start < 2
+        start = time.monotonic()
+    assert time.monotonic() - start < 2                  # the sleeper woke up for the shutdown
+    for _ in range(50):
+        if threading.active_count() <= before:
+            break
+        time.sleep(0.05)
+    assert threading.active_count() <= before
+
+
+def test_history_accepts_what_the_api_accepts_from_a_model_and_rejects_the_rest():
+    user = {"role": "user", "content": "q"}
+    served = [{"type": "thinking", "thinking": "hm", "signature": "s"}, {"type": "redacted_thinking", "data": "d"},
+              {"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search", "input": {"query": "x"}},
+              {"type": "web_search_tool_result", "tool_use_id": "srvtoolu_1", "content": []}, text("found it")]
+    assert check_request(req([user, {"role": "assistant", "content": served}])) is None
+    assert "signature: Field required" in check_request(req([user, {"role": "assistant", "content": [
+        {"type": "thinking", "thinking": "hm"}, text("x")]}]))
+    assert "only be in assistant messages" in check_request(req([{"role": "user", "content": [served[1]]}]))
+
+
+@pytest.mark.parametrize("choice, ok", [({"type": "auto"}, True), ({"type": "any"}, True), ({"type": "none"}, True),
+                                        ({"type": "tool", "name": "bash"}, True), ({"type": "required"}, False),
+                                        ("auto", False)])
+def test_tool_choice_takes_the_four_documented_forms(choice, ok):
+    b = {**req([{"role": "user", "content": "hi"}], TOOLS), "tool_choice": choice}
+    assert (check_request(b) is None) == ok
+
+
+def test_cache_control_is_accepted_where_the_api_takes_it_and_refused_on_empty_text():
+    mark = {"type": "ephemeral"}
+    good = {**req([{"role": "user", "content": [text("hi") | {"cache_control": mark}]}],
+                  [{**TOOLS[0], "cache_control": mark}]),
+            "system": [{"type": "text", "text": "be brief", "cache_control": mark}], "cache_control": mark}
+    assert check_request(good) is None
+    assert "cache_control.type" in check_request({**good, "cache_control": {"type": "forever"}})
+    empty = {**good, "system": [{"type": "text", "text": "", "cache_control": mark}]}
+    assert "cache_control cannot be set for empty text blocks" in check_request(empty)
+    empty = req([{"role": "user", "content": [text("") | {"cache_control": mark}]}])
+    assert "cache_control cannot be set for empty text blocks" in check_request(empty)
