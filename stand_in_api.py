@@ -5,24 +5,41 @@ The tests and every lesson's `--demo` point the real `anthropic` client at it
 and the real tools run, with no key and no network.
 
     script = [reply(text("Hi"), tool("bash", {"command": "ls"})), reply(text("Done"))]
-    with StandInAPI(script) as api:
-        ...                        # api.url, api.requests, api.violations
+    with StandInAPI(script) as api:   # also summary=, min_cache_tokens=1024, clock=time.monotonic
+        ...                            # api.url, .requests, .headers, .violations, .billing()
 
-It models what the lessons depend on: a request with "stream": true gets the
-API's server-sent events (text and tool input in several deltas); usage follows
-the documented prompt caching and billing (see PromptCache; tokens are
-characters / 4), and `api.billing()` sums a session; when `summary` is set, a
-summary request (no tools, tool_choice none, or `<summary-request>` in the last
-user message) is answered with it, without using a script step.
+A script step answers one request (a step may also be a function of the request body
+returning one, for scripts that react to tool results):
+    reply(*blocks, stop_reason=None, usage=None, delay=0)   any block dicts, any stop_reason
+    message(delay=0, **fields)    a reply with message fields overridden (content=None, usage=None)
+    error(status, message, type=None, delay=0)   the API's JSON error, for stream requests too
+    raw(status, body, content_type="application/json", delay=0)   exactly these bytes
+delay= waits that many seconds before answering (a slow or hung model); other
+requests are answered meanwhile, and closing the stand-in wakes the sleepers.
 
-It enforces the rules the real API enforces on a conversation and answers a
-broken request with the real API's 400 error shape, so a lesson that sends an
-invalid history fails here exactly as it would against the real service.
-A script step is a `reply(...)`, an `error(...)`, a `raw(...)` (exact bytes: a
-wrong but live endpoint), a `message(**fields)` (a reply with fields such as
-content or usage overridden), or a function of the request body returning one
-of those (for scripts that react to tool results). reply and raw take delay=
-seconds, for a slow or hung model.
+What it models:
+- Rules: a request the real API refuses (a tool_use without its tool_result, empty
+  text, an unknown block type, a bad tool_choice, more than 4 cache breakpoints, ...)
+  gets its 400 error shape and is logged in .violations. What a model's reply may
+  carry is accepted back (thinking with its signature, redacted_thinking, server tool
+  blocks), and so are consecutive user messages.
+- Streaming: "stream": true gets server-sent events in the documented order
+  (message_start, per block start / deltas / stop, ping, message_delta, message_stop);
+  text arrives in 16-character deltas, tool input in pieces of json.dumps(input).
+- Caching (PromptCache): the prefix is tools, system, then every message block;
+  breakpoints are blocks with cache_control plus the top-level cache_control (on the
+  last block). A breakpoint reads the longest cached prefix ending at it or up to 20
+  blocks before it; every later breakpoint of at least min_cache_tokens is written;
+  entries live 5 minutes from their last use; changing tool_choice keeps tools and
+  system cached, not the messages. usage has all four counts; billing() prices them.
+- Summaries: when `summary` is set, a request with no tools, or tool_choice none, or
+  `<summary-request>` in its last user message's text is answered with it (end_turn)
+  without using a script step.
+
+Simpler than the real API: a token is 4 characters of a block's JSON; one cache for
+every key, and a "1h" ttl lives 5 minutes too; a stream is sent in one piece, never
+paused between events and never with an error event (raw() can send one); a str tool
+input streams in a single delta; only POST /v1/messages exists.
 """
 
 import hashlib
@@ -40,6 +57,8 @@ TOOL_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 ASSISTANT_ONLY = {"thinking", "redacted_thinking", "server_tool_use", "web_search_tool_result"}
 _ids = count(1)
 
+
+# ---------------------------------------------------------------- script steps
 
 def text(s):
     return {"type": "text", "text": s}
@@ -160,6 +179,8 @@ class PromptCache:
         return {"input_tokens": total - read - written, "cache_creation_input_tokens": written,
                 "cache_read_input_tokens": read}
 
+
+# ---------------------------------------------------------------- summaries and the API's rules
 
 def is_summary_request(body):
     """No tools, tool_choice none, or <summary-request> in the last user message's text."""
@@ -293,6 +314,8 @@ def _check_cache_control(block, where):
     return None
 
 
+# ---------------------------------------------------------------- the server and its stream
+
 class StandInAPI:
     """An HTTP server on 127.0.0.1 (random port) that plays `script`, one step per request."""
 
@@ -379,17 +402,20 @@ class StandInAPI:
             return 200, self._message(body, step), {}, step.get("delay", 0)
 
     def _message(self, body, step):
-        usage = step["usage"] or {**self.cache.usage(body), "output_tokens": estimate_tokens(step["content"])}
-        self.usages.append(usage)
+        fields = step.get("fields", {})
+        content = fields.get("content", step["content"])
+        # The cache sees every request, whatever usage a step reports.
+        usage = {**self.cache.usage(body), "output_tokens": estimate_tokens(content or [])}
         message = {"id": f"msg_{len(self.requests):04d}", "type": "message", "role": "assistant",
                    "model": body["model"], "content": step["content"], "stop_reason": step["stop_reason"],
-                   "stop_sequence": None, "usage": usage}
-        return {**message, **step.get("fields", {})}
+                   "stop_sequence": None, "usage": usage if step["usage"] is None else step["usage"], **fields}
+        self.usages.append(message.get("usage"))   # billing() sums what the client was told
+        return message
 
     def billing(self):
         """The session's input as the API would bill it: uncached 1x, written 1.25x, read 0.1x."""
         def total(name):
-            return sum((u or {}).get(name) or 0 for u in self.usages)
+            return sum(u.get(name) or 0 for u in self.usages if isinstance(u, dict))
         uncached, write, read = (total("input_tokens"), total("cache_creation_input_tokens"),
                                  total("cache_read_input_tokens"))
         return {"calls": len(self.usages), "input_sent": uncached + write + read, "uncached": uncached,

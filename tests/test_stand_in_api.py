@@ -348,3 +348,97 @@ def test_cache_control_is_accepted_where_the_api_takes_it_and_refused_on_empty_t
     assert "cache_control cannot be set for empty text blocks" in check_request(empty)
     empty = req([{"role": "user", "content": [text("") | {"cache_control": mark}]}])
     assert "cache_control cannot be set for empty text blocks" in check_request(empty)
+
+
+# ---------------------------------------------------------------- more hand-computed caching cases
+
+def test_a_changed_first_message_keeps_the_marked_system_prefix_and_rewrites_from_there():
+    cache = PromptCache(min_tokens=10)
+    cache.usage(body("hello there", "second", system_mark=True))
+    after = cache.usage(body("hello THERE", "second", system_mark=True))
+    head, rest = tokens(*TOOLS, text(SYSTEM)), tokens(text("hello THERE"), text("answer 1"), text("second"))
+    assert after == {"input_tokens": 0, "cache_read_input_tokens": head, "cache_creation_input_tokens": rest}
+
+
+def extended(k):
+    """body("start") followed by one assistant block and a user message of k blocks."""
+    b = body("start")
+    b["messages"] += [{"role": "assistant", "content": [text("answer")]},
+                      {"role": "user", "content": [text(f"part {n}") for n in range(k)]}]
+    return b
+
+
+@pytest.mark.parametrize("k, hit", [(19, True), (20, False)])
+def test_the_lookback_reaches_exactly_20_blocks_before_the_breakpoint(k, hit):
+    cache = PromptCache(min_tokens=10)
+    cache.usage(body("start"))                       # cached up to block 2 ("start")
+    usage = cache.usage(extended(k))                 # the breakpoint is 1 + k blocks later
+    cached = tokens(*TOOLS, text(SYSTEM), text("start"))
+    assert usage["cache_read_input_tokens"] == (cached if hit else 0)
+
+
+def test_a_breakpoint_under_the_minimum_is_not_stored_while_a_longer_one_is():
+    cache = PromptCache(min_tokens=tokens(*TOOLS, text(SYSTEM)) + 5)
+    first = cache.usage(body("a question long enough to pass the minimum", system_mark=True))
+    everything = tokens(*TOOLS, text(SYSTEM), text("a question long enough to pass the minimum"))
+    assert first == {"input_tokens": 0, "cache_read_input_tokens": 0, "cache_creation_input_tokens": everything}
+    other = cache.usage(body("another question, just as long as the first one", system_mark=True))
+    assert other["cache_read_input_tokens"] == 0     # tools + system alone were too short to be stored
+
+
+def test_the_server_reports_all_four_usage_fields_and_defaults_to_a_1024_token_minimum():
+    small, large = "short " * 10, "word " * 1200
+    script = [reply(text("fine"))] * 4
+    with StandInAPI(script) as api:
+        client = anthropic.Anthropic(api_key="k", base_url=api.url)
+        ask = lambda t: client.messages.create(  # noqa: E731
+            model="m", max_tokens=5, cache_control={"type": "ephemeral"}, messages=[{"role": "user", "content": t}])
+        u = [ask(small).usage, ask(small).usage, ask(large).usage, ask(large).usage]
+    assert (u[1].input_tokens, u[1].cache_read_input_tokens, u[1].cache_creation_input_tokens) == (
+        tokens(text(small)), 0, 0)
+    assert u[2].cache_creation_input_tokens == u[3].cache_read_input_tokens == tokens(text(large))
+    assert u[3].input_tokens == 0 and u[3].output_tokens == estimate_tokens([text("fine")])
+
+
+def test_an_expired_entry_is_written_again_at_exactly_300_seconds():
+    clock = Clock()
+    cache = PromptCache(min_tokens=10, clock=clock)
+    size = cache.usage(body("hi you"))["cache_creation_input_tokens"]
+    clock.now = 300
+    assert cache.usage(body("hi you")) == {"input_tokens": 0, "cache_read_input_tokens": 0,
+                                           "cache_creation_input_tokens": size}
+
+
+def test_a_summary_request_is_answered_with_the_summary_without_using_a_script_step():
+    with StandInAPI([reply(tool("bash", {"command": "ls"}))], summary="the summary") as api:
+        client = anthropic.Anthropic(api_key="k", base_url=api.url)
+        ask = lambda content, **kw: client.messages.create(  # noqa: E731
+            model="m", max_tokens=5, tools=TOOLS, messages=[{"role": "user", "content": content}], **kw)
+        summary = ask([text("history"), text("<summary-request>summarise</summary-request>")])
+        forced = ask("x", tool_choice={"type": "none"})
+        scripted = ask("go on")
+    assert summary.content[0].text == forced.content[0].text == "the summary" and summary.stop_reason == "end_turn"
+    assert scripted.stop_reason == "tool_use" and api.violations == []
+
+
+def test_the_summary_marker_counts_in_the_last_user_message_even_before_an_assistant_prefill():
+    asked = {"tools": TOOLS, "messages": [{"role": "user", "content": "<summary-request>"},
+                                          {"role": "assistant", "content": "Summary:"}]}
+    earlier = {"tools": TOOLS, "messages": [{"role": "user", "content": "<summary-request>"},
+                                            {"role": "assistant", "content": "ok"}, {"role": "user", "content": "next"}]}
+    assert is_summary_request(asked) and not is_summary_request(earlier)
+
+
+def test_a_scripted_usage_is_what_the_client_sees_but_the_cache_still_sees_the_request():
+    script = [reply(text("one"), usage={"input_tokens": 7, "output_tokens": 1}),
+              message(content=[text("two, with more words")]), message(usage=None)]
+    with StandInAPI(script, min_cache_tokens=10) as api:
+        client = anthropic.Anthropic(api_key="k", base_url=api.url)
+        ask = lambda: client.messages.create(  # noqa: E731
+            model="m", max_tokens=5, system=SYSTEM, cache_control={"type": "ephemeral"},
+            messages=[{"role": "user", "content": "the same question"}])
+        first, second, third = ask(), ask(), ask()
+    assert first.usage.input_tokens == 7 and third.usage is None
+    assert second.usage.cache_read_input_tokens == tokens(text(SYSTEM), text("the same question"))
+    assert second.usage.output_tokens == estimate_tokens([text("two, with more words")])
+    assert api.billing()["calls"] == 3 and api.billing()["uncached"] == 7
