@@ -160,9 +160,9 @@ class PromptCache:
         now = self.clock()
         self.entries = {h: t for h, t in self.entries.items() if t > now}
         marks = sorted(set(breakpoints(body)))
-        hit = -1
+        hit = -1   # the end of the longest cached prefix any breakpoint reaches
         for mark in marks:
-            for i in range(mark, max(mark - LOOKBACK, 0) - 1, -1):
+            for i in range(mark, max(mark - LOOKBACK, 0) - 1, -1):   # the breakpoint, then 20 back
                 if hashes[i] in self.entries:
                     hit = max(hit, i)
                     break
