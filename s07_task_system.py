@@ -81,8 +81,8 @@ class TaskManager:
         Scanning every file name costs O(n), so it runs once per process (per folder);
         after it ids count up. If another process took the id meanwhile, create() tries the next.
         """
-        if self._scanned != self.files.dir.resolve():
-            self._last_id, self._scanned = self.files.largest_id(), self.files.dir.resolve()
+        if self._scanned != self.files.board:  # which board: a relative folder follows the cwd
+            self._last_id, self._scanned = self.files.largest_id(), self.files.board
         self._last_id += 1
         return self._last_id
 
@@ -124,8 +124,9 @@ class TaskManager:
         """
         tasks, _ = self.files.scan()
         freed, ready = [], []
-        for task in tasks.values():
-            if finished["id"] in task["blockedBy"]:
+        for listed in tasks.values():
+            task = self.files.try_load(listed["id"]) if finished["id"] in listed["blockedBy"] else None
+            if task and finished["id"] in task["blockedBy"]:  # read again: never write over a hand edit
                 task = {**task, "blockedBy": [b for b in task["blockedBy"] if b != finished["id"]]}
                 self.files.write(task)
                 tasks[task["id"]] = task
@@ -168,17 +169,20 @@ class TaskManager:
             return "Order: nothing left to do."
         waits = {i: {b for b in t["blockedBy"] if b in todo} for i, t in todo.items()}
         stuck = {i for i, t in todo.items() if any(b not in tasks for b in t["blockedBy"])}
+        dependents = {}                        # i -> the tasks waiting for i: the edges, reversed
+        for j, blockers in waits.items():
+            for i in blockers:
+                dependents.setdefault(i, []).append(j)
         free = [i for i in todo if not waits[i] and i not in stuck]
         heapq.heapify(free)
         order = []
         while free:                            # Kahn's algorithm; the heap keeps ties in id order
             i = heapq.heappop(free)
             order.append(i)
-            for j in todo:
-                if i in waits[j]:
-                    waits[j].discard(i)
-                    if not waits[j] and j not in stuck:
-                        heapq.heappush(free, j)
+            for j in dependents.get(i, []):
+                waits[j].discard(i)
+                if not waits[j] and j not in stuck:
+                    heapq.heappush(free, j)
         line = "Order: " + " → ".join(f"#{i}" for i in order)
         left = sorted(set(todo) - set(order))
         return line + (f" (then {', '.join(f'#{i}' for i in left)}: waiting for tasks that cannot be read)"
@@ -435,15 +439,19 @@ def find_cycle(tasks, tid, dep):
 
     Without this check two tasks could wait for each other and neither could ever start.
     """
-    stack, seen = [(dep, [tid, dep])], set()
+    came_from, stack = {dep: None}, [dep]   # each node once, and how we got there: O(n), not O(n²)
     while stack:
-        node, path = stack.pop()
-        if node == tid:
-            return path
-        if node in seen:
-            continue
-        seen.add(node)
-        stack.extend((b, path + [b]) for b in tasks.get(node, {}).get("blockedBy", []))
+        node = stack.pop()
+        for b in tasks.get(node, {}).get("blockedBy", []):
+            if b == tid:                       # dep waits for tid: walk back to dep for the path
+                path = [tid]
+                while node is not None:
+                    path.append(node)
+                    node = came_from[node]
+                return [tid] + path[::-1]
+            if b not in came_from:
+                came_from[b] = node
+                stack.append(b)
     return None
 
 
@@ -465,9 +473,11 @@ class TaskFiles:
         self._mutex = threading.Lock()  # the file lock is per process; this orders our own threads
         self._lock_fd = None            # open while we hold the lock
         self._cache = {}                # file name -> ((size, mtime_ns, inode), task)
+        self._tasks = {}                # id -> task, in id order: the same tasks, as scan() returns them
         self._stamp = None              # the board's generation when our cache was last complete
+        self.board = None               # which board we last locked: (device, inode) of its .lock
         self._wrote = False
-        self._swept = False
+        self._swept = None
 
     # ------------------------------------------------------------ the lock and the generation stamp
 
@@ -475,17 +485,14 @@ class TaskFiles:
     def locked(self):
         """Hold the board's lock. Not re-entrant, by contract: only TaskManager's public methods take it."""
         with self._mutex:
-            self._ensure_folder()
-            try:
-                fd = os.open(self.dir / ".lock", os.O_RDWR | os.O_CREAT, 0o644)
-            except OSError as exc:
-                raise ValueError(f"cannot lock the board in {self.dir}: {reason(exc)}") from None
+            fd = self._open_lock()
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX)      # waits for other processes
-                self._lock_fd, self._wrote = fd, False
+                st = os.fstat(fd)                   # one call says which board, where resolve() takes many
+                self._lock_fd, self._wrote, self.board = fd, False, (st.st_dev, st.st_ino)
                 if self._stamp != self._read_stamp():
                     self._stamp = None              # another process wrote since: revalidate the cache first
-                if not self._swept:
+                if self._swept != self.board:
                     self._sweep_temp_files()
                 yield
             finally:
@@ -498,8 +505,18 @@ class TaskFiles:
                 os.close(fd)                        # closing releases the lock
 
     def _read_stamp(self):
-        """The board's generation: which folder, and the token its last writer left in .lock."""
-        return (self.dir.resolve(), os.pread(self._lock_fd, 32, 0))
+        """The board's generation: which board, and the token its last writer left in .lock."""
+        return (self.board, os.pread(self._lock_fd, 32, 0))
+
+    def _open_lock(self):
+        """Open .lock; only when that fails, make the folder or say what is in the way (saves 3 calls)."""
+        for attempt in (1, 2):
+            try:
+                return os.open(self.dir / ".lock", os.O_RDWR | os.O_CREAT, 0o644)
+            except OSError as exc:
+                if attempt == 2:
+                    raise ValueError(f"cannot lock the board in {self.dir}: {reason(exc)}") from None
+                self._ensure_folder()
 
     def _ensure_folder(self):
         if self.dir.exists() and not self.dir.is_dir():
@@ -511,7 +528,7 @@ class TaskFiles:
 
     def _sweep_temp_files(self):
         """Under the lock nobody is mid-write, so any .tmp_* left is from a writer that was killed."""
-        self._swept = True
+        self._swept = self.board
         for tmp in self.dir.glob(".tmp_*"):
             tmp.unlink(missing_ok=True)
 
@@ -542,7 +559,10 @@ class TaskFiles:
         path = self.dir / f"task_{task['id']}.json"
         tmp = self.dir / f".tmp_{task['id']}_{os.getpid()}_{threading.get_ident()}"  # never task_*.json
         try:
-            tmp.write_bytes(data)
+            with open(tmp, "wb") as f:
+                f.write(data)
+                f.flush()
+                st = os.fstat(f.fileno())  # scan()'s key: os.replace and os.link keep size, mtime, inode
             place(tmp, path)
         except FileExistsError:
             raise
@@ -551,8 +571,10 @@ class TaskFiles:
         finally:
             tmp.unlink(missing_ok=True)
         self._wrote = True
-        st = path.stat()
         self._cache[path.name] = ((st.st_size, st.st_mtime_ns, st.st_ino), task)
+        if self._tasks and task["id"] not in self._tasks and task["id"] < next(reversed(self._tasks)):
+            self._stamp = None                  # an id below ours appeared: the next scan rebuilds the order
+        self._tasks[task["id"]] = task
 
     # ------------------------------------------------------------ reading
 
@@ -580,36 +602,38 @@ class TaskFiles:
     def scan(self, validate=False):
         """Every task by id, and the problems found (corrupt files, odd names).
 
-        Parsed tasks are cached by (size, mtime_ns, inode). Under the lock, when the
-        generation stamp shows nobody wrote since our last complete scan, the cache is
-        used as it is (one small read instead of 10,000 stats). Otherwise, and always
-        when validate=True (list_all, get, the board after a compaction), every file is
-        stat'ed and a changed one re-read: a hand edit is seen by the next listing, but
-        may be missed by update()'s cycle check until then.
+        Parsed tasks are cached by (size, mtime_ns, inode). Under the lock, when the stamp in
+        .lock shows no other manager wrote since our last complete scan, the cache is the
+        board (no stat at all): another process's write is seen by our very next call.
+        A hand edit (no stamp) can count on: the next list_all, get or post-compaction board
+        (every file stat'ed, a changed one re-read), and every update() of that task or of a
+        task it frees (those files are read). It cannot count on update()'s cycle check
+        until the next listing, nor on an edit that keeps the size within one mtime tick
+        of our own write (a few ms): touch the file again to be seen.
         """
         if not validate and self._lock_fd is not None and self._stamp is not None:
-            return {t["id"]: t for _, t in sorted(self._cache.values(), key=lambda e: e[1]["id"])}, []
-        tasks, problems, cache = {}, [], {}
+            return dict(self._tasks), []
+        tasks, problems, cache, folder = {}, [], {}, os.fspath(self.dir)
         for name in self._names():
             if not (name.startswith("task_") and name.endswith(".json")):
                 continue
-            path = self.dir / name
             if not TASK_FILE.fullmatch(name):
-                problems.append(f"{path} is not a task file name (expected task_<n>.json); it was left as it is")
+                problems.append(f"{self.dir / name} is not a task file name (expected task_<n>.json); "
+                                "it was left as it is")
                 continue
             try:
-                st = path.stat()
+                st = os.stat(f"{folder}/{name}")   # a str, not a Path: 10,000 Path objects cost more
                 key = (st.st_size, st.st_mtime_ns, st.st_ino)
                 hit = self._cache.get(name)
-                task = hit[1] if hit and hit[0] == key else read_task(path)
+                task = hit[1] if hit and hit[0] == key else read_task(self.dir / name)
                 cache[name] = (key, task)
                 tasks[task["id"]] = task
             except (OSError, ValueError) as exc:
-                problems.append(str(exc) if isinstance(exc, ValueError) else f"{path}: {reason(exc)}")
-        self._cache = cache
+                problems.append(str(exc) if isinstance(exc, ValueError) else f"{self.dir / name}: {reason(exc)}")
+        self._cache, self._tasks = cache, dict(sorted(tasks.items()))
         if self._lock_fd is not None:
             self._stamp = self._read_stamp()   # the cache is complete as of this generation
-        return dict(sorted(tasks.items())), sorted(problems)
+        return dict(self._tasks), sorted(problems)
 
     def _names(self):
         """The file names in the folder; a board that cannot be read says so, it does not look empty."""

@@ -18,6 +18,7 @@ import statistics
 import sys
 import tempfile
 import time
+from functools import partial
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -83,37 +84,69 @@ def timed(fn, repeats=REPEATS):
     return statistics.median(samples)
 
 
-def compare(make, size, folder):
-    """Milliseconds per operation for one implementation (s07 or the reference), `size` tasks."""
-    tasks = make(folder / "board")
-    start = time.perf_counter()
-    for n in range(size):
-        tasks.create(f"task {n}", "a description of ordinary length for a task on the board")
-    create_all = (time.perf_counter() - start) / size * 1000
-    list_all = timed(tasks.list_all)
-    complete = timed_completions(tasks, size)
+IMPLEMENTATIONS = {"s07": TaskManager, "unsafe": UnsafeReference}
+
+
+def taking_turns(calls, repeats=REPEATS, mean=False):
+    """Median (or mean) ms of each calls[name](), the implementations taking turns call by call.
+
+    Taking turns makes both see the same machine: on a shared disk a slow second
+    otherwise lands on one side only and the ratio says more about the neighbours.
+    """
+    samples = {name: [] for name in calls}
+    for _ in range(repeats):
+        for name, call in calls.items():
+            start = time.perf_counter()
+            call()
+            samples[name].append((time.perf_counter() - start) * 1000)
+    return {name: (statistics.mean if mean else statistics.median)(s) for name, s in samples.items()}
+
+
+def compare(size, folder):
+    """{operation: {implementation: ms per op}} for s07 and the reference on boards of `size` tasks."""
+    boards = {name: make(folder / name / "board") for name, make in IMPLEMENTATIONS.items()}
+    create = taking_turns({name: partial(b.create, "a task", "a description of ordinary length for a task "
+                                         "on the board") for name, b in boards.items()}, size, mean=True)
+    list_all = taking_turns({name: b.list_all for name, b in boards.items()})
+    complete = taking_turns({name: completions(b, size) for name, b in boards.items()},
+                            min(REPEATS, size // (DEPENDENTS + 1)))
     # The chained board: task n waits for n-1 (created so, which needs no cycle check). Each timed
     # update gives a task in the middle a second blocker, so a cycle check walks half the chain.
-    chain = make(folder / "chain")
-    for n in range(1, size + 1):
-        chain.create(f"step {n}", "", [n - 1] if n > 1 else None)
-    middle = iter(range(size // 2, size))
-    block = timed(lambda: (lambda m: chain.update(m, add_blocked_by=[m - 2]))(next(middle)))
-    return {"create (mean over all N)": create_all, "list_all": list_all,
+    chains = {name: make(folder / name / "chain") for name, make in IMPLEMENTATIONS.items()}
+    for chain in chains.values():
+        for n in range(1, size + 1):
+            chain.create(f"step {n}", "", [n - 1] if n > 1 else None)
+    block = taking_turns({name: second_blockers(c, size) for name, c in chains.items()})
+    return {"create (mean over all N)": create, "list_all": list_all,
             "add a blocker (chained board)": block, f"complete + clear {DEPENDENTS} dependents": complete}
 
 
-def timed_completions(tasks, size):
-    """Median ms of completing a task that DEPENDENTS others wait for (tasks 1..size exist)."""
-    rounds = min(REPEATS, size // (DEPENDENTS + 1))  # each round needs a blocker and its dependents
+def second_blockers(chain, size):
+    """A call that gives the next task past the middle of the chain a second, earlier blocker."""
+    middle = iter(range(size // 2, size))
+
+    def add():
+        task_id = next(middle)
+        chain.update(task_id, add_blocked_by=[task_id - 2])
+    return add
+
+
+def completions(tasks, size):
+    """A call that completes the next task DEPENDENTS others wait for (tasks 1..size exist)."""
     blockers = []
-    for r in range(rounds):
+    for r in range(min(REPEATS, size // (DEPENDENTS + 1))):  # a blocker and its dependents per round
         blocker = 1 + r * (DEPENDENTS + 1)
         for d in range(blocker + 1, blocker + 1 + DEPENDENTS):
             tasks.update(d, add_blocked_by=[blocker])
         blockers.append(blocker)
     it = iter(blockers)
-    return timed(lambda: tasks.update(next(it), status="completed"), rounds)
+    return lambda: tasks.update(next(it), status="completed")
+
+
+def timed_completions(tasks, size):
+    """Median ms of completing a task that DEPENDENTS others wait for (tasks 1..size exist)."""
+    rounds = min(REPEATS, size // (DEPENDENTS + 1))
+    return timed(completions(tasks, size), rounds)
 
 
 def bench(size):
@@ -142,15 +175,14 @@ def main():
           f"{platform.system()} {platform.release()}")
     results = {}
     for size in sizes:
-        for name, make in (("s07", TaskManager), ("unsafe", UnsafeReference)):
-            with tempfile.TemporaryDirectory() as tmp:
-                results[size, name] = compare(make, size, Path(tmp))
+        with tempfile.TemporaryDirectory() as tmp:
+            results[size] = compare(size, Path(tmp))
     print("ms per operation; unsafe = the published algorithm (no lock, no atomic write, no checks)")
     print(f"{'operation':<34}" + "".join(f"{f'{s:,}: s07':>12}{'unsafe':>9}{'ratio':>7}" for s in sizes))
-    for op in results[sizes[0], "s07"]:
+    for op in results[sizes[0]]:
         row = f"{op:<34}"
         for s in sizes:
-            safe, unsafe = results[s, "s07"][op], results[s, "unsafe"][op]
+            safe, unsafe = results[s][op]["s07"], results[s][op]["unsafe"]
             row += f"{safe:>12.2f}{unsafe:>9.2f}{safe / unsafe:>6.1f}x"
         print(row)
     details = {size: bench(size) for size in sizes}

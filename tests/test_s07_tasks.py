@@ -1,6 +1,8 @@
 """s07's TaskManager: every rule of the board, on real files."""
 
 import json
+import os
+import shutil
 
 import pytest
 
@@ -265,3 +267,58 @@ def test_a_relative_board_follows_the_current_folder(tmp_path, monkeypatch):
     board.create("b")
     monkeypatch.chdir(tmp_path / "two")
     assert board.create("c") == "Created task #1: c"  # a fresh folder starts at #1
+
+
+# ---------------------------------------------------------------- the cache never hides the files
+
+def test_a_hand_edit_of_the_same_size_is_seen_by_the_next_list_all(tasks):
+    tasks.create("aaaa")
+    assert "#1: aaaa" in tasks.list_all()                 # now cached
+    path = tasks.dir / "task_1.json"
+    before = path.stat()
+    path.write_text(path.read_text().replace('"subject": "aaaa"', '"subject": "bbbb"'))
+    # An editor saves seconds later; the test sets the clock forward instead of sleeping.
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns + 10_000_000))
+    assert path.stat().st_size == before.st_size and path.stat().st_ino == before.st_ino
+    assert "#1: bbbb" in tasks.list_all()
+
+
+def test_another_managers_writes_are_seen_by_the_next_get_and_update(tasks):
+    theirs = TaskManager(tasks.dir)
+    plan(tasks)                                           # mine holds a complete cache of #1-#4
+    theirs.create("Deploy", blocked_by=[4])               # #5, a file mine has never seen
+    assert json.loads(tasks.get(4))["blocks"] == [5]
+    theirs.update(3, add_blocked_by=[4])
+    with pytest.raises(ValueError, match="cycle: #4 → #3 → #4"):
+        tasks.update(4, add_blocked_by=[3])               # the edge theirs added is not hidden
+    theirs.update(1, status="completed")
+    assert "[>] #2" in tasks.update(2, status="in_progress")  # its blocker is done: mine sees it
+
+
+def test_completing_a_blocker_keeps_a_hand_edit_of_the_task_it_frees(tasks):
+    plan(tasks)
+    tasks.list_all()
+    path = tasks.dir / "task_2.json"
+    path.write_text(path.read_text().replace('"description": ""', '"description": "added by hand"'))
+    assert "Unblocked: #2 Implement API" in tasks.update(1, status="completed")
+    assert on_disk(tasks, 2)["description"] == "added by hand" and on_disk(tasks, 2)["blockedBy"] == []
+
+
+def test_a_board_replaced_under_a_manager_is_a_new_board(tasks):
+    tasks.create("a")
+    tasks.create("b")
+    shutil.rmtree(tasks.dir)                              # the folder goes, another process starts afresh
+    TaskManager(tasks.dir).create("fresh")
+    assert tasks.create("next") == "Created task #3: next"  # ids go on past what it knew: none reused
+    assert tasks.list_all().splitlines()[:2] == ["[ ] #1: fresh", "[ ] #3: next"]  # nothing of the old board
+
+
+def test_a_long_chain_is_ordered_blockers_first(tasks):
+    size = 400                                            # task n waits for n+1: the order runs backwards
+    for n in range(1, size + 1):
+        tasks.create(f"step {n}")
+    for n in range(1, size):
+        tasks.update(n, add_blocked_by=[n + 1])
+    assert tasks.order() == "Order: " + " → ".join(f"#{n}" for n in range(size, 0, -1))
+    with pytest.raises(ValueError, match=f"cycle: #{size} → #1 → #2 → .* → #{size - 1} → #{size}$"):
+        tasks.update(size, add_blocked_by=[1])
