@@ -167,10 +167,11 @@ class TaskManager:
         todo = {i: t for i, t in tasks.items() if t["status"] not in FINISHED}
         if not todo:
             return "Order: nothing left to do."
-        waits = {i: {b for b in t["blockedBy"] if b in todo} for i, t in todo.items()}
-        stuck = {i for i, t in todo.items() if any(b not in tasks for b in t["blockedBy"])}
-        dependents = {}                        # i -> the tasks waiting for i: the edges, reversed
-        for j, blockers in waits.items():
+        waits, stuck, dependents = {}, set(), {}   # dependents: i -> the tasks waiting for i (edges reversed)
+        for j, t in todo.items():
+            waits[j] = blockers = {b for b in t["blockedBy"] if b in todo}
+            if len(blockers) < len(t["blockedBy"]) and any(b not in tasks for b in t["blockedBy"]):
+                stuck.add(j)                   # it waits for a task that cannot be read
             for i in blockers:
                 dependents.setdefault(i, []).append(j)
         free = [i for i in todo if not waits[i] and i not in stuck]
@@ -615,16 +616,16 @@ class TaskFiles:
             return dict(self._tasks), []
         tasks, problems, cache, folder = {}, [], {}, os.fspath(self.dir)
         for name in self._names():
-            if not (name.startswith("task_") and name.endswith(".json")):
-                continue
-            if not TASK_FILE.fullmatch(name):
+            hit = self._cache.get(name)
+            if hit is None and not (name.startswith("task_") and name.endswith(".json")):
+                continue                         # a cached name was a valid task name: no need to check
+            if hit is None and not TASK_FILE.fullmatch(name):
                 problems.append(f"{self.dir / name} is not a task file name (expected task_<n>.json); "
                                 "it was left as it is")
                 continue
             try:
                 st = os.stat(f"{folder}/{name}")   # a str, not a Path: 10,000 Path objects cost more
                 key = (st.st_size, st.st_mtime_ns, st.st_ino)
-                hit = self._cache.get(name)
                 task = hit[1] if hit and hit[0] == key else read_task(self.dir / name)
                 cache[name] = (key, task)
                 tasks[task["id"]] = task

@@ -116,8 +116,9 @@ def compare(size, folder):
     for chain in chains.values():
         for n in range(1, size + 1):
             chain.create(f"step {n}", "", [n - 1] if n > 1 else None)
+    chained_list = taking_turns({name: c.list_all for name, c in chains.items()})  # s07 adds an order
     block = taking_turns({name: second_blockers(c, size) for name, c in chains.items()})
-    return {"create (mean over all N)": create, "list_all": list_all,
+    return {"create (mean over all N)": create, "list_all": list_all, "list_all (chained board)": chained_list,
             "add a blocker (chained board)": block, f"complete + clear {DEPENDENTS} dependents": complete}
 
 

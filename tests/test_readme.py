@@ -90,3 +90,12 @@ def test_the_readme_benchmark_table_names_what_the_benchmark_measures():
     assert list(rows) == list(measured)
     assert all(value >= 0 for value in measured.values())
     assert "2-core AMD EPYC" in README  # the machine the figures came from
+
+
+def test_the_readme_comparison_table_names_what_the_benchmark_compares(tmp_path):
+    sys.path.insert(0, str(ROOT / "bench"))
+    import bench_tasks
+    measured = bench_tasks.compare(60, tmp_path)  # a small board: the script runs, not its speed
+    table = re.search(r"\| operation \| 1,000: s07 \| unsafe \| ratio \|.*?\n\|[-|]+\|\n(.*?)\n\n", README, re.S)[1]
+    assert [line.split("|")[1].strip() for line in table.splitlines()] == list(measured)
+    assert all(set(row) == {"s07", "unsafe"} for row in measured.values())
