@@ -114,3 +114,42 @@ def test_the_demo_with_a_tiny_threshold_says_in_one_line_why_it_cannot_run(run_m
     code, out, err, api = run_main(s07_task_system, "--demo", key=None, env={"COMPACT_THRESHOLD": "500"})
     assert code == 1 and "the demo needs COMPACT_THRESHOLD of at least 5,000" in err
     assert err.count("\n") == 1 and api.requests == []
+
+
+def test_every_task_command_works_in_the_repl_as_a_user_runs_it(run_lesson, workdir):
+    stdin = ("/task add Design\n/task add Build\n/task add Docs\n/task block 2 1 3\n/task unblock 2 3\n"
+             "/task order\n/task ready\n/task start 1\n/task show 1\n/task done 1\n/task delete 3\n"
+             "/task\n/tasks\n/task help\n/task show 99\n/task block 2\nq\n")
+    proc, api = run_lesson("s07_task_system", stdin=stdin, env={"AGENT_NAME": "dora"})
+    out, err = proc.stdout, proc.stderr
+    assert proc.returncode == 0 and api.requests == [], err       # no model call for any of them
+    assert "(agent dora)" in err
+    assert "Created task #3: Docs" in out
+    assert "Updated [ ] #2: Build blocked by #1, #3\ns07 >> Updated [ ] #2: Build blocked by #1\n" in out
+    assert "Order: #1 → #2 → #3" in out and "Ready to start: #1 Design, #3 Docs" in out
+    assert "Updated [>] #1: Design (owner: dora)" in out
+    assert json.loads(out[out.index("{"):out.index("}") + 1])["blocks"] == [2]     # /task show 1
+    assert "Unblocked: #2 Build" in out and "Updated [-] #3: Docs" in out       # done 1, delete 3
+    assert json.loads((workdir / ".tasks" / "task_3.json").read_text())["status"] == "deleted"
+    board = "[x] #1: Design (owner: dora)\n[ ] #2: Build\nReady to start: #2 Build\n"
+    assert out.count(board) == 2                                   # /task and /tasks show the same board
+    assert "/task unblock N BY..." in out                          # /task help
+    assert "error: no task #99; existing tasks: #1, #2, #3" in err
+    assert "error: /task block needs a task id and its blockers" in err
+    assert "Traceback" not in err
+
+
+def test_an_agent_is_named_owns_what_it_starts_and_a_person_can_take_it_over(run_lesson, workdir):
+    start = [reply(tool("task_create", {"subject": "Ship it"}), tool("task_update", {"task_id": 1,
+                                                                                     "status": "in_progress"})),
+             reply(text("started"))]
+    first, _ = run_lesson("s07_task_system", "start shipping", script=start)
+    owner = json.loads((workdir / ".tasks" / "task_1.json").read_text())["owner"]
+    assert first.returncode == 0 and owner                          # no --name: a default, recorded as owner
+    second, api = run_lesson("s07_task_system", "finish shipping", script=[
+        reply(tool("task_update", {"task_id": 1, "status": "completed"})), reply(text("it is taken"))])
+    refused = tool_results(api.requests[1])[0]
+    assert refused["is_error"] is True and f"#1 is in progress by {owner}" in refused["content"]
+    third, api = run_lesson("s07_task_system", "--name", "pat", stdin="/task start 1\nq\n")
+    assert f"took #1 over from {owner}" in third.stdout and api.requests == []
+    assert json.loads((workdir / ".tasks" / "task_1.json").read_text())["owner"] == "pat"
