@@ -179,3 +179,42 @@ def test_a_turn_that_fails_after_tool_calls_keeps_them_so_a_retry_does_not_dupli
     roles = [m["role"] for m in api.requests[-1]["messages"]]
     assert roles == ["user", "assistant", "user", "user"]
     assert tool_results(api.requests[-1], 2)[0]["content"].startswith("Wrote 1 bytes")
+
+
+def test_a_paste_of_several_lines_into_a_terminal_is_one_prompt(workdir):
+    """A real pseudo-terminal: the lines arrive together, as a paste does, and make one model call."""
+    import os
+    import pty
+    import select
+    from stand_in_api import StandInAPI
+
+    def read_until(fd, needle, timeout=30):
+        seen, end = b"", time.monotonic() + timeout
+        while needle not in seen and time.monotonic() < end:
+            if select.select([fd], [], [], 0.2)[0]:
+                try:
+                    seen += os.read(fd, 65536)
+                except OSError:                 # the other side closed
+                    break
+        return seen
+
+    with StandInAPI([reply(text("one prompt")), reply(text("second prompt"))]) as api:
+        terminal, child = pty.openpty()
+        env = clean_env(workdir.parent / "home", ANTHROPIC_BASE_URL=api.url, ANTHROPIC_API_KEY="k")
+        proc = subprocess.Popen([sys.executable, str(ROOT / "s03_todo.py")], cwd=workdir, env=env,
+                                stdin=child, stdout=child, stderr=child, close_fds=True)
+        os.close(child)
+        try:
+            assert b">> " in read_until(terminal, b">> ")
+            os.write(terminal, b"first line of the paste\nsecond line of the paste\n")
+            assert b"one prompt" in read_until(terminal, b"one prompt")
+            read_until(terminal, b">> ")
+            os.write(terminal, b"typed alone\n")           # a line typed on its own is its own prompt
+            assert b"second prompt" in read_until(terminal, b"second prompt")
+            os.write(terminal, b"q\n")
+            assert proc.wait(15) == 0
+        finally:
+            proc.kill()
+            os.close(terminal)
+    prompts = [r["messages"][-1]["content"] for r in api.requests]
+    assert prompts == ["first line of the paste\nsecond line of the paste", "typed alone"]
