@@ -99,3 +99,18 @@ def test_the_readme_comparison_table_names_what_the_benchmark_compares(tmp_path)
     table = re.search(r"\| operation \| 1,000: s07 \| unsafe \| ratio \|.*?\n\|[-|]+\|\n(.*?)\n\n", README, re.S)[1]
     assert [line.split("|")[1].strip() for line in table.splitlines()] == list(measured)
     assert all(set(row) == {"s07", "unsafe"} for row in measured.values())
+
+
+def test_s07s_loop_is_s06s_with_the_board_lines_only():
+    """The README's diff: the loop is repeated on purpose, and s07 changes only the compaction lines."""
+    import difflib
+
+    def loop(name):
+        text = (ROOT / name).read_text(encoding="utf-8")
+        return text[text.index("def agent_loop"):text.index("    return STEP_LIMIT_TEXT", text.index("def agent_loop"))]
+    s06, s07 = loop("s06_compact.py").splitlines(), loop("s07_task_system.py").splitlines()
+    changed = [line for line in difflib.ndiff(s06, s07) if line[:1] in "+-"]
+    assert len(changed) == 7, changed        # docstring, two compactions each side, one comment
+    assert all("compact_with_board" in c or '"""' in c or c.strip("+ ").startswith("#")
+               for c in changed if c.startswith("+"))
+    assert "four changed\nlines from s06 to s07" in README
