@@ -174,13 +174,30 @@ def usage_counts(usage):
 SESSION = {"calls": 0, "fresh": 0, "read": 0, "written": 0, "out": 0}  # every call since the program started
 
 
-def show_usage(usage, label="tokens"):
+def show_usage(usage, label="tokens", tools=None):
     fresh, read, written, out = usage_counts(usage)
     for key, n in zip(("fresh", "read", "written", "out"), (fresh, read, written, out)):
         SESSION[key] += n
     SESSION["calls"] += 1
     print(_colour("2", f"  [{label}: {fresh:,} in · {read:,} from cache · {written:,} to cache · {out:,} out]"),
           file=sys.stderr)
+    if tools and SESSION["calls"] == 1:
+        warn_if_tools_dropped(fresh + read + written, tools)
+
+
+def warn_if_tools_dropped(counted, tools):
+    """Say so when the endpoint counted fewer input tokens than the tool definitions alone hold.
+
+    A local server whose chat template has no place for tools drops them without an error
+    (seen with llama-server: 132 input tokens counted for s07's first request, 1,214 with a
+    template that has tools). The model then cannot call a tool and answers in prose.
+    """
+    expected = len(json.dumps(tools)) // 4          # about 4 characters per token
+    if 0 < counted < expected // 2:                 # 0: the endpoint sent no usage at all
+        show_note(f"[the endpoint counted {counted:,} input tokens, fewer than the tool definitions alone "
+                  f"(about {expected:,}): it seems to have dropped the tools, so the model cannot call them. "
+                  "A local server needs a chat template that includes tools (llama-server: --jinja, "
+                  "or --chat-template-file)]")
 
 
 def show_session():

@@ -302,13 +302,13 @@ def call_tool(name, args, tools, handlers):
         return _cap(f"{type(exc).__name__}: {exc}"), True
 
 
-def run_tool_calls(content, tools, handlers):
-    """One tool_result per tool_use block, in order, ready to open the next user message."""
-    results = []
-    for block in content:
+def run_tool_calls(response, tools, handlers):
+    """One tool_result per complete tool call, in order, ready to open the next user message."""
+    results, cut = [], cut_call(response)
+    for block in response.content:
         if block.type == "text":
             show_text(block.text)
-        if block.type != "tool_use":
+        if block.type != "tool_use" or block is cut:
             continue
         show_tool_call(block.name, block.input)
         output, is_error = call_tool(block.name, block.input, tools, handlers)
@@ -317,22 +317,40 @@ def run_tool_calls(content, tools, handlers):
         if is_error:
             result["is_error"] = True
         results.append(result)
+    if cut is not None:  # its id got no tool_use in the history, so it gets no result: say it in words
+        results.append({"type": "text", "text": f"[your {cut.name} call was cut off by {response.stop_reason} "
+                                                "before it was complete, so it was not run; send it again, "
+                                                "in smaller pieces if it is long]"})
     return results
 
 
 CUT = {"max_tokens", "model_context_window_exceeded"}   # the reply stopped mid-way
+
+
+def cut_call(response):
+    """The tool call a cut reply stopped inside, or None.
+
+    Only the last block can be half-written (a partial input would write half a file); the
+    calls before it were finished before it began. llama-server, for one, returns several
+    parsed calls with stop_reason max_tokens.
+    """
+    content = response.content or []
+    if response.stop_reason in CUT and content and content[-1].type == "tool_use":
+        return content[-1]
+    return None
 KEEP_BLOCKS = {"text", "tool_use", "thinking", "redacted_thinking"}  # what the loop sends back
 
 
 def assistant_turn(response):
     """The assistant message as plain dicts, safe to send again and to write as JSON."""
-    blocks = [b.model_dump(mode="json", exclude_none=True, warnings=False) for b in response.content or []]
+    cut = cut_call(response)
+    if cut is not None:  # half-written: never keep (or run) it
+        show_note(f"  [the reply was cut off by {response.stop_reason} inside a {cut.name} call: it was not run]")
+    blocks = [b.model_dump(mode="json", exclude_none=True, warnings=False) for b in response.content or []
+              if b is not cut]
     for b in [b for b in blocks if b["type"] not in KEEP_BLOCKS]:
         show_note(f"  [a {b['type']!r} block in the reply was left out: this harness does not use it]")
     blocks = [b for b in blocks if b["type"] in KEEP_BLOCKS]
-    if response.stop_reason in CUT:
-        # A tool call cut off by max_tokens is half-written: never keep (or run) it.
-        blocks = [b for b in blocks if b["type"] != "tool_use"]
     for b in blocks:  # the API accepts only an object as a tool call's input in the history
         if b["type"] == "tool_use" and not isinstance(b.get("input"), dict):
             decoded = _json_or_none(str(b.get("input")))
@@ -345,11 +363,10 @@ def tool_calls(response):
     """The tool calls to run: every complete one, whatever stop_reason says.
 
     Compatible servers may say end_turn beside a tool call; dropping it silently would lose work.
-    But a reply cut by max_tokens may end in a half-written call: run none of them.
+    But a reply cut by max_tokens may end in a half-written call: that one is not run (cut_call).
     """
-    if response.stop_reason in CUT:
-        return []
-    return [b for b in response.content or [] if b.type == "tool_use"]
+    cut = cut_call(response)
+    return [b for b in response.content or [] if b.type == "tool_use" and b is not cut]
 
 
 def final_text(response):
@@ -376,7 +393,7 @@ def agent_loop(messages, client):
         # One model call, streamed so the reply shows while it is written (harness.show_stream).
         response = show_stream(client.messages.stream(model=model_id(), system=SYSTEM, messages=messages,
                                                       tools=TOOLS, max_tokens=MAX_TOKENS, cache_control=CACHE))
-        show_usage(response.usage)
+        show_usage(response.usage, tools=TOOLS)   # warns once if the endpoint dropped the tools
         messages.append(assistant_turn(response))
         if response.stop_reason == "pause_turn":  # the server paused a long turn: resume it
             continue
@@ -384,7 +401,7 @@ def agent_loop(messages, client):
         if not calls:
             return final_text(response)
         # A tool's exception becomes an is_error tool_result: the model reads it and can act on it.
-        results = run_tool_calls(response.content, TOOLS, TOOL_HANDLERS)
+        results = run_tool_calls(response, TOOLS, TOOL_HANDLERS)
         used_todo = any(b.name == "todo" for b in calls)
         rounds_without_todo = 0 if used_todo else rounds_without_todo + 1
         if rounds_without_todo >= NAG_AFTER:

@@ -319,7 +319,7 @@ def agent_loop(messages, client):
         response = show_stream(client.messages.stream(model=model_id(), system=SYSTEM, tools=TOOLS,
                                                       messages=micro_compact(messages),               # layer 1
                                                       max_tokens=MAX_TOKENS, cache_control=CACHE))
-        show_usage(response.usage)
+        show_usage(response.usage, tools=TOOLS)   # warns once if the endpoint dropped the tools
         messages.append(assistant_turn(response))
         CONTEXT.record(response.usage, messages)
         if response.stop_reason == "pause_turn":  # the server paused a long turn: resume it
@@ -327,7 +327,7 @@ def agent_loop(messages, client):
         calls = tool_calls(response)
         if not calls:
             return final_text(response)
-        messages.append({"role": "user", "content": run_tool_calls(response.content, TOOLS, TOOL_HANDLERS)})
+        messages.append({"role": "user", "content": run_tool_calls(response, TOOLS, TOOL_HANDLERS)})
         focus = compact_request(response.content)
         if focus is not None:                                                         # layer 3
             auto_compact(messages, client, focus)

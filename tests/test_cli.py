@@ -87,6 +87,18 @@ def test_usage_that_is_missing_or_null_never_crashes(run_main):
     assert code == 0 and out.strip() == "done" and "0 in · 0 from cache" in err
 
 
+@pytest.mark.parametrize("lesson", [s03_todo, s07_task_system])
+def test_an_endpoint_that_dropped_the_tools_is_named_once(run_main, lesson):
+    """llama-server with a chat template that has no tools counts only the prompt (132 tokens for s07)."""
+    dropped = {"input_tokens": 132, "output_tokens": 9}
+    script = [reply(text("I would create a task."), usage=dropped)]
+    code, out, err, api = run_main(lesson, "make a task", script=script)
+    assert code == 0 and out.strip() == "I would create a task."
+    assert err.count("it seems to have dropped the tools") == 1 and "--chat-template-file" in err
+    code, out, err, api = run_main(lesson, "make a task", script=[reply(text("fine"))])  # counted in full
+    assert code == 0 and "dropped the tools" not in err
+
+
 def test_a_hung_endpoint_ends_after_api_timeout_with_one_line(run_main):
     start = time.monotonic()
     code, out, err, api = run_main(s03_todo, "hi", script=[reply(text("late"), delay=5)] * 3,

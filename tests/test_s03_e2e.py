@@ -1,6 +1,7 @@
 """s03 run as a user runs it: `python s03_todo.py ...` against the loopback stand-in."""
 
 import importlib
+import json
 import os
 import signal
 import subprocess
@@ -61,6 +62,20 @@ def test_a_tool_call_cut_by_max_tokens_is_not_run(run_main, workdir):
     assert code == 0
     assert "Writing the file" in out and "[answer cut: the model reached max_tokens" in out
     assert not (workdir / "x.txt").exists()
+
+
+def test_complete_tool_calls_before_the_cut_one_run_and_the_cut_one_does_not(run_main, workdir):
+    """llama-server, asked for tools, returned five parsed calls with stop_reason max_tokens: only the
+    last block can be half-written, so the calls before it run and the model is told about the last."""
+    cut = reply(tool("write_file", {"path": "a.txt", "content": "whole"}),
+                tool("write_file", {"path": "b.txt", "content": "par"}), stop_reason="max_tokens")
+    code, out, err, api = run_main(s03_todo, "go", script=[cut, reply(text("done"))])
+    assert code == 0 and out.strip() == "done" and api.violations == []
+    assert (workdir / "a.txt").read_text() == "whole" and not (workdir / "b.txt").exists()
+    sent = api.requests[1]["messages"]
+    assert [b["input"]["path"] for b in sent[-2]["content"] if b["type"] == "tool_use"] == ["a.txt"]
+    assert "write_file call was cut off by max_tokens" in json.dumps(sent[-1]["content"])
+    assert "cut off by max_tokens" in err
 
 
 def test_pause_turn_continues_and_refusal_is_reported(run_main):
