@@ -741,10 +741,9 @@ def _fail(message):
 def set_agent_name(args):
     """--name or AGENT_NAME: who this process is on the board."""
     name = (args.name or os.environ.get("AGENT_NAME") or "").strip()
-    if name:
-        if not re.fullmatch(r"[\w.@-]{1,40}", name):
-            raise SetupError(f"an agent name is 1-40 letters, digits or . _ @ -; got {name!r}")
-        TASKS.agent = name
+    if name and not re.fullmatch(r"[\w.@-]{1,40}", name):
+        raise SetupError(f"an agent name is 1-40 letters, digits or . _ @ -; got {name!r}")
+    TASKS.agent = name or default_agent_name()   # each run decides afresh, even a second main() in one process
     return f"agent {TASKS.agent}"
 
 

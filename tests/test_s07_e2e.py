@@ -139,17 +139,18 @@ def test_every_task_command_works_in_the_repl_as_a_user_runs_it(run_lesson, work
     assert "Traceback" not in err
 
 
-def test_an_agent_is_named_owns_what_it_starts_and_a_person_can_take_it_over(run_lesson, workdir):
+def test_an_agent_is_named_owns_what_it_starts_and_a_person_can_take_it_over(run_lesson, run_main, workdir):
     start = [reply(tool("task_create", {"subject": "Ship it"}), tool("task_update", {"task_id": 1,
                                                                                      "status": "in_progress"})),
              reply(text("started"))]
     first, _ = run_lesson("s07_task_system", "start shipping", script=start)
     owner = json.loads((workdir / ".tasks" / "task_1.json").read_text())["owner"]
     assert first.returncode == 0 and owner                          # no --name: a default, recorded as owner
-    second, api = run_lesson("s07_task_system", "finish shipping", script=[
+    run_main(s07_task_system, "--name", owner, stdin="q\n")      # a named run before does not stick
+    code, out, err, api = run_main(s07_task_system, "finish shipping", script=[   # another process: this one
         reply(tool("task_update", {"task_id": 1, "status": "completed"})), reply(text("it is taken"))])
     refused = tool_results(api.requests[1])[0]
     assert refused["is_error"] is True and f"#1 is in progress by {owner}" in refused["content"]
-    third, api = run_lesson("s07_task_system", "--name", "pat", stdin="/task start 1\nq\n")
-    assert f"took #1 over from {owner}" in third.stdout and api.requests == []
+    code, out, err, api = run_main(s07_task_system, "--name", "pat", stdin="/task start 1\nq\n")
+    assert f"took #1 over from {owner}" in out and api.requests == []
     assert json.loads((workdir / ".tasks" / "task_1.json").read_text())["owner"] == "pat"
