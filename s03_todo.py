@@ -325,6 +325,7 @@ def run_tool_calls(response, tools, handlers):
 
 
 CUT = {"max_tokens", "model_context_window_exceeded"}   # the reply stopped mid-way
+KEEP_BLOCKS = {"text", "tool_use", "thinking", "redacted_thinking"}  # what the loop sends back
 
 
 def cut_call(response):
@@ -338,7 +339,6 @@ def cut_call(response):
     if response.stop_reason in CUT and content and content[-1].type == "tool_use":
         return content[-1]
     return None
-KEEP_BLOCKS = {"text", "tool_use", "thinking", "redacted_thinking"}  # what the loop sends back
 
 
 def assistant_turn(response):

@@ -616,9 +616,9 @@ class TaskFiles:
             return dict(self._tasks), []
         tasks, problems, cache, folder = {}, [], {}, os.fspath(self.dir)
         for name in self._names():
-            hit = self._cache.get(name)
+            hit = self._cache.get(name)          # a cached name passed the checks below when first read
             if hit is None and not (name.startswith("task_") and name.endswith(".json")):
-                continue                         # a cached name was a valid task name: no need to check
+                continue
             if hit is None and not TASK_FILE.fullmatch(name):
                 problems.append(f"{self.dir / name} is not a task file name (expected task_<n>.json); "
                                 "it was left as it is")
