@@ -423,7 +423,9 @@ class StandInAPI:
                 "billed_input": uncached + 1.25 * write + 0.1 * read}
 
     def __enter__(self):
-        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+        # shutdown() waits for the serve loop's next poll: 0.5 s by default, paid by every test.
+        threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.02},
+                         daemon=True).start()
         return self
 
     def __exit__(self, *exc):
