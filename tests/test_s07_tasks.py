@@ -241,6 +241,16 @@ def test_a_corrupt_file_never_takes_the_board_down(tasks):
     assert (tasks.dir / "task_6.json").read_bytes() == b"\xff\xfe not utf-8"
 
 
+def test_a_board_of_only_unreadable_files_does_not_say_it_is_empty(tasks):
+    tasks.create("only one")
+    (tasks.dir / "task_1.json").write_text('{"id": 1, "subject": "hand edited", "status": "pending", '
+                                           '"blockedBy": ["1", 1.5]}')
+    board = tasks.list_all()
+    assert "No tasks yet." not in board
+    assert board.splitlines()[-1] == ("No readable tasks: 1 task file could not be read (above); "
+                                      "fix or remove it, then list again")
+
+
 # ---------------------------------------------------------------- through the tool dispatcher
 
 def test_task_tools_turn_refusals_into_error_results(tmp_path, monkeypatch):
