@@ -401,6 +401,8 @@ def _repl(name, client, agent_loop, commands, banner=None):
                 commands[word.lower()](history, client, arg.strip())
             except (SetupError, ValueError) as exc:  # a command's refusal, or a setting to fix
                 show_error(str(exc))
+            except Exception as exc:                 # a bug or an odd file: one line, the conversation stays
+                show_error(f"/{word.lower().lstrip('/')} failed: {type(exc).__name__}: {exc}")
             except KeyboardInterrupt:
                 show_note("[command interrupted]")
             continue

@@ -232,11 +232,14 @@ class TaskManager:
         held = task["status"] == "in_progress" and holder
         taking = status == "in_progress" and holder != (owner or self.agent)     # start it as someone else
         leaving = status in ("completed", "pending", "deleted") and holder != self.agent  # finish or drop theirs
-        if held and (taking or leaving):
+        renaming = owner is not None and (owner or None) != holder and holder != self.agent  # hand it on
+        if held and (taking or leaving or renaming):
             if not force:
                 raise ValueError(f"#{tid} is in progress by {holder}; pick another task, or ask {holder} "
                                  f"(a person can take it over with /task start {tid})")
             notes.append(f"took #{tid} over from {holder}")
+            if owner is None:
+                change["owner"] = self.agent   # the record says who took it
         if status == "in_progress" and owner is None:
             change["owner"] = self.agent       # starting a task claims it
         if status == "pending" and owner is None:
@@ -419,8 +422,8 @@ def parse_task_id(value):
         number = value
     elif isinstance(value, str) and re.fullmatch(r"\s*#?\d+\s*", value, re.ASCII):
         number = int(value.strip().lstrip("#"))
-    if number is None or number < 1:
-        raise ValueError(f"a task id is a positive number like 3, '3' or '#3'; got {value!r}")
+    if number is None or number < 1 or number >= 10 ** 15:   # past that, the file name grows too long
+        raise ValueError(f"a task id is a positive number like 3, '3' or '#3'; got {str(value)[:40]!r}")
     return number
 
 

@@ -29,6 +29,19 @@ def test_a_task_in_progress_by_another_agent_cannot_be_started_or_completed(boar
     assert json.loads((board / "task_1.json").read_text())["owner"] is None
 
 
+def test_a_held_task_cannot_change_hands_by_owner_and_a_takeover_records_the_taker(board):
+    alice, bob = TaskManager(board, agent="alice"), TaskManager(board, agent="bob")
+    alice.create("a")
+    alice.update(1, status="in_progress")
+    for owner in ("bob", ""):                          # renaming the owner is taking it over too
+        with pytest.raises(ValueError, match="#1 is in progress by alice"):
+            bob.update(1, owner=owner)
+    assert "(owner: alice)" in alice.update(1, owner="alice")   # the holder may set it
+    result = bob.update(1, status="completed", force=True)     # a person's /task done
+    assert "took #1 over from alice" in result and "(owner: bob)" in result
+    assert json.loads((board / "task_1.json").read_text())["owner"] == "bob"
+
+
 def _start(board, barrier, name, results):
     barrier.wait()
     try:
@@ -165,3 +178,15 @@ def test_the_repl_task_commands_work_the_board_without_a_model_call(run_main, wo
     assert "error: #2 is blocked by #1 Design" in err           # the same rules as the model's tools
     assert "Ready to start: #1 Design" in out and "Unblocked: #2 Build" in out
     assert "error: unknown /task command 'frobnicate'" in err and "/task add TITLE" in out
+
+
+def test_a_local_command_that_fails_oddly_is_one_line_and_the_repl_goes_on(run_main, workdir, monkeypatch):
+    def broken(*_):
+        raise TypeError("'int' object is not iterable")     # as a hand-edited field once caused
+    monkeypatch.setattr(s07_task_system.TASKS, "order", broken)
+    stdin = "/task order\n/task show " + "9" * 300 + "\n/task add still here\nq\n"
+    code, out, err, api = run_main(s07_task_system, stdin=stdin)
+    assert code == 0 and "Traceback" not in err
+    assert "error: /task failed: TypeError: 'int' object is not iterable" in err
+    assert "error: a task id is a positive number like 3, '3' or '#3'; got '9999" in err
+    assert "Created task #1: still here" in out

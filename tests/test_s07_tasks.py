@@ -120,6 +120,9 @@ def test_status_owner_and_nothing_to_update(tasks):
     tasks.create("a")
     assert tasks.update("#1", status="in_progress", owner="alice") == "Updated [>] #1: a (owner: alice)"
     assert on_disk(tasks, 1)["owner"] == "alice"
+    with pytest.raises(ValueError, match="in progress by alice"):   # now it is alice's to hand on
+        tasks.update(1, owner="")
+    tasks.agent = "alice"
     tasks.update(1, owner="")
     assert on_disk(tasks, 1)["owner"] is None
     for kwargs, message in [({}, "nothing to update"), ({"status": "done"}, "not one of pending"),
