@@ -188,10 +188,13 @@ class TaskManager:
                 waits[j].discard(i)
                 if not waits[j] and j not in stuck:
                     heapq.heappush(free, j)
-        line = "Order: " + " → ".join(f"#{i}" for i in order)
+        line = "Order: " + (" → ".join(f"#{i}" for i in order) or "nothing can start")
         left = sorted(set(todo) - set(order))
-        return line + (f" (then {', '.join(f'#{i}' for i in left)}: waiting for tasks that cannot be read)"
-                       if left else "")
+        if not left:
+            return line
+        why = ("waiting for tasks that cannot be read" if stuck else  # else only a cycle stops them
+               "waiting for each other in a cycle (hand-edited files?): removeBlockedBy on one breaks it")
+        return line + f" (then {', '.join(f'#{i}' for i in left)}: {why})"
 
     # ------------------------------------------------------------ the rules update() checks
 

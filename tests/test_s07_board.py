@@ -190,3 +190,14 @@ def test_a_local_command_that_fails_oddly_is_one_line_and_the_repl_goes_on(run_m
     assert "error: /task failed: TypeError: 'int' object is not iterable" in err
     assert "error: a task id is a positive number like 3, '3' or '#3'; got '9999" in err
     assert "Created task #1: still here" in out
+
+
+def test_a_hand_made_cycle_is_named_as_a_cycle_in_the_order(board):
+    tasks = TaskManager(board)
+    for name in ("a", "b"):
+        tasks.create(name)
+    for tid, dep in ((1, 2), (2, 1)):               # a hand edit: the tools would refuse the second
+        path = board / f"task_{tid}.json"
+        path.write_text(json.dumps({**json.loads(path.read_text()), "blockedBy": [dep]}))
+    assert TaskManager(board).order() == ("Order: nothing can start (then #1, #2: waiting for each other in "
+                                          "a cycle (hand-edited files?): removeBlockedBy on one breaks it)")
