@@ -146,8 +146,8 @@ class TaskManager:
         lines = [render_line(t, tasks) for t in live] + [f"! {p}" for p in problems]
         if not live and problems:               # "No tasks yet" would make a model plan the work again
             n = len(problems)
-            return "\n".join(lines + [f"No readable tasks: {n} task file{'s' * (n != 1)} could not be read "
-                                      f"(above); fix or remove {'them' if n != 1 else 'it'}, then list again"])
+            return "\n".join(lines + [f"No readable tasks: {n} file{'s' * (n != 1)} above could not be used; "
+                                      f"fix or remove {'them' if n != 1 else 'it'}, then list again"])
         if not live:
             return "\n".join(lines + ["No tasks yet."])
         ready = [t for t in live if t["status"] == "pending" and not waiting_on(t, tasks)]

@@ -250,8 +250,7 @@ def test_a_board_of_only_unreadable_files_does_not_say_it_is_empty(tasks):
                                            '"blockedBy": ["1", 1.5]}')
     board = tasks.list_all()
     assert "No tasks yet." not in board
-    assert board.splitlines()[-1] == ("No readable tasks: 1 task file could not be read (above); "
-                                      "fix or remove it, then list again")
+    assert board.splitlines()[-1] == "No readable tasks: 1 file above could not be used; fix or remove it, then list again"
 
 
 # ---------------------------------------------------------------- through the tool dispatcher
