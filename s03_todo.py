@@ -49,8 +49,9 @@ import time
 from contextlib import contextmanager
 from pathlib import Path
 
-from harness import (model_id, run_cli, show_note, show_stream, show_text, show_tool_call, show_tool_result,
-                     show_usage)
+from harness.cli import run_cli
+from harness.config import model_id
+from harness.terminal import show_note, show_stream, show_text, show_tool_call, show_tool_result, show_usage
 
 MAX_TOKENS = 8000      # per model call; large enough for a file's worth of code
 MAX_STEPS = 50         # model calls per turn before the loop gives up
@@ -487,7 +488,7 @@ def _utf8(text, field):
 
 def demo():
     """A scripted session: a plan, a refused second in_progress, the nag, a finished plan."""
-    from stand_in_api import reply, text, tool
+    from harness.stand_in_api import reply, text, tool
 
     def todos(*statuses):
         steps = ["Write hello.py", "Run it", "Add a docstring"]

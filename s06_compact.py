@@ -58,8 +58,9 @@ import sys
 import time
 from pathlib import Path
 
-from harness import (SetupError, describe_api_error, model_id, run_cli, show_note, show_stream, show_usage,
-                     usage_counts)
+from harness.cli import run_cli
+from harness.config import SetupError, describe_api_error, model_id
+from harness.terminal import show_note, show_stream, show_usage, usage_counts
 from s03_todo import (BASE_HANDLERS, BASE_TOOLS, CACHE, MAX_STEPS, MAX_TOKENS, STEP_LIMIT_TEXT, assistant_turn,
                       final_text, object_schema, run_tool_calls, tool_calls)
 
@@ -346,7 +347,7 @@ def compact_now(messages, client, arg="", compact=auto_compact):
 
 def demo():
     """Each layer in turn: placeholders, an automatic compaction, a manual one."""
-    from stand_in_api import reply, text, tool
+    from harness.stand_in_api import reply, text, tool
     os.environ.setdefault("COMPACT_THRESHOLD", "9500")  # low, so layer 2 fires within the demo
     script = [
         reply(text("I'll generate some bulky output."), tool("bash", {"command": "seq -s ' ' 1 7000"})),

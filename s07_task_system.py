@@ -31,28 +31,24 @@ Run it:   python s07_task_system.py "plan a refactor: design the data model, the
           python s07_task_system.py --demo
 """
 
-import fcntl  # POSIX file locks; like the bash tool, this harness expects Linux or macOS
 import heapq
 import json
 import os
 import re
-import secrets
 import sys
-import threading
-from contextlib import contextmanager
-from datetime import datetime, timezone
 from functools import partial
 from pathlib import Path
 
-from harness import SetupError, model_id, run_cli, show_note, show_stream, show_usage
+from harness.cli import run_cli
+from harness.config import SetupError, model_id
+from harness.task_record import FINISHED, STATUSES, check_text, ids, new_task, one_line, open_store, parse_task_id
+from harness.terminal import show_note, show_stream, show_usage
 from s03_todo import (BASE_HANDLERS, BASE_TOOLS, CACHE, MAX_STEPS, MAX_TOKENS, STEP_LIMIT_TEXT, assistant_turn,
                       final_text, object_schema, run_tool_calls, tool_calls)
 from s06_compact import (CONTEXT, COMPACT_TOOL, auto_compact, compact_now, compact_request, compact_threshold,
                          micro_compact, needs_compaction, run_compact)
 
 TASKS_DIR = Path(".tasks")    # relative: the board belongs to the folder you run in
-STATUSES = {"pending": "[ ]", "in_progress": "[>]", "completed": "[x]", "deleted": "[-]"}  # and their marks
-FINISHED = {"completed", "deleted"}   # statuses that no longer block anyone
 DEMO_MIN_THRESHOLD = 5_000   # below this the demo would compact before it has linked its tasks
 BOARD_IN_SUMMARY = 40         # unfinished tasks re-attached after a compaction; task_list shows the rest
 
@@ -67,7 +63,7 @@ class TaskManager:
     """
 
     def __init__(self, tasks_dir, agent=None):
-        self.files = TaskFiles(tasks_dir)      # storage made safe: see THE HARDENING
+        self.files = open_store(tasks_dir)     # a folder or a postgresql:// URL: see harness/
         self.agent = agent or default_agent_name()  # who this process is: the owner of what it starts
         self._last_id, self._scanned = None, None
 
@@ -91,8 +87,7 @@ class TaskManager:
         with self.files.locked():
             blocked, notes = self._check_new_blockers(None, [], blocked_by or [])
             while True:
-                task = {"id": self.next_id(), "subject": subject, "description": description,
-                        "status": "pending", "blockedBy": blocked, "owner": None, "created_at": now()}
+                task = new_task(self.next_id(), subject, description, blocked)
                 if self.files.claim(task):     # False: another process took this id first
                     waits = f" (blocked by {', '.join(f'#{b}' for b in blocked)})" if blocked else ""
                     return "\n".join([f"Created task #{task['id']}: {one_line(subject)}{waits}", *notes])
@@ -299,15 +294,6 @@ def render_line(task, tasks=None):
     return line + (f" blocked by {', '.join(f'#{b}' for b in waiting)}" if waiting else "")
 
 
-def one_line(text):
-    """A subject on one line: a newline in it must not forge a line of the board."""
-    return " ".join(str(text).split())
-
-
-def now():
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
-
-
 def default_agent_name():
     """Differs between two processes, stays the same across restarts in one terminal."""
     try:
@@ -412,39 +398,6 @@ def agent_loop(messages, client):
     return STEP_LIMIT_TEXT
 
 
-# ================================================================ THE HARDENING
-# Everything below makes the idea above safe for several processes, crashes, and hand edits.
-
-TASK_FILE = re.compile(r"task_([1-9][0-9]*)\.json", re.ASCII)   # the only names that are tasks
-
-
-def parse_task_id(value):
-    """Ids come from a model: accept 3, "3" and "#3"; refuse anything else clearly."""
-    number = None
-    if isinstance(value, int) and not isinstance(value, bool):
-        number = value
-    elif isinstance(value, str) and re.fullmatch(r"\s*#?\d+\s*", value, re.ASCII):
-        number = int(value.strip().lstrip("#"))
-    if number is None or number < 1 or number >= 10 ** 15:   # past that, the file name grows too long
-        raise ValueError(f"a task id is a positive number like 3, '3' or '#3'; got {str(value)[:40]!r}")
-    return number
-
-
-def ids(value):
-    return [parse_task_id(v) for v in (value if isinstance(value, list) else [value])]
-
-
-def check_text(value, field, empty=False):
-    """A subject or description: a string, not blank, and storable as UTF-8."""
-    if not isinstance(value, str) or not (empty or value.strip()):
-        raise ValueError(f"{field} must be a {'' if empty else 'non-empty '}string")
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:  # a lone surrogate from a model's JSON: it cannot be written as UTF-8
-        raise ValueError(f"{field} contains characters that are not valid text (a lone surrogate)") from None
-    return value.strip() if field == "subject" else value
-
-
 def find_cycle(tasks, tid, dep):
     """If dep already waits (through blockers) for tid, the path tid → dep → … → tid; else None.
 
@@ -464,239 +417,6 @@ def find_cycle(tasks, tid, dep):
                 came_from[b] = node
                 stack.append(b)
     return None
-
-
-class TaskFiles:
-    """The folder of task files, safe for several processes, for kill -9 and for hand edits.
-
-    - A lock (.tasks/.lock) around every read-modify-write: without it, two agents
-      completing blockers at once each rewrite the same dependent and one clear is lost.
-    - Atomic writes (a temp file, then os.replace): without them, a kill -9 mid-write
-      leaves half a JSON file, and that task is gone.
-    - An exclusive claim of a new id (os.link refuses a taken name): without it, 8
-      concurrent creators hand out the same id and overwrite each other.
-    - Validation: a corrupt or hand-broken file is flagged and skipped, never rewritten.
-    - A cache of parsed files, so a board of 10,000 tasks stays fast (see scan()).
-    """
-
-    def __init__(self, folder):
-        self.dir = Path(folder)
-        self._mutex = threading.Lock()  # the file lock is per process; this orders our own threads
-        self._lock_fd = None            # open while we hold the lock
-        self._cache = {}                # file name -> ((size, mtime_ns, inode), task)
-        self._tasks = {}                # id -> task, in id order: the same tasks, as scan() returns them
-        self._stamp = None              # the board's generation when our cache was last complete
-        self.board = None               # which board we last locked: (device, inode) of its .lock
-        self._wrote = False
-        self._swept = None
-
-    # ------------------------------------------------------------ the lock and the generation stamp
-
-    @contextmanager
-    def locked(self):
-        """Hold the board's lock. Not re-entrant, by contract: only TaskManager's public methods take it."""
-        with self._mutex:
-            fd = self._open_lock()
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX)      # waits for other processes
-                st = os.fstat(fd)                   # one call says which board, where resolve() takes many
-                self._lock_fd, self._wrote, self.board = fd, False, (st.st_dev, st.st_ino)
-                if self._stamp != self._read_stamp():
-                    self._stamp = None              # another process wrote since: revalidate the cache first
-                if self._swept != self.board:
-                    self._sweep_temp_files()
-                yield
-            finally:
-                if self._wrote:                     # a new stamp tells every other manager "the board changed"
-                    new = secrets.token_hex(16).encode()
-                    os.pwrite(fd, new, 0)
-                    if self._stamp is not None:     # our cache was complete, and our writes kept it so
-                        self._stamp = (self._stamp[0], new)
-                self._lock_fd = None
-                os.close(fd)                        # closing releases the lock
-
-    def _read_stamp(self):
-        """The board's generation: which board, and the token its last writer left in .lock."""
-        return (self.board, os.pread(self._lock_fd, 32, 0))
-
-    def _open_lock(self):
-        """Open .lock; only when that fails, make the folder or say what is in the way (saves 3 calls)."""
-        for attempt in (1, 2):
-            try:
-                return os.open(self.dir / ".lock", os.O_RDWR | os.O_CREAT, 0o644)
-            except OSError as exc:
-                if attempt == 2:
-                    raise ValueError(f"cannot lock the board in {self.dir}: {reason(exc)}") from None
-                self._ensure_folder()
-
-    def _ensure_folder(self):
-        if self.dir.exists() and not self.dir.is_dir():
-            raise ValueError(f"the board {self.dir} cannot be used: a file of that name is in the way")
-        try:
-            self.dir.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise ValueError(f"cannot create the board folder {self.dir}: {reason(exc)}") from None
-
-    def _sweep_temp_files(self):
-        """Under the lock nobody is mid-write, so any .tmp_* left is from a writer that was killed."""
-        self._swept = self.board
-        for tmp in self.dir.glob(".tmp_*"):
-            tmp.unlink(missing_ok=True)
-
-    # ------------------------------------------------------------ writing
-
-    def write(self, task):
-        """Replace a task's file atomically: a reader or a kill -9 sees old or new, never half."""
-        # No fsync: a kill -9 cannot tear a file, but a power cut may lose the last writes
-        # (a production store would fsync the file and the folder).
-        self._put(task, lambda tmp, path: os.replace(tmp, path))
-
-    def claim(self, task):
-        """Create a task's file only if its id is free (os.link never replaces). False if taken."""
-        try:
-            self._put(task, os.link)
-            return True
-        except FileExistsError:
-            return False
-
-    def _put(self, task, place):
-        assert self._lock_fd is not None, "task files are written only under the board's lock"
-        task = {**task, "updated_at": now()}
-        data = json.dumps(task, indent=2, ensure_ascii=False) + "\n"
-        try:
-            data = data.encode("utf-8")
-        except UnicodeEncodeError:  # checked before any file exists, so nothing is left behind
-            raise ValueError("the task contains characters that are not valid text (a lone surrogate)") from None
-        path = self.dir / f"task_{task['id']}.json"
-        tmp = self.dir / f".tmp_{task['id']}_{os.getpid()}_{threading.get_ident()}"  # never task_*.json
-        try:
-            with open(tmp, "wb") as f:
-                f.write(data)
-                f.flush()
-                st = os.fstat(f.fileno())  # scan()'s key: os.replace and os.link keep size, mtime, inode
-            place(tmp, path)
-        except FileExistsError:
-            raise
-        except OSError as exc:
-            raise ValueError(f"could not save task #{task['id']} in {self.dir}: {reason(exc)}") from None
-        finally:
-            tmp.unlink(missing_ok=True)
-        self._wrote = True
-        self._cache[path.name] = ((st.st_size, st.st_mtime_ns, st.st_ino), task)
-        if self._tasks and task["id"] not in self._tasks and task["id"] < next(reversed(self._tasks)):
-            self._stamp = None                  # an id below ours appeared: the next scan rebuilds the order
-        self._tasks[task["id"]] = task
-
-    # ------------------------------------------------------------ reading
-
-    def largest_id(self):
-        """The max-scan: the largest id among the file names (a corrupt file still holds its id)."""
-        return max((int(m[1]) for name in self._names() if (m := TASK_FILE.fullmatch(name))), default=0)
-
-    def load(self, task_id):
-        """One task, read from its file now, or ValueError saying what is wrong."""
-        path = self.dir / f"task_{task_id}.json"
-        if not path.exists():
-            existing = ", ".join(f"#{i}" for i in self.scan()[0]) or "none yet"
-            raise ValueError(f"no task #{task_id}; existing tasks: {existing}")
-        return read_task(path)
-
-    def try_load(self, task_id):
-        try:
-            return read_task(self.dir / f"task_{task_id}.json")
-        except ValueError:
-            return None
-
-    def status_of(self, task_id):
-        return (self.try_load(task_id) or {}).get("status")
-
-    def scan(self, validate=False):
-        """Every task by id, and the problems found (corrupt files, odd names).
-
-        Parsed tasks are cached by (size, mtime_ns, inode). Under the lock, when the stamp in
-        .lock shows no other manager wrote since our last complete scan, the cache is the
-        board (no stat at all): another process's write is seen by our very next call.
-        A hand edit (no stamp) can count on: the next list_all, get or post-compaction board
-        (every file stat'ed, a changed one re-read), and every update() of that task or of a
-        task it frees (those files are read). It cannot count on update()'s cycle check
-        until the next listing, nor on an edit that keeps the size within one mtime tick
-        of our own write (a few ms): touch the file again to be seen.
-        """
-        if not validate and self._lock_fd is not None and self._stamp is not None:
-            return dict(self._tasks), []
-        tasks, problems, cache, folder = {}, [], {}, os.fspath(self.dir)
-        for name in self._names():
-            hit = self._cache.get(name)          # a cached name passed the checks below when first read
-            if hit is None and not (name.startswith("task_") and name.endswith(".json")):
-                continue
-            if hit is None and not TASK_FILE.fullmatch(name):
-                problems.append(f"{self.dir / name} is not a task file name (expected task_<n>.json); "
-                                "it was left as it is")
-                continue
-            try:
-                st = os.stat(f"{folder}/{name}")   # a str, not a Path: 10,000 Path objects cost more
-                key = (st.st_size, st.st_mtime_ns, st.st_ino)
-                task = hit[1] if hit and hit[0] == key else read_task(self.dir / name)
-                cache[name] = (key, task)
-                tasks[task["id"]] = task
-            except (OSError, ValueError) as exc:
-                problems.append(str(exc) if isinstance(exc, ValueError) else f"{self.dir / name}: {reason(exc)}")
-        self._cache, self._tasks = cache, dict(sorted(tasks.items()))
-        if self._lock_fd is not None:
-            self._stamp = self._read_stamp()   # the cache is complete as of this generation
-        return dict(self._tasks), sorted(problems)
-
-    def _names(self):
-        """The file names in the folder; a board that cannot be read says so, it does not look empty."""
-        if not self.dir.exists():
-            return []
-        try:
-            return os.listdir(self.dir)
-        except NotADirectoryError:
-            raise ValueError(f"the board {self.dir} cannot be read: it is a file, not a folder") from None
-        except OSError as exc:
-            raise ValueError(f"the board {self.dir} cannot be read: {reason(exc)}") from None
-
-
-def read_task(path):
-    """A task from its file, or ValueError naming the file and the field. Never repairs or deletes it."""
-    try:
-        task = json.loads(path.read_bytes())  # bytes: json decodes UTF-8 itself
-    except OSError as exc:
-        raise ValueError(f"{path} is unreadable ({reason(exc)}); it was left as it is") from None
-    except ValueError as exc:                 # JSONDecodeError and UnicodeDecodeError are ValueErrors
-        raise ValueError(f"{path} is unreadable ({exc}); it was left as it is") from None
-    problem = task_problem(task, int(TASK_FILE.fullmatch(path.name)[1]))
-    if problem:
-        raise ValueError(f"{path} is unreadable (not a valid task: {problem}); it was left as it is")
-    return task
-
-
-def task_problem(task, expected_id):
-    """What is wrong with a parsed task file, or None. Booleans and floats are not ids."""
-    def is_id(v):
-        return type(v) is int and v > 0
-    if not isinstance(task, dict):
-        return "the file must hold a JSON object"
-    if not is_id(task.get("id")) or task["id"] != expected_id:
-        return f"field 'id' is {task.get('id')!r}, expected {expected_id} (the number in the file name)"
-    if not isinstance(task.get("subject"), str):
-        return "field 'subject' must be a string"
-    if task.get("status") not in STATUSES:
-        return f"field 'status' is {task.get('status')!r}, expected one of {', '.join(STATUSES)}"
-    if not isinstance(task.get("blockedBy"), list) or not all(is_id(b) for b in task["blockedBy"]):
-        return "field 'blockedBy' must be a list of task ids"
-    if task.get("owner") is not None and not isinstance(task["owner"], str):
-        return "field 'owner' must be a string or null"
-    return None
-
-
-def reason(exc):
-    """An OSError as a sentence a user can act on, not an errno."""
-    words = {13: "permission denied", 28: "the disk is full", 30: "the file system is read-only",
-             20: "a file is in the way where a folder should be", 2: "a folder on the way does not exist",
-             17: "a file of that name is in the way", 122: "the disk quota is exceeded"}
-    return words.get(exc.errno, exc.strerror or str(exc))
 
 
 # ================================================================ the REPL, the demo and main
@@ -759,7 +479,7 @@ def set_agent_name(args):
 
 def demo():
     """Plan four tasks, be refused, compact, see the board come back, complete and unblock."""
-    from stand_in_api import reply, text, tool
+    from harness.stand_in_api import reply, text, tool
     if TASKS_DIR.exists() and not TASKS_DIR.is_dir():
         raise SetupError(f"the demo needs a folder {TASKS_DIR}/ here, and a file of that name is in the way")
     if compact_threshold() < DEMO_MIN_THRESHOLD:  # the script reads its task ids from the recent messages

@@ -25,7 +25,7 @@ import anthropic  # noqa: E402
 import s03_todo  # noqa: E402
 import s06_compact  # noqa: E402
 import s07_task_system  # noqa: E402
-from stand_in_api import StandInAPI, reply, text, tool  # noqa: E402
+from harness.stand_in_api import StandInAPI, reply, text, tool  # noqa: E402
 
 FILES = 7            # files the session reads
 FILE_BYTES = 4_800   # bytes per file

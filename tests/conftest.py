@@ -10,7 +10,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from stand_in_api import StandInAPI  # noqa: E402
+from harness.stand_in_api import StandInAPI  # noqa: E402
 
 
 def clean_env(home, **extra):

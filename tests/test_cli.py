@@ -8,11 +8,11 @@ import time
 
 import pytest
 
-import harness
+import harness.terminal
 import s03_todo
 import s07_task_system
 from conftest import ROOT, clean_env, tool_results
-from stand_in_api import error, message, raw, reply, text, tool
+from harness.stand_in_api import error, message, raw, reply, text, tool
 
 
 class Terminal(io.StringIO):
@@ -128,14 +128,14 @@ def test_thinking_is_kept_and_unknown_blocks_are_left_out_with_a_note(run_main):
 
 def test_a_terminal_sees_the_wait_the_text_live_and_a_tool_call_growing(monkeypatch):
     import anthropic
-    from stand_in_api import StandInAPI
+    from harness.stand_in_api import StandInAPI
     screen = Terminal()
     monkeypatch.setattr(sys, "stderr", screen)
     big = tool("write_file", {"path": "app.py", "content": "print('hello')\n" * 200})
     with StandInAPI([reply(text("Writing the app now."), big, delay=1.5)]) as api:
         monkeypatch.setenv("ANTHROPIC_BASE_URL", api.url)
         client = anthropic.Anthropic(api_key="k", base_url=api.url)
-        response = harness.show_stream(client.messages.stream(model="m", max_tokens=9, messages=[
+        response = harness.terminal.show_stream(client.messages.stream(model="m", max_tokens=9, messages=[
             {"role": "user", "content": "hi"}]))
     shown = re.sub(r"\x1b\[[0-9;]*[mK]", "", screen.getvalue())      # colours and line clearing
     assert "waiting for the model at 127.0.0.1" in shown and "· 1 s" in shown
@@ -198,7 +198,7 @@ def test_a_paste_of_several_lines_into_a_terminal_is_one_prompt(workdir):
     import os
     import pty
     import select
-    from stand_in_api import StandInAPI
+    from harness.stand_in_api import StandInAPI
 
     def read_until(fd, needle, timeout=30):
         seen, end = b"", time.monotonic() + timeout

@@ -2,7 +2,7 @@
 
 import io
 
-import harness
+import harness.terminal as harness
 
 
 class Terminal(io.StringIO):

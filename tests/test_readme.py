@@ -7,7 +7,7 @@ import sys
 import pytest
 
 from conftest import ROOT
-from stand_in_api import reply, text, tool
+from harness.stand_in_api import reply, text, tool
 
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 

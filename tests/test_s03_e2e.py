@@ -12,7 +12,7 @@ import pytest
 
 import s03_todo
 from conftest import ROOT, clean_env, tool_results
-from stand_in_api import StandInAPI, error, reply, text, tool
+from harness.stand_in_api import StandInAPI, error, reply, text, tool
 
 
 def todo(*statuses):

@@ -7,8 +7,8 @@ import anthropic
 import pytest
 
 import s06_compact as s06
-from harness import SetupError
-from stand_in_api import StandInAPI, check_request, error, reply, text, tool
+from harness.config import SetupError
+from harness.stand_in_api import StandInAPI, check_request, error, reply, text, tool
 
 
 def history_with_results(*calls):

@@ -65,6 +65,8 @@ def test_many_processes_completing_blockers_at_once_leave_none_blocked(tmp_path)
 WRITER = """
 import sys
 sys.path.insert(0, {root!r})
+import harness.board_files, harness.task_record
+harness.task_record.DESCRIPTION_MAX = harness.board_files.TASK_FILE_MAX = 10 ** 7  # big, slow writes
 from s07_task_system import TaskManager
 tasks = TaskManager({dir!r})
 big = "x" * 2_000_000
@@ -93,6 +95,8 @@ def test_kill_9_at_any_moment_leaves_every_task_file_valid_json(tmp_path):
             assert len(task["description"]) == 2_000_000
     assert len(files) >= 3
     # The board still works after all those kills, and ids stayed unique.
+    import harness.board_files
+    harness.board_files.TASK_FILE_MAX = 10 ** 7
     board = TaskManager(tasks_dir)
     assert "unreadable" not in board.list_all()
     assert board.create("after the crashes") == f"Created task #{len(files) + 1}: after the crashes"

@@ -6,7 +6,7 @@ import sys
 
 import s07_task_system
 from conftest import clean_env, tool_results
-from stand_in_api import reply, text, tool
+from harness.stand_in_api import reply, text, tool
 
 PLAN = ["Design data model", "Implement API", "Write docs", "Write API tests"]
 
@@ -72,7 +72,7 @@ def test_the_repl_prints_the_board_and_compacts_on_command(run_main, workdir):
 
 def test_importing_a_lesson_does_nothing(workdir):
     env = clean_env(workdir.parent / "home")
-    code = ("import sys, s03_todo, s06_compact, s07_task_system, harness, stand_in_api\n"
+    code = ("import sys, s03_todo, s06_compact, s07_task_system, harness.cli, harness.stand_in_api\n"
             "assert 'anthropic' not in sys.modules, 'importing a lesson should not need the SDK'")
     proc = subprocess.run([sys.executable, "-c", code], cwd=workdir, env=env, capture_output=True, text=True)
     assert proc.returncode == 0 and proc.stdout == "" and proc.stderr == "", proc.stderr

@@ -3,7 +3,7 @@
 import anthropic
 import pytest
 
-from stand_in_api import StandInAPI, check_request, error, reply, text, tool
+from harness.stand_in_api import StandInAPI, check_request, error, reply, text, tool
 
 
 def req(messages, tools=None):
@@ -65,7 +65,7 @@ def test_transient_failures_are_retried_by_the_client():
 
 # ---------------------------------------------------------------- caching and billing, hand-computed
 
-from stand_in_api import PromptCache, estimate_tokens, is_summary_request, message, raw  # noqa: E402
+from harness.stand_in_api import PromptCache, estimate_tokens, is_summary_request, message, raw  # noqa: E402
 
 SYSTEM = "You are a careful agent. " * 20
 TOOLS = [{"name": "bash", "description": "run a command", "input_schema": {"type": "object", "properties": {}}}]

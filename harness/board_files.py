@@ -1,0 +1,270 @@
+"""The file board: s07's tasks as one JSON file each in a folder, safe to share on one machine.
+
+Relied on by s07 (TaskManager reaches it through the TaskStore interface in task_record.py).
+Without each piece:
+- the lock (.tasks/.lock) around every read-modify-write: two agents completing blockers at
+  once each rewrite the same dependent, and one clear is lost.
+- atomic writes (a temp file, then os.replace): a kill -9 mid-write leaves half a JSON file,
+  and that task is gone.
+- the exclusive claim of a new id (os.link refuses a taken name): 8 concurrent creators hand
+  out the same id and overwrite each other.
+- validation: a corrupt or hand-broken file takes the board down, or is rewritten and lost.
+- regular files only, read with a cap: a FIFO named task_2.json hangs /tasks, a symlink to
+  /dev/zero reads gigabytes.
+- the cache of parsed files: a board of 10,000 tasks takes a second to list.
+fcntl is POSIX: like the bash tool, this harness expects Linux or macOS. A folder shared over a
+network file system is not safe (its locks are unreliable): use a postgresql:// board there.
+"""
+
+import fcntl
+import json
+import os
+import re
+import secrets
+import stat
+import threading
+from contextlib import contextmanager
+from pathlib import Path
+
+from harness.files import reason
+from harness.task_record import MAX_ID, now, task_problem
+
+TASK_FILE = re.compile(r"task_([1-9][0-9]*)\.json", re.ASCII)   # the only names that are tasks
+TASK_FILE_MAX = 1_000_000   # bytes: a task is a title and some details; a bigger file is not one
+
+
+class TaskFiles:
+    """The folder of task files: a TaskStore (task_record.py) for processes on one machine."""
+
+    def __init__(self, folder):
+        self.dir = Path(folder)
+        self.name = f"{self.dir}/"
+        self._mutex = threading.Lock()  # the file lock is per process; this orders our own threads
+        self._lock_fd = None            # open while we hold the lock
+        self._cache = {}                # file name -> ((size, mtime_ns, inode), task)
+        self._tasks = {}                # id -> task, in id order: the same tasks, as scan() returns them
+        self._stamp = None              # the board's generation when our cache was last complete
+        self.board = None               # which board we last locked: (device, inode) of its .lock
+        self._wrote = False
+        self._swept = None
+
+    # ------------------------------------------------------------ the lock and the generation stamp
+
+    @contextmanager
+    def locked(self):
+        """Hold the board's lock. Not re-entrant, by contract: only TaskManager's public methods take it."""
+        with self._mutex:
+            fd = self._open_lock()
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX)      # waits for other processes
+                st = os.fstat(fd)                   # one call says which board, where resolve() takes many
+                self._lock_fd, self._wrote, self.board = fd, False, (st.st_dev, st.st_ino)
+                if self._stamp != self._read_stamp():
+                    self._stamp = None              # another process wrote since: revalidate the cache first
+                if self._swept != self.board:
+                    self._sweep_temp_files()
+                yield
+            finally:
+                try:
+                    if self._wrote:                 # a new stamp tells every other manager "the board changed"
+                        self._new_stamp(fd)
+                finally:                            # even when the stamp fails (a full disk): else the
+                    self._lock_fd = None            # lock stays held and every agent on the board hangs
+                    os.close(fd)                    # closing releases the lock
+
+    def _new_stamp(self, fd):
+        new = secrets.token_hex(16).encode()
+        try:
+            os.pwrite(fd, new, 0)
+        except OSError:
+            self._stamp = None                      # others may not see our writes as new: scan afresh
+            raise
+        if self._stamp is not None:                 # our cache was complete, and our writes kept it so
+            self._stamp = (self._stamp[0], new)
+
+    def _read_stamp(self):
+        """The board's generation: which board, and the token its last writer left in .lock."""
+        return (self.board, os.pread(self._lock_fd, 32, 0))
+
+    def _open_lock(self):
+        """Open .lock; only when that fails, make the folder or say what is in the way (saves 3 calls)."""
+        for attempt in (1, 2):
+            try:
+                return os.open(self.dir / ".lock", os.O_RDWR | os.O_CREAT, 0o644)
+            except OSError as exc:
+                if attempt == 2:
+                    raise ValueError(f"cannot lock the board in {self.dir}: {reason(exc)}") from None
+                self._ensure_folder()
+
+    def _ensure_folder(self):
+        if self.dir.exists() and not self.dir.is_dir():
+            raise ValueError(f"the board {self.dir} cannot be used: a file of that name is in the way")
+        try:
+            self.dir.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise ValueError(f"cannot create the board folder {self.dir}: {reason(exc)}") from None
+
+    def _sweep_temp_files(self):
+        """Under the lock nobody is mid-write, so any .tmp_* left is from a writer that was killed."""
+        self._swept = self.board
+        for tmp in self.dir.glob(".tmp_*"):
+            tmp.unlink(missing_ok=True)
+
+    # ------------------------------------------------------------ writing
+
+    def write(self, task):
+        """Replace a task's file atomically: a reader or a kill -9 sees old or new, never half."""
+        # No fsync: a kill -9 cannot tear a file, but a power cut may lose the last writes
+        # (a production store would fsync the file and the folder).
+        self._put(task, lambda tmp, path: os.replace(tmp, path))
+
+    def claim(self, task):
+        """Create a task's file only if its id is free (os.link never replaces). False if taken."""
+        try:
+            self._put(task, os.link)
+            return True
+        except FileExistsError:
+            return False
+
+    def _put(self, task, place):
+        assert self._lock_fd is not None, "task files are written only under the board's lock"
+        task = {**task, "updated_at": now()}
+        data = json.dumps(task, indent=2, ensure_ascii=False) + "\n"
+        try:
+            data = data.encode("utf-8")
+        except UnicodeEncodeError:  # checked before any file exists, so nothing is left behind
+            raise ValueError("the task contains characters that are not valid text (a lone surrogate)") from None
+        path = self.dir / f"task_{task['id']}.json"
+        tmp = self.dir / f".tmp_{task['id']}_{os.getpid()}_{threading.get_ident()}"  # never task_*.json
+        try:
+            with open(tmp, "wb") as f:
+                f.write(data)
+                f.flush()
+                st = os.fstat(f.fileno())  # scan()'s key: os.replace and os.link keep size, mtime, inode
+            place(tmp, path)
+        except FileExistsError:
+            raise
+        except OSError as exc:
+            raise ValueError(f"could not save task #{task['id']} in {self.dir}: {reason(exc)}") from None
+        finally:
+            tmp.unlink(missing_ok=True)
+        self._wrote = True
+        self._cache[path.name] = ((st.st_size, st.st_mtime_ns, st.st_ino), task)
+        if self._tasks and task["id"] not in self._tasks and task["id"] < next(reversed(self._tasks)):
+            self._stamp = None                  # an id below ours appeared: the next scan rebuilds the order
+        self._tasks[task["id"]] = task
+
+    # ------------------------------------------------------------ reading
+
+    def largest_id(self):
+        """The max-scan: the largest id among the file names (a corrupt file still holds its id).
+
+        A name past MAX_ID (task_1000000000000000.json) is ignored, and scan() flags it: else
+        the next id would be one that every tool refuses, and the board could take no new task.
+        """
+        found = (int(m[1]) for name in self._names() if (m := TASK_FILE.fullmatch(name)) and len(m[1]) < 16)
+        return max((n for n in found if n < MAX_ID), default=0)
+
+    def load(self, task_id):
+        """One task, read from its file now, or ValueError saying what is wrong."""
+        path = self.dir / f"task_{task_id}.json"
+        if not path.exists():
+            existing = ", ".join(f"#{i}" for i in self.scan()[0]) or "none yet"
+            raise ValueError(f"no task #{task_id}; existing tasks: {existing}")
+        return read_task(path)
+
+    def try_load(self, task_id):
+        try:
+            return read_task(self.dir / f"task_{task_id}.json")
+        except ValueError:
+            return None
+
+    def status_of(self, task_id):
+        return (self.try_load(task_id) or {}).get("status")
+
+    def scan(self, validate=False):
+        """Every task by id, and the problems found (corrupt files, odd names).
+
+        Parsed tasks are cached by (size, mtime_ns, inode). Under the lock, when the stamp in
+        .lock shows no other manager wrote since our last complete scan, the cache is the
+        board (no stat at all): another process's write is seen by our very next call.
+        A hand edit (no stamp) can count on: the next list_all, get or post-compaction board
+        (every file stat'ed, a changed one re-read), and every update() of that task or of a
+        task it frees (those files are read). It cannot count on update()'s cycle check
+        until the next listing, nor on an edit that keeps the size within one mtime tick
+        of our own write (a few ms): touch the file again to be seen.
+        """
+        if not validate and self._lock_fd is not None and self._stamp is not None:
+            return dict(self._tasks), []
+        tasks, problems, cache, folder = {}, [], {}, os.fspath(self.dir)
+        for name in self._names():
+            hit = self._cache.get(name)          # a cached name passed the checks below when first read
+            if hit is None and not (name.startswith("task_") and name.endswith(".json")):
+                continue
+            if hit is None and not _is_task_name(name):
+                problems.append(f"{self.dir / name} is not a task file name (expected task_<n>.json "
+                                f"with n below {MAX_ID:,}); it was left as it is")
+                continue
+            try:
+                st = os.stat(f"{folder}/{name}")   # a str, not a Path: 10,000 Path objects cost more
+                key = (st.st_size, st.st_mtime_ns, st.st_ino)
+                task = hit[1] if hit and hit[0] == key else read_task(self.dir / name)
+                cache[name] = (key, task)
+                tasks[task["id"]] = task
+            except (OSError, ValueError) as exc:
+                problems.append(str(exc) if isinstance(exc, ValueError) else f"{self.dir / name}: {reason(exc)}")
+        self._cache, self._tasks = cache, dict(sorted(tasks.items()))
+        if self._lock_fd is not None:
+            self._stamp = self._read_stamp()   # the cache is complete as of this generation
+        return dict(self._tasks), sorted(problems)
+
+    def _names(self):
+        """The file names in the folder; a board that cannot be read says so, it does not look empty."""
+        if not self.dir.exists():
+            return []
+        try:
+            return os.listdir(self.dir)
+        except NotADirectoryError:
+            raise ValueError(f"the board {self.dir} cannot be read: it is a file, not a folder") from None
+        except OSError as exc:
+            raise ValueError(f"the board {self.dir} cannot be read: {reason(exc)}") from None
+
+
+
+def _is_task_name(name):
+    m = TASK_FILE.fullmatch(name)
+    return bool(m) and len(m[1]) < 16 and int(m[1]) < MAX_ID
+
+
+def read_regular(path, limit):
+    """The bytes of a regular file, at most `limit`, or OSError / ValueError.
+
+    O_NONBLOCK: opening a FIFO for reading would wait for a writer forever. Then fstat: a FIFO,
+    a device (/dev/zero behind a symlink) or a folder is refused before a byte is read.
+    """
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise ValueError("not a regular file: a FIFO, a device or a folder")
+        if st.st_size > limit:
+            raise ValueError(f"{st.st_size:,} bytes, more than {limit:,}")
+        with os.fdopen(fd, "rb", closefd=False) as f:
+            return f.read(limit + 1)[:limit]
+    finally:
+        os.close(fd)
+
+
+def read_task(path):
+    """A task from its file, or ValueError naming the file and the field. Never repairs or deletes it."""
+    try:
+        task = json.loads(read_regular(path, TASK_FILE_MAX))  # bytes: json decodes UTF-8 itself
+    except OSError as exc:
+        raise ValueError(f"{path} is unreadable ({reason(exc)}); it was left as it is") from None
+    except ValueError as exc:  # JSONDecodeError, UnicodeDecodeError, not a regular file, too big
+        raise ValueError(f"{path} is unreadable ({exc}); it was left as it is") from None
+    problem = task_problem(task, int(TASK_FILE.fullmatch(path.name)[1]))
+    if problem:
+        raise ValueError(f"{path} is unreadable (not a valid task: {problem}); it was left as it is")
+    return task
+

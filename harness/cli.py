@@ -1,0 +1,205 @@
+"""The command line every lesson shares: one-shot runs, the REPL, and --demo.
+
+Relied on by all three lessons: each main() is one call to run_cli. Without each piece:
+- parsing before importing the SDK: --help takes two seconds and fails without the SDK.
+- _repl's error handling: one failed call ends the session and loses the conversation.
+- _keep_completed: after a failed or abandoned turn the model forgets the tool calls that
+  already ran (and wrote files), and does them again.
+- _read_prompt: a pasted block of several lines becomes several prompts.
+- _run_demo: without it a learner needs a key to see a lesson run.
+"""
+
+import argparse
+import difflib
+import os
+import select
+import sys
+import textwrap
+
+from harness.config import EndpointError, SetupError, describe_api_error, load_env, make_client
+from harness.terminal import SESSION, _colour, print_answer, show_error, show_note, show_session
+
+def run_cli(name, doc, agent_loop, commands=None, demo=None, argv=None, options=(), on_start=None, help_extra=""):
+    """`sNN.py "prompt"` runs one turn; `sNN.py` opens a REPL; `--demo` plays a script.
+
+    agent_loop(messages, client) -> final text.  commands: {"/x": fn(messages, client, arg)}, arg being
+    the rest of the line. options: [(flags, add_argument kwargs)]. on_start(args) runs after .env is
+    read and may return a word for the REPL banner. help_extra: more text for --help.
+    demo: () -> (script, prompt, summary), played by the loopback stand-in with no key;
+    summary answers compaction calls (None if the lesson does not compact).
+    """
+    commands = commands or {}
+    repl_help = f" In the REPL: {', '.join(['/help', *commands])}." if commands else ""
+    parser = argparse.ArgumentParser(prog=f"python {name}.py", description=doc.strip().splitlines()[0],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter,
+                                     epilog=textwrap.fill("Set ANTHROPIC_API_KEY (or put it in ./.env); "
+                                                          "ANTHROPIC_BASE_URL, MODEL_ID and API_TIMEOUT are "
+                                                          f"optional.{repl_help}", 79)
+                                            + (f"\n\n{help_extra}" if help_extra else ""))
+    parser.add_argument("prompt", nargs="?", help="run one turn with this prompt and exit; "
+                                                  "without it, open a REPL (q or exit to quit)")
+    if demo:
+        parser.add_argument("--demo", action="store_true",
+                            help="play a scripted session through the real loop and tools; no key, no network")
+    for flags, kwargs in options:
+        parser.add_argument(*flags, **kwargs)
+    args = parser.parse_args(argv)  # before importing the SDK, so --help is instant
+    if args.prompt is not None and not args.prompt.strip():
+        parser.error("the prompt is empty; give a prompt, or none for the REPL")
+    if demo and args.demo and args.prompt is not None:
+        parser.error("--demo plays its own scripted prompt; leave out the prompt (or drop --demo)")
+    try:
+        import anthropic
+    except ImportError:
+        show_error("the anthropic package is not installed here: run  python -m pip install -r requirements.txt")
+        return 1
+    SESSION.update(dict.fromkeys(SESSION, 0))
+    try:
+        load_env()
+        banner = on_start(args) if on_start else None
+        if demo and args.demo:
+            return _run_demo(demo, agent_loop)
+        client = make_client()
+        if args.prompt is not None:
+            try:
+                print_answer(agent_loop([{"role": "user", "content": args.prompt}], client))
+            finally:
+                show_session()
+            return 0
+    except SetupError as exc:
+        show_error(str(exc))
+        return 1
+    except anthropic.APIError as exc:
+        show_error(describe_api_error(exc))
+        return 1
+    except EndpointError as exc:
+        show_error(str(exc))
+        return 1
+    except KeyboardInterrupt:
+        show_error("interrupted")
+        return 130
+    try:
+        return _repl(name, client, agent_loop, commands, banner)
+    finally:
+        show_session()
+
+
+REPL_HELP = 'a line """ starts a prompt of several lines and the next """ ends it; Ctrl-C clears the line'
+
+
+def _repl(name, client, agent_loop, commands, banner=None):
+    import anthropic
+    history = []
+    label = name.split("_")[0]
+    names = ["q/exit", "/help", *commands]
+    print(f"{name}{f' ({banner})' if banner else ''}: type a prompt ({', '.join(names)})", file=sys.stderr)
+    while True:
+        try:
+            query = _read_prompt(_colour("36", f"{label} >> ", sys.stdout))
+        except KeyboardInterrupt:          # Ctrl-C at the prompt clears the line, as in a shell
+            print(file=sys.stderr)
+            continue
+        except EOFError:
+            print()
+            return 0
+        if query.strip().lower() in ("q", "exit", "quit"):
+            return 0
+        if not query.strip():
+            continue
+        word, _, arg = query.strip().partition(" ")
+        if word.lower() in commands:
+            try:
+                commands[word.lower()](history, client, arg.strip())
+            except (SetupError, ValueError) as exc:  # a command's refusal, or a setting to fix
+                show_error(str(exc))
+            except Exception as exc:                 # a bug or an odd file: one line, the conversation stays
+                show_error(f"/{word.lower().lstrip('/')} failed: {type(exc).__name__}: {exc}")
+            except KeyboardInterrupt:
+                show_note("[command interrupted]")
+            continue
+        if _is_command_word(word):          # answered here: a typo must not cost a model call
+            _unknown_command(word, commands)
+            continue
+        saved = len(history)
+        try:
+            history.append({"role": "user", "content": query})
+            print_answer(agent_loop(history, client))
+        except KeyboardInterrupt:
+            _keep_completed(history, saved, "turn abandoned")
+        except (anthropic.APIError, EndpointError) as exc:
+            show_error(describe_api_error(exc, client) if isinstance(exc, anthropic.APIError) else str(exc))
+            _keep_completed(history, saved, "turn failed")
+        except (SetupError, ValueError) as exc:
+            show_error(str(exc))
+            _keep_completed(history, saved, "turn failed")
+
+
+def _read_prompt(prompt):
+    """One prompt: a line; a block between two \"\"\" lines; or, on a terminal, all lines pasted at once."""
+    line = input(prompt)
+    if line.strip() == '"""':
+        lines = []
+        while (more := input("... ")).strip() != '"""':
+            lines.append(more)
+        return "\n".join(lines)
+    lines = [line]
+    while sys.stdin.isatty() and select.select([sys.stdin], [], [], 0.03)[0]:  # more of a paste is waiting
+        lines.append(input())
+    return "\n".join(lines)
+
+
+def _is_command_word(word):
+    return word.startswith("/") and len(word) > 1 and word[1:].replace("-", "").replace("_", "").isalnum() \
+        and word[1].isalpha() and "/" not in word[1:]
+
+
+def _unknown_command(word, commands):
+    known = ["/help", *commands]
+    if word.lower() == "/help":
+        print(f"commands: {', '.join(known)}, q or exit to quit; {REPL_HELP}; anything else is a prompt")
+        return
+    close = difflib.get_close_matches(word.lower(), known, n=1, cutoff=0.6)
+    hint = f"; did you mean {close[0]}?" if close else ""
+    show_error(f"unknown command {word}{hint} (commands: {', '.join(known)}); nothing was sent to the model")
+
+
+def _keep_completed(history, saved, what):
+    """After a failed turn keep what was done: every tool call that ran and its result.
+
+    The files those tools wrote are on disk either way; forgetting them would make the model
+    redo (or duplicate) them. A trailing assistant message whose tool calls got no results is
+    dropped, so the history stays valid for the API.
+    """
+    while len(history) > saved + 1 and not _ends_with_results(history):
+        history.pop()
+    done = sum(1 for m in history[saved + 1:] if m["role"] == "user" for b in m["content"]
+               if isinstance(b, dict) and b.get("type") == "tool_result")
+    if len(history) <= saved + 1 or not done:
+        del history[saved:]
+        show_note(f"[{what}; the conversation is as it was before it]")
+    else:
+        show_note(f"[{what} after {done} tool call{'s' * (done != 1)}: they are kept in the conversation, "
+                  "so the model knows what was done]")
+
+
+def _ends_with_results(history):
+    last = history[-1]
+    return last["role"] == "user" and isinstance(last["content"], list) and any(
+        isinstance(b, dict) and b.get("type") == "tool_result" for b in last["content"])
+
+
+def _run_demo(demo, agent_loop):
+    from harness.stand_in_api import StandInAPI
+    script, prompt, summary = demo()
+    with StandInAPI(script, summary=summary) as api:
+        show_note(f"[demo] a SCRIPTED stand-in model answers on {api.url}: no key, no network.")
+        show_note("[demo] the loop, the tools and the files they write are real.")
+        print(_colour("36", f">> {prompt}", sys.stdout))
+        os.environ["ANTHROPIC_BASE_URL"] = api.url   # so every message names the stand-in, not the real API
+        client = make_client(base_url=api.url, api_key="demo-no-key")
+        print_answer(agent_loop([{"role": "user", "content": prompt}], client))
+    show_session()
+    if api.violations:
+        show_error(f"the demo sent an invalid request: {api.violations[0]}")
+        return 1
+    return 0

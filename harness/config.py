@@ -1,0 +1,119 @@
+"""Configuration and the client: every lesson's main() reads its settings through here.
+
+Relied on by all three lessons (through cli.run_cli) and by the tests. Without each piece:
+- load_env: a key kept in ./.env is not found, or a UTF-16 .env becomes a traceback.
+- make_client: a typo'd API_TIMEOUT or a missing key fails at the first request, deep in the SDK;
+  a local server on 127.0.0.1 is sent through HTTP_PROXY and never answers.
+- describe_api_error: a user sees a traceback instead of one line that says what to fix.
+Nothing runs at import: anthropic and dotenv are imported inside the functions that use them,
+so importing a lesson needs neither (the SDK alone takes about 2 s to import).
+"""
+
+import os
+from pathlib import Path
+from urllib.parse import urlsplit
+
+DEFAULT_MODEL = "claude-sonnet-5-5"  # any model id works; MODEL_ID overrides it
+DEFAULT_TIMEOUT = 300                # seconds of silence from the endpoint before giving up (API_TIMEOUT);
+                                     # a small local model can take minutes before its first token
+MAX_RETRIES = 2                      # for 429/5xx and dropped connections; the SDK waits between tries
+LOOPBACK = {"127.0.0.1", "localhost", "::1", "[::1]"}
+
+
+class SetupError(Exception):
+    """A configuration problem the user must fix; shown as one line, exit 1."""
+
+
+class EndpointError(Exception):
+    """The endpoint answered, but not like the Messages API (HTML, other JSON, no content)."""
+
+
+# ---------------------------------------------------------------- configuration
+
+def load_env():
+    """Read ./.env; a variable already set in the real environment wins, unless it is empty."""
+    from dotenv import dotenv_values
+    path = Path.cwd() / ".env"
+    if not path.is_file():
+        return
+    try:
+        path.read_bytes().decode("utf-8")
+    except UnicodeDecodeError:  # Notepad and PowerShell often save UTF-16
+        raise SetupError(f"{path} is not UTF-8 text; save it as UTF-8 (one NAME=value per line)") from None
+    for name, value in dotenv_values(path, encoding="utf-8").items():
+        if value is not None and not os.environ.get(name):  # `export ANTHROPIC_API_KEY=` counts as unset
+            os.environ[name] = value
+
+
+def model_id():
+    return os.environ.get("MODEL_ID") or DEFAULT_MODEL
+
+
+def base_url():
+    return os.environ.get("ANTHROPIC_BASE_URL") or "https://api.anthropic.com"
+
+
+def api_timeout():
+    raw = os.environ.get("API_TIMEOUT", "").strip()
+    try:
+        seconds = float(raw) if raw else DEFAULT_TIMEOUT
+    except ValueError:
+        seconds = 0
+    if not seconds > 0:
+        raise SetupError(f"API_TIMEOUT must be a positive number of seconds, got {raw!r}")
+    return seconds
+
+
+def make_client(base_url=None, api_key=None):
+    """Build the Anthropic client, or raise SetupError before any request is made."""
+    import anthropic
+    auth_token = None
+    if api_key is None:
+        api_key = os.environ.get("ANTHROPIC_API_KEY") or None
+        auth_token = None if api_key else os.environ.get("ANTHROPIC_AUTH_TOKEN") or None
+        if not (api_key or auth_token):
+            raise SetupError("no API key: set ANTHROPIC_API_KEY in your environment or in ./.env "
+                             "(copy .env.example), or try --demo, which needs no key")
+    url = base_url or os.environ.get("ANTHROPIC_BASE_URL") or None
+    timeout = api_timeout()
+    options = dict(api_key=api_key, auth_token=auth_token, base_url=url, max_retries=MAX_RETRIES,
+                   timeout=anthropic.Timeout(timeout, connect=min(10.0, timeout)))
+    if url and urlsplit(url).hostname in LOOPBACK:  # a local server: never through HTTP_PROXY/ALL_PROXY
+        options["http_client"] = anthropic.DefaultHttpxClient(trust_env=False)
+    return anthropic.Anthropic(**options)
+
+
+def describe_api_error(exc, client=None):
+    """One line saying what failed and what to do about it, naming the URL actually used."""
+    import anthropic
+    where = str(client.base_url).rstrip("/") if client is not None else base_url()
+    status = getattr(exc, "status_code", None)
+    detail = _error_message(exc)
+    if isinstance(exc, anthropic.APITimeoutError):
+        return (f"the API at {where} did not answer within API_TIMEOUT={api_timeout():g}s, even after retries: "
+                "try again later, or raise API_TIMEOUT for a slow model")
+    if isinstance(exc, anthropic.APIConnectionError):
+        return f"cannot reach the API at {where}: check ANTHROPIC_BASE_URL and your network"
+    if status == 401:
+        return f"the API rejected the key (401 {detail}): check ANTHROPIC_API_KEY (or ANTHROPIC_AUTH_TOKEN)"
+    if status == 403:
+        return f"the key may not do this (403 {detail}): check the key's permissions"
+    if status == 404:
+        return f"not found (404 {detail}): check MODEL_ID={model_id()!r} and ANTHROPIC_BASE_URL"
+    if status == 429:
+        return f"rate limited (429 {detail}) even after retries: wait a minute and try again"
+    if status == 400:
+        return f"the API refused the request (400 {detail})"
+    if status is not None and status >= 500:
+        return f"the API failed ({status} {detail}) even after retries: try again later"
+    return f"the API call failed: {detail}"
+
+
+def _error_message(exc):
+    body = getattr(exc, "body", None)
+    if isinstance(body, dict) and isinstance(body.get("error"), dict):
+        return body["error"].get("message", str(exc))
+    return str(exc)
+
+
+# ---------------------------------------------------------------- terminal output
