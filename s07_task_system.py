@@ -36,6 +36,7 @@ import json
 import os
 import re
 import sys
+import unicodedata
 from functools import partial
 from pathlib import Path
 
@@ -468,12 +469,14 @@ def _fail(message):
     raise ValueError(message)
 
 
-def set_agent_name(args):
-    """--name or AGENT_NAME: who this process is on the board."""
-    name = (args.name or os.environ.get("AGENT_NAME") or "").strip()
+def choose_board(args) -> str:
+    """--board or TASK_BOARD: which board (a folder, or a postgresql:// URL); --name or AGENT_NAME: who
+    this process is on it. Each run decides afresh, even a second main() in one process."""
+    global TASKS
+    name = unicodedata.normalize("NFKC", args.name or os.environ.get("AGENT_NAME") or "").strip()
     if name and not re.fullmatch(r"[\w.@-]{1,40}", name):
         raise SetupError(f"an agent name is 1-40 letters, digits or . _ @ -; got {name!r}")
-    TASKS.agent = name or default_agent_name()   # each run decides afresh, even a second main() in one process
+    TASKS = TaskManager(args.board or os.environ.get("TASK_BOARD") or TASKS_DIR, agent=name or None)
     return f"agent {TASKS.agent}"
 
 
@@ -531,8 +534,10 @@ def main(argv=None):
     return run_cli("s07_task_system", __doc__, agent_loop, demo=demo, argv=argv, help_extra=TASK_COMMANDS,
                    commands={"/tasks": show_board, "/task": task_command, "/compact": compact},
                    options=[(("--name",), {"help": "this agent's name on the board (default: AGENT_NAME, "
-                                                   "else your user and terminal)"})],
-                   on_start=set_agent_name)
+                                                   "else your user and terminal)"}),
+                            (("--board",), {"help": "the board: a folder (default: TASK_BOARD, else .tasks) "
+                                                    "or a postgresql:// URL"})],
+                   on_start=choose_board)
 
 
 if __name__ == "__main__":

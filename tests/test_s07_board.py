@@ -183,7 +183,7 @@ def test_the_repl_task_commands_work_the_board_without_a_model_call(run_main, wo
 def test_a_local_command_that_fails_oddly_is_one_line_and_the_repl_goes_on(run_main, workdir, monkeypatch):
     def broken(*_):
         raise TypeError("'int' object is not iterable")     # as a hand-edited field once caused
-    monkeypatch.setattr(s07_task_system.TASKS, "order", broken)
+    monkeypatch.setattr(s07_task_system.TaskManager, "order", broken)
     stdin = "/task order\n/task show " + "9" * 300 + "\n/task add still here\nq\n"
     code, out, err, api = run_main(s07_task_system, stdin=stdin)
     assert code == 0 and "Traceback" not in err
