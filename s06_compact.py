@@ -1,16 +1,16 @@
 #!/usr/bin/env python3
-"""s06: three layers of context compaction, so the agent can work forever.
+"""s06: three layers of context compaction, so the agent can work for as long as the work takes.
 
-A context window is finite; a long task is not. And every call pays again, by
-the token, for the whole conversation it sends. The agent forgets on purpose,
-in three layers, keeps a full record on disk so nothing is really lost, and
-keeps what it sends stable so that the API can serve it from its cache.
+A context window is finite; a long task is not. And every call pays again, by the token, for
+the whole conversation it sends. So the agent forgets on purpose, in three layers, keeps a
+full record on disk so nothing is really lost, and keeps what it sends stable so that the API
+can serve it from its cache.
 
     before every model call:
       layer 1  micro_compact   in what the model sees, old tool results become
                                "[Previous: used bash]", in batches of at least
                                CLEAR_AT_LEAST tokens (the newest 3, short ones and
-                               current file contents stay; the history keeps all)
+                               the last read of each file stay; the history keeps all)
       layer 2  auto_compact    context > COMPACT_THRESHOLD tokens?
                                  1. history -> .transcripts/transcript_<time>.jsonl
                                  2. the model writes a summary (same prefix: cached)
@@ -18,34 +18,24 @@ keeps what it sends stable so that the API can serve it from its cache.
     any time:
       layer 3  `compact` tool or /compact   -> the same as layer 2, now
 
-    [u: task] [a: tool_use] [u: result] ... [u: result]  ~60,000 tokens
-                            |  auto_compact
-                            v
-    [u: "compacted; transcript at ...; summary: ...; continue"]  ~1,000 tokens
-
-Prompt caching, the rule layer 1 is built around. The API caches the request's
-prefix, in this order, up to a breakpoint (s03's loop sets one on the last block):
+Prompt caching, the rule layer 1 is built around. The API caches the request's prefix, in
+this order, up to a breakpoint (s03's loop sets one on the last block):
 
     tools -> system -> message 1 -> message 2 -> ... -> last block   <- breakpoint
     |------- read from the cache: 0.1 x price --------|-- new: written, 1.25 x --|
 
-It matches byte for byte, looks back at most 20 blocks for an earlier cached
-prefix, lives 5 minutes, and caches nothing (silently) below a minimum length
-(1,024 tokens on Sonnet-class models, more on some). So anything that rewrites
-an early part of the conversation throws the cache away from that point on:
-placeholders are made in rare, large batches, and the summary call repeats
-the conversation's own prefix instead of sending it again as new text.
+It matches byte for byte, looks back at most 20 blocks, lives 5 minutes, and silently caches
+nothing below a minimum (1,024 tokens on Sonnet-class models). Rewriting an early part of the
+conversation throws the cache away from there on: so placeholders come in rare, large
+batches, and the summary call repeats the conversation's own prefix.
 
 Key insight: the conversation is working memory, not storage. Summaries keep
 the thread; the transcript on disk keeps every detail for whoever needs it.
 
-Read it in this order: layer 1 (micro_compact, no_longer_needed), measuring the
-context (ContextSize, needs_compaction), layer 2 (save_transcript, summarize, auto_compact),
-layer 3 (the compact tool), then the loop, whose three marked lines use them.
-
-New since s03: micro_compact, ContextSize, auto_compact, the compact tool
-and /compact. The loop gains three lines, one per layer. (The todo tool is
-gone: an in-memory plan does not survive a compaction well; s07 fixes that.)
+Read it in this order: layer 1, measuring the context (ContextSize), layer 2, layer 3, then
+the loop. New since s03: those four, and /compact. The loop gains four marked lines: one per
+layer, and one that records the context's size for layer 2. (The todo tool is gone: an
+in-memory plan does not survive a compaction well; s07 fixes that.)
 
 Run it:   python s06_compact.py "read every .py file here and summarise each"
           COMPACT_THRESHOLD=5000 python s06_compact.py      (a REPL; /compact)
@@ -55,19 +45,20 @@ Run it:   python s06_compact.py "read every .py file here and summarise each"
 import json
 import os
 import sys
-import time
 from pathlib import Path
 
+from harness import demos, transcripts
 from harness.cli import run_cli
-from harness.config import SetupError, describe_api_error, model_id
+from harness.config import model_id, positive_int
+from harness.endpoints import assistant_turn, complete_tool_calls, cut_note, decode_args, final_text
 from harness.terminal import show_note, show_stream, show_usage, usage_counts
-from s03_todo import (BASE_HANDLERS, BASE_TOOLS, CACHE, MAX_STEPS, MAX_TOKENS, STEP_LIMIT_TEXT, assistant_turn,
-                      final_text, object_schema, run_tool_calls, tool_calls)
+from s03_todo import (BASE_HANDLERS, BASE_TOOLS, CACHE, MAX_STEPS, MAX_TOKENS, STEP_LIMIT_TEXT,
+                      object_schema, run_tool_calls, show_reply)
 
 KEEP_RECENT = 3                 # the newest tool results the model may still be reasoning about
 CLEAR_AT_LEAST = 8_000          # tokens a batch must free: clearing rewrites the cache from that point on
 KEEP_CHARS = 400                # a result this short costs little, and less still when read from the cache
-FILE_TOOLS = {"read_file", "write_file", "edit_file"}  # a later one of these supersedes a read of that path
+SUPERSEDE_READ = {"read_file", "write_file"}  # a later one of these shows the file anew; an edit does not
 DEFAULT_THRESHOLD = 50_000      # tokens; well below the window, leaving room for the summary call
 SUMMARY_MAX_TOKENS = 2000       # a summary longer than this is no longer a summary
 TRANSCRIPTS = Path(".transcripts")
@@ -78,49 +69,44 @@ SYSTEM = ("You are a coding agent working in the current folder. Use the tools t
 
 # ---------------------------------------------------------------- layer 1
 
-_CLEARED = set()  # tool_use ids shown as placeholders: once cleared, always cleared, so the prefix stays stable
+_CLEARED = set()  # tool_use ids shown as placeholders: once cleared, always cleared (a stable prefix)
 
 
-def micro_compact(messages, batch=True):
+def micro_compact(messages: list, batch: bool = True) -> list:
     """The history as the model will see it: old tool results become placeholders, in batches.
 
-    A batch is cleared only when it frees at least CLEAR_AT_LEAST tokens, and a cleared result
-    stays a placeholder, so between batches every request repeats the last one byte for byte
-    and the API reads it from its cache. (Clearing one result per call, as a simpler design
-    would, changes the prefix every time and nothing is ever read back.) The API's server-side
-    `clear_tool_uses_20250919` edit (trigger, keep, clear_at_least) and production agents batch
-    for the same reason. batch=False shows the view without starting a new batch.
-
-    It returns a copy; the history itself keeps every result, so the transcript saved by
-    layer 2 is complete. Ids and tool_use/tool_result pairs are kept.
-    """
+    A cleared result stays a placeholder, so between batches each request repeats the last byte
+    for byte and is read from the cache (the API's `clear_tool_uses_20250919` edit batches for
+    the same reason). A copy: the history keeps every result, so layer 2's transcript is whole.
+    batch=False shows the view without starting a new batch."""
     calls = {b["id"]: b for m in messages if m["role"] == "assistant"
              for b in m["content"] if b.get("type") == "tool_use"}
     results = [b for m in messages if m["role"] == "user" and isinstance(m["content"], list)
                for b in m["content"] if b.get("type") == "tool_result"]
     if batch:
-        clear = no_longer_needed(results, calls) - _CLEARED
-        fresh = [b for b in results if b["tool_use_id"] in clear]
-        freed = sum(estimate_tokens(b["content"]) for b in fresh)
-        if freed >= CLEAR_AT_LEAST:
-            _CLEARED.update(b["tool_use_id"] for b in fresh)
-            what = (f"{len(fresh)} old tool results are now placeholders" if len(fresh) > 1
-                    else "an old tool result is now a placeholder")
-            show_note(f"  [micro_compact: {what} (about {freed:,} tokens cleared); "
-                      "the history keeps every result]")
-    view = []
-    for m in messages:
-        if m["role"] == "user" and isinstance(m["content"], list):
-            m = {**m, "content": [_placeholder(b, calls) if b.get("tool_use_id") in _CLEARED else b
-                                  for b in m["content"]]}
-        view.append(m)
-    return view
+        clear_batch(results, calls)
+    return [{**m, "content": [_placeholder(b, calls) if b.get("tool_use_id") in _CLEARED else b
+                              for b in m["content"]]}
+            if m["role"] == "user" and isinstance(m["content"], list) else m for m in messages]
 
 
-def no_longer_needed(results, calls):
+def clear_batch(results: list, calls: dict) -> None:
+    """Clear every result no longer needed, if together they free CLEAR_AT_LEAST tokens."""
+    fresh = [b for b in results if b["tool_use_id"] in no_longer_needed(results, calls) - _CLEARED]
+    freed = sum(estimate_tokens(b["content"]) for b in fresh)
+    if freed < CLEAR_AT_LEAST:
+        return
+    _CLEARED.update(b["tool_use_id"] for b in fresh)
+    what = (f"{len(fresh)} old tool results are now placeholders" if len(fresh) > 1
+            else "an old tool result is now a placeholder")
+    show_note(f"  [micro_compact: {what} (about {freed:,} tokens cleared); "
+              "the history keeps every result]")
+
+
+def no_longer_needed(results: list, calls: dict) -> set:
     """Ids of results the model can do without: older than the newest few, long, and for a
-    read_file, superseded by a later read, write or edit of the same path (the current
-    contents of a file stay in sight)."""
+    read_file, superseded by a later read or write of the same path. The last read of a file
+    stays in sight: an edit changes only a part, so it does not supersede the read."""
     later_paths, ids = set(), set()
     for n, block in reversed(list(enumerate(results))):
         call = calls.get(block["tool_use_id"], {})
@@ -128,17 +114,17 @@ def no_longer_needed(results, calls):
         old = n < len(results) - KEEP_RECENT and len(str(block["content"])) > KEEP_CHARS
         if old and (name != "read_file" or path in later_paths):
             ids.add(block["tool_use_id"])
-        if name in FILE_TOOLS and path:
+        if name in SUPERSEDE_READ and path:
             later_paths.add(path)
     return ids
 
 
-def _path(call):
+def _path(call: dict):
     path = (call.get("input") or {}).get("path")
     return os.path.normpath(path) if isinstance(path, str) and path else None
 
 
-def _placeholder(block, calls):
+def _placeholder(block: dict, calls: dict) -> dict:
     call = calls.get(block["tool_use_id"], {})
     name = call.get("name", "a tool")
     if name == "read_file":
@@ -148,74 +134,51 @@ def _placeholder(block, calls):
 
 # ---------------------------------------------------------------- measuring the context
 
-def estimate_tokens(messages):
+def estimate_tokens(messages: object) -> int:
     return len(json.dumps(messages, ensure_ascii=False)) // 4
 
 
 class ContextSize:
-    """How big the context is: the API's own count for the last call, plus an estimate since.
+    """The API's own count for the last call (system, tools and the real tokenizer included),
+    plus an estimate since: characters/4, which runs far from the truth on code."""
 
-    The reported count is exact: it includes the system prompt and the tool
-    schemas, and the tokenizer's real ratio (code and non-English text run
-    far from 4 characters a token). Characters/4 is only the fallback.
-    """
-
-    def __init__(self):
+    def __init__(self) -> None:
         self.reported, self.seen = None, 0
         self.after_compaction = 0  # the size right after the last compaction (or failed attempt)
 
-    def record(self, usage, messages):
-        """Call after appending the assistant turn that `usage` describes."""
-        self.reported = sum(usage_counts(usage)) or None  # uncached + read + written + output; null counts 0
+    def record(self, usage, messages: list) -> None:  # after appending the turn `usage` describes
+        self.reported = sum(usage_counts(usage)) or None  # uncached + read + written + output
         self.seen = len(messages)
 
-    def estimate(self, messages):
+    def estimate(self, messages: list) -> int:
         if self.reported is None or self.seen > len(messages):
             return estimate_tokens(messages)
         return self.reported + estimate_tokens(messages[self.seen:])
 
-    def reset(self):
+    def reset(self) -> None:
         self.reported, self.seen = None, 0
 
 
 CONTEXT = ContextSize()
 
 
-def compact_threshold():
-    raw = os.environ.get("COMPACT_THRESHOLD", "").strip()
-    if not raw:
-        return DEFAULT_THRESHOLD
-    if not (raw.isascii() and raw.isdigit()) or int(raw) < 1:  # "²".isdigit() is True; int("²") fails
-        raise SetupError(f"COMPACT_THRESHOLD must be a positive whole number of tokens, got {raw!r}")
-    return int(raw)
+def compact_threshold() -> int:
+    return positive_int("COMPACT_THRESHOLD", DEFAULT_THRESHOLD, "tokens")
 
 
-def needs_compaction(messages):
-    """Layer 2's test: over the threshold, and grown by half a threshold since the last compaction.
-
-    Without the second part, a summary that is itself over the threshold (a huge board, a
-    tiny COMPACT_THRESHOLD), or a summary call that keeps failing, would be retried before
-    every model call, each time at the price of the whole context.
-    """
+def needs_compaction(messages: list) -> bool:
+    """Over the threshold, and grown by half a threshold since the last compaction: else a summary
+    over the threshold, or a summary call that keeps failing, would be retried on every call."""
     size, limit = CONTEXT.estimate(messages), compact_threshold()
     return size > limit and size > CONTEXT.after_compaction + limit // 2
 
 
 # ---------------------------------------------------------------- layer 2
 
-def save_transcript(messages):
+def save_transcript(messages: list) -> Path:
     """Write the history as JSONL, one message per line; never overwrite an earlier one."""
-    TRANSCRIPTS.mkdir(exist_ok=True)
-    stamp = time.strftime("%Y%m%d-%H%M%S")
-    for n in range(1, 1000):
-        path = TRANSCRIPTS / (f"transcript_{stamp}.jsonl" if n == 1 else f"transcript_{stamp}_{n}.jsonl")
-        try:
-            with path.open("x", encoding="utf-8") as f:  # "x": fail rather than overwrite
-                f.writelines(json.dumps(m, ensure_ascii=False) + "\n" for m in messages)
-            return path
-        except FileExistsError:
-            continue
-    raise OSError(f"too many transcripts named transcript_{stamp}*")
+    return transcripts.save_new(TRANSCRIPTS, "transcript",
+                                (json.dumps(m, ensure_ascii=False) + "\n" for m in messages))
 
 
 SUMMARY_REQUEST = """<summary-request>
@@ -225,22 +188,12 @@ current state; decisions made and why; open next steps. Be concrete: names, path
 </summary-request>"""
 
 
-def summarize(messages, client, focus="", system=None, tools=None):
-    """Ask for a summary by sending the conversation's own prefix, so the call reads the cache.
-
-    Same system, tools and view as the loop's last call, with the request appended to the
-    last user turn: everything before it is already cached and costs a tenth. tool_choice
-    stays as the loop sends it, because changing it (to "none") makes the API drop the
-    cached messages; the request asks in words for no tool call, and any call is ignored.
-    """
-    view = micro_compact(messages, batch=False)
-    ask = {"type": "text", "text": SUMMARY_REQUEST.format(focus=f"\nAbove all, preserve: {focus}" if focus else "")}
-    last = view[-1]
-    if last["role"] == "user":
-        content = last["content"] if isinstance(last["content"], list) else [{"type": "text", "text": last["content"]}]
-        view = view[:-1] + [{**last, "content": content + [ask]}]
-    else:
-        view = view + [{"role": "user", "content": [ask]}]
+def summarize(messages: list, client, focus: str = "", system: str = None, tools: list = None) -> str:
+    """Ask for a summary by sending the loop's own prefix (system, tools, view), so it is read
+    from the cache, with the request added to the last user turn. tool_choice stays as the loop
+    sends it: changing it drops the cached messages. So it asks in words for no tool call."""
+    ask = SUMMARY_REQUEST.format(focus=f"\nAbove all, preserve: {focus}" if focus else "")
+    view = transcripts.ask_at_end(micro_compact(messages, batch=False), ask)
     response = client.messages.create(model=model_id(), system=system or SYSTEM, tools=tools or TOOLS,
                                       messages=view, max_tokens=SUMMARY_MAX_TOKENS, cache_control=CACHE)
     show_usage(response.usage, "summary call tokens")
@@ -250,26 +203,19 @@ def summarize(messages, client, focus="", system=None, tools=None):
     return summary
 
 
-def auto_compact(messages, client, focus="", attach=None, system=None, tools=None):
+def auto_compact(messages: list, client, focus: str = "", attach=None, system: str = None,
+                 tools: list = None) -> bool:
     """Save, summarise, replace. On failure the history stays exactly as it was.
 
-    attach() returns text to add after the summary (s07: the task board); the note counts it.
-    system and tools are the calling lesson's (default: s06's), so the summary shares its cached prefix.
-    """
-    import anthropic  # here, not at the top: see harness.py
+    attach() returns text to add after the summary (s07: the board). system and tools are the
+    calling lesson's, so the summary shares its cached prefix."""
     before = CONTEXT.estimate(messages)
     CONTEXT.after_compaction = before   # if it fails, wait for more work before trying again
     try:
-        path = save_transcript(messages)
-    except OSError as exc:  # without its transcript a compaction would lose the details: skip it
-        show_note(f"[compaction skipped, history kept: cannot save the transcript in {TRANSCRIPTS}/ ({exc})]")
-        return False
-    try:
+        path = save_transcript(messages)  # without its transcript a compaction would lose details
         summary = summarize(messages, client, focus, system, tools)
-    except (anthropic.APIError, ValueError) as exc:
-        reason = describe_api_error(exc) if isinstance(exc, anthropic.APIError) else str(exc)
-        show_note(f"[compaction failed, history kept: {reason} · transcript {path}]")
-        return False
+    except Exception as exc:  # an API error, an empty summary, a full disk: say so, keep the history
+        return transcripts.compaction_failed(exc, TRANSCRIPTS, show_note)
     extra = attach() if attach else ""
     messages[:] = [{"role": "user", "content": (
         f"[This conversation was compacted to save context. The full transcript is in {path}.]\n\n"
@@ -278,8 +224,8 @@ def auto_compact(messages, client, focus="", attach=None, system=None, tools=Non
     CONTEXT.after_compaction = after = estimate_tokens(messages)
     show_note(f"[compacted: {before:,} → {after:,} tokens · transcript {path}]")
     if after > compact_threshold():
-        show_note(f"[the summary alone is over COMPACT_THRESHOLD ({after:,} > {compact_threshold():,} tokens): "
-                  "no new compaction until the context grows by half that; raise COMPACT_THRESHOLD]")
+        show_note(f"[the summary alone is over COMPACT_THRESHOLD ({after:,} tokens): no new "
+                  "compaction until the context grows by half that; raise COMPACT_THRESHOLD]")
     return True
 
 
@@ -294,82 +240,63 @@ COMPACT_TOOL = {
 }
 
 
-def run_compact(focus=""):
-    return "Compacting the conversation after this step."  # the loop does the work, after the results
-
-
+COMPACTION_FAILED = "[the compaction did not happen (see above); the conversation goes on as it was]"
 TOOLS = BASE_TOOLS + [COMPACT_TOOL]
-TOOL_HANDLERS = {**BASE_HANDLERS, "compact": run_compact}
+TOOL_HANDLERS = {**BASE_HANDLERS,  # the loop compacts after the results, so the tool only says so
+                 "compact": lambda focus="": "Compaction requested: it runs after this step."}
 
 
-def compact_request(content):
-    """The focus of a `compact` call in this response, or None if there was none."""
-    calls = [b for b in content if b.type == "tool_use" and b.name == "compact"]
-    return str(calls[0].input.get("focus", "")) if calls else None
+def compact_if_needed(messages: list, client, compact=auto_compact) -> None:
+    if needs_compaction(messages):
+        compact(messages, client)
+
+
+def compact_if_asked(calls: list, messages: list, client, compact=auto_compact) -> None:
+    """Compact if one of these calls is a valid `compact` (a list or a number got an error result);
+    if it fails, the model, which was told it would happen, is told it did not."""
+    for call in [c for c in calls if c.name == "compact"][:1]:
+        try:
+            focus = str(decode_args(call.input, COMPACT_TOOL["input_schema"]).get("focus", ""))
+        except ValueError:
+            return
+        if not compact(messages, client, focus):
+            messages[-1]["content"].append({"type": "text", "text": COMPACTION_FAILED})
 
 
 # ---------------------------------------------------------------- the loop
 
-def agent_loop(messages, client):
-    """s03's loop plus the three layers, one marked line each."""
+def agent_loop(messages: list, client) -> str:
+    """s03's loop plus the three layers, each on its marked line."""
     steps = 0
     while steps < MAX_STEPS:
         steps += 1
-        if needs_compaction(messages):                                                # layer 2
-            auto_compact(messages, client)
+        compact_if_needed(messages, client)                                       # layer 2
+        view = micro_compact(messages)                                            # layer 1
         response = show_stream(client.messages.stream(model=model_id(), system=SYSTEM, tools=TOOLS,
-                                                      messages=micro_compact(messages),               # layer 1
-                                                      max_tokens=MAX_TOKENS, cache_control=CACHE))
+                                                      messages=view, max_tokens=MAX_TOKENS,
+                                                      cache_control=CACHE))
         show_usage(response.usage, tools=TOOLS)   # warns once if the endpoint dropped the tools
-        messages.append(assistant_turn(response))
-        CONTEXT.record(response.usage, messages)
+        messages.append(assistant_turn(response, note=show_note))
+        CONTEXT.record(response.usage, messages)                                  # layer 2 measures
         if response.stop_reason == "pause_turn":  # the server paused a long turn: resume it
             continue
-        calls = tool_calls(response)
+        calls = complete_tool_calls(response)     # a call cut off by max_tokens is not run
         if not calls:
             return final_text(response)
-        messages.append({"role": "user", "content": run_tool_calls(response, TOOLS, TOOL_HANDLERS)})
-        focus = compact_request(response.content)
-        if focus is not None:                                                         # layer 3
-            auto_compact(messages, client, focus)
+        show_reply(response)
+        results = run_tool_calls(calls, TOOLS, TOOL_HANDLERS) + cut_note(response)
+        messages.append({"role": "user", "content": results})
+        compact_if_asked(calls, messages, client)                                 # layer 3
     return STEP_LIMIT_TEXT
 
 
-# ---------------------------------------------------------------- demo and main
-
-def compact_now(messages, client, arg="", compact=auto_compact):
-    """/compact [focus] in the REPL."""
-    if messages:
-        compact(messages, client, arg)
-    else:
-        show_note("[nothing to compact yet]")
+def compact_now(messages: list, client, arg: str = "", compact=auto_compact) -> None:  # /compact
+    compact(messages, client, arg) if messages else show_note("[nothing to compact yet]")
 
 
-def demo():
-    """Each layer in turn: placeholders, an automatic compaction, a manual one."""
-    from harness.stand_in_api import reply, text, tool
-    os.environ.setdefault("COMPACT_THRESHOLD", "9500")  # low, so layer 2 fires within the demo
-    script = [
-        reply(text("I'll generate some bulky output."), tool("bash", {"command": "seq -s ' ' 1 7000"})),
-        reply(tool("write_file", {"path": "demo/notes.md", "content": "# Notes\n" + "- a finding\n" * 30})),
-        reply(tool("read_file", {"path": "demo/notes.md"})),
-        reply(tool("bash", {"command": "ls -la demo"})),
-        reply(text("My first result is a placeholder now; later calls read the rest from the cache."),
-              tool("bash", {"command": "seq -s ' ' 20000 23000"})),
-        reply(tool("bash", {"command": "seq -s ' ' 30000 33000"})),
-        reply(tool("bash", {"command": "wc -l demo/notes.md"})),
-        reply(text("A phase is done; compacting on purpose."), tool("compact", {"focus": "the notes file"})),
-        reply(tool("bash", {"command": "wc -c demo/notes.md"})),
-        reply(text("Done. I carried on from the summary after each compaction.")),
-    ]
-    summary = ("Summary: generated bulky output with bash, wrote demo/notes.md (31 lines), "
-               "read it back. Next: check the notes file and finish.")
-    return script, "produce some bulky output, take notes in demo/notes.md, and keep working", summary
-
-
-def main(argv=None):
+def main(argv: list = None) -> int:
     return run_cli("s06_compact", __doc__, agent_loop, commands={"/compact": compact_now},
-                   demo=demo, argv=argv)
+                   demo=demos.s06_demo, argv=argv)
 
 
 if __name__ == "__main__":

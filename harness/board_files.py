@@ -21,12 +21,11 @@ import json
 import os
 import re
 import secrets
-import stat
 import threading
 from contextlib import contextmanager
 from pathlib import Path
 
-from harness.files import reason
+from harness.files import read_bytes, reason
 from harness.task_record import MAX_ID, now, task_problem
 
 TASK_FILE = re.compile(r"task_([1-9][0-9]*)\.json", re.ASCII)   # the only names that are tasks
@@ -236,29 +235,13 @@ def _is_task_name(name):
     return bool(m) and len(m[1]) < 16 and int(m[1]) < MAX_ID
 
 
-def read_regular(path, limit):
-    """The bytes of a regular file, at most `limit`, or OSError / ValueError.
-
-    O_NONBLOCK: opening a FIFO for reading would wait for a writer forever. Then fstat: a FIFO,
-    a device (/dev/zero behind a symlink) or a folder is refused before a byte is read.
-    """
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise ValueError("not a regular file: a FIFO, a device or a folder")
-        if st.st_size > limit:
-            raise ValueError(f"{st.st_size:,} bytes, more than {limit:,}")
-        with os.fdopen(fd, "rb", closefd=False) as f:
-            return f.read(limit + 1)[:limit]
-    finally:
-        os.close(fd)
-
-
 def read_task(path):
     """A task from its file, or ValueError naming the file and the field. Never repairs or deletes it."""
     try:
-        task = json.loads(read_regular(path, TASK_FILE_MAX))  # bytes: json decodes UTF-8 itself
+        data = read_bytes(path, "it", TASK_FILE_MAX + 1)  # a FIFO or /dev/zero is refused, unread
+        if len(data) > TASK_FILE_MAX:
+            raise ValueError(f"it is over {TASK_FILE_MAX:,} bytes: too big for a task")
+        task = json.loads(data)  # bytes: json decodes UTF-8 itself
     except OSError as exc:
         raise ValueError(f"{path} is unreadable ({reason(exc)}); it was left as it is") from None
     except ValueError as exc:  # JSONDecodeError, UnicodeDecodeError, not a regular file, too big

@@ -117,3 +117,13 @@ def _error_message(exc):
 
 
 # ---------------------------------------------------------------- terminal output
+
+
+def positive_int(name: str, default: int, unit: str) -> int:
+    """A whole number from the environment; empty counts as unset, anything else is one clear line."""
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return default
+    if not (raw.isascii() and raw.isdigit()) or int(raw) < 1:  # "²".isdigit() is True; int("²") fails
+        raise SetupError(f"{name} must be a positive whole number of {unit}, got {raw!r}")
+    return int(raw)

@@ -1,11 +1,30 @@
-"""File safety for the file tools (read_file, write_file, edit_file) and the file board.
+"""File safety for s03's file tools (read_file, write_file, edit_file) and for the file board.
 
-Relied on by s03's file tools (and so by s06 and s07) and by board_files.py.
-Without each piece:
-- reason: a user or a model reads "[Errno 28]" where "the disk is full" says what to do.
+s03's run_read, run_write and run_edit are a few plain lines each that call into here (and so
+are s06's and s07's). Without each piece:
+- inside(): a model's "../../etc/passwd" or a symlink pointing out of the folder is read or
+  overwritten. (bash can still do anything you can: this stops accidents, it is no sandbox.)
+- open_regular(): read_file on a FIFO hangs for ever, a symlink to /dev/zero is read until the
+  memory runs out, and a folder is reported as "no such file".
+- read_lines(): `limit=10` on a 2 GB file reads all of it (24 s, 4.3 GB of memory), and a binary
+  file reaches the model as 50,000 NUL characters.
+- write_atomic(): on a full disk, writing over a file leaves half of it (a 20 kB config.json
+  was cut in two, and an edit truncated a 21 kB file), and the model is not told.
+- edit_text(): a one-line edit of a CRLF file turns every line ending into LF.
+- encode(): a lone surrogate from a model's JSON fails after the file was opened, leaving an
+  empty file behind.
+- reason(): "[Errno 28]" where "the disk is full" says what to do.
 """
 
 import errno
+import os
+import stat
+import threading
+from pathlib import Path
+
+SNIFF_BYTES = 8192           # a NUL in the first 8 kB marks a binary file (as git decides)
+COUNT_REST_UP_TO = 50_000_000  # bytes: past this, "more lines follow" instead of counting them
+EDIT_MAX = 10_000_000        # bytes: edit_file holds the whole file in memory; past this, use bash
 
 # An OSError as a sentence a user can act on. By errno name: the numbers differ between systems.
 REASONS = {errno.EACCES: "permission denied", errno.ENOSPC: "the disk is full",
@@ -13,9 +32,179 @@ REASONS = {errno.EACCES: "permission denied", errno.ENOSPC: "the disk is full",
            errno.ENOTDIR: "a file is in the way where a folder should be",
            errno.ENOENT: "a folder on the way does not exist",
            errno.EEXIST: "a file of that name is in the way", errno.EISDIR: "it is a folder",
-           errno.ENAMETOOLONG: "the file name is too long", errno.ELOOP: "too many symbolic links"}
+           errno.ENAMETOOLONG: "the file name is too long", errno.ELOOP: "too many symbolic links",
+           errno.EFBIG: "the file is too large for the file system"}
+KINDS = [(stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO (named pipe)"),
+         (stat.S_ISCHR, "a device"), (stat.S_ISBLK, "a device"), (stat.S_ISSOCK, "a socket")]
 
 
 def reason(exc: OSError) -> str:
     """An OSError as a sentence, not an errno."""
     return REASONS.get(exc.errno, exc.strerror or str(exc))
+
+
+def inside(folder: Path, path: str) -> Path:
+    """`path` resolved (following symlinks) under `folder`, or ValueError if it leaves it."""
+    resolved = (folder / path).resolve()
+    if not resolved.is_relative_to(folder):
+        raise ValueError(f"path {path!r} is outside the workspace {folder}; use a path inside it")
+    return resolved
+
+
+def kind_of(mode: int) -> str:
+    return next((name for test, name in KINDS if test(mode)), "not a regular file")
+
+
+def open_regular(path: Path, shown: str) -> int:
+    """An fd open for reading on a regular file, or ValueError saying what the path is instead.
+
+    O_NONBLOCK: opening a FIFO for reading would wait for a writer for ever; fstat then refuses it
+    (and devices and folders) before a byte is read.
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except FileNotFoundError:
+        raise ValueError(f"{shown}: no such file") from None
+    except OSError as exc:
+        raise ValueError(f"{shown}: {reason(exc)}") from None
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        raise ValueError(f"{shown} is {kind_of(mode)}, not a regular file")
+    return fd
+
+
+def read_bytes(path: Path, shown: str, limit: int) -> bytes:
+    """At most `limit` bytes of a regular file."""
+    with os.fdopen(open_regular(path, shown), "rb") as f:
+        return f.read(limit)
+
+
+def read_text(path: Path, shown: str) -> str:
+    """A whole UTF-8 text file (for edit_file), every byte kept, \r included."""
+    data = read_bytes(path, shown, EDIT_MAX + 1)
+    if len(data) > EDIT_MAX:
+        raise ValueError(f"{shown} is over {EDIT_MAX:,} bytes, too big for edit_file; use bash "
+                         "(e.g. sed -i) instead")
+    if b"\0" in data[:SNIFF_BYTES]:
+        raise ValueError(f"{shown} is a binary file; edit_file edits text")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ValueError(f"{shown}: not UTF-8 text; inspect it with bash (e.g. `file {shown}`) "
+                         "instead") from None
+
+
+def read_lines(path: Path, shown: str, offset: int, limit, cap: int) -> str:
+    """Lines offset.. (1-based) of a UTF-8 text file, at most `limit` lines and `cap` characters.
+
+    Reads only as far as it shows. A file whose lines end in CRLF says so, since the \\r is not shown.
+    """
+    with os.fdopen(open_regular(path, shown), "rb") as f:
+        size = os.fstat(f.fileno()).st_size
+        if b"\0" in f.read(SNIFF_BYTES):
+            return (f"{shown} is a binary file ({size:,} bytes): not shown as text; inspect it with "
+                    f"bash (e.g. `file {shown}`, `xxd {shown} | head`)")
+        f.seek(0)
+        lines, used, crlf, number = [], 0, False, 0
+        for number, raw in enumerate(f, 1):
+            if number < offset:
+                continue
+            if (limit is not None and len(lines) >= limit) or used > cap:
+                return _with_rest(lines, f, size, number, shown, crlf)
+            line = _decode(raw, shown, number)
+            crlf = crlf or line.endswith("\r\n")
+            lines.append(line.rstrip("\n").removesuffix("\r"))
+            used += len(lines[-1]) + 1
+    if offset > 1 and number < offset:
+        return f"{shown} has {number} line{'s' * (number != 1)}; offset {offset} is past the end"
+    return _joined(lines, crlf) or "(empty file)"
+
+
+def _decode(raw: bytes, shown: str, number: int) -> str:
+    if b"\0" in raw:
+        raise ValueError(f"{shown}: line {number} holds NUL bytes: a binary file; inspect it with bash")
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ValueError(f"{shown}: not UTF-8 text (line {number}); inspect it with bash "
+                         f"(e.g. `file {shown}`) instead") from None
+
+
+def _with_rest(lines: list, f, size: int, next_line: int, shown: str, crlf: bool) -> str:
+    """The lines shown, and how many follow (counted only in a file of reasonable size)."""
+    if size <= COUNT_REST_UP_TO:
+        rest = 1 + sum(chunk.count(b"\n") for chunk in iter(lambda: f.read(1 << 20), b""))
+        more = f"... ({rest} more lines; read on with offset={next_line})"
+    else:
+        more = f"... (more lines follow: the file is {size:,} bytes; read on with offset={next_line})"
+    return _joined(lines + [more], crlf)
+
+
+def _joined(lines: list, crlf: bool) -> str:
+    note = ["(this file's lines end in CRLF; edit_file keeps them)"] if crlf else []
+    return "\n".join(lines + note)
+
+
+def encode(text: str, field: str) -> bytes:
+    """Encode before opening any file, so text that cannot be stored leaves nothing behind."""
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate from a model's JSON (e.g. "\\ud800")
+        raise ValueError(f"{field} contains characters that are not valid text (a lone surrogate)") from None
+
+
+def write_atomic(path: Path, data: bytes, shown: str) -> None:
+    """Replace path with data whole: a full disk or a kill -9 leaves the old file, never half.
+
+    A temp file in the same folder (os.replace is atomic only within one file system), with the
+    old file's mode. Replacing breaks a hard link to the old file; a symlink was resolved before.
+    """
+    mode = _mode_for(path, shown)
+    tmp = path.parent / f".{path.name}.tmp-{os.getpid()}-{threading.get_ident()}"
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        kept = "the file is unchanged" if path.exists() else "nothing was written"
+        raise ValueError(f"could not write {shown}: {reason(exc)}; {kept}") from None
+
+
+def _mode_for(path: Path, shown: str) -> int:
+    """The existing file's permission bits, or the default a new file gets (0o666 less umask)."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        umask = os.umask(0)
+        os.umask(umask)
+        return 0o666 & ~umask
+    if not stat.S_ISREG(st.st_mode):  # writing to a FIFO would block; to a device, worse
+        raise ValueError(f"{shown} is {kind_of(st.st_mode)}, not a regular file; nothing was written")
+    return stat.S_IMODE(st.st_mode)
+
+
+def edit_text(text: str, old: str, new: str, shown: str) -> str:
+    """text with the one occurrence of old replaced by new, keeping every other byte.
+
+    read_file shows lines without their \\r, so a model's old_text has \\n where a CRLF (or
+    old-Mac CR) file has \\r\\n: when the exact text is not found, it is tried with the file's
+    own line ending, and new_text gets that ending too.
+    """
+    if not old:
+        raise ValueError("old_text is empty; give the exact text to replace")
+    for ending in ("\n", "\r\n", "\r"):
+        if ending != "\n" and ending not in text:
+            continue
+        want, put = old.replace("\n", ending), new.replace("\n", ending)
+        found = text.count(want)
+        if found > 1:
+            raise ValueError(f"old_text occurs {found} times in {shown}; include more lines so it "
+                             "is unique")
+        if found == 1:
+            return text.replace(want, put, 1)
+    raise ValueError(f"old_text not found in {shown}; read the file and copy the text exactly")

@@ -10,9 +10,12 @@ board_postgres.py). Without each piece:
 - TaskStore: a second store (PostgreSQL) would have to guess what TaskManager relies on.
 """
 
+import os
 import re
+import unicodedata
 from contextlib import AbstractContextManager
 from datetime import datetime, timezone
+from pathlib import Path
 from typing import Optional, Protocol, TypedDict
 
 STATUSES = {"pending": "[ ]", "in_progress": "[>]", "completed": "[x]", "deleted": "[-]"}  # and marks
@@ -149,3 +152,14 @@ def open_store(location: object) -> TaskStore:
         return PostgresTasks(text)
     from harness.board_files import TaskFiles
     return TaskFiles(location)
+
+
+def default_agent_name() -> str:
+    """Differs between two processes, stays the same across restarts in one terminal."""
+    try:
+        where = Path(os.ttyname(0)).name       # e.g. pts3
+    except OSError:
+        where = str(os.getpid())               # not a terminal: one name per process
+    user = unicodedata.normalize("NFKC", os.environ.get("USER") or "agent")
+    user = re.sub(r"[^\w.@-]", "_", user)[:30] or "agent"   # a USER with escapes or spaces
+    return f"{user}-{where}"

@@ -77,10 +77,13 @@ def test_bash_output_is_capped_with_a_note(monkeypatch):
 def test_read_with_limit_and_errors(in_tmp):
     (in_tmp / "f.txt").write_text("1\n2\n3\n", encoding="utf-8")
     assert run_read("f.txt") == "1\n2\n3"
-    assert run_read("f.txt", limit=2) == "1\n2\n... (1 more lines)"
-    (in_tmp / "bin").write_bytes(b"\xff\xfe\x00")
-    for args, message in [({"path": "nope.txt"}, "no such file"), ({"path": "bin"}, "not UTF-8"),
-                          ({"path": "."}, "is a directory"), ({"path": "f.txt", "limit": 0}, "positive")]:
+    assert run_read("f.txt", limit=2) == "1\n2\n... (1 more lines; read on with offset=3)"
+    assert run_read("f.txt", offset=3) == "3"
+    (in_tmp / "latin1").write_bytes(b"caf\xe9\n")
+    for args, message in [({"path": "nope.txt"}, "no such file"), ({"path": "latin1"}, "not UTF-8"),
+                          ({"path": "."}, "is a folder, not a regular file"),
+                          ({"path": "f.txt", "limit": 0}, "positive"),
+                          ({"path": "f.txt", "offset": 0}, "positive")]:
         output, is_error = call_tool("read_file", args, s03.TOOLS, s03.TOOL_HANDLERS)
         assert is_error and message in output
 
@@ -147,7 +150,7 @@ def test_a_call_that_breaks_a_rule_is_refused_and_keeps_the_old_list(bad, messag
 # ---------------------------------------------------------------- hostile commands and inputs
 
 def test_a_command_that_floods_is_stopped_and_memory_stays_bounded(monkeypatch):
-    monkeypatch.setattr(s03, "FLOOD_BYTES", 2_000_000)
+    monkeypatch.setattr("harness.bash.FLOOD_BYTES", 2_000_000)
     start = time.monotonic()
     out = run_bash("yes")
     assert time.monotonic() - start < 10

@@ -1,0 +1,110 @@
+"""The hardened bash runner behind s03's `bash` tool (and so s06's and s07's).
+
+s03's run_bash hands a command to run(); everything here is what keeps that one line safe on a
+real machine. Without each piece:
+- a new session (process group): a timeout kills the shell but leaves its children running.
+- _read_output: reading all output first holds it in memory (`yes` filled 2.9 GB in 10 s) and
+  waits forever for a background job that keeps the pipe open.
+- the flood stop: a command that writes without end is never stopped.
+- _signals_raise: SIGTERM or a closed terminal (SIGHUP) kills Python at once and leaves the
+  command running as an orphan.
+- child_env: the API key read from .env is handed to every command the model runs (`env`
+  printed it, and the model saw it), and to every install script those commands start.
+This is not a sandbox: a command runs with your rights. Run the lessons in a scratch folder.
+"""
+
+import os
+import select
+import signal
+import subprocess
+import threading
+import time
+from contextlib import contextmanager
+from pathlib import Path
+
+FLOOD_BYTES = 10_000_000  # output beyond the cap after which a command is stopped (`yes`: 0.1 s)
+SECRETS = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN")  # the agent's own credentials
+
+
+def child_env() -> dict:
+    """The environment a command runs in: the user's, less the agent's credentials."""
+    return {k: v for k, v in os.environ.items() if k not in SECRETS}
+
+
+def run(command: str, cwd: Path, timeout: float, cap: int) -> str:
+    """Run a shell command; its output (stdout and stderr together), cut at `cap` characters."""
+    proc = subprocess.Popen(command, shell=True, cwd=cwd, stdin=subprocess.DEVNULL, env=child_env(),
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        with _signals_raise():
+            kept, dropped = _read_output(proc, timeout, cap)
+    except BaseException:  # a timeout, Ctrl-C, a closed terminal: leave no command running
+        _kill_group(proc)
+        raise
+    out = kept.decode("utf-8", errors="replace").strip()
+    if len(out) > cap or dropped:
+        more = len(out[cap:].encode("utf-8")) + dropped
+        out = out[:cap] + f"\n... [output cut: {more:,} more bytes]"
+    if dropped > FLOOD_BYTES:
+        _kill_group(proc)
+        return out + (f"\n[stopped: the command wrote more than {FLOOD_BYTES // 1_000_000} MB, so "
+                      "it was killed; send big output to a file (cmd > out.txt) and read parts of it]")
+    if proc.wait():                     # the shell has exited: _read_output saw it, or end of output
+        out += f"\n[exit status {proc.returncode}]"
+    return out or "(no output)"
+
+
+def _read_output(proc: subprocess.Popen, timeout: float, cap: int) -> tuple:
+    """Read the output as it comes, keeping only what the model will see: (kept bytes, dropped).
+
+    Stops at end of output, when the shell has exited and only a background job still holds
+    the pipe, or when the command floods.
+    """
+    kept, dropped = bytearray(), 0
+    deadline = time.monotonic() + timeout
+    fd = proc.stdout.fileno()
+    while dropped <= FLOOD_BYTES:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise TimeoutError(f"command timed out after {timeout:g}s and was killed with its children; "
+                               "for a long job, send its output to a file and run it in the "
+                               "background: cmd > job.log 2>&1 &")
+        if not select.select([fd], [], [], min(left, 0.2))[0]:
+            if proc.poll() is not None:
+                break      # the shell is done; `job &` keeps the pipe open, and we do not wait for it
+            continue
+        chunk = os.read(fd, 1 << 16)
+        if not chunk:
+            proc.wait(timeout=left)  # end of output: the shell is about to exit
+            break
+        room = max(4 * cap - len(kept), 0)  # a character is at most 4 bytes of UTF-8
+        kept += chunk[:room]
+        dropped += max(len(chunk) - room, 0)
+    proc.stdout.close()
+    return kept, dropped
+
+
+def _kill_group(proc: subprocess.Popen) -> None:
+    """The command and every child it started: killing only the shell would leave them running."""
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    proc.wait()
+
+
+@contextmanager
+def _signals_raise():
+    """While a command runs, SIGTERM and SIGHUP raise, so the command is killed too."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def stop(signum, frame):
+        raise SystemExit(128 + signum)
+    saved = {s: signal.signal(s, stop) for s in (signal.SIGTERM, signal.SIGHUP)}
+    try:
+        yield
+    finally:
+        for s, handler in saved.items():
+            signal.signal(s, handler)

@@ -1,0 +1,42 @@
+"""The REPL's /task and /tasks commands: a person works s07's board without a model call.
+
+Relied on by s07's main(), which hands run() its TaskManager (this module imports no lesson).
+The commands go through the same TaskManager methods and rules as the model's tools, so a
+person cannot do what an agent may not, except taking a task over on purpose (start, done
+and delete are forced: "took #3 over from bob"). Without it, fixing one task on the board
+costs a model call and a prompt.
+"""
+
+HELP = """/task commands (no model call; the same rules as the model's tools):
+  /task                 the board (same as /tasks)      /task add TITLE       a new task
+  /task show N          one task in full                /task start N         start it (takes it over)
+  /task done N          complete it                     /task delete N        delete it
+  /task block N BY...   N waits for BY                  /task unblock N BY... N no longer waits for BY
+  /task ready           what can start now              /task order           an order to do them in"""
+
+NEEDS = {"show": 1, "start": 1, "done": 1, "delete": 1, "block": 2, "unblock": 2, "add": 1}
+
+
+def run(tasks, arg: str) -> None:
+    """/task ARG: parse the words, run the one matching TaskManager call, print its answer."""
+    words = arg.split()
+    verb, rest = (words[0].lower(), words[1:]) if words else ("list", [])
+    if verb in NEEDS and len(rest) < NEEDS[verb]:
+        what = {1: "a task id", 2: "a task id and its blockers"}[NEEDS[verb]]
+        raise ValueError(f"/task {verb} needs {'a title' if verb == 'add' else what}; "
+                         "/task help lists the commands")
+    actions = {
+        "list": tasks.list_all, "help": lambda: HELP,
+        "add": lambda: tasks.create(" ".join(rest)),
+        "show": lambda: tasks.get(rest[0]),
+        "start": lambda: tasks.update(rest[0], status="in_progress", force=True),
+        "done": lambda: tasks.update(rest[0], status="completed", force=True),
+        "delete": lambda: tasks.update(rest[0], status="deleted", force=True),
+        "block": lambda: tasks.update(rest[0], add_blocked_by=rest[1:]),
+        "unblock": lambda: tasks.update(rest[0], remove_blocked_by=rest[1:]),
+        "ready": tasks.ready,
+        "order": tasks.order,
+    }
+    if verb not in actions:
+        raise ValueError(f"unknown /task command {verb!r}; /task help lists them")
+    print(actions[verb]())

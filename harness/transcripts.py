@@ -1,0 +1,70 @@
+"""Layer 2's record and its failures: the transcript on disk, and what a failed compaction says.
+
+Relied on by s06's auto_compact (and so by s07's compact_with_board). Without each piece:
+- save_new: two compactions in one second overwrite each other's transcript, and a full disk
+  leaves a truncated transcript (or an empty file) that looks like a complete one.
+- ask_at_end: the summary request is sent as a new user message after a user message that
+  ends in tool results; the API merges them, but the cached prefix then ends one block sooner.
+- compaction_failed: an API error during the summary call, or a full disk, ends the turn with
+  a traceback.
+"""
+
+import os
+import time
+from pathlib import Path
+
+from harness.files import reason
+
+__all__ = ["save_new", "ask_at_end", "compaction_failed", "reason"]
+
+
+def save_new(folder: Path, stem: str, lines) -> Path:
+    """Write lines to folder/<stem>_<time>[_n].jsonl, whole or not at all, never over another.
+
+    The text goes to a temp file first; os.link then gives it its name only if that name is
+    free. On any failure the temp file is removed, so no partial transcript is left behind.
+    """
+    folder.mkdir(exist_ok=True)
+    tmp = folder / f".{stem}.tmp-{os.getpid()}"
+    try:
+        with tmp.open("w", encoding="utf-8") as f:
+            f.writelines(lines)
+        stamp = time.strftime("%Y%m%d-%H%M%S")
+        for n in range(1, 1000):
+            path = folder / (f"{stem}_{stamp}.jsonl" if n == 1 else f"{stem}_{stamp}_{n}.jsonl")
+            try:
+                os.link(tmp, path)
+                return path
+            except FileExistsError:
+                continue
+        raise FileExistsError(f"too many transcripts named {stem}_{stamp}*")
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def ask_at_end(view: list, text: str) -> list:
+    """view with a text block added to its last user turn (or a new user turn after an assistant)."""
+    ask = {"type": "text", "text": text}
+    last = view[-1]
+    if last["role"] != "user":
+        return view + [{"role": "user", "content": [ask]}]
+    content = last["content"]
+    content = content if isinstance(content, list) else [{"type": "text", "text": content}]
+    return view[:-1] + [{**last, "content": content + [ask]}]
+
+
+def compaction_failed(exc: Exception, folder: Path, show_note) -> bool:
+    """One line for the user; the history is left exactly as it was. Returns False (not compacted)."""
+    import anthropic  # here, not at the top: importing a lesson must not need the SDK
+    from harness.config import describe_api_error
+    if isinstance(exc, anthropic.APIError):
+        why = describe_api_error(exc)
+    elif isinstance(exc, OSError):
+        why = f"cannot save the transcript in {folder}/ ({reason(exc)})"
+    elif isinstance(exc, ValueError):
+        why = str(exc)
+    else:
+        raise exc
+    verb = "skipped" if isinstance(exc, OSError) else "failed"   # skipped: the summary was not asked for
+    show_note(f"[compaction {verb}, history kept: {why}]")
+    return False
