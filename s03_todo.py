@@ -110,8 +110,8 @@ def object_schema(properties: dict, required: list) -> dict:
 
 
 BASE_TOOLS = [
-    {"name": "bash", "description": f"Run a shell command in the workspace (timeout {BASH_TIMEOUT}s). "
-                                    "Returns stdout and stderr together.",
+    {"name": "bash", "description": f"Run a shell command in the workspace (timeout "
+                                    f"{BASH_TIMEOUT}s). Returns stdout and stderr together.",
      "input_schema": object_schema({"command": {"type": "string"}}, ["command"])},
     {"name": "read_file", "description": "Read a UTF-8 text file in the workspace.",
      "input_schema": object_schema({
@@ -122,12 +122,14 @@ BASE_TOOLS = [
     {"name": "write_file", "description": "Create or overwrite a file in the workspace.",
      "input_schema": object_schema({"path": {"type": "string"}, "content": {"type": "string"}},
                                    ["path", "content"])},
-    {"name": "edit_file", "description": "Replace one exact, unique occurrence of old_text in a file.",
+    {"name": "edit_file", "description": "Replace one exact, unique occurrence of old_text.",
      "input_schema": object_schema({"path": {"type": "string"}, "old_text": {"type": "string"},
-                                    "new_text": {"type": "string"}}, ["path", "old_text", "new_text"])},
+                                    "new_text": {"type": "string"}},
+                                   ["path", "old_text", "new_text"])},
 ]
 
-BASE_HANDLERS = {"bash": run_bash, "read_file": run_read, "write_file": run_write, "edit_file": run_edit}
+BASE_HANDLERS = {"bash": run_bash, "read_file": run_read, "write_file": run_write,
+                 "edit_file": run_edit}
 
 
 # ---------------------------------------------------------------- the todo list
@@ -157,7 +159,8 @@ class TodoManager:
         if not text:
             raise ValueError(f"item {n}: text is empty")
         if status not in self.STATUSES:
-            raise ValueError(f"item {n}: status {status!r} is not one of {', '.join(self.STATUSES)}")
+            raise ValueError(f"item {n}: status {status!r} is not one of "
+                             f"{', '.join(self.STATUSES)}")
         return {"id": str(item.get("id", n)), "text": text, "status": status}
 
     def render(self) -> str:
@@ -175,7 +178,8 @@ TOOLS = BASE_TOOLS + [
      "list each time. At most one item in_progress.",
      "input_schema": object_schema({"items": {"type": "array", "items": object_schema({
          "id": {"type": "string"}, "text": {"type": "string"},
-         "status": {"type": "string", "enum": list(TodoManager.STATUSES)}}, ["id", "text", "status"])}},
+         "status": {"type": "string", "enum": list(TodoManager.STATUSES)}},
+         ["id", "text", "status"])}},
          ["items"])},
 ]
 

@@ -56,9 +56,9 @@ from s03_todo import (BASE_HANDLERS, BASE_TOOLS, CACHE, MAX_STEPS, MAX_TOKENS, S
                       object_schema, run_tool_calls, show_reply)
 
 KEEP_RECENT = 3                 # the newest tool results the model may still be reasoning about
-CLEAR_AT_LEAST = 8_000          # tokens a batch must free: clearing rewrites the cache from that point on
-KEEP_CHARS = 400                # a result this short costs little, and less still when read from the cache
-SUPERSEDE_READ = {"read_file", "write_file"}  # a later one of these shows the file anew; an edit does not
+CLEAR_AT_LEAST = 8_000          # tokens a batch must free: a batch rewrites the cache from there
+KEEP_CHARS = 400                # a result this short costs little, and less read from the cache
+SUPERSEDE_READ = {"read_file", "write_file"}  # these show a file anew; an edit shows only a part
 DEFAULT_THRESHOLD = 50_000      # tokens; well below the window, leaving room for the summary call
 SUMMARY_MAX_TOKENS = 2000       # a summary longer than this is no longer a summary
 TRANSCRIPTS = Path(".transcripts")
@@ -69,7 +69,7 @@ SYSTEM = ("You are a coding agent working in the current folder. Use the tools t
 
 # ---------------------------------------------------------------- layer 1
 
-_CLEARED = set()  # tool_use ids shown as placeholders: once cleared, always cleared (a stable prefix)
+_CLEARED = set()  # tool_use ids shown as placeholders: once cleared, always (a stable prefix)
 
 
 def micro_compact(messages: list, batch: bool = True) -> list:
@@ -128,7 +128,8 @@ def _placeholder(block: dict, calls: dict) -> dict:
     call = calls.get(block["tool_use_id"], {})
     name = call.get("name", "a tool")
     if name == "read_file":
-        return {**block, "content": f"[Previous: read {_path(call)}; a later read or write of it follows]"}
+        return {**block, "content": f"[Previous: read {_path(call)}; a later read or write of it "
+                                    "follows]"}
     return {**block, "content": f"[Previous: used {name}]"}
 
 
@@ -154,9 +155,6 @@ class ContextSize:
         if self.reported is None or self.seen > len(messages):
             return estimate_tokens(messages)
         return self.reported + estimate_tokens(messages[self.seen:])
-
-    def reset(self) -> None:
-        self.reported, self.seen = None, 0
 
 
 CONTEXT = ContextSize()
@@ -188,14 +186,14 @@ current state; decisions made and why; open next steps. Be concrete: names, path
 </summary-request>"""
 
 
-def summarize(messages: list, client, focus: str = "", system: str = None, tools: list = None) -> str:
+def summarize(messages: list, client, focus: str = "", system=None, tools=None) -> str:
     """Ask for a summary by sending the loop's own prefix (system, tools, view), so it is read
     from the cache, with the request added to the last user turn. tool_choice stays as the loop
     sends it: changing it drops the cached messages. So it asks in words for no tool call."""
     ask = SUMMARY_REQUEST.format(focus=f"\nAbove all, preserve: {focus}" if focus else "")
     view = transcripts.ask_at_end(micro_compact(messages, batch=False), ask)
-    response = client.messages.create(model=model_id(), system=system or SYSTEM, tools=tools or TOOLS,
-                                      messages=view, max_tokens=SUMMARY_MAX_TOKENS, cache_control=CACHE)
+    response = client.messages.create(model=model_id(), system=system or SYSTEM, messages=view,
+                                      tools=tools or TOOLS, max_tokens=SUMMARY_MAX_TOKENS, cache_control=CACHE)
     show_usage(response.usage, "summary call tokens")
     summary = "\n".join(b.text for b in response.content or [] if b.type == "text").strip()
     if not summary:
@@ -203,24 +201,22 @@ def summarize(messages: list, client, focus: str = "", system: str = None, tools
     return summary
 
 
-def auto_compact(messages: list, client, focus: str = "", attach=None, system: str = None,
-                 tools: list = None) -> bool:
-    """Save, summarise, replace. On failure the history stays exactly as it was.
-
-    attach() returns text to add after the summary (s07: the board). system and tools are the
-    calling lesson's, so the summary shares its cached prefix."""
+def auto_compact(messages: list, client, focus: str = "", attach=None, system=None, tools=None
+                 ) -> bool:
+    """Save, summarise, replace; on failure the history stays exactly as it was. attach() gives
+    text to add after the summary (s07: the board); system and tools are the caller's (cached)."""
     before = CONTEXT.estimate(messages)
     CONTEXT.after_compaction = before   # if it fails, wait for more work before trying again
     try:
         path = save_transcript(messages)  # without its transcript a compaction would lose details
         summary = summarize(messages, client, focus, system, tools)
-    except Exception as exc:  # an API error, an empty summary, a full disk: say so, keep the history
+    except Exception as exc:  # an API error, an empty summary, a full disk: keep the history
         return transcripts.compaction_failed(exc, TRANSCRIPTS, show_note)
     extra = attach() if attach else ""
     messages[:] = [{"role": "user", "content": (
         f"[This conversation was compacted to save context. The full transcript is in {path}.]\n\n"
         f"{summary}\n\nContinue the work from here." + (f"\n\n{extra}" if extra else ""))}]
-    CONTEXT.reset()
+    CONTEXT.reported, CONTEXT.seen = None, 0   # the API has not counted the new history yet
     CONTEXT.after_compaction = after = estimate_tokens(messages)
     show_note(f"[compacted: {before:,} → {after:,} tokens · transcript {path}]")
     if after > compact_threshold():
@@ -233,14 +229,14 @@ def auto_compact(messages: list, client, focus: str = "", attach=None, system: s
 
 COMPACT_TOOL = {
     "name": "compact",
-    "description": "Summarise the conversation so far and continue from the summary, freeing context. "
-                   "Use it when the context is long or a phase of work is finished.",
+    "description": "Summarise the conversation so far and continue from the summary, freeing "
+                   "context. Use it when the context is long or a phase of work is finished.",
     "input_schema": object_schema({"focus": {"type": "string",
                                              "description": "what the summary must preserve"}}, []),
 }
 
 
-COMPACTION_FAILED = "[the compaction did not happen (see above); the conversation goes on as it was]"
+COMPACTION_FAILED = "[the compaction did not happen; the conversation goes on as it was]"
 TOOLS = BASE_TOOLS + [COMPACT_TOOL]
 TOOL_HANDLERS = {**BASE_HANDLERS,  # the loop compacts after the results, so the tool only says so
                  "compact": lambda focus="": "Compaction requested: it runs after this step."}
@@ -252,8 +248,8 @@ def compact_if_needed(messages: list, client, compact=auto_compact) -> None:
 
 
 def compact_if_asked(calls: list, messages: list, client, compact=auto_compact) -> None:
-    """Compact if one of these calls is a valid `compact` (a list or a number got an error result);
-    if it fails, the model, which was told it would happen, is told it did not."""
+    """Compact if a call is a valid `compact` (a list input got an error result); if that fails,
+    tell the model, which was told it would happen."""
     for call in [c for c in calls if c.name == "compact"][:1]:
         try:
             focus = str(decode_args(call.input, COMPACT_TOOL["input_schema"]).get("focus", ""))

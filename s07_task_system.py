@@ -16,39 +16,37 @@ them, and they have no order. s07 moves the plan out of the conversation, as a g
                                                            task) or a postgresql:// board
     compaction (s06) --> new first message = summary + the board, read fresh from the store
 
-Key insight: state that must outlive the conversation belongs outside it.
-The model reads the board back whenever it needs it; compaction and restarts
-cannot lose what was never only in the context.
+Key insight: state that must outlive the conversation belongs outside it. The model reads the
+board back whenever it needs it; compaction and restarts cannot lose what was never only in it.
 
-Read it in this order: TaskManager (ids by max-scan, create, update, _clear_dependency,
-the board and its order), the rules update() checks, then the tools and the loop.
-The store behind `self.files` (harness/task_record.py says what every store promises;
-harness/board_files.py makes a folder safe for several processes, kill -9 and hand
-edits; harness/board_postgres.py shares one board across machines) is for after.
+Read it in this order: TaskManager (ids by max-scan, create, update, _clear_dependency, the
+board and its order), the rules update() checks, then the tools and the loop. The store behind
+`self.files` is for after: harness/task_record.py (what every store promises), board_files.py
+(a folder safe for several processes, kill -9 and hand edits), board_postgres.py (machines).
 
-New since s06: TaskManager, the task_* tools, the board re-attached after every
-compaction, agent names and claims, /tasks and /task in the REPL, --board.
+New since s06: TaskManager, the task_* tools, the board re-attached after every compaction,
+agent names and claims, /tasks and /task in the REPL, --board.
 
 Run it:   python s07_task_system.py "plan a refactor: the data model, then the API and the docs"
           python s07_task_system.py --name alice     (a REPL: /tasks, /task help, /compact)
           python s07_task_system.py --demo
 """
 
-import heapq
 import json
 import os
-import re
 import sys
-import unicodedata
 from functools import partial
 from pathlib import Path
 
 from harness import demos, task_commands
+from harness.board_text import fit, names, none_readable, render_line, reopen_notes
+from harness.task_graph import find_cycle, topological_order
 from harness.cli import run_cli
-from harness.config import SetupError, model_id
+from harness.config import model_id
 from harness.endpoints import assistant_turn, complete_tool_calls, cut_note, final_text
-from harness.task_record import (FINISHED, STATUSES, Task, check_text, default_agent_name, ids,
-                                 new_task, one_line, open_store, parse_task_id)
+from harness.task_record import (FINISHED, STATUSES, Task, agent_name, check_text, check_update,
+                                 default_agent_name, ids, new_task, one_line, open_store,
+                                 parse_task_id)
 from harness.terminal import show_note, show_stream, show_usage
 from s03_todo import (BASE_TOOLS, CACHE, MAX_STEPS, MAX_TOKENS, STEP_LIMIT_TEXT, object_schema,
                       run_tool_calls, show_reply)
@@ -58,28 +56,22 @@ from s06_compact import TOOL_HANDLERS as S06_HANDLERS
 
 TASKS_DIR = Path(".tasks")    # relative: the board belongs to the folder you run in
 BOARD_IN_SUMMARY = 40         # unfinished tasks re-attached after a compaction; task_list shows all
-BOARD_CHARS = 12_000          # characters of board after a compaction: it must not outgrow the summary
+BOARD_CHARS = 12_000          # characters of board after a compaction: less than it replaced
 
 
 class TaskManager:
-    """The board: tasks with blockers, kept in a store (a folder of JSON files by default).
-
-    The store is the only truth: every call reads what it needs from it, so a second agent's
-    writes are seen by our next call. A hand edit of a file is seen by the next listing, and
-    by every update that reads that task or walks through it (the cycle check reads the files).
-    """
+    """The board: tasks with blockers, in a store (a folder of JSON files by default) that is the
+    only truth. Every call reads what it needs, so another agent's writes are seen by our next
+    call; a hand edit, by the next listing and by every update that reads that task."""
 
     def __init__(self, board: object, agent: str = None) -> None:
         self.files = open_store(board)         # a folder or a postgresql:// URL: see harness/
-        self.agent = agent or default_agent_name()  # who this process is: the owner of what it starts
+        self.agent = agent or default_agent_name()  # who we are: the owner of what we start
         self._last_id, self._scanned = None, None
 
     def next_id(self) -> int:
-        """The largest id in the store plus one ("max-scan"); ids are never reused.
-
-        Scanning costs O(n), so it runs once per process (per board); after it ids count up.
-        If another process took the id meanwhile, create() tries the next.
-        """
+        """The largest id in the store plus one ("max-scan"); ids are never reused. The scan costs
+        O(n), so it runs once per board; then ids count up (create() skips one taken meanwhile)."""
         if self._scanned != self.files.board:  # which board: a relative folder follows the cwd
             self._last_id, self._scanned = self.files.largest_id(), self.files.board
         self._last_id += 1
@@ -93,15 +85,14 @@ class TaskManager:
             while True:
                 task = new_task(self.next_id(), subject, description, blocked)
                 if self.files.claim(task):     # False: another process took this id first
-                    waits = f" (blocked by {', '.join(f'#{b}' for b in blocked)})" if blocked else ""
-                    return "\n".join([f"Created task #{task['id']}: {one_line(subject)}{waits}", *notes])
+                    waits = f" (blocked by {', '.join(f'#{b}' for b in blocked)})" * bool(blocked)
+                    return "\n".join([f"Created task #{task['id']}: {one_line(subject)}{waits}"]
+                                     + notes)
 
     def update(self, task_id: object, status: str = None, add_blocked_by: list = None,
                remove_blocked_by: list = None, owner: str = None, force: bool = False) -> str:
         """load → check → apply → write → _clear_dependency. A refused call changes nothing.
-
-        force=True is a person taking a task over on purpose (/task start, /task done).
-        """
+        force=True is a person taking a task over on purpose (/task start, /task done)."""
         task_id = parse_task_id(task_id)
         with self.files.locked():              # one writer at a time, across processes
             task = self.files.load(task_id)
@@ -112,7 +103,7 @@ class TaskManager:
             if before in FINISHED and task["status"] not in FINISHED:
                 notes += reopen_notes(task, task.pop("unblocked", []))
             self.files.write(task)
-            lines = [f"Updated {render_line(task)}", *notes]
+            lines = [f"Updated {render(task)}", *notes]
             if task["status"] in FINISHED and before not in FINISHED:
                 lines += self._clear_dependency(task)
             return "\n".join(lines)
@@ -145,18 +136,15 @@ class TaskManager:
         live = [t for t in tasks.values() if t["status"] != "deleted"]
         unfinished = [t for t in live if t["status"] not in FINISHED]
         shown = unfinished[:BOARD_IN_SUMMARY] if brief else live
-        lines = [render_line(t, tasks) for t in shown] + [f"! {p}" for p in problems]
+        lines = [render(t, tasks) for t in shown] + [f"! {p}" for p in problems]
         if brief:                              # the counts first; what was left out, after
-            done = sum(t["status"] == "completed" for t in live)
-            lines.insert(0, f"({len(unfinished)} unfinished, {done} completed)")
+            lines.insert(0, f"({len(unfinished)} unfinished, {len(live) - len(unfinished)} done)")
             if len(unfinished) > len(shown):
                 lines.append(f"... and {len(unfinished) - len(shown)} more unfinished tasks: "
                              "task_list shows all")
-        if not live and problems:              # "No tasks yet" would make a model plan the work again
-            n = len(problems)
-            return "\n".join(lines + [f"No readable tasks: {n} file{'s' * (n != 1)} above could not be "
-                                      f"used; fix or remove {'them' if n != 1 else 'it'}, then list again"])
-        if any(t["blockedBy"] for t in unfinished) and not brief:  # an order helps with dependencies
+        if not live and problems:              # not "No tasks yet": a model would plan it all again
+            return "\n".join(lines + [none_readable(len(problems))])
+        if any(t["blockedBy"] for t in unfinished) and not brief:  # an order helps with blockers
             lines.append(self.order(tasks))
         return "\n".join(lines + [self.ready(tasks)])
 
@@ -174,55 +162,38 @@ class TaskManager:
         task_id = parse_task_id(task_id)
         task = self.files.load(task_id)
         tasks, _ = self.files.scan(validate=True)
-        blocks = [t["id"] for t in tasks.values() if task_id in t["blockedBy"] and t["status"] != "deleted"]
+        blocks = [t["id"] for t in tasks.values()
+                  if task_id in t["blockedBy"] and t["status"] != "deleted"]
         return json.dumps({**task, "blocks": blocks}, indent=2, ensure_ascii=False)
 
     def order(self, tasks: dict = None) -> str:
-        """An execution order of the unfinished tasks: blockers first, then by id (Kahn's algorithm)."""
+        """An order for the unfinished tasks: blockers first, then by id (a topological sort)."""
         tasks = tasks if tasks is not None else self.files.scan(validate=True)[0]
         todo = {i: t for i, t in tasks.items() if t["status"] not in FINISHED}
         if not todo:
             return "Order: nothing left to do."
-        waits = {j: {b for b in t["blockedBy"] if b in todo} for j, t in todo.items()}
-        stuck = {j for j, t in todo.items() if any(b not in tasks for b in t["blockedBy"])}  # unreadable
-        dependents = {}                        # i -> the tasks waiting for i (the edges reversed)
-        for j, blockers in waits.items():
-            for i in blockers:
-                dependents.setdefault(i, []).append(j)
-        free = [i for i in todo if not waits[i] and i not in stuck]
-        heapq.heapify(free)                    # the heap keeps ties in id order
-        order = []
-        while free:
-            i = heapq.heappop(free)
-            order.append(i)
-            for j in dependents.get(i, []):
-                waits[j].discard(i)
-                if not waits[j] and j not in stuck:
-                    heapq.heappush(free, j)
+        order, stuck = topological_order(todo, tasks)
         line = "Order: " + (" → ".join(f"#{i}" for i in order) or "nothing can start")
         left = sorted(set(todo) - set(order))
         why = ("waiting for tasks that cannot be read" if stuck else  # else only a cycle stops them
-               "waiting for each other in a cycle (hand-edited files?): removeBlockedBy on one breaks it")
+               "waiting for each other in a cycle (hand-edited files?): removeBlockedBy on one "
+               "breaks it")
         return line + (f" (then {', '.join(f'#{i}' for i in left)}: {why})" if left else "")
 
     # ------------------------------------------------------------ the rules update() checks
 
     def _check_update(self, task: Task, status, add, remove, owner, force: bool) -> tuple:
         """The new field values, or ValueError; reads the board but writes nothing."""
-        if status is None and add is None and remove is None and owner is None:
-            raise ValueError("nothing to update: give status, addBlockedBy, removeBlockedBy or owner")
-        if status is not None and status not in STATUSES:
-            raise ValueError(f"status {status!r} is not one of {', '.join(STATUSES)}")
-        if owner is not None and not isinstance(owner, str):
-            raise ValueError("owner must be a string ('' clears it)")
+        check_update(status, add, remove, owner)   # the arguments' types and values
         tid, current = task["id"], task["status"]
         if current == "deleted":
             raise ValueError(f"task #{tid} was deleted; create a new task instead")
         if add and (status or current) in FINISHED:
-            raise ValueError(f"#{tid} is {status or current}; set it back to pending before giving it blockers")
-        notes = self._check_claim(task, status, owner, force)
+            raise ValueError(f"#{tid} is {status or current}; set it back to pending before "
+                             "giving it blockers")
+        change, notes = self._claim(task, status, owner, force)
         blocked, notes = self._check_new_blockers(tid, task["blockedBy"], add or [], notes)
-        for dep in ids(remove or []):          # a missing or unreadable blocker can always be removed
+        for dep in ids(remove or []):          # a missing or unreadable blocker can be removed
             if dep not in blocked:
                 raise ValueError(f"#{tid} is not blocked by #{dep}")
             blocked.remove(dep)
@@ -230,30 +201,28 @@ class TaskManager:
         if status in ("in_progress", "completed") and waiting:
             raise ValueError(f"#{tid} is blocked by {self._describe(waiting)}; finish those first "
                              f"(or removeBlockedBy)")
-        return {"blockedBy": blocked, **self._new_owner(task, status, owner)}, notes
+        return {**change, "blockedBy": blocked}, notes
 
-    def _check_claim(self, task: Task, status, owner, force: bool) -> list:
-        """Claims: an agent starts a task only in its own name, and never changes a task another
-        agent has in progress; a person can take one over (force). Returns the notes to show."""
-        holder, tid = task.get("owner"), task["id"]
+    def _claim(self, task: Task, status, owner, force: bool) -> tuple:
+        """(the status and owner to set, notes). An agent starts a task only in its own name and
+        never changes a task another agent has in progress; a person can take one over (force)."""
+        holder, tid, notes = task.get("owner"), task["id"], []
         if status == "in_progress" and owner and owner != self.agent and not force:
             raise ValueError(f"you are {self.agent}: start #{tid} in your own name (leave owner "
                              "out), or let that agent start it")
-        if task["status"] != "in_progress" or not holder or holder == self.agent:
-            return []
-        if not force:
-            raise ValueError(f"#{tid} is in progress by {holder}; pick another task, or ask {holder} "
-                             f"(a person can take it over with /task start {tid})")
-        return [f"took #{tid} over from {holder}"]
-
-    def _new_owner(self, task: Task, status, owner) -> dict:
+        if task["status"] == "in_progress" and holder and holder != self.agent:
+            if not force:
+                raise ValueError(f"#{tid} is in progress by {holder}; pick another task, or ask "
+                                 f"{holder} (a person can take it over with /task start {tid})")
+            notes.append(f"took #{tid} over from {holder}")
+        change = {"status": status} if status else {}
         if owner is not None:
-            return {"owner": owner or None, **({"status": status} if status else {})}
-        if status == "pending":
-            return {"status": status, "owner": None}       # back to pending releases it
-        if status == "in_progress" or (status and task["status"] == "in_progress"):
-            return {"status": status, "owner": self.agent}  # starting (or taking over) claims it
-        return {"status": status} if status else {}
+            change["owner"] = owner or None
+        elif status == "pending":
+            change["owner"] = None             # back to pending releases it
+        elif status == "in_progress" or (status and task["status"] == "in_progress"):
+            change["owner"] = self.agent       # starting (or taking over) claims it
+        return change, notes
 
     def _check_new_blockers(self, tid, blocked: list, add: list, notes: list = None) -> tuple:
         """blocked + add, checked: each blocker exists, is live, is not tid, and closes no cycle."""
@@ -270,7 +239,8 @@ class TaskManager:
             elif dep not in blocked:
                 cycle = find_cycle(self.files.try_load, tid, dep) if tid is not None else None
                 if cycle:                      # a new task has no dependents yet: no cycle possible
-                    raise ValueError("that would make a cycle: " + " → ".join(f"#{i}" for i in cycle))
+                    path = " → ".join(f"#{i}" for i in cycle)
+                    raise ValueError(f"that would make a cycle: {path}")
                 blocked.append(dep)
         return blocked, notes
 
@@ -279,51 +249,14 @@ class TaskManager:
                          f"#{i} (missing or unreadable)" for i in task_ids)
 
 
-def find_cycle(load, tid: int, dep: int):
-    """If dep already waits (through blockers) for tid, the path tid → dep → … → tid; else None.
-
-    Each task on the way is read from the store now (load), so a hand edit is seen.
-    """
-    came_from, stack = {dep: None}, [dep]   # each node once, and how we got there: O(n), not O(n²)
-    while stack:
-        node = stack.pop()
-        for b in (load(node) or {}).get("blockedBy", []):
-            if b == tid:                       # dep waits for tid: walk back to dep for the path
-                path = [tid]
-                while node is not None:
-                    path.append(node)
-                    node = came_from[node]
-                return [tid] + path[::-1]
-            if b not in came_from:
-                came_from[b] = node
-                stack.append(b)
-    return None
-
-
-def reopen_notes(task: Task, unblocked: list) -> list:
-    """Reopening a finished task does not re-block what it freed: say so, and how to."""
-    if not unblocked:
-        return []
-    freed = ", ".join(f"#{i}" for i in unblocked)
-    return [f"Reopened #{task['id']}: {freed} stopped waiting for it when it finished and do not "
-            f"wait again; to make one wait, task_update it with addBlockedBy [{task['id']}]"]
-
-
 def waiting_on(task: Task, tasks: dict) -> list:
     """The blockers of task that are not finished (a missing one counts as unfinished)."""
     return [b for b in task["blockedBy"] if tasks.get(b, {}).get("status") not in FINISHED]
 
 
-def names(tasks: list) -> str:
-    return ", ".join(f"#{t['id']} {one_line(t['subject'])}" for t in tasks)
-
-
-def render_line(task: Task, tasks: dict = None) -> str:
-    line = f"{STATUSES[task['status']]} #{task['id']}: {one_line(task['subject'])}"
-    if task.get("owner"):
-        line += f" (owner: {one_line(task['owner'])})"
-    waiting = waiting_on(task, tasks) if tasks is not None else task["blockedBy"]
-    return line + (f" blocked by {', '.join(f'#{b}' for b in waiting)}" if waiting else "")
+def render(task: Task, tasks: dict = None) -> str:
+    """One line of the board; with the board, only the blockers still unfinished are named."""
+    return render_line(task, waiting_on(task, tasks) if tasks is not None else task["blockedBy"])
 
 
 # ---------------------------------------------------------------- the tools and the loop
@@ -331,24 +264,26 @@ def render_line(task: Task, tasks: dict = None) -> str:
 _ID = {"description": "a task id: 3 or \"#3\""}
 TASK_TOOLS = [
     {"name": "task_create", "description": "Add a task to the persistent board; it starts pending. "
-     "Use the board for work of several steps, with an order between them, or that must outlast this "
-     "conversation (compaction, restarts). A single quick step needs no task: just do it.",
-     "input_schema": object_schema({"subject": {"type": "string", "description": "a short imperative title"},
-                                    "description": {"type": "string", "description": "details, optional"},
-                                    "blockedBy": {"type": "array", "items": _ID,
-                                                  "description": "tasks that must finish first"}},
-                                   ["subject"])},
-    {"name": "task_update", "description": "Change a task: its status, its blockers or its owner. A task "
-     "cannot start or complete while a blocker is unfinished. Starting a task claims it for you; a task in "
-     "progress by another agent cannot be changed by you. Completing it unblocks its dependents.",
+     "Use the board for work of several steps, with an order between them, or that must outlast "
+     "this conversation (compaction, restarts). A single quick step needs no task: just do it.",
+     "input_schema": object_schema({
+         "subject": {"type": "string", "description": "a short imperative title"},
+         "description": {"type": "string", "description": "details, optional"},
+         "blockedBy": {"type": "array", "items": _ID, "description": "must finish first"}},
+         ["subject"])},
+    {"name": "task_update", "description": "Change a task: its status, blockers or owner. A task "
+     "cannot start or complete while a blocker is unfinished. Starting a task claims it for you; a "
+     "task in progress by another agent is theirs. Completing it unblocks its dependents.",
      "input_schema": object_schema({
          "task_id": _ID,
-         "status": {"type": "string", "enum": list(STATUSES), "description": "deleted hides it for good"},
-         "addBlockedBy": {"type": "array", "items": _ID, "description": "tasks that must finish first"},
+         "status": {"type": "string", "enum": list(STATUSES), "description": "deleted hides it"},
+         "addBlockedBy": {"type": "array", "items": _ID, "description": "must finish first"},
          "removeBlockedBy": {"type": "array", "items": _ID, "description": "blockers to drop"},
-         "owner": {"type": "string", "description": "who works on it; '' clears it"}}, ["task_id"])},
-    {"name": "task_list", "description": "The board: every live task with its status, owner and blockers, "
-     "which tasks can start now, and an order to do them in.", "input_schema": object_schema({}, [])},
+         "owner": {"type": "string", "description": "who works on it; '' clears it"}},
+         ["task_id"])},
+    {"name": "task_list", "description": "The board: every live task with its status, owner and "
+     "blockers, which tasks can start now, and an order to do them in.",
+     "input_schema": object_schema({}, [])},
     {"name": "task_get", "description": "One task in full, with the tasks it blocks.",
      "input_schema": object_schema({"task_id": _ID}, ["task_id"])},
 ]
@@ -356,17 +291,19 @@ TASK_TOOLS = [
 TOOLS = BASE_TOOLS + [COMPACT_TOOL] + TASK_TOOLS
 TOOL_HANDLERS = {  # the lambdas map the model's argument names onto TaskManager's
     **S06_HANDLERS,
-    "task_create": lambda subject, description="", blockedBy=None: TASKS.create(subject, description, blockedBy),
+    "task_create": lambda subject, description="", blockedBy=None:
+        TASKS.create(subject, description, blockedBy),
     "task_update": lambda task_id, status=None, addBlockedBy=None, removeBlockedBy=None, owner=None:
         TASKS.update(task_id, status, addBlockedBy, removeBlockedBy, owner),
     "task_list": lambda: TASKS.list_all(),
     "task_get": lambda task_id: TASKS.get(task_id),
 }
 
-SYSTEM = ("You are a coding agent working in the current folder. Plan multi-step work on the task board "
-          "(task_* tools): it lives outside the conversation and survives compaction and restarts; other "
-          "agents may share it. Give tasks an order with blockedBy, mark a task in_progress when you start "
-          "it (that claims it) and completed when done. When the context gets long, call compact. Be brief.")
+SYSTEM = ("You are a coding agent working in the current folder. Plan multi-step work on the task "
+          "board (task_* tools): it lives outside the conversation and survives compaction and "
+          "restarts; other agents may share it. Give tasks an order with blockedBy, mark a task "
+          "in_progress when you start it (that claims it) and completed when done. When the "
+          "context gets long, call compact. Be brief.")
 
 
 def board_message() -> str:
@@ -377,19 +314,7 @@ def board_message() -> str:
             board = fit(TASKS.list_all(brief=True), BOARD_CHARS)  # a big board: unfinished first
     except ValueError as exc:   # say so: an unreadable board must not look like an empty one
         board = f"The task board could not be read: {exc}"
-    return f"<task-board>\nThe task board ({TASKS.files.name}), read just now:\n{board}\n</task-board>"
-
-
-def fit(text: str, limit: int) -> str:
-    """text within limit characters, its first lines and its last (what can start now) kept."""
-    *lines, last = text.splitlines()
-    kept, room = [], limit - min(len(last), limit // 4) - 60
-    for line in lines:
-        if (room := room - len(line) - 1) < 0:
-            kept.append(f"... (cut to {limit:,} characters: task_list shows the whole board)")
-            break
-        kept.append(line)
-    return "\n".join(kept + [last[:limit // 4]])
+    return f"<task-board>\nThe task board ({TASKS.files.name}), just read:\n{board}\n</task-board>"
 
 
 def compact_with_board(messages: list, client, focus: str = "") -> bool:
@@ -431,20 +356,15 @@ TASKS = TaskManager(TASKS_DIR)  # the board the tools use; touches no file until
 
 
 def choose_board(args) -> str:
-    """--board or TASK_BOARD: which board; --name or AGENT_NAME: who this process is on it.
-    Each run decides afresh, even a second main() in one process."""
+    """--board or TASK_BOARD: which board; --name or AGENT_NAME: who we are (each run anew)."""
     global TASKS
-    name = unicodedata.normalize("NFKC", args.name or os.environ.get("AGENT_NAME") or "").strip()
-    if name and not re.fullmatch(r"[\w.@-]{1,40}", name):
-        raise SetupError(f"an agent name is 1-40 letters, digits or . _ @ -; got {name!r}")
-    TASKS = TaskManager(args.board or os.environ.get("TASK_BOARD") or TASKS_DIR, agent=name or None)
+    name = agent_name(args.name or os.environ.get("AGENT_NAME") or "")
+    TASKS = TaskManager(args.board or os.environ.get("TASK_BOARD") or TASKS_DIR, agent=name)
     return f"agent {TASKS.agent}"
 
 
 def demo() -> tuple:
-    TASKS.agent = "demo"
-    folder = TASKS.files.dir if hasattr(TASKS.files, "dir") else None  # a postgresql:// board: None
-    return demos.s07_demo(compact_threshold(), folder)
+    return demos.s07_demo(compact_threshold(), TASKS)   # it plays on TASKS, as agent "demo"
 
 
 def main(argv: list = None) -> int:
@@ -453,10 +373,7 @@ def main(argv: list = None) -> int:
                 "/compact": partial(compact_now, compact=compact_with_board)}
     return run_cli("s07_task_system", __doc__, agent_loop, demo=demo, argv=argv, commands=commands,
                    help_extra=task_commands.HELP, on_start=choose_board,
-                   options=[(("--name",), {"help": "this agent's name on the board (default: "
-                                                   "AGENT_NAME, else your user and terminal)"}),
-                            (("--board",), {"help": "the board: a folder (default: TASK_BOARD, else "
-                                                    ".tasks) or a postgresql:// URL"})])
+                   options=task_commands.OPTIONS)
 
 
 if __name__ == "__main__":

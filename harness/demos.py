@@ -73,11 +73,13 @@ S07_PLAN = [("Design the data model", "tables and fields"),
             ("Write the docs", "how to use the API"), ("Write the API tests", "one per endpoint")]
 
 
-def s07_demo(threshold: int, folder: Optional[Path]) -> tuple:
+def s07_demo(threshold: int, tasks) -> tuple:
     """Plan four tasks, be refused, compact, see the board come back, complete and unblock.
 
-    folder: the board's folder, shown with bash; None for a board that is not a folder.
+    tasks: s07's TaskManager; its agent becomes "demo". A board in a folder is shown with bash.
     """
+    tasks.agent = "demo"
+    folder: Optional[Path] = getattr(tasks.files, "dir", None)   # None: a postgresql:// board
     if folder is not None and folder.exists() and not folder.is_dir():
         raise SetupError(f"the demo needs a folder {folder}/ here, and a file of that name is in the way")
     if threshold < S07_MIN_THRESHOLD:  # the script reads its task ids from the recent messages

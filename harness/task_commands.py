@@ -14,6 +14,11 @@ HELP = """/task commands (no model call; the same rules as the model's tools):
   /task block N BY...   N waits for BY                  /task unblock N BY... N no longer waits for BY
   /task ready           what can start now              /task order           an order to do them in"""
 
+OPTIONS = [  # s07's flags, for cli.run_cli
+    (("--name",), {"help": "this agent's name on the board (default: AGENT_NAME, else your user "
+                           "and terminal)"}),
+    (("--board",), {"help": "the board: a folder (default: TASK_BOARD, else .tasks) or a "
+                            "postgresql:// URL"})]
 NEEDS = {"show": 1, "start": 1, "done": 1, "delete": 1, "block": 2, "unblock": 2, "add": 1}
 
 

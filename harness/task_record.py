@@ -83,6 +83,16 @@ def check_text(value: object, field: str, empty: bool = False) -> str:
     return value.strip() if field == "subject" else value
 
 
+def check_update(status, add, remove, owner) -> None:
+    """The arguments of a task update, before any task is read: ValueError says what is wrong."""
+    if status is None and add is None and remove is None and owner is None:
+        raise ValueError("nothing to update: give status, addBlockedBy, removeBlockedBy or owner")
+    if status is not None and status not in STATUSES:
+        raise ValueError(f"status {status!r} is not one of {', '.join(STATUSES)}")
+    if owner is not None and not isinstance(owner, str):
+        raise ValueError("owner must be a string ('' clears it)")
+
+
 def is_id(value: object) -> bool:
     """Booleans and floats are not ids."""
     return type(value) is int and 0 < value < MAX_ID
@@ -163,3 +173,12 @@ def default_agent_name() -> str:
     user = unicodedata.normalize("NFKC", os.environ.get("USER") or "agent")
     user = re.sub(r"[^\w.@-]", "_", user)[:30] or "agent"   # a USER with escapes or spaces
     return f"{user}-{where}"
+
+
+def agent_name(raw: str):
+    """--name or AGENT_NAME, NFKC-normalised (a full-width ａｌｉｃｅ is alice), or None if empty."""
+    from harness.config import SetupError
+    name = unicodedata.normalize("NFKC", raw).strip()
+    if name and not re.fullmatch(r"[\w.@-]{1,40}", name):
+        raise SetupError(f"an agent name is 1-40 letters, digits or . _ @ -; got {name!r}")
+    return name or None
