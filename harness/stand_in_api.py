@@ -434,8 +434,9 @@ def cut_to_window(content, room):
     for block in content:
         size = estimate_tokens(block)
         if used + size > room:
-            if block.get("type") == "text":
-                block = {**block, "text": block.get("text", "")[:max(0, room - used) * 4]}
+            if block.get("type") == "text":   # the characters that fit once the block's own JSON is paid
+                frame = len(json.dumps({**block, "text": ""}, ensure_ascii=False))
+                block = {**block, "text": block.get("text", "")[:max(0, (room - used) * 4 - frame)]}
             return kept + [block]
         kept.append(block)
         used += size
