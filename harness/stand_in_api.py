@@ -76,9 +76,9 @@ REQUEST_FIELDS = {
     "model", "messages", "max_tokens", "system", "tools", "tool_choice", "stream", "metadata",
     "stop_sequences", "thinking", "cache_control", "service_tier", "container", "output_config",
     "inference_geo", "speed", "diagnostics",
-    # sampling: documented for older models (newer ones refuse non-default values); SDK 2.16 dropped them
+    # sampling: documented for older models (newer ones refuse non-default values); not in SDK 2.16
     "temperature", "top_p", "top_k",
-    # what client.beta.messages.create adds (accepted here with or without the anthropic-beta header)
+    # what client.beta.messages.create adds (taken here with or without the anthropic-beta header)
     "context_management", "mcp_servers", "compaction", "fallbacks", "billing_policy",
     "fallback_credit_token", "thread", "output_format",
 }
@@ -127,7 +127,7 @@ def estimate_tokens(obj):
     return max(1, len(json.dumps(obj, ensure_ascii=False)) // 4)
 
 
-def _plain(block):
+def _plain(block: dict) -> dict:
     """A block as the model reads it: cache_control is an instruction to the API, not content."""
     return {k: v for k, v in block.items() if k != "cache_control"}
 
@@ -223,19 +223,20 @@ def is_summary_request(body):
     return any(isinstance(t, str) and "<summary-request>" in t for t in texts)
 
 
-def check_request(body, max_output=MAX_OUTPUT_TOKENS, context_window=CONTEXT_WINDOW):
+def check_request(body, max_output: int = MAX_OUTPUT_TOKENS,
+                  context_window: int = CONTEXT_WINDOW) -> str | None:
     """Return the first rule of the real API that this request breaks, or None.
 
     The order is the API's: the request's shape first, its length last (a prompt that is
     too long is only counted once it is a valid request)."""
     if not isinstance(body, dict):
         return "request body must be a JSON object"
-    return (_check_fields(body, max_output) or _check_tools(body) or _check_system(body.get("system"))
-            or _check_messages(body.get("messages")) or _check_breakpoints(body)
-            or _check_window(body, context_window))
+    return (_check_fields(body, max_output) or _check_tools(body)
+            or _check_system(body.get("system")) or _check_messages(body.get("messages"))
+            or _check_breakpoints(body) or _check_window(body, context_window))
 
 
-def _check_fields(body, max_output):
+def _check_fields(body: dict, max_output: int) -> str | None:
     """Only documented top-level fields; a model; a max_tokens within the model's output limit."""
     unknown = sorted(set(body) - REQUEST_FIELDS)
     if unknown:
@@ -246,13 +247,13 @@ def _check_fields(body, max_output):
     if type(limit) is not int or limit < 1:   # type(), not isinstance: True is an int to Python
         return "max_tokens: field required and must be a positive integer"
     if limit > max_output:
-        return (f"max_tokens: {limit} > {max_output}, which is the maximum allowed number of output "
-                f"tokens for {body['model']}")
+        return (f"max_tokens: {limit} > {max_output}, which is the maximum allowed number of "
+                f"output tokens for {body['model']}")
     return _check_cache_control(body, "")
 
 
-def _check_tools(body):
-    """Each tool well formed and named once; tool_choice in a documented form, naming a real tool."""
+def _check_tools(body: dict) -> str | None:
+    """Each tool well formed and named once; tool_choice in a documented form, naming a tool."""
     tools = body.get("tools") or []
     if not isinstance(tools, list):
         return "tools: Input should be a valid list"
@@ -278,7 +279,7 @@ def _check_tools(body):
     return None
 
 
-def _check_system(system):
+def _check_system(system) -> str | None:
     if system is not None and not isinstance(system, (str, list)):
         return "system: Input should be a valid string or list"
     for j, b in enumerate(system if isinstance(system, list) else []):
@@ -291,7 +292,7 @@ def _check_system(system):
     return None
 
 
-def _check_messages(messages):
+def _check_messages(messages) -> str | None:
     """The conversation: starts with the user; every tool_use answered in the next message, once."""
     if not isinstance(messages, list) or not messages:
         return "messages: at least one message is required"
@@ -300,7 +301,8 @@ def _check_messages(messages):
     if messages[0].get("role") != "user":
         return "messages.0.role: the first message must use the `user` role"
     # Consecutive user (or assistant) messages are fine: the API merges them.
-    pending, used = set(), set()   # ids the previous assistant message asked for; every tool_use id so far
+    pending = set()   # the tool_use ids of the previous assistant message, to be answered now
+    used = set()      # every tool_use id so far: an id may appear once in the whole conversation
     for i, m in enumerate(messages):
         role, content = m.get("role"), m.get("content")
         content = [text(content)] if isinstance(content, str) else content
@@ -319,7 +321,7 @@ def _check_messages(messages):
     return None
 
 
-def _check_blocks(i, role, content, pending, used):
+def _check_blocks(i: int, role: str, content: list, pending: set, used: set) -> str | None:
     """The blocks of message i. pending: the tool_use ids it must answer; used: ids seen so far."""
     answered, results_done = set(), False
     for j, b in enumerate(content):
@@ -329,9 +331,10 @@ def _check_blocks(i, role, content, pending, used):
         if not broken and kind == "tool_use":
             broken = f"{where}: `tool_use` ids must be unique" if b.get("id") in used else None
             used.add(b.get("id"))
-        if not broken and kind == "tool_result":
-            broken = (f"{where}: tool_result blocks must come first in the content, before any other block"
-                      if results_done else _check_answer(where, b.get("tool_use_id"), pending, answered))
+        if not broken and kind == "tool_result" and results_done:
+            broken = f"{where}: tool_result blocks must come first in the content, before any other block"
+        elif not broken and kind == "tool_result":
+            broken = _check_answer(where, b.get("tool_use_id"), pending, answered)
         if broken:
             return broken
         results_done = results_done or kind != "tool_result"
@@ -342,7 +345,7 @@ def _check_blocks(i, role, content, pending, used):
     return None
 
 
-def _check_block(where, role, kind, b):
+def _check_block(where: str, role: str, kind, b) -> str | None:
     """One block on its own: its type, who may send it, its required fields."""
     if kind == "text":
         if not isinstance(b.get("text"), str) or not b["text"].strip():
@@ -362,14 +365,14 @@ def _check_block(where, role, kind, b):
         field = {"thinking": "signature", "redacted_thinking": "data"}.get(kind)
         if field and not isinstance(b.get(field), str):
             return f"{where}.{kind}.{field}: Field required"
-        if kind == "thinking" and not b["signature"]:   # signed by the API; an empty one cannot verify
+        if kind == "thinking" and not b["signature"]:   # the API signed it: "" cannot verify
             return f"{where}: Invalid `signature` in `thinking` block"
     else:
         return f"{where}.type: unknown content block type {kind!r}"
     return None
 
 
-def _check_result_content(where, inner):
+def _check_result_content(where: str, inner) -> str | None:
     """A tool_result's content: a string (even empty), or blocks, none of them an empty text."""
     if not isinstance(inner, (str, list)):
         return f"{where}.content: Input should be a valid string or list"
@@ -379,11 +382,12 @@ def _check_result_content(where, inner):
     return None
 
 
-def _check_answer(where, tool_use_id, pending, answered):
+def _check_answer(where: str, tool_use_id, pending: set, answered: set) -> str | None:
     """A tool_result answers a tool_use of the previous message, and only one result per id."""
     if tool_use_id not in pending:
         return (f"{where}: unexpected `tool_use_id` found in `tool_result` blocks: {tool_use_id}. "
-                "Each `tool_result` block must have a corresponding `tool_use` block in the previous message.")
+                "Each `tool_result` block must have a corresponding `tool_use` block in the previous "
+                "message.")
     if tool_use_id in answered:
         return (f"{where}: each tool_use must have a single result. "
                 f"Found multiple `tool_result` blocks with id: {tool_use_id}")
@@ -391,20 +395,20 @@ def _check_answer(where, tool_use_id, pending, answered):
     return None
 
 
-def _check_breakpoints(body):
+def _check_breakpoints(body: dict) -> str | None:
     marks = len(breakpoints(body))
     if marks > MAX_BREAKPOINTS:
         return f"A maximum of {MAX_BREAKPOINTS} blocks with cache_control may be provided. Found {marks}."
     return None
 
 
-def prompt_tokens(body):
+def prompt_tokens(body: dict) -> int:
     """The request's input, counted as the cache counts it: characters/4 of each block."""
     blocks, _ = cache_blocks(body)
     return sum(estimate_tokens(_plain(b)) for b in blocks)
 
 
-def _check_window(body, context_window):
+def _check_window(body: dict, context_window: int) -> str | None:
     """The prompt alone must fit the window. (One that fits but leaves less room than max_tokens
     is accepted: the reply stops when the window is full; see StandInAPI._message.)"""
     tokens = prompt_tokens(body)
@@ -427,14 +431,14 @@ def _check_cache_control(block, where):
     return None
 
 
-def cut_to_window(content, room):
+def cut_to_window(content: list, room: int) -> list:
     """The blocks of a reply that fit in `room` output tokens: the block that crosses the limit
     is the last one, a text cut to the characters that fit, any other block as it began."""
     kept, used = [], 0
     for block in content:
         size = estimate_tokens(block)
         if used + size > room:
-            if block.get("type") == "text":   # the characters that fit once the block's own JSON is paid
+            if block.get("type") == "text":   # what fits once the block's own JSON is paid for
                 frame = len(json.dumps({**block, "text": ""}, ensure_ascii=False))
                 block = {**block, "text": block.get("text", "")[:max(0, (room - used) * 4 - frame)]}
             return kept + [block]
@@ -448,11 +452,13 @@ def cut_to_window(content, room):
 class StandInAPI:
     """An HTTP server on 127.0.0.1 (random port) that plays `script`, one step per request."""
 
-    def __init__(self, script, summary=None, min_cache_tokens=MIN_CACHE_TOKENS, clock=time.monotonic,
-                 context_window=CONTEXT_WINDOW, max_output=MAX_OUTPUT_TOKENS):
+    def __init__(self, script, summary=None, min_cache_tokens=MIN_CACHE_TOKENS,
+                 clock=time.monotonic, context_window: int = CONTEXT_WINDOW,
+                 max_output: int = MAX_OUTPUT_TOKENS):
         self.script = list(script)
         self.summary = summary  # if set, summary requests (is_summary_request) get this text
-        self.context_window, self.max_output = context_window, max_output   # the model's limits, in tokens
+        self.context_window = context_window   # tokens the model reads (check_request, _message)
+        self.max_output = max_output           # the largest max_tokens it takes
         self.requests = []    # every request body received, in order
         self.headers = []     # and its HTTP headers (lower-case names)
         self.violations = []  # rules broken, one line each
@@ -539,7 +545,8 @@ class StandInAPI:
         if estimate_tokens(content) > room:   # the reply filled the window: it stops there
             content, stop_reason = cut_to_window(content, room), "model_context_window_exceeded"
         # The cache sees every request, whatever usage a step reports.
-        usage = {**self.cache.usage(body), "output_tokens": estimate_tokens(fields.get("content", content) or [])}
+        sent = fields.get("content", content)
+        usage = {**self.cache.usage(body), "output_tokens": estimate_tokens(sent or [])}
         message = {"id": f"msg_{len(self.requests):04d}", "type": "message", "role": "assistant",
                    "model": body["model"], "content": content, "stop_reason": stop_reason,
                    "stop_sequence": None, "usage": usage if step["usage"] is None else step["usage"], **fields}
