@@ -5,7 +5,8 @@ The tests and every lesson's `--demo` point the real `anthropic` client at it
 and the real tools run, with no key and no network.
 
     script = [reply(text("Hi"), tool("bash", {"command": "ls"})), reply(text("Done"))]
-    with StandInAPI(script) as api:   # also summary=, min_cache_tokens=1024, clock=time.monotonic
+    with StandInAPI(script) as api:   # also summary=, min_cache_tokens=1024, clock=time.monotonic,
+                                      #   context_window=1_000_000, max_output=128_000
         ...                            # api.url, .requests, .headers, .violations, .billing()
 
 A script step answers one request (a step may also be a function of the request body
@@ -18,11 +19,19 @@ delay= waits that many seconds before answering (a slow or hung model); other
 requests are answered meanwhile, and closing the stand-in wakes the sleepers.
 
 What it models:
-- Rules: a request the real API refuses (a tool_use without its tool_result, empty
-  text, an unknown block type, a bad tool_choice, more than 4 cache breakpoints, ...)
-  gets its 400 error shape and is logged in .violations. What a model's reply may
-  carry is accepted back (thinking with its signature, redacted_thinking, server tool
+- Rules: a request the real API refuses gets its 400 invalid_request_error, in the API's
+  words, and is logged in .violations: an unknown top-level field, max_tokens over the
+  model's output limit, duplicate tool names, a tool_choice naming no tool, a tool_use
+  without its tool_result, two tool_results for one id, a tool_use id used twice in the
+  conversation, empty text (in a tool_result too), a thinking block with an empty
+  signature, an unknown block type, more than 4 cache breakpoints, ... What a model's reply
+  may carry is accepted back (thinking with its signature, redacted_thinking, server tool
   blocks), and so are consecutive user messages.
+- The context window: a prompt over context_window tokens gets "prompt is too long:
+  N tokens > M maximum". One that fits but leaves less room than max_tokens is accepted,
+  as the docs say of current models: the reply stops when the window is full, with
+  stop_reason model_context_window_exceeded (a scripted reply longer than the room left is
+  cut there). Earlier models refused input + max_tokens over the window with a 400 instead.
 - Streaming: "stream": true gets server-sent events in the documented order
   (message_start, per block start / deltas / stop, ping, message_delta, message_stop);
   text arrives in 16-character deltas, tool input in pieces of json.dumps(input).
@@ -36,10 +45,12 @@ What it models:
   `<summary-request>` in its last user message's text is answered with it (end_turn)
   without using a script step.
 
-Simpler than the real API: a token is 4 characters of a block's JSON; one cache for
-every key, and a "1h" ttl lives 5 minutes too; a stream is sent in one piece, never
-paused between events and never with an error event (raw() can send one); a str tool
-input streams in a single delta; only POST /v1/messages exists.
+Simpler than the real API: a token is 4 characters of a block's JSON (for the window
+too, and earlier turns' thinking counts, which the API leaves out); one model's limits
+whatever `model` says; the fields of every model and beta are accepted, without looking at
+the anthropic-beta header; one cache for every key, and a "1h" ttl lives 5 minutes too; a
+stream is sent in one piece, never paused between events and never with an error event
+(raw() can send one); a str tool input streams in a single delta; only POST /v1/messages.
 """
 
 import hashlib
@@ -55,6 +66,22 @@ JSON_PIECE = 20   # characters per input_json_delta
 TOOL_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 # Blocks a model's reply may hold that the API accepts back in the history.
 ASSISTANT_ONLY = {"thinking", "redacted_thinking", "server_tool_use", "web_search_tool_result"}
+# The default model's documented limits (claude-sonnet-5-5, harness.config.DEFAULT_MODEL); a
+# StandInAPI may be given others (context_window=, max_output=).
+CONTEXT_WINDOW = 1_000_000   # tokens of input the model reads; more is "prompt is too long"
+MAX_OUTPUT_TOKENS = 128_000  # the largest max_tokens it takes
+# Top-level request fields the API takes; any other is "Extra inputs are not permitted".
+REQUEST_FIELDS = {
+    # what the anthropic SDK (2.16) sends from messages.create and messages.stream
+    "model", "messages", "max_tokens", "system", "tools", "tool_choice", "stream", "metadata",
+    "stop_sequences", "thinking", "cache_control", "service_tier", "container", "output_config",
+    "inference_geo", "speed", "diagnostics",
+    # sampling: documented for older models (newer ones refuse non-default values); not in SDK 2.16
+    "temperature", "top_p", "top_k",
+    # what client.beta.messages.create adds (taken here with or without the anthropic-beta header)
+    "context_management", "mcp_servers", "compaction", "fallbacks", "billing_policy",
+    "fallback_credit_token", "thread", "output_format",
+}
 _ids = count(1)
 
 
@@ -100,6 +127,11 @@ def estimate_tokens(obj):
     return max(1, len(json.dumps(obj, ensure_ascii=False)) // 4)
 
 
+def _plain(block: dict) -> dict:
+    """A block as the model reads it: cache_control is an instruction to the API, not content."""
+    return {k: v for k, v in block.items() if k != "cache_control"}
+
+
 # ---------------------------------------------------------------- the caching and billing model
 # As documented for the real API: the cached prefix is tools -> system -> messages, matched
 # byte for byte up to a breakpoint; a hit may be found up to 20 blocks before a breakpoint;
@@ -141,8 +173,7 @@ def prefix_hashes(body, blocks, start):
         if i == start:
             choice = {"tool_choice": body.get("tool_choice"), "tools": bool(body.get("tools"))}
             h = hashlib.sha256(h + json.dumps(choice, sort_keys=True).encode()).digest()
-        plain = {k: v for k, v in block.items() if k != "cache_control"}
-        h = hashlib.sha256(h + json.dumps(plain, sort_keys=True).encode()).digest()
+        h = hashlib.sha256(h + json.dumps(_plain(block), sort_keys=True).encode()).digest()
         hashes.append(h)
     return hashes
 
@@ -155,8 +186,7 @@ class PromptCache:
         """input_tokens (uncached), cache_read_input_tokens, cache_creation_input_tokens."""
         blocks, start = cache_blocks(body)
         hashes = prefix_hashes(body, blocks, start)
-        upto = list(accumulate(estimate_tokens({k: v for k, v in b.items() if k != "cache_control"})
-                               for b in blocks))
+        upto = list(accumulate(estimate_tokens(_plain(b)) for b in blocks))
         now = self.clock()
         self.entries = {h: t for h, t in self.entries.items() if t > now}
         marks = sorted(set(breakpoints(body)))
@@ -193,14 +223,37 @@ def is_summary_request(body):
     return any(isinstance(t, str) and "<summary-request>" in t for t in texts)
 
 
-def check_request(body):
-    """Return the first rule of the real API that this request breaks, or None."""
+def check_request(body, max_output: int = MAX_OUTPUT_TOKENS,
+                  context_window: int = CONTEXT_WINDOW) -> str | None:
+    """Return the first rule of the real API that this request breaks, or None.
+
+    The order is the API's: the request's shape first, its length last (a prompt that is
+    too long is only counted once it is a valid request)."""
     if not isinstance(body, dict):
         return "request body must be a JSON object"
+    return (_check_fields(body, max_output) or _check_tools(body)
+            or _check_system(body.get("system")) or _check_messages(body.get("messages"))
+            or _check_breakpoints(body) or _check_window(body, context_window))
+
+
+def _check_fields(body: dict, max_output: int) -> str | None:
+    """Only documented top-level fields; a model; a max_tokens within the model's output limit."""
+    unknown = sorted(set(body) - REQUEST_FIELDS)
+    if unknown:
+        return f"{unknown[0]}: Extra inputs are not permitted"
     if not isinstance(body.get("model"), str) or not body["model"]:
         return "model: field required"
-    if not isinstance(body.get("max_tokens"), int) or body["max_tokens"] < 1:
+    limit = body.get("max_tokens")
+    if type(limit) is not int or limit < 1:   # type(), not isinstance: True is an int to Python
         return "max_tokens: field required and must be a positive integer"
+    if limit > max_output:
+        return (f"max_tokens: {limit} > {max_output}, which is the maximum allowed number of "
+                f"output tokens for {body['model']}")
+    return _check_cache_control(body, "")
+
+
+def _check_tools(body: dict) -> str | None:
+    """Each tool well formed and named once; tool_choice in a documented form, naming a tool."""
     tools = body.get("tools") or []
     if not isinstance(tools, list):
         return "tools: Input should be a valid list"
@@ -212,15 +265,21 @@ def check_request(body):
         broken = _check_cache_control(t, f"tools.{i}")
         if broken:
             return broken
+    names = [t["name"] for t in tools]
+    if len(set(names)) < len(names):
+        return "tools: Tool names must be unique."
     choice = body.get("tool_choice")
     if choice is not None and (not isinstance(choice, dict) or choice.get("type") not in ("auto", "any", "none", "tool")):
         return "tool_choice.type: Input should be 'auto', 'any', 'tool' or 'none'"
-    if isinstance(choice, dict) and choice["type"] == "tool" and not isinstance(choice.get("name"), str):
-        return "tool_choice.name: Field required"
-    broken = _check_cache_control(body, "")
-    if broken:
-        return broken
-    system = body.get("system")
+    if isinstance(choice, dict) and choice["type"] == "tool":
+        if not isinstance(choice.get("name"), str):
+            return "tool_choice.name: Field required"
+        if choice["name"] not in names:
+            return f"Tool '{choice['name']}' not found in provided tools"
+    return None
+
+
+def _check_system(system) -> str | None:
     if system is not None and not isinstance(system, (str, list)):
         return "system: Input should be a valid string or list"
     for j, b in enumerate(system if isinstance(system, list) else []):
@@ -230,7 +289,11 @@ def check_request(body):
             None if b["text"] else f"system.{j}.text: text content blocks must be non-empty")
         if broken:
             return broken
-    messages = body.get("messages")
+    return None
+
+
+def _check_messages(messages) -> str | None:
+    """The conversation: starts with the user; every tool_use answered in the next message, once."""
     if not isinstance(messages, list) or not messages:
         return "messages: at least one message is required"
     if not all(isinstance(m, dict) for m in messages):
@@ -238,65 +301,119 @@ def check_request(body):
     if messages[0].get("role") != "user":
         return "messages.0.role: the first message must use the `user` role"
     # Consecutive user (or assistant) messages are fine: the API merges them.
-    pending = set()  # tool_use ids of the previous assistant message, still unanswered
+    pending = set()   # the tool_use ids of the previous assistant message, to be answered now
+    used = set()      # every tool_use id so far: an id may appear once in the whole conversation
     for i, m in enumerate(messages):
         role, content = m.get("role"), m.get("content")
+        content = [text(content)] if isinstance(content, str) else content
+        last_assistant = i == len(messages) - 1 and role == "assistant"
         if role not in ("user", "assistant"):
             return f"messages.{i}.role: Input should be 'user' or 'assistant'"
-        if isinstance(content, str):
-            content = [text(content)]
-        last_assistant = i == len(messages) - 1 and role == "assistant"
         if not isinstance(content, list) or (not content and not last_assistant):
             return f"messages.{i}: all messages must have non-empty content except for the optional final assistant message"
-        results_done = False
-        answered = set()
-        for j, b in enumerate(content):
-            kind = b.get("type") if isinstance(b, dict) else None
-            where = f"messages.{i}.content.{j}"
-            broken = kind and _check_cache_control(b, where)
-            if broken:
-                return broken
-            if kind == "text":
-                if not isinstance(b.get("text"), str) or not b["text"].strip():
-                    return f"{where}: text content blocks must contain non-whitespace text"
-            elif kind == "tool_use":
-                if role != "assistant":
-                    return f"{where}: tool_use blocks can only be in assistant messages"
-                if not isinstance(b.get("input"), dict):
-                    return f"{where}.input: Input should be a valid dictionary"
-            elif kind == "tool_result":
-                if role != "user":
-                    return f"{where}: tool_result blocks can only be in user messages"
-                if results_done:
-                    return f"{where}: tool_result blocks must come first in the content, before any other block"
-                if b.get("tool_use_id") not in pending:
-                    return (f"{where}: unexpected `tool_use_id` found in `tool_result` blocks: {b.get('tool_use_id')}. "
-                            "Each `tool_result` block must have a corresponding `tool_use` block in the previous message.")
-                answered.add(b["tool_use_id"])
-                inner = b.get("content", "")
-                if not isinstance(inner, (str, list)):
-                    return f"{where}.content: Input should be a valid string or list"
-            elif kind in ASSISTANT_ONLY:
-                if role != "assistant":
-                    return f"{where}: {kind} blocks can only be in assistant messages"
-                field = {"thinking": "signature", "redacted_thinking": "data"}.get(kind)
-                if field and not isinstance(b.get(field), str):
-                    return f"{where}.{kind}.{field}: Field required"
-            else:
-                return f"{where}.type: unknown content block type {kind!r}"
-            if kind != "tool_result":
-                results_done = True
-        if pending - answered:
-            return (f"messages.{i}: `tool_use` ids were found without `tool_result` blocks immediately after: "
-                    f"{', '.join(sorted(pending - answered))}. Each `tool_use` block must have a corresponding "
-                    "`tool_result` block in the next message.")
+        broken = _check_blocks(i, role, content, pending, used)
+        if broken:
+            return broken
         pending = {b["id"] for b in content if b.get("type") == "tool_use"} if role == "assistant" else set()
     if pending and messages[-1].get("role") == "assistant":
         return (f"messages.{len(messages) - 1}: `tool_use` ids were found without `tool_result` blocks: "
                 f"{', '.join(sorted(pending))}")
+    return None
+
+
+def _check_blocks(i: int, role: str, content: list, pending: set, used: set) -> str | None:
+    """The blocks of message i. pending: the tool_use ids it must answer; used: ids seen so far."""
+    answered, results_done = set(), False
+    for j, b in enumerate(content):
+        kind = b.get("type") if isinstance(b, dict) else None
+        where = f"messages.{i}.content.{j}"
+        broken = (kind and _check_cache_control(b, where)) or _check_block(where, role, kind, b)
+        if not broken and kind == "tool_use":
+            broken = f"{where}: `tool_use` ids must be unique" if b.get("id") in used else None
+            used.add(b.get("id"))
+        if not broken and kind == "tool_result" and results_done:
+            broken = f"{where}: tool_result blocks must come first in the content, before any other block"
+        elif not broken and kind == "tool_result":
+            broken = _check_answer(where, b.get("tool_use_id"), pending, answered)
+        if broken:
+            return broken
+        results_done = results_done or kind != "tool_result"
+    if pending - answered:
+        return (f"messages.{i}: `tool_use` ids were found without `tool_result` blocks immediately after: "
+                f"{', '.join(sorted(pending - answered))}. Each `tool_use` block must have a corresponding "
+                "`tool_result` block in the next message.")
+    return None
+
+
+def _check_block(where: str, role: str, kind, b) -> str | None:
+    """One block on its own: its type, who may send it, its required fields."""
+    if kind == "text":
+        if not isinstance(b.get("text"), str) or not b["text"].strip():
+            return f"{where}: text content blocks must contain non-whitespace text"
+    elif kind == "tool_use":
+        if role != "assistant":
+            return f"{where}: tool_use blocks can only be in assistant messages"
+        if not isinstance(b.get("input"), dict):
+            return f"{where}.input: Input should be a valid dictionary"
+    elif kind == "tool_result":
+        if role != "user":
+            return f"{where}: tool_result blocks can only be in user messages"
+        return _check_result_content(where, b.get("content", ""))
+    elif kind in ASSISTANT_ONLY:
+        if role != "assistant":
+            return f"{where}: {kind} blocks can only be in assistant messages"
+        field = {"thinking": "signature", "redacted_thinking": "data"}.get(kind)
+        if field and not isinstance(b.get(field), str):
+            return f"{where}.{kind}.{field}: Field required"
+        if kind == "thinking" and not b["signature"]:   # the API signed it: "" cannot verify
+            return f"{where}: Invalid `signature` in `thinking` block"
+    else:
+        return f"{where}.type: unknown content block type {kind!r}"
+    return None
+
+
+def _check_result_content(where: str, inner) -> str | None:
+    """A tool_result's content: a string (even empty), or blocks, none of them an empty text."""
+    if not isinstance(inner, (str, list)):
+        return f"{where}.content: Input should be a valid string or list"
+    for k, block in enumerate(inner if isinstance(inner, list) else []):
+        if isinstance(block, dict) and block.get("type") == "text" and block.get("text") == "":
+            return f"{where}.content.{k}: text content blocks must be non-empty"
+    return None
+
+
+def _check_answer(where: str, tool_use_id, pending: set, answered: set) -> str | None:
+    """A tool_result answers a tool_use of the previous message, and only one result per id."""
+    if tool_use_id not in pending:
+        return (f"{where}: unexpected `tool_use_id` found in `tool_result` blocks: {tool_use_id}. "
+                "Each `tool_result` block must have a corresponding `tool_use` block in the previous "
+                "message.")
+    if tool_use_id in answered:
+        return (f"{where}: each tool_use must have a single result. "
+                f"Found multiple `tool_result` blocks with id: {tool_use_id}")
+    answered.add(tool_use_id)
+    return None
+
+
+def _check_breakpoints(body: dict) -> str | None:
     marks = len(breakpoints(body))
     if marks > MAX_BREAKPOINTS:
         return f"A maximum of {MAX_BREAKPOINTS} blocks with cache_control may be provided. Found {marks}."
+    return None
+
+
+def prompt_tokens(body: dict) -> int:
+    """The request's input, counted as the cache counts it: characters/4 of each block."""
+    blocks, _ = cache_blocks(body)
+    return sum(estimate_tokens(_plain(b)) for b in blocks)
+
+
+def _check_window(body: dict, context_window: int) -> str | None:
+    """The prompt alone must fit the window. (One that fits but leaves less room than max_tokens
+    is accepted: the reply stops when the window is full; see StandInAPI._message.)"""
+    tokens = prompt_tokens(body)
+    if tokens > context_window:
+        return f"prompt is too long: {tokens} tokens > {context_window} maximum"
     return None
 
 
@@ -314,14 +431,34 @@ def _check_cache_control(block, where):
     return None
 
 
+def cut_to_window(content: list, room: int) -> list:
+    """The blocks of a reply that fit in `room` output tokens: the block that crosses the limit
+    is the last one, a text cut to the characters that fit, any other block as it began."""
+    kept, used = [], 0
+    for block in content:
+        size = estimate_tokens(block)
+        if used + size > room:
+            if block.get("type") == "text":   # what fits once the block's own JSON is paid for
+                frame = len(json.dumps({**block, "text": ""}, ensure_ascii=False))
+                block = {**block, "text": block.get("text", "")[:max(0, (room - used) * 4 - frame)]}
+            return kept + [block]
+        kept.append(block)
+        used += size
+    return kept
+
+
 # ---------------------------------------------------------------- the server and its stream
 
 class StandInAPI:
     """An HTTP server on 127.0.0.1 (random port) that plays `script`, one step per request."""
 
-    def __init__(self, script, summary=None, min_cache_tokens=MIN_CACHE_TOKENS, clock=time.monotonic):
+    def __init__(self, script, summary=None, min_cache_tokens=MIN_CACHE_TOKENS,
+                 clock=time.monotonic, context_window: int = CONTEXT_WINDOW,
+                 max_output: int = MAX_OUTPUT_TOKENS):
         self.script = list(script)
         self.summary = summary  # if set, summary requests (is_summary_request) get this text
+        self.context_window = context_window   # tokens the model reads (check_request, _message)
+        self.max_output = max_output           # the largest max_tokens it takes
         self.requests = []    # every request body received, in order
         self.headers = []     # and its HTTP headers (lower-case names)
         self.violations = []  # rules broken, one line each
@@ -377,7 +514,7 @@ class StandInAPI:
         """(status, payload, headers, delay) for one request."""
         with self._lock:
             self.requests.append(body)
-            broken = check_request(body)
+            broken = check_request(body, self.max_output, self.context_window)
             if broken:
                 self.violations.append(broken)
                 return 400, _error_body("invalid_request_error", broken), {}, 0
@@ -403,11 +540,15 @@ class StandInAPI:
 
     def _message(self, body, step):
         fields = step.get("fields", {})
-        content = fields.get("content", step["content"])
+        content, stop_reason = step["content"], step["stop_reason"]
+        room = self.context_window - prompt_tokens(body)
+        if estimate_tokens(content) > room:   # the reply filled the window: it stops there
+            content, stop_reason = cut_to_window(content, room), "model_context_window_exceeded"
         # The cache sees every request, whatever usage a step reports.
-        usage = {**self.cache.usage(body), "output_tokens": estimate_tokens(content or [])}
+        sent = fields.get("content", content)
+        usage = {**self.cache.usage(body), "output_tokens": estimate_tokens(sent or [])}
         message = {"id": f"msg_{len(self.requests):04d}", "type": "message", "role": "assistant",
-                   "model": body["model"], "content": step["content"], "stop_reason": step["stop_reason"],
+                   "model": body["model"], "content": content, "stop_reason": stop_reason,
                    "stop_sequence": None, "usage": usage if step["usage"] is None else step["usage"], **fields}
         self.usages.append(message.get("usage"))   # billing() sums what the client was told
         return message

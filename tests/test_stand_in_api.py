@@ -442,3 +442,142 @@ def test_a_scripted_usage_is_what_the_client_sees_but_the_cache_still_sees_the_r
     assert second.usage.cache_read_input_tokens == tokens(text(SYSTEM), text("the same question"))
     assert second.usage.output_tokens == estimate_tokens([text("two, with more words")])
     assert api.billing()["calls"] == 3 and api.billing()["uncached"] == 7
+
+
+# ---------------------------------------------------------------- the stricter rules, in the API's words
+
+from harness.stand_in_api import CONTEXT_WINDOW, MAX_OUTPUT_TOKENS, REQUEST_FIELDS, prompt_tokens  # noqa: E402
+
+HI = {"role": "user", "content": "hi"}
+
+
+def calls(*ids):
+    return {"role": "assistant", "content": [tool("bash", {"command": "ls"}, id=i) for i in ids]}
+
+
+def results(*ids, content="ok"):
+    return {"role": "user", "content": [{"type": "tool_result", "tool_use_id": i, "content": content} for i in ids]}
+
+
+def test_an_unknown_top_level_field_is_refused_and_the_client_sees_why():
+    assert check_request({**req([HI]), "temprature": 0.5}) == "temprature: Extra inputs are not permitted"
+    assert check_request({**req([HI]), "temperature": 0.5, "top_p": 0.9, "top_k": 5}) is None
+    with StandInAPI([reply(text("never sent"))]) as api:
+        client = anthropic.Anthropic(api_key="k", base_url=api.url, max_retries=0)
+        with pytest.raises(anthropic.BadRequestError, match="temprature: Extra inputs are not permitted"):
+            client.messages.create(model="m", max_tokens=5, messages=[HI], extra_body={"temprature": 0.5})
+    assert api.violations == ["temprature: Extra inputs are not permitted"]
+
+
+def test_every_field_the_installed_sdk_can_put_in_the_body_is_accepted():
+    import inspect
+    from anthropic.resources.beta.messages import Messages as BetaMessages
+    from anthropic.resources.messages import Messages
+    # Not body fields: the SDK sends these as headers (anthropic-beta, anthropic-user-profile-id,
+    # anthropic-workspace-id) or uses them itself.
+    not_body = {"self", "betas", "user_profile_id", "workspace_id", "extra_headers", "extra_query",
+                "extra_body", "timeout"}
+    for create in (Messages.create, BetaMessages.create):
+        assert set(inspect.signature(create).parameters) - not_body <= REQUEST_FIELDS
+    with StandInAPI([reply(text("fine"))] * 2) as api:
+        client = anthropic.Anthropic(api_key="k", base_url=api.url, max_retries=0)
+        common = dict(model="m", max_tokens=50, messages=[HI], system="be brief", tools=TOOLS,
+                      tool_choice={"type": "auto"}, metadata={"user_id": "u1"}, stop_sequences=["STOP"],
+                      service_tier="auto", cache_control={"type": "ephemeral"}, output_config={"effort": "low"})
+        client.messages.create(**common)
+        with client.messages.stream(**common) as stream:
+            stream.get_final_message()
+    assert api.violations == [] and len(api.requests) == 2
+
+
+def test_max_tokens_over_the_models_output_limit_is_refused_naming_the_limit():
+    assert check_request({**req([HI]), "max_tokens": 10**9}) == (
+        f"max_tokens: 1000000000 > {MAX_OUTPUT_TOKENS}, which is the maximum allowed number of output tokens for m")
+    assert check_request({**req([HI]), "max_tokens": MAX_OUTPUT_TOKENS}) is None
+    assert "positive integer" in check_request({**req([HI]), "max_tokens": True})
+    with StandInAPI([reply(text("ok"))], max_output=64_000) as api:
+        client = anthropic.Anthropic(api_key="k", base_url=api.url, max_retries=0)
+        ask = lambda n: client.messages.stream(model="m", max_tokens=n, messages=[HI])  # noqa: E731
+        with pytest.raises(anthropic.BadRequestError, match="max_tokens: 64001 > 64000"):
+            with ask(64_001) as stream:     # the SDK streams a request this large
+                stream.get_final_message()
+        with ask(64_000) as stream:
+            assert stream.get_final_message().content[0].text == "ok"
+
+
+@pytest.mark.parametrize("messages, rule", [
+    ([HI, calls("t1", "t1"), results("t1")], "messages.1.content.1: `tool_use` ids must be unique"),
+    ([HI, calls("t1"), results("t1"), calls("t2", "t1"), results("t2", "t1")],
+     "messages.3.content.1: `tool_use` ids must be unique"),
+    ([HI, calls("t1"), results("t1", "t1")], "messages.2.content.1: each tool_use must have a single result. "
+                                             "Found multiple `tool_result` blocks with id: t1"),
+])
+def test_tool_use_ids_are_unique_in_the_conversation_and_answered_once(messages, rule):
+    assert check_request(req(messages)) == rule
+
+
+def test_distinct_ids_each_answered_once_pass():
+    assert check_request(req([HI, calls("t1", "t2"), results("t1", "t2"), calls("t3"), results("t3")])) is None
+
+
+def test_tool_names_are_unique_and_a_forced_tool_must_exist():
+    twice = req([HI], TOOLS + [{**TOOLS[0], "description": "the same name again"}])
+    assert check_request(twice) == "tools: Tool names must be unique."
+    forced = {**req([HI], TOOLS), "tool_choice": {"type": "tool", "name": "nope"}}
+    assert check_request(forced) == "Tool 'nope' not found in provided tools"
+    assert check_request({**forced, "tool_choice": {"type": "tool", "name": "bash"}}) is None
+
+
+def test_a_tool_result_may_be_empty_but_may_not_hold_an_empty_text_block():
+    empty_text = [text("ok"), {"type": "text", "text": ""}]
+    assert check_request(req([HI, calls("t1"), results("t1", content=empty_text)])) == (
+        "messages.2.content.0.content.1: text content blocks must be non-empty")
+    for fine in ("", [], [text("ok")]):
+        assert check_request(req([HI, calls("t1"), results("t1", content=fine)])) is None
+
+
+def test_a_thinking_block_with_an_empty_signature_is_refused():
+    thought = {"type": "thinking", "thinking": "hm", "signature": ""}
+    assert check_request(req([HI, {"role": "assistant", "content": [thought, text("x")]}])) == (
+        "messages.1.content.0: Invalid `signature` in `thinking` block")
+
+
+# ---------------------------------------------------------------- the context window
+
+def test_the_prompt_is_counted_over_tools_system_and_every_block():
+    b = {**req([HI, {"role": "assistant", "content": [text("answer")]}, {"role": "user", "content": "more"}],
+               TOOLS), "system": "be brief"}
+    assert prompt_tokens(b) == tokens(*TOOLS, text("be brief"), text("hi"), text("answer"), text("more"))
+
+
+def test_a_prompt_over_the_window_is_refused_with_both_numbers():
+    b = req([{"role": "user", "content": "word " * 400}])
+    size = prompt_tokens(b)
+    assert check_request(b, context_window=size) is None
+    assert check_request(b, context_window=size - 1) == f"prompt is too long: {size} tokens > {size - 1} maximum"
+    assert check_request(b) is None and size < CONTEXT_WINDOW   # the default window takes it
+    with StandInAPI([reply(text("never sent"))], context_window=size - 1) as api:
+        client = anthropic.Anthropic(api_key="k", base_url=api.url, max_retries=0)
+        with pytest.raises(anthropic.BadRequestError, match=f"prompt is too long: {size} tokens > {size - 1}"):
+            with client.messages.stream(model="m", max_tokens=10, messages=b["messages"]) as stream:
+                stream.get_final_message()
+    assert api.script and api.violations == [f"prompt is too long: {size} tokens > {size - 1} maximum"]
+
+
+def test_a_prompt_that_fits_is_answered_and_a_reply_that_fills_the_window_stops_there():
+    long_answer = "a sentence that goes on. " * 40
+    ask = dict(model="m", max_tokens=5000, messages=[HI])    # max_tokens alone is more than the window
+    window = prompt_tokens(req([HI])) + 30                   # room for 30 tokens of reply
+    with StandInAPI([reply(text("short")), reply(text(long_answer))] * 2, context_window=window) as api:
+        client = anthropic.Anthropic(api_key="k", base_url=api.url, max_retries=0)
+        short, cut = client.messages.create(**ask), client.messages.create(**ask)
+        with client.messages.stream(**ask) as s:
+            s.get_final_message()
+        with client.messages.stream(**ask) as s:
+            streamed = s.get_final_message()
+    assert short.stop_reason == "end_turn" and short.content[0].text == "short"
+    assert cut.stop_reason == streamed.stop_reason == "model_context_window_exceeded"
+    kept = cut.content[0].text
+    assert kept == streamed.content[0].text and long_answer.startswith(kept) and 0 < len(kept) < len(long_answer)
+    assert prompt_tokens(req([HI])) + estimate_tokens(text(kept)) <= window       # it filled, not overflowed
+    assert api.violations == []

@@ -1,0 +1,71 @@
+"""A conversation larger than the model's window, end to end, as a user meets it.
+
+The README's "Honest limits" promise: with a COMPACT_THRESHOLD set above the window, the
+conversation grows past it, the summary call fails with one line, the history is kept, and
+the session goes on. Here s06's REPL runs in a subprocess, through the real client, against a
+stand-in whose context window is small enough to overflow in one turn.
+"""
+
+import json
+import subprocess
+import sys
+
+from conftest import ROOT, clean_env
+from harness.stand_in_api import StandInAPI, is_summary_request, prompt_tokens, reply, tool
+
+WINDOW = 4_000       # tokens: one bulky tool result overflows it
+THRESHOLD = 4_500    # above the window, so compaction is first tried when it can no longer work
+BULKY = "seq -s ' ' 1 5000"   # about 24,000 characters, 6,000 tokens: more than the whole window
+
+
+def run_s06_repl(workdir, stdin, script):
+    """s06 with no prompt (the REPL), fed `stdin`, against a stand-in with a WINDOW-token window."""
+    with StandInAPI(script, summary="never used: the summary call is refused", context_window=WINDOW) as api:
+        env = clean_env(workdir.parent / "home", ANTHROPIC_BASE_URL=api.url, ANTHROPIC_API_KEY="test-key",
+                        COMPACT_THRESHOLD=THRESHOLD)
+        proc = subprocess.run([sys.executable, str(ROOT / "s06_compact.py")], cwd=workdir, env=env,
+                              input=stdin, capture_output=True, text=True, encoding="utf-8", timeout=60)
+    return proc, api
+
+
+def too_long(request):
+    return f"prompt is too long: {prompt_tokens(request)} tokens > {WINDOW} maximum"
+
+
+def test_a_conversation_over_the_window_fails_to_compact_in_one_line_keeps_its_history_and_goes_on(workdir):
+    # Turn 1 runs the bulky command, then compaction (layer 2) and the next call both overflow.
+    # Turn 2 overflows too. /compact (layer 3) fails the same way. q still ends the session.
+    script = [reply(tool("bash", {"command": BULKY}))]
+    proc, api = run_s06_repl(workdir, "make some bulky output\ngo on\n/compact\nq\n", script)
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
+    assert not api.script   # the one scripted reply was used, and nothing beyond it was asked for
+
+    first, summary, turn1, turn2, manual = api.requests
+    assert [is_summary_request(r) for r in api.requests] == [False, True, False, False, True]
+    assert prompt_tokens(first) <= WINDOW < prompt_tokens(summary)
+    assert api.violations == [too_long(summary), too_long(turn1), too_long(turn2), too_long(manual)]
+
+    # Each compaction attempt is one line that says why, with the API's numbers, and where the
+    # transcript is; nothing else about it is printed.
+    failed = [line for line in proc.stderr.splitlines() if "compaction" in line]
+    assert len(failed) == 2
+    for line, request in zip(failed, (summary, manual)):
+        assert line.startswith("[compaction failed, history kept: the API refused the request (400 ")
+        assert f"({'400 ' + too_long(request)})" in line and "transcript .transcripts/transcript_" in line
+    # The turns that overflow say so in one error line each, and say what was kept.
+    errors = [line for line in proc.stderr.splitlines() if line.startswith("error:")]
+    assert errors == [f"error: the API refused the request (400 {too_long(r)})" for r in (turn1, turn2)]
+    assert "[turn failed after 1 tool call: they are kept in the conversation" in proc.stderr
+    assert "[turn failed; the conversation is as it was before it]" in proc.stderr
+
+    # The history is kept: /compact, after two failed turns, summarises exactly what the first
+    # attempt did (the bulky result in full, the failed "go on" turn gone, nothing rewritten).
+    assert manual["messages"] == summary["messages"]
+    result = summary["messages"][2]["content"][0]
+    assert result["type"] == "tool_result" and "4999 5000" in json.dumps(result)
+    # And it is on disk too: each attempt saved the whole history before asking for a summary.
+    transcripts = sorted((workdir / ".transcripts").glob("transcript_*.jsonl"))
+    assert len(transcripts) == 2
+    for path in transcripts:
+        lines = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+        assert [m["role"] for m in lines] == ["user", "assistant", "user"] and "4999 5000" in json.dumps(lines[2])
