@@ -125,7 +125,7 @@ class Recorder:
     @_never_raises
     def call(self, usage: object, label: str = "tokens") -> None:
         from harness.terminal import usage_counts  # here: terminal records through this module
-        uncached, read, written, out = usage_counts(usage)
+        uncached, read, written, out = (int(n) for n in usage_counts(usage))  # "12" from an odd endpoint
         self.data.calls.append(ModelCall(len(self.data.calls) + 1, str(label), uncached, read, written,
                                          out, self.data.current_threshold, time.time()))
 
@@ -199,7 +199,7 @@ class Recorder:
     def context_tokens(self) -> Optional[int]:
         """The API's count of the context after the last loop call (its input plus its reply)."""
         last = self._last_loop_call()
-        return None if last is None else last.input + last.output
+        return None if last is None else (last.input + last.output) or None  # 0: no usage sent
 
     def _last_loop_call(self) -> Optional[ModelCall]:
         data = self.data
