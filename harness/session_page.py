@@ -61,7 +61,7 @@ def _n(number: float) -> str:
 class _Scale:
     """Where a call's bar goes (x) and how high a count of tokens is drawn (y)."""
 
-    LEFT, TOP, BOTTOM, RIGHT = 64, 50, 44, 24
+    LEFT, TOP, BOTTOM, RIGHT = 64, 50, 44, 220   # RIGHT: room for the threshold's name
 
     def __init__(self, calls: list) -> None:
         self.step = min(BAR_STEP_MAX, CHART_WIDTH_MAX / max(len(calls), 1))
@@ -151,11 +151,11 @@ def _threshold_line(record: SessionRecord, scale: _Scale) -> str:
     end = scale.x(len(record.calls) + 1)
     if last > scale.top_value:           # far above every bar: say where it is instead of drawing it
         return (f'<g class="threshold"><title>COMPACT_THRESHOLD: {_n(last)} tokens</title>'
-                f'<text x="{end:.1f}" y="14" text-anchor="end">COMPACT_THRESHOLD '
+                f'<text x="{scale.width - 4:.1f}" y="14" text-anchor="end">COMPACT_THRESHOLD '
                 f'{_n(last)} ↑ (far above)</text></g>')
     return (f'<g class="threshold"><title>COMPACT_THRESHOLD: {_n(last)} tokens</title>'
-            f'<polyline points="{" ".join(points)}"/><text x="{end:.1f}" y="{scale.y(last) - 6:.1f}" '
-            f'text-anchor="end">COMPACT_THRESHOLD {_n(last)}</text></g>')
+            f'<polyline points="{" ".join(points)}"/><text x="{end + 6:.1f}" y="{scale.y(last) + 4:.1f}">'
+            f'COMPACT_THRESHOLD {_n(last)}</text></g>')
 
 
 def _clearing_mark(cleared, scale: _Scale) -> str:
@@ -189,12 +189,17 @@ def _depths(tasks: dict) -> dict:
         if tid in visiting or tid not in tasks:  # a hand-made cycle, or a blocker not on the board
             return -1
         visiting.add(tid)
-        depth[tid] = 1 + max([visit(b) for b in tasks[tid].blocked_by] + [-1])
+        depth[tid] = 1 + max([visit(b) for b in _waited_for(tasks, tid)] + [-1])
         visiting.discard(tid)
         return depth[tid]
     for tid in sorted(tasks):
         visit(tid)
     return depth
+
+
+def _waited_for(tasks: dict, tid: int) -> list:
+    """What tid waits for, or waited for: its blockers, and finished tasks that once blocked it."""
+    return tasks[tid].blocked_by + [t.id for t in tasks.values() if tid in t.unblocked]
 
 
 def board_svg(board: list, name: str) -> str:
@@ -204,7 +209,7 @@ def board_svg(board: list, name: str) -> str:
         return '<p class="note">The board has no live tasks.</p>'
     tasks = {t.id: t for t in live}
     missing = sorted({b for t in live for b in t.blocked_by if b not in tasks})
-    tasks.update({b: BoardTask(b, "(not on the board)", "missing", None, []) for b in missing})
+    tasks.update({b: BoardTask(b, "(not on the board)", "missing", None, [], []) for b in missing})
     depth = _depths(tasks)
     place, rows = {}, {}
     for tid in sorted(tasks, key=lambda i: (depth[i], i)):
@@ -212,7 +217,9 @@ def board_svg(board: list, name: str) -> str:
         place[tid] = (16 + depth[tid] * (NODE_W + 56), 16 + row * (NODE_H + 18))
     width = max(x for x, _ in place.values()) + NODE_W + 16
     height = max(y for _, y in place.values()) + NODE_H + 16
-    arrows = [_arrow(place[b], place[t.id], b, t.id, name) for t in live for b in t.blocked_by]
+    arrows = [_arrow(place[b], place[t.id], b, t.id, name, "blocks") for t in live for b in t.blocked_by]
+    arrows += [_arrow(place[t.id], place[d], t.id, d, name, "blocked") for t in live for d in t.unblocked
+               if d in tasks and t.id not in tasks[d].blocked_by]
     return (f'<svg class="board" xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
             f'viewBox="0 0 {width} {height}" role="img" aria-label="the task board">'
             f'<defs><marker id="{name}-head" viewBox="0 0 10 10" refX="10" refY="5" markerWidth="7" '
@@ -220,13 +227,18 @@ def board_svg(board: list, name: str) -> str:
             + "".join(arrows) + "".join(_node(tasks[tid], place[tid]) for tid in sorted(tasks)) + "</svg>")
 
 
-def _arrow(start: tuple, end: tuple, blocker: int, task: int, name: str) -> str:
+BOARD_KEY = ('<p class="legend">The board: an arrow runs from a blocker to the task that waits for it; '
+             'dashed, it waited until the blocker finished (s07 then removed it from blockedBy).</p>')
+
+
+def _arrow(start: tuple, end: tuple, blocker: int, task: int, name: str, kind: str) -> str:
+    """kind "blocks": task waits for blocker now; "blocked": it did, until blocker finished."""
     (x1, y1), (x2, y2) = start, end
     x1, y1, y2 = x1 + NODE_W, y1 + NODE_H / 2, y2 + NODE_H / 2
     bend = max(abs(x2 - x1) / 2, 30)
-    return (f'<path class="blocks" data-from="{blocker}" data-to="{task}" marker-end="url(#{name}-head)" '
-            f'd="M{x1},{y1} C{x1 + bend},{y1} {x2 - bend},{y2} {x2},{y2}"><title>#{blocker} blocks '
-            f'#{task}</title></path>')
+    what = f"#{blocker} blocks #{task}" if kind == "blocks" else f"#{blocker} blocked #{task} until it finished"
+    return (f'<path class="{kind}" data-from="{blocker}" data-to="{task}" marker-end="url(#{name}-head)" '
+            f'd="M{x1},{y1} C{x1 + bend},{y1} {x2 - bend},{y2} {x2},{y2}"><title>{what}</title></path>')
 
 
 def _node(task: BoardTask, at: tuple) -> str:
@@ -309,6 +321,8 @@ def render(record: SessionRecord) -> str:
              if record.final_board is not None else "")
     problems = (f'<h2>Not recorded</h2><ul>{"".join(f"<li>{_text(p)}</li>" for p in record.problems)}</ul>'
                 if record.problems else "")
+    boards = record.final_board is not None or any(c.board is not None for c in record.compactions)
+    key = BOARD_KEY if boards else ""
     chart = _chart(record) if record.calls else '<p class="note">No model calls.</p>'
     return (f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
             f'<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; '
@@ -317,7 +331,7 @@ def render(record: SessionRecord) -> str:
             f'<title>{_text(record.lesson or "session")} · {_text(started)}</title>'
             f'<style>{CSS}</style></head><body>\n'
             f'<h1>{_text(record.lesson or "session")} <small>{_text(started)}</small></h1>'
-            f'<p class="totals">{_summary_line(record)}</p>\n{LEGEND}\n'
+            f'<p class="totals">{_summary_line(record)}</p>\n{LEGEND}\n{key}'
             f'<div class="scroll">{chart}</div>\n{_events(record)}\n{board}\n{_tool_table(record)}\n'
             f'{problems}</body></html>\n')
 
@@ -385,6 +399,7 @@ h1 small { color: var(--muted); font-weight: normal; font-size: 60%; }
 h2 { font-size: 1.1em; margin-top: 1.8em; }
 .totals, .note { color: var(--muted); }
 .scroll { overflow-x: auto; }
+svg { overflow: visible; }
 svg text { fill: var(--fg); font: 12px system-ui, sans-serif; }
 svg text.axis { fill: var(--muted); }
 .grid { stroke: var(--grid); }
@@ -419,7 +434,8 @@ tr.error td { background: color-mix(in srgb, var(--err) 10%, transparent); }
 .board .completed rect { fill: var(--completed); stroke: var(--output); }
 .board .missing rect { fill: var(--missing); stroke: var(--err); stroke-dasharray: 4 3; }
 .board text.status { fill: var(--muted); }
-.board .blocks { fill: none; stroke: var(--muted); stroke-width: 1.5; }
+.board .blocks, .board .blocked { fill: none; stroke: var(--muted); stroke-width: 1.5; }
+.board .blocked { stroke-dasharray: 5 4; opacity: 0.7; }
 .board .head { fill: var(--muted); }
 li { margin-bottom: 0.6em; }
 """

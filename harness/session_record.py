@@ -66,7 +66,8 @@ class BoardTask:
     subject: str
     status: str
     owner: Optional[str]
-    blocked_by: list
+    blocked_by: list            # what it waits for now
+    unblocked: list             # finished: the tasks that waited for it (s07 keeps this to reopen it)
 
 
 @dataclass
@@ -214,16 +215,17 @@ def _board_tasks(tasks: dict) -> list:
     """Plain copies of the task records, in id order, so later changes do not alter the snapshot."""
     board = []
     for task in tasks.values():
-        blockers = task.get("blockedBy") or []
+        owner = task.get("owner")
         board.append(BoardTask(int(task["id"]), str(task.get("subject", "")), str(task.get("status", "")),
-                               None if task.get("owner") is None else str(task.get("owner")),
-                               [int(b) for b in blockers if _is_id(b)]))
+                               None if owner is None else str(owner), _ids(task.get("blockedBy")),
+                               _ids(task.get("unblocked"))))
     return sorted(board, key=lambda t: t.id)
 
 
-def _is_id(value: object) -> bool:
-    text = str(value)
-    return not isinstance(value, bool) and text.isascii() and text.isdigit()   # "²".isdigit() is True
+def _ids(values: object) -> list:
+    """The task ids in a list from a task file; anything else (a hand edit) is left out."""
+    return [int(v) for v in values if not isinstance(v, bool) and str(v).isascii() and str(v).isdigit()] \
+        if isinstance(values, list) else []   # "²".isdigit() is True, hence isascii
 
 
 RECORD = Recorder()   # the one record of this process's current run

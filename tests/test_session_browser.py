@@ -59,7 +59,8 @@ def test_the_page_renders_from_disk_in_both_schemes_with_no_console_error(chromi
     seen = Elements(dom)
     assert len(seen.having("g", "call")) == len(rec.data.calls)              # one bar per model call
     assert len(seen.having("rect", "written")) == sum(c.cache_written > 0 for c in rec.data.calls)
-    assert len(seen.having("g", "task")) == 8 and len(seen.having("path", "blocks")) == 6  # two boards
+    assert len(seen.having("g", "task")) == 8                                # two boards of four
+    assert len(seen.having("path", "blocks")) == 2 and len(seen.having("path", "blocked")) == 4
     assert not seen.having("img") and not seen.having("script")              # the hostile text stayed text
     assert console_errors(log) == []
     width, rows = decode_png(shot.read_bytes())

@@ -23,9 +23,9 @@ def task(tid, subject, status="pending", blocked=(), owner=None):
     return {"id": tid, "subject": subject, "status": status, "blockedBy": list(blocked), "owner": owner}
 
 
-BOARD = {1: task(1, "Design the data model", "completed", owner="demo"),
-         2: task(2, "Implement the API", "in_progress", [1], owner="alice"),
-         3: task(3, "Write the docs", blocked=[1]), 4: task(4, "Write the API tests", blocked=[2]),
+BOARD = {1: {**task(1, "Design the data model", "completed", owner="demo"), "unblocked": [2, 3]},
+         2: task(2, "Implement the API", "in_progress", owner="alice"),   # #1 was cleared from both
+         3: task(3, "Write the docs"), 4: task(4, "Write the API tests", blocked=[2]),
          5: task(5, "Dropped idea", "deleted")}
 
 
@@ -121,7 +121,9 @@ def test_the_board_is_a_graph_of_live_tasks_and_blockers_at_the_compaction_and_a
     assert sorted({n["data-task"] for n in nodes}) == ["1", "2", "3", "4"]   # #5 was deleted
     assert {n["data-task"]: n["class"] for n in nodes[:4]}["2"] == "task in_progress"
     arrows = {(a["data-from"], a["data-to"]) for a in page.having("path", "blocks")}
-    assert arrows == {("1", "2"), ("1", "3"), ("2", "4")}
+    assert arrows == {("2", "4")}                                            # waiting now
+    done = {(a["data-from"], a["data-to"]) for a in page.having("path", "blocked")}
+    assert done == {("1", "2"), ("1", "3")}                                  # until #1 was completed
     assert any("in progress · alice" in t for t in page.text)
 
 
@@ -129,7 +131,8 @@ def test_columns_follow_dependency_depth_and_a_hand_made_cycle_or_missing_blocke
     rec = Recorder()
     rec.call(usage(uncached=10))
     rec.board({1: task(1, "a"), 2: task(2, "b", blocked=[1]), 3: task(3, "c", blocked=[2]),
-               7: task(7, "loop", blocked=[8]), 8: task(8, "back", blocked=[7]), 9: task(9, "x", blocked=[42])})
+               7: task(7, "loop", blocked=[8]), 8: task(8, "back", blocked=[7]), 9: task(9, "x", blocked=[42]),
+               10: {**task(10, "done", "completed"), "unblocked": [11]}, 11: task(11, "freed")})
     page = Elements(render(rec.data))
     x = {}
     for tag, attrs in page.tags:
@@ -138,6 +141,7 @@ def test_columns_follow_dependency_depth_and_a_hand_made_cycle_or_missing_blocke
         elif tag == "rect" and "rx" in attrs:
             x[current] = float(attrs["x"])
     assert x["1"] < x["2"] < x["3"]
+    assert x["10"] < x["11"]                                                 # a finished blocker keeps its place
     assert {"7", "8", "9", "42"} <= set(x)                                   # 42: not on the board, drawn
     assert [n["data-task"] for n in page.having("g", "missing")] == ["42"]
 
