@@ -33,7 +33,8 @@ NODE_W, NODE_H = 190, 48             # a task on the board graph
 MAX_BOARD_NODES = 60                 # a bigger board is listed by task_list; the picture stays legible
 PREVIEW_LINES = 6                    # lines of a tool result shown in the table
 TOOLTIP_CHARS = 1_200                # a summary in a mark's tooltip; the full text is listed below
-STATUS_CLASSES = {"pending", "in_progress", "completed", "missing"}  # fixed names: no raw text in an attribute
+# Status classes are fixed names: no text from a task file ever reaches an attribute.
+STATUS_CLASSES = {"pending", "in_progress", "completed", "missing"}
 
 # C0 and C1 controls (but tab and newline), bidirectional overrides (text that reads backwards)
 # and lone surrogates (not encodable as UTF-8): shown as escapes, not passed to the browser.
@@ -171,7 +172,8 @@ def _compaction_mark(compaction, scale: _Scale) -> str:
     x = scale.x(compaction.after_call + 1)
     tip = (f"compaction {compaction.number}, by call {compaction.after_call}: {_n(compaction.before)} → "
            f"{_n(compaction.after)} tokens. Summary: {_cut(compaction.summary, TOOLTIP_CHARS)}")
-    return (f'<a class="compaction" data-call="{compaction.after_call}" href="#compaction-{compaction.number}">'
+    return (f'<a class="compaction" data-call="{compaction.after_call}" '
+            f'href="#compaction-{compaction.number}">'
             f'<title>{_text(tip)}</title><line x1="{x:.1f}" x2="{x:.1f}" y1="{scale.TOP - 6}" '
             f'y2="{scale.TOP + CHART_HEIGHT}"/><circle cx="{x:.1f}" cy="{scale.TOP - 14}" r="10"/>'
             f'<text x="{x:.1f}" y="{scale.TOP - 10}" text-anchor="middle">{compaction.number}</text></a>')
@@ -236,7 +238,8 @@ def _arrow(start: tuple, end: tuple, blocker: int, task: int, name: str, kind: s
     (x1, y1), (x2, y2) = start, end
     x1, y1, y2 = x1 + NODE_W, y1 + NODE_H / 2, y2 + NODE_H / 2
     bend = max(abs(x2 - x1) / 2, 30)
-    what = f"#{blocker} blocks #{task}" if kind == "blocks" else f"#{blocker} blocked #{task} until it finished"
+    what = (f"#{blocker} blocks #{task}" if kind == "blocks"
+            else f"#{blocker} blocked #{task} until it finished")
     return (f'<path class="{kind}" data-from="{blocker}" data-to="{task}" marker-end="url(#{name}-head)" '
             f'd="M{x1},{y1} C{x1 + bend},{y1} {x2 - bend},{y2} {x2},{y2}"><title>{what}</title></path>')
 
@@ -248,7 +251,8 @@ def _node(task: BoardTask, at: tuple) -> str:
     title = f"#{task.id}: {task.subject} ({task.status}{who})"
     return (f'<g class="task {status}" data-task="{task.id}"><title>{_text(title)}</title>'
             f'<rect x="{x}" y="{y}" width="{NODE_W}" height="{NODE_H}" rx="6"/>'
-            f'<text x="{x + 10}" y="{y + 19}" class="subject">{_text(_cut(f"#{task.id} {task.subject}", 27))}'
+            f'<text x="{x + 10}" y="{y + 19}" class="subject">'
+            f'{_text(_cut(f"#{task.id} {task.subject}", 27))}'
             f'</text><text x="{x + 10}" y="{y + 37}" class="status">'
             f'{_text(_cut(task.status.replace("_", " ") + who, 30))}</text></g>')
 

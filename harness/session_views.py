@@ -161,7 +161,8 @@ def prices_from_env() -> tuple:
         except ValueError:
             price = math.nan
         if price is not None and not (math.isfinite(price) and price >= 0):
-            raise SetupError(f"{name} must be a price per million {what} tokens, such as 3 or 0.25; got {raw!r}")
+            raise SetupError(f"{name} must be a price per million {what} tokens, such as 3 or 0.25; "
+                             f"got {raw!r}")
         prices.append(price)
     return tuple(prices)
 
@@ -191,7 +192,9 @@ def _saving(billed: float, sent: int) -> str:
     if not sent:
         return "nothing sent yet"
     change = 1 - billed / sent
-    return f"caching saved {change:.0%}" if change >= 0 else f"caching cost {-change:.0%} more (writes are 1.25x)"
+    if change >= 0:
+        return f"caching saved {change:.0%}"
+    return f"caching cost {-change:.0%} more (writes are 1.25x)"
 
 
 def _price_line(billed: float, sent: int, output: int, price_in: Optional[float],
@@ -205,7 +208,8 @@ def _price_line(billed: float, sent: int, output: int, price_in: Optional[float]
         parts.append(f"output {output * price_out / 1e6:,.4f}")
     if price_in is not None and price_out is not None:
         parts.append(f"total {(billed * price_in + output * price_out) / 1e6:,.4f}")
-    names = [n for n, p in (("PRICE_PER_MTOK", price_in), ("PRICE_PER_MTOK_OUT", price_out)) if p is not None]
+    names = [n for n, p in (("PRICE_PER_MTOK", price_in), ("PRICE_PER_MTOK_OUT", price_out))
+             if p is not None]
     return "  price: " + " · ".join(parts) + f" (at {' and '.join(names)})"
 
 

@@ -38,8 +38,8 @@ def chromium():
 def run_chromium(binary, page, *args):
     """One headless run on a fresh profile; returns (stdout, stderr)."""
     with tempfile.TemporaryDirectory() as profile:
-        proc = subprocess.run([binary, *FLAGS, f"--user-data-dir={profile}", *args, page.resolve().as_uri()],
-                              capture_output=True, text=True, timeout=60)
+        command = [binary, *FLAGS, f"--user-data-dir={profile}", *args, page.resolve().as_uri()]
+        proc = subprocess.run(command, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr[-2000:]
     return proc.stdout, proc.stderr
 
