@@ -372,9 +372,9 @@ def end_of_run(recorder: Recorder = RECORD, folder: Path = TRANSCRIPTS) -> Optio
     """At the end of a run: the last board, the page, and one line saying where it is (or why not)."""
     from harness.files import reason
     from harness.terminal import show_note
-    recorder.finish()
     if not recorder.data.calls:
-        return None                          # nothing happened: leave no file behind
+        return None                          # nothing happened: leave no file behind, read no board
+    recorder.finish()
     try:
         path = write_page(recorder.data, folder)
     except OSError as exc:
