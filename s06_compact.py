@@ -97,10 +97,7 @@ def clear_batch(results: list, calls: dict) -> None:
     if freed < CLEAR_AT_LEAST:
         return
     _CLEARED.update(b["tool_use_id"] for b in fresh)
-    what = (f"{len(fresh)} old tool results are now placeholders" if len(fresh) > 1
-            else "an old tool result is now a placeholder")
-    show_note(f"  [micro_compact: {what} (about {freed:,} tokens cleared); "
-              "the history keeps every result]")
+    transcripts.announce_cleared(len(fresh), freed, show_note)   # a note, and a mark on the page
 
 
 def no_longer_needed(results: list, calls: dict) -> set:
@@ -218,10 +215,7 @@ def auto_compact(messages: list, client, focus: str = "", attach=None, system=No
         f"{summary}\n\nContinue the work from here." + (f"\n\n{extra}" if extra else ""))}]
     CONTEXT.reported, CONTEXT.seen = None, 0   # the API has not counted the new history yet
     CONTEXT.after_compaction = after = estimate_tokens(messages)
-    show_note(f"[compacted: {before:,} → {after:,} tokens · transcript {path}]")
-    if after > compact_threshold():
-        show_note(f"[the summary alone is over COMPACT_THRESHOLD ({after:,} tokens): no new "
-                  "compaction until the context grows by half that; raise COMPACT_THRESHOLD]")
+    transcripts.announce(before, after, compact_threshold(), summary, path, show_note)
     return True
 
 

@@ -7,6 +7,9 @@ Relied on by s06's auto_compact (and so by s07's compact_with_board). Without ea
   ends in tool results; the API merges them, but the cached prefix then ends one block sooner.
 - compaction_failed: an API error during the summary call, or a full disk, ends the turn with
   a traceback.
+- announce / announce_cleared: the user does not see what each layer did, nor that a summary
+  over COMPACT_THRESHOLD will not be compacted again until the context grows; the session page
+  (session_page.py) has no marks where the layers acted.
 """
 
 import os
@@ -15,7 +18,7 @@ from pathlib import Path
 
 from harness.files import reason
 
-__all__ = ["save_new", "ask_at_end", "compaction_failed", "reason"]
+__all__ = ["save_new", "ask_at_end", "compaction_failed", "announce", "announce_cleared", "reason"]
 
 
 def save_new(folder: Path, stem: str, lines) -> Path:
@@ -68,3 +71,23 @@ def compaction_failed(exc: Exception, folder: Path, show_note) -> bool:
     verb = "skipped" if isinstance(exc, OSError) else "failed"   # skipped: the summary was not asked for
     show_note(f"[compaction {verb}, history kept: {why}]")
     return False
+
+
+def announce_cleared(count: int, tokens: int, show_note) -> None:
+    """Layer 1 cleared a batch: a note for the user, a mark for the session page."""
+    from harness.session_record import RECORD
+    what = (f"{count} old tool results are now placeholders" if count > 1
+            else "an old tool result is now a placeholder")
+    show_note(f"  [micro_compact: {what} (about {tokens:,} tokens cleared); "
+              "the history keeps every result]")
+    RECORD.cleared(count, tokens)
+
+
+def announce(before: int, after: int, threshold: int, summary: str, path: Path, show_note) -> None:
+    """Layer 2 compacted: a note (and a warning if the summary alone is over the threshold)."""
+    from harness.session_record import RECORD
+    show_note(f"[compacted: {before:,} → {after:,} tokens · transcript {path}]")
+    if after > threshold:
+        show_note(f"[the summary alone is over COMPACT_THRESHOLD ({after:,} > {threshold:,} tokens): "
+                  "no new compaction until the context grows by half that; raise COMPACT_THRESHOLD]")
+    RECORD.compacted(before, after, summary, path)
