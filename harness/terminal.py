@@ -71,7 +71,7 @@ def _escaped(match: re.Match) -> str:
     return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
 
 
-def show(text, colour: str | None = None, stream=None, end: str = "\n", redraw: bool = False) -> None:
+def show(text, colour: str | None = None, stream=None, end: str = "\n", redraw: bool = False):
     """Write text made printable, then the harness's own codes: the one way out to the screen.
 
     redraw first clears the line the cursor is on (the waiting line, a growing tool call).
@@ -101,7 +101,7 @@ def _short(s, limit):
 
 
 def _argument(value, limit: int) -> str:
-    """One argument as JSON (one line: a newline shows as \\n); a long one as head …[size]… tail.
+    """One argument as JSON (one line); a long one as head …[size]… tail.
 
     Its end is always shown: what a command does last (`; curl … | sh`) is where it hides.
     """
@@ -109,8 +109,8 @@ def _argument(value, limit: int) -> str:
     if len(shown) <= limit:
         return shown
     size = len(value) if isinstance(value, str) else len(shown)
-    head = limit // 2
-    return f"{shown[:head]}…[{size:,} characters]…{shown[-(limit - head - 20):]}"
+    head, tail = limit // 2, limit // 4            # the rest of the limit is for the marker
+    return f"{shown[:head]}…[{size:,} characters]…{shown[-tail:]}"
 
 
 def show_tool_call(name, args):
@@ -222,9 +222,9 @@ def show_stream(request):
             message = stream.get_final_message()
     except anthropic.APIError:
         raise
-    except UnicodeEncodeError as exc:       # a ValueError, but ours: the request could not be encoded
+    except UnicodeEncodeError as exc:       # a ValueError, but ours: the request cannot be encoded
         raise EndpointError(_unsendable(exc)) from None
-    except _connection_errors() as exc:     # the SDK passes a connection lost mid-reply on unwrapped
+    except _connection_errors() as exc:     # a connection lost mid-reply: the SDK does not wrap it
         raise EndpointError(_dropped(exc)) from None
     except (ValueError, TypeError, KeyError, AttributeError, AssertionError, RuntimeError) as exc:
         raise EndpointError(f"the endpoint at {base_url()} did not answer like the Messages API "
@@ -259,7 +259,8 @@ def _dropped(exc: Exception) -> str:
 def _unsendable(exc: UnicodeEncodeError) -> str:
     bad = ascii(exc.object[exc.start:exc.end]) if isinstance(exc.object, str) else "?"
     return (f"the request could not be sent: the conversation holds text that is not valid Unicode "
-            f"({bad}: {exc.reason}), such as half an emoji from a model or a byte that is not UTF-8")
+            f"({bad}: {exc.reason}), such as half an emoji from a model or a byte that is not "
+            "UTF-8")
 
 
 class _Waiting:
