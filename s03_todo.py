@@ -42,10 +42,12 @@ import sys
 from pathlib import Path
 
 from harness import bash, demos, files
-from harness.cli import run_cli
+from harness.cli import ToolsInterrupted, not_run, run_cli
 from harness.config import model_id
 from harness.endpoints import (assistant_turn, check_args, complete_tool_calls, cut_note,
                                decode_args, final_text)
+from harness.session_record import RECORD
+from harness.session_views import print_context
 from harness.terminal import (show_note, show_stream, show_text, show_tool_call, show_tool_result,
                               show_usage)
 
@@ -206,12 +208,20 @@ def call_tool(name: str, args: object, tools: list, handlers: dict) -> tuple:
 
 
 def run_tool_calls(calls: list, tools: list, handlers: dict) -> list:
-    """One tool_result per call, in order, ready to open the next user message."""
+    """One tool_result per call, in order, ready to open the next user message.
+
+    Ctrl-C in the middle keeps what already ran: the REPL gets every result so far (the
+    rest marked not run) and keeps them, so the model does not do that work twice.
+    """
     results = []
     for call in calls:
-        show_tool_call(call.name, call.input)
-        output, is_error = call_tool(call.name, call.input, tools, handlers)
+        try:
+            show_tool_call(call.name, call.input)
+            output, is_error = call_tool(call.name, call.input, tools, handlers)
+        except KeyboardInterrupt:
+            raise ToolsInterrupted(results + [not_run(c) for c in calls[len(results):]]) from None
         show_tool_result(output, is_error)
+        RECORD.tool(call.name, call.input, output, is_error)   # for the session page
         result = {"type": "tool_result", "tool_use_id": call.id, "content": output}
         if is_error:
             result["is_error"] = True
@@ -261,7 +271,8 @@ def agent_loop(messages: list, client) -> str:
 
 
 def main(argv: list = None) -> int:
-    return run_cli("s03_todo", __doc__, agent_loop, demo=demos.s03_demo, argv=argv)
+    context = {"/context": lambda messages, client, arg: print_context(SYSTEM, TOOLS, messages, None)}
+    return run_cli("s03_todo", __doc__, agent_loop, demo=demos.s03_demo, argv=argv, commands=context)
 
 
 if __name__ == "__main__":

@@ -45,12 +45,15 @@ Run it:   python s06_compact.py "read every .py file here and summarise each"
 import json
 import os
 import sys
+from functools import partial
 from pathlib import Path
 
 from harness import demos, transcripts
 from harness.cli import run_cli
 from harness.config import model_id, positive_int
 from harness.endpoints import assistant_turn, complete_tool_calls, cut_note, decode_args, final_text
+from harness.session_record import RECORD
+from harness.session_views import context_command
 from harness.terminal import show_note, show_stream, show_usage, usage_counts
 from s03_todo import (BASE_HANDLERS, BASE_TOOLS, CACHE, MAX_STEPS, MAX_TOKENS, STEP_LIMIT_TEXT,
                       object_schema, run_tool_calls, show_reply)
@@ -165,6 +168,7 @@ def needs_compaction(messages: list) -> bool:
     """Over the threshold, and grown by half a threshold since the last compaction: else a summary
     over the threshold, or a summary call that keeps failing, would be retried on every call."""
     size, limit = CONTEXT.estimate(messages), compact_threshold()
+    RECORD.threshold(limit)                    # for the session page's threshold line
     return size > limit and size > CONTEXT.after_compaction + limit // 2
 
 
@@ -285,8 +289,9 @@ def compact_now(messages: list, client, arg: str = "", compact=auto_compact) -> 
 
 
 def main(argv: list = None) -> int:
-    return run_cli("s06_compact", __doc__, agent_loop, commands={"/compact": compact_now},
-                   demo=demos.s06_demo, argv=argv)
+    return run_cli("s06_compact", __doc__, agent_loop, demo=demos.s06_demo, argv=argv,
+                   commands={"/compact": compact_now, "/context": partial(
+                       context_command, SYSTEM, TOOLS, micro_compact, compact_threshold, CONTEXT)})
 
 
 if __name__ == "__main__":

@@ -47,6 +47,8 @@ from harness.endpoints import assistant_turn, complete_tool_calls, cut_note, fin
 from harness.task_record import (FINISHED, STATUSES, Task, agent_name, check_text, check_update,
                                  default_agent_name, ids, new_task, one_line, open_store,
                                  parse_task_id)
+from harness.session_record import RECORD
+from harness.session_views import context_command
 from harness.terminal import show_note, show_stream, show_usage
 from s03_todo import (BASE_TOOLS, CACHE, MAX_STEPS, MAX_TOKENS, STEP_LIMIT_TEXT, object_schema,
                       run_tool_calls, show_reply)
@@ -360,17 +362,17 @@ def choose_board(args) -> str:
     global TASKS
     name = agent_name(args.name or os.environ.get("AGENT_NAME") or "")
     TASKS = TaskManager(args.board or os.environ.get("TASK_BOARD") or TASKS_DIR, agent=name)
+    RECORD.watch_board(lambda: TASKS.files.scan()[0])   # the session page draws it
     return f"agent {TASKS.agent}"
-
-
-def demo() -> tuple:
-    return demos.s07_demo(compact_threshold(), TASKS)   # it plays on TASKS, as agent "demo"
 
 
 def main(argv: list = None) -> int:
     commands = {"/tasks": lambda *_: task_commands.run(TASKS, ""),
                 "/task": lambda messages, client, arg: task_commands.run(TASKS, arg),
-                "/compact": partial(compact_now, compact=compact_with_board)}
+                "/compact": partial(compact_now, compact=compact_with_board),
+                "/context": partial(context_command, SYSTEM, TOOLS, micro_compact, compact_threshold,
+                                    CONTEXT)}
+    demo = lambda: demos.s07_demo(compact_threshold(), TASKS)   # on TASKS, as agent "demo"  # noqa: E731
     return run_cli("s07_task_system", __doc__, agent_loop, demo=demo, argv=argv, commands=commands,
                    help_extra=task_commands.HELP, on_start=choose_board,
                    options=task_commands.OPTIONS)

@@ -8,8 +8,8 @@ real machine. Without each piece:
 - the flood stop: a command that writes without end is never stopped.
 - _signals_raise: SIGTERM or a closed terminal (SIGHUP) kills Python at once and leaves the
   command running as an orphan.
-- child_env: the API key read from .env is handed to every command the model runs (`env`
-  printed it, and the model saw it), and to every install script those commands start.
+- child_env (config.py): the API key is handed to every command the model runs (`env` printed
+  it, and the model saw it), and to every install script those commands start.
 This is not a sandbox: a command runs with your rights. Run the lessons in a scratch folder.
 """
 
@@ -22,13 +22,9 @@ import time
 from contextlib import contextmanager
 from pathlib import Path
 
+from harness.config import child_env
+
 FLOOD_BYTES = 10_000_000  # output beyond the cap after which a command is stopped (`yes`: 0.1 s)
-SECRETS = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN")  # the agent's own credentials
-
-
-def child_env() -> dict:
-    """The environment a command runs in: the user's, less the agent's credentials."""
-    return {k: v for k, v in os.environ.items() if k not in SECRETS}
 
 
 def run(command: str, cwd: Path, timeout: float, cap: int) -> str:

@@ -2,22 +2,54 @@
 
 Relied on by all three lessons: each main() is one call to run_cli. Without each piece:
 - parsing before importing the SDK: --help takes two seconds and fails without the SDK.
-- _repl's error handling: one failed call ends the session and loses the conversation.
-- _keep_completed: after a failed or abandoned turn the model forgets the tool calls that
-  already ran (and wrote files), and does them again.
-- _read_prompt: a pasted block of several lines becomes several prompts.
+- _repl's error handling (_run_turn, _run_command): one failed call, or a connection dropped
+  in the middle of a reply, ends the session and loses the conversation.
+- _keep_completed and ToolsInterrupted: after a failed or abandoned turn (Ctrl-C in the middle
+  of a batch of tool calls) the model forgets the tool calls that already ran (and wrote
+  files), and does them again.
+- _read_prompt: a pasted block of several lines becomes several prompts; a block cut off by
+  the end of the input is dropped without a word.
+- _clean_prompt and _tolerate_stray_bytes: a prompt with a byte that is not UTF-8 (a Latin-1
+  é) ends the REPL with a traceback, or makes every later request of the session unsendable.
+- _reader_gone: `python sNN.py "..." | head -1` ends in a BrokenPipeError traceback.
 - _run_demo: without it a learner needs a key to see a lesson run.
 """
 
 import argparse
 import difflib
+import io
 import os
 import select
 import sys
 import textwrap
 
+from harness.session_page import end_of_run as write_session_page
+from harness.session_record import RECORD
+from harness.session_views import cost_command
 from harness.config import EndpointError, SetupError, describe_api_error, load_env, make_client
-from harness.terminal import SESSION, _colour, print_answer, show_error, show_note, show_session
+from harness.terminal import (SESSION, _colour, clean_json, clean_text, print_answer, show,
+                              show_error, show_note, show_out, show_session)
+
+NOT_RUN = "not run: interrupted by the user"   # the result of a call Ctrl-C kept from running
+
+
+def not_run(call) -> dict:
+    """The tool_result of a call that Ctrl-C kept from running."""
+    return {"type": "tool_result", "tool_use_id": call.id, "content": NOT_RUN, "is_error": True}
+
+
+class ToolsInterrupted(KeyboardInterrupt):
+    """Ctrl-C in the middle of a batch of tool calls (raised by the lesson's run_tool_calls).
+
+    results: one tool_result block for EVERY tool_use of the assistant message, in order: the
+    calls that ran with their output, the others is_error with NOT_RUN as their content. The
+    REPL appends them after that message, so what was done is kept and the history is valid.
+    """
+
+    def __init__(self, results: list):
+        super().__init__("tool calls interrupted")
+        self.results = results
+
 
 def run_cli(name, doc, agent_loop, commands=None, demo=None, argv=None, options=(), on_start=None, help_extra=""):
     """`sNN.py "prompt"` runs one turn; `sNN.py` opens a REPL; `--demo` plays a script.
@@ -28,7 +60,27 @@ def run_cli(name, doc, agent_loop, commands=None, demo=None, argv=None, options=
     demo: () -> (script, prompt, summary), played by the loopback stand-in with no key;
     summary answers compaction calls (None if the lesson does not compact).
     """
-    commands = commands or {}
+    commands = {**(commands or {}), "/cost": cost_command}   # /cost: what the session has billed
+    parser = _parser(name, doc, commands, demo, options, help_extra)
+    args = parser.parse_args(argv)  # before importing the SDK, so --help is instant
+    if args.prompt is not None and not args.prompt.strip():
+        parser.error("the prompt is empty; give a prompt, or none for the REPL")
+    if demo and args.demo and args.prompt is not None:
+        parser.error("--demo plays its own scripted prompt; leave out the prompt (or drop --demo)")
+    try:
+        import anthropic  # noqa: F401  (only to say so here if it is missing)
+    except ImportError:
+        show_error("the anthropic package is not installed here: run  python -m pip install -r requirements.txt")
+        return 1
+    try:
+        code = _run(name, args, agent_loop, commands, demo, on_start)
+        sys.stdout.flush()           # here, not at exit, so a reader that has gone is caught below
+        return code
+    except BrokenPipeError:
+        return _reader_gone()
+
+
+def _parser(name, doc, commands, demo, options, help_extra):
     repl_help = f" In the REPL: {', '.join(['/help', *commands])}." if commands else ""
     parser = argparse.ArgumentParser(prog=f"python {name}.py", description=doc.strip().splitlines()[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -36,24 +88,20 @@ def run_cli(name, doc, agent_loop, commands=None, demo=None, argv=None, options=
                                                           "ANTHROPIC_BASE_URL, MODEL_ID and API_TIMEOUT are "
                                                           f"optional.{repl_help}", 79)
                                             + (f"\n\n{help_extra}" if help_extra else ""))
-    parser.add_argument("prompt", nargs="?", help="run one turn with this prompt and exit; "
-                                                  "without it, open a REPL (q or exit to quit)")
+    parser.add_argument("prompt", nargs="?", help="none: open a REPL (q or exit to quit); "
+                                                  "a prompt: run one turn with it and exit")
     if demo:
         parser.add_argument("--demo", action="store_true",
                             help="play a scripted session through the real loop and tools; no key, no network")
     for flags, kwargs in options:
         parser.add_argument(*flags, **kwargs)
-    args = parser.parse_args(argv)  # before importing the SDK, so --help is instant
-    if args.prompt is not None and not args.prompt.strip():
-        parser.error("the prompt is empty; give a prompt, or none for the REPL")
-    if demo and args.demo and args.prompt is not None:
-        parser.error("--demo plays its own scripted prompt; leave out the prompt (or drop --demo)")
-    try:
-        import anthropic
-    except ImportError:
-        show_error("the anthropic package is not installed here: run  python -m pip install -r requirements.txt")
-        return 1
+    return parser
+
+
+def _run(name, args, agent_loop, commands, demo, on_start):
+    import anthropic
     SESSION.update(dict.fromkeys(SESSION, 0))
+    RECORD.reset(name)                  # before on_start: s07 registers its board there
     try:
         load_env()
         banner = on_start(args) if on_start else None
@@ -61,19 +109,17 @@ def run_cli(name, doc, agent_loop, commands=None, demo=None, argv=None, options=
             return _run_demo(demo, agent_loop)
         client = make_client()
         if args.prompt is not None:
+            prompt = _clean_prompt(args.prompt)
             try:
-                print_answer(agent_loop([{"role": "user", "content": args.prompt}], client))
+                print_answer(agent_loop([{"role": "user", "content": prompt}], client))
             finally:
-                show_session()
+                end_of_run()
             return 0
-    except SetupError as exc:
+    except (SetupError, EndpointError) as exc:
         show_error(str(exc))
         return 1
     except anthropic.APIError as exc:
         show_error(describe_api_error(exc))
-        return 1
-    except EndpointError as exc:
-        show_error(str(exc))
         return 1
     except KeyboardInterrupt:
         show_error("interrupted")
@@ -81,21 +127,34 @@ def run_cli(name, doc, agent_loop, commands=None, demo=None, argv=None, options=
     try:
         return _repl(name, client, agent_loop, commands, banner)
     finally:
-        show_session()
+        end_of_run()
+
+
+def _reader_gone() -> int:
+    """stdout's reader has left (`| head -1`): stop quietly, as the Python docs recommend.
+
+    stdout is pointed at /dev/null, so the flush at exit does not raise a second time.
+    """
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):    # stdout is not a file (a test's capture): nothing to flush
+        pass
+    return 1
 
 
 REPL_HELP = 'a line """ starts a prompt of several lines and the next """ ends it; Ctrl-C clears the line'
 
 
 def _repl(name, client, agent_loop, commands, banner=None):
-    import anthropic
     history = []
     label = name.split("_")[0]
     names = ["q/exit", "/help", *commands]
-    print(f"{name}{f' ({banner})' if banner else ''}: type a prompt ({', '.join(names)})", file=sys.stderr)
+    _tolerate_stray_bytes()
+    show(f"{name}{f' ({banner})' if banner else ''}: type a prompt ({', '.join(names)})")
     while True:
         try:
-            query = _read_prompt(_colour("36", f"{label} >> ", sys.stdout))
+            query = _clean_prompt(_read_prompt(_colour("36", f"{label} >> ", sys.stdout)))
         except KeyboardInterrupt:          # Ctrl-C at the prompt clears the line, as in a shell
             print(file=sys.stderr)
             continue
@@ -108,44 +167,90 @@ def _repl(name, client, agent_loop, commands, banner=None):
             continue
         word, _, arg = query.strip().partition(" ")
         if word.lower() in commands:
-            try:
-                commands[word.lower()](history, client, arg.strip())
-            except (SetupError, ValueError) as exc:  # a command's refusal, or a setting to fix
-                show_error(str(exc))
-            except Exception as exc:                 # a bug or an odd file: one line, the conversation stays
-                show_error(f"/{word.lower().lstrip('/')} failed: {type(exc).__name__}: {exc}")
-            except KeyboardInterrupt:
-                show_note("[command interrupted]")
-            continue
-        if _is_command_word(word):          # answered here: a typo must not cost a model call
+            _run_command(commands[word.lower()], word.lower(), history, client, arg.strip())
+        elif _is_command_word(word):        # answered here: a typo must not cost a model call
             _unknown_command(word, commands)
-            continue
-        saved = len(history)
-        try:
-            history.append({"role": "user", "content": query})
-            print_answer(agent_loop(history, client))
-        except KeyboardInterrupt:
-            _keep_completed(history, saved, "turn abandoned")
-        except (anthropic.APIError, EndpointError) as exc:
-            show_error(describe_api_error(exc, client) if isinstance(exc, anthropic.APIError) else str(exc))
-            _keep_completed(history, saved, "turn failed")
-        except (SetupError, ValueError) as exc:
-            show_error(str(exc))
-            _keep_completed(history, saved, "turn failed")
+        else:
+            _run_turn(history, client, agent_loop, query)
+
+
+def _run_command(command, word, history, client, arg):
+    try:
+        command(history, client, arg)
+    except (SetupError, ValueError) as exc:  # a command's refusal, or a setting to fix
+        show_error(str(exc))
+    except BrokenPipeError:                  # stdout's reader has gone: run_cli ends quietly
+        raise
+    except Exception as exc:                 # a bug or an odd file: one line, the talk stays
+        show_error(f"/{word.lstrip('/')} failed: {type(exc).__name__}: {exc}")
+    except KeyboardInterrupt:
+        show_note("[command interrupted]")
+
+
+def _run_turn(history, client, agent_loop, query):
+    """One prompt through the loop; a failed or abandoned turn keeps what was done in it."""
+    import anthropic
+    saved = len(history)
+    try:
+        history.append({"role": "user", "content": query})
+        print_answer(agent_loop(history, client))
+    except ToolsInterrupted as exc:
+        _keep_completed(history, saved, "turn abandoned", exc.results)
+    except KeyboardInterrupt:
+        _keep_completed(history, saved, "turn abandoned")
+    except (anthropic.APIError, EndpointError) as exc:
+        show_error(describe_api_error(exc, client) if isinstance(exc, anthropic.APIError) else str(exc))
+        _keep_completed(history, saved, "turn failed")
+    except (SetupError, ValueError) as exc:
+        show_error(str(exc))
+        _keep_completed(history, saved, "turn failed")
+    except BrokenPipeError:                  # stdout's reader has gone: run_cli ends quietly
+        raise
+    except Exception as exc:                 # a bug, or an endpoint odder than any above: one line
+        show_error(f"the turn failed: {type(exc).__name__}: {exc}")
+        _keep_completed(history, saved, "turn failed")
 
 
 def _read_prompt(prompt):
     """One prompt: a line; a block between two \"\"\" lines; or, on a terminal, all lines pasted at once."""
     line = input(prompt)
     if line.strip() == '"""':
-        lines = []
-        while (more := input("... ")).strip() != '"""':
-            lines.append(more)
-        return "\n".join(lines)
+        return _read_block()
     lines = [line]
     while sys.stdin.isatty() and select.select([sys.stdin], [], [], 0.03)[0]:  # more of a paste is waiting
         lines.append(input())
     return "\n".join(lines)
+
+
+def _read_block():
+    """The lines up to the closing \"\"\"; if the input ends first, what it held, said so."""
+    lines = []
+    while True:
+        try:
+            more = input("... ")
+        except EOFError:
+            if not lines:
+                raise
+            show_note('[the input ended inside a """ block: sending the lines it held]')
+            return "\n".join(lines)
+        if more.strip() == '"""':
+            return "\n".join(lines)
+        lines.append(more)
+
+
+def _tolerate_stray_bytes():
+    """Decode stdin with surrogateescape: a byte that is not UTF-8 arrives as a lone surrogate
+    (which _clean_prompt replaces) instead of a UnicodeDecodeError that ends the REPL."""
+    if isinstance(sys.stdin, io.TextIOWrapper) and sys.stdin.errors == "strict":
+        sys.stdin.reconfigure(errors="surrogateescape")
+
+
+def _clean_prompt(text: str) -> str:
+    """The prompt with each lone surrogate (a stray byte, half an emoji) as U+FFFD, said once."""
+    cleaned = clean_text(text)
+    if cleaned.count("\ufffd") > text.count("\ufffd"):
+        show_note("[the prompt held bytes that are not UTF-8 text; each is sent as \ufffd]")
+    return cleaned
 
 
 def _is_command_word(word):
@@ -156,30 +261,41 @@ def _is_command_word(word):
 def _unknown_command(word, commands):
     known = ["/help", *commands]
     if word.lower() == "/help":
-        print(f"commands: {', '.join(known)}, q or exit to quit; {REPL_HELP}; anything else is a prompt")
+        show_out(f"commands: {', '.join(known)}, q or exit to quit; {REPL_HELP}; anything else is a prompt")
         return
     close = difflib.get_close_matches(word.lower(), known, n=1, cutoff=0.6)
     hint = f"; did you mean {close[0]}?" if close else ""
     show_error(f"unknown command {word}{hint} (commands: {', '.join(known)}); nothing was sent to the model")
 
 
-def _keep_completed(history, saved, what):
+def _keep_completed(history, saved, what, results=None):
     """After a failed turn keep what was done: every tool call that ran and its result.
 
     The files those tools wrote are on disk either way; forgetting them would make the model
-    redo (or duplicate) them. A trailing assistant message whose tool calls got no results is
-    dropped, so the history stays valid for the API.
+    redo (or duplicate) them. results (from ToolsInterrupted) answer every call of the last
+    assistant message. A trailing assistant message whose tool calls got no results is
+    dropped, so the history stays valid for the API; what is kept is cleaned (clean_json), so
+    text that could not be sent does not fail every later request too.
     """
+    if results and history[-1]["role"] == "assistant":
+        history.append({"role": "user", "content": results})
     while len(history) > saved + 1 and not _ends_with_results(history):
         history.pop()
-    done = sum(1 for m in history[saved + 1:] if m["role"] == "user" for b in m["content"]
-               if isinstance(b, dict) and b.get("type") == "tool_result")
+    done = sum(1 for m in history[saved + 1:] if m["role"] == "user"
+               for b in (m["content"] if isinstance(m["content"], list) else []) if _ran(b))
     if len(history) <= saved + 1 or not done:
         del history[saved:]
         show_note(f"[{what}; the conversation is as it was before it]")
     else:
+        history[saved:] = clean_json(history[saved:])
         show_note(f"[{what} after {done} tool call{'s' * (done != 1)}: they are kept in the conversation, "
                   "so the model knows what was done]")
+
+
+def _ran(block) -> bool:
+    """A tool_result of a call that ran (one Ctrl-C kept from running says NOT_RUN)."""
+    return (isinstance(block, dict) and block.get("type") == "tool_result"
+            and block.get("content") != NOT_RUN)
 
 
 def _ends_with_results(history):
@@ -188,17 +304,23 @@ def _ends_with_results(history):
         isinstance(b, dict) and b.get("type") == "tool_result" for b in last["content"])
 
 
+def end_of_run() -> None:
+    """The session's total, and its page (harness/session_page.py) with the path printed."""
+    show_session()
+    write_session_page()
+
+
 def _run_demo(demo, agent_loop):
     from harness.stand_in_api import StandInAPI
     script, prompt, summary = demo()
     with StandInAPI(script, summary=summary) as api:
         show_note(f"[demo] a SCRIPTED stand-in model answers on {api.url}: no key, no network.")
         show_note("[demo] the loop, the tools and the files they write are real.")
-        print(_colour("36", f">> {prompt}", sys.stdout))
+        show(f">> {prompt}", "36", sys.stdout)
         os.environ["ANTHROPIC_BASE_URL"] = api.url   # so every message names the stand-in, not the real API
         client = make_client(base_url=api.url, api_key="demo-no-key")
         print_answer(agent_loop([{"role": "user", "content": prompt}], client))
-    show_session()
+    end_of_run()
     if api.violations:
         show_error(f"the demo sent an invalid request: {api.violations[0]}")
         return 1

@@ -1,14 +1,20 @@
 """Configuration and the client: every lesson's main() reads its settings through here.
 
 Relied on by all three lessons (through cli.run_cli) and by the tests. Without each piece:
-- load_env: a key kept in ./.env is not found, or a UTF-16 .env becomes a traceback.
-- make_client: a typo'd API_TIMEOUT or a missing key fails at the first request, deep in the SDK;
-  a local server on 127.0.0.1 is sent through HTTP_PROXY and never answers.
-- describe_api_error: a user sees a traceback instead of one line that says what to fix.
+- load_env: a key kept in ./.env is not found, or a UTF-16 .env becomes a traceback; and a
+  key put into os.environ is inherited by every command the agent runs (`env` shows it).
+  The credentials from .env stay here, for make_client only; child_env() is the environment
+  for a command, without them, wherever they came from.
+- make_client: a typo'd API_TIMEOUT (or inf), a missing key, or a base URL without its
+  http:// fails at the first request, deep in the SDK, or says "cannot reach" while the
+  server is up; a local server on 127.0.0.1 is sent through HTTP_PROXY and never answers.
+- describe_api_error: a user sees a traceback instead of one line that says what to fix;
+  a base URL ending in /v1 (the SDK adds /v1/messages) gets a 404 blamed on MODEL_ID.
 Nothing runs at import: anthropic and dotenv are imported inside the functions that use them,
 so importing a lesson needs neither (the SDK alone takes about 2 s to import).
 """
 
+import math
 import os
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -18,6 +24,7 @@ DEFAULT_TIMEOUT = 300                # seconds of silence from the endpoint befo
                                      # a small local model can take minutes before its first token
 MAX_RETRIES = 2                      # for 429/5xx and dropped connections; the SDK waits between tries
 LOOPBACK = {"127.0.0.1", "localhost", "::1", "[::1]"}
+SECRETS = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN")   # for the client; no command needs them
 
 
 class SetupError(Exception):
@@ -25,14 +32,24 @@ class SetupError(Exception):
 
 
 class EndpointError(Exception):
-    """The endpoint answered, but not like the Messages API (HTML, other JSON, no content)."""
+    """A model call the SDK did not turn into an APIError: the endpoint answered, but not like the
+    Messages API (HTML, other JSON, no content); the connection dropped in the middle of the
+    reply; or the request held text that cannot be encoded."""
 
 
 # ---------------------------------------------------------------- configuration
 
+_DOTENV_SECRETS = {}   # the credentials read from ./.env: make_client's, never os.environ's
+
+
 def load_env():
-    """Read ./.env; a variable already set in the real environment wins, unless it is empty."""
+    """Read ./.env; a variable already set in the real environment wins, unless it is empty.
+
+    Settings go into os.environ; the credentials (SECRETS) stay in this module, so that no
+    child process inherits a key it was never given.
+    """
     from dotenv import dotenv_values
+    _DOTENV_SECRETS.clear()          # a second run in one process reads its own .env afresh
     path = Path.cwd() / ".env"
     if not path.is_file():
         return
@@ -41,8 +58,22 @@ def load_env():
     except UnicodeDecodeError:  # Notepad and PowerShell often save UTF-16
         raise SetupError(f"{path} is not UTF-8 text; save it as UTF-8 (one NAME=value per line)") from None
     for name, value in dotenv_values(path, encoding="utf-8").items():
-        if value is not None and not os.environ.get(name):  # `export ANTHROPIC_API_KEY=` counts as unset
+        if value is None or os.environ.get(name):  # `export ANTHROPIC_API_KEY=` counts as unset
+            continue
+        if name in SECRETS:
+            _DOTENV_SECRETS[name] = value
+        else:
             os.environ[name] = value
+
+
+def secret(name: str) -> str | None:
+    """A credential: the real environment's (unless empty), else the one read from ./.env."""
+    return os.environ.get(name) or _DOTENV_SECRETS.get(name) or None
+
+
+def child_env() -> dict:
+    """The environment for a command the agent runs: this one, without the API credentials."""
+    return {name: value for name, value in os.environ.items() if name not in SECRETS}
 
 
 def model_id():
@@ -59,9 +90,26 @@ def api_timeout():
         seconds = float(raw) if raw else DEFAULT_TIMEOUT
     except ValueError:
         seconds = 0
-    if not seconds > 0:
-        raise SetupError(f"API_TIMEOUT must be a positive number of seconds, got {raw!r}")
+    if not (math.isfinite(seconds) and seconds > 0):   # inf would wait forever; nan compares false
+        raise SetupError(f"API_TIMEOUT must be a finite, positive number of seconds, got {raw!r} "
+                         "(for a very slow model, a large one such as 3600)")
     return seconds
+
+
+def check_base_url(url: str) -> None:
+    """Refuse, before any request, a base URL the SDK cannot use; one line says how to write it."""
+    try:
+        parts = urlsplit(url)
+        parts.port                  # a port out of range or not a number raises here
+    except ValueError as exc:       # e.g. "Invalid IPv6 URL" for http://[::1:8080
+        raise SetupError(f"ANTHROPIC_BASE_URL={url!r} is not a valid URL ({exc}); "
+                         "write it like http://127.0.0.1:8080 or http://[::1]:8080") from None
+    if "://" not in url:
+        raise SetupError(f"ANTHROPIC_BASE_URL={url!r} has no scheme: write http://{url} "
+                         f"(or https://{url})")
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise SetupError(f"ANTHROPIC_BASE_URL={url!r} must be http:// or https:// and a host, "
+                         "like http://127.0.0.1:8080")
 
 
 def make_client(base_url=None, api_key=None):
@@ -69,12 +117,14 @@ def make_client(base_url=None, api_key=None):
     import anthropic
     auth_token = None
     if api_key is None:
-        api_key = os.environ.get("ANTHROPIC_API_KEY") or None
-        auth_token = None if api_key else os.environ.get("ANTHROPIC_AUTH_TOKEN") or None
+        api_key = secret("ANTHROPIC_API_KEY")
+        auth_token = None if api_key else secret("ANTHROPIC_AUTH_TOKEN")
         if not (api_key or auth_token):
             raise SetupError("no API key: set ANTHROPIC_API_KEY in your environment or in ./.env "
                              "(copy .env.example), or try --demo, which needs no key")
     url = base_url or os.environ.get("ANTHROPIC_BASE_URL") or None
+    if url:
+        check_base_url(url)
     timeout = api_timeout()
     options = dict(api_key=api_key, auth_token=auth_token, base_url=url, max_retries=MAX_RETRIES,
                    timeout=anthropic.Timeout(timeout, connect=min(10.0, timeout)))
@@ -98,6 +148,9 @@ def describe_api_error(exc, client=None):
         return f"the API rejected the key (401 {detail}): check ANTHROPIC_API_KEY (or ANTHROPIC_AUTH_TOKEN)"
     if status == 403:
         return f"the key may not do this (403 {detail}): check the key's permissions"
+    if status == 404 and urlsplit(where).path.rstrip("/").endswith("/v1"):
+        return (f"not found (404 {detail}): ANTHROPIC_BASE_URL={where} ends in /v1, and the SDK "
+                "adds /v1/messages itself: drop the /v1")
     if status == 404:
         return f"not found (404 {detail}): check MODEL_ID={model_id()!r} and ANTHROPIC_BASE_URL"
     if status == 429:
@@ -114,9 +167,6 @@ def _error_message(exc):
     if isinstance(body, dict) and isinstance(body.get("error"), dict):
         return body["error"].get("message", str(exc))
     return str(exc)
-
-
-# ---------------------------------------------------------------- terminal output
 
 
 def positive_int(name: str, default: int, unit: str) -> int:

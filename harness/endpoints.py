@@ -15,13 +15,13 @@ do. Without each piece:
 """
 
 import json
-import re
+
+from harness.terminal import clean_json, clean_text
 
 JSON_TYPES = {"string": str, "integer": int, "number": (int, float), "boolean": bool,
               "array": list, "object": dict}
 CUT = {"max_tokens", "model_context_window_exceeded"}   # the reply stopped mid-way
 KEEP_BLOCKS = {"text", "tool_use", "thinking", "redacted_thinking"}  # what the loop sends back
-SURROGATE = re.compile("[\ud800-\udfff]")  # in a str, any surrogate is a lone one: it cannot be UTF-8
 ENDED = {"max_tokens": "[answer cut: the model reached max_tokens]",
          "model_context_window_exceeded": "[answer cut: the conversation filled the context window]",
          "refusal": "[the model refused to continue with this request]"}
@@ -110,8 +110,8 @@ def assistant_turn(response, note=print) -> dict:
     if cut is not None:  # half-written: never keep (or run) it
         note(f"  [the reply was cut off by {response.stop_reason} inside a {cut.name} call: "
              "it was not run]")
-    blocks = [clean(b.model_dump(mode="json", exclude_none=True, warnings=False))
-              for b in response.content or [] if b is not cut]
+    blocks = clean_json([b.model_dump(mode="json", exclude_none=True, warnings=False)
+                         for b in response.content or [] if b is not cut])
     for b in [b for b in blocks if b["type"] not in KEEP_BLOCKS]:
         note(f"  [a {b['type']!r} block in the reply was left out: this harness does not use it]")
     blocks = [b for b in blocks if b["type"] in KEEP_BLOCKS]
@@ -123,22 +123,8 @@ def assistant_turn(response, note=print) -> dict:
     return {"role": "assistant", "content": blocks or [{"type": "text", "text": "(no text)"}]}
 
 
-def clean(value):
-    """value with every lone surrogate (half an emoji, as JSON can carry it) replaced by U+FFFD.
-
-    A lone surrogate cannot be encoded as UTF-8, so a history holding one fails every request.
-    """
-    if isinstance(value, str):
-        return SURROGATE.sub("\ufffd", value)
-    if isinstance(value, dict):
-        return {clean(k): clean(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [clean(v) for v in value]
-    return value
-
-
 def final_text(response) -> str:
     """What the user sees when the turn ends, saying why it ended if that was not normal."""
     answer = "\n".join(b.text for b in response.content or [] if b.type == "text").strip()
     note = ENDED.get(response.stop_reason)
-    return "\n".join(x for x in (clean(answer), note) if x) or "(the model returned no text)"
+    return "\n".join(x for x in (clean_text(answer), note) if x) or "(the model returned no text)"

@@ -216,3 +216,11 @@ def _price_line(billed: float, sent: int, output: int, price_in: Optional[float]
 def cost_command(messages: list, client: object, arg: str = "") -> None:
     """/cost in any lesson's REPL: the record of this run, priced only if the user set a price."""
     print(cost_report(RECORD.data, *prices_from_env()))
+
+
+def context_command(system: str, tools: list, view_of, threshold_of, context,
+                    messages: list, client: object = None, arg: str = "") -> None:
+    """/context in s06 and s07: the lesson hands over its prompt, tools, layer 1 (view_of),
+    its threshold and its ContextSize; the view is what the next request would send."""
+    print_context(system, tools, view_of(messages, batch=False), threshold_of(),
+                  context.reported, context.seen)

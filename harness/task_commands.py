@@ -7,6 +7,8 @@ and delete are forced: "took #3 over from bob"). Without it, fixing one task on 
 costs a model call and a prompt.
 """
 
+from harness.terminal import show_out
+
 HELP = """/task commands (no model call; the same rules as the model's tools):
   /task                 the board (same as /tasks)      /task add TITLE       a new task
   /task show N          one task in full                /task start N         start it (takes it over)
@@ -44,4 +46,4 @@ def run(tasks, arg: str) -> None:
     }
     if verb not in actions:
         raise ValueError(f"unknown /task command {verb!r}; /task help lists them")
-    print(actions[verb]())
+    show_out(actions[verb]())   # escaped: a subject or an owner may hold terminal codes

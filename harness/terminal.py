@@ -3,22 +3,90 @@
 Relied on by all three lessons (show_stream is the model call every loop makes) and by cli.
 Progress goes to stderr, so that `python sNN.py "..." > answer.txt` keeps just the answer.
 Without each piece:
-- show_stream: a slow model shows nothing for minutes, then a wall of text.
+- printable and show: text from a model, a file, a command or a task board reaches the
+  terminal raw, and the terminal obeys it: OSC 52 puts a command on the clipboard, ESC[2J
+  clears the screen, ESC[1A ESC[2K erases the line that showed the command which just ran.
+  Everything this harness writes goes through show(), which escapes such text (show_out is
+  show() to stdout, for what a lesson prints itself).
+- clean_text and clean_json: half an emoji (a lone surrogate) in a reply, or a stray byte in a
+  prompt, cannot be encoded, so every later request of the session fails.
+- show_stream: a slow model shows nothing for minutes, then a wall of text; a connection
+  dropped mid-reply, or text that cannot be sent, ends in a traceback or a misleading line.
+- _argument: a long command is cut, and what it does at its end is never shown.
 - _colour: colour codes end up in log files and pipes.
 - usage lines and show_session: the cost of a session is invisible.
 """
 
 import json
 import os
+import re
 import sys
 import threading
 import time
 from urllib.parse import urlsplit
 
-from harness.config import EndpointError, base_url
+from harness.config import EndpointError, api_timeout, base_url
+from harness.session_record import RECORD
 
 PREVIEW_CHARS = 100                  # width of a tool result's preview in the terminal
 PREVIEW_LINES = 6                    # lines of a tool result's preview (a board or todo list fits)
+ARGUMENT_CHARS = 60                  # a tool argument's share of the tool-call line
+COMMAND_CHARS = 1000                 # a shell command is shown whole up to this: all of it runs
+# What a terminal would act on instead of showing: C0 controls but newline and tab, DEL, C1
+# (\x9b alone is a CSI), and the bidi controls that make text read in another order than it runs.
+CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def clean_text(text: str) -> str:
+    """text with every lone surrogate replaced by U+FFFD, so it can be encoded as UTF-8.
+
+    A model's stream can carry half an emoji ("\\ud83d" in its JSON); a prompt read with
+    surrogateescape carries a stray byte as one. Both make every later request unsendable.
+    A surrogate pair split over two code points is joined back into its character.
+    """
+    if not SURROGATE.search(text):
+        return text
+    return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+
+
+def clean_json(value):
+    """clean_text applied to every string (keys too) of a message, a block list or a tool input."""
+    if isinstance(value, str):
+        return clean_text(value)
+    if isinstance(value, list):
+        return [clean_json(v) for v in value]
+    if isinstance(value, dict):
+        return {clean_json(k): clean_json(v) for k, v in value.items()}
+    return value
+
+
+def printable(text) -> str:
+    """text as a terminal should show it, not obey it: each control character as a visible \\x1b."""
+    text = clean_text(str(text)).replace("\r\n", "\n")   # a Windows line end is only a line end
+    return CONTROL.sub(_escaped, text)
+
+
+def _escaped(match: re.Match) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def show(text, colour: str | None = None, stream=None, end: str = "\n", redraw: bool = False):
+    """Write text made printable, then the harness's own codes: the one way out to the screen.
+
+    redraw first clears the line the cursor is on (the waiting line, a growing tool call).
+    """
+    stream = stream or sys.stderr
+    shown = printable(text)
+    if colour:
+        shown = _colour(colour, shown, stream)
+    stream.write(("\r\033[K" if redraw else "") + shown + end)
+
+
+def show_out(text) -> None:
+    """What a lesson prints itself (the board for /tasks), to stdout, made printable."""
+    show(text, stream=sys.stdout)
 
 
 def _colour(code, s, stream=None):
@@ -33,12 +101,26 @@ def _short(s, limit):
     return s if len(s) <= limit else s[: limit - 1] + "…"
 
 
+def _argument(value, limit: int) -> str:
+    """One argument as JSON (one line); a long one as head …[size]… tail.
+
+    Its end is always shown: what a command does last (`; curl … | sh`) is where it hides.
+    """
+    shown = json.dumps(value, ensure_ascii=False)
+    if len(shown) <= limit:
+        return shown
+    size = len(value) if isinstance(value, str) else len(shown)
+    head, tail = limit // 2, limit // 4            # the rest of the limit is for the marker
+    return f"{shown[:head]}…[{size:,} characters]…{shown[-tail:]}"
+
+
 def show_tool_call(name, args):
     """Before the tool runs, so a slow command shows what it is waiting for."""
     if not isinstance(args, dict):  # a model may send a list or a string; the tool will refuse it
         args = {"input": args}
-    shown = " ".join(f"{k}={_short(json.dumps(v, ensure_ascii=False), 60)}" for k, v in args.items())
-    print(_colour("36", f"> {name} {shown}".rstrip()), file=sys.stderr)
+    shown = " ".join(f"{k}={_argument(v, COMMAND_CHARS if k == 'command' else ARGUMENT_CHARS)}"
+                     for k, v in args.items())
+    show(f"> {name} {shown}".rstrip(), "36")
 
 
 def show_tool_result(output, is_error):
@@ -47,13 +129,13 @@ def show_tool_result(output, is_error):
         lines = lines[: PREVIEW_LINES - 1] + [f"… ({len(lines) - PREVIEW_LINES + 1} more lines)"]
     mark, code = ("!", "31") if is_error else ("=", "2")
     for n, line in enumerate(lines):
-        print(_colour(code, f"  {mark if n == 0 else ' '} {_short(line, PREVIEW_CHARS)}"), file=sys.stderr)
+        show(f"  {mark if n == 0 else ' '} {_short(line, PREVIEW_CHARS)}", code)
 
 
 def show_text(text):
     """What the model says between tool calls, for a log; on a terminal show_stream showed it live."""
     if text.strip() and not sys.stderr.isatty():
-        print(_colour("1", text.strip()), file=sys.stderr)
+        show(text.strip(), "1")
 
 
 def usage_counts(usage):
@@ -70,8 +152,8 @@ def show_usage(usage, label="tokens", tools=None):
     for key, n in zip(("fresh", "read", "written", "out"), (fresh, read, written, out)):
         SESSION[key] += n
     SESSION["calls"] += 1
-    print(_colour("2", f"  [{label}: {fresh:,} in · {read:,} from cache · {written:,} to cache · {out:,} out]"),
-          file=sys.stderr)
+    RECORD.call(usage, label)           # for /cost and the session page
+    show(f"  [{label}: {fresh:,} in · {read:,} from cache · {written:,} to cache · {out:,} out]", "2")
     if tools and SESSION["calls"] == 1:
         warn_if_tools_dropped(fresh + read + written, tools)
 
@@ -96,8 +178,8 @@ def show_session():
     total = SESSION["fresh"] + SESSION["read"] + SESSION["written"]
     if SESSION["calls"]:
         share = f"{SESSION['read'] / total:.0%}" if total else "0%"
-        print(_colour("2", f"[session: {SESSION['calls']} call{'s' * (SESSION['calls'] != 1)} · {total:,} input "
-                           f"tokens, {share} from cache · {SESSION['out']:,} out]"), file=sys.stderr)
+        show(f"[session: {SESSION['calls']} call{'s' * (SESSION['calls'] != 1)} · {total:,} input "
+             f"tokens, {share} from cache · {SESSION['out']:,} out]", "2")
 
 
 # ---------------------------------------------------------------- the streaming display
@@ -125,12 +207,12 @@ def show_stream(request):
                     continue
                 if event.type == "text":
                     shown.append(event.text)
-                    sys.stderr.write(_colour("1", event.text))
+                    show(event.text, "1", end="")
                 elif event.type == "content_block_start" and event.content_block.type == "tool_use":
                     tool, size = event.content_block.name, 0
                 elif event.type == "input_json":
                     size += len(event.partial_json)
-                    sys.stderr.write("\r\033[K" + _colour("36", f"> {tool} … {size / 1000:.1f} kB so far"))
+                    show(f"> {tool} … {size / 1000:.1f} kB so far", "36", end="", redraw=True)
                 elif event.type == "content_block_stop":
                     if tool:                   # the finished call is printed by the loop, in full
                         sys.stderr.write("\r\033[K")
@@ -142,6 +224,10 @@ def show_stream(request):
             message = stream.get_final_message()
     except anthropic.APIError:
         raise
+    except UnicodeEncodeError as exc:       # a ValueError, but ours: the request cannot be encoded
+        raise EndpointError(_unsendable(exc)) from None
+    except _connection_errors() as exc:     # a connection lost mid-reply: the SDK does not wrap it
+        raise EndpointError(_dropped(exc)) from None
     except (ValueError, TypeError, KeyError, AttributeError, AssertionError, RuntimeError) as exc:
         raise EndpointError(f"the endpoint at {base_url()} did not answer like the Messages API "
                             f"({type(exc).__name__}: {_short(exc, 120)})") from None
@@ -153,6 +239,30 @@ def show_stream(request):
                             "(is ANTHROPIC_BASE_URL the Messages API?)")
     _LIVE["text"] = "".join(shown).strip()
     return message
+
+
+def _connection_errors() -> type:
+    """The HTTP library's base class for a connection that failed (httpx; httpx2 in newer SDKs)."""
+    try:
+        import httpx
+    except ImportError:
+        import httpx2 as httpx
+    return httpx.TransportError
+
+
+def _dropped(exc: Exception) -> str:
+    if "Timeout" in type(exc).__name__:
+        return (f"the endpoint at {base_url()} went silent in the middle of its reply for "
+                f"API_TIMEOUT={api_timeout():g}s: the turn was abandoned; try again")
+    return (f"the connection to {base_url()} dropped in the middle of the reply "
+            f"({type(exc).__name__}: {_short(exc, 120)}): the turn was abandoned; try again")
+
+
+def _unsendable(exc: UnicodeEncodeError) -> str:
+    bad = ascii(exc.object[exc.start:exc.end]) if isinstance(exc.object, str) else "?"
+    return (f"the request could not be sent: the conversation holds text that is not valid Unicode "
+            f"({bad}: {exc.reason}), such as half an emoji from a model or a byte that is not "
+            "UTF-8")
 
 
 class _Waiting:
@@ -167,7 +277,7 @@ class _Waiting:
         while not self._done.wait(1.0):
             seconds = int(time.monotonic() - self._start)
             line = f"  waiting for the model at {urlsplit(base_url()).netloc} · {seconds} s (Ctrl-C abandons the turn)"
-            sys.stderr.write("\r\033[K" + _colour("2", line))
+            show(line, "2", end="", redraw=True)
             sys.stderr.flush()
 
     def stop(self):
@@ -186,13 +296,13 @@ def print_answer(answer):
         answer = answer[len(shown):].strip()
         if not answer:
             return
-    print(answer)
+    show(answer, stream=sys.stdout)
 
 
 def show_note(line):
-    print(_colour("33", line), file=sys.stderr)
+    show(line, "33")
 
 
 def show_error(line):
-    print(_colour("31", f"error: {line}"), file=sys.stderr)
+    show(f"error: {line}", "31")
 

@@ -1,9 +1,14 @@
 """The CLI and the REPL under hostile conditions: set-up mistakes, odd endpoints, a person at the keyboard."""
 
 import io
+import json
+import os
 import re
+import socket
+import struct
 import subprocess
 import sys
+import threading
 import time
 
 import pytest
@@ -179,7 +184,7 @@ def test_unknown_slash_commands_are_answered_locally(run_main):
     code, out, err, api = run_main(s07_task_system, stdin="/help\n/taks\n/nope\n/etc/hosts is odd?\nq\n",
                                    script=[reply(text("a path is a prompt"))])
     assert code == 0 and len(api.requests) == 1 and "a path is a prompt" in out
-    assert "commands: /help, /tasks, /task, /compact" in out
+    assert "commands: /help, /tasks, /task, /compact, /context, /cost" in out
     assert "unknown command /taks; did you mean /tasks?" in err and "unknown command /nope (" in err
 
 
@@ -230,3 +235,252 @@ def test_a_paste_of_several_lines_into_a_terminal_is_one_prompt(workdir):
             os.close(terminal)
     prompts = [r["messages"][-1]["content"] for r in api.requests]
     assert prompts == ["first line of the paste\nsecond line of the paste", "typed alone"]
+
+
+# ---------------------------------------------------------------- a connection that drops mid-reply
+
+def _sse(event: dict) -> bytes:
+    return f"event: {event['type']}\ndata: {json.dumps(event)}\n\n".encode()
+
+
+REPLY_EVENTS = [_sse(e) for e in (
+    {"type": "message_start", "message": {"id": "msg_1", "type": "message", "role": "assistant", "model": "m",
+                                          "content": [], "stop_reason": None, "stop_sequence": None,
+                                          "usage": {"input_tokens": 10, "output_tokens": 1}}},
+    {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
+    {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "Hello there"}},
+    {"type": "content_block_stop", "index": 0},
+    {"type": "message_delta", "delta": {"stop_reason": "end_turn", "stop_sequence": None},
+     "usage": {"output_tokens": 3}},
+    {"type": "message_stop"})]
+
+
+class DroppingEndpoint:
+    """A raw loopback server; each request gets the next answer of `plan`:
+    "ok" a whole reply; "close" headers and part of the body, then the socket closed (the
+    content-length promised more); "reset" the same ended by a TCP reset; "stall" the same,
+    then silence."""
+
+    def __init__(self, plan):
+        self.plan, self.requests, self.closing = list(plan), [], threading.Event()
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.url = f"http://127.0.0.1:{self.listener.getsockname()[1]}"
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.closing.set()
+        self.listener.close()
+        self.thread.join(10)
+
+    def _serve(self):
+        while self.plan:
+            try:
+                conn, _ = self.listener.accept()
+            except OSError:            # closed by __exit__
+                return
+            with conn:
+                self._answer(conn, self.plan.pop(0))
+
+    def _answer(self, conn, how):
+        data = b""
+        while b"\r\n\r\n" not in data:
+            data += conn.recv(65536)
+        head, _, body = data.partition(b"\r\n\r\n")
+        length = int(re.search(rb"content-length: *(\d+)", head, re.I).group(1))
+        while len(body) < length:
+            body += conn.recv(65536)
+        self.requests.append(json.loads(body))
+        whole = b"".join(REPLY_EVENTS)
+        promised = len(whole) if how == "ok" else 100_000
+        conn.sendall(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n"
+                     b"content-length: %d\r\n\r\n" % promised + (whole if how == "ok" else b"".join(REPLY_EVENTS[:3])))
+        if how == "stall":
+            self.closing.wait(10)
+        if how == "reset":             # SO_LINGER 0: close() sends RST, the client reads ECONNRESET
+            conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+
+
+@pytest.mark.parametrize("how, said", [("close", "dropped in the middle of the reply (RemoteProtocolError"),
+                                       ("reset", "dropped in the middle of the reply (ReadError"),
+                                       ("stall", "went silent in the middle of its reply for API_TIMEOUT=0.5s")])
+def test_a_stream_that_drops_mid_reply_is_one_line_and_exit_1(run_main, how, said):
+    with DroppingEndpoint([how]) as endpoint:
+        code, out, err, api = run_main(s03_todo, "hi", env={"ANTHROPIC_BASE_URL": endpoint.url, "API_TIMEOUT": "0.5"})
+    assert code == 1 and said in err and endpoint.url in err, err
+    assert err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_after_a_dropped_stream_the_repl_keeps_the_conversation_and_the_next_prompt_works(run_main):
+    with DroppingEndpoint(["ok", "reset", "ok"]) as endpoint:
+        code, out, err, api = run_main(s03_todo, stdin="first\nsecond\nthird\nq\n",
+                                       env={"ANTHROPIC_BASE_URL": endpoint.url})
+    assert code == 0 and out.count("Hello there") == 2 and "Traceback" not in err
+    assert "dropped in the middle of the reply" in err and "[turn failed; the conversation is as it was" in err
+    third = endpoint.requests[2]["messages"]
+    assert [m["role"] for m in third] == ["user", "assistant", "user"]
+    assert third[0]["content"] == "first" and third[2]["content"] == "third"
+
+
+# ---------------------------------------------------------------- text that cannot be encoded
+
+def test_a_prompt_with_a_stray_byte_is_sent_with_a_replacement_character(run_main):
+    """argv, and stdin read with surrogateescape, carry a stray Latin-1 é as the lone surrogate \\udce9."""
+    code, out, err, api = run_main(s03_todo, "caf\udce9?", script=[reply(text("ok"))])
+    assert code == 0 and api.requests[0]["messages"][0]["content"] == "caf\ufffd?", err
+    assert "not UTF-8" in err
+    code, out, err, api = run_main(s03_todo, stdin="caf\udce9?\nq\n", script=[reply(text("ok"))])
+    assert code == 0 and api.requests[0]["messages"][0]["content"] == "caf\ufffd?", err
+
+
+def test_a_typed_latin1_byte_does_not_end_the_repl(workdir):
+    from harness.stand_in_api import StandInAPI
+    with StandInAPI([reply(text("understood"))]) as api:
+        env = clean_env(workdir.parent / "home", ANTHROPIC_BASE_URL=api.url, ANTHROPIC_API_KEY="k")
+        proc = subprocess.run([sys.executable, str(ROOT / "s03_todo.py")], cwd=workdir, env=env,
+                              input=b"caf\xe9?\nq\n", capture_output=True, timeout=60)
+    assert proc.returncode == 0 and b"understood" in proc.stdout, proc.stderr.decode()
+    assert api.requests[0]["messages"][0]["content"] == "caf\ufffd?"
+
+
+def test_half_an_emoji_from_the_model_does_not_break_the_session(run_main, workdir):
+    script = [reply(text("Writing it \ud83d"), tool("write_file", {"path": "a.txt", "content": "x"})),
+              reply(text("done")), reply(text("still here"))]
+    code, out, err, api = run_main(s03_todo, stdin="go\nagain\nq\n", script=script)
+    assert code == 0 and "did not answer like the Messages API" not in err and api.violations == []
+    last = api.requests[-1]["messages"]
+    assert last[-1]["content"] == "again" and last[1]["content"][0]["text"] == "Writing it \ufffd"
+
+
+def test_a_request_that_cannot_be_encoded_names_the_real_cause():
+    import anthropic
+    from harness.config import EndpointError
+    from harness.stand_in_api import StandInAPI
+    with StandInAPI([reply(text("never"))]) as api:
+        client = anthropic.Anthropic(api_key="k", base_url=api.url)
+        with pytest.raises(EndpointError, match="not valid Unicode") as raised:
+            harness.terminal.show_stream(client.messages.stream(model="m", max_tokens=9, messages=[
+                {"role": "user", "content": "half an emoji \ud83d"}]))
+    assert "'\\ud83d'" in str(raised.value) and "did not answer like" not in str(raised.value)
+    assert api.requests == []
+
+
+# ---------------------------------------------------------------- minor set-up mistakes
+
+def test_an_answer_piped_into_a_reader_that_has_gone_ends_quietly(workdir):
+    """`python s03_todo.py "go" | head -1`: head leaves after one line; the rest cannot be written."""
+    from harness.stand_in_api import StandInAPI
+    with StandInAPI([reply(text("line\n" * 2000))]) as api:
+        env = clean_env(workdir.parent / "home", ANTHROPIC_BASE_URL=api.url, ANTHROPIC_API_KEY="k")
+        reader, writer = os.pipe()
+        os.close(reader)                                    # the reader is gone before the answer comes
+        try:
+            proc = subprocess.run([sys.executable, str(ROOT / "s03_todo.py"), "go"], cwd=workdir, env=env,
+                                  stdout=writer, stderr=subprocess.PIPE, text=True, timeout=60)
+        finally:
+            os.close(writer)
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr and "BrokenPipe" not in proc.stderr, proc.stderr
+
+
+@pytest.mark.parametrize("url", ["127.0.0.1:8080", "localhost:8080"])
+def test_a_base_url_without_a_scheme_is_named_before_any_request(run_main, url):
+    code, out, err, api = run_main(s03_todo, "hi", env={"ANTHROPIC_BASE_URL": url})
+    assert code == 1 and "has no scheme" in err and f"http://{url}" in err, err
+    assert err.count("\n") == 1
+
+
+@pytest.mark.parametrize("url, said", [("http://[::1:8080/", "is not a valid URL (Invalid IPv6 URL)"),
+                                       ("http://127.0.0.1:99999", "is not a valid URL (Port out of range"),
+                                       ("ftp://127.0.0.1:8080", "must be http:// or https://")])
+def test_a_malformed_base_url_is_one_line_naming_what_is_wrong(run_main, url, said):
+    code, out, err, api = run_main(s03_todo, "hi", env={"ANTHROPIC_BASE_URL": url})
+    assert code == 1 and f"ANTHROPIC_BASE_URL={url!r} {said}" in err, err
+    assert err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_a_base_url_ending_in_v1_is_named_on_its_404(run_main):
+    from harness.stand_in_api import StandInAPI
+    with StandInAPI([reply(text("never"))]) as real:
+        code, out, err, api = run_main(s03_todo, "hi", env={"ANTHROPIC_BASE_URL": real.url + "/v1/"})
+    assert code == 1 and "ends in /v1" in err and "drop the /v1" in err and "MODEL_ID" not in err, err
+
+
+@pytest.mark.parametrize("value", ["inf", "nan", "-inf", "1e999"])
+def test_an_api_timeout_that_is_not_finite_is_refused(run_main, value):
+    code, out, err, api = run_main(s03_todo, "hi", env={"API_TIMEOUT": value})
+    assert code == 1 and f"API_TIMEOUT must be a finite" in err and api.requests == [], err
+
+
+def test_a_triple_quoted_block_cut_off_by_the_end_of_input_is_sent_with_a_note(run_main):
+    code, out, err, api = run_main(s03_todo, script=[reply(text("got it"))], stdin='"""\nfirst line\nsecond line\n')
+    assert code == 0 and "got it" in out and "the input ended inside a \"\"\" block" in err
+    assert api.requests[0]["messages"] == [{"role": "user", "content": "first line\nsecond line"}]
+
+
+# ---------------------------------------------------------------- Ctrl-C in a batch of tool calls
+
+def _run_fake_lesson(monkeypatch, workdir, results, stdin="go\nagain\nq\n"):
+    """run_cli with an agent_loop that runs two tool calls and is interrupted in the batch."""
+    import copy
+    from harness.cli import ToolsInterrupted, run_cli
+    monkeypatch.chdir(workdir)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "k")
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", "http://127.0.0.1:9")    # never called
+    monkeypatch.setattr("sys.stdin", io.StringIO(stdin))
+    seen = []
+
+    def agent_loop(messages, client):
+        seen.append(copy.deepcopy(messages))
+        if len(seen) > 1:
+            return "the next turn"
+        messages.append({"role": "assistant", "content": [
+            {"type": "tool_use", "id": "toolu_a", "name": "write_file", "input": {"path": "a.txt", "content": "x"}},
+            {"type": "tool_use", "id": "toolu_b", "name": "bash", "input": {"command": "sleep 100"}}]})
+        raise ToolsInterrupted(results)
+
+    assert run_cli("s99_fake", "A fake lesson.", agent_loop, argv=[]) == 0
+    return seen
+
+
+def test_ctrl_c_in_a_batch_keeps_the_calls_that_ran(monkeypatch, capsys, workdir):
+    from harness.cli import NOT_RUN
+    results = [{"type": "tool_result", "tool_use_id": "toolu_a", "content": "Wrote 1 bytes to a.txt"},
+               {"type": "tool_result", "tool_use_id": "toolu_b", "content": NOT_RUN, "is_error": True}]
+    seen = _run_fake_lesson(monkeypatch, workdir, results)
+    assert [m["role"] for m in seen[1]] == ["user", "assistant", "user", "user"]
+    assert seen[1][2] == {"role": "user", "content": results} and seen[1][3]["content"] == "again"
+    assert "turn abandoned after 1 tool call: they are kept" in capsys.readouterr().err
+
+
+def test_ctrl_c_before_any_call_of_a_batch_ran_forgets_the_turn(monkeypatch, capsys, workdir):
+    from harness.cli import NOT_RUN
+    results = [{"type": "tool_result", "tool_use_id": t, "content": NOT_RUN, "is_error": True}
+               for t in ("toolu_a", "toolu_b")]
+    seen = _run_fake_lesson(monkeypatch, workdir, results)
+    assert seen[1] == [{"role": "user", "content": "again"}]
+    assert "turn abandoned; the conversation is as it was before it" in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------- the key stays with the client
+
+def test_the_key_from_dotenv_never_reaches_a_command(run_main, workdir):
+    (workdir / ".env").write_text("ANTHROPIC_API_KEY=sk-from-dotenv\nANTHROPIC_AUTH_TOKEN=tok-from-dotenv\n")
+    script = [reply(tool("bash", {"command": "echo key=${ANTHROPIC_API_KEY:-none} token=${ANTHROPIC_AUTH_TOKEN:-none}"})),
+              reply(text("done"))]
+    code, out, err, api = run_main(s03_todo, "hi", script=script, key=None)
+    sent = api.headers[0].get("x-api-key") or api.headers[0].get("authorization", "").removeprefix("Bearer ")
+    assert code == 0 and sent == "sk-from-dotenv"
+    assert tool_results(api.requests[1])[0]["content"].strip() == "key=none token=none"
+
+
+def test_child_env_leaves_out_the_credentials_of_the_real_environment(monkeypatch):
+    from harness.config import child_env
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-real")
+    monkeypatch.setenv("ANTHROPIC_AUTH_TOKEN", "tok-real")
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", "http://127.0.0.1:9")
+    env = child_env()
+    assert "ANTHROPIC_API_KEY" not in env and "ANTHROPIC_AUTH_TOKEN" not in env
+    assert env["ANTHROPIC_BASE_URL"] == "http://127.0.0.1:9" and env["PATH"] == os.environ["PATH"]

@@ -21,9 +21,9 @@ def test_colour_only_on_a_terminal_and_never_with_no_color(monkeypatch):
 def test_a_tool_call_is_one_short_line_and_a_preview(capsys):
     harness.show_tool_call("task_create", {"subject": "Design data model"})
     harness.show_tool_result("Created task #1: Design data model", False)
-    harness.show_tool_call("bash", {"command": "x" * 500})
+    harness.show_tool_call("write_file", {"path": "a.txt", "content": "x" * 500})
     harness.show_tool_result("\n".join(f"line {n}" for n in range(10)), True)
     err = capsys.readouterr().err.splitlines()
     assert err[:2] == ['> task_create subject="Design data model"', "  = Created task #1: Design data model"]
-    assert len(err[2]) < 80 and err[2].endswith("…")                 # long arguments are cut
+    assert len(err[2]) < 100 and "…[500 characters]…" in err[2]      # long arguments are cut
     assert err[3] == "  ! line 0" and err[-1] == "    … (5 more lines)"

@@ -139,8 +139,8 @@ def test_dotenv_is_read_and_the_real_environment_wins(run_main, workdir):
     assert api.requests[0]["model"] == "model-from-env"
 
 
-@pytest.mark.parametrize("lesson, commands", [("s03_todo", ""), ("s06_compact", "/help, /compact"),
-                                              ("s07_task_system", "/help, /tasks, /task, /compact")])
+@pytest.mark.parametrize("lesson, commands", [("s03_todo", "/help, /context, /cost"), ("s06_compact", "/help, /compact, /context, /cost"),
+                                              ("s07_task_system", "/help, /tasks, /task, /compact, /context, /cost")])
 def test_every_lesson_has_help_and_the_no_key_line(run_main, lesson, commands):
     module = importlib.import_module(lesson)
     code, out, err, api = run_main(module, "--help")

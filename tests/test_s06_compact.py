@@ -172,7 +172,7 @@ def test_the_model_calls_compact_mid_task_and_keeps_working(run_lesson, workdir)
     assert after["messages"][0]["role"] == "user" and "SUMMARY: wrote a.txt" in after["messages"][0]["content"]
     assert len(after["messages"]) == 1
     assert "[compacted: " in proc.stderr and "transcript .transcripts/transcript_" in proc.stderr
-    assert len(list((workdir / ".transcripts").iterdir())) == 1
+    assert len(list((workdir / ".transcripts").glob("transcript_*.jsonl"))) == 1
 
 
 def test_a_low_threshold_triggers_auto_compact_and_the_turn_completes(run_lesson, workdir):
