@@ -20,10 +20,7 @@ def results(tmp_path, monkeypatch):
 
 
 def big_output(chars=300_000):
-    lines, n = [], 0
-    while sum(map(len, lines)) + len(lines) < chars:
-        lines.append(f"line {n}: " + "abcdefghij" * (n % 7))
-        n += 1
+    lines = [f"line {n}: " + "abcdefghij" * (n % 7) for n in range(chars // 20)]
     return "\n".join(lines)[:chars]
 
 
