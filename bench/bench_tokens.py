@@ -20,6 +20,7 @@ s03 has no compaction: a shape whose context passes the 200,000-token window get
 
 import io
 import json
+import multiprocessing
 import os
 import random
 import statistics
@@ -51,6 +52,7 @@ PROMPT = "work through the project as planned"
 # Until s03 and s06 call harness.spill, layer1_inputs and layer1_policy themselves, the bench
 # puts that wiring in with proposal(); afterwards set this to False and delete proposal().
 PATCH_PROPOSAL = True
+WORKERS = min(4, os.cpu_count() or 1)   # runs are independent: the numbers do not depend on it
 
 
 # ---------------------------------------------------------------- the session shapes
@@ -196,7 +198,8 @@ def proposed_micro_compact(messages, batch=True):
         inputs = {i: t for i, t in layer1_inputs.inputs_worth_clearing(messages).items()      # (+)
                   if i not in _CLEARED_INPUTS}                                               # (+)
         fresh_ids = {b["tool_use_id"] for b in fresh} | set(inputs)                          # (+)
-        if layer1_policy.batch_worth_clearing(messages, fresh_ids, freed + sum(inputs.values())):  # (+)
+        if layer1_policy.batch_worth_clearing(messages, fresh_ids, freed + sum(inputs.values()),  # (+)
+                                              s06.compact_threshold()):                      # (+)
             s06._CLEARED.update(b["tool_use_id"] for b in fresh)
             _CLEARED_INPUTS.update(inputs)                                                   # (+)
             first = layer1_policy.first_message_with(messages, fresh_ids)                    # (+)
@@ -335,18 +338,27 @@ def _fresh_lesson_state(baseline):
 
 def measure():
     """{(lesson name, shape name): (built billing, baseline billing, compactions) or None}."""
+    # s03 has no layer 1: its baseline is the same requests billed without a cache.
+    jobs = [(lesson.__name__, shape.name, baseline) for shape in SHAPES for lesson in LESSONS
+            for baseline in (False, True) if not (baseline and lesson is s03_todo)]
+    jobs.sort(key=lambda job: -next(s.calls for s in SHAPES if s.name == job[1]))  # longest first
+    with multiprocessing.get_context("fork").Pool(WORKERS) as pool:   # each run in its own process
+        results = dict(zip(jobs, pool.map(_run_job, jobs, chunksize=1)))
     rows = {}
-    for shape in SHAPES:
-        for lesson in LESSONS:
-            built = play(lesson, shape, baseline=False)
-            if built is None:
-                rows[lesson.__name__, shape.name] = None
-            elif lesson is s03_todo:   # no layer 1: the same requests, billed without a cache
-                rows[lesson.__name__, shape.name] = (built[0], built[0]["input_sent"], built[1])
-            else:
-                before = play(lesson, shape, baseline=True)
-                rows[lesson.__name__, shape.name] = (built[0], before[0]["billed_input"], built[1])
+    for lesson, shape, baseline in jobs:
+        built = results[lesson, shape, False]
+        if baseline or built is None:
+            rows.setdefault((lesson, shape), None)
+            continue
+        before = results.get((lesson, shape, True)) or built
+        cost = before[0]["billed_input"] if before is not built else built[0]["input_sent"]
+        rows[lesson, shape] = (built[0], cost, built[1])
     return rows
+
+
+def _run_job(job):
+    lesson, shape, baseline = job
+    return play(sys.modules[lesson], next(s for s in SHAPES if s.name == shape), baseline)
 
 
 def report():

@@ -13,21 +13,31 @@ there (0.1x), and everything after it is written again (1.25x). What it frees is
 So a fixed batch size (s06's first rule: at least 8,000 tokens) is wrong both ways: with
 big outputs it clears on almost every call, each time rewriting the newest few results
 (more than it frees); with small ones it waits long after clearing has paid for itself.
-The rule here weighs the two: free at least CLEAR_AT_LEAST tokens, and at least
-REWRITE_SHARE of the tokens the batch makes the API write again.
+The rule here weighs the two: free at least CLEAR_AT_LEAST tokens (less with a small
+COMPACT_THRESHOLD), and at least REWRITE_SHARE the tokens the batch makes the API
+write again. And with_cache_point() keeps the part before the batch read from the cache.
 
 Chosen by bench/bench_tokens.py on its worst session shape; see notes/readme_long_sessions.md.
 """
 
 import json
 
-CLEAR_AT_LEAST = 4_000   # tokens: below this a batch saves less than the request it rewrites costs
-REWRITE_SHARE = 0.5      # a batch must free half of what it makes the API write again
+CLEAR_AT_LEAST = 16_000  # tokens a batch frees at least (bench: 8,000 clears too often on big outputs)
+THRESHOLD_SHARE = 0.4    # but never more than this share of COMPACT_THRESHOLD, which it must beat
+REWRITE_SHARE = 1.0      # and as much as it makes the API write again (bench: the worst shape)
 
 
-def batch_worth_clearing(view: list[dict], fresh_ids: set, freed: int) -> bool:
-    """True if clearing fresh_ids (freeing `freed` tokens) in view pays for the rewrite it causes."""
-    if not fresh_ids or freed < CLEAR_AT_LEAST:
+def batch_worth_clearing(view: list[dict], fresh_ids: set, freed: int,
+                         compact_threshold: int | None = None) -> bool:
+    """True if clearing fresh_ids (freeing `freed` tokens) in view pays for the rewrite it causes.
+
+    compact_threshold (s06's layer 2) caps the batch size, so that a small COMPACT_THRESHOLD
+    still sees layer 1 clear before layer 2 summarises everything.
+    """
+    at_least = CLEAR_AT_LEAST
+    if compact_threshold:
+        at_least = min(at_least, int(THRESHOLD_SHARE * compact_threshold))
+    if not fresh_ids or freed < at_least:
         return False
     first = first_message_with(view, fresh_ids)
     rewritten = tokens(view[first:]) - freed   # what follows the first placeholder, written again
