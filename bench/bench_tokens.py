@@ -1,22 +1,33 @@
 #!/usr/bin/env python3
-"""What one long session costs in input tokens, through the real loops and the stand-in's billing model.
+"""What long sessions cost in input tokens: a family of session shapes through each lesson's loop.
 
-    python bench/bench_tokens.py
+    python bench/bench_tokens.py           (about 15 s; report() returns the same text)
 
-The session: 45 tool calls, `bash cat` and `read_file` in turn over seven 4.8 kB files
-(some read again), then an answer: 46 model calls. Each lesson plays it as built (prompt
-caching, s06's batched layer 1) and as it was before (no cache_control, layer 1 clearing
-one more result on every call). The numbers are the stand-in's model of the documented
-billing (uncached input at 1x, cache writes at 1.25x, cache reads at 0.1x; a 1,024-token
-minimum; 20-block lookback), not a bill: they depend on no machine, and a real tokenizer
-counts differently from the stand-in's characters / 4.
+Each shape is a scripted model driving the real loop, tools and files in a fresh folder,
+against the loopback stand-in. Each lesson plays it as built (prompt caching, s06's batched
+layer 1) and as the old baseline (no cache_control, layer 1 clearing on every call); the
+table shows billed input as built, as a share of the baseline. Then the worst shape and
+the median, per lesson: the policy is chosen by the worst (targets: worst <= 30%, median
+<= 25%).
+
+The numbers are the stand-in's model of the documented billing (uncached input 1x, cache
+writes 1.25x, reads 0.1x; a 1,024-token minimum; 20-block lookback; tokens = characters/4),
+not a bill. They depend on no machine: the scripts, files and outputs are fixed.
+
+s03 has no compaction: a shape whose context passes the 200,000-token window gets the API's
+"prompt is too long" from the stand-in, as the real API would answer, and is marked so.
 """
 
-import contextlib
 import io
+import json
+import multiprocessing
 import os
+import random
+import statistics
 import sys
 import tempfile
+from contextlib import contextmanager, redirect_stderr
+from dataclasses import dataclass
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -25,25 +36,119 @@ import anthropic  # noqa: E402
 import s03_todo  # noqa: E402
 import s06_compact  # noqa: E402
 import s07_task_system  # noqa: E402
-from harness.stand_in_api import StandInAPI, reply, text, tool  # noqa: E402
+import harness.stand_in_api as stand_in  # noqa: E402
+from harness import layer1_inputs, layer1_policy, spill  # noqa: E402
+from harness.stand_in_api import StandInAPI, error, reply, text, tool  # noqa: E402
 
-FILES = 7            # files the session reads
-FILE_BYTES = 4_800   # bytes per file
-CALLS = 45           # tool calls before the answer
-PROMPT = "read the seven notes files and tell me what they have in common"
+# Whole blocks per stream event: the SDK parses each event (a 24 kB write_file in 20-character
+# pieces is 1,200 of them), and the piece size changes no token of the billing.
+stand_in.JSON_PIECE = stand_in.TEXT_PIECE = 1_000_000
+
+LESSONS = (s03_todo, s06_compact, s07_task_system)
+WINDOW = 200_000          # tokens of context a Sonnet-class model takes; past it the API says 400
+BLOB_BYTES = 300_000      # the biggest output a shape asks for
+MAX_STEPS = 1_000         # the budget per turn, so that no shape stops before its answer
+PROMPT = "work through the project as planned"
+# Until s03 and s06 call harness.spill, layer1_inputs and layer1_policy themselves, the bench
+# puts that wiring in with proposal(); afterwards set this to False and delete proposal().
+PATCH_PROPOSAL = True
+WORKERS = min(4, os.cpu_count() or 1)   # runs are independent: the numbers do not depend on it
 
 
-def session():
-    """The scripted model's replies: cat, read, cat, read ... over the files, then an answer."""
-    steps = []
-    for n in range(CALLS):
-        name = f"notes_{n % FILES + 1}.txt"
-        steps.append(reply(tool("bash", {"command": f"cat {name}"}) if n % 2 == 0
-                           else tool("read_file", {"path": name})))
-    return steps + [reply(text("They are all notes about the same project."))]
+# ---------------------------------------------------------------- the session shapes
+
+@dataclass(frozen=True)
+class Shape:
+    name: str
+    about: str
+    calls: int              # tool calls before the answer
+    mix: dict               # kind of call -> weight
+    output: tuple           # (smallest, largest) bash output in bytes, spread log-uniformly
+    files: tuple = (1_000, 24_000)   # sizes of the files read, written and edited
 
 
-def per_call_micro_compact(messages):
+SHAPES = (
+    Shape("explore", "reads 12 files of 1-24 kB, some again; small greps", 50,
+          {"read": 6, "bash": 4}, (50, 2_000)),
+    Shape("build", "writes 1-24 kB files, edits them, runs the tests", 50,
+          {"write": 2, "edit": 5, "bash": 3}, (200, 5_000)),
+    Shape("logs", "outputs from 50 B to 300 kB", 40, {"bash": 8, "read": 2}, (50, BLOB_BYTES)),
+    Shape("steady", "4-30 kB outputs every call", 60, {"bash": 1}, (4_000, 30_000)),
+    Shape("marathon", "all of the above, 150 calls, compacts", 150,
+          {"read": 3, "write": 1, "edit": 2, "bash": 4}, (50, BLOB_BYTES)),
+    Shape("chatty", "many short outputs (50-600 B)", 40, {"bash": 7, "read": 3}, (50, 600),
+          (1_000, 3_000)),
+)
+
+
+def code_text(n_bytes, seed):
+    """Deterministic file-like text of about n_bytes: numbered lines of varied length."""
+    words = ("def", "return", "value", "config", "self", "items", "result", "path", "count", "name")
+    lines, size, n = [], 0, 0
+    while size < n_bytes:
+        line = f"{seed}.{n}: " + " ".join(words[(seed + n * k) % len(words)] for k in range(1 + n % 11))
+        lines.append(line)
+        size += len(line) + 1
+        n += 1
+    return "\n".join(lines)[:n_bytes] + "\n"
+
+
+class Script:
+    """The scripted model of one shape: its tool calls, made from a fixed seed."""
+
+    def __init__(self, shape):
+        self.shape, self.rng = shape, random.Random(shape.name)
+        self.files = {}          # path -> the text on disk, as this script last left it
+
+    def pick(self, low, high):
+        """A whole number from low to high, spread log-uniformly (random() is stable)."""
+        return int(low * (high / low) ** self.rng.random())
+
+    def setup(self):
+        Path("blob.txt").write_text(code_text(BLOB_BYTES, 0), encoding="utf-8")
+        for n in range(12):
+            size = self.pick(*self.shape.files)
+            self.files[f"src/m{n}.py"] = code_text(size, n + 1)
+        for path, content in self.files.items():
+            Path(path).parent.mkdir(exist_ok=True)
+            Path(path).write_text(content, encoding="utf-8")
+
+    def steps(self):
+        kinds = [k for k, weight in self.shape.mix.items() for _ in range(weight)]
+        calls = [getattr(self, kinds[int(self.rng.random() * len(kinds))])()
+                 for _ in range(self.shape.calls)]
+        return [reply(c) for c in calls] + [reply(text("Done: the work is finished."))]
+
+    def read(self):
+        return tool("read_file", {"path": self._some_file()})
+
+    def bash(self):
+        return tool("bash", {"command": f"head -c {self.pick(*self.shape.output)} blob.txt"})
+
+    def write(self):
+        path = f"src/new{len(self.files)}.py"
+        self.files[path] = code_text(self.pick(*self.shape.files), len(self.files) + 1)
+        return tool("write_file", {"path": path, "content": self.files[path]})
+
+    def edit(self):
+        path = self._some_file()
+        lines = self.files[path].splitlines(keepends=True)
+        start = int(self.rng.random() * len(lines))
+        old = "".join(lines[start:start + 1 + int(self.rng.random() * 40)])
+        new = old.replace(":", ": edited", 1)
+        if self.files[path].count(old) != 1:     # not unique: a read instead keeps the script valid
+            return self.read()
+        self.files[path] = self.files[path].replace(old, new, 1)
+        return tool("edit_file", {"path": path, "old_text": old, "new_text": new})
+
+    def _some_file(self):
+        names = sorted(self.files)
+        return names[int(self.rng.random() * len(names))]
+
+
+# ---------------------------------------------------------------- the old baseline
+
+def per_call_micro_compact(messages, batch=True):
     """Layer 1 as it was before (for comparison only): on every call the newest 3 results stay
     and every older one but read_file's becomes a placeholder, so the prefix changes each time."""
     names = {b["id"]: b["name"] for m in messages if m["role"] == "assistant"
@@ -77,46 +182,210 @@ class WithoutCaching:
         return self._messages.stream(**kwargs)
 
 
-def play(lesson, before):
-    """Run the session through lesson.agent_loop in a fresh folder; return the stand-in's billing."""
+# ---------------------------------------------------------------- the proposal, until it is wired in
+
+def proposed_micro_compact(messages, batch=True):
+    """s06's micro_compact with the three additions of issue 21, each on a line marked (+)."""
+    s06 = s06_compact
+    calls = {b["id"]: b for m in messages if m["role"] == "assistant"
+             for b in m["content"] if b.get("type") == "tool_use"}
+    results = [b for m in messages if m["role"] == "user" and isinstance(m["content"], list)
+               for b in m["content"] if b.get("type") == "tool_result"]
+    if batch:
+        clear = s06.no_longer_needed(results, calls) - s06._CLEARED
+        fresh = [b for b in results if b["tool_use_id"] in clear]
+        freed = sum(s06.estimate_tokens(b["content"]) for b in fresh)
+        inputs = {i: t for i, t in layer1_inputs.inputs_worth_clearing(messages).items()      # (+)
+                  if i not in _CLEARED_INPUTS}                                               # (+)
+        fresh_ids = {b["tool_use_id"] for b in fresh} | set(inputs)                          # (+)
+        if layer1_policy.batch_worth_clearing(messages, fresh_ids, freed + sum(inputs.values()),  # (+)
+                                              s06.compact_threshold()):                      # (+)
+            s06._CLEARED.update(b["tool_use_id"] for b in fresh)
+            _CLEARED_INPUTS.update(inputs)                                                   # (+)
+            first = layer1_policy.first_message_with(messages, fresh_ids)                    # (+)
+            _BATCH_START[0] = next(iter(layer1_policy.ids_in(messages[first]) & fresh_ids))   # (+)
+    view = []
+    for m in messages:
+        if m["role"] == "user" and isinstance(m["content"], list):
+            m = {**m, "content": [_placeholder(b, calls) if b.get("tool_use_id") in s06._CLEARED else b
+                                  for b in m["content"]]}
+        view.append(m)
+    view = layer1_inputs.clear_inputs(view, _CLEARED_INPUTS)                                 # (+)
+    return layer1_policy.with_cache_point(view, _BATCH_START[0])                             # (+)
+
+
+_CLEARED_INPUTS = set()   # s06 would keep it beside _CLEARED
+_BATCH_START = [None]     # the id where the latest batch starts: a cache breakpoint goes before it
+_PLACEHOLDERS = {}        # tool_use id -> its placeholder, made once: the prefix stays byte-stable
+
+
+def _placeholder(block, calls):
+    """s06's placeholder, naming where the whole result is saved (+)."""
+    if block["tool_use_id"] not in _PLACEHOLDERS:
+        made = s06_compact._placeholder(block, calls)
+        name = calls.get(block["tool_use_id"], {}).get("name", "tool")
+        path = None if name == "read_file" else spill.spill_for_placeholder(block["content"], name)
+        if path:
+            made = {**made, "content": made["content"][:-1] + f"; the whole result is in {path}]"}
+        _PLACEHOLDERS[block["tool_use_id"]] = made
+    return _PLACEHOLDERS[block["tool_use_id"]]
+
+
+def spilling_call_tool(name, args, tools, handlers, _call_tool=s03_todo.call_tool):
+    """s03's call_tool, the cap keeping big results whole on disk (harness.spill) (+)."""
+    output, is_error = _call_tool(name, args, tools, handlers)
+    return spill.keep_whole(output, CAP, name), is_error
+
+
+CAP = s03_todo.OUTPUT_CAP
+
+
+@contextmanager
+def proposal():
+    """Put the proposed wiring in for one run, and take it out again."""
+    saved = {(m, a): getattr(m, a) for m in (s06_compact, s07_task_system) for a in ("micro_compact",)}
+    saved[(s03_todo, "call_tool")] = s03_todo.call_tool
+    saved[(s03_todo, "OUTPUT_CAP")] = s03_todo.OUTPUT_CAP
+    try:
+        s06_compact.micro_compact = s07_task_system.micro_compact = proposed_micro_compact
+        s03_todo.OUTPUT_CAP = 10 * BLOB_BYTES      # the tools keep it all; call_tool spills
+        s03_todo.call_tool = spilling_call_tool
+        yield
+    finally:
+        for (module, name), value in saved.items():
+            setattr(module, name, value)
+
+
+# ---------------------------------------------------------------- playing a shape
+
+@contextmanager
+def inside(folder):
+    """contextlib.chdir for Python 3.10."""
+    before = os.getcwd()
+    os.chdir(folder)
+    try:
+        yield
+    finally:
+        os.chdir(before)
+
+
+def within_window(step):
+    """The step, unless the request is past the context window: then the API's 400."""
+    def answer(body):
+        size = len(json.dumps(body["messages"])) // 4
+        return error(400, f"prompt is too long: {size} tokens > {WINDOW} maximum") if size > WINDOW else step
+    return answer
+
+
+def play(lesson, shape, baseline):
+    """(billing, compactions) of one shape through lesson.agent_loop, or None past the window."""
+    with tempfile.TemporaryDirectory() as tmp, inside(tmp), _fresh_lesson_state(baseline):
+        script = Script(shape)
+        script.setup()
+        steps = [within_window(s) for s in script.steps()]
+        with StandInAPI(steps, summary="Summary: the work so far, files and results.") as api:
+            client = anthropic.Anthropic(api_key="bench", base_url=api.url, max_retries=0)
+            try:
+                with redirect_stderr(io.StringIO()):
+                    lesson.agent_loop([{"role": "user", "content": PROMPT}],
+                                      WithoutCaching(client) if baseline else client)
+            except anthropic.BadRequestError:
+                if api.violations or lesson is not s03_todo:
+                    raise
+                return None
+        if api.violations or api.script:
+            sys.exit(f"bench_tokens.py: {lesson.__name__} on {shape.name}: "
+                     f"{api.violations[0] if api.violations else f'{len(api.script)} steps unplayed'}")
+        summaries = sum(1 for r in api.requests if "<summary-request>" in json.dumps(r["messages"][-1]))
+        return api.billing(), summaries
+
+
+@contextmanager
+def _fresh_lesson_state(baseline):
+    """Each run starts as a new process would: nothing cleared, no context measured."""
     saved = {m: m.micro_compact for m in (s06_compact, s07_task_system)}
-    with tempfile.TemporaryDirectory() as tmp, contextlib.chdir(tmp):
-        for n in range(1, FILES + 1):
-            line = f"note {n}: the project ships on Friday; the tests pass; the docs need work.\n"
-            Path(f"notes_{n}.txt").write_text(line * (FILE_BYTES // len(line)), encoding="utf-8")
-        s06_compact._CLEARED.clear()
-        s06_compact.CONTEXT.reset()
-        if before:
+    steps = {m: getattr(m, "MAX_STEPS", None) for m in LESSONS}
+    os.environ.pop("COMPACT_THRESHOLD", None)       # the default threshold, as a user has it
+    os.environ["MAX_STEPS"] = str(MAX_STEPS)
+    for m in LESSONS:
+        if isinstance(steps[m], int):
+            m.MAX_STEPS = MAX_STEPS
+    s06_compact._CLEARED.clear()
+    _CLEARED_INPUTS.clear()
+    _BATCH_START[0] = None
+    _PLACEHOLDERS.clear()
+    s06_compact.CONTEXT.reset()
+    s06_compact.CONTEXT.after_compaction = 0
+    try:
+        if baseline:
             for m in saved:
                 m.micro_compact = per_call_micro_compact
-        try:
-            with StandInAPI(session(), summary="Summary: read the notes files.") as api:
-                client = anthropic.Anthropic(api_key="bench", base_url=api.url, max_retries=0)
-                with contextlib.redirect_stderr(io.StringIO()):
-                    lesson.agent_loop([{"role": "user", "content": PROMPT}], WithoutCaching(client) if before else client)
-        finally:
-            for m, fn in saved.items():
-                m.micro_compact = fn
-        if api.violations:
-            sys.exit(f"bench_tokens.py: {lesson.__name__} sent an invalid request: {api.violations[0]}")
-        return api.billing()
+            yield
+        elif PATCH_PROPOSAL:
+            with proposal():
+                yield
+        else:
+            yield
+    finally:
+        for m, fn in saved.items():
+            m.micro_compact = fn
+        for m, value in steps.items():
+            if value is not None:
+                m.MAX_STEPS = value
 
 
-def main():
-    os.environ.pop("COMPACT_THRESHOLD", None)   # the default threshold, as a user has it
-    print(f"session: {CALLS} tool calls over {FILES} files of {FILE_BYTES:,} bytes, then an answer")
-    print(f"{'lesson':<8}{'as':<40}{'calls':>6}{'input sent':>12}{'billed input':>14}{'from cache':>12}"
-          f"{'billed vs before':>18}")
-    for lesson in (s03_todo, s06_compact, s07_task_system):
-        rows = {before: play(lesson, before) for before in (True, False)}
-        for before, b in rows.items():
-            label = ("before: no caching" + (", per-call layer 1" if lesson is not s03_todo else "")) if before \
-                else ("built: caching" + (" + batched layer 1" if lesson is not s03_todo else ""))
-            share = b["cache_read"] / b["input_sent"] if b["input_sent"] else 0
-            ratio = b["billed_input"] / rows[True]["billed_input"]
-            print(f"{lesson.__name__.split('_')[0]:<8}{label:<40}{b['calls']:>6}{b['input_sent']:>12,}"
-                  f"{b['billed_input']:>14,.0f}{share:>12.0%}{ratio:>18.0%}")
+# ---------------------------------------------------------------- the table
+
+def measure():
+    """{(lesson name, shape name): (built billing, baseline billing, compactions) or None}."""
+    # s03 has no layer 1: its baseline is the same requests billed without a cache.
+    jobs = [(lesson.__name__, shape.name, baseline) for shape in SHAPES for lesson in LESSONS
+            for baseline in (False, True) if not (baseline and lesson is s03_todo)]
+    jobs.sort(key=lambda job: -next(s.calls for s in SHAPES if s.name == job[1]))  # longest first
+    with multiprocessing.get_context("fork").Pool(WORKERS) as pool:   # each run in its own process
+        results = dict(zip(jobs, pool.map(_run_job, jobs, chunksize=1)))
+    rows = {}
+    for lesson, shape, baseline in jobs:
+        built = results[lesson, shape, False]
+        if baseline or built is None:
+            rows.setdefault((lesson, shape), None)
+            continue
+        before = results.get((lesson, shape, True)) or built
+        cost = before[0]["billed_input"] if before is not built else built[0]["input_sent"]
+        rows[lesson, shape] = (built[0], cost, built[1])
+    return rows
+
+
+def _run_job(job):
+    lesson, shape, baseline = job
+    return play(sys.modules[lesson], next(s for s in SHAPES if s.name == shape), baseline)
+
+
+def report():
+    """The table this script prints."""
+    rows = measure()
+    names = [m.__name__ for m in LESSONS]
+    out = ["Billed input as built, as a share of the old baseline (no caching, layer 1 on every call),",
+           "in the stand-in's billing model; 'of' is the baseline's billed input tokens, c = compactions.",
+           "", f"{'shape':<10}{'calls':>6}" + "".join(f"{n.split('_')[0]:>22}" for n in names)]
+    shares = {n: [] for n in names}
+    for shape in SHAPES:
+        cells = []
+        for n in names:
+            row = rows[n, shape.name]
+            if row is None:
+                cells.append(f"{'past the window':>22}")
+                continue
+            built, before, compactions = row
+            shares[n].append(built["billed_input"] / before)
+            cells.append(f"{shares[n][-1]:>6.0%} of {before / 1000:>7,.0f}k" + f"{f' c{compactions}':<4}")
+        out.append(f"{shape.name:<10}{shape.calls + 1:>6}" + "".join(f"{c:>22}" for c in cells))
+    out.append(f"{'worst':<16}" + "".join(f"{max(shares[n]):>18.0%}{'':4}" for n in names))
+    out.append(f"{'median':<16}" + "".join(f"{statistics.median(shares[n]):>18.0%}{'':4}" for n in names))
+    out += ["", "Shapes (model calls = tool calls + the answer):"]
+    out += [f"  {s.name:<10}{s.about}" for s in SHAPES]
+    return "\n".join(out)
 
 
 if __name__ == "__main__":
-    main()
+    print(report())

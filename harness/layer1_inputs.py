@@ -1,0 +1,80 @@
+"""Layer 1 for tool INPUTS: the text an old write_file or edit_file call sent, cleared from view.
+
+Relied on by s06's micro_compact (and so s07's loop), next to the clearing of old results.
+
+    [a: write_file {"path": "app.py", "content": <24,000 characters>}]   <- 6,000 tokens, every call
+                                 |  older than the newest KEEP_RECENT calls
+                                 v
+    [a: write_file {"path": "app.py", "content": "[cleared from the context: 24,000 characters
+                                                   written; read_file shows the file as it is]"}]
+
+Without it, a session that writes a few big files carries every byte it ever wrote in every
+request, long after the files are on disk. The API's server-side `clear_tool_uses` edit has
+a `clear_tool_inputs` option for the same reason.
+
+The rules are layer 1's rules for results: only calls older than the newest KEEP_RECENT,
+only texts longer than KEEP_CHARS, and what they free counts toward the same batch, because
+rewriting an assistant message throws the cache away from there on, just as a result does.
+The placeholder input keeps the call valid for the API (the same keys, all strings) and the
+history keeps the real input, so the transcript is complete.
+"""
+
+import json
+
+INPUT_FIELDS = {"write_file": ("content",), "edit_file": ("old_text", "new_text")}  # worth clearing
+KEEP_RECENT = 3      # the newest tool calls stay whole (s06's KEEP_RECENT, for results)
+KEEP_CHARS = 400     # texts this short cost less than the cache they would throw away
+
+
+def inputs_worth_clearing(messages: list[dict], keep_recent: int = KEEP_RECENT,
+                          keep_chars: int = KEEP_CHARS) -> dict[str, int]:
+    """{tool_use id: tokens clearing it frees} for the old, long inputs in messages."""
+    calls = [b for m in messages if m.get("role") == "assistant" and isinstance(m.get("content"), list)
+             for b in m["content"] if isinstance(b, dict) and b.get("type") == "tool_use"]
+    worth = {}
+    for block in calls[:max(len(calls) - keep_recent, 0)]:
+        fields = _texts(block)
+        if sum(len(t) for t in fields.values()) > keep_chars:
+            before = _tokens(fields)
+            worth[block["id"]] = before - _tokens(_placeholders(block["name"], fields))
+    return worth
+
+
+def clear_inputs(view_messages: list[dict], cleared_ids: set) -> list[dict]:
+    """The view with the inputs of those tool calls replaced by placeholders (a copy)."""
+    if not cleared_ids:
+        return view_messages
+    view = []
+    for m in view_messages:
+        if m.get("role") == "assistant" and isinstance(m.get("content"), list) and any(
+                isinstance(b, dict) and b.get("id") in cleared_ids for b in m["content"]):
+            m = {**m, "content": [_cleared_call(b) if isinstance(b, dict) and b.get("id") in cleared_ids
+                                  else b for b in m["content"]]}
+        view.append(m)
+    return view
+
+
+def _cleared_call(block: dict) -> dict:
+    fields = _texts(block)
+    if not fields:
+        return block
+    return {**block, "input": {**block["input"], **_placeholders(block["name"], fields)}}
+
+
+def _texts(block: dict) -> dict[str, str]:
+    """The clearable text fields of a tool call: {} for any other tool, or a non-string field."""
+    names = INPUT_FIELDS.get(block.get("name"), ())
+    given = block.get("input") if isinstance(block.get("input"), dict) else {}
+    return {k: given[k] for k in names if isinstance(given.get(k), str)}
+
+
+def _placeholders(tool: str, fields: dict[str, str]) -> dict[str, str]:
+    # Worded so that it cannot pass for file contents, which a model might copy.
+    if tool == "write_file":
+        return {k: f"[cleared from the context: {len(v):,} characters written; read_file shows "
+                   "the file as it is now]" for k, v in fields.items()}
+    return {k: f"[cleared from the context: {len(v):,} characters]" for k, v in fields.items()}
+
+
+def _tokens(fields: dict[str, str]) -> int:
+    return len(json.dumps(fields, ensure_ascii=False)) // 4   # s06's estimate: characters / 4

@@ -1,0 +1,85 @@
+"""When layer 1 clears: a batch must be worth the part of the cache it throws away.
+
+Relied on by s06's micro_compact (and so s07's loop): it asks batch_worth_clearing()
+before it turns a new batch of old results (and inputs) into placeholders.
+
+Clearing a block rewrites the request from that block to its end: the cache is read up to
+there (0.1x), and everything after it is written again (1.25x). What it frees is then read
+(0.1x) on every later call, and no longer pushes the context toward a compaction.
+
+    |---- cached, read 0.1x ----|[cleared ... kept ... kept ... newest]|
+                                 ^ first cleared block: `rewritten` tokens from here on
+
+So a fixed batch size (s06's first rule: at least 8,000 tokens) is wrong both ways: with
+big outputs it clears on almost every call, each time rewriting the newest few results
+(more than it frees); with small ones it waits long after clearing has paid for itself.
+The rule here weighs the two: free at least CLEAR_AT_LEAST tokens (less with a small
+COMPACT_THRESHOLD), and at least REWRITE_SHARE the tokens the batch makes the API
+write again. And with_cache_point() keeps the part before the batch read from the cache.
+
+Chosen by bench/bench_tokens.py on its worst session shape; see notes/readme_long_sessions.md.
+"""
+
+import json
+
+CLEAR_AT_LEAST = 16_000  # tokens a batch frees at least (bench: 8,000 clears too often on big outputs)
+THRESHOLD_SHARE = 0.4    # but never more than this share of COMPACT_THRESHOLD, which it must beat
+REWRITE_SHARE = 1.0      # and as much as it makes the API write again (bench: the worst shape)
+
+
+def batch_worth_clearing(view: list[dict], fresh_ids: set, freed: int,
+                         compact_threshold: int | None = None) -> bool:
+    """True if clearing fresh_ids (freeing `freed` tokens) in view pays for the rewrite it causes.
+
+    compact_threshold (s06's layer 2) caps the batch size, so that a small COMPACT_THRESHOLD
+    still sees layer 1 clear before layer 2 summarises everything.
+    """
+    at_least = CLEAR_AT_LEAST
+    if compact_threshold:
+        at_least = min(at_least, int(THRESHOLD_SHARE * compact_threshold))
+    if not fresh_ids or freed < at_least:
+        return False
+    first = first_message_with(view, fresh_ids)
+    rewritten = tokens(view[first:]) - freed   # what follows the first placeholder, written again
+    return freed >= REWRITE_SHARE * rewritten
+
+
+def with_cache_point(view: list[dict], batch_start: str | None) -> list[dict]:
+    """The view with a cache breakpoint just before the block where the latest batch starts.
+
+    The API looks for a cached prefix at most 20 blocks before a breakpoint. A batch that
+    starts further back than that from the end would miss the cache altogether, and the
+    whole request, tools and system included, would be written again at 1.25x. This second
+    breakpoint (the loop's top-level one is the first; the API allows 4) sits where the
+    request stops matching the last one, so everything before it is still read at 0.1x.
+    """
+    n = first_message_with(view, {batch_start}) if batch_start else len(view)
+    if not 0 < n < len(view):
+        return view
+    before = view[n - 1]
+    content = before["content"]
+    blocks = [{"type": "text", "text": content}] if isinstance(content, str) else list(content)
+    blocks[-1] = {**blocks[-1], "cache_control": {"type": "ephemeral"}}
+    return view[:n - 1] + [{**before, "content": blocks}] + view[n:]
+
+
+def first_message_with(view: list[dict], ids: set) -> int:
+    """The index of the first message holding a tool_use or tool_result with one of these ids."""
+    for n, m in enumerate(view):
+        content = m.get("content")
+        if isinstance(content, list) and any(
+                isinstance(b, dict) and (b.get("id") in ids or b.get("tool_use_id") in ids)
+                for b in content):
+            return n
+    return len(view)
+
+
+def tokens(messages: list[dict]) -> int:
+    return len(json.dumps(messages, ensure_ascii=False)) // 4   # s06's estimate: characters / 4
+
+
+def ids_in(message: dict) -> set:
+    """The tool_use and tool_result ids in one message."""
+    content = message.get("content")
+    return {b.get("id") or b.get("tool_use_id") for b in content if isinstance(b, dict)} - {None} \
+        if isinstance(content, list) else set()

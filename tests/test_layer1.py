@@ -1,0 +1,105 @@
+"""Layer 1 for tool inputs, and the batch policy: pure functions, checked against the stand-in."""
+
+import copy
+
+from harness import layer1_inputs, layer1_policy
+from harness.stand_in_api import PromptCache, check_request, tool
+
+BIG = "x = 1\n" * 2_000          # 12,000 characters written
+
+
+def history(*calls):
+    """A valid history: one assistant call and its short result per (name, input)."""
+    messages = [{"role": "user", "content": "go"}]
+    for n, (name, args) in enumerate(calls):
+        messages.append({"role": "assistant", "content": [tool(name, args, id=f"t{n}")]})
+        messages.append({"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": f"t{n}", "content": f"result {n}"}]})
+    return messages
+
+
+def inputs(view):
+    return [m["content"][0]["input"] for m in view[1::2]]
+
+
+def test_old_big_writes_and_edits_are_worth_clearing_and_the_newest_calls_are_not():
+    messages = history(("write_file", {"path": "a.py", "content": BIG}),
+                       ("edit_file", {"path": "a.py", "old_text": BIG[:600], "new_text": BIG[:700]}),
+                       ("write_file", {"path": "small.py", "content": "x = 1\n"}),
+                       ("bash", {"command": "echo " + "y" * 2_000}),
+                       ("write_file", {"path": "b.py", "content": BIG}),     # the newest three
+                       ("bash", {"command": "ls"}), ("bash", {"command": "pwd"}))
+    worth = layer1_inputs.inputs_worth_clearing(messages)
+    assert set(worth) == {"t0", "t1"}          # not short, not bash, not one of the newest 3
+    assert 3_400 < worth["t0"] < 3_500         # 14,000 characters of JSON / 4, less the placeholder
+    assert worth["t1"] > 300
+
+
+def test_cleared_inputs_keep_the_call_valid_and_the_history_whole():
+    messages = history(("write_file", {"path": "a.py", "content": BIG}),
+                       ("edit_file", {"path": "a.py", "old_text": BIG[:600], "new_text": BIG[:700]}),
+                       ("bash", {"command": "ls"}))
+    original = copy.deepcopy(messages)
+    view = layer1_inputs.clear_inputs(messages, {"t0", "t1"})
+    assert messages == original
+    assert inputs(view)[0] == {"path": "a.py", "content": "[cleared from the context: 12,000 characters "
+                                                          "written; read_file shows the file as it is now]"}
+    assert inputs(view)[1] == {"path": "a.py", "old_text": "[cleared from the context: 600 characters]",
+                               "new_text": "[cleared from the context: 700 characters]"}
+    assert inputs(view)[2] == {"command": "ls"}
+    assert check_request({"model": "m", "max_tokens": 1, "messages": view}) is None
+    assert [b["id"] for m in view[1::2] for b in m["content"]] == ["t0", "t1", "t2"]
+
+
+def test_an_input_that_is_not_text_is_left_alone():
+    messages = history(("write_file", {"path": "a.py", "content": ["not", "a", "string"]}),
+                       ("bash", {"command": "1"}), ("bash", {"command": "2"}), ("bash", {"command": "3"}))
+    assert layer1_inputs.inputs_worth_clearing(messages) == {}
+    assert layer1_inputs.clear_inputs(messages, {"t0"}) == messages
+
+
+def test_a_batch_must_free_enough_and_a_fair_share_of_what_it_rewrites(monkeypatch):
+    monkeypatch.setattr(layer1_policy, "CLEAR_AT_LEAST", 1_000)
+    monkeypatch.setattr(layer1_policy, "REWRITE_SHARE", 0.5)
+    messages = history(("bash", {"command": "a"}), ("bash", {"command": "b" * 40_000}))
+    tail = layer1_policy.tokens(messages[1:])
+    assert not layer1_policy.batch_worth_clearing(messages, {"t0"}, 999)         # too small
+    assert not layer1_policy.batch_worth_clearing(messages, {"t0"}, tail // 4)   # rewrites 3x more
+    assert layer1_policy.batch_worth_clearing(messages, {"t0"}, tail // 3 + 1)   # rewrites 2x
+    assert not layer1_policy.batch_worth_clearing(messages, set(), 50_000)
+
+
+def test_a_small_compact_threshold_makes_smaller_batches_worth_it():
+    messages = history(("bash", {"command": "a"}), ("bash", {"command": "b" * 400}))
+    freed = layer1_policy.CLEAR_AT_LEAST // 2
+    assert not layer1_policy.batch_worth_clearing(messages, {"t0"}, freed)
+    assert not layer1_policy.batch_worth_clearing(messages, {"t0"}, freed, compact_threshold=50_000)
+    assert layer1_policy.batch_worth_clearing(messages, {"t0"}, freed, compact_threshold=9_500)
+
+
+def test_the_cache_point_keeps_the_prefix_read_when_a_batch_starts_far_back():
+    """The API looks back at most 20 blocks from a breakpoint: without a second one, clearing
+    a result 30 blocks back writes the whole request again, tools and system included."""
+    body = {"model": "m", "system": "s" * 8_000, "cache_control": {"type": "ephemeral"},
+            "messages": history(*[("bash", {"command": f"cat {n}" + " " * 400}) for n in range(20)])}
+    changed = copy.deepcopy(body["messages"])
+    changed[4]["content"][0]["content"] = "[Previous: used bash]"      # 36 blocks from the end
+    for point, read_at_least in ((None, 0), ("t1", 2_000)):
+        cache = PromptCache(min_tokens=1_024)
+        for end in range(3, len(body["messages"]) + 1, 2):      # the loop's calls so far
+            cache.usage({**body, "messages": body["messages"][:end]})
+        view = layer1_policy.with_cache_point(changed, point)
+        usage = cache.usage({**body, "messages": view})
+        assert check_request({**body, "max_tokens": 1, "messages": view}) is None
+        if point is None:
+            assert usage["cache_read_input_tokens"] == 0
+        else:
+            assert usage["cache_read_input_tokens"] >= read_at_least
+            assert view[2]["content"][-1]["cache_control"] == {"type": "ephemeral"}
+            assert changed[2]["content"][-1].get("cache_control") is None    # a copy
+
+
+def test_no_cache_point_without_a_batch_or_for_the_first_message():
+    messages = history(("bash", {"command": "a"}))
+    assert layer1_policy.with_cache_point(messages, None) is messages
+    assert layer1_policy.with_cache_point(messages, "unknown") is messages
