@@ -41,9 +41,9 @@ Run it:   python s03_todo.py "add a docstring to hello.py and track your steps"
 import sys
 from pathlib import Path
 
-from harness import bash, demos, files
-from harness.cli import ToolsInterrupted, not_run, run_cli
-from harness.config import model_id
+from harness import bash, demos, files, session_log, spill
+from harness.cli import ToolsInterrupted, not_run, run_cli, step_limit
+from harness.config import max_steps, model_id
 from harness.endpoints import (assistant_turn, check_args, complete_tool_calls, cut_note,
                                decode_args, final_text)
 from harness.session_record import RECORD
@@ -52,9 +52,11 @@ from harness.terminal import (show_note, show_stream, show_text, show_tool_call,
                               show_usage)
 
 MAX_TOKENS = 8000      # per model call; large enough for a file's worth of code
-MAX_STEPS = 50         # model calls per turn before the loop gives up
+MAX_STEPS = 50         # model calls a turn may make: s03 cannot compact, so its context fills
+                       # long before 200 calls (s06 and s07 allow 200; --max-steps sets any)
 BASH_TIMEOUT = 120     # seconds before a command's whole process group is killed
-OUTPUT_CAP = 50_000    # characters of tool output the model sees
+OUTPUT_CAP = 50_000    # characters of a tool result the model sees; the rest is saved whole
+KEEP_UP_TO = 2_000_000  # characters of bash output kept (and saved whole) before it is cut
 MAX_TODOS = 20         # a longer plan belongs on s07's task board
 NAG_AFTER = 3          # rounds of tool use without `todo` before the reminder
 # Every call re-sends the whole conversation; a top-level cache_control lets the API read the
@@ -83,7 +85,7 @@ def cap(text: str) -> str:
 
 
 def run_bash(command: str) -> str:
-    return bash.run(command, cwd=Path.cwd(), timeout=BASH_TIMEOUT, cap=OUTPUT_CAP)
+    return bash.run(command, cwd=Path.cwd(), timeout=BASH_TIMEOUT, cap=KEEP_UP_TO)
 
 
 def run_read(path: str, limit: int = None, offset: int = 1) -> str:
@@ -193,8 +195,9 @@ TOOL_HANDLERS = {**BASE_HANDLERS, "todo": lambda items: TODO.update(items)}
 def call_tool(name: str, args: object, tools: list, handlers: dict) -> tuple:
     """Run one tool; return (output, is_error). A tool failure never escapes.
 
-    Every result is capped, whichever tool made it. A production agent would ask the
-    user's permission here before running it.
+    Every result is capped, whichever tool made it; a longer one is saved whole in
+    .transcripts/results/ and the model gets its head, its tail and the path (harness/spill.py).
+    A production agent would ask the user's permission here before running it.
     """
     schemas = {t["name"]: t["input_schema"] for t in tools}
     if name not in handlers:
@@ -202,7 +205,7 @@ def call_tool(name: str, args: object, tools: list, handlers: dict) -> tuple:
     try:
         args = decode_args(args, schemas.get(name, {}))  # JSON text where an object belongs
         check_args(schemas.get(name, {}), args)
-        return cap(str(handlers[name](**args))), False
+        return spill.keep_whole(str(handlers[name](**args)), OUTPUT_CAP, name), False
     except Exception as exc:  # the model sees every failure and can try again
         return cap(f"{type(exc).__name__}: {exc}"), True
 
@@ -237,16 +240,15 @@ def show_reply(response) -> None:
 
 
 REMINDER = "<reminder>Update your todos.</reminder>"
-STEP_LIMIT_TEXT = (f"[stopped: {MAX_STEPS} model calls in this turn without finishing; "
-                   f"say 'continue' to go on]")
 
 
 # ---------------------------------------------------------------- the loop
 
 def agent_loop(messages: list, client) -> str:
     rounds_without_todo, steps = 0, 0
-    while steps < MAX_STEPS:
+    while steps < max_steps(MAX_STEPS):                  # --max-steps, or MAX_STEPS
         steps += 1
+        session_log.record(messages)                     # saved as it goes: --continue
         # One model call, streamed so the reply shows while it is written (harness/terminal.py).
         response = show_stream(client.messages.stream(model=model_id(), system=SYSTEM, tools=TOOLS,
                                                       messages=messages, max_tokens=MAX_TOKENS,
@@ -267,7 +269,7 @@ def agent_loop(messages: list, client) -> str:
             results.append({"type": "text", "text": REMINDER})
             show_note(f"  [harness adds: {REMINDER}]")
         messages.append({"role": "user", "content": results})
-    return STEP_LIMIT_TEXT
+    return step_limit(steps)    # not a finished turn: the CLI says how to go on
 
 
 def main(argv: list = None) -> int:

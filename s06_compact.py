@@ -3,13 +3,12 @@
 
 A context window is finite; a long task is not. And every call pays again, by the token, for
 the whole conversation it sends. So the agent forgets on purpose, in three layers, keeps a
-full record on disk so nothing is really lost, and keeps what it sends stable so that the API
-can serve it from its cache.
+full record on disk so nothing is really lost, and keeps what it sends stable for the cache.
 
     before every model call:
-      layer 1  micro_compact   in what the model sees, old tool results become
-                               "[Previous: used bash]", in batches of at least
-                               CLEAR_AT_LEAST tokens (the newest 3, short ones and
+      layer 1  micro_compact   in what the model sees, old tool results (and old big
+                               write/edit texts) become "[Previous: used bash]", in batches
+                               worth the cache they rewrite (the newest 3, short ones and
                                the last read of each file stay; the history keeps all)
       layer 2  auto_compact    context > COMPACT_THRESHOLD tokens?
                                  1. history -> .transcripts/transcript_<time>.jsonl
@@ -25,41 +24,41 @@ this order, up to a breakpoint (s03's loop sets one on the last block):
     |------- read from the cache: 0.1 x price --------|-- new: written, 1.25 x --|
 
 It matches byte for byte, looks back at most 20 blocks, lives 5 minutes, and silently caches
-nothing below a minimum (1,024 tokens on Sonnet-class models). Rewriting an early part of the
-conversation throws the cache away from there on: so placeholders come in rare, large
-batches, and the summary call repeats the conversation's own prefix.
+nothing below a minimum (1,024 tokens on Sonnet-class models). Rewriting an early part throws
+the cache away from there on: so placeholders come in rare, large batches (with a second
+breakpoint just before the batch), and the summary call repeats the conversation's prefix.
 
-Key insight: the conversation is working memory, not storage. Summaries keep
-the thread; the transcript on disk keeps every detail for whoever needs it.
+Key insight: the conversation is working memory, not storage. Summaries keep the thread; the
+transcript (and every big result, saved whole) keeps every detail for whoever needs it.
 
 Read it in this order: layer 1, measuring the context (ContextSize), layer 2, layer 3, then
-the loop. New since s03: those four, and /compact. The loop gains four marked lines: one per
-layer, and one that records the context's size for layer 2. (The todo tool is gone: an
-in-memory plan does not survive a compaction well; s07 fixes that.)
+the loop. New since s03: all of those (four marked lines in the loop) and /compact; the todo
+tool is gone (an in-memory plan does not survive a compaction; s07 brings it back, on disk).
 
 Run it:   python s06_compact.py "read every .py file here and summarise each"
-          COMPACT_THRESHOLD=5000 python s06_compact.py      (a REPL; /compact)
+          COMPACT_THRESHOLD=5000 python s06_compact.py      (a REPL; /compact, /context)
           python s06_compact.py --demo
 """
 
 import json
-import os
 import sys
 from functools import partial
 from pathlib import Path
 
-from harness import demos, transcripts
-from harness.cli import run_cli
-from harness.config import model_id, positive_int
+from harness import demos, layer1_inputs, layer1_policy, session_log, spill, transcripts
+from harness.layer1_inputs import path_of
+from harness.cli import run_cli, step_limit
+from harness.config import max_steps, model_id, positive_int
 from harness.endpoints import assistant_turn, complete_tool_calls, cut_note, decode_args, final_text
 from harness.session_record import RECORD
 from harness.session_views import context_command
 from harness.terminal import show_note, show_stream, show_usage, usage_counts
-from s03_todo import (BASE_HANDLERS, BASE_TOOLS, CACHE, MAX_STEPS, MAX_TOKENS, STEP_LIMIT_TEXT,
-                      object_schema, run_tool_calls, show_reply)
+from s03_todo import (BASE_HANDLERS, BASE_TOOLS, CACHE, MAX_TOKENS, object_schema, run_tool_calls,
+                      show_reply)
 
+MAX_STEPS = 200                 # model calls a turn may make: compaction lets a turn go on this long
+CLEAR_AT_LEAST = 16_000         # tokens a batch frees at least (bench/bench_tokens.py: the worst shape)
 KEEP_RECENT = 3                 # the newest tool results the model may still be reasoning about
-CLEAR_AT_LEAST = 8_000          # tokens a batch must free: a batch rewrites the cache from there
 KEEP_CHARS = 400                # a result this short costs little, and less read from the cache
 SUPERSEDE_READ = {"read_file", "write_file"}  # these show a file anew; an edit shows only a part
 DEFAULT_THRESHOLD = 50_000      # tokens; well below the window, leaving room for the summary call
@@ -73,34 +72,40 @@ SYSTEM = ("You are a coding agent working in the current folder. Use the tools t
 # ---------------------------------------------------------------- layer 1
 
 _CLEARED = set()  # tool_use ids shown as placeholders: once cleared, always (a stable prefix)
+_LATEST = [None]  # the first id of the latest batch: a cache breakpoint goes just before it
 
 
 def micro_compact(messages: list, batch: bool = True) -> list:
     """The history as the model will see it: old tool results become placeholders, in batches.
 
-    A cleared result stays a placeholder, so between batches each request repeats the last byte
-    for byte and is read from the cache (the API's `clear_tool_uses_20250919` edit batches for
-    the same reason). A copy: the history keeps every result, so layer 2's transcript is whole.
+    Once cleared, always cleared: between batches each request repeats the last byte for byte
+    and is read from the cache. A copy: the history keeps every result (layer 2's transcript).
     batch=False shows the view without starting a new batch."""
     calls = {b["id"]: b for m in messages if m["role"] == "assistant"
              for b in m["content"] if b.get("type") == "tool_use"}
     results = [b for m in messages if m["role"] == "user" and isinstance(m["content"], list)
                for b in m["content"] if b.get("type") == "tool_result"]
     if batch:
-        clear_batch(results, calls)
-    return [{**m, "content": [_placeholder(b, calls) if b.get("tool_use_id") in _CLEARED else b
+        clear_batch(results, calls, messages)
+    view = [{**m, "content": [_placeholder(b, calls) if b.get("tool_use_id") in _CLEARED else b
                               for b in m["content"]]}
             if m["role"] == "user" and isinstance(m["content"], list) else m for m in messages]
+    view = layer1_inputs.clear_inputs(view, _CLEARED)      # old write_file/edit_file texts too
+    return layer1_policy.with_cache_point(view, _LATEST[0])  # the prefix before the batch: cached
 
 
-def clear_batch(results: list, calls: dict) -> None:
-    """Clear every result no longer needed, if together they free CLEAR_AT_LEAST tokens."""
-    fresh = [b for b in results if b["tool_use_id"] in no_longer_needed(results, calls) - _CLEARED]
-    freed = sum(estimate_tokens(b["content"]) for b in fresh)
-    if freed < CLEAR_AT_LEAST:
-        return
-    _CLEARED.update(b["tool_use_id"] for b in fresh)
-    transcripts.announce_cleared(len(fresh), freed, show_note)   # a note, and a mark on the page
+def clear_batch(results: list, calls: dict, messages: list) -> None:
+    """Clear every result and big input no longer needed, if the batch is worth its rewrite."""
+    fresh = {b["tool_use_id"]: estimate_tokens(b["content"]) for b in results
+             if b["tool_use_id"] in no_longer_needed(results, calls) - _CLEARED}
+    fresh.update(layer1_inputs.inputs_worth_clearing(messages, exclude=_CLEARED))  # big old inputs
+    freed = sum(fresh.values())
+    if not layer1_policy.batch_worth_clearing(messages, set(fresh), freed, CLEAR_AT_LEAST,
+                                              compact_threshold()):
+        return                                 # at least CLEAR_AT_LEAST, and more than it rewrites
+    _CLEARED.update(fresh)
+    _LATEST[0] = layer1_policy.first_id(messages, set(fresh))  # a cache point goes just before it
+    transcripts.announce_cleared(len(fresh), freed, show_note)
 
 
 def no_longer_needed(results: list, calls: dict) -> set:
@@ -110,7 +115,7 @@ def no_longer_needed(results: list, calls: dict) -> set:
     later_paths, ids = set(), set()
     for n, block in reversed(list(enumerate(results))):
         call = calls.get(block["tool_use_id"], {})
-        name, path = call.get("name"), _path(call)
+        name, path = call.get("name"), path_of(call)
         old = n < len(results) - KEEP_RECENT and len(str(block["content"])) > KEEP_CHARS
         if old and (name != "read_file" or path in later_paths):
             ids.add(block["tool_use_id"])
@@ -119,18 +124,15 @@ def no_longer_needed(results: list, calls: dict) -> set:
     return ids
 
 
-def _path(call: dict):
-    path = (call.get("input") or {}).get("path")
-    return os.path.normpath(path) if isinstance(path, str) and path else None
-
-
 def _placeholder(block: dict, calls: dict) -> dict:
     call = calls.get(block["tool_use_id"], {})
     name = call.get("name", "a tool")
     if name == "read_file":
-        return {**block, "content": f"[Previous: read {_path(call)}; a later read or write of it "
+        return {**block, "content": f"[Previous: read {path_of(call)}; a later read or write of it "
                                     "follows]"}
-    return {**block, "content": f"[Previous: used {name}]"}
+    saved = spill.spill_for_placeholder(block["content"], name)   # the whole text stays readable
+    return {**block, "content": f"[Previous: used {name}" + (f"; the whole result is in {saved}]"
+                                                              if saved else "]")}
 
 
 # ---------------------------------------------------------------- measuring the context
@@ -140,8 +142,7 @@ def estimate_tokens(messages: object) -> int:
 
 
 class ContextSize:
-    """The API's own count for the last call (system, tools and the real tokenizer included),
-    plus an estimate since: characters/4, which runs far from the truth on code."""
+    """The API's count for the last call (tools, system, real tokenizer), plus chars/4 since."""
 
     def __init__(self) -> None:
         self.reported, self.seen = None, 0
@@ -188,9 +189,8 @@ current state; decisions made and why; open next steps. Be concrete: names, path
 
 
 def summarize(messages: list, client, focus: str = "", system=None, tools=None) -> str:
-    """Ask for a summary by sending the loop's own prefix (system, tools, view), so it is read
-    from the cache, with the request added to the last user turn. tool_choice stays as the loop
-    sends it: changing it drops the cached messages. So it asks in words for no tool call."""
+    """Ask for a summary with the loop's own prefix (system, tools, view: read from the cache),
+    the request added to the last user turn; tool_choice stays (a change drops the cache)."""
     ask = SUMMARY_REQUEST.format(focus=f"\nAbove all, preserve: {focus}" if focus else "")
     view = transcripts.ask_at_end(micro_compact(messages, batch=False), ask)
     response = client.messages.create(model=model_id(), system=system or SYSTEM, messages=view,
@@ -202,8 +202,7 @@ def summarize(messages: list, client, focus: str = "", system=None, tools=None) 
     return summary
 
 
-def auto_compact(messages: list, client, focus: str = "", attach=None, system=None, tools=None
-                 ) -> bool:
+def auto_compact(messages: list, client, focus="", attach=None, system=None, tools=None) -> bool:
     """Save, summarise, replace; on failure the history stays exactly as it was. attach() gives
     text to add after the summary (s07: the board); system and tools are the caller's (cached)."""
     before = CONTEXT.estimate(messages)
@@ -262,8 +261,9 @@ def compact_if_asked(calls: list, messages: list, client, compact=auto_compact) 
 def agent_loop(messages: list, client) -> str:
     """s03's loop plus the three layers, each on its marked line."""
     steps = 0
-    while steps < MAX_STEPS:
+    while steps < max_steps(MAX_STEPS):                  # --max-steps, or MAX_STEPS
         steps += 1
+        session_log.record(messages)                     # saved as it goes: --continue
         compact_if_needed(messages, client)                                       # layer 2
         view = micro_compact(messages)                                            # layer 1
         response = show_stream(client.messages.stream(model=model_id(), system=SYSTEM, tools=TOOLS,
@@ -281,7 +281,7 @@ def agent_loop(messages: list, client) -> str:
         results = run_tool_calls(calls, TOOLS, TOOL_HANDLERS) + cut_note(response)
         messages.append({"role": "user", "content": results})
         compact_if_asked(calls, messages, client)                                 # layer 3
-    return STEP_LIMIT_TEXT
+    return step_limit(steps)    # not a finished turn: the CLI says how to go on
 
 
 def compact_now(messages: list, client, arg: str = "", compact=auto_compact) -> None:  # /compact

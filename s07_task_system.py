@@ -38,23 +38,20 @@ import sys
 from functools import partial
 from pathlib import Path
 
-from harness import demos, task_commands
+from harness import demos, session_log, task_commands
 from harness.board_text import fit, names, none_readable, render_line, reopen_notes
-from harness.task_graph import find_cycle, topological_order
-from harness.cli import run_cli
-from harness.config import model_id
+from harness.cli import run_cli, step_limit
+from harness.config import max_steps, model_id
 from harness.endpoints import assistant_turn, complete_tool_calls, cut_note, final_text
 from harness.task_record import (FINISHED, STATUSES, Task, agent_name, check_text, check_update,
-                                 default_agent_name, ids, new_task, one_line, open_store,
-                                 parse_task_id)
+                                 default_agent_name, ids, new_task, one_line, open_store, parse_task_id)
 from harness.session_record import RECORD
 from harness.session_views import context_command
+from harness.task_graph import find_cycle, topological_order
 from harness.terminal import show_note, show_stream, show_usage
-from s03_todo import (BASE_TOOLS, CACHE, MAX_STEPS, MAX_TOKENS, STEP_LIMIT_TEXT, object_schema,
-                      run_tool_calls, show_reply)
-from s06_compact import (CONTEXT, COMPACT_TOOL, auto_compact, compact_if_asked, compact_if_needed,
-                         compact_now, compact_threshold, micro_compact)
-from s06_compact import TOOL_HANDLERS as S06_HANDLERS
+from s03_todo import BASE_TOOLS, CACHE, MAX_TOKENS, object_schema, run_tool_calls, show_reply
+from s06_compact import (CONTEXT, COMPACT_TOOL, MAX_STEPS, TOOL_HANDLERS as S06_HANDLERS, auto_compact,
+                         compact_if_asked, compact_if_needed, compact_now, compact_threshold, micro_compact)
 
 TASKS_DIR = Path(".tasks")    # relative: the board belongs to the folder you run in
 BOARD_IN_SUMMARY = 40         # unfinished tasks re-attached after a compaction; task_list shows all
@@ -330,8 +327,9 @@ def compact_with_board(messages: list, client, focus: str = "") -> bool:
 def agent_loop(messages: list, client) -> str:
     """s06's loop plus the task tools; after any compaction the board comes back from the store."""
     steps = 0
-    while steps < MAX_STEPS:
+    while steps < max_steps(MAX_STEPS):                  # --max-steps, or MAX_STEPS
         steps += 1
+        session_log.record(messages)                     # saved as it goes: --continue
         compact_if_needed(messages, client, compact_with_board)                   # layer 2 + board
         view = micro_compact(messages)                                            # layer 1
         response = show_stream(client.messages.stream(model=model_id(), system=SYSTEM, tools=TOOLS,
@@ -349,7 +347,7 @@ def agent_loop(messages: list, client) -> str:
         results = run_tool_calls(calls, TOOLS, TOOL_HANDLERS) + cut_note(response)
         messages.append({"role": "user", "content": results})
         compact_if_asked(calls, messages, client, compact_with_board)             # layer 3 + board
-    return STEP_LIMIT_TEXT
+    return step_limit(steps)    # not a finished turn: the CLI says how to go on
 
 
 # ---------------------------------------------------------------- the REPL, the demo and main

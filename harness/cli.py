@@ -23,6 +23,7 @@ import select
 import sys
 import textwrap
 
+from harness import session_log
 from harness.session_page import end_of_run as write_session_page
 from harness.session_record import RECORD
 from harness.session_views import cost_command
@@ -30,6 +31,7 @@ from harness.config import EndpointError, SetupError, describe_api_error, load_e
 from harness.terminal import (SESSION, _colour, clean_json, clean_text, print_answer, show,
                               show_error, show_note, show_out, show_session)
 
+STEPS_RAN_OUT = 3   # a one-shot run's exit status when the turn's budget ran out (README)
 NOT_RUN = "not run: interrupted by the user"   # the result of a call Ctrl-C kept from running
 
 
@@ -67,6 +69,10 @@ def run_cli(name, doc, agent_loop, commands=None, demo=None, argv=None, options=
         parser.error("the prompt is empty; give a prompt, or none for the REPL")
     if demo and args.demo and args.prompt is not None:
         parser.error("--demo plays its own scripted prompt; leave out the prompt (or drop --demo)")
+    if demo and args.demo and args.continue_:
+        parser.error("--demo always starts afresh; drop --continue")
+    if args.max_steps is not None:   # the loops read MAX_STEPS (config.max_steps) on every call
+        os.environ["MAX_STEPS"] = str(args.max_steps)
     try:
         import anthropic  # noqa: F401  (only to say so here if it is missing)
     except ImportError:
@@ -93,6 +99,12 @@ def _parser(name, doc, commands, demo, options, help_extra):
     if demo:
         parser.add_argument("--demo", action="store_true",
                             help="play a scripted session through the real loop and tools; no key, no network")
+    parser.add_argument("--continue", dest="continue_", action="store_true",
+                        help="resume the latest session saved in .transcripts/ here (with a prompt: "
+                             "one more turn; without: the REPL)")
+    parser.add_argument("--max-steps", type=_steps, metavar="N",
+                        help="model calls a turn may make before it stops (default: MAX_STEPS, else "
+                             "the lesson's own)")
     for flags, kwargs in options:
         parser.add_argument(*flags, **kwargs)
     return parser
@@ -108,13 +120,9 @@ def _run(name, args, agent_loop, commands, demo, on_start):
         if demo and args.demo:
             return _run_demo(demo, agent_loop)
         client = make_client()
+        history = session_log.open_session(args.continue_)   # [] or the resumed conversation
         if args.prompt is not None:
-            prompt = _clean_prompt(args.prompt)
-            try:
-                print_answer(agent_loop([{"role": "user", "content": prompt}], client))
-            finally:
-                end_of_run()
-            return 0
+            return _one_shot(name, history, client, agent_loop, _clean_prompt(args.prompt))
     except (SetupError, EndpointError) as exc:
         show_error(str(exc))
         return 1
@@ -125,9 +133,39 @@ def _run(name, args, agent_loop, commands, demo, on_start):
         show_error("interrupted")
         return 130
     try:
-        return _repl(name, client, agent_loop, commands, banner)
+        return _repl(name, client, agent_loop, commands, banner, history)
     finally:
         end_of_run()
+
+
+def _one_shot(name, history, client, agent_loop, prompt) -> int:
+    """One turn; 0 when it finished, STEPS_RAN_OUT when its budget ran out (say how to go on)."""
+    history.append({"role": "user", "content": prompt})
+    try:
+        answer = agent_loop(history, client)
+        print_answer(answer)
+    finally:
+        session_log.record(history)
+        end_of_run()
+    if isinstance(answer, StepLimit):
+        show_note(f'[to go on: python {name}.py --continue "go on"  (or raise --max-steps)]')
+        return STEPS_RAN_OUT
+    return 0
+
+
+class StepLimit(str):
+    """What a loop returns when its turn used up its budget of model calls (not a finished turn)."""
+
+
+def step_limit(steps: int) -> StepLimit:
+    return StepLimit(f"[stopped: {steps} model calls in this turn without finishing; say 'continue' "
+                     "to go on, or raise --max-steps]")
+
+
+def _steps(text: str) -> int:
+    if not (text.isascii() and text.isdigit()) or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"a positive whole number of model calls, got {text!r}")
+    return int(text)
 
 
 def _reader_gone() -> int:
@@ -146,8 +184,8 @@ def _reader_gone() -> int:
 REPL_HELP = 'a line """ starts a prompt of several lines and the next """ ends it; Ctrl-C clears the line'
 
 
-def _repl(name, client, agent_loop, commands, banner=None):
-    history = []
+def _repl(name, client, agent_loop, commands, banner=None, history=None):
+    history = [] if history is None else history
     label = name.split("_")[0]
     names = ["q/exit", "/help", *commands]
     _tolerate_stray_bytes()
@@ -172,6 +210,7 @@ def _repl(name, client, agent_loop, commands, banner=None):
             _unknown_command(word, commands)
         else:
             _run_turn(history, client, agent_loop, query)
+        session_log.record(history)         # saved as it goes: --continue picks it up
 
 
 def _run_command(command, word, history, client, arg):
@@ -305,7 +344,8 @@ def _ends_with_results(history):
 
 
 def end_of_run() -> None:
-    """The session's total, and its page (harness/session_page.py) with the path printed."""
+    """The session's total, its page (harness/session_page.py) with the path, the log closed."""
+    session_log.close_session()
     show_session()
     write_session_page()
 

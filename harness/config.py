@@ -177,3 +177,8 @@ def positive_int(name: str, default: int, unit: str) -> int:
     if not (raw.isascii() and raw.isdigit()) or int(raw) < 1:  # "²".isdigit() is True; int("²") fails
         raise SetupError(f"{name} must be a positive whole number of {unit}, got {raw!r}")
     return int(raw)
+
+
+def max_steps(default: int) -> int:
+    """The model calls a turn may make: --max-steps (which sets MAX_STEPS), else the lesson's own."""
+    return positive_int("MAX_STEPS", default, "model calls")

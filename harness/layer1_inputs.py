@@ -20,19 +20,29 @@ history keeps the real input, so the transcript is complete.
 """
 
 import json
+import os
 
 INPUT_FIELDS = {"write_file": ("content",), "edit_file": ("old_text", "new_text")}  # worth clearing
 KEEP_RECENT = 3      # the newest tool calls stay whole (s06's KEEP_RECENT, for results)
 KEEP_CHARS = 400     # texts this short cost less than the cache they would throw away
 
 
+def path_of(call: dict):
+    """The path a file tool call names, normalised ("./a.txt" is "a.txt"), or None."""
+    path = (call.get("input") or {}).get("path")
+    return os.path.normpath(path) if isinstance(path, str) and path else None
+
+
 def inputs_worth_clearing(messages: list[dict], keep_recent: int = KEEP_RECENT,
-                          keep_chars: int = KEEP_CHARS) -> dict[str, int]:
-    """{tool_use id: tokens clearing it frees} for the old, long inputs in messages."""
+                          keep_chars: int = KEEP_CHARS, exclude: set = frozenset()) -> dict[str, int]:
+    """{tool_use id: tokens clearing it frees} for the old, long inputs in messages, less exclude
+    (those already cleared)."""
     calls = [b for m in messages if m.get("role") == "assistant" and isinstance(m.get("content"), list)
              for b in m["content"] if isinstance(b, dict) and b.get("type") == "tool_use"]
     worth = {}
     for block in calls[:max(len(calls) - keep_recent, 0)]:
+        if block.get("id") in exclude:
+            continue
         fields = _texts(block)
         if sum(len(t) for t in fields.values()) > keep_chars:
             before = _tokens(fields)

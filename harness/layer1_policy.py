@@ -13,7 +13,7 @@ there (0.1x), and everything after it is written again (1.25x). What it frees is
 So a fixed batch size (s06's first rule: at least 8,000 tokens) is wrong both ways: with
 big outputs it clears on almost every call, each time rewriting the newest few results
 (more than it frees); with small ones it waits long after clearing has paid for itself.
-The rule here weighs the two: free at least CLEAR_AT_LEAST tokens (less with a small
+The rule here weighs the two: free at least s06's CLEAR_AT_LEAST tokens (less with a small
 COMPACT_THRESHOLD), and at least REWRITE_SHARE the tokens the batch makes the API
 write again. And with_cache_point() keeps the part before the batch read from the cache.
 
@@ -22,19 +22,17 @@ Chosen by bench/bench_tokens.py on its worst session shape; see notes/readme_lon
 
 import json
 
-CLEAR_AT_LEAST = 16_000  # tokens a batch frees at least (bench: 8,000 clears too often on big outputs)
 THRESHOLD_SHARE = 0.4    # but never more than this share of COMPACT_THRESHOLD, which it must beat
 REWRITE_SHARE = 1.0      # and as much as it makes the API write again (bench: the worst shape)
 
 
-def batch_worth_clearing(view: list[dict], fresh_ids: set, freed: int,
+def batch_worth_clearing(view: list[dict], fresh_ids: set, freed: int, at_least: int,
                          compact_threshold: int | None = None) -> bool:
     """True if clearing fresh_ids (freeing `freed` tokens) in view pays for the rewrite it causes.
 
-    compact_threshold (s06's layer 2) caps the batch size, so that a small COMPACT_THRESHOLD
-    still sees layer 1 clear before layer 2 summarises everything.
+    at_least is s06's CLEAR_AT_LEAST; compact_threshold (layer 2's) caps it, so that a small
+    COMPACT_THRESHOLD still sees layer 1 clear before layer 2 summarises everything.
     """
-    at_least = CLEAR_AT_LEAST
     if compact_threshold:
         at_least = min(at_least, int(THRESHOLD_SHARE * compact_threshold))
     if not fresh_ids or freed < at_least:
@@ -61,6 +59,11 @@ def with_cache_point(view: list[dict], batch_start: str | None) -> list[dict]:
     blocks = [{"type": "text", "text": content}] if isinstance(content, str) else list(content)
     blocks[-1] = {**blocks[-1], "cache_control": {"type": "ephemeral"}}
     return view[:n - 1] + [{**before, "content": blocks}] + view[n:]
+
+
+def first_id(view: list[dict], ids: set):
+    """Of these ids, the one that comes first in view (where a batch of them starts)."""
+    return min(ids, key=lambda i: first_message_with(view, {i})) if ids else None
 
 
 def first_message_with(view: list[dict], ids: set) -> int:

@@ -59,22 +59,22 @@ def test_an_input_that_is_not_text_is_left_alone():
 
 
 def test_a_batch_must_free_enough_and_a_fair_share_of_what_it_rewrites(monkeypatch):
-    monkeypatch.setattr(layer1_policy, "CLEAR_AT_LEAST", 1_000)
     monkeypatch.setattr(layer1_policy, "REWRITE_SHARE", 0.5)
     messages = history(("bash", {"command": "a"}), ("bash", {"command": "b" * 40_000}))
     tail = layer1_policy.tokens(messages[1:])
-    assert not layer1_policy.batch_worth_clearing(messages, {"t0"}, 999)         # too small
-    assert not layer1_policy.batch_worth_clearing(messages, {"t0"}, tail // 4)   # rewrites 3x more
-    assert layer1_policy.batch_worth_clearing(messages, {"t0"}, tail // 3 + 1)   # rewrites 2x
-    assert not layer1_policy.batch_worth_clearing(messages, set(), 50_000)
+    assert not layer1_policy.batch_worth_clearing(messages, {"t0"}, 999, 1_000)         # too small
+    assert not layer1_policy.batch_worth_clearing(messages, {"t0"}, tail // 4, 1_000)   # rewrites 3x
+    assert layer1_policy.batch_worth_clearing(messages, {"t0"}, tail // 3 + 1, 1_000)   # rewrites 2x
+    assert not layer1_policy.batch_worth_clearing(messages, set(), 50_000, 1_000)
 
 
 def test_a_small_compact_threshold_makes_smaller_batches_worth_it():
     messages = history(("bash", {"command": "a"}), ("bash", {"command": "b" * 400}))
-    freed = layer1_policy.CLEAR_AT_LEAST // 2
-    assert not layer1_policy.batch_worth_clearing(messages, {"t0"}, freed)
-    assert not layer1_policy.batch_worth_clearing(messages, {"t0"}, freed, compact_threshold=50_000)
-    assert layer1_policy.batch_worth_clearing(messages, {"t0"}, freed, compact_threshold=9_500)
+    at_least = 16_000
+    freed = at_least // 2
+    assert not layer1_policy.batch_worth_clearing(messages, {"t0"}, freed, at_least)
+    assert not layer1_policy.batch_worth_clearing(messages, {"t0"}, freed, at_least, 50_000)
+    assert layer1_policy.batch_worth_clearing(messages, {"t0"}, freed, at_least, 9_500)
 
 
 def test_the_cache_point_keeps_the_prefix_read_when_a_batch_starts_far_back():

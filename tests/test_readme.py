@@ -107,7 +107,7 @@ def test_s07s_loop_is_s06s_with_the_board_lines_only():
 
     def loop(name):
         text = (ROOT / name).read_text(encoding="utf-8")
-        return text[text.index("def agent_loop"):text.index("    return STEP_LIMIT_TEXT", text.index("def agent_loop"))]
+        return text[text.index("def agent_loop"):text.index("    return step_limit(steps)", text.index("def agent_loop"))]
     s06, s07 = loop("s06_compact.py").splitlines(), loop("s07_task_system.py").splitlines()
     changed = [line for line in difflib.ndiff(s06, s07) if line[:1] in "+-"]
     assert len(changed) == 6, changed        # the docstring and the two compactions, each side

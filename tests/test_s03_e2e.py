@@ -89,8 +89,9 @@ def test_pause_turn_continues_and_refusal_is_reported(run_main):
 def test_the_step_limit_ends_the_turn_with_a_clear_message(run_main):
     script = [reply(tool("bash", {"command": "true"})) for _ in range(50)]
     code, out, err, api = run_main(s03_todo, "loop forever", script=script)
-    assert code == 0 and len(api.requests) == 50 and api.violations == []
+    assert code == 3 and len(api.requests) == 50 and api.violations == []   # 3: not finished
     assert "[stopped: 50 model calls in this turn" in out
+    assert 'python s03_todo.py --continue "go on"' in err
 
 
 def test_no_key_is_one_line_and_makes_no_request(run_lesson):

@@ -1,6 +1,7 @@
 """Unit tests of s03's base tools, the dispatcher and TodoManager."""
 
 import os
+import re
 import time
 
 import pytest
@@ -66,10 +67,12 @@ def test_bash_timeout_kills_the_whole_process_group(in_tmp, monkeypatch):
     pytest.fail(f"child {child} of a timed-out command is still running")
 
 
-def test_bash_output_is_capped_with_a_note(monkeypatch):
+def test_bash_output_over_the_cap_is_saved_whole_and_the_model_sees_head_tail_and_path(in_tmp, monkeypatch):
     monkeypatch.setattr(s03, "OUTPUT_CAP", 1000)
-    out = run_bash("head -c 5000 /dev/zero | tr '\\0' x")
-    assert out.startswith("x" * 1000) and "[output cut: 4,000 more bytes]" in out
+    out, is_error = call_tool("bash", {"command": "seq 1 3000"}, s03.TOOLS, s03.TOOL_HANDLERS)
+    assert not is_error and out.startswith("1\n2\n") and "\n3000\n" in out and len(out) < 1500
+    saved = re.search(r"is saved in (\S+\.txt);", out)[1]
+    assert (in_tmp / saved).read_text() == "\n".join(str(n) for n in range(1, 3001))  # all of it
 
 
 # ---------------------------------------------------------------- file tools
@@ -152,9 +155,10 @@ def test_a_call_that_breaks_a_rule_is_refused_and_keeps_the_old_list(bad, messag
 def test_a_command_that_floods_is_stopped_and_memory_stays_bounded(monkeypatch):
     monkeypatch.setattr("harness.bash.FLOOD_BYTES", 2_000_000)
     start = time.monotonic()
-    out = run_bash("yes")
+    out, is_error = call_tool("bash", {"command": "yes"}, s03.TOOLS, s03.TOOL_HANDLERS)
     assert time.monotonic() - start < 10
-    assert out.startswith("y\ny\n") and len(out) < s03.OUTPUT_CAP + 500
+    assert out.startswith("y\ny\n") and len(out) < s03.OUTPUT_CAP + 800      # what the model sees
+    assert len(run_bash("yes")) < s03.KEEP_UP_TO + 500                         # what is kept at all
     assert "[output cut:" in out and "was killed; send big output to a file" in out
 
 
@@ -171,7 +175,7 @@ def test_a_background_job_does_not_block_and_the_timeout_advice_works(in_tmp, mo
 def test_every_tool_result_is_capped_not_only_bash_and_read():
     tools = [{"name": "big", "input_schema": s03.object_schema({}, [])}]
     output, is_error = call_tool("big", {}, tools, {"big": lambda: "x" * (s03.OUTPUT_CAP * 3)})
-    assert not is_error and len(output) < s03.OUTPUT_CAP + 100 and "more characters" in output
+    assert not is_error and len(output) < s03.OUTPUT_CAP + 400 and "characters not shown" in output
 
 
 def test_arguments_sent_as_json_text_are_decoded_as_if_sent_properly(in_tmp):

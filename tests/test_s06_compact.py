@@ -23,6 +23,7 @@ def history_with_results(*calls):
 @pytest.fixture(autouse=True)
 def fresh_layer1(monkeypatch):
     monkeypatch.setattr(s06, "_CLEARED", set())
+    monkeypatch.setattr(s06, "_LATEST", [None])
 
 
 LONG = "x" * 401                     # just over KEEP_CHARS

@@ -1,0 +1,53 @@
+"""Long sessions (issue 21): a turn's budget, --continue, and big results read back whole."""
+
+import json
+import re
+
+import s07_task_system
+from harness.stand_in_api import reply, text, tool
+from conftest import tool_results
+
+
+def test_a_200_call_turn_runs_to_its_end_by_default_in_s07(run_main):
+    script = [reply(tool("bash", {"command": f"echo {n}"})) for n in range(199)] + [reply(text("all done"))]
+    code, out, err, api = run_main(s07_task_system, "a long job", script=script)
+    assert code == 0 and len(api.requests) == 200 and api.violations == [] and out.strip() == "all done"
+
+
+def test_a_stopped_one_shot_run_says_how_to_go_on_and_continue_loses_nothing(run_lesson, workdir):
+    first = [reply(tool("bash", {"command": f"echo step {n}"})) for n in range(5)]
+    proc, api = run_lesson("s07_task_system", "a job of many steps", "--max-steps", "3", script=first)
+    assert proc.returncode == 3 and len(api.requests) == 3
+    assert "[stopped: 3 model calls in this turn" in proc.stdout
+    assert 'python s07_task_system.py --continue "go on"' in proc.stderr
+    proc, api = run_lesson("s07_task_system", "--continue", "go on", script=[reply(text("finished"))])
+    assert proc.returncode == 0 and proc.stdout.strip() == "finished" and api.violations == []
+    sent = api.requests[0]["messages"]
+    assert sent[0]["content"] == "a job of many steps" and sent[-1]["content"][-1] == {
+        "type": "text", "text": "go on"} or sent[-1]["content"] == "go on"
+    ran = [r["content"] for m in sent if isinstance(m["content"], list) for r in m["content"]
+           if r.get("type") == "tool_result"]
+    assert ran == ["step 0", "step 1", "step 2"]       # every call that ran, and its result
+
+
+def test_continue_with_no_saved_session_is_one_line(run_lesson):
+    proc, api = run_lesson("s06_compact", "--continue", "go on")
+    assert proc.returncode == 1 and api.requests == [] and proc.stderr.count("\n") == 1
+    assert "no saved session" in proc.stderr
+
+
+def test_a_300000_character_output_is_read_back_whole_after_layer_1_clears_it(run_lesson, workdir):
+    big = "python3 -c \"print('\\n'.join(f'line {n:06d} ' + 'x' * 40 for n in range(6000)))\""
+    script = [reply(tool("bash", {"command": big}))]
+    script += [reply(tool("bash", {"command": f"echo {n}" + " " * 500})) for n in range(4)]
+    script += [lambda body: reply(text(json.dumps(body["messages"])))]
+    proc, api = run_lesson("s06_compact", "make a big log", script=script,
+                           env={"COMPACT_THRESHOLD": "20000"})  # a batch of 8,000 tokens is worth it
+    assert proc.returncode == 0, proc.stderr
+    first = tool_results(api.requests[1], -1)[0]["content"]
+    saved = re.search(r"is saved in (\S+\.txt);", first)[1]
+    whole = (workdir / saved).read_text(encoding="utf-8").splitlines()
+    assert len(whole) == 6000 and whole[3000].startswith("line 003000 ")   # the middle too
+    last = api.requests[-1]["messages"]                   # by now layer 1 has cleared it
+    placeholder = tool_results({"messages": last[:3]}, -1)[0]["content"]
+    assert placeholder.startswith("[Previous: used bash") and saved in placeholder
