@@ -109,14 +109,14 @@ def without_time(task):
 BOARD = "from s07_task_system import TaskManager\ntasks = TaskManager('.tasks', agent='crash')"
 
 
-@pytest.mark.parametrize("cut", ["the first byte", "the second", "byte 100", "half", "all but one"])
+@pytest.mark.parametrize("cut", ["first-byte", "second-byte", "byte-100", "half", "all-but-one"])
 def test_a_crash_at_any_byte_of_an_update_leaves_the_old_task_or_the_new(tmp_path, cut):
     tasks = TaskManager(tmp_path / ".tasks", agent="crash")
     tasks.create("big", "x" * 3_000)
     tasks.create("waits", blocked_by=[1])
     old = {name: without_time(t) for name, t in task_files(tasks.dir, 0).items()}
     size = (tasks.dir / "task_1.json").stat().st_size
-    limit = {"the first byte": 1, "the second": 2, "byte 100": 100, "half": size // 2, "all but one": size - 1}[cut]
+    limit = {"first-byte": 1, "second-byte": 2, "byte-100": 100, "half": size // 2, "all-but-one": size - 1}[cut]
     crash_at_byte(limit, BOARD, "tasks.update(1, status='in_progress')", tmp_path)
     now = task_files(tasks.dir, limit)
     assert without_time(now["task_1.json"]) in (old["task_1.json"],
