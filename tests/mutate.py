@@ -24,7 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-SKIP = shutil.ignore_patterns(".git", "__pycache__", ".pytest_cache", ".tasks", ".transcripts", "demo", ".venv")
+SKIP = shutil.ignore_patterns(".git", "__pycache__", ".pytest_cache", ".tasks", ".transcripts", "demo",
+                              ".venv")   # what a run leaves behind is not the code under test
 TIMEOUT = 900   # seconds for one pytest run; the whole suite takes about two minutes
 
 

@@ -42,13 +42,15 @@ def test_a_complete_call_beside_end_turn_or_no_stop_reason_is_run(run_main, work
 
 
 def test_an_empty_reply_becomes_no_text_and_the_history_stays_valid(run_main):
-    code, out, err, api = run_main(s03_todo, stdin="first\nsecond\nq\n", script=[reply(), reply(text("fine"))])
+    code, out, err, api = run_main(s03_todo, stdin="first\nsecond\nq\n",
+                                   script=[reply(), reply(text("fine"))])
     assert code == 0 and "(the model returned no text)" in out and "fine" in out and api.violations == []
     assert sent_assistant(api) == [{"type": "text", "text": "(no text)"}]   # the API refuses empty content
 
 
 def test_a_whole_tool_input_sent_as_json_text_runs_as_if_sent_properly(run_main, workdir):
-    script = [reply(tool("write_file", json.dumps({"path": "a.txt", "content": "whole"}))), reply(text("done"))]
+    as_text = json.dumps({"path": "a.txt", "content": "whole"})
+    script = [reply(tool("write_file", as_text)), reply(text("done"))]
     code, out, err, api = run_main(s03_todo, "go", script=script)
     assert code == 0 and (workdir / "a.txt").read_text() == "whole" and api.violations == []
     assert not tool_results(api.requests[1])[0].get("is_error")
@@ -56,8 +58,10 @@ def test_a_whole_tool_input_sent_as_json_text_runs_as_if_sent_properly(run_main,
 
 
 @pytest.mark.parametrize("bad_input", [7, "ls -la", ["ls"]])
-def test_tool_input_that_is_not_an_object_is_an_error_result_and_the_history_stores_an_object(run_main, bad_input):
-    code, out, err, api = run_main(s03_todo, "go", script=[reply(tool("bash", bad_input)), reply(text("done"))])
+def test_tool_input_that_is_not_an_object_is_an_error_result_and_the_history_holds_an_object(
+        run_main, bad_input):
+    script = [reply(tool("bash", bad_input)), reply(text("done"))]
+    code, out, err, api = run_main(s03_todo, "go", script=script)
     assert code == 0 and out.strip() == "done" and api.violations == [] and "Traceback" not in err
     (result,) = tool_results(api.requests[1])
     assert result["is_error"] and "must be a JSON object" in result["content"]
@@ -115,7 +119,7 @@ ROWS = {
         [test_s03_e2e.test_tool_input_sent_as_json_text_or_a_list_is_handled_and_the_history_stays_valid,
          test_a_whole_tool_input_sent_as_json_text_runs_as_if_sent_properly],
     "tool input that is a list, a number, or text that is not JSON":
-        [test_tool_input_that_is_not_an_object_is_an_error_result_and_the_history_stores_an_object],
+        [test_tool_input_that_is_not_an_object_is_an_error_result_and_the_history_holds_an_object],
     "`thinking`, `redacted_thinking` blocks":
         [test_cli.test_thinking_is_kept_and_unknown_blocks_are_left_out_with_a_note,
          test_redacted_thinking_goes_back_to_the_api_unchanged],
@@ -136,7 +140,7 @@ def test_every_row_has_a_test_and_every_test_a_row():
     assert len(rows) >= 10, rows                     # the table was found and read
     assert [row for row in rows if row not in ROWS] == [], "a README row has no test: add one to ROWS"
     assert [row for row in ROWS if row not in rows] == [], "ROWS names a row the README no longer has"
-    assert all(callable(test) and test.__name__.startswith("test_") for tests in ROWS.values() for test in tests)
+    assert all(test.__name__.startswith("test_") for tests in ROWS.values() for test in tests)
     assert "Each line has a test that plays it through the stand-in" in " ".join(README.split())
 
 

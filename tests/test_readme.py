@@ -70,7 +70,7 @@ def test_the_matcher_catches_a_changed_number():
         changed = QUOTED[:3] + [QUOTED[3].replace("1,763 → 169", wrong), QUOTED[4]]
         assert "block line 4" in mismatch(changed, BOARD)
     assert mismatch(["[compacted: …763 → 169 tokens …]"], [BOARD[3].replace("1,763", "21,763")])
-    assert mismatch(["…", "[compacted: 1,763 → …]"], ["[compacted: 11,763 → 2]"])  # whole numbers only
+    assert mismatch(["…", "[compacted: 1,763 → …]"], ["[compacted: 11,763 → 2]"])  # whole numbers
 
 
 def test_the_matcher_catches_a_line_moved():
@@ -89,7 +89,8 @@ def test_the_matcher_catches_a_line_rewritten_shorter():
 def test_the_matcher_catches_an_extra_line_where_none_is_allowed():
     extra = BOARD[:2] + ["  [tokens: 0 in · 1,096 from cache · 115 to cache · 68 out]"] + BOARD[2:]
     assert "block line 3" in mismatch(QUOTED, extra)
-    assert mismatch(QUOTED, BOARD + ["one more"]) == "the output goes on after the block's last line: 'one more'"
+    assert mismatch(QUOTED, BOARD + ["one more"]) == ("the output goes on after the block's last line: "
+                                                      "'one more'")
     assert "printed nothing more" in mismatch(QUOTED + ["gone"], BOARD)
 
 
@@ -117,7 +118,8 @@ def test_the_s07_demo_matches_the_readme_and_a_second_run_continues_the_board(te
     code, shown = terminal("s07_task_system", "--demo", key=None)
     assert code == 0, shown
     assert_matches("s07-demo", checked_block(README, "s07-demo"), shown)
-    assert sorted(p.name for p in (workdir / ".tasks").glob("task_*.json")) == [f"task_{n}.json" for n in range(1, 5)]
+    assert sorted(p.name for p in (workdir / ".tasks").glob("task_*.json")) == [f"task_{n}.json"
+                                                                                for n in range(1, 5)]
     assert len(list((workdir / ".transcripts").iterdir())) == 1
 
     code, shown = terminal("s07_task_system", "--demo", key=None)
@@ -141,7 +143,8 @@ def test_the_other_demos_match_the_readme(terminal, workdir, lesson, block, writ
 WALKTHROUGH_PLAN = [("Design the data model", "tables and fields"), ("Implement the API", ""),
                     ("Write the docs", ""), ("Write the API tests", "")]
 WALKTHROUGH_MODEL = [reply(text("I'll put the plan on the board."),
-                           *[tool("task_create", {"subject": s, "description": d}) for s, d in WALKTHROUGH_PLAN]),
+                           *[tool("task_create", {"subject": s, "description": d})
+                             for s, d in WALKTHROUGH_PLAN]),
                      reply(tool("task_update", {"task_id": 2, "addBlockedBy": [1]}),
                            tool("task_update", {"task_id": 3, "addBlockedBy": [1]}),
                            tool("task_update", {"task_id": 4, "addBlockedBy": [2]})),
@@ -203,7 +206,8 @@ def test_the_constants_the_readme_quotes_are_the_codes():
     import s06_compact
     from harness import config
     phrases = [f"gives up after\n{s03_todo.MAX_STEPS} model calls in a turn",
-               f"at least\n`CLEAR_AT_LEAST` tokens at once, never the newest {s06_compact.KEEP_RECENT} results",
+               f"at least `CLEAR_AT_LEAST` tokens at once, never the newest {s06_compact.KEEP_RECENT} "
+               "results",
                f"batches of at least {s06_compact.CLEAR_AT_LEAST:,}\ntokens (`CLEAR_AT_LEAST`)",
                f"`COMPACT_THRESHOLD` (default {s06_compact.DEFAULT_THRESHOLD:,} tokens)",
                f"compact above this many tokens (default {s06_compact.DEFAULT_THRESHOLD:,})",
