@@ -204,8 +204,10 @@ def test_the_figures_quoted_around_the_token_table_are_in_it():
 def test_the_constants_the_readme_quotes_are_the_codes():
     import s03_todo
     import s06_compact
+    import s07_task_system
     from harness import config
-    phrases = [f"gives up after\n{s03_todo.MAX_STEPS} model calls in a turn",
+    phrases = [f"{s03_todo.NAG_AFTER} rounds without todo -> <reminder>",
+               f"it had dropped the {len(s07_task_system.TOOLS)} tool definitions",f"gives up after\n{s03_todo.MAX_STEPS} model calls in a turn",
                f"at least `CLEAR_AT_LEAST` tokens at once, never the newest {s06_compact.KEEP_RECENT} "
                "results",
                f"batches of at least {s06_compact.CLEAR_AT_LEAST:,}\ntokens (`CLEAR_AT_LEAST`)",
