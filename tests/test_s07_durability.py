@@ -1,4 +1,4 @@
-"""s07 under pressure: processes racing on one board, and kill -9 mid-write."""
+"""s07 under pressure: processes racing on one board, and a crash inside a write, at a chosen byte."""
 
 import json
 import multiprocessing
@@ -6,7 +6,9 @@ import os
 import signal
 import subprocess
 import sys
-import time
+from pathlib import Path
+
+import pytest
 
 from conftest import ROOT
 from s07_task_system import TaskManager
@@ -62,41 +64,77 @@ def test_many_processes_completing_blockers_at_once_leave_none_blocked(tmp_path)
         assert f"#{target} the blocked one" in tasks.list_all().splitlines()[-1]  # it is ready
 
 
-WRITER = """
-import sys
+# The kernel ends the child the moment it writes byte `limit` of any file (RLIMIT_FSIZE, and
+# SIGXFSZ set back to its default action, which Python ignores): a crash inside the write, at a
+# chosen byte, whatever function the code writes with (open().write, Path.write_bytes, os.write).
+# No finally block runs, as with kill -9. Nothing is guessed: every run dies at its byte.
+CRASH_AT_BYTE = """
+import resource, signal, sys
+sys.dont_write_bytecode = True                 # a .pyc written mid-action would take the kill
 sys.path.insert(0, {root!r})
-import harness.board_files, harness.task_record
-harness.task_record.DESCRIPTION_MAX = harness.board_files.TASK_FILE_MAX = 10 ** 7  # big, slow writes
-from s07_task_system import TaskManager
-tasks = TaskManager({dir!r})
-big = "x" * 2_000_000
-print("ready", flush=True)
-while True:
-    out = tasks.create("big", big)
-    task_id = int(out.split("#")[1].split(":")[0])
-    tasks.update(task_id, status="in_progress")
-    tasks.update(task_id, status="pending", owner="w")
+{setup}
+signal.signal(signal.SIGXFSZ, signal.SIG_DFL)
+resource.setrlimit(resource.RLIMIT_CORE, (0, resource.getrlimit(resource.RLIMIT_CORE)[1]))
+resource.setrlimit(resource.RLIMIT_FSIZE, ({limit}, resource.getrlimit(resource.RLIMIT_FSIZE)[1]))
+{action}
+print("finished without reaching byte {limit}")
 """
 
 
-def test_kill_9_at_any_moment_leaves_every_task_file_valid_json(tmp_path):
-    tasks_dir = tmp_path / ".tasks"
-    for delay in (0.05, 0.11, 0.17, 0.23, 0.31, 0.43):
-        proc = subprocess.Popen([sys.executable, "-c", WRITER.format(root=str(ROOT), dir=str(tasks_dir))],
-                                stdout=subprocess.PIPE, text=True)
-        assert proc.stdout.readline().strip() == "ready"
-        time.sleep(delay)
-        os.kill(proc.pid, signal.SIGKILL)
-        proc.wait()
-        proc.stdout.close()
-        files = list(tasks_dir.glob("task_*.json"))
-        for path in files:
-            task = json.loads(path.read_text(encoding="utf-8"))  # raises if any file is half-written
-            assert len(task["description"]) == 2_000_000
-    assert len(files) >= 3
-    # The board still works after all those kills, and ids stayed unique.
-    import harness.board_files
-    harness.board_files.TASK_FILE_MAX = 10 ** 7
-    board = TaskManager(tasks_dir)
-    assert "unreadable" not in board.list_all()
-    assert board.create("after the crashes") == f"Created task #{len(files) + 1}: after the crashes"
+def crash_at_byte(limit: int, setup: str, action: str, cwd: Path) -> None:
+    """Run `action` in a child that dies writing byte `limit`; fail if it did not die so."""
+    script = CRASH_AT_BYTE.format(root=str(ROOT), setup=setup, action=action, limit=limit)
+    proc = subprocess.run([sys.executable, "-c", script], cwd=cwd, capture_output=True, text=True, timeout=30)
+    assert proc.returncode == -signal.SIGXFSZ, (limit, proc.returncode, proc.stdout, proc.stderr)
+    sizes = [p.stat().st_size for p in cwd.rglob("*") if p.is_file()]
+    assert limit in sizes, f"no file of {limit} bytes: the child did not die inside a write of this folder"
+
+
+def task_files(tasks_dir, limit):
+    """Every task file, parsed; AssertionError naming a half-written one."""
+    found = {}
+    for path in sorted(tasks_dir.glob("task_*.json")):
+        try:
+            found[path.name] = json.loads(path.read_text(encoding="utf-8"))
+        except ValueError:
+            raise AssertionError(f"{path.name} is half-written after a crash at byte {limit}: "
+                                 f"{path.read_bytes()[:60]!r}") from None
+    return found
+
+
+def without_time(task):
+    return {k: v for k, v in task.items() if k != "updated_at"}
+
+
+BOARD = "from s07_task_system import TaskManager\ntasks = TaskManager('.tasks', agent='crash')"
+
+
+@pytest.mark.parametrize("cut", ["first-byte", "second-byte", "byte-100", "half", "all-but-one"])
+def test_a_crash_at_any_byte_of_an_update_leaves_the_old_task_or_the_new(tmp_path, cut):
+    tasks = TaskManager(tmp_path / ".tasks", agent="crash")
+    tasks.create("big", "x" * 3_000)
+    tasks.create("waits", blocked_by=[1])
+    old = {name: without_time(t) for name, t in task_files(tasks.dir, 0).items()}
+    size = (tasks.dir / "task_1.json").stat().st_size
+    limit = {"first-byte": 1, "second-byte": 2, "byte-100": 100, "half": size // 2,
+             "all-but-one": size - 1}[cut]
+    crash_at_byte(limit, BOARD, "tasks.update(1, status='in_progress')", tmp_path)
+    now = task_files(tasks.dir, limit)
+    started = {**old["task_1.json"], "status": "in_progress", "owner": "crash"}
+    assert without_time(now["task_1.json"]) in (old["task_1.json"], started)
+    assert without_time(now["task_2.json"]) == old["task_2.json"]
+    fresh = TaskManager(tasks.dir)
+    assert "unreadable" not in fresh.list_all()
+    assert fresh.create("after the crash") == "Created task #3: after the crash"
+    assert not [p.name for p in tasks.dir.iterdir() if p.name.startswith(".tmp")]  # swept under the lock
+
+
+def test_a_crash_at_any_byte_of_a_create_leaves_no_half_task(tmp_path):
+    tasks = TaskManager(tmp_path / ".tasks", agent="crash")
+    tasks.create("first")
+    for limit in (1, 50, 400):
+        crash_at_byte(limit, BOARD, "tasks.create('second', 'y' * 1_000)", tmp_path)
+        now = task_files(tasks.dir, limit)
+        assert list(now) in (["task_1.json"], ["task_1.json", "task_2.json"]), limit
+        assert all(t["description"] == "y" * 1_000 for n, t in now.items() if n != "task_1.json")
+    assert TaskManager(tasks.dir).create("next") in ("Created task #2: next", "Created task #3: next")

@@ -107,6 +107,46 @@ def test_deleting_a_blocker_clears_it_and_says_it_was_not_done(tasks):
     assert on_disk(tasks, 4)["blockedBy"] == []
 
 
+def test_completing_one_of_several_blockers_removes_exactly_that_blocker(tasks):
+    """_clear_dependency drops the finished id, wherever it stands in blockedBy: not the last, not all."""
+    for subject in ["first", "second", "third", "waits for all three", "waits for the third"]:
+        tasks.create(subject)
+    tasks.update(4, add_blocked_by=[1, 2, 3])
+    tasks.update(5, add_blocked_by=[3])
+    assert "Unblocked" not in tasks.update(2, status="completed")    # the middle one: #4 still waits
+    assert on_disk(tasks, 4)["blockedBy"] == [1, 3] and on_disk(tasks, 5)["blockedBy"] == [3]
+    assert tasks.update(3, status="completed").splitlines()[-1] == "Unblocked: #5 waits for the third"
+    assert on_disk(tasks, 4)["blockedBy"] == [1] and on_disk(tasks, 5)["blockedBy"] == []
+    assert tasks.update(1, status="completed").splitlines()[-1] == "Unblocked: #4 waits for all three"
+    assert on_disk(tasks, 4)["blockedBy"] == []
+
+
+def test_reopening_a_finished_task_restores_no_blocker_and_says_so(tasks):
+    plan(tasks)
+    tasks.update(1, status="completed")                        # frees #2 and #3
+    assert on_disk(tasks, 1)["unblocked"] == [2, 3]            # remembered for a reopen
+    out = tasks.update(1, status="pending")
+    assert out.splitlines() == ["Updated [ ] #1: Design data model",
+                                "Reopened #1: #2, #3 stopped waiting for it when it finished and do not wait "
+                                "again; to make one wait, task_update it with addBlockedBy [1]"]
+    assert on_disk(tasks, 2)["blockedBy"] == [] and on_disk(tasks, 3)["blockedBy"] == []  # nothing restored
+    assert "unblocked" not in on_disk(tasks, 1)                # said once
+    assert "Unblocked" not in tasks.update(1, status="completed")   # nothing waits for it now
+    assert tasks.update(1, status="pending") == "Updated [ ] #1: Design data model"  # and no note
+
+
+def test_deleting_a_blocker_frees_its_dependents_without_saying_unblocked(tasks):
+    plan(tasks)
+    tasks.create("Review")                                     # #5 waits for #1 and #4
+    tasks.update(5, add_blocked_by=[1, 4])
+    out = tasks.update(1, status="deleted")
+    assert out.splitlines()[1:] == ["#2 Implement API, #3 Write docs, #5 Review no longer wait for #1 "
+                                    "(it was deleted, not done)"]
+    assert [on_disk(tasks, n)["blockedBy"] for n in (2, 3, 4, 5)] == [[], [], [2], [4]]
+    assert "unblocked" not in on_disk(tasks, 1)                # a deleted task is never reopened
+    assert tasks.list_all().splitlines()[-1] == "Ready to start: #2 Implement API, #3 Write docs"
+
+
 @pytest.mark.parametrize("status", ["in_progress", "completed"])
 def test_a_blocked_task_cannot_start_or_complete_and_the_refusal_names_blockers(tasks, status):
     plan(tasks)

@@ -1,0 +1,86 @@
+"""s03's write_file and edit_file replace a file atomically: a crash mid-write leaves old or new.
+
+The crash is deterministic (see crash_at_byte in test_s07_durability.py): the kernel ends the
+child the moment it writes byte N of any file, so an in-place write is caught at every N,
+every run. Written in place, a model's edit killed halfway leaves half a source file.
+"""
+
+import os
+import stat
+
+import pytest
+
+import s03_todo
+from test_s07_durability import crash_at_byte
+
+OLD = "old line\n" * 300            # 2,700 bytes
+NEW = "the new line\n" * 300        # 3,900 bytes: a crash anywhere in it is in the middle
+CUTS = [1, 100, len(NEW) // 2, len(NEW) - 1]
+SETUP = "import s03_todo"
+
+
+def assert_whole(path, limit, *versions):
+    """The file holds one of versions exactly (or, with None among them, does not exist)."""
+    if None in versions and not path.exists():
+        return
+    text = path.read_text(encoding="utf-8")
+    assert text in versions, (f"{path.name} is torn after a crash at byte {limit}: {len(text):,} characters, "
+                              f"ending {text[-30:]!r}")
+
+
+@pytest.fixture
+def folder(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)     # the file tools' workspace is the current folder
+    return tmp_path
+
+
+@pytest.mark.parametrize("limit", CUTS)
+def test_a_crash_inside_write_file_leaves_the_old_file_or_the_new(folder, limit):
+    (folder / "notes.txt").write_text(OLD, encoding="utf-8")
+    crash_at_byte(limit, SETUP, f"s03_todo.run_write('notes.txt', {NEW!r})", folder)
+    assert_whole(folder / "notes.txt", limit, OLD, NEW)
+
+
+@pytest.mark.parametrize("limit", [1, len(NEW) // 2])
+def test_a_crash_inside_write_file_of_a_new_file_leaves_none_or_all_of_it(folder, limit):
+    crash_at_byte(limit, SETUP, f"s03_todo.run_write('fresh.txt', {NEW!r})", folder)
+    assert_whole(folder / "fresh.txt", limit, None, NEW)
+
+
+@pytest.mark.parametrize("limit", CUTS)
+def test_a_crash_inside_edit_file_leaves_the_old_file_or_the_edited_one(folder, limit):
+    before = OLD + "the marker\n" + "the new line\n" * 150
+    (folder / "code.py").write_text(before, encoding="utf-8")
+    edited = before.replace("the marker\n", "the edited marker\n")
+    crash_at_byte(limit, SETUP, "s03_todo.run_edit('code.py', 'the marker', 'the edited marker')", folder)
+    assert_whole(folder / "code.py", limit, before, edited)
+
+
+def test_write_and_edit_keep_the_files_mode_and_leave_no_temporary_file(folder):
+    script = folder / "run.sh"
+    script.write_text("echo one\n", encoding="utf-8")
+    script.chmod(0o751)
+    s03_todo.run_write("run.sh", "echo two\n")
+    assert stat.S_IMODE(script.stat().st_mode) == 0o751                 # still executable
+    s03_todo.run_edit("run.sh", "two", "three")
+    assert stat.S_IMODE(script.stat().st_mode) == 0o751
+    assert script.read_text(encoding="utf-8") == "echo three\n"
+    assert sorted(p.name for p in folder.iterdir()) == ["run.sh"]       # no temp file left
+
+
+def test_a_new_file_gets_the_usual_mode_not_a_temp_files(folder):
+    umask = os.umask(0o022)
+    try:
+        s03_todo.run_write("new.txt", "hello\n")
+    finally:
+        os.umask(umask)
+    assert stat.S_IMODE((folder / "new.txt").stat().st_mode) == 0o644   # not mkstemp's 0o600
+
+
+def test_writing_through_a_symlink_replaces_the_file_it_points_to_not_the_link(folder):
+    (folder / "real.txt").write_text("old\n", encoding="utf-8")
+    (folder / "link.txt").symlink_to("real.txt")
+    s03_todo.run_write("link.txt", "new\n")
+    s03_todo.run_edit("link.txt", "new", "newer")
+    assert (folder / "link.txt").is_symlink()
+    assert (folder / "real.txt").read_text(encoding="utf-8") == "newer\n"

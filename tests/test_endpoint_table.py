@@ -1,0 +1,152 @@
+"""Every row of the README's "What compatible endpoints bend" table, played through a lesson's loop.
+
+The README says "Each line has a test that plays it through the stand-in". ROWS maps each row,
+by the text of its first cell, to the tests that play it: the new ones here, or ones elsewhere
+in the suite. A row added to the README without a test here fails test_every_row_has_a_test.
+"""
+
+import json
+import re
+
+import pytest
+
+import s03_todo
+import test_cli
+import test_s03_e2e
+from conftest import ROOT, tool_results
+from harness.stand_in_api import reply, text, tool
+
+README = (ROOT / "README.md").read_text(encoding="utf-8")
+TABLE_HEAD = "| what arrives | what the loop does |"
+
+
+def readme_rows() -> list[str]:
+    """The first cell of each row of the table, as written."""
+    table = README.split(TABLE_HEAD, 1)[1].split("\n\n", 1)[0]
+    return [line.split(" | ")[0].removeprefix("| ") for line in table.strip().splitlines()[1:]]
+
+
+def sent_assistant(api, call=1):
+    """The assistant message the loop sent back in request `call` (the first turn's reply)."""
+    return [m for m in api.requests[call]["messages"] if m["role"] == "assistant"][0]["content"]
+
+
+# ---------------------------------------------------------------- the rows no other test played
+
+@pytest.mark.parametrize("stop_reason", ["end_turn", None])
+def test_a_complete_call_beside_end_turn_or_no_stop_reason_is_run(run_main, workdir, stop_reason):
+    step = {**reply(tool("write_file", {"path": "a.txt", "content": "x"})), "stop_reason": stop_reason}
+    code, out, err, api = run_main(s03_todo, "write a.txt", script=[step, reply(text("done"))])
+    assert code == 0 and out.strip() == "done" and api.violations == []
+    assert (workdir / "a.txt").read_text() == "x" and not tool_results(api.requests[1])[0].get("is_error")
+
+
+def test_an_empty_reply_becomes_no_text_and_the_history_stays_valid(run_main):
+    code, out, err, api = run_main(s03_todo, stdin="first\nsecond\nq\n",
+                                   script=[reply(), reply(text("fine"))])
+    assert code == 0 and "(the model returned no text)" in out and "fine" in out and api.violations == []
+    assert sent_assistant(api) == [{"type": "text", "text": "(no text)"}]   # the API refuses empty content
+
+
+def test_a_whole_tool_input_sent_as_json_text_runs_as_if_sent_properly(run_main, workdir):
+    as_text = json.dumps({"path": "a.txt", "content": "whole"})
+    script = [reply(tool("write_file", as_text)), reply(text("done"))]
+    code, out, err, api = run_main(s03_todo, "go", script=script)
+    assert code == 0 and (workdir / "a.txt").read_text() == "whole" and api.violations == []
+    assert not tool_results(api.requests[1])[0].get("is_error")
+    assert sent_assistant(api)[0]["input"] == {"path": "a.txt", "content": "whole"}
+
+
+@pytest.mark.parametrize("bad_input", [7, "ls -la", ["ls"]])
+def test_tool_input_that_is_not_an_object_is_an_error_result_and_the_history_holds_an_object(
+        run_main, bad_input):
+    script = [reply(tool("bash", bad_input)), reply(text("done"))]
+    code, out, err, api = run_main(s03_todo, "go", script=script)
+    assert code == 0 and out.strip() == "done" and api.violations == [] and "Traceback" not in err
+    (result,) = tool_results(api.requests[1])
+    assert result["is_error"] and "must be a JSON object" in result["content"]
+    assert sent_assistant(api)[0]["input"] == {}
+
+
+def test_redacted_thinking_goes_back_to_the_api_unchanged(run_main):
+    redacted = {"type": "redacted_thinking", "data": "EmwKAhgBEgy3va3pzix/LafPsn4aDFIT2Xlxh0L5L8rLVyIw"}
+    thinking = {"type": "thinking", "thinking": "The list comes first.", "signature": "c2lnbmF0dXJl"}
+    script = [reply(thinking, redacted, tool("bash", {"command": "echo hi"})), reply(text("done"))]
+    code, out, err, api = run_main(s03_todo, "go", script=script)
+    assert code == 0 and out.strip() == "done" and api.violations == []
+    assert sent_assistant(api)[:2] == [thinking, redacted]     # byte for byte, in their place
+    assert "left out" not in err
+
+
+def test_a_block_of_a_type_nobody_knows_is_left_out_with_a_note(run_main):
+    unknown = {"type": "hologram_2031", "payload": {"frames": 3}}
+    script = [reply(text("Look:"), unknown, tool("bash", {"command": "echo hi"})), reply(text("done"))]
+    code, out, err, api = run_main(s03_todo, "go", script=script)
+    assert code == 0 and out.strip() == "done" and api.violations == [] and "Traceback" not in err
+    assert [b["type"] for b in sent_assistant(api)] == ["text", "tool_use"]
+    assert err.count("'hologram_2031' block in the reply was left out") == 1
+
+
+def test_text_after_a_tool_call_keeps_its_place_and_the_results_still_come_first(run_main):
+    script = [reply(tool("bash", {"command": "echo one"}), text("and now I wait"),
+                    tool("bash", {"command": "echo two"})), reply(text("done"))]
+    code, out, err, api = run_main(s03_todo, "go", script=script)
+    assert code == 0 and api.violations == []
+    assert [b["type"] for b in sent_assistant(api)] == ["tool_use", "text", "tool_use"]
+    answer = api.requests[1]["messages"][-1]["content"]
+    assert [b["type"] for b in answer[:2]] == ["tool_result", "tool_result"]
+    assert [b["content"] for b in answer[:2]] == ["one", "two"]            # in the order of the calls
+
+
+# ---------------------------------------------------------------- rows -> tests
+
+ROWS = {
+    '`stop_reason: "end_turn"` (or none) beside complete `tool_use` blocks':
+        [test_a_complete_call_beside_end_turn_or_no_stop_reason_is_run,
+         test_s03_e2e.test_a_complete_tool_call_is_run_even_when_stop_reason_says_end_turn],
+    "a reply cut by `max_tokens` that ends in a tool call (llama-server returns several parsed calls so)":
+        [test_s03_e2e.test_complete_tool_calls_before_the_cut_one_run_and_the_cut_one_does_not,
+         test_s03_e2e.test_a_tool_call_cut_by_max_tokens_is_not_run],
+    "fewer input tokens counted than the tool definitions hold (a local chat template without tools)":
+        [test_cli.test_an_endpoint_that_dropped_the_tools_is_named_once],
+    "content empty, only whitespace, or `null`":
+        [test_an_empty_reply_becomes_no_text_and_the_history_stays_valid,
+         test_cli.test_empty_or_whitespace_content_and_text_after_a_tool_call_keep_the_history_valid,
+         test_cli.test_a_live_endpoint_that_is_not_the_messages_api_is_one_line],
+    "`usage` missing, or fields `null`":
+        [test_cli.test_usage_that_is_missing_or_null_never_crashes],
+    'tool arguments JSON-encoded as a string (`"items": "[...]"`, or the whole input)':
+        [test_s03_e2e.test_tool_input_sent_as_json_text_or_a_list_is_handled_and_the_history_stays_valid,
+         test_a_whole_tool_input_sent_as_json_text_runs_as_if_sent_properly],
+    "tool input that is a list, a number, or text that is not JSON":
+        [test_tool_input_that_is_not_an_object_is_an_error_result_and_the_history_holds_an_object],
+    "`thinking`, `redacted_thinking` blocks":
+        [test_cli.test_thinking_is_kept_and_unknown_blocks_are_left_out_with_a_note,
+         test_redacted_thinking_goes_back_to_the_api_unchanged],
+    "server tool blocks and unknown block types":
+        [test_cli.test_thinking_is_kept_and_unknown_blocks_are_left_out_with_a_note,
+         test_a_block_of_a_type_nobody_knows_is_left_out_with_a_note],
+    "text after a tool call":
+        [test_text_after_a_tool_call_keeps_its_place_and_the_results_still_come_first],
+    "a hung endpoint":
+        [test_cli.test_a_hung_endpoint_ends_after_api_timeout_with_one_line,
+         test_cli.test_a_terminal_sees_the_wait_the_text_live_and_a_tool_call_growing,
+         test_s03_e2e.test_ctrl_c_while_the_model_is_still_answering_abandons_the_turn],
+}
+
+
+def test_every_row_has_a_test_and_every_test_a_row():
+    rows = readme_rows()
+    assert len(rows) >= 10, rows                     # the table was found and read
+    assert [row for row in rows if row not in ROWS] == [], "a README row has no test: add one to ROWS"
+    assert [row for row in ROWS if row not in rows] == [], "ROWS names a row the README no longer has"
+    assert all(test.__name__.startswith("test_") for tests in ROWS.values() for test in tests)
+    assert "Each line has a test that plays it through the stand-in" in " ".join(README.split())
+
+
+def test_the_rows_tests_are_collected_by_pytest():
+    """A test referenced here must be one pytest runs: defined in its module under its own name."""
+    for tests in ROWS.values():
+        for test in tests:
+            module = __import__(test.__module__)
+            assert getattr(module, test.__name__) is test and re.fullmatch(r"test_\w+", test.__module__)
