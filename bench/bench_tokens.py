@@ -37,7 +37,7 @@ import s03_todo  # noqa: E402
 import s06_compact  # noqa: E402
 import s07_task_system  # noqa: E402
 import harness.stand_in_api as stand_in  # noqa: E402
-from harness import layer1_inputs, layer1_policy, spill  # noqa: E402
+from harness import spill  # noqa: E402
 from harness.stand_in_api import StandInAPI, error, reply, text, tool  # noqa: E402
 
 # Whole blocks per stream event: the SDK parses each event (a 24 kB write_file in 20-character
@@ -49,9 +49,6 @@ WINDOW = 200_000          # tokens of context a Sonnet-class model takes; past i
 BLOB_BYTES = 300_000      # the biggest output a shape asks for
 MAX_STEPS = 1_000         # the budget per turn, so that no shape stops before its answer
 PROMPT = "work through the project as planned"
-# Until s03 and s06 call harness.spill, layer1_inputs and layer1_policy themselves, the bench
-# puts that wiring in with proposal(); afterwards set this to False and delete proposal().
-PATCH_PROPOSAL = True
 WORKERS = min(4, os.cpu_count() or 1)   # runs are independent: the numbers do not depend on it
 
 
@@ -182,80 +179,6 @@ class WithoutCaching:
         return self._messages.stream(**kwargs)
 
 
-# ---------------------------------------------------------------- the proposal, until it is wired in
-
-def proposed_micro_compact(messages, batch=True):
-    """s06's micro_compact with the three additions of issue 21, each on a line marked (+)."""
-    s06 = s06_compact
-    calls = {b["id"]: b for m in messages if m["role"] == "assistant"
-             for b in m["content"] if b.get("type") == "tool_use"}
-    results = [b for m in messages if m["role"] == "user" and isinstance(m["content"], list)
-               for b in m["content"] if b.get("type") == "tool_result"]
-    if batch:
-        clear = s06.no_longer_needed(results, calls) - s06._CLEARED
-        fresh = [b for b in results if b["tool_use_id"] in clear]
-        freed = sum(s06.estimate_tokens(b["content"]) for b in fresh)
-        inputs = {i: t for i, t in layer1_inputs.inputs_worth_clearing(messages).items()      # (+)
-                  if i not in _CLEARED_INPUTS}                                               # (+)
-        fresh_ids = {b["tool_use_id"] for b in fresh} | set(inputs)                          # (+)
-        if layer1_policy.batch_worth_clearing(messages, fresh_ids, freed + sum(inputs.values()),  # (+)
-                                              s06.compact_threshold()):                      # (+)
-            s06._CLEARED.update(b["tool_use_id"] for b in fresh)
-            _CLEARED_INPUTS.update(inputs)                                                   # (+)
-            first = layer1_policy.first_message_with(messages, fresh_ids)                    # (+)
-            _BATCH_START[0] = next(iter(layer1_policy.ids_in(messages[first]) & fresh_ids))   # (+)
-    view = []
-    for m in messages:
-        if m["role"] == "user" and isinstance(m["content"], list):
-            m = {**m, "content": [_placeholder(b, calls) if b.get("tool_use_id") in s06._CLEARED else b
-                                  for b in m["content"]]}
-        view.append(m)
-    view = layer1_inputs.clear_inputs(view, _CLEARED_INPUTS)                                 # (+)
-    return layer1_policy.with_cache_point(view, _BATCH_START[0])                             # (+)
-
-
-_CLEARED_INPUTS = set()   # s06 would keep it beside _CLEARED
-_BATCH_START = [None]     # the id where the latest batch starts: a cache breakpoint goes before it
-_PLACEHOLDERS = {}        # tool_use id -> its placeholder, made once: the prefix stays byte-stable
-
-
-def _placeholder(block, calls):
-    """s06's placeholder, naming where the whole result is saved (+)."""
-    if block["tool_use_id"] not in _PLACEHOLDERS:
-        made = s06_compact._placeholder(block, calls)
-        name = calls.get(block["tool_use_id"], {}).get("name", "tool")
-        path = None if name == "read_file" else spill.spill_for_placeholder(block["content"], name)
-        if path:
-            made = {**made, "content": made["content"][:-1] + f"; the whole result is in {path}]"}
-        _PLACEHOLDERS[block["tool_use_id"]] = made
-    return _PLACEHOLDERS[block["tool_use_id"]]
-
-
-def spilling_call_tool(name, args, tools, handlers, _call_tool=s03_todo.call_tool):
-    """s03's call_tool, the cap keeping big results whole on disk (harness.spill) (+)."""
-    output, is_error = _call_tool(name, args, tools, handlers)
-    return spill.keep_whole(output, CAP, name), is_error
-
-
-CAP = s03_todo.OUTPUT_CAP
-
-
-@contextmanager
-def proposal():
-    """Put the proposed wiring in for one run, and take it out again."""
-    saved = {(m, a): getattr(m, a) for m in (s06_compact, s07_task_system) for a in ("micro_compact",)}
-    saved[(s03_todo, "call_tool")] = s03_todo.call_tool
-    saved[(s03_todo, "OUTPUT_CAP")] = s03_todo.OUTPUT_CAP
-    try:
-        s06_compact.micro_compact = s07_task_system.micro_compact = proposed_micro_compact
-        s03_todo.OUTPUT_CAP = 10 * BLOB_BYTES      # the tools keep it all; call_tool spills
-        s03_todo.call_tool = spilling_call_tool
-        yield
-    finally:
-        for (module, name), value in saved.items():
-            setattr(module, name, value)
-
-
 # ---------------------------------------------------------------- playing a shape
 
 @contextmanager
@@ -311,19 +234,15 @@ def _fresh_lesson_state(baseline):
         if isinstance(steps[m], int):
             m.MAX_STEPS = MAX_STEPS
     s06_compact._CLEARED.clear()
-    _CLEARED_INPUTS.clear()
-    _BATCH_START[0] = None
-    _PLACEHOLDERS.clear()
-    s06_compact.CONTEXT.reset()
+    s06_compact._LATEST[0] = None
+    spill._saved_by_hash.clear()
+    s06_compact.CONTEXT.reported, s06_compact.CONTEXT.seen = None, 0
     s06_compact.CONTEXT.after_compaction = 0
     try:
         if baseline:
             for m in saved:
                 m.micro_compact = per_call_micro_compact
             yield
-        elif PATCH_PROPOSAL:
-            with proposal():
-                yield
         else:
             yield
     finally:
