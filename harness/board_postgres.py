@@ -117,12 +117,12 @@ def connect_problem(exc: BaseException, name: str) -> str:
     return f"cannot open the board {name}: {first_line(exc)}"
 
 
-def _psycopg():
+def _psycopg(name: str):
     try:
         import psycopg
         return psycopg
     except ImportError as exc:  # not installed, or installed without a libpq to use
-        raise SetupError(f"a postgresql:// board needs psycopg ({first_line(exc)}): {INSTALL}") from None
+        raise SetupError(f"the board {name} needs psycopg ({first_line(exc)}): {INSTALL}") from None
 
 
 class PostgresTasks:
@@ -146,7 +146,7 @@ class PostgresTasks:
 
     def _open(self, error=ValueError):
         """A new autocommit connection (each locked() opens its own transaction), or one clear line."""
-        psycopg = _psycopg()
+        psycopg = _psycopg(self.name)
         try:
             conn = psycopg.connect(self._url, autocommit=True, connect_timeout=CONNECT_TIMEOUT)
         except psycopg.Error as exc:
@@ -173,7 +173,7 @@ class PostgresTasks:
     @contextmanager
     def _talking(self, doing: str) -> Iterator[None]:
         """A database error becomes one line saying what we were doing, on which board."""
-        psycopg = _psycopg()
+        psycopg = _psycopg(self.name)
         try:
             yield
         except psycopg.Error as exc:
