@@ -20,7 +20,7 @@ from conftest import ROOT, clean_env, tool_results
 from harness.checklist import import_checklist
 from harness.config import SetupError
 from harness.live_board import BoardWatcher
-from harness.stand_in_api import StandInAPI, reply, text, tool
+from harness.stand_in_api import reply, text, tool
 from s07_task_system import TaskManager
 
 FORK = multiprocessing.get_context("fork")
@@ -231,24 +231,12 @@ def test_the_board_comes_back_after_a_compaction(board, monkeypatch):
     assert tasks.list_all() in message
 
 
-def run_s07(cwd, board, *args, stdin="q\n", script=(), name="alice"):
-    """s07 as a user runs it, in `cwd`, on TASK_BOARD=board, against the loopback stand-in."""
-    cwd.mkdir(parents=True, exist_ok=True)
-    with StandInAPI(list(script)) as api:
-        env = clean_env(cwd.parent, TASK_BOARD=board, AGENT_NAME=name, ANTHROPIC_BASE_URL=api.url,
-                        ANTHROPIC_API_KEY="test-key")
-        proc = subprocess.run([sys.executable, str(ROOT / "s07_task_system.py"), *args], cwd=cwd, env=env,
-                              input=stdin, capture_output=True, text=True, encoding="utf-8", timeout=60)
-    return proc, api
-
-
-def test_every_task_command_works_in_the_repl(board, tmp_path):
+def test_every_task_command_works_in_the_repl(board, run_main):
     stdin = ("/task add Design\n/task add Build\n/task add Docs\n/task block 2 1\n/task order\n"
              "/task start 2\n/task ready\n/task start 1\n/task done 1\n/task show 2\n/task unblock 3 1\n"
              "/task delete 3\n/task block 3 1\n/task\n/tasks\n/task help\nq\n")
-    proc, api = run_s07(tmp_path / "work", board, stdin=stdin)
-    out, err = proc.stdout, proc.stderr
-    assert proc.returncode == 0 and api.requests == [], err
+    code, out, err, api = run_main(s07, stdin=stdin, env={"TASK_BOARD": board, "AGENT_NAME": "alice"})
+    assert code == 0 and api.requests == [], err
     assert "Created task #1: Design" in out and "Created task #3: Docs" in out and "Order: #1 → #2" in out
     assert "error: #2 is blocked by #1 Design" in err
     assert "Ready to start: #1 Design, #3 Docs" in out and "Unblocked: #2 Build" in out
@@ -260,15 +248,15 @@ def test_every_task_command_works_in_the_repl(board, tmp_path):
     assert {i: t["status"] for i, t in final.items()} == {1: "completed", 2: "pending", 3: "deleted"}
 
 
-def test_the_board_survives_a_compaction_in_a_real_run(board, tmp_path):
+def test_the_board_survives_a_compaction_in_a_real_run(board, run_main):
     script = [reply(tool("task_create", {"subject": "Design"}), tool("task_create", {"subject": "Build"})),
               reply(tool("task_update", {"task_id": 2, "addBlockedBy": [1]})),
               reply(tool("task_list", {})),
               reply(tool("compact", {"focus": "the board"})),
               reply(text("SUMMARY: planned two tasks")),
               reply(text("carrying on"))]
-    proc, api = run_s07(tmp_path / "work", board, "plan it", script=script)
-    assert proc.returncode == 0 and proc.stdout.strip() == "carrying on", proc.stderr
+    code, out, err, api = run_main(s07, "plan it", script=script, env={"TASK_BOARD": board})
+    assert code == 0 and out.strip() == "carrying on", err
     board_before = tool_results(api.requests[3])[0]["content"]
     first = api.requests[5]["messages"][0]["content"]
     assert "SUMMARY: planned two tasks" in first and board_before in first
@@ -375,12 +363,10 @@ def test_a_down_server_a_wrong_password_and_a_missing_database_are_one_clear_lin
         assert "postgresql://postgres@" in line and urlsplit(url).password not in line
 
 
-def test_a_bad_board_url_stops_s07_with_one_line_and_no_traceback(pg_url, tmp_path):
-    url = with_part(pg_url, password="wrong-secret")
-    proc, _ = run_s07(tmp_path / "work", url)
-    assert proc.returncode == 1 and "Traceback" not in proc.stderr
-    assert proc.stderr.strip().count("\n") == 0 and "refused the password" in proc.stderr
-    assert "wrong-secret" not in proc.stderr
+def test_a_bad_board_url_stops_s07_with_one_line_and_no_traceback(pg_url, run_main):
+    code, out, err, api = run_main(s07, env={"TASK_BOARD": with_part(pg_url, password="wrong-secret")})
+    assert code == 1 and "Traceback" not in err and api.requests == []
+    assert err.strip().count("\n") == 0 and "refused the password" in err and "wrong-secret" not in err
 
 
 def test_a_missing_psycopg_says_how_to_install_it(monkeypatch):
@@ -390,18 +376,26 @@ def test_a_missing_psycopg_says_how_to_install_it(monkeypatch):
     assert "secret" not in str(caught.value) and "postgresql://me@127.0.0.1:1/board" in str(caught.value)
 
 
+def s07_process(cwd, board, name):
+    """s07's REPL as a user starts it, in `cwd`, on TASK_BOARD=board; it waits for its stdin."""
+    cwd.mkdir(parents=True)
+    env = clean_env(cwd.parent, TASK_BOARD=board, AGENT_NAME=name, ANTHROPIC_API_KEY="test-key",
+                    ANTHROPIC_BASE_URL="http://127.0.0.1:9")    # never called: /task needs no model
+    return subprocess.Popen([sys.executable, str(ROOT / "s07_task_system.py")], cwd=cwd, env=env,
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, encoding="utf-8")
+
+
 def test_two_s07_processes_in_two_folders_work_one_postgresql_board(pg_board, tmp_path):
-    a, b = tmp_path / "alice", tmp_path / "bob"
-    proc, _ = run_s07(a, pg_board, stdin="/task add Design\n/task add Build\n/task block 2 1\n/task start 1\nq\n")
-    assert proc.returncode == 0 and "Created task #2: Build" in proc.stdout, proc.stderr
-    proc, _ = run_s07(b, pg_board, name="bob", stdin="/task start 2\n/task done 1\n/task start 2\n/tasks\nq\n")
-    assert proc.returncode == 0
-    assert "error: #2 is blocked by #1 Design" in proc.stderr
-    assert "took #1 over from alice" in proc.stdout and "Unblocked: #2 Build" in proc.stdout
-    assert "[>] #2: Build (owner: bob)" in proc.stdout
-    proc, _ = run_s07(a, pg_board, stdin="/tasks\nq\n")
-    assert "[x] #1: Design (owner: bob)" in proc.stdout and "[>] #2: Build (owner: bob)" in proc.stdout
-    assert not (a / ".tasks").exists() and not (b / ".tasks").exists()   # the board is the database
+    alice = s07_process(tmp_path / "alice", pg_board, "alice")   # both running at once
+    bob = s07_process(tmp_path / "bob", pg_board, "bob")
+    out, err = alice.communicate("/task add Design\n/task add Build\n/task block 2 1\n/task start 1\nq\n", 60)
+    assert alice.returncode == 0 and "Created task #2: Build" in out, err
+    out, err = bob.communicate("/task start 2\n/task done 1\n/task start 2\n/tasks\nq\n", 60)
+    assert bob.returncode == 0 and "error: #2 is blocked by #1 Design" in err
+    assert "took #1 over from alice" in out and "Unblocked: #2 Build" in out
+    assert "[x] #1: Design (owner: bob)" in out and "[>] #2: Build (owner: bob)" in out
+    assert not (tmp_path / "alice" / ".tasks").exists() and not (tmp_path / "bob" / ".tasks").exists()
 
 
 # ---------------------------------------------------------------- /task import (no PostgreSQL needed)
