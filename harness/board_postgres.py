@@ -134,8 +134,9 @@ class PostgresTasks:
         self.agent = None                # who writes, when known: the live board names them (live_board.py)
         self.backend_pids = set()        # our sessions' ids on the server: the live board skips their news
         self._mutex = threading.RLock()  # one connection: one thread at a time uses it
-        self._in_tx = False
-        self._tasks, self._problems, self._generation = {}, [], None   # the cache, and its generation
+        self._tasks, self._problems = {}, {}   # the cache: usable tasks, and a line per unusable row
+        self._generation = None          # the generation the cache is the board of; None: stale
+        self._locked_at = None           # under locked(): the board's generation now (it moves only by us)
         self._conn = self._open(SetupError)
         self._ensure_schema()
         oid = self._value("SELECT 'tasks'::regclass::oid::bigint")
@@ -190,8 +191,12 @@ class PostgresTasks:
     def locked(self):
         """One transaction holding the board's advisory lock; an exception inside undoes every write.
 
-        Not re-entrant, by contract (as the folder's lock). The lock is transaction-scoped:
-        the server releases it at COMMIT or ROLLBACK, or when our connection dies.
+        Not re-entrant, by contract (as the folder's lock). Both locks are transaction-scoped:
+        the server releases them at COMMIT or ROLLBACK, or when our connection dies.
+        - the advisory lock is the board's lock: every agent takes it around a read-modify-write.
+        - the row lock on the generation (FOR UPDATE) holds off a hand edit made in psql until we
+          commit (its trigger must update that row), so while we hold it the board changes only
+          by our own writes, and a cache as new as the generation is the board: reads need no query.
         """
         with self._mutex, self._talking("change the board"):
             conn = self._connection()
@@ -199,13 +204,13 @@ class PostgresTasks:
                 with conn.transaction():
                     conn.execute("SELECT pg_advisory_xact_lock(%s), set_config('task_board.agent', %s, true)",
                                  (self._lock_key, self.agent or ""))
-                    self._in_tx = True
+                    self._locked_at = conn.execute("SELECT generation FROM task_board FOR UPDATE").fetchone()[0]
                     yield
             except BaseException:
                 self._generation = None  # our cache holds writes that were just rolled back
                 raise
             finally:
-                self._in_tx = False
+                self._locked_at = None
 
     # ------------------------------------------------------------ writing
 
@@ -218,23 +223,27 @@ class PostgresTasks:
         return self._put(task, CLAIM)
 
     def _put(self, task: Task, sql: str) -> bool:
-        assert self._in_tx, "tasks are written only under the board's lock"
+        assert self._locked_at is not None, "tasks are written only under the board's lock"
         task = {**task, "updated_at": now()}
         params = (task["id"], task["subject"], task["description"], task["status"], task["blockedBy"],
                   task["owner"], task.get("unblocked"), task["created_at"], task["updated_at"])
         with self._talking(f"save task #{task['id']}"):
-            conn, expected = self._connection(), self._generation
-            if conn.execute(sql, params).rowcount == 0:
+            if self._connection().execute(sql, params).rowcount == 0:
                 return False             # the claim lost: that id is taken
-            # The trigger added one to the generation. Exactly one more than our cache's: nobody
-            # else wrote, so the cache plus this task is the board (and no full fetch is needed).
-            now_at = conn.execute("SELECT generation FROM task_board").fetchone()[0]
-        if expected is not None and now_at == expected + 1:
+        # The trigger added one to the generation (we hold its row: nobody else can). A cache that
+        # was the board is the board again with this task in it: no full read is needed.
+        current, self._locked_at = self._current(), self._locked_at + 1
+        if current:
             self._tasks[task["id"]] = task
+            self._problems.pop(task["id"], None)
             if next(reversed(self._tasks)) != task["id"]:
                 self._tasks = dict(sorted(self._tasks.items()))
-            self._generation = now_at
+            self._generation = self._locked_at
         return True
+
+    def _current(self) -> bool:
+        """Under the lock: is our cache the board? (Then nothing can change it but us.)"""
+        return self._locked_at is not None and self._generation == self._locked_at
 
     # ------------------------------------------------------------ reading
 
@@ -244,12 +253,18 @@ class PostgresTasks:
 
     def load(self, task_id: int) -> Task:
         """One task, read now, or ValueError: missing (and which exist), or not usable (and why)."""
-        with self._mutex, self._talking(f"read task #{task_id}"):
-            row = self._connection().execute(SELECT + " WHERE id = %s", (task_id,)).fetchone()
-        if row is None:
+        with self._mutex:
+            if self._current():          # under the lock the cache is the board: no query
+                task, problem = self._tasks.get(task_id), self._problems.get(task_id)
+                found = task is not None or problem is not None
+            else:
+                with self._talking(f"read task #{task_id}"):
+                    row = self._connection().execute(SELECT + " WHERE id = %s", (task_id,)).fetchone()
+                found = row is not None
+                task, problem = self._task(row) if found else (None, None)
+        if not found:
             existing = ", ".join(f"#{i}" for i in self.scan()[0]) or "none yet"
             raise ValueError(f"no task #{task_id}; existing tasks: {existing}")
-        task, problem = self._task(row)
         if problem:
             raise ValueError(problem)
         return task
@@ -271,19 +286,20 @@ class PostgresTasks:
         edits too, so the cache is never stale, whichever way a row was changed.
         """
         with self._mutex, self._talking("read the board"):
-            conn = self._connection()
-            generation = conn.execute("SELECT generation FROM task_board").fetchone()[0]
+            conn, generation = self._connection(), self._locked_at
+            if generation is None:       # not under the lock: one query says whether anything changed
+                generation = conn.execute("SELECT generation FROM task_board").fetchone()[0]
             if generation != self._generation:
                 rows = conn.execute(SELECT + " ORDER BY id").fetchall()   # at least as new as generation
                 self._fill(rows, generation)
-        return dict(self._tasks), list(self._problems)
+            return dict(self._tasks), sorted(self._problems.values())
 
     def _fill(self, rows: list, generation: int) -> None:
-        tasks, problems = {}, []
+        tasks, problems = {}, {}
         for row in rows:
             task, problem = self._task(row)
             if problem:
-                problems.append(problem)
+                problems[row[0]] = problem
             else:
                 tasks[task["id"]] = task
         self._tasks, self._problems, self._generation = tasks, problems, generation
