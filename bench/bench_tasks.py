@@ -3,6 +3,7 @@
 
     python bench/bench_tasks.py            # 1,000 and 10,000
     python bench/bench_tasks.py 500        # other sizes
+    python bench/bench_tasks.py --stores   # only the file board beside PostgreSQL
 
 Then the PostgreSQL board beside the file board, in the same run, on loopback: the server in
 BENCH_DATABASE_URL (or TEST_DATABASE_URL), else a throwaway cluster with fsync on
@@ -183,6 +184,7 @@ def board_stores(size, folder, url):
     create = taking_turns({name: partial(b.create, "a task", "a description of ordinary length for a task "
                                          "on the board") for name, b in tasks.items()}, size, mean=True)
     list_all = taking_turns({name: b.list_all for name, b in tasks.items()})
+    scan = taking_turns({name: partial(b.files.scan, validate=True) for name, b in tasks.items()})
     complete = taking_turns({name: completions(b, size) for name, b in tasks.items()},
                             min(REPEATS, size // (DEPENDENTS + 1)))
     chains = boards("chain")
@@ -192,7 +194,8 @@ def board_stores(size, folder, url):
     block = taking_turns({name: second_blockers(c, size) for name, c in chains.items()})
     cold = {"files": timed(lambda: TaskManager(folder / "board").list_all(), 3),   # a new process's first
             "postgres": timed(lambda: TaskManager(tasks["postgres"].files._url).list_all(), 3)}  # listing
-    return {"create (mean over all N)": create, "list_all": list_all, "list_all (a new manager)": cold,
+    return {"create (mean over all N)": create, "list_all": list_all, "scan (the store's part of it)": scan,
+            "list_all (a new manager)": cold,
             "add a blocker (chained board)": block, f"complete + clear {DEPENDENTS} dependents": complete}
 
 
@@ -270,9 +273,14 @@ def compare_stores(sizes):
 
 
 def main():
-    sizes = [int(a) for a in sys.argv[1:]] or [1000, 10000]
+    only_stores = "--stores" in sys.argv   # only the file board beside PostgreSQL
+    sizes = [int(a) for a in sys.argv[1:] if a != "--stores"] or [1000, 10000]
     if min(sizes) <= 2 * REPEATS:
         sys.exit(f"bench_tasks.py: sizes must be above {2 * REPEATS} tasks")
+    if only_stores:
+        print(f"machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, "
+              f"{platform.system()} {platform.release()}")
+        return compare_stores(sizes)
     print(f"machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, "
           f"{platform.system()} {platform.release()}")
     results = {}

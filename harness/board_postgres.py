@@ -204,7 +204,8 @@ class PostgresTasks:
                 with conn.transaction():
                     conn.execute("SELECT pg_advisory_xact_lock(%s), set_config('task_board.agent', %s, true)",
                                  (self._lock_key, self.agent or ""))
-                    self._locked_at = conn.execute("SELECT generation FROM task_board FOR UPDATE").fetchone()[0]
+                    held = conn.execute("SELECT generation FROM task_board FOR UPDATE")
+                    self._locked_at = held.fetchone()[0]
                     yield
             except BaseException:
                 self._generation = None  # our cache holds writes that were just rolled back
@@ -234,9 +235,10 @@ class PostgresTasks:
         # was the board is the board again with this task in it: no full read is needed.
         current, self._locked_at = self._current(), self._locked_at + 1
         if current:
-            self._tasks[task["id"]] = task
+            new_below = task["id"] not in self._tasks and self._tasks and task["id"] < next(reversed(self._tasks))
+            self._tasks[task["id"]] = task       # a replaced task keeps its place: the order holds
             self._problems.pop(task["id"], None)
-            if next(reversed(self._tasks)) != task["id"]:
+            if new_below:                        # a new id below the largest: sort once more
                 self._tasks = dict(sorted(self._tasks.items()))
             self._generation = self._locked_at
         return True

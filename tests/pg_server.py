@@ -12,6 +12,10 @@ Without each piece:
 - a password (scram-sha-256): the wrong-password test needs a server that checks passwords.
 - skip_or_fail: locally a missing server skips with one line; with CI=true it fails, so a
   CI that forgot to install the server cannot go green by skipping.
+
+As a script, for .ci/run (one cluster for the whole suite, its URL in TEST_DATABASE_URL):
+    eval "$(python tests/pg_server.py start)"     # exports TEST_DATABASE_URL and PG_BOARD_DIR
+    python tests/pg_server.py stop "$PG_BOARD_DIR"
 """
 
 import glob
@@ -20,6 +24,7 @@ import secrets
 import shutil
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -130,3 +135,23 @@ def skip_or_fail(reason: str) -> None:
     if os.environ.get("CI", "").lower() == "true":
         pytest.fail(f"CI=true but {reason}", pytrace=False)
     pytest.skip(reason)
+
+
+def main(argv: list) -> int:
+    if argv[:1] == ["start"] and bin_dir() is not None:
+        started = ThrowawayServer(bin_dir()).start()
+        print(f"export TEST_DATABASE_URL='{started.url}' PG_BOARD_DIR='{started.root}'")
+        return 0
+    if argv[:1] == ["stop"] and len(argv) == 2:
+        stopped = ThrowawayServer.__new__(ThrowawayServer)   # only its folders: the server is running
+        stopped.bin, stopped.root = bin_dir(), Path(argv[1])
+        stopped.data = stopped.root / "data"
+        stopped.stop()
+        return 0
+    print("usage: pg_server.py start | stop FOLDER (start needs the PostgreSQL server binaries)",
+          file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
