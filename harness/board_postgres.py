@@ -162,10 +162,16 @@ class PostgresTasks:
         return self._conn
 
     def _ensure_schema(self):
+        """Make the tables if missing; never touch a table called tasks that some other program made."""
         if self._value("SELECT to_regclass('task_board') IS NOT NULL"):
             return
         with self._talking("create the tables"), self._conn.transaction():
             self._conn.execute("SELECT pg_advisory_xact_lock(%s)", (SCHEMA_LOCK,))
+            theirs = self._conn.execute("SELECT to_regclass('tasks') IS NOT NULL AND "
+                                        "to_regclass('task_board') IS NULL").fetchone()[0]
+            if theirs:
+                raise SetupError(f"the database of the board {self.name} already has a table 'tasks' that "
+                                 "is not a task board: use another database, or a schema of its own")
             self._conn.execute(SCHEMA)   # IF NOT EXISTS throughout: a second process finds it done
 
     def close(self) -> None:

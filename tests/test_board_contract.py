@@ -369,6 +369,32 @@ def test_a_bad_board_url_stops_s07_with_one_line_and_no_traceback(pg_url, run_ma
     assert err.strip().count("\n") == 0 and "refused the password" in err and "wrong-secret" not in err
 
 
+def _open_at_once(url, barrier, results):
+    barrier.wait()
+    try:
+        results.put(TaskManager(url).create("first of its process"))
+    except Exception as exc:  # noqa: BLE001 - the test reports whatever failed
+        results.put(f"failed: {exc}")
+
+
+def test_four_agents_starting_at_once_on_an_empty_database_all_get_the_board(pg_board):
+    barrier, results = FORK.Barrier(4), FORK.Queue()
+    procs = [FORK.Process(target=_open_at_once, args=(pg_board, barrier, results)) for _ in range(4)]
+    for p in procs:
+        p.start()
+    created = sorted(results.get(timeout=30) for _ in procs)
+    for p in procs:
+        p.join(30)
+    assert created == [f"Created task #{n}: first of its process" for n in range(1, 5)]
+
+
+def test_a_table_called_tasks_that_is_not_a_board_is_left_alone(pg_board):
+    sql(pg_board, "CREATE TABLE tasks (id int PRIMARY KEY, title text)")   # another program's table
+    with pytest.raises(SetupError, match="already has a table 'tasks' that is not a task board"):
+        TaskManager(pg_board)
+    assert sql(pg_board, "SELECT count(*) FROM pg_trigger WHERE tgrelid = 'tasks'::regclass") == [(0,)]
+
+
 def test_a_missing_psycopg_says_how_to_install_it(monkeypatch):
     monkeypatch.setitem(sys.modules, "psycopg", None)    # import psycopg now raises ImportError
     with pytest.raises(SetupError) as caught:
