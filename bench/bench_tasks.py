@@ -3,6 +3,11 @@
 
     python bench/bench_tasks.py            # 1,000 and 10,000
     python bench/bench_tasks.py 500        # other sizes
+    python bench/bench_tasks.py --stores   # only the file board beside PostgreSQL
+
+Then the PostgreSQL board beside the file board, in the same run, on loopback: the server in
+BENCH_DATABASE_URL (or TEST_DATABASE_URL), else a throwaway cluster with fsync on
+(tests/pg_server.py). Without psycopg or a server that part is skipped, with one line.
 
 s07 runs with every safety on: atomic writes, the folder lock, validation,
 the cycle check, hand edits seen by the next listing. The reference is the
@@ -12,7 +17,9 @@ a temporary folder, the same operations, the same sizes, in the same run.
 """
 
 import json
+import multiprocessing
 import os
+import secrets
 import platform
 import statistics
 import sys
@@ -26,6 +33,7 @@ from s07_task_system import TaskManager  # noqa: E402
 
 DEPENDENTS = 10   # tasks each completed task unblocks
 REPEATS = 20      # timed runs of each single operation
+CLAIMERS, CLAIM_ROUNDS = 8, 5   # concurrent starters of one task, and how many tasks they fight over
 
 
 class UnsafeReference:
@@ -168,10 +176,111 @@ def bench(size):
                 f"complete + clear {DEPENDENTS} dependents": complete}
 
 
+def board_stores(size, folder, url):
+    """{operation: {"files": ms, "postgres": ms}}: the same TaskManager on a folder and on PostgreSQL."""
+    def boards(kind):
+        return {"files": TaskManager(folder / kind), "postgres": TaskManager(fresh_schema(url))}
+    tasks = boards("board")
+    create = taking_turns({name: partial(b.create, "a task", "a description of ordinary length for a task "
+                                         "on the board") for name, b in tasks.items()}, size, mean=True)
+    list_all = taking_turns({name: b.list_all for name, b in tasks.items()})
+    scan = taking_turns({name: partial(b.files.scan, validate=True) for name, b in tasks.items()})
+    complete = taking_turns({name: completions(b, size) for name, b in tasks.items()},
+                            min(REPEATS, size // (DEPENDENTS + 1)))
+    chains = boards("chain")
+    for chain in chains.values():
+        for n in range(1, size + 1):
+            chain.create(f"step {n}", "", [n - 1] if n > 1 else None)
+    block = taking_turns({name: second_blockers(c, size) for name, c in chains.items()})
+    cold = {"files": timed(lambda: TaskManager(folder / "board").list_all(), 3),   # a new process's first
+            "postgres": timed(lambda: TaskManager(tasks["postgres"].files._url).list_all(), 3)}  # listing
+    return {"create (mean over all N)": create, "list_all": list_all, "scan (the store's part of it)": scan,
+            "list_all (a new manager)": cold,
+            "add a blocker (chained board)": block, f"complete + clear {DEPENDENTS} dependents": complete}
+
+
+def fresh_schema(url):
+    """A URL for an empty board on the same server: a new schema, looked up first."""
+    import psycopg
+    schema = f"bench_{secrets.token_hex(4)}"
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute(f"CREATE SCHEMA {schema}")
+    return url + ("&" if "?" in url else "?") + f"options=-csearch_path%3D{schema}"
+
+
+def _claim(location, name, barrier, results):
+    tasks = TaskManager(location, agent=name)
+    for task_id in range(1, CLAIM_ROUNDS + 1):
+        barrier.wait()
+        start = time.perf_counter()
+        try:
+            tasks.update(task_id, status="in_progress")
+            won = True
+        except ValueError:
+            won = False
+        results.put((task_id, won, (time.perf_counter() - start) * 1000))
+
+
+def claim_rounds(location):
+    """(winners in each round, the median ms of one contested start) for CLAIMERS processes."""
+    setup = TaskManager(location)
+    for n in range(CLAIM_ROUNDS):
+        setup.create(f"contested {n}")
+    fork = multiprocessing.get_context("fork")
+    barrier, results = fork.Barrier(CLAIMERS), fork.Queue()
+    procs = [fork.Process(target=_claim, args=(location, f"agent{n}", barrier, results)) for n in range(CLAIMERS)]
+    for p in procs:
+        p.start()
+    outcomes = [results.get(timeout=120) for _ in range(CLAIMERS * CLAIM_ROUNDS)]
+    for p in procs:
+        p.join(30)
+    winners = [sum(won for t, won, _ in outcomes if t == task_id) for task_id in range(1, CLAIM_ROUNDS + 1)]
+    return winners, statistics.median(ms for _, _, ms in outcomes)
+
+
+def postgres_server():
+    """(url, stop) of the server to measure, or (None, the reason) when there is none."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+    import pg_server
+    url = os.environ.get("BENCH_DATABASE_URL") or os.environ.get("TEST_DATABASE_URL")
+    if url:
+        return url, lambda: None
+    why = pg_server.missing()
+    if why:
+        return None, why
+    return pg_server.server(durable=True)   # fsync on: the numbers a real server gives
+
+
+def compare_stores(sizes):
+    url, stop = postgres_server()
+    if url is None:
+        print(f"\nPostgreSQL board: skipped ({stop})")
+        return
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            results = {size: board_stores(size, Path(tmp) / str(size), url) for size in sizes}
+            claims = {"files": claim_rounds(Path(tmp) / "claims"), "postgres": claim_rounds(fresh_schema(url))}
+    finally:
+        stop()
+    print("\nthe file board beside PostgreSQL on loopback (fsync on), ms per operation")
+    print(f"{'operation':<34}" + "".join(f"{f'{s:,}: files':>14}{'postgres':>10}" for s in sizes))
+    for op in results[sizes[0]]:
+        print(f"{op:<34}" + "".join(f"{results[s][op]['files']:>14.2f}{results[s][op]['postgres']:>10.2f}"
+                                    for s in sizes))
+    for name, (winners, ms) in claims.items():
+        print(f"{CLAIMERS} concurrent claimers x {CLAIM_ROUNDS} rounds, {name}: winners per round {winners}, "
+              f"median {ms:.2f} ms per contested start")
+
+
 def main():
-    sizes = [int(a) for a in sys.argv[1:]] or [1000, 10000]
+    only_stores = "--stores" in sys.argv   # only the file board beside PostgreSQL
+    sizes = [int(a) for a in sys.argv[1:] if a != "--stores"] or [1000, 10000]
     if min(sizes) <= 2 * REPEATS:
         sys.exit(f"bench_tasks.py: sizes must be above {2 * REPEATS} tasks")
+    if only_stores:
+        print(f"machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, "
+              f"{platform.system()} {platform.release()}")
+        return compare_stores(sizes)
     print(f"machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, "
           f"{platform.system()} {platform.release()}")
     results = {}
@@ -191,6 +300,7 @@ def main():
     print(f"{'operation':<34}" + "".join(f"{s:>12,}" for s in sizes))
     for op in details[sizes[0]]:
         print(f"{op:<34}" + "".join(f"{details[s][op]:>12.2f}" for s in sizes))
+    compare_stores(sizes)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,465 @@
+"""One contract, two stores: every test here that takes `board` runs on a folder and on PostgreSQL.
+
+The PostgreSQL tests use TEST_DATABASE_URL, or a throwaway cluster (tests/pg_server.py) started
+once per session; each test gets a fresh schema. Without a server or psycopg they skip with one
+line, and with CI=true they fail instead.
+"""
+
+import json
+import multiprocessing
+import secrets
+import subprocess
+import sys
+from urllib.parse import urlsplit, urlunsplit
+
+import pytest
+
+import pg_server
+import s07_task_system as s07
+from conftest import ROOT, clean_env, tool_results
+from harness.checklist import import_checklist
+from harness.config import SetupError
+from harness.live_board import BoardWatcher
+from harness.stand_in_api import reply, text, tool
+from s07_task_system import TaskManager
+
+FORK = multiprocessing.get_context("fork")
+STARTERS, ROUNDS = 8, 5
+
+
+# ---------------------------------------------------------------- the two boards
+
+@pytest.fixture(scope="session")
+def pg_url():
+    why = pg_server.missing()
+    if why:
+        pg_server.skip_or_fail(why)
+    url, stop = pg_server.server()
+    yield url
+    stop()
+
+
+def in_schema(url, schema):
+    """The same server and database, with the tables looked up (and made) in `schema` only."""
+    parts = urlsplit(url)
+    query = "&".join(filter(None, [parts.query, f"options=-csearch_path%3D{schema}"]))
+    return urlunsplit(parts._replace(query=query))
+
+
+@pytest.fixture
+def pg_board(pg_url):
+    import psycopg
+    schema = f"board_{secrets.token_hex(6)}"
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        conn.execute(f"CREATE SCHEMA {schema}")
+    yield in_schema(pg_url, schema)
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        conn.execute(f"DROP SCHEMA {schema} CASCADE")
+
+
+@pytest.fixture(params=["files", "postgres"])
+def board(request, tmp_path):
+    """Where a board is, as --board or TASK_BOARD takes it: a folder, or a postgresql:// URL."""
+    if request.param == "files":
+        return str(tmp_path / ".tasks")
+    return request.getfixturevalue("pg_board")
+
+
+def sql(url, statement, params=()):
+    import psycopg
+    with psycopg.connect(url, autocommit=True) as conn:
+        cur = conn.execute(statement, params)
+        return cur.fetchall() if cur.description else None
+
+
+def listing(tasks):
+    return {t["id"]: (t["status"], t["owner"], t["blockedBy"]) for t in tasks.files.scan(validate=True)[0].values()}
+
+
+# ---------------------------------------------------------------- ids
+
+def test_ids_are_the_largest_plus_one_and_never_reused_after_a_delete(board):
+    tasks = TaskManager(board)
+    for s in ("a", "b", "c"):
+        tasks.create(s)
+    tasks.update(3, status="deleted")
+    assert TaskManager(board).create("d") == "Created task #4: d"   # a new process's max-scan
+
+
+def _create_many(board, barrier, results, count):
+    tasks = TaskManager(board)
+    barrier.wait()
+    results.put([int(tasks.create("x").split("#")[1].split(":")[0]) for _ in range(count)])
+
+
+def test_ids_are_unique_across_concurrent_creators_in_several_processes(board):
+    TaskManager(board).create("first")
+    barrier, results = FORK.Barrier(4), FORK.Queue()
+    procs = [FORK.Process(target=_create_many, args=(board, barrier, results, 5)) for _ in range(4)]
+    for p in procs:
+        p.start()
+    made = sorted(n for _ in procs for n in results.get(timeout=30))
+    for p in procs:
+        p.join(30)
+    assert made == list(range(2, 22))
+    assert sorted(TaskManager(board).files.scan()[0]) == list(range(1, 22))
+
+
+# ---------------------------------------------------------------- claims
+
+def _start_rounds(board, name, barrier, results):
+    tasks = TaskManager(board, agent=name)
+    for task_id in range(1, ROUNDS + 1):
+        barrier.wait()
+        try:
+            tasks.update(task_id, status="in_progress")
+            results.put((task_id, name, "won"))
+        except ValueError as exc:
+            results.put((task_id, name, str(exc)))
+
+
+def test_of_eight_concurrent_starters_exactly_one_wins_each_round(board):
+    setup = TaskManager(board)
+    for n in range(ROUNDS):
+        setup.create(f"contested {n}")
+    barrier, results = FORK.Barrier(STARTERS), FORK.Queue()
+    procs = [FORK.Process(target=_start_rounds, args=(board, f"agent{n}", barrier, results))
+             for n in range(STARTERS)]
+    for p in procs:
+        p.start()
+    outcomes = [results.get(timeout=60) for _ in range(STARTERS * ROUNDS)]
+    for p in procs:
+        p.join(30)
+    for task_id in range(1, ROUNDS + 1):
+        this_round = [(name, r) for t, name, r in outcomes if t == task_id]
+        winners = [name for name, r in this_round if r == "won"]
+        assert len(this_round) == STARTERS and len(winners) == 1
+        assert all(f"#{task_id} is in progress by {winners[0]}" in r for name, r in this_round if r != "won")
+        assert setup.files.load(task_id)["owner"] == winners[0]
+
+
+def test_a_non_owner_cannot_complete_and_a_person_can_force_a_takeover(board):
+    alice, bob = TaskManager(board, agent="alice"), TaskManager(board, agent="bob")
+    alice.create("a")
+    alice.update(1, status="in_progress")
+    with pytest.raises(ValueError, match="#1 is in progress by alice"):
+        bob.update(1, status="completed")
+    assert alice.files.load(1)["status"] == "in_progress"
+    result = bob.update(1, status="in_progress", force=True)    # /task start 1
+    assert "took #1 over from alice" in result and bob.files.load(1)["owner"] == "bob"
+
+
+# ---------------------------------------------------------------- completion and its clears
+
+def _complete(board, name, task_id, barrier, results):
+    tasks = TaskManager(board, agent=name)
+    barrier.wait()
+    tasks.update(task_id, status="completed")
+    results.put(task_id)
+
+
+def test_two_blockers_completed_at_once_both_clear_their_dependent(board):
+    tasks = TaskManager(board)
+    for n in range(3):                                    # #1 #2 block #3, #4 #5 block #6, ...
+        tasks.create("left")
+        tasks.create("right")
+        tasks.create("after both", blocked_by=[3 * n + 1, 3 * n + 2])
+    for n in range(3):
+        barrier, results = FORK.Barrier(2), FORK.Queue()
+        procs = [FORK.Process(target=_complete, args=(board, who, 3 * n + k, barrier, results))
+                 for k, who in ((1, "a"), (2, "b"))]
+        for p in procs:
+            p.start()
+        for p in procs:
+            p.join(30)
+        assert results.qsize() == 2
+        assert tasks.files.load(3 * n + 3)["blockedBy"] == []    # no clear was lost
+
+
+def test_an_error_after_the_completion_write_undoes_it_on_postgresql(pg_board, monkeypatch):
+    tasks = TaskManager(pg_board)
+    tasks.create("blocker")
+    tasks.create("waits", blocked_by=[1])
+    tasks.create("waits too", blocked_by=[1])
+
+    def broken(self, finished):                          # fails after the completion was written
+        raise ValueError("injected failure in _clear_dependency")
+    monkeypatch.setattr(TaskManager, "_clear_dependency", broken)
+    with pytest.raises(ValueError, match="injected failure"):
+        tasks.update(1, status="completed")
+    monkeypatch.undo()
+    for reader in (tasks, TaskManager(pg_board)):        # our cache and a fresh process agree
+        assert listing(reader) == {1: ("pending", None, []), 2: ("pending", None, [1]), 3: ("pending", None, [1])}
+    assert "Unblocked: #2 waits, #3 waits too" in tasks.update(1, status="completed")
+
+
+# ---------------------------------------------------------------- blockers
+
+def test_unknown_self_and_cyclic_blockers_are_refused_and_change_nothing(board):
+    tasks = TaskManager(board)
+    for s in ("a", "b", "c"):
+        tasks.create(s)
+    tasks.update(2, add_blocked_by=[1])
+    tasks.update(3, add_blocked_by=[2])
+    before = tasks.files.scan(validate=True)
+    for task_id, blocker, message in ((1, 9, "no task #9; existing tasks: #1, #2, #3"),
+                                      (2, 2, "task #2 cannot block itself"),
+                                      (1, 3, "that would make a cycle: #1 → #3 → #2 → #1")):
+        with pytest.raises(ValueError, match=message):
+            tasks.update(task_id, add_blocked_by=[blocker])
+    assert TaskManager(board).files.scan(validate=True) == before
+
+
+def test_a_blocked_task_cannot_start(board):
+    tasks = TaskManager(board)
+    tasks.create("design")
+    tasks.create("build", blocked_by=[1])
+    with pytest.raises(ValueError, match="#2 is blocked by #1 design"):
+        tasks.update(2, status="in_progress")
+    assert tasks.files.load(2)["status"] == "pending"
+
+
+# ---------------------------------------------------------------- compaction and the REPL
+
+def test_the_board_comes_back_after_a_compaction(board, monkeypatch):
+    tasks = TaskManager(board)
+    tasks.create("Design data model")
+    tasks.create("Implement API", blocked_by=[1])
+    monkeypatch.setattr(s07, "TASKS", tasks)
+    message = s07.board_message()
+    assert "[ ] #1: Design data model" in message and "[ ] #2: Implement API blocked by #1" in message
+    assert tasks.list_all() in message
+
+
+def test_every_task_command_works_in_the_repl(board, run_main):
+    stdin = ("/task add Design\n/task add Build\n/task add Docs\n/task block 2 1\n/task order\n"
+             "/task start 2\n/task ready\n/task start 1\n/task done 1\n/task show 2\n/task unblock 3 1\n"
+             "/task delete 3\n/task block 3 1\n/task\n/tasks\n/task help\nq\n")
+    code, out, err, api = run_main(s07, stdin=stdin, env={"TASK_BOARD": board, "AGENT_NAME": "alice"})
+    assert code == 0 and api.requests == [], err
+    assert "Created task #1: Design" in out and "Created task #3: Docs" in out and "Order: #1 → #2" in out
+    assert "error: #2 is blocked by #1 Design" in err
+    assert "Ready to start: #1 Design, #3 Docs" in out and "Unblocked: #2 Build" in out
+    assert json.loads(out[out.index("{"):out.index("}") + 1])["blockedBy"] == []     # /task show 2
+    assert "error: #3 is not blocked by #1" in err and "error: task #3 was deleted" in err
+    assert "[-] #3" not in out.split("Updated [-] #3: Docs")[-1]    # the listings hide the deleted task
+    assert "/task add TITLE" in out
+    final = TaskManager(board).files.scan()[0]
+    assert {i: t["status"] for i, t in final.items()} == {1: "completed", 2: "pending", 3: "deleted"}
+
+
+def test_the_board_survives_a_compaction_in_a_real_run(board, run_main):
+    script = [reply(tool("task_create", {"subject": "Design"}), tool("task_create", {"subject": "Build"})),
+              reply(tool("task_update", {"task_id": 2, "addBlockedBy": [1]})),
+              reply(tool("task_list", {})),
+              reply(tool("compact", {"focus": "the board"})),
+              reply(text("SUMMARY: planned two tasks")),
+              reply(text("carrying on"))]
+    code, out, err, api = run_main(s07, "plan it", script=script, env={"TASK_BOARD": board})
+    assert code == 0 and out.strip() == "carrying on", err
+    board_before = tool_results(api.requests[3])[0]["content"]
+    first = api.requests[5]["messages"][0]["content"]
+    assert "SUMMARY: planned two tasks" in first and board_before in first
+
+
+# ---------------------------------------------------------------- the live board
+
+def test_the_live_board_shows_what_other_agents_did_and_not_our_own(board):
+    alice, bob = TaskManager(board, agent="alice"), TaskManager(board, agent="bob")
+    bob.files.agent = "bob"          # what the REPL's watcher does for its own process (PostgreSQL)
+    watcher = BoardWatcher(alice.files, "alice")
+    try:
+        alice.create("mine")
+        bob.create("theirs")
+        bob.update(2, status="in_progress")
+        lines = gather(watcher, 2)
+        assert lines[0] in ("[board: #2 added by bob]", "[board: #2 added]")   # a file does not say who
+        assert lines[1:] == ["[board: bob started #2]"]
+        alice.update(1, status="in_progress")
+        bob.update(2, status="completed")
+        assert gather(watcher, 1) == ["[board: bob completed #2]"]
+        assert watcher.changes() == []
+    finally:
+        watcher.close()
+
+
+def gather(watcher, count, seconds=5.0):
+    """The watcher's lines until `count` have come (a notification takes a moment to arrive)."""
+    lines = []
+    for _ in range(int(seconds / 0.1)):
+        lines += watcher.changes(wait=0.1)
+        if len(lines) >= count:
+            break
+    return lines
+
+
+def test_the_live_board_on_postgresql_is_told_and_hears_nothing_rolled_back(pg_board, monkeypatch):
+    alice, bob = TaskManager(pg_board, agent="alice"), TaskManager(pg_board, agent="bob")
+    watcher = BoardWatcher(alice.files, "alice")
+    try:
+        assert watcher._listener is not None             # LISTEN, not a scan
+        BoardWatcher(bob.files, "bob").close()           # bob's REPL names him to the trigger
+        bob.create("Design")
+        bob.create("Build", blocked_by=[1])
+        monkeypatch.setattr(TaskManager, "_clear_dependency", lambda self, t: 1 / 0)
+        with pytest.raises(ZeroDivisionError):
+            bob.update(1, status="completed")            # rolled back: never announced
+        monkeypatch.undo()
+        bob.update(1, status="completed")
+        assert gather(watcher, 4) == ["[board: #1 added by bob]", "[board: #2 added by bob]",
+                                      "[board: bob completed #1]", "[board: #2 is ready to start]"]
+    finally:
+        watcher.close()
+
+
+# ---------------------------------------------------------------- PostgreSQL only: rows and errors
+
+def test_the_constraints_refuse_bad_rows(pg_board):
+    import psycopg
+    TaskManager(pg_board).create("good")
+    insert = ("INSERT INTO tasks (id, subject, description, status, blocked_by, created_at, updated_at) "
+              "VALUES (%s, %s, '', %s, %s, now(), now())")
+    for row in ((2, "x", "done", []), (0, "x", "pending", []), (3, "  ", "pending", []),
+                (4, "x", "pending", [4]), (5, "x", "pending", [None]), (1, "x", "pending", [])):
+        with pytest.raises(psycopg.IntegrityError):
+            sql(pg_board, insert, row)
+    assert [t["id"] for t in TaskManager(pg_board).files.scan()[0].values()] == [1]
+
+
+def test_a_row_that_still_cannot_be_used_is_flagged_and_left_as_it_is(pg_board):
+    tasks = TaskManager(pg_board)
+    tasks.create("good")
+    sql(pg_board, "ALTER TABLE tasks DROP CONSTRAINT tasks_status_check")   # a hand migration
+    sql(pg_board, "INSERT INTO tasks (id, subject, description, status, blocked_by, created_at, updated_at) "
+                  "VALUES (7, 'hand made', '', 'done', '{}', now(), now())")
+    board = tasks.list_all()
+    assert "! task #7 on the board postgresql://" in board and "field 'status' is 'done'" in board
+    assert "[ ] #1: good" in board and "Ready to start: #1 good" in board
+    with pytest.raises(ValueError, match="task #7 .* is unreadable"):
+        tasks.get(7)
+    assert TaskManager(pg_board).create("next") == "Created task #8: next"   # the max-scan counts #7
+    assert sql(pg_board, "SELECT status FROM tasks WHERE id = 7") == [("done",)]
+
+
+def with_part(url, **change):
+    parts = urlsplit(url)
+    user, host = parts.netloc.rsplit("@", 1)
+    name, password = user.split(":", 1)
+    netloc = f"{name}:{change.get('password', password)}@{change.get('host', host)}"
+    return urlunsplit(parts._replace(netloc=netloc, path=change.get("path", parts.path)))
+
+
+def test_a_down_server_a_wrong_password_and_a_missing_database_are_one_clear_line(pg_url):
+    if ":" not in urlsplit(pg_url).netloc.rsplit("@", 1)[0]:
+        pg_server.skip_or_fail("TEST_DATABASE_URL has no password, so a wrong one cannot be tested")
+    cases = [(with_part(pg_url, host=f"127.0.0.1:{pg_server.free_port()}"), "cannot reach the PostgreSQL server"),
+             (with_part(pg_url, password="wrong-secret"), "refused the password"),
+             (with_part(pg_url, path="/no_such_db"), "the database 'no_such_db' does not exist")]
+    for url, message in cases:
+        with pytest.raises(SetupError) as caught:
+            TaskManager(url)
+        line = str(caught.value)
+        assert message in line and "\n" not in line
+        assert "postgresql://postgres@" in line and urlsplit(url).password not in line
+
+
+def test_a_bad_board_url_stops_s07_with_one_line_and_no_traceback(pg_url, run_main):
+    code, out, err, api = run_main(s07, env={"TASK_BOARD": with_part(pg_url, password="wrong-secret")})
+    assert code == 1 and "Traceback" not in err and api.requests == []
+    assert err.strip().count("\n") == 0 and "refused the password" in err and "wrong-secret" not in err
+
+
+def _open_at_once(url, barrier, results):
+    barrier.wait()
+    try:
+        results.put(TaskManager(url).create("first of its process"))
+    except Exception as exc:  # noqa: BLE001 - the test reports whatever failed
+        results.put(f"failed: {exc}")
+
+
+def test_four_agents_starting_at_once_on_an_empty_database_all_get_the_board(pg_board):
+    barrier, results = FORK.Barrier(4), FORK.Queue()
+    procs = [FORK.Process(target=_open_at_once, args=(pg_board, barrier, results)) for _ in range(4)]
+    for p in procs:
+        p.start()
+    created = sorted(results.get(timeout=30) for _ in procs)
+    for p in procs:
+        p.join(30)
+    assert created == [f"Created task #{n}: first of its process" for n in range(1, 5)]
+
+
+def test_a_table_called_tasks_that_is_not_a_board_is_left_alone(pg_board):
+    sql(pg_board, "CREATE TABLE tasks (id int PRIMARY KEY, title text)")   # another program's table
+    with pytest.raises(SetupError, match="already has a table 'tasks' that is not a task board"):
+        TaskManager(pg_board)
+    assert sql(pg_board, "SELECT count(*) FROM pg_trigger WHERE tgrelid = 'tasks'::regclass") == [(0,)]
+
+
+def test_a_missing_psycopg_says_how_to_install_it(monkeypatch):
+    monkeypatch.setitem(sys.modules, "psycopg", None)    # import psycopg now raises ImportError
+    with pytest.raises(SetupError) as caught:
+        TaskManager("postgresql://me:secret@127.0.0.1:1/board")
+    line = str(caught.value)
+    assert line.startswith("the board postgresql://me@127.0.0.1:1/board needs psycopg") and "secret" not in line
+    assert line.endswith("python -m pip install -r requirements-postgres.txt") and "\n" not in line
+
+
+def s07_process(cwd, board, name):
+    """s07's REPL as a user starts it, in `cwd`, on TASK_BOARD=board; it waits for its stdin."""
+    cwd.mkdir(parents=True)
+    env = clean_env(cwd.parent, TASK_BOARD=board, AGENT_NAME=name, ANTHROPIC_API_KEY="test-key",
+                    ANTHROPIC_BASE_URL="http://127.0.0.1:9")    # never called: /task needs no model
+    return subprocess.Popen([sys.executable, str(ROOT / "s07_task_system.py")], cwd=cwd, env=env,
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, encoding="utf-8")
+
+
+def test_two_s07_processes_in_two_folders_work_one_postgresql_board(pg_board, tmp_path):
+    alice = s07_process(tmp_path / "alice", pg_board, "alice")   # both running at once
+    bob = s07_process(tmp_path / "bob", pg_board, "bob")
+    out, err = alice.communicate("/task add Design\n/task add Build\n/task block 2 1\n/task start 1\nq\n", 60)
+    assert alice.returncode == 0 and "Created task #2: Build" in out, err
+    out, err = bob.communicate("/task start 2\n/task done 1\n/task start 2\n/tasks\nq\n", 60)
+    assert bob.returncode == 0 and "error: #2 is blocked by #1 Design" in err
+    assert "took #1 over from alice" in out and "Unblocked: #2 Build" in out
+    assert "[x] #1: Design (owner: bob)" in out and "[>] #2: Build (owner: bob)" in out
+    assert not (tmp_path / "alice" / ".tasks").exists() and not (tmp_path / "bob" / ".tasks").exists()
+
+
+# ---------------------------------------------------------------- /task import (no PostgreSQL needed)
+
+def test_a_checklist_becomes_tasks_in_order_with_checked_items_completed(tmp_path):
+    tasks = TaskManager(tmp_path / ".tasks")
+    tasks.create("already there")
+    plan = tmp_path / "plan.md"
+    plan.write_text("# Plan\n\n- [x] Design the data model\n- [ ] Implement the API\n* [ ] Write docs\n",
+                    encoding="utf-8")
+    assert import_checklist(tasks, plan) == (f"Imported 3 tasks from {plan}:\n  #2 [x] Design the data model\n"
+                                             "  #3 [ ] Implement the API\n  #4 [ ] Write docs")
+    assert listing(tasks) == {1: ("pending", None, []), 2: ("completed", None, []), 3: ("pending", None, []),
+                              4: ("pending", None, [])}
+
+
+def test_a_checklist_with_a_bad_line_imports_nothing_and_names_the_lines(tmp_path):
+    tasks = TaskManager(tmp_path / ".tasks")
+    plan = tmp_path / "plan.md"
+    plan.write_text("- [ ] fine\n- [>] half done\nsome prose\n  - [ ] nested\n- [ ] " + "x" * 400 + "\n",
+                    encoding="utf-8")
+    with pytest.raises(ValueError) as caught:
+        import_checklist(tasks, plan)
+    message = str(caught.value)
+    assert message.startswith("nothing imported: 4 bad lines: line 2: not a checklist item")
+    assert "line 3: not a checklist item" in message and "line 4: an indented item" in message
+    assert "line 5: subject is 400 characters" in message and "\n" not in message
+    assert tasks.files.scan()[0] == {}
+
+
+def test_a_checklist_that_is_not_one_is_refused_in_one_line(tmp_path):
+    tasks = TaskManager(tmp_path / ".tasks")
+    (tmp_path / "bin.md").write_bytes(b"\xff\xfe- [ ] x")
+    (tmp_path / "empty.md").write_text("# only a heading\n")
+    for name, message in (("missing.md", "no file"), ("bin.md", "is not UTF-8 text"),
+                          ("empty.md", "the file has no checklist items")):
+        with pytest.raises(ValueError, match=message):
+            import_checklist(tasks, tmp_path / name)
+    assert not (tmp_path / ".tasks").exists() or tasks.files.scan()[0] == {}
