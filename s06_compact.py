@@ -207,11 +207,12 @@ def auto_compact(messages: list, client, focus="", attach=None, system=None, too
     text to add after the summary (s07: the board); system and tools are the caller's (cached)."""
     before = CONTEXT.estimate(messages)
     CONTEXT.after_compaction = before   # if it fails, wait for more work before trying again
+    path = None
     try:
         path = save_transcript(messages)  # without its transcript a compaction would lose details
         summary = summarize(messages, client, focus, system, tools)
     except Exception as exc:  # an API error, an empty summary, a full disk: keep the history
-        return transcripts.compaction_failed(exc, TRANSCRIPTS, show_note)
+        return transcripts.compaction_failed(exc, TRANSCRIPTS, show_note, path)
     extra = attach() if attach else ""
     messages[:] = [{"role": "user", "content": (
         f"[This conversation was compacted to save context. The full transcript is in {path}.]\n\n"

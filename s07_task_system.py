@@ -373,7 +373,7 @@ def main(argv: list = None) -> int:
     demo = lambda: demos.s07_demo(compact_threshold(), TASKS)   # on TASKS, as agent "demo"  # noqa: E731
     return run_cli("s07_task_system", __doc__, agent_loop, demo=demo, argv=argv, commands=commands,
                    help_extra=task_commands.HELP, on_start=choose_board,
-                   options=task_commands.OPTIONS)
+                   options=task_commands.OPTIONS, before_prompt=task_commands.live(lambda: TASKS))
 
 
 if __name__ == "__main__":

@@ -53,12 +53,14 @@ class ToolsInterrupted(KeyboardInterrupt):
         self.results = results
 
 
-def run_cli(name, doc, agent_loop, commands=None, demo=None, argv=None, options=(), on_start=None, help_extra=""):
+def run_cli(name, doc, agent_loop, commands=None, demo=None, argv=None, options=(), on_start=None, help_extra="",
+            before_prompt=None):
     """`sNN.py "prompt"` runs one turn; `sNN.py` opens a REPL; `--demo` plays a script.
 
     agent_loop(messages, client) -> final text.  commands: {"/x": fn(messages, client, arg)}, arg being
     the rest of the line. options: [(flags, add_argument kwargs)]. on_start(args) runs after .env is
     read and may return a word for the REPL banner. help_extra: more text for --help.
+    before_prompt() runs before each REPL prompt (s07: what other agents changed on the board).
     demo: () -> (script, prompt, summary), played by the loopback stand-in with no key;
     summary answers compaction calls (None if the lesson does not compact).
     """
@@ -79,7 +81,7 @@ def run_cli(name, doc, agent_loop, commands=None, demo=None, argv=None, options=
         show_error("the anthropic package is not installed here: run  python -m pip install -r requirements.txt")
         return 1
     try:
-        code = _run(name, args, agent_loop, commands, demo, on_start)
+        code = _run(name, args, agent_loop, commands, demo, on_start, before_prompt)
         sys.stdout.flush()           # here, not at exit, so a reader that has gone is caught below
         return code
     except BrokenPipeError:
@@ -110,7 +112,7 @@ def _parser(name, doc, commands, demo, options, help_extra):
     return parser
 
 
-def _run(name, args, agent_loop, commands, demo, on_start):
+def _run(name, args, agent_loop, commands, demo, on_start, before_prompt=None):
     import anthropic
     SESSION.update(dict.fromkeys(SESSION, 0))
     RECORD.reset(name)                  # before on_start: s07 registers its board there
@@ -133,7 +135,7 @@ def _run(name, args, agent_loop, commands, demo, on_start):
         show_error("interrupted")
         return 130
     try:
-        return _repl(name, client, agent_loop, commands, banner, history)
+        return _repl(name, client, agent_loop, commands, banner, history, before_prompt)
     finally:
         end_of_run()
 
@@ -184,13 +186,15 @@ def _reader_gone() -> int:
 REPL_HELP = 'a line """ starts a prompt of several lines and the next """ ends it; Ctrl-C clears the line'
 
 
-def _repl(name, client, agent_loop, commands, banner=None, history=None):
+def _repl(name, client, agent_loop, commands, banner=None, history=None, before_prompt=None):
     history = [] if history is None else history
     label = name.split("_")[0]
     names = ["q/exit", "/help", *commands]
     _tolerate_stray_bytes()
     show(f"{name}{f' ({banner})' if banner else ''}: type a prompt ({', '.join(names)})")
     while True:
+        if before_prompt:
+            _run_command(lambda *_: before_prompt(), "(board news)", history, client, "")
         try:
             query = _clean_prompt(_read_prompt(_colour("36", f"{label} >> ", sys.stdout)))
         except KeyboardInterrupt:          # Ctrl-C at the prompt clears the line, as in a shell

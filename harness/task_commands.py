@@ -4,24 +4,31 @@ Relied on by s07's main(), which hands run() its TaskManager (this module import
 The commands go through the same TaskManager methods and rules as the model's tools, so a
 person cannot do what an agent may not, except taking a task over on purpose (start, done
 and delete are forced: "took #3 over from bob"). Without it, fixing one task on the board
-costs a model call and a prompt.
+costs a model call and a prompt; without live(), a person at the REPL does not see what the
+other agents on a shared board are doing.
 """
 
-from harness.terminal import show_out
+import atexit
+
+from harness.checklist import import_checklist
+from harness.live_board import BoardWatcher
+from harness.terminal import show_note, show_out
 
 HELP = """/task commands (no model call; the same rules as the model's tools):
   /task                 the board (same as /tasks)      /task add TITLE       a new task
   /task show N          one task in full                /task start N         start it (takes it over)
   /task done N          complete it                     /task delete N        delete it
   /task block N BY...   N waits for BY                  /task unblock N BY... N no longer waits for BY
-  /task ready           what can start now              /task order           an order to do them in"""
+  /task ready           what can start now              /task order           an order to do them in
+  /task import FILE     a Markdown checklist (- [ ] item, - [x] done item) becomes tasks, in order"""
 
 OPTIONS = [  # s07's flags, for cli.run_cli
     (("--name",), {"help": "this agent's name on the board (default: AGENT_NAME, else your user "
                            "and terminal)"}),
     (("--board",), {"help": "the board: a folder (default: TASK_BOARD, else .tasks) or a "
                             "postgresql:// URL"})]
-NEEDS = {"show": 1, "start": 1, "done": 1, "delete": 1, "block": 2, "unblock": 2, "add": 1}
+NEEDS = {"show": 1, "start": 1, "done": 1, "delete": 1, "block": 2, "unblock": 2, "add": 1,
+         "import": 1}
 
 
 def run(tasks, arg: str) -> None:
@@ -30,7 +37,8 @@ def run(tasks, arg: str) -> None:
     verb, rest = (words[0].lower(), words[1:]) if words else ("list", [])
     if verb in NEEDS and len(rest) < NEEDS[verb]:
         what = {1: "a task id", 2: "a task id and its blockers"}[NEEDS[verb]]
-        raise ValueError(f"/task {verb} needs {'a title' if verb == 'add' else what}; "
+        what = {"add": "a title", "import": "a file"}.get(verb, what)
+        raise ValueError(f"/task {verb} needs {what}; "
                          "/task help lists the commands")
     actions = {
         "list": tasks.list_all, "help": lambda: HELP,
@@ -43,7 +51,26 @@ def run(tasks, arg: str) -> None:
         "unblock": lambda: tasks.update(rest[0], remove_blocked_by=rest[1:]),
         "ready": tasks.ready,
         "order": tasks.order,
+        "import": lambda: import_checklist(tasks, " ".join(rest)),   # s03's plan onto the board
     }
     if verb not in actions:
         raise ValueError(f"unknown /task command {verb!r}; /task help lists them")
     show_out(actions[verb]())   # escaped: a subject or an owner may hold terminal codes
+
+
+def live(current_board):
+    """A before-prompt hook for the REPL: one line per change other agents made since the last
+    prompt ([board: bob started #3]). current_board() gives s07's TaskManager of the moment; the
+    watcher (harness/live_board.py) is made on the first prompt and follows a new board."""
+    watching = {}
+
+    def news() -> None:
+        tasks = current_board()
+        if watching.get("tasks") is not tasks:
+            if watching.get("watcher"):
+                watching["watcher"].close()
+            watching.update(tasks=tasks, watcher=BoardWatcher(tasks.files, tasks.agent))
+            atexit.register(watching["watcher"].close)
+        for line in watching["watcher"].changes():
+            show_note(line)
+    return news

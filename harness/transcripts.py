@@ -56,7 +56,7 @@ def ask_at_end(view: list, text: str) -> list:
     return view[:-1] + [{**last, "content": content + [ask]}]
 
 
-def compaction_failed(exc: Exception, folder: Path, show_note) -> bool:
+def compaction_failed(exc: Exception, folder: Path, show_note, path=None) -> bool:
     """One line for the user; the history is left exactly as it was. Returns False (not compacted)."""
     import anthropic  # here, not at the top: importing a lesson must not need the SDK
     from harness.config import describe_api_error
@@ -69,7 +69,8 @@ def compaction_failed(exc: Exception, folder: Path, show_note) -> bool:
     else:
         raise exc
     verb = "skipped" if isinstance(exc, OSError) else "failed"   # skipped: the summary was not asked for
-    show_note(f"[compaction {verb}, history kept: {why}]")
+    saved = f" · transcript {path}" if path else ""   # the summary failed, the transcript was saved
+    show_note(f"[compaction {verb}, history kept: {why}{saved}]")
     return False
 
 

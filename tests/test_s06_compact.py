@@ -2,6 +2,7 @@
 
 import copy
 import json
+from pathlib import Path
 
 import anthropic
 import pytest
@@ -21,9 +22,10 @@ def history_with_results(*calls):
 
 
 @pytest.fixture(autouse=True)
-def fresh_layer1(monkeypatch):
+def fresh_layer1(monkeypatch, tmp_path):
     monkeypatch.setattr(s06, "_CLEARED", set())
     monkeypatch.setattr(s06, "_LATEST", [None])
+    monkeypatch.chdir(tmp_path)            # a cleared result is saved whole under .transcripts/
 
 
 LONG = "x" * 401                     # just over KEEP_CHARS
@@ -38,10 +40,13 @@ def contents(view):
 
 def test_layer1_clears_old_long_results_in_one_worthwhile_batch_and_keeps_the_newest(capsys):
     history = history_with_results(("bash", BIG), ("bash", "short"), ("edit_file", LONG, {"path": "a.py"}),
-                                   ("bash", BIG), ("bash", BIG), ("bash", BIG))
+                                   ("bash", LONG), ("bash", LONG), ("bash", LONG))
     original = copy.deepcopy(history)
     view = s06.micro_compact(history)
-    assert contents(view) == ["[Previous: used bash]", "short", "[Previous: used edit_file]", BIG, BIG, BIG]
+    first, *rest = contents(view)
+    assert rest == ["short", "[Previous: used edit_file]", LONG, LONG, LONG]
+    saved = first.removeprefix("[Previous: used bash; the whole result is in ").removesuffix("]")
+    assert Path(saved).read_text() == BIG           # cleared from the context, kept whole on disk
     assert history == original                      # the history keeps every result
     assert check_request({"model": "m", "max_tokens": 1, "messages": view}) is None  # pairing intact
     ids = lambda msgs: [(b.get("id"), b.get("tool_use_id")) for m in msgs[1:] for b in m["content"]]
@@ -63,18 +68,18 @@ def test_between_batches_every_request_repeats_the_last_one_as_its_prefix():
         views.append(s06.micro_compact(history))
         history += history_with_results(("bash", LONG))[1:]
         history[-2]["content"][0]["id"] = history[-1]["content"][0]["tool_use_id"] = f"more{n}"
-    assert contents(views[0])[0] == "[Previous: used bash]"
+    assert contents(views[0])[0].startswith("[Previous: used bash")
     for before, after in zip(views, views[1:]):
         assert after[:len(before)] == before     # byte for byte: the API reads it all from its cache
 
 
 def test_a_file_stays_visible_until_a_later_read_or_write_supersedes_it():
-    history = history_with_results(("read_file", BIG, {"path": "a.py"}), ("read_file", BIG, {"path": "b.py"}),
+    history = history_with_results(("read_file", BIG, {"path": "a.py"}), ("read_file", LONG, {"path": "b.py"}),
                                    ("write_file", "Wrote", {"path": "./a.py"}),
                                    ("bash", "1"), ("bash", "2"), ("bash", "3"))
     view = contents(s06.micro_compact(history))
     assert view[0] == "[Previous: read a.py; a later read or write of it follows]"
-    assert view[1] == BIG                          # b.py was never read again: its contents are current
+    assert view[1] == LONG                         # b.py was never read again: its contents are current
 
 
 # ---------------------------------------------------------------- the summary call
@@ -193,7 +198,7 @@ def test_a_low_threshold_triggers_auto_compact_and_the_turn_completes(run_lesson
     assert "SUMMARY: printed numbers" in after["messages"][0]["content"]
     # Layer 1 was at work too: old bash results went to the model as placeholders.
     first_compaction = api.requests.index(summaries[0])
-    assert any("[Previous: used bash]" in json.dumps(r["messages"]) for r in api.requests[:first_compaction])
+    assert any("[Previous: used bash" in json.dumps(r["messages"]) for r in api.requests[:first_compaction])
     assert "micro_compact: " in proc.stderr
 
 
