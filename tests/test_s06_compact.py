@@ -184,12 +184,12 @@ def test_the_model_calls_compact_mid_task_and_keeps_working(run_lesson, workdir)
 def test_a_low_threshold_triggers_auto_compact_and_the_turn_completes(run_lesson, workdir):
     # Bash results become placeholders (layer 1); reads of four files stay (each is current) and
     # grow the context until layer 2 compacts it.
-    for n in range(6):
+    for n in range(10):
         (workdir / f"big{n}.txt").write_text("word " * 5000)
-    script = ([reply(tool("bash", {"command": "seq 1 3000"})) for _ in range(4)]
-              + [reply(tool("read_file", {"path": f"big{n}.txt"})) for n in range(6)] + [reply(text("done"))])
+    script = ([reply(tool("bash", {"command": "seq 1 6000"})) for _ in range(4)]
+              + [reply(tool("read_file", {"path": f"big{n}.txt"})) for n in range(10)] + [reply(text("done"))])
     proc, api = run_lesson("s06_compact", "work", script=script, summary="SUMMARY: printed numbers",
-                           env={"COMPACT_THRESHOLD": "30000"})
+                           env={"COMPACT_THRESHOLD": "60000"})
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "done" and api.violations == []
     summaries = [r for r in api.requests if "<summary-request>" in json.dumps(r["messages"][-1])]
