@@ -1,0 +1,62 @@
+"""The pieces issues 20 and 22 added, as a user meets them in a lesson's REPL or demo."""
+
+import io
+import re
+
+import s06_compact
+import s07_task_system
+from harness.stand_in_api import reply, text, tool
+from s07_task_system import TaskManager
+
+
+class Typed(io.StringIO):
+    """A REPL's stdin whose second line is read only after `between()` ran (another agent acts)."""
+
+    def __init__(self, lines, between):
+        super().__init__(lines)
+        self.between, self.reads = between, 0
+
+    def readline(self, *args):
+        self.reads += 1
+        if self.reads == 2:
+            self.between()
+        return super().readline(*args)
+
+
+def test_the_repl_shows_what_another_agent_did_before_the_next_prompt(run_main, workdir):
+    TaskManager(workdir / ".tasks", agent="bob").create("Write the docs")
+    bob = TaskManager(workdir / ".tasks", agent="bob")
+    stdin = Typed("/tasks\n/tasks\nq\n", lambda: bob.update(1, status="in_progress"))
+    code, out, err, api = run_main(s07_task_system, stdin=stdin, env={"AGENT_NAME": "alice"})
+    assert code == 0 and api.requests == []
+    assert "[board: bob started #1]" in err                      # said once, before the next prompt
+    assert err.count("[board:") == 1                             # alice's own reads are not news
+
+
+def test_task_import_puts_a_checklist_on_the_board_in_order(run_main, workdir):
+    (workdir / "plan.md").write_text("# Plan\n- [x] Sketch the API\n- [ ] Build it\n- [ ] Test it\n")
+    code, out, err, api = run_main(s07_task_system, stdin="/task import plan.md\n/tasks\nq\n")
+    assert code == 0 and api.requests == [] and "error" not in err
+    assert "[x] #1: Sketch the API" in out and "[ ] #3: Test it" in out
+    (workdir / "bad.md").write_text("- [ ] fine\n- [?] not a box\n")
+    code, out, err, api = run_main(s07_task_system, stdin="/task import bad.md\n/tasks\nq\n")
+    assert "line 2" in err and out.count("#4") == 0           # nothing of a file with a bad line
+
+
+def test_every_demo_writes_one_session_page_with_one_bar_per_model_call(run_main, workdir):
+    code, out, err, api = run_main(s06_compact, "--demo", key=None)
+    assert code == 0
+    calls = len(re.findall(r"\[(?:summary call )?tokens: ", err))
+    (page,) = (workdir / ".transcripts").glob("session_*.html")
+    assert f"[session page: .transcripts/{page.name} (open it in a browser)]" in err
+    bars = re.findall(r'<g class="call[^"]*" data-call="(\d+)"', page.read_text(encoding="utf-8"))
+    assert bars == [str(n) for n in range(1, calls + 1)] and calls >= 10     # in order, none missing
+
+
+def test_cost_and_context_answer_in_the_repl_without_a_model_call(run_main):
+    script = [reply(tool("bash", {"command": "echo hi"})), reply(text("done"))]
+    code, out, err, api = run_main(s06_compact, stdin="go\n/cost\n/context\nq\n", script=script)
+    assert code == 0 and len(api.requests) == 2 and api.violations == []   # the two turn calls only
+    billed = api.billing()
+    assert "2 calls" in out + err and f"{billed['cache_write']:,}" in out + err
+    assert "context now:" in out + err and "COMPACT_THRESHOLD 50,000" in out + err
