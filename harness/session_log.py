@@ -1,7 +1,8 @@
 """The session log: every message of the conversation appended to disk as it happens.
 
-Relied on by all three lessons (through cli.run_cli, which opens the log and serves
---continue) and by s06's compaction, which records that the history was replaced.
+Relied on by all three lessons: each loop calls record(messages) once a round (and cli.run_cli
+after each turn), and run_cli opens the log and serves --continue. A compaction (s06) replaces
+the history; the next record() sees that and writes the "compacted" line.
 
     .transcripts/session_20260101-120000_1.jsonl     one JSON object a line:
       {"role": "user", "content": "fix the tests"}                    a message
