@@ -56,6 +56,16 @@ def test_layer1_clears_old_long_results_in_one_worthwhile_batch_and_keeps_the_ne
     assert f"micro_compact: 2 old tool results are now placeholders (about {freed:,} tokens cleared)" in note
 
 
+def test_layer1_never_clears_a_batch_smaller_than_clear_at_least():
+    """Even where a rewrite would be cheap (small results after it), a batch under CLEAR_AT_LEAST
+    waits: each batch throws the cache away from its first block, so batches must be rare."""
+    just_under = "z" * (4 * s06.CLEAR_AT_LEAST - 200)        # one old result a little under
+    history = history_with_results(("bash", just_under), *[("bash", "ok")] * 3)
+    assert contents(s06.micro_compact(history))[0] == just_under
+    history = history_with_results(("bash", just_under + "z" * 400), *[("bash", "ok")] * 3)
+    assert contents(s06.micro_compact(history))[0].startswith("[Previous: used bash")
+
+
 def test_layer1_waits_until_a_batch_is_worth_the_cache_it_throws_away():
     history = history_with_results(*[("bash", LONG)] * 8)        # 5 old results of ~100 tokens each
     assert s06.micro_compact(history) == history
