@@ -102,12 +102,19 @@ def test_a_binary_file_is_described_by_its_size_not_sent():
     assert "binary" in out and "1,000 bytes" in out
 
 
-def test_read_file_with_a_limit_reads_only_the_lines_it_shows():
+@pytest.fixture
+def big_log():
+    """200 MB of text, 2,000,000 lines; removed at once after (pytest keeps tmp folders)."""
     line = b"x" * 99 + b"\n"
     with open("big.log", "wb") as f:
         for _ in range(200):
-            f.write(line * 10_000)          # 200 MB of text, 2,000,000 lines
-    (out, is_error), seconds, peak = measured(later("read_file", path="big.log", limit=5))
+            f.write(line * 10_000)
+    yield "big.log"
+    os.unlink("big.log")
+
+
+def test_read_file_with_a_limit_reads_only_the_lines_it_shows(big_log):
+    (out, is_error), seconds, peak = measured(later("read_file", path=big_log, limit=5))
     assert seconds < FAST and peak < LITTLE_MEMORY, (seconds, peak)
     assert not is_error
     assert out.splitlines()[:5] == ["x" * 99] * 5
