@@ -31,8 +31,10 @@ LAYER_WORK = {"micro_compact", "needs_compaction", "compact_if_needed", "auto_co
 
 
 @pytest.fixture(autouse=True)
-def fresh_layer1(monkeypatch):
+def fresh_layers(monkeypatch):
+    """Layer 1's cleared ids and layer 2's measure are module state: each test starts afresh."""
     monkeypatch.setattr(s06, "_CLEARED", set())
+    monkeypatch.setattr(s06, "CONTEXT", s06.ContextSize())
 
 
 def history(*calls) -> list:
@@ -185,8 +187,11 @@ def test_a_transcript_cut_by_a_full_disk_leaves_no_file_and_the_compaction_is_sk
         tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     real_open = Path.open
-    monkeypatch.setattr(Path, "open", lambda self, mode="r", *a, **k: DiskFillsMidway(
-        real_open(self, mode, *a, **k)) if "w" in mode or "x" in mode else real_open(self, mode))
+
+    def open_on_full_disk(self, mode="r", *args, **kwargs):
+        f = real_open(self, mode, *args, **kwargs)
+        return DiskFillsMidway(f) if "w" in mode or "x" in mode else f
+    monkeypatch.setattr(Path, "open", open_on_full_disk)
     messages = history(*[("bash", {"command": f"step {n}"}, BIG) for n in range(6)])
     before = json.dumps(messages)
     assert s06.auto_compact(messages, NoCalls()) is False
@@ -228,7 +233,8 @@ def test_a_board_of_100_unfinished_tasks_shows_40_and_says_how_many_more(board):
     add_tasks(100)
     message = s07.board_message()
     assert len(re.findall(r"^\[ \] #\d+: Step \d+$", message, re.M)) == 40
-    assert "60 more unfinished tasks" in message and "Ready to start:" in message
+    assert "60 more unfinished tasks" in message
+    assert "Ready to start: #1 Step 1, #2 Step 2" in message
 
 
 # ---------------------------------------------------------------- s03: the calls the loop chose
