@@ -47,13 +47,21 @@ def hand_edit(board: Path, n: int, **fields) -> None:
 def within(seconds: float, fn, unblock=None):
     """fn() in a thread: its value, or a failure if it is still running after `seconds`."""
     box = {}
-    thread = threading.Thread(target=lambda: box.update(value=fn()), daemon=True)
+
+    def run() -> None:
+        try:
+            box["value"] = fn()
+        except BaseException as exc:  # raised again below, in the test's own thread
+            box["error"] = exc
+    thread = threading.Thread(target=run, daemon=True)
     thread.start()
     thread.join(seconds)
     if thread.is_alive():
         if unblock:
             unblock()
         pytest.fail(f"still running after {seconds} s: it hangs")
+    if "error" in box:
+        raise box["error"]
     return box["value"]
 
 

@@ -45,13 +45,21 @@ def within(seconds: float, fn, unblock=None):
     """fn() in a thread: its value, or a failure if it is still running after `seconds`.
     unblock() then frees the thread (e.g. opens a FIFO's other end), so nothing is left hanging."""
     box = {}
-    thread = threading.Thread(target=lambda: box.update(value=fn()), daemon=True)
+
+    def run() -> None:
+        try:
+            box["value"] = fn()
+        except BaseException as exc:  # raised again below, in the test's own thread
+            box["error"] = exc
+    thread = threading.Thread(target=run, daemon=True)
     thread.start()
     thread.join(seconds)
     if thread.is_alive():
         if unblock:
             unblock()
         pytest.fail(f"still running after {seconds} s: it hangs")
+    if "error" in box:
+        raise box["error"]
     return box["value"]
 
 
