@@ -1,0 +1,268 @@
+"""What the lessons' docstrings promise, made true in the restructure (issue #18), and the
+compaction's failures told (issue #19).
+
+s06: an edit does not hide the file it edits; each layer on its own marked line of the loop;
+a `compact` call with a bad input is an error result, and a failed compaction is told to the
+model. The transcript is whole or absent. s07: the board after a compaction is bounded and
+keeps what can start. s03: the loop runs exactly the calls it chose.
+"""
+
+import ast
+import errno
+import inspect
+import json
+import os
+import re
+import textwrap
+from pathlib import Path
+
+import pytest
+from anthropic.types import Message, TextBlock, ToolUseBlock, Usage
+
+import s06_compact as s06
+import s07_task_system as s07
+from harness.stand_in_api import reply, text, tool
+from harness.endpoints import complete_tool_calls
+from s03_todo import object_schema, run_tool_calls
+
+BIG = "y" * (4 * s06.CLEAR_AT_LEAST)   # one result worth a whole batch of layer 1
+LAYER_WORK = {"micro_compact", "needs_compaction", "compact_if_needed", "auto_compact",
+              "compact_request", "compact_if_asked", "compact_with_board", "CONTEXT.record"}
+
+
+@pytest.fixture(autouse=True)
+def fresh_layers(monkeypatch, tmp_path):
+    """Layer 1's cleared ids and layer 2's measure are module state: each test starts afresh,
+    in a tmp folder (whatever a layer saves lands there)."""
+    monkeypatch.setattr(s06, "_CLEARED", set())
+    monkeypatch.setattr(s06, "CONTEXT", s06.ContextSize())
+    monkeypatch.chdir(tmp_path)
+
+
+def history(*calls) -> list:
+    """A valid history: per (tool name, input, result) one tool_use and its tool_result."""
+    messages = [{"role": "user", "content": "go"}]
+    for n, (name, args, result) in enumerate(calls):
+        messages.append({"role": "assistant", "content": [tool(name, args, id=f"t{n}")]})
+        messages.append({"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": f"t{n}", "content": result}]})
+    return messages
+
+
+def shown(view: list) -> list:
+    return [m["content"][0]["content"] for m in view[2::2]]
+
+
+# ---------------------------------------------------------------- s06 layer 1: what stays in sight
+
+NEWEST = [("bash", {"command": "ls"}, "1"), ("bash", {"command": "ls"}, "2"),
+          ("bash", {"command": "ls"}, "3")]
+
+
+def test_an_edit_does_not_hide_the_read_of_the_file_it_edits():
+    view = shown(s06.micro_compact(history(
+        ("read_file", {"path": "a.txt"}, BIG),
+        ("edit_file", {"path": "a.txt", "old_text": "y", "new_text": "z"},
+         "Edited a.txt: replaced 1 occurrence"),
+        ("bash", {"command": "cat log"}, BIG), *NEWEST)))
+    assert view[2].startswith("[Previous: used bash")   # a batch did happen
+    assert view[0] == BIG                           # the read stays in sight
+
+
+@pytest.mark.parametrize("later", [("read_file", {"path": "./a.txt"}, BIG),
+                                   ("write_file", {"path": "a.txt", "content": "new"}, "Wrote")])
+def test_a_later_read_or_write_of_the_file_does_supersede_the_read(later):
+    view = shown(s06.micro_compact(history(
+        ("read_file", {"path": "a.txt"}, BIG * 3),    # worth more than all that follows it
+        ("edit_file", {"path": "a.txt", "old_text": "y", "new_text": "z"}, "Edited a.txt"),
+        later, *NEWEST)))
+    assert view[0] == "[Previous: read a.txt; a later read or write of it follows]"
+    assert view[2] == later[2]                      # the newer one stays
+
+
+# ---------------------------------------------------------------- s06: the loop's marked lines
+
+def layer_statements(loop) -> list:
+    """(line, statement) for every statement of the loop that does a compaction layer's work."""
+    source = textwrap.dedent(inspect.getsource(loop))
+    lines, found = source.splitlines(), []
+    for stmt in ast.walk(ast.parse(source)):
+        if not isinstance(stmt, ast.stmt) or isinstance(stmt, ast.FunctionDef):
+            continue
+        own = [n for n in ast.walk(stmt) if isinstance(n, ast.Call)
+               and ast.unparse(n.func) in LAYER_WORK]
+        nested = [s for s in ast.walk(stmt) if isinstance(s, ast.stmt) and s is not stmt]
+        if own and not any(n in ast.walk(s) for s in nested for n in own):
+            found.append((lines[stmt.lineno - 1], stmt, own))
+    return found
+
+
+@pytest.mark.parametrize("lesson", [s06, s07])
+def test_each_layer_is_one_marked_line_of_the_loop(lesson):
+    statements = layer_statements(lesson.agent_loop)
+    marks = []
+    for line, stmt, calls in statements:
+        assert stmt.lineno == stmt.end_lineno, f"layer work over several lines: {line.strip()}"
+        assert len(calls) == 1, f"two layers' work in one statement: {line.strip()}"
+        mark = re.search(r"# layer ([123])( \S.*)?$", line)
+        assert mark, f"an unmarked layer line: {line.strip()}"
+        marks.append((mark[1], ast.unparse(calls[0].func), mark[2] or ""))
+    assert sorted(m[0] for m in marks) == ["1", "2", "2", "3"], marks
+    layer1 = [m for m in marks if m[0] == "1"]
+    assert layer1[0][1] == "micro_compact"          # its own line, not inside the model call
+    assert [m for m in marks if m[1] == "CONTEXT.record" and "measure" in m[2]]
+
+
+# ---------------------------------------------------------------- s06 layer 3: the compact call
+
+def last_user_blocks(request: dict) -> list:
+    return request["messages"][-1]["content"]
+
+
+@pytest.mark.parametrize("bad_input", [["focus", "x"], 5])
+def test_a_compact_call_with_a_list_or_number_input_is_an_error_result(run_main, bad_input):
+    code, out, err, api = run_main(s06, "tidy up", script=[
+        reply(tool("compact", bad_input)), reply(text("Done."))], summary="Summary.")
+    assert code == 0 and "Traceback" not in err, err
+    assert "Done." in out
+    result = last_user_blocks(api.requests[1])[0]
+    assert result["type"] == "tool_result" and result.get("is_error") is True
+    assert "[compacted" not in err and not list(Path(".transcripts").glob("transcript_*"))
+    assert len(api.requests) == 2                   # no summary call
+
+
+def test_a_compact_call_whose_input_is_json_text_compacts_with_its_focus(run_main):
+    code, out, err, api = run_main(s06, "tidy up", script=[
+        reply(tool("compact", '{"focus": "the notes file"}')), reply(text("Done."))],
+        summary="Summary: notes written.")
+    assert code == 0 and "Traceback" not in err, err
+    asks = [b["text"] for r in api.requests for b in last_user_blocks(r)
+            if isinstance(b, dict) and "<summary-request>" in b.get("text", "")]
+    assert len(asks) == 1 and "Above all, preserve: the notes file" in asks[0]
+    assert "[compacted:" in err
+    assert "Summary: notes written." in api.requests[-1]["messages"][0]["content"]
+
+
+def test_a_failed_compaction_after_a_compact_call_is_told_to_the_model(run_main):
+    Path(".transcripts").write_text("a file where the transcripts folder belongs\n")
+    code, out, err, api = run_main(s06, "tidy up", script=[
+        reply(tool("compact", {"focus": "notes"})), reply(text("Done."))], summary="Summary.")
+    assert code == 0 and "compaction skipped" in err, err
+    blocks = last_user_blocks(api.requests[-1])
+    assert blocks[0]["type"] == "tool_result"
+    told = [b["text"] for b in blocks[1:] if b["type"] == "text"]
+    assert any("compaction did not happen" in t for t in told), blocks
+
+
+# ---------------------------------------------------------------- s06 layer 2: the transcript
+
+class DiskFillsMidway:
+    """A file whose writelines() writes half the lines, then fails as a full disk does."""
+
+    def __init__(self, f) -> None:
+        self._f = f
+
+    def writelines(self, lines) -> None:
+        lines = list(lines)
+        self._f.writelines(lines[:len(lines) // 2])
+        self._f.flush()
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    def __getattr__(self, name):
+        return getattr(self._f, name)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._f.close()
+
+
+class NoCalls:
+    """A client that must not be used: without its transcript, no summary is asked for."""
+
+    def __getattr__(self, name):
+        raise AssertionError(f"the client was used ({name}) though the transcript failed")
+
+
+def test_a_transcript_cut_by_a_full_disk_leaves_no_file_and_the_compaction_is_skipped(
+        monkeypatch, capsys):
+    real_open = Path.open
+
+    def open_on_full_disk(self, mode="r", *args, **kwargs):
+        f = real_open(self, mode, *args, **kwargs)
+        return DiskFillsMidway(f) if "w" in mode or "x" in mode else f
+    monkeypatch.setattr(Path, "open", open_on_full_disk)
+    messages = history(*[("bash", {"command": f"step {n}"}, BIG) for n in range(6)])
+    before = json.dumps(messages)
+    assert s06.auto_compact(messages, NoCalls()) is False
+    assert json.dumps(messages) == before               # the history is kept as it was
+    assert [p.name for p in Path(".transcripts").iterdir()] == []   # no half file, no empty one
+    assert "compaction skipped" in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------- s07: the board after a compaction
+
+@pytest.fixture
+def board(tmp_path, monkeypatch):
+    monkeypatch.setattr(s07, "TASKS", s07.TaskManager(tmp_path / ".tasks", agent="alice"))
+    return tmp_path / ".tasks"
+
+
+def add_tasks(n: int, completed: int = 0) -> None:
+    for i in range(1, n + 1):
+        s07.TASKS.create(f"Step {i}")
+    for i in range(1, completed + 1):
+        s07.TASKS.update(i, status="completed")
+
+
+def test_a_board_of_41_tasks_with_one_unfinished_keeps_what_can_start(board):
+    add_tasks(41, completed=40)
+    assert "Ready to start: #41 Step 41" in s07.board_message()
+
+
+def test_a_board_next_to_3000_unreadable_files_is_bounded_in_characters(board):
+    add_tasks(3)
+    for n in range(4, 3004):
+        (board / f"task_{n}.json").write_text("{ not json")
+    message = s07.board_message()
+    assert len(message) <= s07.BOARD_CHARS + 200, len(message)
+    assert "#1: Step 1" in message and "Ready to start: #1 Step 1, #2 Step 2, #3 Step 3" in message
+
+
+def test_a_board_of_100_unfinished_tasks_shows_40_and_says_how_many_more(board):
+    add_tasks(100)
+    message = s07.board_message()
+    assert len(re.findall(r"^\[ \] #\d+: Step \d+$", message, re.M)) == 40
+    assert "60 more unfinished tasks" in message
+    assert "Ready to start: #1 Step 1, #2 Step 2" in message
+
+
+# ---------------------------------------------------------------- s03: the calls the loop chose
+
+def call(n: int) -> ToolUseBlock:
+    return ToolUseBlock(id=f"toolu_{n}", name="probe", input={"n": n}, type="tool_use")
+
+
+def response(content: list, stop_reason: str) -> Message:
+    return Message(id="msg_1", type="message", role="assistant", model="m", content=content,
+                   stop_reason=stop_reason, stop_sequence=None,
+                   usage=Usage(input_tokens=1, output_tokens=1))
+
+
+def test_run_tool_calls_runs_exactly_the_calls_it_is_given(capsys):
+    ran = []
+    tools = [{"name": "probe", "input_schema": object_schema({"n": {"type": "integer"}}, ["n"])}]
+    results = run_tool_calls([call(1), call(3)], tools, {"probe": lambda n: ran.append(n) or "ok"})
+    assert ran == [1, 3]
+    assert [r["tool_use_id"] for r in results] == ["toolu_1", "toolu_3"]
+
+
+@pytest.mark.parametrize("content, stop_reason, kept", [
+    ([call(1), call(2)], "max_tokens", [1]),                     # the last call was cut
+    ([call(1)], "model_context_window_exceeded", []),
+    ([call(1), TextBlock(text="and", type="text")], "max_tokens", [1]),  # a cut text, no cut call
+    ([TextBlock(text="ok", type="text"), call(1)], "end_turn", [1]),     # end_turn beside a call
+    ([call(1), call(2)], "tool_use", [1, 2])])
+def test_complete_tool_calls_drops_only_a_cut_last_call(content, stop_reason, kept):
+    assert [c.input["n"] for c in complete_tool_calls(response(content, stop_reason))] == kept
