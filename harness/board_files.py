@@ -75,9 +75,15 @@ class TaskFiles:
         new = secrets.token_hex(16).encode()
         try:
             os.pwrite(fd, new, 0)
-        except OSError:
-            self._stamp = None                      # others may not see our writes as new: scan afresh
-            raise
+        except OSError as exc:
+            self._stamp = None                      # we scan afresh next time
+            try:
+                os.ftruncate(fd, 0)                 # needs no space; an empty stamp matches no
+            except OSError:                         # token, so others scan afresh too
+                pass
+            raise ValueError(f"the change was saved, but the board in {self.dir} could not be "
+                             f"marked as changed for other agents ({reason(exc)}); free some "
+                             "space") from None
         if self._stamp is not None:                 # our cache was complete, and our writes kept it so
             self._stamp = (self._stamp[0], new)
 
@@ -188,10 +194,9 @@ class TaskFiles:
         .lock shows no other manager wrote since our last complete scan, the cache is the
         board (no stat at all): another process's write is seen by our very next call.
         A hand edit (no stamp) can count on: the next list_all, get or post-compaction board
-        (every file stat'ed, a changed one re-read), and every update() of that task or of a
-        task it frees (those files are read). It cannot count on update()'s cycle check
-        until the next listing, nor on an edit that keeps the size within one mtime tick
-        of our own write (a few ms): touch the file again to be seen.
+        (every file stat'ed, a changed one re-read), every update() of that task or of a task
+        it frees, and the cycle check (those files are read). It cannot count on an edit that
+        keeps the size within one mtime tick of our own write (a few ms): touch it again.
         """
         if not validate and self._lock_fd is not None and self._stamp is not None:
             return dict(self._tasks), []

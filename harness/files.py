@@ -16,6 +16,7 @@ are s06's and s07's). Without each piece:
 - reason(): "[Errno 28]" where "the disk is full" says what to do.
 """
 
+import contextlib
 import errno
 import os
 import stat
@@ -160,9 +161,9 @@ def write_atomic(path: Path, data: bytes, shown: str) -> None:
     A temp file in the same folder (os.replace is atomic only within one file system), with the
     old file's mode. Replacing breaks a hard link to the old file; a symlink was resolved before.
     """
-    mode = _mode_for(path, shown)
     tmp = path.parent / f".{path.name}.tmp-{os.getpid()}-{threading.get_ident()}"
     try:
+        mode = _mode_for(path, shown)   # in the try: a file in the way of a folder is said in words
         path.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
         with os.fdopen(fd, "wb") as f:
@@ -170,7 +171,8 @@ def write_atomic(path: Path, data: bytes, shown: str) -> None:
         os.chmod(tmp, mode)
         os.replace(tmp, path)
     except OSError as exc:
-        tmp.unlink(missing_ok=True)
+        with contextlib.suppress(OSError):   # the folder may not even exist (a file in the way)
+            tmp.unlink(missing_ok=True)
         kept = "the file is unchanged" if path.exists() else "nothing was written"
         raise ValueError(f"could not write {shown}: {reason(exc)}; {kept}") from None
 

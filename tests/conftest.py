@@ -3,6 +3,7 @@
 import os
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -80,3 +81,24 @@ def run_main(workdir, monkeypatch, capsys):
     yield run
     os.environ.clear()
     os.environ.update(saved)
+
+
+def within(seconds: float, fn, unblock=None):
+    """fn() in a thread: its value, or a failure if it is still running after `seconds`."""
+    box = {}
+
+    def run() -> None:
+        try:
+            box["value"] = fn()
+        except BaseException as exc:  # raised again below, in the test's own thread
+            box["error"] = exc
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    thread.join(seconds)
+    if thread.is_alive():
+        if unblock:
+            unblock()
+        pytest.fail(f"still running after {seconds} s: it hangs")
+    if "error" in box:
+        raise box["error"]
+    return box["value"]

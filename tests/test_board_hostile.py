@@ -10,11 +10,12 @@ import json
 import os
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
 import pytest
+
+from conftest import within
 
 import s07_task_system as s07
 from harness.task_record import DESCRIPTION_MAX, SUBJECT_MAX, Task, agent_name, default_agent_name
@@ -42,27 +43,6 @@ def hand_edit(board: Path, n: int, **fields) -> None:
     """What a person with an editor does: change fields, write the file (no lock, no stamp)."""
     path = board / f"task_{n}.json"
     path.write_text(json.dumps({**json.loads(path.read_text()), **fields}, indent=2))
-
-
-def within(seconds: float, fn, unblock=None):
-    """fn() in a thread: its value, or a failure if it is still running after `seconds`."""
-    box = {}
-
-    def run() -> None:
-        try:
-            box["value"] = fn()
-        except BaseException as exc:  # raised again below, in the test's own thread
-            box["error"] = exc
-    thread = threading.Thread(target=run, daemon=True)
-    thread.start()
-    thread.join(seconds)
-    if thread.is_alive():
-        if unblock:
-            unblock()
-        pytest.fail(f"still running after {seconds} s: it hangs")
-    if "error" in box:
-        raise box["error"]
-    return box["value"]
 
 
 # ---------------------------------------------------------------- the cycle check and its words
@@ -238,8 +218,6 @@ def test_a_failed_stamp_releases_the_lock_for_this_process_and_others(board, nex
     assert proc.stdout.startswith("Created task #2"), proc.stderr
 
 
-@pytest.mark.xfail(strict=True, reason="TaskFiles._new_stamp re-raises the bare OSError: the "
-                   "model reads '[Errno 28]', and the change it was told failed was saved")
 def test_a_failed_stamp_is_told_in_words(board, next_stamp_fails, monkeypatch):
     fail, failed = next_stamp_fails
     monkeypatch.setattr(s07, "TASKS", manager(board))

@@ -10,13 +10,14 @@ import io
 import os
 import subprocess
 import sys
-import threading
 import time
 import tracemalloc
 from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+
+from conftest import within
 
 import s03_todo as s03
 
@@ -39,28 +40,6 @@ def tool(name: str, **args) -> tuple:
 def later(name: str, **args):
     """The same tool call, to be made later (in a thread, or measured)."""
     return lambda: tool(name, **args)
-
-
-def within(seconds: float, fn, unblock=None):
-    """fn() in a thread: its value, or a failure if it is still running after `seconds`.
-    unblock() then frees the thread (e.g. opens a FIFO's other end), so nothing is left hanging."""
-    box = {}
-
-    def run() -> None:
-        try:
-            box["value"] = fn()
-        except BaseException as exc:  # raised again below, in the test's own thread
-            box["error"] = exc
-    thread = threading.Thread(target=run, daemon=True)
-    thread.start()
-    thread.join(seconds)
-    if thread.is_alive():
-        if unblock:
-            unblock()
-        pytest.fail(f"still running after {seconds} s: it hangs")
-    if "error" in box:
-        raise box["error"]
-    return box["value"]
 
 
 def measured(fn) -> tuple:
@@ -254,8 +233,6 @@ def test_errors_are_named_by_errno_name_not_by_linux_numbers():
     assert "quota" in proc.stdout, proc.stderr
 
 
-@pytest.mark.xfail(strict=True, reason="harness/files.write_atomic calls _mode_for (os.stat) "
-                   "outside its try: ENOTDIR escapes as a raw NotADirectoryError")
 def test_write_file_where_a_file_is_in_the_way_of_a_folder_says_so_in_words():
     Path("notes").write_text("a file, not a folder\n")
     for path in ("notes/today.md", "notes/2026/today.md"):
