@@ -1,5 +1,6 @@
 """Shared fixtures: run a lesson as a user does, against the loopback stand-in."""
 
+import errno
 import os
 import subprocess
 import sys
@@ -102,3 +103,31 @@ def within(seconds: float, fn, unblock=None):
     if "error" in box:
         raise box["error"]
     return box["value"]
+
+
+class FullDisk:
+    """A file that stores half of what write() or writelines() is given, then fails as a full
+    disk does (ENOSPC): what a write in place leaves behind when the disk fills."""
+
+    def __init__(self, f) -> None:
+        self._f = f
+
+    def write(self, data) -> int:
+        self._f.write(data[:len(data) // 2])
+        self._f.flush()
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    def writelines(self, lines) -> None:
+        lines = list(lines)
+        self._f.writelines(lines[:len(lines) // 2])
+        self._f.flush()
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    def __getattr__(self, name):
+        return getattr(self._f, name)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._f.close()

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import within
+from conftest import FullDisk, within
 
 import s03_todo as s03
 
@@ -109,27 +109,6 @@ def test_read_file_with_a_limit_reads_only_the_lines_it_shows(big_log):
 
 
 # ---------------------------------------------------------------- a full disk
-
-class FullDisk:
-    """A file whose write() stores half the data, then fails as a full disk does."""
-
-    def __init__(self, f) -> None:
-        self._f = f
-
-    def write(self, data) -> int:
-        self._f.write(data[:len(data) // 2])
-        self._f.flush()
-        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
-
-    def __getattr__(self, name):
-        return getattr(self._f, name)
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self._f.close()
-
 
 @contextmanager
 def full_disk():

@@ -8,10 +8,8 @@ keeps what can start. s03: the loop runs exactly the calls it chose.
 """
 
 import ast
-import errno
 import inspect
 import json
-import os
 import re
 import textwrap
 from pathlib import Path
@@ -21,6 +19,7 @@ from anthropic.types import Message, TextBlock, ToolUseBlock, Usage
 
 import s06_compact as s06
 import s07_task_system as s07
+from conftest import FullDisk
 from harness.stand_in_api import reply, text, tool
 from harness.endpoints import complete_tool_calls
 from s03_todo import object_schema, run_tool_calls
@@ -156,28 +155,6 @@ def test_a_failed_compaction_after_a_compact_call_is_told_to_the_model(run_main)
 
 # ---------------------------------------------------------------- s06 layer 2: the transcript
 
-class DiskFillsMidway:
-    """A file whose writelines() writes half the lines, then fails as a full disk does."""
-
-    def __init__(self, f) -> None:
-        self._f = f
-
-    def writelines(self, lines) -> None:
-        lines = list(lines)
-        self._f.writelines(lines[:len(lines) // 2])
-        self._f.flush()
-        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
-
-    def __getattr__(self, name):
-        return getattr(self._f, name)
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self._f.close()
-
-
 class NoCalls:
     """A client that must not be used: without its transcript, no summary is asked for."""
 
@@ -191,7 +168,7 @@ def test_a_transcript_cut_by_a_full_disk_leaves_no_file_and_the_compaction_is_sk
 
     def open_on_full_disk(self, mode="r", *args, **kwargs):
         f = real_open(self, mode, *args, **kwargs)
-        return DiskFillsMidway(f) if "w" in mode or "x" in mode else f
+        return FullDisk(f) if "w" in mode or "x" in mode else f
     monkeypatch.setattr(Path, "open", open_on_full_disk)
     messages = history(*[("bash", {"command": f"step {n}"}, BIG) for n in range(6)])
     before = json.dumps(messages)
