@@ -192,7 +192,7 @@ def test_the_readme_token_table_is_what_the_benchmark_prints():
 
 def test_the_figures_quoted_around_the_token_table_are_in_it():
     """'15%', '23%', '45 tool calls', '46 model calls' in the prose: figures the benchmark printed."""
-    prose = re.sub(r"<!-- checked: token-table -->\s*```text\n.*?```", "", section("What a session costs"),
+    prose = re.sub(r"<!-- checked: token-table -->\s*```text\n.*?```", "", section("What a long session costs"),
                    flags=re.S)
     table = "\n".join(checked_block(README, "token-table"))
     cells = set(re.findall(r"[\d,.]+%?", table))
@@ -205,7 +205,7 @@ def test_the_constants_the_readme_quotes_are_the_codes():
     import s03_todo
     import s06_compact
     import s07_task_system
-    from harness import config
+    from harness import bash, cli, config, layer1_policy, spill, terminal
     phrases = [f"{s03_todo.NAG_AFTER} rounds without todo -> <reminder>",
                f"it had dropped the {len(s07_task_system.TOOLS)} tool definitions",f"gives up after\n{s03_todo.MAX_STEPS} model calls in a turn",
                f"at least `CLEAR_AT_LEAST` tokens at once, never the newest {s06_compact.KEEP_RECENT} "
@@ -214,8 +214,19 @@ def test_the_constants_the_readme_quotes_are_the_codes():
                f"`COMPACT_THRESHOLD` (default {s06_compact.DEFAULT_THRESHOLD:,} tokens)",
                f"compact above this many tokens (default {s06_compact.DEFAULT_THRESHOLD:,})",
                f"between two pieces of a reply (default {config.DEFAULT_TIMEOUT})",
-               f"`bash` keeps at most {s03_todo.OUTPUT_CAP:,} characters of a command's output and stops a\n"
-               f"  command that writes more than {s03_todo.FLOOD_BYTES // 1_000_000} MB",
+               f"`bash` keeps the first {s03_todo.KEEP_UP_TO:,} characters of a command's output (the "
+               f"model sees {s03_todo.OUTPUT_CAP:,} of them",
+               f"stops a command that writes more than {bash.FLOOD_BYTES // 1_000_000} MB beyond them",
+               f"A tool result longer than the cap ({s03_todo.OUTPUT_CAP:,} characters)",
+               f"last {int(s03_todo.OUTPUT_CAP * spill.SHOWN_SHARE):,} characters",
+               f"until `.transcripts/results/` passes **{spill.MAX_TOTAL_BYTES // 1_000_000} MB or "
+               f"{spill.MAX_FILES:,} files**",
+               f"a result of {spill.SAVE_WHEN_CLEARED:,} characters or more",
+               f"The default is {s06_compact.MAX_STEPS} in s06 and s07",
+               f"s03 keeps {s03_todo.MAX_STEPS}",
+               f"exits with **status {cli.STEPS_RAN_OUT}**",
+               f"a shell command is shown whole up to {terminal.COMMAND_CHARS:,}",
+               f"at most {layer1_policy.THRESHOLD_SHARE} of it",
                f"| `MODEL_ID` | the model (default `{config.DEFAULT_MODEL}`) |"]
     flat = " ".join(README.split())             # a phrase may wrap anywhere in the README
     assert [p for p in phrases if " ".join(p.split()) not in flat] == []
