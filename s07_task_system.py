@@ -235,11 +235,10 @@ class TaskManager:
             if other["status"] in FINISHED:
                 what = f"#{tid}" if tid is not None else "the new task"
                 notes.append(f"#{dep} is already {other['status']}, so it does not block {what}")
-            elif dep not in blocked:
-                cycle = find_cycle(self.files.try_load, tid, dep) if tid is not None else None
-                if cycle:                      # a new task has no dependents yet: no cycle possible
-                    path = " → ".join(f"#{i}" for i in cycle)
-                    raise ValueError(f"that would make a cycle: {path}")
+            elif dep not in blocked:     # validated: a hand edit that closes a cycle is seen too
+                board = self.files.scan(validate=True)[0] if tid is not None else {}  # new: none
+                if cycle := find_cycle(board.get, tid, dep):
+                    raise ValueError(f"that would make a cycle: #{' → #'.join(map(str, cycle))}")
                 blocked.append(dep)
         return blocked, notes
 

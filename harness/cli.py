@@ -145,6 +145,8 @@ def _one_shot(name, history, client, agent_loop, prompt) -> int:
     history.append({"role": "user", "content": prompt})
     try:
         answer = agent_loop(history, client)
+        if isinstance(answer, StepLimit):    # a one-shot run cannot be told 'continue'
+            answer = StepLimit(answer.split(";")[0] + "]")
         print_answer(answer)
     finally:
         session_log.record(history)

@@ -17,7 +17,8 @@ The rule here weighs the two: free at least s06's CLEAR_AT_LEAST tokens (less wi
 COMPACT_THRESHOLD), and at least REWRITE_SHARE the tokens the batch makes the API
 write again. And with_cache_point() keeps the part before the batch read from the cache.
 
-Chosen by bench/bench_tokens.py on its worst session shape; see notes/readme_long_sessions.md.
+Chosen by bench/bench_tokens.py on its worst session shape; see the README's "What a long
+session costs".
 """
 
 import json

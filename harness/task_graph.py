@@ -13,7 +13,8 @@ import heapq
 def find_cycle(load, tid: int, dep: int):
     """If dep already waits (through blockers) for tid, the path tid → dep → … → tid; else None.
 
-    load(id) reads a task from the store now (None if it cannot), so a hand edit is seen.
+    load(id) gives a task as the store holds it now (None if it cannot be read): s07 passes a
+    validated scan's dict.get, so a hand edit is seen.
     """
     came_from, stack = {dep: None}, [dep]   # each node once, and how we got there: O(n)
     while stack:

@@ -22,7 +22,11 @@ __all__ = ["save_new", "ask_at_end", "compaction_failed", "announce", "announce_
 
 
 def save_new(folder: Path, stem: str, lines) -> Path:
-    """Write lines to folder/<stem>_<time>[_n].jsonl, whole or not at all, never over another.
+    """Write lines to folder/<stem>_<time>_<n>.jsonl, whole or not at all, never over another.
+
+    The name has the same length for the first of a second and the second of a second, so
+    the summary message that names it (and the token counts after it) do not depend on when
+    two compactions fall.
 
     The text goes to a temp file first; os.link then gives it its name only if that name is
     free. On any failure the temp file is removed, so no partial transcript is left behind.
@@ -34,7 +38,7 @@ def save_new(folder: Path, stem: str, lines) -> Path:
             f.writelines(lines)
         stamp = time.strftime("%Y%m%d-%H%M%S")
         for n in range(1, 1000):
-            path = folder / (f"{stem}_{stamp}.jsonl" if n == 1 else f"{stem}_{stamp}_{n}.jsonl")
+            path = folder / f"{stem}_{stamp}_{n}.jsonl"   # one length, whatever the second
             try:
                 os.link(tmp, path)
                 return path
