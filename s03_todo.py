@@ -78,12 +78,6 @@ def safe_path(p: str) -> Path:
     return files.inside(Path.cwd().resolve(), p)
 
 
-def cap(text: str) -> str:
-    if len(text) <= OUTPUT_CAP:
-        return text
-    return text[:OUTPUT_CAP] + f"\n... [output cut: {len(text) - OUTPUT_CAP:,} more characters]"
-
-
 def run_bash(command: str) -> str:
     return bash.run(command, cwd=Path.cwd(), timeout=BASH_TIMEOUT, cap=KEEP_UP_TO)
 
@@ -207,7 +201,7 @@ def call_tool(name: str, args: object, tools: list, handlers: dict) -> tuple:
         check_args(schemas.get(name, {}), args)
         return spill.keep_whole(str(handlers[name](**args)), OUTPUT_CAP, name), False
     except Exception as exc:  # the model sees every failure and can try again
-        return cap(f"{type(exc).__name__}: {exc}"), True
+        return spill.keep_whole(f"{type(exc).__name__}: {exc}", OUTPUT_CAP, name), True
 
 
 def run_tool_calls(calls: list, tools: list, handlers: dict) -> list:

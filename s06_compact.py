@@ -246,8 +246,7 @@ def compact_if_needed(messages: list, client, compact=auto_compact) -> None:
 
 
 def compact_if_asked(calls: list, messages: list, client, compact=auto_compact) -> None:
-    """Compact if a call is a valid `compact` (a list input got an error result); if that fails,
-    tell the model, which was told it would happen."""
+    """Compact if a call asked to (a list input got an error result); say so if that fails."""
     for call in [c for c in calls if c.name == "compact"][:1]:
         try:
             focus = str(decode_args(call.input, COMPACT_TOOL["input_schema"]).get("focus", ""))
@@ -286,7 +285,9 @@ def agent_loop(messages: list, client) -> str:
 
 
 def compact_now(messages: list, client, arg: str = "", compact=auto_compact) -> None:  # /compact
-    compact(messages, client, arg) if messages else show_note("[nothing to compact yet]")
+    if not messages:
+        return show_note("[nothing to compact yet]")
+    compact(messages, client, arg)
 
 
 def main(argv: list = None) -> int:

@@ -167,8 +167,8 @@ class TaskFiles:
         A name past MAX_ID (task_1000000000000000.json) is ignored, and scan() flags it: else
         the next id would be one that every tool refuses, and the board could take no new task.
         """
-        found = (int(m[1]) for name in self._names() if (m := TASK_FILE.fullmatch(name)) and len(m[1]) < 16)
-        return max((n for n in found if n < MAX_ID), default=0)
+        return max((int(TASK_FILE.fullmatch(name)[1]) for name in self._names() if _is_task_name(name)),
+                   default=0)
 
     def load(self, task_id):
         """One task, read from its file now, or ValueError saying what is wrong."""

@@ -80,10 +80,3 @@ def first_message_with(view: list[dict], ids: set) -> int:
 
 def tokens(messages: list[dict]) -> int:
     return len(json.dumps(messages, ensure_ascii=False)) // 4   # s06's estimate: characters / 4
-
-
-def ids_in(message: dict) -> set:
-    """The tool_use and tool_result ids in one message."""
-    content = message.get("content")
-    return {b.get("id") or b.get("tool_use_id") for b in content if isinstance(b, dict)} - {None} \
-        if isinstance(content, list) else set()
