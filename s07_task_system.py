@@ -25,7 +25,8 @@ board and its order), the rules update() checks, then the tools and the loop. Th
 (a folder safe for several processes, kill -9 and hand edits), board_postgres.py (machines).
 
 New since s06: TaskManager, the task_* tools, the board re-attached after every compaction,
-agent names and claims, /tasks and /task in the REPL, --board.
+agent names and claims, --board; in the REPL /tasks, /task (and /task import), and a line for
+each change another agent made ([board: bob started #3]) before the next prompt.
 
 Run it:   python s07_task_system.py "plan a refactor: the data model, then the API and the docs"
           python s07_task_system.py --name alice     (a REPL: /tasks, /task help, /compact)

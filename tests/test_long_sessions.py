@@ -51,3 +51,15 @@ def test_a_300000_character_output_is_read_back_whole_after_layer_1_clears_it(ru
     last = api.requests[-1]["messages"]                   # by now layer 1 has cleared it
     placeholder = tool_results({"messages": last[:3]}, -1)[0]["content"]
     assert placeholder.startswith("[Previous: used bash") and saved in placeholder
+
+
+def test_continue_without_a_prompt_opens_the_repl_on_the_saved_conversation(run_lesson):
+    proc, _ = run_lesson("s03_todo", "remember the word tangerine",
+                         script=[reply(tool("bash", {"command": "echo noted"})), reply(text("noted"))])
+    assert proc.returncode == 0
+    proc, api = run_lesson("s03_todo", "--continue", stdin="what was the word?\nq\n",
+                           script=[reply(text("tangerine"))])
+    assert proc.returncode == 0 and "tangerine" in proc.stdout and api.violations == []
+    sent = api.requests[0]["messages"]
+    assert sent[0]["content"] == "remember the word tangerine" and len(sent) == 5  # all of it, then
+    assert sent[-1]["content"] == "what was the word?"                             # the new prompt
