@@ -13,6 +13,11 @@ Relied on by all three lessons: each main() is one call to run_cli. Without each
   é) ends the REPL with a traceback, or makes every later request of the session unsendable.
 - _reader_gone: `python sNN.py "..." | head -1` ends in a BrokenPipeError traceback.
 - _run_demo: without it a learner needs a key to see a lesson run.
+- --max-steps, StepLimit and _one_shot: a turn that ran out of model calls exits 0 as if done,
+  and a script cannot tell it from a finished one (it exits STEPS_RAN_OUT, 3, naming --continue).
+- --continue and session_log: a stopped run cannot be resumed; its work is redone.
+- before_prompt (s07's live board): a person at the REPL does not see what other agents did.
+- end_of_run: no session total and no session page (session_page.py) at the end of a run.
 """
 
 import argparse
