@@ -11,7 +11,7 @@ full record on disk so nothing is really lost, and keeps what it sends stable fo
                                worth the cache they rewrite (the newest 3, short ones and
                                the last read of each file stay; the history keeps all)
       layer 2  auto_compact    context > COMPACT_THRESHOLD tokens?
-                                 1. history -> .transcripts/transcript_<time>.jsonl
+                                 1. history -> .transcripts/transcript_<time>_<n>.jsonl
                                  2. the model writes a summary (same prefix: cached)
                                  3. history := [summary + transcript path]
     any time:
@@ -49,15 +49,15 @@ from harness import demos, layer1_inputs, layer1_policy, session_log, spill, tra
 from harness.layer1_inputs import path_of
 from harness.cli import run_cli, step_limit
 from harness.config import max_steps, model_id, positive_int
-from harness.endpoints import assistant_turn, complete_tool_calls, cut_note, decode_args, final_text
+from harness.endpoints import assistant_turn, check_args, complete_tool_calls, cut_note, decode_args, final_text
 from harness.session_record import RECORD
 from harness.session_views import context_command
 from harness.terminal import show_note, show_stream, show_usage, usage_counts
 from s03_todo import (BASE_HANDLERS, BASE_TOOLS, CACHE, MAX_TOKENS, object_schema, run_tool_calls,
                       show_reply)
 
-MAX_STEPS = 200                 # model calls a turn may make: compaction lets a turn go on this long
-CLEAR_AT_LEAST = 16_000         # tokens a batch frees at least (bench/bench_tokens.py: the worst shape)
+MAX_STEPS = 200                 # model calls a turn may make: compaction lets a turn go on
+CLEAR_AT_LEAST = 16_000         # tokens a batch frees at least (bench_tokens.py: the worst shape)
 KEEP_RECENT = 3                 # the newest tool results the model may still be reasoning about
 KEEP_CHARS = 400                # a result this short costs little, and less read from the cache
 SUPERSEDE_READ = {"read_file", "write_file"}  # these show a file anew; an edit shows only a part
@@ -79,8 +79,7 @@ def micro_compact(messages: list, batch: bool = True) -> list:
     """The history as the model will see it: old tool results become placeholders, in batches.
 
     Once cleared, always cleared: between batches each request repeats the last byte for byte
-    and is read from the cache. A copy: the history keeps every result (layer 2's transcript).
-    batch=False shows the view without starting a new batch."""
+    (read from the cache). A copy: the history keeps all. batch=False starts no new batch."""
     calls = {b["id"]: b for m in messages if m["role"] == "assistant"
              for b in m["content"] if b.get("type") == "tool_use"}
     results = [b for m in messages if m["role"] == "user" and isinstance(m["content"], list)
@@ -96,9 +95,9 @@ def micro_compact(messages: list, batch: bool = True) -> list:
 
 def clear_batch(results: list, calls: dict, messages: list) -> None:
     """Clear every result and big input no longer needed, if the batch is worth its rewrite."""
-    fresh = {b["tool_use_id"]: estimate_tokens(b["content"]) for b in results
-             if b["tool_use_id"] in no_longer_needed(results, calls) - _CLEARED}
-    fresh.update(layer1_inputs.inputs_worth_clearing(messages, exclude=_CLEARED))  # big old inputs
+    gone = no_longer_needed(results, calls) - _CLEARED
+    fresh = {b["tool_use_id"]: estimate_tokens(b["content"]) for b in results if b["tool_use_id"] in gone}
+    fresh.update(layer1_inputs.inputs_worth_clearing(messages, KEEP_RECENT, KEEP_CHARS, _CLEARED))
     freed = sum(fresh.values())
     if not layer1_policy.batch_worth_clearing(messages, set(fresh), freed, CLEAR_AT_LEAST,
                                               compact_threshold()):
@@ -249,10 +248,11 @@ def compact_if_asked(calls: list, messages: list, client, compact=auto_compact) 
     """Compact if a call asked to (a list input got an error result); say so if that fails."""
     for call in [c for c in calls if c.name == "compact"][:1]:
         try:
-            focus = str(decode_args(call.input, COMPACT_TOOL["input_schema"]).get("focus", ""))
+            args = decode_args(call.input, COMPACT_TOOL["input_schema"])
+            check_args(COMPACT_TOOL["input_schema"], args)      # call_tool's verdict, again
         except ValueError:
             return
-        if not compact(messages, client, focus):
+        if not compact(messages, client, str(args.get("focus", ""))):
             messages[-1]["content"].append({"type": "text", "text": COMPACTION_FAILED})
 
 

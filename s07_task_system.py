@@ -236,9 +236,9 @@ class TaskManager:
             if other["status"] in FINISHED:
                 what = f"#{tid}" if tid is not None else "the new task"
                 notes.append(f"#{dep} is already {other['status']}, so it does not block {what}")
-            elif dep not in blocked:     # validated: a hand edit that closes a cycle is seen too
-                board = self.files.scan(validate=True)[0] if tid is not None else {}  # new: none
-                if cycle := find_cycle(board.get, tid, dep):
+            elif dep not in blocked:     # a new task (tid None) has no dependents: no cycle
+                board = self.files.scan(validate=True)[0] if tid is not None else {}  # hand edits too
+                if tid is not None and (cycle := find_cycle(board.get, tid, dep)):
                     raise ValueError(f"that would make a cycle: #{' → #'.join(map(str, cycle))}")
                 blocked.append(dep)
         return blocked, notes

@@ -7,10 +7,10 @@ what goes wrong without each of its pieces.
     after s03   endpoints      what compatible servers bend (arguments, cut calls, the history)
                 bash, files    the hardened tools: process groups, floods, FIFOs, atomic writes
                 spill          big results saved whole, the model shown head, tail and path
+                session_log    every message saved as it goes, for --continue
     after s06   transcripts    layer 2's record on disk, and what a compaction says
                 layer1_policy  when a batch is worth the cache it rewrites
                 layer1_inputs  old write_file/edit_file texts cleared too
-                session_log    every message saved as it goes, for --continue
     after s07   task_record    the task record, its checks, the TaskStore every board implements
                 board_files    a folder of task files, safe for several processes
                 board_postgres one board for agents on many machines

@@ -10,7 +10,7 @@ there (0.1x), and everything after it is written again (1.25x). What it frees is
     |---- cached, read 0.1x ----|[cleared ... kept ... kept ... newest]|
                                  ^ first cleared block: `rewritten` tokens from here on
 
-So a fixed batch size (s06's first rule: at least 8,000 tokens) is wrong both ways: with
+So a fixed minimum alone (s06's CLEAR_AT_LEAST) is wrong both ways: with
 big outputs it clears on almost every call, each time rewriting the newest few results
 (more than it frees); with small ones it waits long after clearing has paid for itself.
 The rule here weighs the two: free at least s06's CLEAR_AT_LEAST tokens (less with a small

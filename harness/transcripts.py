@@ -18,7 +18,7 @@ from pathlib import Path
 
 from harness.files import reason
 
-__all__ = ["save_new", "ask_at_end", "compaction_failed", "announce", "announce_cleared", "reason"]
+__all__ = ["save_new", "ask_at_end", "compaction_failed", "announce", "announce_cleared"]
 
 
 def save_new(folder: Path, stem: str, lines) -> Path:
@@ -81,7 +81,7 @@ def compaction_failed(exc: Exception, folder: Path, show_note, path=None) -> boo
 def announce_cleared(count: int, tokens: int, show_note) -> None:
     """Layer 1 cleared a batch: a note for the user, a mark for the session page."""
     from harness.session_record import RECORD
-    what = (f"{count} old tool results are now placeholders" if count > 1
+    what = (f"{count} old tool results (or inputs) are now placeholders" if count > 1
             else "an old tool result is now a placeholder")
     show_note(f"  [micro_compact: {what} (about {tokens:,} tokens cleared); "
               "the history keeps every result]")

@@ -243,3 +243,11 @@ def test_run_tool_calls_runs_exactly_the_calls_it_is_given(capsys):
     ([call(1), call(2)], "tool_use", [1, 2])])
 def test_complete_tool_calls_drops_only_a_cut_last_call(content, stop_reason, kept):
     assert [c.input["n"] for c in complete_tool_calls(response(content, stop_reason))] == kept
+
+
+def test_a_compact_call_refused_by_its_schema_does_not_compact(run_main):
+    """The model was told its call failed (focus must be a string): no compaction may follow."""
+    script = [reply(tool("compact", {"focus": 5})), reply(text("ok"))]
+    code, out, err, api = run_main(s06, "go", script=script, summary="SUMMARY")
+    assert code == 0 and "compacted" not in err and api.violations == []
+    assert not any("<summary-request>" in json.dumps(r["messages"]) for r in api.requests)

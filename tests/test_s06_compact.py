@@ -53,7 +53,7 @@ def test_layer1_clears_old_long_results_in_one_worthwhile_batch_and_keeps_the_ne
     assert ids(view) == ids(history)
     note = capsys.readouterr().err
     freed = s06.estimate_tokens(BIG) + s06.estimate_tokens(LONG)
-    assert f"micro_compact: 2 old tool results are now placeholders (about {freed:,} tokens cleared)" in note
+    assert f"micro_compact: 2 old tool results (or inputs) are now placeholders (about {freed:,} tokens cleared)" in note
 
 
 def test_layer1_never_clears_a_batch_smaller_than_clear_at_least():
