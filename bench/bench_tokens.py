@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """What long sessions cost in input tokens: a family of session shapes through each lesson's loop.
 
-    python bench/bench_tokens.py           (about 15 s; report() returns the same text)
+    python bench/bench_tokens.py           (about 25 s; report() returns the same text)
 
 Each shape is a scripted model driving the real loop, tools and files in a fresh folder,
 against the loopback stand-in. Each lesson plays it as built (prompt caching, s06's batched
@@ -9,6 +9,11 @@ layer 1) and as the old baseline (no cache_control, layer 1 clearing on every ca
 table shows billed input as built, as a share of the baseline. Then the worst shape and
 the median, per lesson: the policy is chosen by the worst (targets: worst <= 30%, median
 <= 25%).
+
+The floor column plays each shape through s06 once more with seen_once() as layer 1: every
+long result shown whole in one request, never cached, then cleared. A policy that lets the
+model see each result whole at least once cannot bill much less, so a target below the floor
+cannot be met by choosing when to clear; only by showing the model less.
 
 The numbers are the stand-in's model of the documented billing (uncached input 1x, cache
 writes 1.25x, reads 0.1x; a 1,024-token minimum; 20-block lookback; tokens = characters/4),
@@ -37,7 +42,7 @@ import s03_todo  # noqa: E402
 import s06_compact  # noqa: E402
 import s07_task_system  # noqa: E402
 import harness.stand_in_api as stand_in  # noqa: E402
-from harness import spill  # noqa: E402
+from harness import layer1_inputs, layer1_policy, spill  # noqa: E402
 from harness.stand_in_api import StandInAPI, error, reply, text, tool  # noqa: E402
 
 
@@ -46,7 +51,8 @@ WINDOW = 200_000          # tokens of context a Sonnet-class model takes; past i
 BLOB_BYTES = 300_000      # the biggest output a shape asks for
 MAX_STEPS = 1_000         # the budget per turn, so that no shape stops before its answer
 PROMPT = "work through the project as planned"
-WORKERS = min(4, os.cpu_count() or 1)   # runs are independent: the numbers do not depend on it
+WORKERS = min(4, 2 * (os.cpu_count() or 1))  # a run waits on its loopback half the time
+                                             # (the numbers do not depend on it)
 
 
 # ---------------------------------------------------------------- the session shapes
@@ -68,6 +74,8 @@ SHAPES = (
           {"write": 2, "edit": 5, "bash": 3}, (200, 5_000)),
     Shape("logs", "outputs from 50 B to 300 kB", 40, {"bash": 8, "read": 2}, (50, BLOB_BYTES)),
     Shape("steady", "4-30 kB outputs every call", 60, {"bash": 1}, (4_000, 30_000)),
+    Shape("medium", "2-8 kB outputs every call", 60, {"bash": 1}, (2_000, 8_000)),
+    Shape("huge", "30-50 kB outputs every call", 60, {"bash": 1}, (30_000, 50_000)),
     Shape("marathon", "all of the above, 150 calls, compacts", 150,
           {"read": 3, "write": 1, "edit": 2, "bash": 4}, (50, BLOB_BYTES)),
     Shape("chatty", "many short outputs (50-600 B)", 40, {"bash": 7, "read": 3}, (50, 600),
@@ -176,6 +184,46 @@ class WithoutCaching:
         return self._messages.stream(**kwargs)
 
 
+# ---------------------------------------------------------------- the floor
+
+def seen_once(messages, batch=True):
+    """The floor (for comparison only): each result longer than KEEP_CHARS is shown whole in
+    one request, never written to the cache, and cleared in the next; so is each big input.
+    A policy that lets the model see every result whole at least once cannot bill much less:
+    that one sending, at 1x, is what it cannot avoid, and the baseline sends each result 3 times."""
+    calls = {b["id"]: b for m in messages if m["role"] == "assistant"
+             for b in m["content"] if b.get("type") == "tool_use"}
+    for m in messages[:-1]:                       # every result the model has answered
+        if m["role"] == "user" and isinstance(m["content"], list):
+            s06_compact._CLEARED.update(b["tool_use_id"] for b in m["content"] if _long(b))
+    s06_compact._CLEARED.update(layer1_inputs.inputs_worth_clearing(
+        messages, 1, s06_compact.KEEP_CHARS, s06_compact._CLEARED))
+    view = [{**m, "content": [s06_compact._placeholder(b, calls)
+                              if b.get("tool_use_id") in s06_compact._CLEARED else b
+                              for b in m["content"]]}
+            if m["role"] == "user" and isinstance(m["content"], list) else m for m in messages]
+    return _cache_before_new_long_results(layer1_inputs.clear_inputs(view, s06_compact._CLEARED))
+
+
+def _long(block):
+    return block.get("type") == "tool_result" and len(str(block["content"])) > s06_compact.KEEP_CHARS
+
+
+def _cache_before_new_long_results(view):
+    """One breakpoint, on the last block before the newest message's first long result (that
+    result is cleared next time, so writing it to the cache would be wasted)."""
+    blocks = [(n, i) for n, m in enumerate(view)
+              for i, _ in enumerate(m["content"] if isinstance(m["content"], list) else [0])]
+    last = view[-1]["content"] if isinstance(view[-1]["content"], list) else []
+    first_long = next((i for i, b in enumerate(last) if _long(b)), None)
+    n, i = blocks[-1 if first_long is None else len(blocks) - 1 - (len(last) - first_long)]
+    message = view[n]
+    content = message["content"]
+    content = [{"type": "text", "text": content}] if isinstance(content, str) else list(content)
+    content[i] = {**content[i], "cache_control": {"type": "ephemeral"}}
+    return view[:n] + [{**message, "content": content}] + view[n + 1:]
+
+
 # ---------------------------------------------------------------- playing a shape
 
 @contextmanager
@@ -197,9 +245,10 @@ def within_window(step):
     return answer
 
 
-def play(lesson, shape, baseline):
-    """(billing, compactions) of one shape through lesson.agent_loop, or None past the window."""
-    with tempfile.TemporaryDirectory() as tmp, inside(tmp), _fresh_lesson_state(baseline):
+def play(lesson, shape, mode):
+    """(billing, compactions) of one shape through lesson.agent_loop, or None past the window.
+    mode: "built" (as the lesson is), "baseline" or "floor"."""
+    with tempfile.TemporaryDirectory() as tmp, inside(tmp), _fresh_lesson_state(mode):
         script = Script(shape)
         script.setup()
         steps = [within_window(s) for s in script.steps()]
@@ -208,7 +257,7 @@ def play(lesson, shape, baseline):
             try:
                 with redirect_stderr(io.StringIO()):
                     lesson.agent_loop([{"role": "user", "content": PROMPT}],
-                                      WithoutCaching(client) if baseline else client)
+                                      client if mode == "built" else WithoutCaching(client))
             except anthropic.BadRequestError:
                 if api.violations or lesson is not s03_todo:
                     raise
@@ -221,7 +270,7 @@ def play(lesson, shape, baseline):
 
 
 @contextmanager
-def _fresh_lesson_state(baseline):
+def _fresh_lesson_state(mode):
     """Each run starts as a new process would: nothing cleared, no context measured."""
     saved = {m: m.micro_compact for m in (s06_compact, s07_task_system)}
     steps = {m: getattr(m, "MAX_STEPS", None) for m in LESSONS}
@@ -236,12 +285,10 @@ def _fresh_lesson_state(baseline):
     s06_compact.CONTEXT.reported, s06_compact.CONTEXT.seen = None, 0
     s06_compact.CONTEXT.after_compaction = 0
     try:
-        if baseline:
-            for m in saved:
-                m.micro_compact = per_call_micro_compact
-            yield
-        else:
-            yield
+        for m in saved:
+            m.micro_compact = {"built": saved[m], "baseline": per_call_micro_compact,
+                               "floor": seen_once}[mode]
+        yield
     finally:
         for m, fn in saved.items():
             m.micro_compact = fn
@@ -253,45 +300,53 @@ def _fresh_lesson_state(baseline):
 # ---------------------------------------------------------------- the table
 
 def measure():
-    """{(lesson name, shape name): (built billing, baseline billing, compactions) or None}."""
+    """{(lesson name, shape name): (built billing, baseline billed input, compactions) or None},
+    and {shape name: s06's floor as a share of its baseline}."""
     # s03 has no layer 1: its baseline is the same requests billed without a cache.
-    jobs = [(lesson.__name__, shape.name, baseline) for shape in SHAPES for lesson in LESSONS
-            for baseline in (False, True) if not (baseline and lesson is s03_todo)]
+    jobs = [(lesson.__name__, shape.name, mode) for shape in SHAPES for lesson in LESSONS
+            for mode in ("built", "baseline", "floor")
+            if mode == "built" or (mode == "baseline" and lesson is not s03_todo)
+            or (mode == "floor" and lesson is s06_compact)]
     jobs.sort(key=lambda job: -next(s.calls for s in SHAPES if s.name == job[1]))  # longest first
     with multiprocessing.get_context("fork").Pool(WORKERS) as pool:   # each run in its own process
         results = dict(zip(jobs, pool.map(_run_job, jobs, chunksize=1)))
     rows = {}
-    for lesson, shape, baseline in jobs:
-        built = results[lesson, shape, False]
-        if baseline or built is None:
+    for lesson, shape, mode in jobs:
+        built = results[lesson, shape, "built"]
+        if mode != "built" or built is None:
             rows.setdefault((lesson, shape), None)
             continue
-        before = results.get((lesson, shape, True)) or built
+        before = results.get((lesson, shape, "baseline")) or built
         cost = before[0]["billed_input"] if before is not built else built[0]["input_sent"]
         rows[lesson, shape] = (built[0], cost, built[1])
-    return rows
+    floor = {shape.name: results[s06_compact.__name__, shape.name, "floor"][0]["billed_input"]
+             / rows[s06_compact.__name__, shape.name][1] for shape in SHAPES}
+    return rows, floor
 
 
 def _run_job(job):
-    lesson, shape, baseline = job
+    lesson, shape, mode = job
     # Whole blocks per stream event: the SDK parses each event (a 24 kB write_file in 20-character
     # pieces is 1,200 of them), and the piece size changes no token of the billing. Only for this
     # run: a test that imports the bench must find the stand-in as it was.
     saved = stand_in.JSON_PIECE, stand_in.TEXT_PIECE
     stand_in.JSON_PIECE = stand_in.TEXT_PIECE = 1_000_000
     try:
-        return play(sys.modules[lesson], next(s for s in SHAPES if s.name == shape), baseline)
+        return play(sys.modules[lesson], next(s for s in SHAPES if s.name == shape), mode)
     finally:
         stand_in.JSON_PIECE, stand_in.TEXT_PIECE = saved
 
 
 def report():
     """The table this script prints."""
-    rows = measure()
+    rows, floor = measure()
     names = [m.__name__ for m in LESSONS]
     out = ["Billed input as built, as a share of the old baseline (no caching, layer 1 on every call),",
            "in the stand-in's billing model; 'of' is the baseline's billed input tokens, c = compactions.",
-           "", f"{'shape':<10}{'calls':>6}" + "".join(f"{n.split('_')[0]:>22}" for n in names)]
+           "floor: s06 showing each result whole once, never cached (a policy that shows results whole",
+           "cannot bill much less).",
+           "", f"{'shape':<10}{'calls':>6}" + "".join(f"{n.split('_')[0]:>22}" for n in names)
+           + f"{'floor':>7}"]
     shares = {n: [] for n in names}
     for shape in SHAPES:
         cells = []
@@ -303,13 +358,52 @@ def report():
             built, before, compactions = row
             shares[n].append(built["billed_input"] / before)
             cells.append(f"{shares[n][-1]:>6.0%} of {before / 1000:>7,.0f}k" + f"{f' c{compactions}':<4}")
-        out.append(f"{shape.name:<10}{shape.calls + 1:>6}" + "".join(f"{c:>22}" for c in cells))
-    out.append(f"{'worst':<16}" + "".join(f"{max(shares[n]):>18.0%}{'':4}" for n in names))
-    out.append(f"{'median':<16}" + "".join(f"{statistics.median(shares[n]):>18.0%}{'':4}" for n in names))
+        out.append(f"{shape.name:<10}{shape.calls + 1:>6}" + "".join(f"{c:>22}" for c in cells)
+                   + f"{floor[shape.name]:>7.0%}")
+    for label, pick in (("worst", max), ("median", statistics.median)):
+        out.append(f"{label:<16}" + "".join(f"{pick(shares[n]):>18.0%}{'':4}" for n in names)
+                   + f"{pick(floor.values()):>7.0%}")
     out += ["", "Shapes (model calls = tool calls + the answer):"]
     out += [f"  {s.name:<10}{s.about}" for s in SHAPES]
     return "\n".join(out)
 
 
+# ---------------------------------------------------------------- choosing the policy
+
+SWEEP = ([{"CLEAR_AT_LEAST": at_least, "REWRITE_SHARE": share}
+          for at_least in (4_000, 8_000, 16_000, 32_000) for share in (0.5, 1.0, 2.0, 3.0)]
+         + [{"KEEP_RECENT": keep} for keep in (1, 2)])
+
+
+def sweep():
+    """s06's worst and median share for other values of its layer-1 constants (--sweep)."""
+    baseline = {shape.name: ("s06_compact", shape.name, "baseline", {}) for shape in SHAPES}
+    jobs = list(baseline.values()) + [("s06_compact", shape.name, "built", setting)
+                                      for setting in SWEEP for shape in SHAPES]
+    with multiprocessing.get_context("fork").Pool(WORKERS) as pool:
+        results = dict(zip([str(job) for job in jobs], pool.map(_run_setting, jobs, chunksize=1)))
+    out = ["s06, billed input as a share of the old baseline, for other layer-1 constants",
+           f"(built: CLEAR_AT_LEAST={s06_compact.CLEAR_AT_LEAST}, REWRITE_SHARE="
+           f"{layer1_policy.REWRITE_SHARE}, KEEP_RECENT={s06_compact.KEEP_RECENT});"
+           " c = compactions, all shapes:", ""]
+    for setting in SWEEP:
+        runs = {shape.name: results[str(("s06_compact", shape.name, "built", setting))]
+                for shape in SHAPES}
+        shares = {name: run[0]["billed_input"] / results[str(baseline[name])][0]["billed_input"]
+                  for name, run in runs.items()}
+        worst = max(shares, key=shares.get)
+        out.append(f"  {', '.join(f'{k}={v}' for k, v in setting.items()):<40}worst "
+                   f"{shares[worst]:>4.0%} ({worst} c{runs[worst][1]}), median "
+                   f"{statistics.median(shares.values()):.0%}, c{sum(r[1] for r in runs.values())}")
+    return "\n".join(out)
+
+
+def _run_setting(job):
+    lesson, shape, mode, setting = job
+    for name, value in setting.items():
+        setattr(layer1_policy if name == "REWRITE_SHARE" else s06_compact, name, value)
+    return _run_job((lesson, shape, mode))
+
+
 if __name__ == "__main__":
-    print(report())
+    print(sweep() if sys.argv[1:] == ["--sweep"] else report())

@@ -14,17 +14,20 @@ So a fixed minimum alone (s06's CLEAR_AT_LEAST) is wrong both ways: with
 big outputs it clears on almost every call, each time rewriting the newest few results
 (more than it frees); with small ones it waits long after clearing has paid for itself.
 The rule here weighs the two: free at least s06's CLEAR_AT_LEAST tokens (less with a small
-COMPACT_THRESHOLD), and at least REWRITE_SHARE the tokens the batch makes the API
+COMPACT_THRESHOLD), and at least REWRITE_SHARE times the tokens the batch makes the API
 write again. And with_cache_point() keeps the part before the batch read from the cache.
 
-Chosen by bench/bench_tokens.py on its worst session shape; see the README's "What a long
-session costs".
+Both numbers were chosen with `python bench/bench_tokens.py --sweep`, which plays every
+session shape for other values. A larger REWRITE_SHARE bills a little less on the worst
+shape only because layer 1 then waits until layer 2 compacts instead: a summary the table
+does not bill (it is output) and that loses more than clearing results the model has seen.
+See the README's "What a long session costs".
 """
 
 import json
 
 THRESHOLD_SHARE = 0.4    # but never more than this share of COMPACT_THRESHOLD, which it must beat
-REWRITE_SHARE = 1.0      # and as much as it makes the API write again (bench: the worst shape)
+REWRITE_SHARE = 1.0      # and as much as it makes the API write again (bench_tokens.py --sweep)
 
 
 def batch_worth_clearing(view: list[dict], fresh_ids: set, freed: int, at_least: int,
