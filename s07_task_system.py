@@ -21,7 +21,7 @@ board back whenever it needs it; compaction and restarts cannot lose what was ne
 
 Read it in this order: TaskManager (ids by max-scan, create, update, _clear_dependency, the
 board and its order), the rules update() checks, then the tools and the loop. The store behind
-`self.files` is for after: harness/task_record.py (what every store promises), board_files.py
+`self.store` is for after: harness/task_record.py (what every store promises), board_files.py
 (a folder safe for several processes, kill -9 and hand edits), board_postgres.py (machines).
 
 New since s06: TaskManager, the task_* tools, the board re-attached after every compaction,
@@ -65,26 +65,26 @@ class TaskManager:
     call; a hand edit, by the next listing and by every update that reads that task."""
 
     def __init__(self, board: object, agent: str = None) -> None:
-        self.files = open_store(board)         # a folder or a postgresql:// URL: see harness/
+        self.store = open_store(board)         # a folder or a postgresql:// URL: see harness/
         self.agent = agent or default_agent_name()  # who we are: the owner of what we start
         self._last_id, self._scanned = None, None
 
     def next_id(self) -> int:
         """The largest id in the store plus one ("max-scan"); ids are never reused. The scan costs
         O(n), so it runs once per board; then ids count up (create() skips one taken meanwhile)."""
-        if self._scanned != self.files.board:  # which board: a relative folder follows the cwd
-            self._last_id, self._scanned = self.files.largest_id(), self.files.board
+        if self._scanned != self.store.board:  # which board: a relative folder follows the cwd
+            self._last_id, self._scanned = self.store.largest_id(), self.store.board
         self._last_id += 1
         return self._last_id
 
     def create(self, subject: str, description: str = "", blocked_by: list = None) -> str:
         subject = check_text(subject, "subject")
         description = check_text(description, "description", empty=True)
-        with self.files.locked():
+        with self.store.locked():
             blocked, notes = self._check_new_blockers(None, [], blocked_by or [])
             while True:
                 task = new_task(self.next_id(), subject, description, blocked)
-                if self.files.claim(task):     # False: another process took this id first
+                if self.store.claim(task):     # False: another process took this id first
                     waits = f" (blocked by {', '.join(f'#{b}' for b in blocked)})" * bool(blocked)
                     return "\n".join([f"Created task #{task['id']}: {one_line(subject)}{waits}"]
                                      + notes)
@@ -94,15 +94,15 @@ class TaskManager:
         """load → check → apply → write → _clear_dependency. A refused call changes nothing.
         force=True is a person taking a task over on purpose (/task start, /task done)."""
         task_id = parse_task_id(task_id)
-        with self.files.locked():              # one writer at a time, across processes
-            task = self.files.load(task_id)
+        with self.store.locked():              # one writer at a time, across processes
+            task = self.store.load(task_id)
             change, notes = self._check_update(task, status, add_blocked_by, remove_blocked_by,
                                                owner, force)
             before = task["status"]
             task.update(change)                # every check passed: only now does anything change
             if before in FINISHED and task["status"] not in FINISHED:
                 notes += reopen_notes(task, task.pop("unblocked", []))
-            self.files.write(task)
+            self.store.write(task)
             lines = [f"Updated {render(task)}", *notes]
             if task["status"] in FINISHED and before not in FINISHED:
                 lines += self._clear_dependency(task)
@@ -111,13 +111,13 @@ class TaskManager:
     def _clear_dependency(self, finished: Task) -> list:
         """Remove a finished task from every blockedBy; say which tasks can start now.
         Only inside update(), under the board's lock: nobody changes a blocker meanwhile."""
-        tasks, _ = self.files.scan()
+        tasks, _ = self.store.scan()
         freed = []
         for waiting in [t for t in tasks.values() if finished["id"] in t["blockedBy"]]:
-            task = self.files.try_load(waiting["id"])  # read again: never write over a hand edit
+            task = self.store.try_load(waiting["id"])  # read again: never write over a hand edit
             if task and finished["id"] in task["blockedBy"]:
                 task["blockedBy"] = [b for b in task["blockedBy"] if b != finished["id"]]
-                self.files.write(task)
+                self.store.write(task)
                 tasks[task["id"]] = task
                 freed.append(task)
         if finished["status"] == "deleted":    # the work was never done: say so, not "Unblocked"
@@ -125,14 +125,14 @@ class TaskManager:
             return [f"{names(freed)} no longer {wait} for #{finished['id']} (it was deleted, "
                     "not done)"] if freed else []
         if freed:   # remembered, so that reopening the task can say who stopped waiting for it
-            self.files.write({**finished, "unblocked": [t["id"] for t in freed]})
+            self.store.write({**finished, "unblocked": [t["id"] for t in freed]})
         ready = [t for t in freed if t["status"] not in FINISHED and not waiting_on(t, tasks)]
         return ["Unblocked: " + names(ready)] if ready else []
 
     def list_all(self, brief: bool = False) -> str:
         """The board as text: every live task, problems, an order, and what can start now (last).
         brief (after a compaction): the first BOARD_IN_SUMMARY unfinished tasks, no order."""
-        tasks, problems = self.files.scan(validate=True)
+        tasks, problems = self.store.scan(validate=True)
         live = [t for t in tasks.values() if t["status"] != "deleted"]
         unfinished = [t for t in live if t["status"] not in FINISHED]
         shown = unfinished[:BOARD_IN_SUMMARY] if brief else live
@@ -150,7 +150,7 @@ class TaskManager:
 
     def ready(self, tasks: dict = None) -> str:
         """What can start now: pending, and every blocker finished."""
-        tasks = tasks if tasks is not None else self.files.scan(validate=True)[0]
+        tasks = tasks if tasks is not None else self.store.scan(validate=True)[0]
         unfinished = [t for t in tasks.values() if t["status"] not in FINISHED]
         ready = [t for t in unfinished if t["status"] == "pending" and not waiting_on(t, tasks)]
         if not any(t["status"] != "deleted" for t in tasks.values()):
@@ -160,15 +160,15 @@ class TaskManager:
 
     def get(self, task_id: object) -> str:
         task_id = parse_task_id(task_id)
-        task = self.files.load(task_id)
-        tasks, _ = self.files.scan(validate=True)
+        task = self.store.load(task_id)
+        tasks, _ = self.store.scan(validate=True)
         blocks = [t["id"] for t in tasks.values()
                   if task_id in t["blockedBy"] and t["status"] != "deleted"]
         return json.dumps({**task, "blocks": blocks}, indent=2, ensure_ascii=False)
 
     def order(self, tasks: dict = None) -> str:
         """An order for the unfinished tasks: blockers first, then by id (a topological sort)."""
-        tasks = tasks if tasks is not None else self.files.scan(validate=True)[0]
+        tasks = tasks if tasks is not None else self.store.scan(validate=True)[0]
         todo = {i: t for i, t in tasks.items() if t["status"] not in FINISHED}
         if not todo:
             return "Order: nothing left to do."
@@ -197,7 +197,7 @@ class TaskManager:
             if dep not in blocked:
                 raise ValueError(f"#{tid} is not blocked by #{dep}")
             blocked.remove(dep)
-        waiting = [b for b in blocked if self.files.status_of(b) not in FINISHED]
+        waiting = [b for b in blocked if self.store.status_of(b) not in FINISHED]
         if status in ("in_progress", "completed") and waiting:
             raise ValueError(f"#{tid} is blocked by {self._describe(waiting)}; finish those first "
                              f"(or removeBlockedBy)")
@@ -228,7 +228,7 @@ class TaskManager:
         """blocked + add, checked: each blocker exists, is live, is not tid, and closes no cycle."""
         blocked, notes = list(blocked), list(notes or [])
         for dep in ids(add):
-            other = self.files.load(dep)
+            other = self.store.load(dep)
             if other["status"] == "deleted":
                 raise ValueError(f"task #{dep} was deleted")
             if dep == tid:
@@ -237,14 +237,14 @@ class TaskManager:
                 what = f"#{tid}" if tid is not None else "the new task"
                 notes.append(f"#{dep} is already {other['status']}, so it does not block {what}")
             elif dep not in blocked:     # a new task (tid None) has no dependents: no cycle
-                board = self.files.scan(validate=True)[0] if tid is not None else {}  # hand edits too
+                board = self.store.scan(validate=True)[0] if tid is not None else {}  # hand edits too
                 if tid is not None and (cycle := find_cycle(board.get, tid, dep)):
                     raise ValueError(f"that would make a cycle: #{' → #'.join(map(str, cycle))}")
                 blocked.append(dep)
         return blocked, notes
 
     def _describe(self, task_ids: list) -> str:
-        return ", ".join(f"#{i} {one_line(t['subject'])}" if (t := self.files.try_load(i)) else
+        return ", ".join(f"#{i} {one_line(t['subject'])}" if (t := self.store.try_load(i)) else
                          f"#{i} (missing or unreadable)" for i in task_ids)
 
 
@@ -313,13 +313,13 @@ def board_message() -> str:
             board = fit(TASKS.list_all(brief=True), BOARD_CHARS)  # a big board: unfinished first
     except ValueError as exc:   # say so: an unreadable board must not look like an empty one
         board = f"The task board could not be read: {exc}"
-    return f"<task-board>\nThe task board ({TASKS.files.name}), just read:\n{board}\n</task-board>"
+    return f"<task-board>\nThe task board ({TASKS.store.name}), just read:\n{board}\n</task-board>"
 
 
 def compact_with_board(messages: list, client, focus: str = "") -> bool:
     """s06's compaction, then the board, read fresh: the model carries on without asking for it."""
     if auto_compact(messages, client, focus, attach=board_message, system=SYSTEM, tools=TOOLS):
-        show_note(f"  [the board, read from {TASKS.files.name}, was added to the summary]")
+        show_note(f"  [the board, read from {TASKS.store.name}, was added to the summary]")
         return True
     return False
 
@@ -360,7 +360,7 @@ def choose_board(args) -> str:
     global TASKS
     name = agent_name(args.name or os.environ.get("AGENT_NAME") or "")
     TASKS = TaskManager(args.board or os.environ.get("TASK_BOARD") or TASKS_DIR, agent=name)
-    RECORD.watch_board(lambda: TASKS.files.scan()[0])   # the session page draws it
+    RECORD.watch_board(lambda: TASKS.store.scan()[0])   # the session page draws it
     return f"agent {TASKS.agent}"
 
 

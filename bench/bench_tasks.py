@@ -184,7 +184,7 @@ def board_stores(size, folder, url):
     create = taking_turns({name: partial(b.create, "a task", "a description of ordinary length for a task "
                                          "on the board") for name, b in tasks.items()}, size, mean=True)
     list_all = taking_turns({name: b.list_all for name, b in tasks.items()})
-    scan = taking_turns({name: partial(b.files.scan, validate=True) for name, b in tasks.items()})
+    scan = taking_turns({name: partial(b.store.scan, validate=True) for name, b in tasks.items()})
     complete = taking_turns({name: completions(b, size) for name, b in tasks.items()},
                             min(REPEATS, size // (DEPENDENTS + 1)))
     chains = boards("chain")
@@ -193,7 +193,7 @@ def board_stores(size, folder, url):
             chain.create(f"step {n}", "", [n - 1] if n > 1 else None)
     block = taking_turns({name: second_blockers(c, size) for name, c in chains.items()})
     cold = {"files": timed(lambda: TaskManager(folder / "board").list_all(), 3),   # a new process's first
-            "postgres": timed(lambda: TaskManager(tasks["postgres"].files._url).list_all(), 3)}  # listing
+            "postgres": timed(lambda: TaskManager(tasks["postgres"].store._url).list_all(), 3)}  # listing
     return {"create (mean over all N)": create, "list_all": list_all, "scan (the store's part of it)": scan,
             "list_all (a new manager)": cold,
             "add a blocker (chained board)": block, f"complete + clear {DEPENDENTS} dependents": complete}

@@ -79,7 +79,7 @@ def s07_demo(threshold: int, tasks) -> tuple:
     tasks: s07's TaskManager; its agent becomes "demo". A board in a folder is shown with bash.
     """
     tasks.agent = "demo"
-    folder: Optional[Path] = getattr(tasks.files, "dir", None)   # None: a postgresql:// board
+    folder: Optional[Path] = getattr(tasks.store, "dir", None)   # None: a postgresql:// board
     if folder is not None and folder.exists() and not folder.is_dir():
         raise SetupError(f"the demo needs a folder {folder}/ here, and a file of that name is in the way")
     if threshold < S07_MIN_THRESHOLD:  # the script reads its task ids from the recent messages

@@ -2,7 +2,7 @@
 
 Relied on by s07's REPL. The API, all of it:
 
-    watcher = BoardWatcher(TASKS.files, TASKS.agent)   # once, after the board is chosen
+    watcher = BoardWatcher(TASKS.store, TASKS.agent)   # once, after the board is chosen
     for line in watcher.changes():                     # before each prompt: [] when nothing changed
         print(line)                                    # [board: bob started #3]
     watcher.close()                                    # when the REPL ends

@@ -69,7 +69,7 @@ def live(current_board):
         if watching.get("tasks") is not tasks:
             if watching.get("watcher"):
                 watching["watcher"].close()
-            watching.update(tasks=tasks, watcher=BoardWatcher(tasks.files, tasks.agent))
+            watching.update(tasks=tasks, watcher=BoardWatcher(tasks.store, tasks.agent))
             atexit.register(watching["watcher"].close)
         for line in watching["watcher"].changes():
             show_note(line)

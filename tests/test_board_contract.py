@@ -73,7 +73,7 @@ def sql(url, statement, params=()):
 
 
 def listing(tasks):
-    return {t["id"]: (t["status"], t["owner"], t["blockedBy"]) for t in tasks.files.scan(validate=True)[0].values()}
+    return {t["id"]: (t["status"], t["owner"], t["blockedBy"]) for t in tasks.store.scan(validate=True)[0].values()}
 
 
 # ---------------------------------------------------------------- ids
@@ -102,7 +102,7 @@ def test_ids_are_unique_across_concurrent_creators_in_several_processes(board):
     for p in procs:
         p.join(30)
     assert made == list(range(2, 22))
-    assert sorted(TaskManager(board).files.scan()[0]) == list(range(1, 22))
+    assert sorted(TaskManager(board).store.scan()[0]) == list(range(1, 22))
 
 
 # ---------------------------------------------------------------- claims
@@ -135,7 +135,7 @@ def test_of_eight_concurrent_starters_exactly_one_wins_each_round(board):
         winners = [name for name, r in this_round if r == "won"]
         assert len(this_round) == STARTERS and len(winners) == 1
         assert all(f"#{task_id} is in progress by {winners[0]}" in r for name, r in this_round if r != "won")
-        assert setup.files.load(task_id)["owner"] == winners[0]
+        assert setup.store.load(task_id)["owner"] == winners[0]
 
 
 def test_a_non_owner_cannot_complete_and_a_person_can_force_a_takeover(board):
@@ -144,9 +144,9 @@ def test_a_non_owner_cannot_complete_and_a_person_can_force_a_takeover(board):
     alice.update(1, status="in_progress")
     with pytest.raises(ValueError, match="#1 is in progress by alice"):
         bob.update(1, status="completed")
-    assert alice.files.load(1)["status"] == "in_progress"
+    assert alice.store.load(1)["status"] == "in_progress"
     result = bob.update(1, status="in_progress", force=True)    # /task start 1
-    assert "took #1 over from alice" in result and bob.files.load(1)["owner"] == "bob"
+    assert "took #1 over from alice" in result and bob.store.load(1)["owner"] == "bob"
 
 
 # ---------------------------------------------------------------- completion and its clears
@@ -173,7 +173,7 @@ def test_two_blockers_completed_at_once_both_clear_their_dependent(board):
         for p in procs:
             p.join(30)
         assert results.qsize() == 2
-        assert tasks.files.load(3 * n + 3)["blockedBy"] == []    # no clear was lost
+        assert tasks.store.load(3 * n + 3)["blockedBy"] == []    # no clear was lost
 
 
 def test_an_error_after_the_completion_write_undoes_it_on_postgresql(pg_board, monkeypatch):
@@ -201,13 +201,13 @@ def test_unknown_self_and_cyclic_blockers_are_refused_and_change_nothing(board):
         tasks.create(s)
     tasks.update(2, add_blocked_by=[1])
     tasks.update(3, add_blocked_by=[2])
-    before = tasks.files.scan(validate=True)
+    before = tasks.store.scan(validate=True)
     for task_id, blocker, message in ((1, 9, "no task #9; existing tasks: #1, #2, #3"),
                                       (2, 2, "task #2 cannot block itself"),
                                       (1, 3, "that would make a cycle: #1 → #3 → #2 → #1")):
         with pytest.raises(ValueError, match=message):
             tasks.update(task_id, add_blocked_by=[blocker])
-    assert TaskManager(board).files.scan(validate=True) == before
+    assert TaskManager(board).store.scan(validate=True) == before
 
 
 def test_a_blocked_task_cannot_start(board):
@@ -216,7 +216,7 @@ def test_a_blocked_task_cannot_start(board):
     tasks.create("build", blocked_by=[1])
     with pytest.raises(ValueError, match="#2 is blocked by #1 design"):
         tasks.update(2, status="in_progress")
-    assert tasks.files.load(2)["status"] == "pending"
+    assert tasks.store.load(2)["status"] == "pending"
 
 
 # ---------------------------------------------------------------- compaction and the REPL
@@ -244,7 +244,7 @@ def test_every_task_command_works_in_the_repl(board, run_main):
     assert "error: #3 is not blocked by #1" in err and "error: task #3 was deleted" in err
     assert "[-] #3" not in out.split("Updated [-] #3: Docs")[-1]    # the listings hide the deleted task
     assert "/task add TITLE" in out
-    final = TaskManager(board).files.scan()[0]
+    final = TaskManager(board).store.scan()[0]
     assert {i: t["status"] for i, t in final.items()} == {1: "completed", 2: "pending", 3: "deleted"}
 
 
@@ -266,8 +266,8 @@ def test_the_board_survives_a_compaction_in_a_real_run(board, run_main):
 
 def test_the_live_board_shows_what_other_agents_did_and_not_our_own(board):
     alice, bob = TaskManager(board, agent="alice"), TaskManager(board, agent="bob")
-    bob.files.agent = "bob"          # what the REPL's watcher does for its own process (PostgreSQL)
-    watcher = BoardWatcher(alice.files, "alice")
+    bob.store.agent = "bob"          # what the REPL's watcher does for its own process (PostgreSQL)
+    watcher = BoardWatcher(alice.store, "alice")
     try:
         alice.create("mine")
         bob.create("theirs")
@@ -295,10 +295,10 @@ def gather(watcher, count, seconds=5.0):
 
 def test_the_live_board_on_postgresql_is_told_and_hears_nothing_rolled_back(pg_board, monkeypatch):
     alice, bob = TaskManager(pg_board, agent="alice"), TaskManager(pg_board, agent="bob")
-    watcher = BoardWatcher(alice.files, "alice")
+    watcher = BoardWatcher(alice.store, "alice")
     try:
         assert watcher._listener is not None             # LISTEN, not a scan
-        BoardWatcher(bob.files, "bob").close()           # bob's REPL names him to the trigger
+        BoardWatcher(bob.store, "bob").close()           # bob's REPL names him to the trigger
         bob.create("Design")
         bob.create("Build", blocked_by=[1])
         monkeypatch.setattr(TaskManager, "_clear_dependency", lambda self, t: 1 / 0)
@@ -323,7 +323,7 @@ def test_the_constraints_refuse_bad_rows(pg_board):
                 (4, "x", "pending", [4]), (5, "x", "pending", [None]), (1, "x", "pending", [])):
         with pytest.raises(psycopg.IntegrityError):
             sql(pg_board, insert, row)
-    assert [t["id"] for t in TaskManager(pg_board).files.scan()[0].values()] == [1]
+    assert [t["id"] for t in TaskManager(pg_board).store.scan()[0].values()] == [1]
 
 
 def test_a_row_that_still_cannot_be_used_is_flagged_and_left_as_it_is(pg_board):
@@ -451,7 +451,7 @@ def test_a_checklist_with_a_bad_line_imports_nothing_and_names_the_lines(tmp_pat
     assert message.startswith("nothing imported: 4 bad lines: line 2: not a checklist item")
     assert "line 3: not a checklist item" in message and "line 4: an indented item" in message
     assert "line 5: subject is 400 characters" in message and "\n" not in message
-    assert tasks.files.scan()[0] == {}
+    assert tasks.store.scan()[0] == {}
 
 
 def test_a_checklist_that_is_not_one_is_refused_in_one_line(tmp_path):
@@ -462,4 +462,4 @@ def test_a_checklist_that_is_not_one_is_refused_in_one_line(tmp_path):
                           ("empty.md", "the file has no checklist items")):
         with pytest.raises(ValueError, match=message):
             import_checklist(tasks, tmp_path / name)
-    assert not (tmp_path / ".tasks").exists() or tasks.files.scan()[0] == {}
+    assert not (tmp_path / ".tasks").exists() or tasks.store.scan()[0] == {}

@@ -114,19 +114,19 @@ def test_a_crash_at_any_byte_of_an_update_leaves_the_old_task_or_the_new(tmp_pat
     tasks = TaskManager(tmp_path / ".tasks", agent="crash")
     tasks.create("big", "x" * 3_000)
     tasks.create("waits", blocked_by=[1])
-    old = {name: without_time(t) for name, t in task_files(tasks.files.dir, 0).items()}
-    size = (tasks.files.dir / "task_1.json").stat().st_size
+    old = {name: without_time(t) for name, t in task_files(tasks.store.dir, 0).items()}
+    size = (tasks.store.dir / "task_1.json").stat().st_size
     limit = {"first-byte": 1, "second-byte": 2, "byte-100": 100, "half": size // 2,
              "all-but-one": size - 1}[cut]
     crash_at_byte(limit, BOARD, "tasks.update(1, status='in_progress')", tmp_path)
-    now = task_files(tasks.files.dir, limit)
+    now = task_files(tasks.store.dir, limit)
     started = {**old["task_1.json"], "status": "in_progress", "owner": "crash"}
     assert without_time(now["task_1.json"]) in (old["task_1.json"], started)
     assert without_time(now["task_2.json"]) == old["task_2.json"]
-    fresh = TaskManager(tasks.files.dir)
+    fresh = TaskManager(tasks.store.dir)
     assert "unreadable" not in fresh.list_all()
     assert fresh.create("after the crash") == "Created task #3: after the crash"
-    assert not [p.name for p in tasks.files.dir.iterdir() if p.name.startswith(".tmp")]  # swept under the lock
+    assert not [p.name for p in tasks.store.dir.iterdir() if p.name.startswith(".tmp")]  # swept under the lock
 
 
 def test_a_crash_at_any_byte_of_a_create_leaves_no_half_task(tmp_path):
@@ -134,7 +134,7 @@ def test_a_crash_at_any_byte_of_a_create_leaves_no_half_task(tmp_path):
     tasks.create("first")
     for limit in (1, 50, 400):
         crash_at_byte(limit, BOARD, "tasks.create('second', 'y' * 1_000)", tmp_path)
-        now = task_files(tasks.files.dir, limit)
+        now = task_files(tasks.store.dir, limit)
         assert list(now) in (["task_1.json"], ["task_1.json", "task_2.json"]), limit
         assert all(t["description"] == "y" * 1_000 for n, t in now.items() if n != "task_1.json")
-    assert TaskManager(tasks.files.dir).create("next") in ("Created task #2: next", "Created task #3: next")
+    assert TaskManager(tasks.store.dir).create("next") in ("Created task #2: next", "Created task #3: next")

@@ -17,11 +17,11 @@ def tasks(tmp_path):
 
 
 def on_disk(tasks, task_id):
-    return json.loads((tasks.files.dir / f"task_{task_id}.json").read_text(encoding="utf-8"))
+    return json.loads((tasks.store.dir / f"task_{task_id}.json").read_text(encoding="utf-8"))
 
 
 def snapshot(tasks):
-    return {p.name: p.read_bytes() for p in sorted(tasks.files.dir.glob("task_*.json"))}
+    return {p.name: p.read_bytes() for p in sorted(tasks.store.dir.glob("task_*.json"))}
 
 
 def plan(tasks):
@@ -37,7 +37,7 @@ def plan(tasks):
 
 def test_a_task_file_is_readable_utf8_json_with_the_documented_fields(tasks):
     assert tasks.create("Écrire la doc ✓", "für alle") == "Created task #1: Écrire la doc ✓"
-    raw = (tasks.files.dir / "task_1.json").read_text(encoding="utf-8")
+    raw = (tasks.store.dir / "task_1.json").read_text(encoding="utf-8")
     assert "Écrire la doc ✓" in raw and "\\u" not in raw and raw.startswith('{\n  "id": 1,')
     task = json.loads(raw)
     assert {k: task[k] for k in ("id", "subject", "description", "status", "blockedBy", "owner")} == {
@@ -49,9 +49,9 @@ def test_a_task_file_is_readable_utf8_json_with_the_documented_fields(tasks):
 def test_ids_continue_from_the_largest_file_in_a_new_manager(tasks):
     tasks.create("a")
     tasks.create("b")
-    (tasks.files.dir / "task_9.json").write_text(json.dumps({"id": 9, "subject": "x", "status": "pending",
+    (tasks.store.dir / "task_9.json").write_text(json.dumps({"id": 9, "subject": "x", "status": "pending",
                                                         "blockedBy": []}))
-    assert TaskManager(tasks.files.dir).create("next") == "Created task #10: next"
+    assert TaskManager(tasks.store.dir).create("next") == "Created task #10: next"
 
 
 def test_ids_are_never_reused_after_a_delete(tasks):
@@ -60,13 +60,13 @@ def test_ids_are_never_reused_after_a_delete(tasks):
     tasks.update(2, status="deleted")
     assert on_disk(tasks, 2)["status"] == "deleted"       # a tombstone stays
     assert "#2" not in tasks.list_all()                    # hidden from the board
-    assert TaskManager(tasks.files.dir).create("c") == "Created task #3: c"
+    assert TaskManager(tasks.store.dir).create("c") == "Created task #3: c"
     with pytest.raises(ValueError, match="#2 was deleted"):
         tasks.update(2, status="pending")
 
 
 def test_a_stale_manager_skips_ids_another_process_took(tasks):
-    other = TaskManager(tasks.files.dir)
+    other = TaskManager(tasks.store.dir)
     tasks.create("mine")              # tasks now believes the last id is 1
     other.create("theirs 2")
     other.create("theirs 3")
@@ -179,7 +179,7 @@ def test_status_owner_and_nothing_to_update(tasks):
 def test_create_refuses_an_empty_subject(tasks):
     with pytest.raises(ValueError, match="subject must be a non-empty string"):
         tasks.create("  ")
-    assert not tasks.files.dir.exists()  # refused before anything was written
+    assert not tasks.store.dir.exists()  # refused before anything was written
 
 
 # ---------------------------------------------------------------- dependencies
@@ -243,7 +243,7 @@ def test_list_all_orders_numerically_and_names_what_can_start(tasks):
     for n in range(1, 12):
         tasks.create(f"task {n}")
     tasks.update(11, add_blocked_by=[9, 10])
-    TaskManager(tasks.files.dir, agent="bob").update(10, status="in_progress")
+    TaskManager(tasks.store.dir, agent="bob").update(10, status="in_progress")
     tasks.update(1, status="completed")
     lines = tasks.list_all().splitlines()
     assert lines[0] == "[x] #1: task 1" and lines[8] == "[ ] #9: task 9"
@@ -269,15 +269,15 @@ def test_get_returns_the_task_and_the_tasks_it_blocks(tasks):
 
 def test_a_corrupt_file_never_takes_the_board_down(tasks):
     plan(tasks)
-    bad = tasks.files.dir / "task_5.json"
+    bad = tasks.store.dir / "task_5.json"
     bad.write_text('{"id": 5, "subject": "half wri')
-    (tasks.files.dir / "task_6.json").write_bytes(b"\xff\xfe not utf-8")
-    (tasks.files.dir / "task_7.json").write_text('{"id": 99, "subject": "wrong id", "status": "pending", "blockedBy": []}')
+    (tasks.store.dir / "task_6.json").write_bytes(b"\xff\xfe not utf-8")
+    (tasks.store.dir / "task_7.json").write_text('{"id": 99, "subject": "wrong id", "status": "pending", "blockedBy": []}')
     board = tasks.list_all()
     assert "#1: Design data model" in board and "#4: Write tests" in board
     for name in ("task_5.json", "task_6.json", "task_7.json"):
-        assert f"! {tasks.files.dir / name} is unreadable" in board
-    assert TaskManager(tasks.files.dir).create("new") == "Created task #8: new"
+        assert f"! {tasks.store.dir / name} is unreadable" in board
+    assert TaskManager(tasks.store.dir).create("new") == "Created task #8: new"
     with pytest.raises(ValueError, match=r"task_5\.json is unreadable"):
         tasks.get(5)
     with pytest.raises(ValueError, match=r"task_5\.json is unreadable"):
@@ -286,12 +286,12 @@ def test_a_corrupt_file_never_takes_the_board_down(tasks):
         tasks.update(1, add_blocked_by=[5])
     tasks.update(1, status="completed")  # clearing skips the bad files ...
     assert bad.read_text() == '{"id": 5, "subject": "half wri'  # ... and never touches them
-    assert (tasks.files.dir / "task_6.json").read_bytes() == b"\xff\xfe not utf-8"
+    assert (tasks.store.dir / "task_6.json").read_bytes() == b"\xff\xfe not utf-8"
 
 
 def test_a_board_of_only_unreadable_files_does_not_say_it_is_empty(tasks):
     tasks.create("only one")
-    (tasks.files.dir / "task_1.json").write_text('{"id": 1, "subject": "hand edited", "status": "pending", '
+    (tasks.store.dir / "task_1.json").write_text('{"id": 1, "subject": "hand edited", "status": "pending", '
                                            '"blockedBy": ["1", 1.5]}')
     board = tasks.list_all()
     assert "No tasks yet." not in board
@@ -331,7 +331,7 @@ def test_a_relative_board_follows_the_current_folder(tmp_path, monkeypatch):
 def test_a_hand_edit_of_the_same_size_is_seen_by_the_next_list_all(tasks):
     tasks.create("aaaa")
     assert "#1: aaaa" in tasks.list_all()                 # now cached
-    path = tasks.files.dir / "task_1.json"
+    path = tasks.store.dir / "task_1.json"
     before = path.stat()
     path.write_text(path.read_text().replace('"subject": "aaaa"', '"subject": "bbbb"'))
     # An editor saves seconds later; the test sets the clock forward instead of sleeping.
@@ -341,7 +341,7 @@ def test_a_hand_edit_of_the_same_size_is_seen_by_the_next_list_all(tasks):
 
 
 def test_another_managers_writes_are_seen_by_the_next_get_and_update(tasks):
-    theirs = TaskManager(tasks.files.dir)
+    theirs = TaskManager(tasks.store.dir)
     plan(tasks)                                           # mine holds a complete cache of #1-#4
     theirs.create("Deploy", blocked_by=[4])               # #5, a file mine has never seen
     assert json.loads(tasks.get(4))["blocks"] == [5]
@@ -355,7 +355,7 @@ def test_another_managers_writes_are_seen_by_the_next_get_and_update(tasks):
 def test_completing_a_blocker_keeps_a_hand_edit_of_the_task_it_frees(tasks):
     plan(tasks)
     tasks.list_all()
-    path = tasks.files.dir / "task_2.json"
+    path = tasks.store.dir / "task_2.json"
     path.write_text(path.read_text().replace('"description": ""', '"description": "added by hand"'))
     assert "Unblocked: #2 Implement API" in tasks.update(1, status="completed")
     assert on_disk(tasks, 2)["description"] == "added by hand" and on_disk(tasks, 2)["blockedBy"] == []
@@ -364,8 +364,8 @@ def test_completing_a_blocker_keeps_a_hand_edit_of_the_task_it_frees(tasks):
 def test_a_board_replaced_under_a_manager_is_a_new_board(tasks):
     tasks.create("a")
     tasks.create("b")
-    shutil.rmtree(tasks.files.dir)                              # the folder goes, another process starts afresh
-    TaskManager(tasks.files.dir).create("fresh")
+    shutil.rmtree(tasks.store.dir)                              # the folder goes, another process starts afresh
+    TaskManager(tasks.store.dir).create("fresh")
     made = tasks.create("next")           # #2 if it sees the new board, #3 if the new .lock got the
     n = int(made.split("#")[1].split(":")[0])   # old one's inode; never #1, which is "fresh"
     assert made == f"Created task #{n}: next" and n in (2, 3)
