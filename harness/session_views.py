@@ -106,12 +106,24 @@ def context_report(system: str, tools: list, view_messages: list, threshold: Opt
              f"  what fills it  [{_bar(parts, estimate or 1)}]",
              _cache_line(cached_tokens, total), _threshold_line(threshold, total)]
     sums = {kind: sum(t for k, t in parts if k == kind) for kind in KINDS}
-    for kind, (letter, name) in KINDS.items():
+    for kind, (letter, name) in _kinds_of(tools, threshold, sums).items():
         share = f"{sums[kind] / estimate:.0%}" if estimate else "0%"
         lines.append(f"    {letter} {name:<22} {'~' + format(sums[kind], ','):>9}  {share:>4}")
     lines.append(f"  ~ an estimate, about {CHARS_PER_TOKEN} characters a token · ^ the prefix the cache "
                  "holds, read at 0.1x if the next request starts the same · no model call was made")
     return "\n".join(line for line in lines if line)
+
+
+def _kinds_of(tools: list, threshold: Optional[int], sums: dict) -> dict:
+    """The kinds worth a row: a kind this lesson never sends, and that is not here, is left out.
+    Without a threshold (s03) nothing is cleared; only a lesson with task_list (s07) has a board."""
+    kinds = dict(KINDS)
+    if threshold is None and not sums["cleared"]:
+        del kinds["cleared"]
+    if not sums["board"] and not any(isinstance(t, dict) and t.get("name") == "task_list"
+                                     for t in tools or []):
+        del kinds["board"]
+    return kinds
 
 
 def _cache_line(cached: Optional[int], total: int) -> str:

@@ -232,6 +232,16 @@ def test_context_shows_each_kind_the_threshold_and_marks_estimates():
     assert bar.count("r") > 30 * bar.count("p")
 
 
+def test_context_has_no_row_for_what_the_lesson_never_sends():
+    history = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]
+    s03 = context_report("", [{"name": "bash"}], history, None, None, None)
+    assert " cleared placeholders " not in s03 and " the board " not in s03 and " tool results " in s03
+    s06 = context_report("", [{"name": "bash"}], history, 50_000, None, None)
+    assert row(s06, "cleared placeholders") == 0 and " the board " not in s06
+    s07 = context_report("", [{"name": "bash"}, {"name": "task_list"}], history, 50_000, None, None)
+    assert row(s07, "cleared placeholders") == 0 and row(s07, "the board") == 0
+
+
 def test_context_uses_the_apis_count_where_known_and_shows_the_cached_prefix():
     history = compacted_history()
     report = context_report("", [], history, 50_000, 1_500, 2_000, reported_covers=2)
