@@ -19,8 +19,9 @@ The placeholder input keeps the call valid for the API (the same keys, all strin
 history keeps the real input, so the transcript is complete.
 """
 
-import json
 import os
+
+from harness.layer1_policy import tokens   # s06's estimate: characters / 4
 
 INPUT_FIELDS = {"write_file": ("content",), "edit_file": ("old_text", "new_text")}  # worth clearing
 KEEP_RECENT = 3      # the newest tool calls stay whole (s06's KEEP_RECENT, for results)
@@ -45,8 +46,7 @@ def inputs_worth_clearing(messages: list[dict], keep_recent: int = KEEP_RECENT,
             continue
         fields = _texts(block)
         if sum(len(t) for t in fields.values()) > keep_chars:
-            before = _tokens(fields)
-            worth[block["id"]] = before - _tokens(_placeholders(block["name"], fields))
+            worth[block["id"]] = tokens(fields) - tokens(_placeholders(block["name"], fields))
     return worth
 
 
@@ -85,6 +85,3 @@ def _placeholders(tool: str, fields: dict[str, str]) -> dict[str, str]:
                    "the file as it is now]" for k, v in fields.items()}
     return {k: f"[cleared from the context: {len(v):,} characters]" for k, v in fields.items()}
 
-
-def _tokens(fields: dict[str, str]) -> int:
-    return len(json.dumps(fields, ensure_ascii=False)) // 4   # s06's estimate: characters / 4

@@ -81,5 +81,6 @@ def first_message_with(view: list[dict], ids: set) -> int:
     return len(view)
 
 
-def tokens(messages: list[dict]) -> int:
+def tokens(messages: object) -> int:
+    """About how many tokens these messages (or any JSON value) are: what layer 1 weighs."""
     return len(json.dumps(messages, ensure_ascii=False)) // 4   # s06's estimate: characters / 4
