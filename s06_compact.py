@@ -8,8 +8,8 @@ full record on disk so nothing is really lost, and keeps what it sends stable fo
     before every model call:
       layer 1  micro_compact   in what the model sees, old tool results (and old big
                                write/edit texts) become "[Previous: used bash]", in batches
-                               worth the cache they rewrite (the newest 3, short ones and
-                               the last read of each file stay; the history keeps all)
+                               worth the cache they rewrite (the newest one, short ones
+                               and the last read of each file stay; the history keeps all)
       layer 2  auto_compact    context > COMPACT_THRESHOLD tokens?
                                  1. history -> .transcripts/transcript_<time>_<n>.jsonl
                                  2. the model writes a summary (same prefix: cached)
@@ -57,8 +57,8 @@ from s03_todo import (BASE_HANDLERS, BASE_TOOLS, CACHE, MAX_TOKENS, object_schem
                       show_reply)
 
 MAX_STEPS = 200                 # model calls a turn may make: compaction lets a turn go on
-CLEAR_AT_LEAST = 16_000         # tokens a batch frees at least (bench_tokens.py: the worst shape)
-KEEP_RECENT = 3                 # the newest tool results the model may still be reasoning about
+CLEAR_AT_LEAST = 8_000          # tokens a batch frees at least (bench_tokens.py --sweep)
+KEEP_RECENT = 1                 # the newest result, which the model is answering, stays whole
 KEEP_CHARS = 400                # a result this short costs little, and less read from the cache
 SUPERSEDE_READ = {"read_file", "write_file"}  # these show a file anew; an edit shows only a part
 DEFAULT_THRESHOLD = 50_000      # tokens; well below the window, leaving room for the summary call
@@ -108,7 +108,7 @@ def clear_batch(results: list, calls: dict, messages: list) -> None:
 
 
 def no_longer_needed(results: list, calls: dict) -> set:
-    """Ids of results the model can do without: older than the newest few, long, and for a
+    """Ids of results the model can do without: not the newest, long, and for a
     read_file, superseded by a later read or write of the same path. The last read of a file
     stays in sight: an edit changes only a part, so it does not supersede the read."""
     later_paths, ids = set(), set()

@@ -80,6 +80,8 @@ SHAPES = (
           {"read": 3, "write": 1, "edit": 2, "bash": 4}, (50, BLOB_BYTES)),
     Shape("chatty", "many short outputs (50-600 B)", 40, {"bash": 7, "read": 3}, (50, 600),
           (1_000, 3_000)),
+    Shape("reads", "reads 12 files of 8-24 kB again and again", 60, {"read": 1}, (50, 100),
+          (8_000, 24_000)),
 )
 
 
@@ -195,28 +197,34 @@ def seen_once(messages, batch=True):
              for b in m["content"] if b.get("type") == "tool_use"}
     for m in messages[:-1]:                       # every result the model has answered
         if m["role"] == "user" and isinstance(m["content"], list):
-            s06_compact._CLEARED.update(b["tool_use_id"] for b in m["content"] if _long(b))
+            s06_compact._CLEARED.update(b["tool_use_id"] for b in m["content"]
+                                        if b.get("type") == "tool_result" and _long(b))
     s06_compact._CLEARED.update(layer1_inputs.inputs_worth_clearing(
         messages, 1, s06_compact.KEEP_CHARS, s06_compact._CLEARED))
     view = [{**m, "content": [s06_compact._placeholder(b, calls)
                               if b.get("tool_use_id") in s06_compact._CLEARED else b
                               for b in m["content"]]}
             if m["role"] == "user" and isinstance(m["content"], list) else m for m in messages]
-    return _cache_before_new_long_results(layer1_inputs.clear_inputs(view, s06_compact._CLEARED))
+    return _cache_before_new_long_texts(layer1_inputs.clear_inputs(view, s06_compact._CLEARED))
 
 
 def _long(block):
-    return block.get("type") == "tool_result" and len(str(block["content"])) > s06_compact.KEEP_CHARS
+    """A result, or the text a write_file or edit_file call sent, longer than KEEP_CHARS."""
+    if block.get("type") == "tool_result":
+        return len(str(block["content"])) > s06_compact.KEEP_CHARS
+    fields = layer1_inputs.INPUT_FIELDS.get(block.get("name"), ()) if block.get("type") == "tool_use" else ()
+    given = block.get("input") if isinstance(block.get("input"), dict) else {}
+    return sum(len(str(given.get(field, ""))) for field in fields) > s06_compact.KEEP_CHARS
 
 
-def _cache_before_new_long_results(view):
-    """One breakpoint, on the last block before the newest message's first long result (that
-    result is cleared next time, so writing it to the cache would be wasted)."""
-    blocks = [(n, i) for n, m in enumerate(view)
-              for i, _ in enumerate(m["content"] if isinstance(m["content"], list) else [0])]
-    last = view[-1]["content"] if isinstance(view[-1]["content"], list) else []
-    first_long = next((i for i, b in enumerate(last) if _long(b)), None)
-    n, i = blocks[-1 if first_long is None else len(blocks) - 1 - (len(last) - first_long)]
+def _cache_before_new_long_texts(view):
+    """One breakpoint, on the last block before the first long text of the newest turn or its
+    results: each is cleared in the next request, so writing it to the cache would be wasted."""
+    blocks = [(n, i, b) for n, m in enumerate(view)
+              for i, b in enumerate(m["content"] if isinstance(m["content"], list) else [{}])]
+    first = next((k for k, (n, _, b) in enumerate(blocks) if n >= len(view) - 2 and _long(b)),
+                 len(blocks))
+    n, i, _ = blocks[max(first - 1, 0)]
     message = view[n]
     content = message["content"]
     content = [{"type": "text", "text": content}] if isinstance(content, str) else list(content)
@@ -266,7 +274,20 @@ def play(lesson, shape, mode):
             sys.exit(f"bench_tokens.py: {lesson.__name__} on {shape.name}: "
                      f"{api.violations[0] if api.violations else f'{len(api.script)} steps unplayed'}")
         summaries = sum(1 for r in api.requests if "<summary-request>" in json.dumps(r["messages"][-1]))
-        return api.billing(), summaries
+        once = {"results_once": results_once(api.requests)} if mode == "floor" else {}
+        return {**api.billing(), **once}, summaries
+
+
+def results_once(requests):
+    """The tokens of every tool result, whole, counted once: what a layer 1 that lets the model
+    see each result whole must send at least once, at 1x at the least (the floor comes near)."""
+    whole = {}
+    for body in requests:
+        for block in (b for m in body["messages"] if isinstance(m["content"], list) for b in m["content"]):
+            if block.get("type") == "tool_result":
+                size = stand_in.estimate_tokens({k: v for k, v in block.items() if k != "cache_control"})
+                whole[block["tool_use_id"]] = max(size, whole.get(block["tool_use_id"], 0))
+    return sum(whole.values())
 
 
 @contextmanager
@@ -301,7 +322,7 @@ def _fresh_lesson_state(mode):
 
 def measure():
     """{(lesson name, shape name): (built billing, baseline billed input, compactions) or None},
-    and {shape name: s06's floor as a share of its baseline}."""
+    and {shape name: (s06's floor, its results sent once) as shares of s06's baseline}."""
     # s03 has no layer 1: its baseline is the same requests billed without a cache.
     jobs = [(lesson.__name__, shape.name, mode) for shape in SHAPES for lesson in LESSONS
             for mode in ("built", "baseline", "floor")
@@ -319,9 +340,10 @@ def measure():
         before = results.get((lesson, shape, "baseline")) or built
         cost = before[0]["billed_input"] if before is not built else built[0]["input_sent"]
         rows[lesson, shape] = (built[0], cost, built[1])
-    floor = {shape.name: results[s06_compact.__name__, shape.name, "floor"][0]["billed_input"]
-             / rows[s06_compact.__name__, shape.name][1] for shape in SHAPES}
-    return rows, floor
+    floors = {shape.name: results[s06_compact.__name__, shape.name, "floor"][0] for shape in SHAPES}
+    before = {shape.name: rows[s06_compact.__name__, shape.name][1] for shape in SHAPES}
+    return rows, {name: (floor["billed_input"] / before[name], floor["results_once"] / before[name])
+                  for name, floor in floors.items()}
 
 
 def _run_job(job):
@@ -343,10 +365,10 @@ def report():
     names = [m.__name__ for m in LESSONS]
     out = ["Billed input as built, as a share of the old baseline (no caching, layer 1 on every call),",
            "in the stand-in's billing model; 'of' is the baseline's billed input tokens, c = compactions.",
-           "floor: s06 showing each result whole once, never cached (a policy that shows results whole",
-           "cannot bill much less).",
+           "floor: s06 showing each result whole in one request, never cached; once: those results",
+           "alone, each sent once at 1x, below which no layer 1 that shows them whole can bill.",
            "", f"{'shape':<10}{'calls':>6}" + "".join(f"{n.split('_')[0]:>22}" for n in names)
-           + f"{'floor':>7}"]
+           + f"{'floor':>7}{'once':>6}"]
     shares = {n: [] for n in names}
     for shape in SHAPES:
         cells = []
@@ -359,10 +381,10 @@ def report():
             shares[n].append(built["billed_input"] / before)
             cells.append(f"{shares[n][-1]:>6.0%} of {before / 1000:>7,.0f}k" + f"{f' c{compactions}':<4}")
         out.append(f"{shape.name:<10}{shape.calls + 1:>6}" + "".join(f"{c:>22}" for c in cells)
-                   + f"{floor[shape.name]:>7.0%}")
+                   + f"{floor[shape.name][0]:>7.0%}{floor[shape.name][1]:>6.0%}")
     for label, pick in (("worst", max), ("median", statistics.median)):
         out.append(f"{label:<16}" + "".join(f"{pick(shares[n]):>18.0%}{'':4}" for n in names)
-                   + f"{pick(floor.values()):>7.0%}")
+                   + "".join(f"{pick(f[k] for f in floor.values()):>{w}.0%}" for k, w in ((0, 7), (1, 6))))
     out += ["", "Shapes (model calls = tool calls + the answer):"]
     out += [f"  {s.name:<10}{s.about}" for s in SHAPES]
     return "\n".join(out)
@@ -370,9 +392,8 @@ def report():
 
 # ---------------------------------------------------------------- choosing the policy
 
-SWEEP = ([{"CLEAR_AT_LEAST": at_least, "REWRITE_SHARE": share}
-          for at_least in (4_000, 8_000, 16_000, 32_000) for share in (0.5, 1.0, 2.0, 3.0)]
-         + [{"KEEP_RECENT": keep} for keep in (1, 2)])
+SWEEP = [{"KEEP_RECENT": keep, "CLEAR_AT_LEAST": at_least, "REWRITE_SHARE": share}
+         for keep in (1, 2, 3) for at_least in (4_000, 8_000, 16_000) for share in (0.5, 1.0, 3.0)]
 
 
 def sweep():
@@ -383,8 +404,8 @@ def sweep():
     with multiprocessing.get_context("fork").Pool(WORKERS) as pool:
         results = dict(zip([str(job) for job in jobs], pool.map(_run_setting, jobs, chunksize=1)))
     out = ["s06, billed input as a share of the old baseline, for other layer-1 constants",
-           f"(built: CLEAR_AT_LEAST={s06_compact.CLEAR_AT_LEAST}, REWRITE_SHARE="
-           f"{layer1_policy.REWRITE_SHARE}, KEEP_RECENT={s06_compact.KEEP_RECENT});"
+           f"(built: KEEP_RECENT={s06_compact.KEEP_RECENT}, CLEAR_AT_LEAST={s06_compact.CLEAR_AT_LEAST}, "
+           f"REWRITE_SHARE={layer1_policy.REWRITE_SHARE});"
            " c = compactions, all shapes:", ""]
     for setting in SWEEP:
         runs = {shape.name: results[str(("s06_compact", shape.name, "built", setting))]
@@ -392,17 +413,24 @@ def sweep():
         shares = {name: run[0]["billed_input"] / results[str(baseline[name])][0]["billed_input"]
                   for name, run in runs.items()}
         worst = max(shares, key=shares.get)
-        out.append(f"  {', '.join(f'{k}={v}' for k, v in setting.items()):<40}worst "
+        out.append(f"  {', '.join(f'{k}={v}' for k, v in setting.items()):<56}worst "
                    f"{shares[worst]:>4.0%} ({worst} c{runs[worst][1]}), median "
                    f"{statistics.median(shares.values()):.0%}, c{sum(r[1] for r in runs.values())}")
     return "\n".join(out)
 
 
 def _run_setting(job):
+    """One run with other constants, put back after it: a pool's worker runs many jobs."""
     lesson, shape, mode, setting = job
-    for name, value in setting.items():
-        setattr(layer1_policy if name == "REWRITE_SHARE" else s06_compact, name, value)
-    return _run_job((lesson, shape, mode))
+    homes = {name: layer1_policy if name == "REWRITE_SHARE" else s06_compact for name in setting}
+    before = {name: getattr(home, name) for name, home in homes.items()}
+    try:
+        for name, value in setting.items():
+            setattr(homes[name], name, value)
+        return _run_job((lesson, shape, mode))
+    finally:
+        for name, value in before.items():
+            setattr(homes[name], name, value)
 
 
 if __name__ == "__main__":

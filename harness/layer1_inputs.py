@@ -24,8 +24,6 @@ import os
 from harness.layer1_policy import tokens   # s06's estimate: characters / 4
 
 INPUT_FIELDS = {"write_file": ("content",), "edit_file": ("old_text", "new_text")}  # worth clearing
-KEEP_RECENT = 3      # the newest tool calls stay whole (s06's KEEP_RECENT, for results)
-KEEP_CHARS = 400     # texts this short cost less than the cache they would throw away
 
 
 def path_of(call: dict):
@@ -34,10 +32,11 @@ def path_of(call: dict):
     return os.path.normpath(path) if isinstance(path, str) and path else None
 
 
-def inputs_worth_clearing(messages: list[dict], keep_recent: int = KEEP_RECENT,
-                          keep_chars: int = KEEP_CHARS, exclude: set = frozenset()) -> dict[str, int]:
-    """{tool_use id: tokens clearing it frees} for the old, long inputs in messages, less exclude
-    (those already cleared)."""
+def inputs_worth_clearing(messages: list[dict], keep_recent: int, keep_chars: int,
+                          exclude: set = frozenset()) -> dict[str, int]:
+    """{tool_use id: tokens clearing it frees} for the inputs in messages older than the newest
+    keep_recent calls and longer than keep_chars (s06's KEEP_RECENT and KEEP_CHARS), less
+    exclude (those already cleared)."""
     calls = [b for m in messages if m.get("role") == "assistant" and isinstance(m.get("content"), list)
              for b in m["content"] if isinstance(b, dict) and b.get("type") == "tool_use"]
     worth = {}

@@ -17,11 +17,11 @@ The rule here weighs the two: free at least s06's CLEAR_AT_LEAST tokens (less wi
 COMPACT_THRESHOLD), and at least REWRITE_SHARE times the tokens the batch makes the API
 write again. And with_cache_point() keeps the part before the batch read from the cache.
 
-Both numbers were chosen with `python bench/bench_tokens.py --sweep`, which plays every
-session shape for other values. A larger REWRITE_SHARE bills a little less on the worst
-shape only because layer 1 then waits until layer 2 compacts instead: a summary the table
-does not bill (it is output) and that loses more than clearing results the model has seen.
-See the README's "What a long session costs".
+REWRITE_SHARE and s06's CLEAR_AT_LEAST and KEEP_RECENT were chosen with
+`python bench/bench_tokens.py --sweep`, which plays every session shape for other values:
+together they are within a point of the lowest worst shape. A larger REWRITE_SHARE makes layer 1 wait until layer 2 compacts instead (a
+summary loses more than a cleared result, which is saved whole). See the README's "How
+layer 1's numbers were chosen".
 """
 
 import json

@@ -51,18 +51,18 @@ def test_the_floor_shows_each_long_text_whole_in_one_request_and_never_caches_it
     requests = floor_requests(monkeypatch, shape)
     longest = whole_texts(requests)
     long = {key: value for key, value in longest.items() if len(value) > s06_compact.KEEP_CHARS}
-    assert {kind for _, kind in long} == {"result", "input"}, "the shape made no long text to check"
+    calls = [b for m in requests[-1]["messages"] if m["role"] == "assistant" for b in m["content"]
+             if b.get("type") == "tool_use"]
+    # Every output (2-6 kB) and every file written (1-24 kB) is long: each must have been shown.
+    expected = {(c["id"], "result" if c["name"] == "bash" else "input") for c in calls}
+    assert {kind for _, kind in expected} == {"result", "input"}, "the shape made no long text to check"
+    assert set(long) == expected
     for key, value in long.items():
-        shown = []
-        for body in requests:
-            blocks, _ = cache_blocks(body)
-            where = [n for n, block in enumerate(blocks) for k, v in [_text_of(block)] if k == key
-                     and v == value]
-            shown += [(body, n) for n in where]
+        shown = [(body, n) for body in requests for n, block in enumerate(cache_blocks(body)[0])
+                 if _text_of(block) == (key, value)]
         assert len(shown) == 1, f"{key}: shown whole in {len(shown)} requests"
-        if key[1] == "result":     # a result is new in its request: it must not be written to the cache
-            body, n = shown[0]
-            assert max(breakpoints(body), default=-1) < n, f"{key}: shown whole under a breakpoint"
+        body, n = shown[0]
+        assert max(breakpoints(body), default=-1) < n, f"{key}: written to the cache, cleared next time"
 
 
 def _text_of(block):
@@ -75,19 +75,30 @@ def _text_of(block):
 
 
 def test_the_sweep_in_the_readme_is_of_the_built_constants_and_agrees_with_the_token_table():
-    """The sweep takes a minute, too long for the suite; its row for the built values must be the
-    token table's s06 column (which test_readme.py checks against the benchmark)."""
+    """The sweep takes about two minutes, too long for the suite; its row for the built values
+    must be the token table's s06 column (which test_readme.py checks against the benchmark)."""
     section = re.search(r"^## How layer 1's numbers were chosen\n(.*?)(?=^## )", README, re.S | re.M)[1]
     block = re.search(r"```text\n(.*?)```", section, re.S)[1]
-    assert (f"CLEAR_AT_LEAST={s06_compact.CLEAR_AT_LEAST}, REWRITE_SHARE={layer1_policy.REWRITE_SHARE}, "
-            f"KEEP_RECENT={s06_compact.KEEP_RECENT}") in block
-    rows = re.findall(r"^  (\S.*?)\s+worst\s+(\d+%) \((\w+) c\d+\), median (\d+%), c\d+$", block, re.M)
+    built = (f"KEEP_RECENT={s06_compact.KEEP_RECENT}, CLEAR_AT_LEAST={s06_compact.CLEAR_AT_LEAST}, "
+             f"REWRITE_SHARE={layer1_policy.REWRITE_SHARE}")
+    assert f"(built: {built})" in block
+    rows = re.findall(r"^  (\S.*?)\s+worst\s+(\d+%) \((\w+) c\d+\), median (\d+%), c(\d+)$", block, re.M)
     assert [row[0] for row in rows] == [", ".join(f"{k}={v}" for k, v in setting.items())
                                         for setting in bench_tokens.SWEEP]
-    built = {row[0]: row for row in rows}[f"CLEAR_AT_LEAST={s06_compact.CLEAR_AT_LEAST}, "
-                                          f"REWRITE_SHARE={layer1_policy.REWRITE_SHARE}"]
+    _, worst, _, median, compactions = {row[0]: row for row in rows}[built]
     table = checked_block(README, "token-table")
-    header = next(line for line in table if line.startswith("shape "))
-    s06_end = header.index("s06") + 3
-    worst, median = (next(line for line in table if line.startswith(label)) for label in ("worst", "median"))
-    assert built[1] == worst[:s06_end].split()[-1] and built[3] == median[:s06_end].split()[-1]
+    s06_end = next(line for line in table if line.startswith("shape ")).index("s06") + 3
+    column = [line[:s06_end].split()[-1] for line in table if line.startswith(("worst", "median"))]
+    assert column == [worst, median]
+    shapes = [line[:s06_end] for line in table if re.match(r"[a-z]+ +\d+ ", line)]
+    assert int(compactions) == sum(int(re.search(r" c(\d+) *$", line)[1]) for line in shapes)
+
+
+def test_a_sweep_run_puts_the_constants_back(monkeypatch):
+    """A pool's worker runs many settings one after another: each must start from the built ones."""
+    before = s06_compact.KEEP_RECENT, s06_compact.CLEAR_AT_LEAST, layer1_policy.REWRITE_SHARE
+    monkeypatch.setattr(bench_tokens, "_run_job", lambda job: (s06_compact.KEEP_RECENT,
+                                                               layer1_policy.REWRITE_SHARE))
+    setting = {"KEEP_RECENT": 7, "CLEAR_AT_LEAST": 1, "REWRITE_SHARE": 9.0}
+    assert bench_tokens._run_setting(("s06_compact", "steady", "built", setting)) == (7, 9.0)
+    assert (s06_compact.KEEP_RECENT, s06_compact.CLEAR_AT_LEAST, layer1_policy.REWRITE_SHARE) == before

@@ -29,7 +29,7 @@ def test_old_big_writes_and_edits_are_worth_clearing_and_the_newest_calls_are_no
                        ("bash", {"command": "echo " + "y" * 2_000}),
                        ("write_file", {"path": "b.py", "content": BIG}),     # the newest three
                        ("bash", {"command": "ls"}), ("bash", {"command": "pwd"}))
-    worth = layer1_inputs.inputs_worth_clearing(messages)
+    worth = layer1_inputs.inputs_worth_clearing(messages, 3, 400)
     assert set(worth) == {"t0", "t1"}          # not short, not bash, not one of the newest 3
     assert 3_400 < worth["t0"] < 3_500         # 14,000 characters of JSON / 4, less the placeholder
     assert worth["t1"] > 300
@@ -54,7 +54,7 @@ def test_cleared_inputs_keep_the_call_valid_and_the_history_whole():
 def test_an_input_that_is_not_text_is_left_alone():
     messages = history(("write_file", {"path": "a.py", "content": ["not", "a", "string"]}),
                        ("bash", {"command": "1"}), ("bash", {"command": "2"}), ("bash", {"command": "3"}))
-    assert layer1_inputs.inputs_worth_clearing(messages) == {}
+    assert layer1_inputs.inputs_worth_clearing(messages, 3, 400) == {}
     assert layer1_inputs.clear_inputs(messages, {"t0"}) == messages
 
 

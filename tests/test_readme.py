@@ -208,8 +208,8 @@ def test_the_constants_the_readme_quotes_are_the_codes():
     from harness import bash, cli, config, layer1_policy, spill, terminal
     phrases = [f"{s03_todo.NAG_AFTER} rounds without todo -> <reminder>",
                f"it had dropped the {len(s07_task_system.TOOLS)} tool definitions",f"gives up after\n{s03_todo.MAX_STEPS} model calls in a turn",
-               f"at least `CLEAR_AT_LEAST` tokens at once, never the newest {s06_compact.KEEP_RECENT} "
-               "results",
+               "at least `CLEAR_AT_LEAST` tokens at once, never the newest "
+               + ("result," if s06_compact.KEEP_RECENT == 1 else f"{s06_compact.KEEP_RECENT} results,"),
                f"batches of at least {s06_compact.CLEAR_AT_LEAST:,}\ntokens (`CLEAR_AT_LEAST`)",
                f"`COMPACT_THRESHOLD` (default {s06_compact.DEFAULT_THRESHOLD:,} tokens)",
                f"compact above this many tokens (default {s06_compact.DEFAULT_THRESHOLD:,})",

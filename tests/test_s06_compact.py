@@ -44,7 +44,8 @@ def test_layer1_clears_old_long_results_in_one_worthwhile_batch_and_keeps_the_ne
     original = copy.deepcopy(history)
     view = s06.micro_compact(history)
     first, *rest = contents(view)
-    assert rest == ["short", "[Previous: used edit_file]", LONG, LONG, LONG]
+    kept = s06.KEEP_RECENT                          # of the three long bash results at the end
+    assert rest == ["short", "[Previous: used edit_file]"] + ["[Previous: used bash]"] * (3 - kept) + [LONG] * kept
     saved = first.removeprefix("[Previous: used bash; the whole result is in ").removesuffix("]")
     assert Path(saved).read_text() == BIG           # cleared from the context, kept whole on disk
     assert history == original                      # the history keeps every result
@@ -52,8 +53,9 @@ def test_layer1_clears_old_long_results_in_one_worthwhile_batch_and_keeps_the_ne
     ids = lambda msgs: [(b.get("id"), b.get("tool_use_id")) for m in msgs[1:] for b in m["content"]]
     assert ids(view) == ids(history)
     note = capsys.readouterr().err
-    freed = s06.estimate_tokens(BIG) + s06.estimate_tokens(LONG)
-    assert f"micro_compact: 2 old tool results (or inputs) are now placeholders (about {freed:,} tokens cleared)" in note
+    freed = s06.estimate_tokens(BIG) + (4 - kept) * s06.estimate_tokens(LONG)
+    assert (f"micro_compact: {5 - kept} old tool results (or inputs) are now placeholders "
+            f"(about {freed:,} tokens cleared)") in note
 
 
 def test_layer1_never_clears_a_batch_smaller_than_clear_at_least():
