@@ -393,7 +393,7 @@ def report():
 # ---------------------------------------------------------------- choosing the policy
 
 SWEEP = [{"KEEP_RECENT": keep, "CLEAR_AT_LEAST": at_least, "REWRITE_SHARE": share}
-         for keep in (1, 2, 3) for at_least in (4_000, 8_000, 16_000) for share in (0.5, 1.0, 3.0)]
+         for keep in (1, 2, 3) for at_least in (4_000, 8_000, 16_000) for share in (0.5, 1.0, 1.5, 3.0)]
 
 
 def sweep():

@@ -75,7 +75,7 @@ def _text_of(block):
 
 
 def test_the_sweep_in_the_readme_is_of_the_built_constants_and_agrees_with_the_token_table():
-    """The sweep takes about two minutes, too long for the suite; its row for the built values
+    """The sweep takes about three minutes, too long for the suite; its row for the built values
     must be the token table's s06 column (which test_readme.py checks against the benchmark)."""
     section = re.search(r"^## How layer 1's numbers were chosen\n(.*?)(?=^## )", README, re.S | re.M)[1]
     block = re.search(r"```text\n(.*?)```", section, re.S)[1]
