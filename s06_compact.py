@@ -42,11 +42,11 @@ Run it:   python s06_compact.py "read every .py file here and summarise each"
 
 import json
 import sys
+from collections import Counter
 from functools import partial
 from pathlib import Path
 
 from harness import demos, layer1_inputs, layer1_policy, session_log, spill, transcripts
-from harness.layer1_inputs import path_of
 from harness.cli import run_cli, step_limit
 from harness.config import max_steps, model_id, positive_int
 from harness.endpoints import assistant_turn, check_args, complete_tool_calls, cut_note, decode_args, final_text
@@ -95,9 +95,10 @@ def micro_compact(messages: list, batch: bool = True) -> list:
 
 def clear_batch(results: list, calls: dict, messages: list) -> None:
     """Clear every result and big input no longer needed, if the batch is worth its rewrite."""
-    gone = no_longer_needed(results, calls) - _CLEARED
-    fresh = {b["tool_use_id"]: estimate_tokens(b["content"]) for b in results if b["tool_use_id"] in gone}
-    fresh.update(layer1_inputs.inputs_worth_clearing(messages, KEEP_RECENT, KEEP_CHARS, _CLEARED))
+    keep = _CLEARED | layer1_policy.unanswered(messages)   # cleared already, or not seen yet
+    gone = no_longer_needed(results, calls) - keep
+    fresh = Counter({b["tool_use_id"]: estimate_tokens(b["content"]) for b in results if b["tool_use_id"] in gone})
+    fresh.update(layer1_inputs.inputs_worth_clearing(messages, KEEP_RECENT, KEEP_CHARS, keep))  # +=
     freed = sum(fresh.values())
     if not layer1_policy.batch_worth_clearing(messages, set(fresh), freed, CLEAR_AT_LEAST,
                                               compact_threshold()):
@@ -114,7 +115,7 @@ def no_longer_needed(results: list, calls: dict) -> set:
     later_paths, ids = set(), set()
     for n, block in reversed(list(enumerate(results))):
         call = calls.get(block["tool_use_id"], {})
-        name, path = call.get("name"), path_of(call)
+        name, path = call.get("name"), layer1_inputs.path_of(call)
         old = n < len(results) - KEEP_RECENT and len(str(block["content"])) > KEEP_CHARS
         if old and (name != "read_file" or path in later_paths):
             ids.add(block["tool_use_id"])
@@ -127,8 +128,8 @@ def _placeholder(block: dict, calls: dict) -> dict:
     call = calls.get(block["tool_use_id"], {})
     name = call.get("name", "a tool")
     if name == "read_file":
-        return {**block, "content": f"[Previous: read {path_of(call)}; a later read or write of it "
-                                    "follows]"}
+        return {**block, "content": f"[Previous: read {layer1_inputs.path_of(call)}; a later "
+                                    "read or write of it follows]"}
     saved = spill.spill_for_placeholder(block["content"], name)   # the whole text stays readable
     return {**block, "content": f"[Previous: used {name}" + (f"; the whole result is in {saved}]"
                                                               if saved else "]")}
@@ -231,7 +232,6 @@ COMPACT_TOOL = {
     "input_schema": object_schema({"focus": {"type": "string",
                                              "description": "what the summary must preserve"}}, []),
 }
-
 
 COMPACTION_FAILED = "[the compaction did not happen; the conversation goes on as it was]"
 TOOLS = BASE_TOOLS + [COMPACT_TOOL]

@@ -65,6 +65,19 @@ def with_cache_point(view: list[dict], batch_start: str | None) -> list[dict]:
     return view[:n - 1] + [{**before, "content": blocks}] + view[n:]
 
 
+def unanswered(messages: list[dict]) -> set:
+    """Ids of the newest turn's calls and of their results: the model wrote those calls and has
+    not seen those results yet (several calls come back in one message), so layer 1 clears
+    neither, whatever KEEP_RECENT says."""
+    ids = set()
+    for message in messages[-2:]:
+        content = message.get("content")
+        for block in content if isinstance(content, list) else []:
+            if isinstance(block, dict):
+                ids.add(block.get("id") if block.get("type") == "tool_use" else block.get("tool_use_id"))
+    return ids - {None}
+
+
 def first_id(view: list[dict], ids: set):
     """Of these ids, the one that comes first in view (where a batch of them starts)."""
     return min(ids, key=lambda i: first_message_with(view, {i})) if ids else None

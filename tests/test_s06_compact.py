@@ -8,6 +8,7 @@ import anthropic
 import pytest
 
 import s06_compact as s06
+from harness import layer1_inputs
 from harness.config import SetupError
 from harness.stand_in_api import StandInAPI, check_request, error, reply, text, tool
 
@@ -56,6 +57,28 @@ def test_layer1_clears_old_long_results_in_one_worthwhile_batch_and_keeps_the_ne
     freed = s06.estimate_tokens(BIG) + (4 - kept) * s06.estimate_tokens(LONG)
     assert (f"micro_compact: {5 - kept} old tool results (or inputs) are now placeholders "
             f"(about {freed:,} tokens cleared)") in note
+
+
+def test_layer1_never_clears_what_the_model_has_not_answered_yet():
+    """Calls made at once come back in one message: the model has seen none of those results,
+    and wrote those inputs in its newest turn, so none is cleared, whatever KEEP_RECENT says."""
+    history = history_with_results(("bash", BIG), ("bash", BIG))
+    turn = [tool("bash", {}, id="p0"), tool("write_file", {"path": "a.py", "content": LONG}, id="p1"),
+            tool("bash", {}, id="p2")]
+    history += [{"role": "assistant", "content": turn},
+                {"role": "user", "content": [{"type": "tool_result", "tool_use_id": b["id"], "content": LONG}
+                                             for b in turn]}]
+    view = s06.micro_compact(history)
+    assert view[1:5] != history[1:5]                       # the old results went in this batch
+    assert view[-2:] == history[-2:]                       # the newest turn and its results did not
+
+
+def test_a_call_whose_result_and_input_are_both_cleared_counts_both(capsys):
+    """One id clears both a result and its call's input: what the batch frees is their sum."""
+    history = history_with_results(("write_file", LONG, {"path": "a.py", "content": BIG}), ("bash", "ok"))
+    s06.micro_compact(history)
+    freed = s06.estimate_tokens(LONG) + layer1_inputs.inputs_worth_clearing(history, 1, s06.KEEP_CHARS)["t0"]
+    assert f"(about {freed:,} tokens cleared)" in capsys.readouterr().err
 
 
 def test_layer1_never_clears_a_batch_smaller_than_clear_at_least():
