@@ -8,7 +8,7 @@ full record on disk so nothing is really lost, and keeps what it sends stable fo
     before every model call:
       layer 1  micro_compact   in what the model sees, old tool results (and old big
                                write/edit texts) become "[Previous: used bash]", in batches
-                               worth the cache they rewrite (the newest one, short ones
+                               worth the cache they rewrite (the newest turn, short ones
                                and the last read of each file stay; the history keeps all)
       layer 2  auto_compact    context > COMPACT_THRESHOLD tokens?
                                  1. history -> .transcripts/transcript_<time>_<n>.jsonl
@@ -42,7 +42,6 @@ Run it:   python s06_compact.py "read every .py file here and summarise each"
 
 import json
 import sys
-from collections import Counter
 from functools import partial
 from pathlib import Path
 
@@ -58,9 +57,8 @@ from s03_todo import (BASE_HANDLERS, BASE_TOOLS, CACHE, MAX_TOKENS, object_schem
 
 MAX_STEPS = 200                 # model calls a turn may make: compaction lets a turn go on
 CLEAR_AT_LEAST = 8_000          # tokens a batch frees at least (bench_tokens.py --sweep)
-KEEP_RECENT = 1                 # the newest result, which the model is answering, stays whole
+KEEP_RECENT = 1                 # results kept whole, newest first (and all of the newest turn)
 KEEP_CHARS = 400                # a result this short costs little, and less read from the cache
-SUPERSEDE_READ = {"read_file", "write_file"}  # these show a file anew; an edit shows only a part
 DEFAULT_THRESHOLD = 50_000      # tokens; well below the window, leaving room for the summary call
 SUMMARY_MAX_TOKENS = 2000       # a summary longer than this is no longer a summary
 TRANSCRIPTS = Path(".transcripts")
@@ -71,7 +69,8 @@ SYSTEM = ("You are a coding agent working in the current folder. Use the tools t
 
 # ---------------------------------------------------------------- layer 1
 
-_CLEARED = set()  # tool_use ids shown as placeholders: once cleared, always (a stable prefix)
+_CLEARED = set()  # ids of tool results shown as placeholders: once cleared, always (the cache)
+_CLEARED_INPUTS = set()  # ids of calls whose write/edit texts are placeholders, the same way
 _LATEST = [None]  # the first id of the latest batch: a cache breakpoint goes just before it
 
 
@@ -89,29 +88,30 @@ def micro_compact(messages: list, batch: bool = True) -> list:
     view = [{**m, "content": [_placeholder(b, calls) if b.get("tool_use_id") in _CLEARED else b
                               for b in m["content"]]}
             if m["role"] == "user" and isinstance(m["content"], list) else m for m in messages]
-    view = layer1_inputs.clear_inputs(view, _CLEARED)      # old write_file/edit_file texts too
+    view = layer1_inputs.clear_inputs(view, _CLEARED_INPUTS)   # old write_file/edit_file texts
     return layer1_policy.with_cache_point(view, _LATEST[0])  # the prefix before the batch: cached
 
 
 def clear_batch(results: list, calls: dict, messages: list) -> None:
     """Clear every result and big input no longer needed, if the batch is worth its rewrite."""
-    keep = _CLEARED | layer1_policy.unanswered(messages)   # cleared already, or not seen yet
-    gone = no_longer_needed(results, calls) - keep
-    fresh = Counter({b["tool_use_id"]: estimate_tokens(b["content"]) for b in results if b["tool_use_id"] in gone})
-    fresh.update(layer1_inputs.inputs_worth_clearing(messages, KEEP_RECENT, KEEP_CHARS, keep))  # +=
-    freed = sum(fresh.values())
-    if not layer1_policy.batch_worth_clearing(messages, set(fresh), freed, CLEAR_AT_LEAST,
+    not_yet = layer1_policy.unanswered(messages)   # the newest turn: the model has not seen it
+    gone = no_longer_needed(results, calls) - _CLEARED - not_yet
+    fresh = {b["tool_use_id"]: estimate_tokens(b["content"]) for b in results if b["tool_use_id"] in gone}
+    inputs = layer1_inputs.inputs_worth_clearing(messages, KEEP_RECENT, KEEP_CHARS, _CLEARED_INPUTS | not_yet)
+    freed, batch = sum(fresh.values()) + sum(inputs.values()), fresh.keys() | inputs.keys()
+    if not layer1_policy.batch_worth_clearing(messages, batch, freed, CLEAR_AT_LEAST,
                                               compact_threshold()):
         return                                 # at least CLEAR_AT_LEAST, and more than it rewrites
     _CLEARED.update(fresh)
-    _LATEST[0] = layer1_policy.first_id(messages, set(fresh))  # a cache point goes just before it
-    transcripts.announce_cleared(len(fresh), freed, show_note)
+    _CLEARED_INPUTS.update(inputs)
+    _LATEST[0] = layer1_policy.first_id(messages, batch)  # a cache point goes just before it
+    transcripts.announce_cleared(len(batch), freed, show_note)
 
 
 def no_longer_needed(results: list, calls: dict) -> set:
-    """Ids of results the model can do without: not the newest, long, and for a
-    read_file, superseded by a later read or write of the same path. The last read of a file
-    stays in sight: an edit changes only a part, so it does not supersede the read."""
+    """Ids of results the model can do without: not the newest, long, and for a read_file, made
+    stale by a later read or write of the whole file that worked. The last read of a file stays
+    in sight: an edit, or a read of some lines, shows only a part."""
     later_paths, ids = set(), set()
     for n, block in reversed(list(enumerate(results))):
         call = calls.get(block["tool_use_id"], {})
@@ -119,8 +119,7 @@ def no_longer_needed(results: list, calls: dict) -> set:
         old = n < len(results) - KEEP_RECENT and len(str(block["content"])) > KEEP_CHARS
         if old and (name != "read_file" or path in later_paths):
             ids.add(block["tool_use_id"])
-        if name in SUPERSEDE_READ and path:
-            later_paths.add(path)
+        later_paths |= layer1_inputs.files_shown_whole(call, block)
     return ids
 
 
@@ -168,7 +167,8 @@ def compact_threshold() -> int:
 def needs_compaction(messages: list) -> bool:
     """Over the threshold, and grown by half a threshold since the last compaction: else a summary
     over the threshold, or a summary call that keeps failing, would be retried on every call."""
-    size, limit = CONTEXT.estimate(messages), compact_threshold()
+    view = messages if CONTEXT.reported else micro_compact(messages)  # uncounted: layer 1 first
+    size, limit = CONTEXT.estimate(view), compact_threshold()
     RECORD.threshold(limit)                    # for the session page's threshold line
     return size > limit and size > CONTEXT.after_compaction + limit // 2
 

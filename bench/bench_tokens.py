@@ -199,13 +199,13 @@ def seen_once(messages, batch=True):
         if m["role"] == "user" and isinstance(m["content"], list):
             s06_compact._CLEARED.update(b["tool_use_id"] for b in m["content"]
                                         if b.get("type") == "tool_result" and _long(b))
-    s06_compact._CLEARED.update(layer1_inputs.inputs_worth_clearing(
-        messages, 1, s06_compact.KEEP_CHARS, s06_compact._CLEARED))
+    s06_compact._CLEARED_INPUTS.update(layer1_inputs.inputs_worth_clearing(
+        messages, 1, s06_compact.KEEP_CHARS, s06_compact._CLEARED_INPUTS))
     view = [{**m, "content": [s06_compact._placeholder(b, calls)
                               if b.get("tool_use_id") in s06_compact._CLEARED else b
                               for b in m["content"]]}
             if m["role"] == "user" and isinstance(m["content"], list) else m for m in messages]
-    return _cache_before_new_long_texts(layer1_inputs.clear_inputs(view, s06_compact._CLEARED))
+    return _cache_before_new_long_texts(layer1_inputs.clear_inputs(view, s06_compact._CLEARED_INPUTS))
 
 
 def _long(block):
@@ -301,6 +301,7 @@ def _fresh_lesson_state(mode):
         if isinstance(steps[m], int):
             m.MAX_STEPS = MAX_STEPS
     s06_compact._CLEARED.clear()
+    s06_compact._CLEARED_INPUTS.clear()
     s06_compact._LATEST[0] = None
     spill._saved_by_hash.clear()
     s06_compact.CONTEXT.reported, s06_compact.CONTEXT.seen = None, 0

@@ -24,6 +24,16 @@ import os
 from harness.layer1_policy import tokens   # s06's estimate: characters / 4
 
 INPUT_FIELDS = {"write_file": ("content",), "edit_file": ("old_text", "new_text")}  # worth clearing
+SHOW_WHOLE_FILE = {"read_file", "write_file"}   # an edit shows only a part of a file
+
+
+def files_shown_whole(call: dict, result: dict) -> set:
+    """{the path} if this call showed the whole file as it now is (a read_file of all its lines,
+    a write_file), and worked; else {}. Only such a call makes an earlier read of it stale."""
+    given = call.get("input") if isinstance(call.get("input"), dict) else {}
+    part = call.get("name") == "read_file" and (given.get("offset") or given.get("limit"))
+    shown = call.get("name") in SHOW_WHOLE_FILE and not part and not result.get("is_error")
+    return {path_of(call)} - {None} if shown else set()
 
 
 def path_of(call: dict):
@@ -35,8 +45,8 @@ def path_of(call: dict):
 def inputs_worth_clearing(messages: list[dict], keep_recent: int, keep_chars: int,
                           exclude: set = frozenset()) -> dict[str, int]:
     """{tool_use id: tokens clearing it frees} for the inputs in messages older than the newest
-    keep_recent calls and longer than keep_chars (s06's KEEP_RECENT and KEEP_CHARS), less
-    exclude (those already cleared)."""
+    keep_recent calls and longer than keep_chars (s06's KEEP_RECENT and KEEP_CHARS), less the
+    calls in exclude (those already cleared, and the newest turn's)."""
     calls = [b for m in messages if m.get("role") == "assistant" and isinstance(m.get("content"), list)
              for b in m["content"] if isinstance(b, dict) and b.get("type") == "tool_use"]
     worth = {}
@@ -78,9 +88,8 @@ def _texts(block: dict) -> dict[str, str]:
 
 
 def _placeholders(tool: str, fields: dict[str, str]) -> dict[str, str]:
-    # Worded so that it cannot pass for file contents, which a model might copy.
-    if tool == "write_file":
-        return {k: f"[cleared from the context: {len(v):,} characters written; read_file shows "
-                   "the file as it is now]" for k, v in fields.items()}
-    return {k: f"[cleared from the context: {len(v):,} characters]" for k, v in fields.items()}
+    # Worded so that it cannot pass for file contents, which a model might copy, and true whether
+    # or not the call worked (its result, which says so, is cleared only if long).
+    return {k: f"[cleared from the context: {len(v):,} characters; read_file shows the file as it "
+               "is now]" for k, v in fields.items()}
 

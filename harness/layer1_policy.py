@@ -11,17 +11,17 @@ there (0.1x), and everything after it is written again (1.25x). What it frees is
                                  ^ first cleared block: `rewritten` tokens from here on
 
 So a fixed minimum alone (s06's CLEAR_AT_LEAST) is wrong both ways: with
-big outputs it clears on almost every call, each time rewriting the newest few results
-(more than it frees); with small ones it waits long after clearing has paid for itself.
+big outputs it clears on almost every call, each time rewriting the results kept after
+the batch (more than it frees); with small ones it waits long after clearing has paid for itself.
 The rule here weighs the two: free at least s06's CLEAR_AT_LEAST tokens (less with a small
 COMPACT_THRESHOLD), and at least REWRITE_SHARE times the tokens the batch makes the API
 write again. And with_cache_point() keeps the part before the batch read from the cache.
 
 REWRITE_SHARE and s06's CLEAR_AT_LEAST and KEEP_RECENT were chosen with
 `python bench/bench_tokens.py --sweep`, which plays every session shape for other values:
-together they are within a point of the lowest worst shape. A larger REWRITE_SHARE makes layer 1 wait until layer 2 compacts instead (a
-summary loses more than a cleared result, which is saved whole). See the README's "How
-layer 1's numbers were chosen".
+together they are within a point of the lowest worst shape. A larger REWRITE_SHARE makes
+layer 1 wait until layer 2 compacts instead (a summary loses more than a cleared result,
+which is saved whole). See the README's "How layer 1's numbers were chosen".
 """
 
 import json
@@ -32,7 +32,11 @@ REWRITE_SHARE = 1.5      # and 1.5x what it makes the API write again (bench_tok
 
 def batch_worth_clearing(view: list[dict], fresh_ids: set, freed: int, at_least: int,
                          compact_threshold: int | None = None) -> bool:
-    """True if clearing fresh_ids (freeing `freed` tokens) in view pays for the rewrite it causes.
+    """True if clearing fresh_ids (freeing `freed` tokens) pays for the rewrite it causes.
+
+    view is what the model would be sent, or the history: s06 passes the history, so the
+    rewrite it counts includes the whole text of blocks already cleared (an overestimate,
+    kept because it is what the constants were chosen with).
 
     at_least is s06's CLEAR_AT_LEAST; compact_threshold (layer 2's) caps it, so that a small
     COMPACT_THRESHOLD still sees layer 1 clear before layer 2 summarises everything.

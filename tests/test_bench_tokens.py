@@ -32,6 +32,7 @@ def floor_requests(monkeypatch, shape):
         assert bench_tokens.play(s06_compact, shape, "floor") is not None
     finally:
         s06_compact._CLEARED.clear()               # layer 1's memory of this run, for later tests
+        s06_compact._CLEARED_INPUTS.clear()
         s06_compact._LATEST[0] = None
     return [r for r in requests if not is_summary_request(r)]
 

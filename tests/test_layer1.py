@@ -42,10 +42,10 @@ def test_cleared_inputs_keep_the_call_valid_and_the_history_whole():
     original = copy.deepcopy(messages)
     view = layer1_inputs.clear_inputs(messages, {"t0", "t1"})
     assert messages == original
-    assert inputs(view)[0] == {"path": "a.py", "content": "[cleared from the context: 12,000 characters "
-                                                          "written; read_file shows the file as it is now]"}
-    assert inputs(view)[1] == {"path": "a.py", "old_text": "[cleared from the context: 600 characters]",
-                               "new_text": "[cleared from the context: 700 characters]"}
+    now = "read_file shows the file as it is now]"
+    assert inputs(view)[0] == {"path": "a.py", "content": f"[cleared from the context: 12,000 characters; {now}"}
+    assert inputs(view)[1] == {"path": "a.py", "old_text": f"[cleared from the context: 600 characters; {now}",
+                               "new_text": f"[cleared from the context: 700 characters; {now}"}
     assert inputs(view)[2] == {"command": "ls"}
     assert check_request({"model": "m", "max_tokens": 1, "messages": view}) is None
     assert [b["id"] for m in view[1::2] for b in m["content"]] == ["t0", "t1", "t2"]

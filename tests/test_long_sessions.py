@@ -30,6 +30,21 @@ def test_a_stopped_one_shot_run_says_how_to_go_on_and_continue_loses_nothing(run
     assert ran == ["step 0", "step 1", "step 2"]       # every call that ran, and its result
 
 
+def test_a_resumed_session_is_measured_after_layer_1_not_compacted_for_its_raw_history(run_lesson):
+    """A new process starts with layer 1's memory empty: before layer 2 measures the resumed
+    history, layer 1 clears what the old process had cleared, so no needless summary is asked
+    for (a summary call that would send the whole raw history)."""
+    script = [reply(tool("bash", {"command": f"seq -s ' ' 1 {8_000 + n}"})) for n in range(6)]
+    proc, _ = run_lesson("s06_compact", "print numbers", script=script + [reply(text("printed"))],
+                         env={"COMPACT_THRESHOLD": "200000"})
+    assert proc.returncode == 0, proc.stderr
+    proc, api = run_lesson("s06_compact", "--continue", "go on", script=[reply(text("finished"))],
+                           env={"COMPACT_THRESHOLD": "40000"})
+    assert proc.returncode == 0 and proc.stdout.strip() == "finished", proc.stderr
+    assert api.violations == [] and len(api.requests) == 1            # no summary call
+    assert len(json.dumps(api.requests[0]["messages"])) // 4 < 40_000  # the view, not the raw history
+
+
 def test_continue_with_no_saved_session_is_one_line(run_lesson):
     proc, api = run_lesson("s06_compact", "--continue", "go on")
     assert proc.returncode == 1 and api.requests == [] and proc.stderr.count("\n") == 1

@@ -34,6 +34,7 @@ def fresh_layers(monkeypatch, tmp_path):
     """Layer 1's cleared ids and layer 2's measure are module state: each test starts afresh,
     in a tmp folder (whatever a layer saves lands there)."""
     monkeypatch.setattr(s06, "_CLEARED", set())
+    monkeypatch.setattr(s06, "_CLEARED_INPUTS", set())
     monkeypatch.setattr(s06, "CONTEXT", s06.ContextSize())
     monkeypatch.chdir(tmp_path)
 

@@ -25,6 +25,7 @@ def history_with_results(*calls):
 @pytest.fixture(autouse=True)
 def fresh_layer1(monkeypatch, tmp_path):
     monkeypatch.setattr(s06, "_CLEARED", set())
+    monkeypatch.setattr(s06, "_CLEARED_INPUTS", set())
     monkeypatch.setattr(s06, "_LATEST", [None])
     monkeypatch.chdir(tmp_path)            # a cleared result is saved whole under .transcripts/
 
@@ -79,6 +80,43 @@ def test_a_call_whose_result_and_input_are_both_cleared_counts_both(capsys):
     s06.micro_compact(history)
     freed = s06.estimate_tokens(LONG) + layer1_inputs.inputs_worth_clearing(history, 1, s06.KEEP_CHARS)["t0"]
     assert f"(about {freed:,} tokens cleared)" in capsys.readouterr().err
+
+
+def test_clearing_a_calls_input_keeps_its_short_result_and_claims_nothing_about_the_file():
+    """The content of a write that failed, and the texts of an edit, are cleared from view; the
+    short results saying what happened ("old_text not found") stay, and the placeholder of the
+    input does not say the file was written."""
+    failed = {"type": "tool_result", "tool_use_id": "t0", "content": "Error: outside the workspace",
+              "is_error": True}
+    history = history_with_results(("write_file", "x", {"path": "/proc/no/a.py", "content": BIG}),
+                                   ("edit_file", "Error: old_text not found in b.py",
+                                    {"path": "b.py", "old_text": BIG, "new_text": BIG + "!"}),
+                                   ("bash", "ok"))
+    history[2]["content"] = [failed]
+    view = s06.micro_compact(history)
+    assert view[2]["content"][0]["content"] == "Error: outside the workspace"
+    assert view[4]["content"][0]["content"] == "Error: old_text not found in b.py"
+    written, edited = view[1]["content"][0]["input"], view[3]["content"][0]["input"]
+    assert written["content"].startswith("[cleared from the context") and "written" not in written["content"]
+    assert all("read_file shows the file as it is now" in edited[k] for k in ("old_text", "new_text"))
+
+
+def test_only_a_whole_read_or_write_that_worked_makes_an_earlier_read_stale():
+    whole = "line\n" * 2_000
+    history = history_with_results(("read_file", whole, {"path": "a.py"}),
+                                   ("read_file", "line\n" * 100, {"path": "a.py", "offset": 50}),
+                                   ("read_file", whole, {"path": "b.py"}),
+                                   ("write_file", "Error: the disk is full", {"path": "b.py", "content": "y"}),
+                                   ("read_file", whole, {"path": "c.py"}),
+                                   ("write_file", "Wrote 1 bytes", {"path": "c.py", "content": "y"}),
+                                   ("bash", BIG), ("bash", "ok"))
+    history[8]["content"][0]["is_error"] = True
+    calls = {b["id"]: b for m in history if m["role"] == "assistant" for b in m["content"]}
+    results = [m["content"][0] for m in history[2::2]]
+    gone = s06.no_longer_needed(results, calls)
+    assert "t0" not in gone and "t2" not in gone     # a part read, a failed write: a.py, b.py still whole
+    assert "t4" in gone                              # c.py was written anew
+    assert "t6" in gone
 
 
 def test_layer1_never_clears_a_batch_smaller_than_clear_at_least():
