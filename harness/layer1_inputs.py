@@ -29,7 +29,8 @@ SHOW_WHOLE_FILE = {"read_file", "write_file"}   # an edit shows only a part of a
 
 def files_shown_whole(call: dict, result: dict) -> set:
     """{the path} if this call showed the whole file as it now is (a read_file of all its lines,
-    a write_file), and worked; else {}. Only such a call makes an earlier read of it stale."""
+    a write_file), and worked; else an empty set. Only such a call makes an earlier read of it
+    stale."""
     given = call.get("input") if isinstance(call.get("input"), dict) else {}
     part = call.get("name") == "read_file" and (given.get("offset") or given.get("limit"))
     shown = call.get("name") in SHOW_WHOLE_FILE and not part and not result.get("is_error")
@@ -55,7 +56,7 @@ def inputs_worth_clearing(messages: list[dict], keep_recent: int, keep_chars: in
             continue
         fields = _texts(block)
         if sum(len(t) for t in fields.values()) > keep_chars:
-            worth[block["id"]] = tokens(fields) - tokens(_placeholders(block["name"], fields))
+            worth[block["id"]] = tokens(fields) - tokens(_placeholders(fields))
     return worth
 
 
@@ -77,7 +78,7 @@ def _cleared_call(block: dict) -> dict:
     fields = _texts(block)
     if not fields:
         return block
-    return {**block, "input": {**block["input"], **_placeholders(block["name"], fields)}}
+    return {**block, "input": {**block["input"], **_placeholders(fields)}}
 
 
 def _texts(block: dict) -> dict[str, str]:
@@ -87,7 +88,7 @@ def _texts(block: dict) -> dict[str, str]:
     return {k: given[k] for k in names if isinstance(given.get(k), str)}
 
 
-def _placeholders(tool: str, fields: dict[str, str]) -> dict[str, str]:
+def _placeholders(fields: dict[str, str]) -> dict[str, str]:
     # Worded so that it cannot pass for file contents, which a model might copy, and true whether
     # or not the call worked (its result, which says so, is cleared only if long).
     return {k: f"[cleared from the context: {len(v):,} characters; read_file shows the file as it "
