@@ -205,7 +205,7 @@ def summarize(messages: list, client, focus: str = "", system=None, tools=None) 
 def auto_compact(messages: list, client, focus="", attach=None, system=None, tools=None) -> bool:
     """Save, summarise, replace; on failure the history stays exactly as it was. attach() gives
     text to add after the summary (s07: the board); system and tools are the caller's (cached)."""
-    before = CONTEXT.estimate(messages)
+    before = CONTEXT.estimate(micro_compact(messages, batch=False))  # what layer 2 measured
     CONTEXT.after_compaction = before   # if it fails, wait for more work before trying again
     path = None
     try:

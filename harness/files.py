@@ -26,6 +26,7 @@ from pathlib import Path
 SNIFF_BYTES = 8192           # a NUL in the first 8 kB marks a binary file (as git decides)
 COUNT_REST_UP_TO = 50_000_000  # bytes: past this, "more lines follow" instead of counting them
 EDIT_MAX = 10_000_000        # bytes: edit_file holds the whole file in memory; past this, use bash
+READ_ON = "read on with offset="   # how a read that stops before the end says so (layer 1 reads it)
 
 # An OSError as a sentence a user can act on. By errno name: the numbers differ between systems.
 REASONS = {errno.EACCES: "permission denied", errno.ENOSPC: "the disk is full",
@@ -136,9 +137,9 @@ def _with_rest(lines: list, f, size: int, next_line: int, shown: str, crlf: bool
     """The lines shown, and how many follow (counted only in a file of reasonable size)."""
     if size <= COUNT_REST_UP_TO:
         rest = 1 + sum(chunk.count(b"\n") for chunk in iter(lambda: f.read(1 << 20), b""))
-        more = f"... ({rest} more lines; read on with offset={next_line})"
+        more = f"... ({rest} more lines; {READ_ON}{next_line})"
     else:
-        more = f"... (more lines follow: the file is {size:,} bytes; read on with offset={next_line})"
+        more = f"... (more lines follow: the file is {size:,} bytes; {READ_ON}{next_line})"
     return _joined(lines + [more], crlf)
 
 

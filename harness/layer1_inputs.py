@@ -5,8 +5,8 @@ Relied on by s06's micro_compact (and so s07's loop), next to the clearing of ol
     [a: write_file {"path": "app.py", "content": <24,000 characters>}]   <- 6,000 tokens, every call
                                  |  older than the newest KEEP_RECENT calls
                                  v
-    [a: write_file {"path": "app.py", "content": "[cleared from the context: 24,000 characters
-                                                   written; read_file shows the file as it is]"}]
+    [a: write_file {"path": "app.py", "content": "[cleared from the context: 24,000 characters;
+                                                   read_file shows the file as it is now]"}]
 
 Without it, a session that writes a few big files carries every byte it ever wrote in every
 request, long after the files are on disk. The API's server-side `clear_tool_uses` edit has
@@ -21,6 +21,7 @@ history keeps the real input, so the transcript is complete.
 
 import os
 
+from harness.files import READ_ON           # how read_file ends a read it cut short
 from harness.layer1_policy import tokens   # s06's estimate: characters / 4
 
 INPUT_FIELDS = {"write_file": ("content",), "edit_file": ("old_text", "new_text")}  # worth clearing
@@ -32,7 +33,9 @@ def files_shown_whole(call: dict, result: dict) -> set:
     a write_file), and worked; else an empty set. Only such a call makes an earlier read of it
     stale."""
     given = call.get("input") if isinstance(call.get("input"), dict) else {}
-    part = call.get("name") == "read_file" and (given.get("offset") or given.get("limit"))
+    part = call.get("name") == "read_file" and (     # some lines, or cut short at the cap
+        given.get("offset") not in (None, 1) or given.get("limit") is not None
+        or READ_ON in str(result.get("content", "")))
     shown = call.get("name") in SHOW_WHOLE_FILE and not part and not result.get("is_error")
     return {path_of(call)} - {None} if shown else set()
 

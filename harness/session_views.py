@@ -233,6 +233,8 @@ def cost_command(messages: list, client: object, arg: str = "") -> None:
 def context_command(system: str, tools: list, view_of, threshold_of, context,
                     messages: list, client: object = None, arg: str = "") -> None:
     """/context in s06 and s07: the lesson hands over its prompt, tools, layer 1 (view_of),
-    its threshold and its ContextSize; the view is what the next request would send."""
-    print_context(system, tools, view_of(messages, batch=False), threshold_of(),
-                  context.reported, context.seen)
+    its threshold and its ContextSize; the view is what layer 2 measures before the next call.
+    With no API count yet (a resumed session) that is after layer 1's first batch, which is
+    made now, as the next call would make it; otherwise no batch is started here."""
+    view = view_of(messages, batch=context.reported is None)
+    print_context(system, tools, view, threshold_of(), context.reported, context.seen)

@@ -43,6 +43,11 @@ def test_a_resumed_session_is_measured_after_layer_1_not_compacted_for_its_raw_h
     assert proc.returncode == 0 and proc.stdout.strip() == "finished", proc.stderr
     assert api.violations == [] and len(api.requests) == 1            # no summary call
     assert len(json.dumps(api.requests[0]["messages"])) // 4 < 40_000  # the view, not the raw history
+    # /context in a resumed REPL measures what layer 2 will: it does not promise a compaction.
+    proc, api = run_lesson("s06_compact", "--continue", stdin="/context\nq\n",
+                           env={"COMPACT_THRESHOLD": "40000"})
+    assert proc.returncode == 0 and api.requests == [], proc.stderr
+    assert "tokens to go before layer 2 compacts" in proc.stdout and "over it by" not in proc.stdout
 
 
 def test_continue_with_no_saved_session_is_one_line(run_lesson):

@@ -109,6 +109,11 @@ def test_only_a_whole_read_or_write_that_worked_makes_an_earlier_read_stale():
                                    ("write_file", "Error: the disk is full", {"path": "b.py", "content": "y"}),
                                    ("read_file", whole, {"path": "c.py"}),
                                    ("write_file", "Wrote 1 bytes", {"path": "c.py", "content": "y"}),
+                                   ("read_file", whole, {"path": "d.py"}),
+                                   ("read_file", "(no lines)", {"path": "d.py", "limit": 0}),
+                                   ("read_file", whole, {"path": "e.py", "offset": 900}),
+                                   ("read_file", whole + "... (9 more lines; read on with offset=2001)",
+                                    {"path": "e.py"}),
                                    ("bash", BIG), ("bash", "ok"))
     history[8]["content"][0]["is_error"] = True
     calls = {b["id"]: b for m in history if m["role"] == "assistant" for b in m["content"]}
@@ -116,7 +121,9 @@ def test_only_a_whole_read_or_write_that_worked_makes_an_earlier_read_stale():
     gone = s06.no_longer_needed(results, calls)
     assert "t0" not in gone and "t2" not in gone     # a part read, a failed write: a.py, b.py still whole
     assert "t4" in gone                              # c.py was written anew
-    assert "t6" in gone
+    assert "t6" not in gone                          # a read of no lines of d.py
+    assert "t8" not in gone                          # a read cut short shows only the start of e.py
+    assert "t10" in gone
 
 
 def test_layer1_never_clears_a_batch_smaller_than_clear_at_least():
