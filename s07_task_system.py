@@ -237,7 +237,7 @@ class TaskManager:
                 what = f"#{tid}" if tid is not None else "the new task"
                 notes.append(f"#{dep} is already {other['status']}, so it does not block {what}")
             elif dep not in blocked:     # a new task (tid None) has no dependents: no cycle
-                board = self.store.scan(validate=True)[0] if tid is not None else {}  # hand edits too
+                board = self.store.scan(validate=True)[0] if tid is not None else {}  # hand edits
                 if tid is not None and (cycle := find_cycle(board.get, tid, dep)):
                     raise ValueError(f"that would make a cycle: #{' → #'.join(map(str, cycle))}")
                 blocked.append(dep)
@@ -370,7 +370,7 @@ def main(argv: list = None) -> int:
                 "/compact": partial(compact_now, compact=compact_with_board),
                 "/context": partial(context_command, SYSTEM, TOOLS, micro_compact, compact_threshold,
                                     CONTEXT)}
-    demo = lambda: demos.s07_demo(compact_threshold(), TASKS)   # on TASKS, as agent "demo"  # noqa: E731
+    demo = lambda: demos.s07_demo(compact_threshold(), TASKS)   # TASKS, as "demo"  # noqa: E731
     return run_cli("s07_task_system", __doc__, agent_loop, demo=demo, argv=argv, commands=commands,
                    help_extra=task_commands.HELP, on_start=choose_board,
                    options=task_commands.OPTIONS, before_prompt=task_commands.live(lambda: TASKS))
