@@ -26,6 +26,7 @@ from harness.layer1_policy import tokens   # s06's estimate: characters / 4
 
 INPUT_FIELDS = {"write_file": ("content",), "edit_file": ("old_text", "new_text")}  # worth clearing
 SHOW_WHOLE_FILE = {"read_file", "write_file"}   # an edit shows only a part of a file
+CLEARED = "[cleared from the context: "          # how a cleared text begins (/context counts it)
 
 
 def files_shown_whole(call: dict, result: dict) -> set:
@@ -94,6 +95,6 @@ def _texts(block: dict) -> dict[str, str]:
 def _placeholders(fields: dict[str, str]) -> dict[str, str]:
     # Worded so that it cannot pass for file contents, which a model might copy, and true whether
     # or not the call worked (its result, which says so, is cleared only if long).
-    return {k: f"[cleared from the context: {len(v):,} characters; read_file shows the file as it "
-               "is now]" for k, v in fields.items()}
+    return {k: f"{CLEARED}{len(v):,} characters; read_file shows the file as it is now]"
+            for k, v in fields.items()}
 

@@ -161,7 +161,7 @@ def _threshold_line(record: SessionRecord, scale: _Scale) -> str:
 
 def _clearing_mark(cleared, scale: _Scale) -> str:
     x, y = scale.x(cleared.before_call) + scale.step / 2, scale.TOP + CHART_HEIGHT + 4
-    what = f"{cleared.count} old tool result{'s' * (cleared.count != 1)}"
+    what = f"{cleared.count} old tool result{'s' * (cleared.count != 1)} (or inputs)"
     tip = f"layer 1, before call {cleared.before_call}: {what} became placeholders " \
           f"(about {_n(cleared.tokens)} tokens)"
     return (f'<g class="cleared" data-call="{cleared.before_call}"><title>{_text(tip)}</title>'
@@ -290,7 +290,7 @@ def _events(record: SessionRecord) -> str:
                      + (f"<p>The board at this compaction:</p>{board_svg(c.board, f'board-{c.number}')}"
                         if c.board is not None else "") + "</li>")
     cleared = [f'<li>Before call {c.before_call}: {c.count} old tool result{"s" * (c.count != 1)} '
-               f'became placeholders (about {_n(c.tokens)} tokens freed)</li>' for c in record.clearings]
+               f'(or inputs) became placeholders (about {_n(c.tokens)} tokens freed)</li>' for c in record.clearings]
     html_ = ""
     if items:
         html_ += f'<h2>Compactions</h2><ol class="compactions">{"".join(items)}</ol>'

@@ -14,6 +14,7 @@ import math
 import os
 from typing import Optional
 
+from harness import layer1_inputs
 from harness.config import SetupError
 from harness.session_record import RECORD, SessionRecord
 
@@ -48,7 +49,9 @@ def _block_parts(block: object) -> list:
     if kind == "text":
         return _text_parts(str(block.get("text", "")))
     if kind == "tool_use":
-        return [("calls", _tokens(block))]
+        given = block.get("input") if isinstance(block.get("input"), dict) else {}
+        cleared = any(isinstance(v, str) and v.startswith(layer1_inputs.CLEARED) for v in given.values())
+        return [("cleared" if cleared else "calls", _tokens(block))]
     if kind == "tool_result":
         content = block.get("content")
         cleared = isinstance(content, str) and content.startswith(PLACEHOLDER)

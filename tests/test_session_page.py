@@ -242,6 +242,17 @@ def test_context_has_no_row_for_what_the_lesson_never_sends():
     assert row(s07, "cleared placeholders") == 0 and row(s07, "the board") == 0
 
 
+def test_context_counts_a_cleared_write_as_a_placeholder_not_as_a_call():
+    from harness import layer1_inputs
+    call = {"type": "tool_use", "id": "t0", "name": "write_file", "input": {"path": "a.py", "content": "x" * 4000}}
+    history = [{"role": "user", "content": "go"}, {"role": "assistant", "content": [call]},
+               {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t0", "content": "ok"}]}]
+    cleared = layer1_inputs.clear_inputs(history, {"t0"})
+    report = context_report("", [], cleared, 50_000, None, None)
+    assert row(report, "cleared placeholders") > 10 and row(report, "tool calls") == 0
+    assert row(context_report("", [], history, 50_000, None, None), "tool calls") > 1_000
+
+
 def test_context_uses_the_apis_count_where_known_and_shows_the_cached_prefix():
     history = compacted_history()
     report = context_report("", [], history, 50_000, 1_500, 2_000, reported_covers=2)
