@@ -5,12 +5,12 @@ A context window is finite; a long task is not. And every call pays again, by th
 the whole conversation it sends. So the agent forgets on purpose, in three layers, keeps a
 full record on disk so nothing is really lost, and keeps what it sends stable for the cache.
 
-    before every model call:
+    before every model call (layer 2 checks first, then layer 1 builds what is sent):
       layer 1  micro_compact   in what the model sees, old tool results (and old big
                                write/edit texts) become "[Previous: used bash]", in batches
                                worth the cache they rewrite (the newest turn, short ones
                                and the last read of each file stay; the history keeps all)
-      layer 2  auto_compact    context > COMPACT_THRESHOLD tokens?
+      layer 2  auto_compact    context > COMPACT_THRESHOLD (and grown by half since)?
                                  1. history -> .transcripts/transcript_<time>_<n>.jsonl
                                  2. the model writes a summary (same prefix: cached)
                                  3. history := [summary + transcript path]
@@ -56,8 +56,8 @@ from s03_todo import (BASE_HANDLERS, BASE_TOOLS, CACHE, MAX_TOKENS, object_schem
                       show_reply)
 
 MAX_STEPS = 200                 # model calls a turn may make: compaction lets a turn go on
-CLEAR_AT_LEAST = 8_000          # tokens a batch frees at least (bench_tokens.py --sweep)
-KEEP_RECENT = 1                 # results kept whole, newest first (and all of the newest turn)
+CLEAR_AT_LEAST = 8_000          # a batch rewrites the cache after it: free this much (--sweep)
+KEEP_RECENT = 1                 # the newest result stays whole: the model may still be using it
 KEEP_CHARS = 400                # a result this short costs little, and less read from the cache
 DEFAULT_THRESHOLD = 50_000      # tokens; well below the window, leaving room for the summary call
 SUMMARY_MAX_TOKENS = 2000       # a summary longer than this is no longer a summary
@@ -104,7 +104,7 @@ def clear_batch(results: list, calls: dict, messages: list) -> None:
         return                                 # at least CLEAR_AT_LEAST, and more than it rewrites
     _CLEARED.update(fresh)
     _CLEARED_INPUTS.update(inputs)
-    _LATEST[0] = layer1_policy.first_id(messages, batch)  # a cache point goes just before it
+    _LATEST[0] = layer1_policy.first_id(messages, batch)
     transcripts.announce_cleared(len(batch), freed, show_note)
 
 
@@ -245,7 +245,7 @@ def compact_if_needed(messages: list, client, compact=auto_compact) -> None:
 
 
 def compact_if_asked(calls: list, messages: list, client, compact=auto_compact) -> None:
-    """Compact if a call asked to (a list input got an error result); say so if that fails."""
+    """Compact if a call asked to with a valid input (call_tool refused others); say if it fails."""
     for call in [c for c in calls if c.name == "compact"][:1]:
         try:
             args = decode_args(call.input, COMPACT_TOOL["input_schema"])
@@ -259,7 +259,7 @@ def compact_if_asked(calls: list, messages: list, client, compact=auto_compact) 
 # ---------------------------------------------------------------- the loop
 
 def agent_loop(messages: list, client) -> str:
-    """s03's loop plus the three layers, each on its marked line."""
+    """s03's loop plus the three layers, on its four marked lines."""
     steps = 0
     while steps < max_steps(MAX_STEPS):                  # --max-steps, or MAX_STEPS
         steps += 1

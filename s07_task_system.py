@@ -55,7 +55,7 @@ from s06_compact import (CONTEXT, COMPACT_TOOL, MAX_STEPS, TOOL_HANDLERS as S06_
                          compact_if_asked, compact_if_needed, compact_now, compact_threshold, micro_compact)
 
 TASKS_DIR = Path(".tasks")    # relative: the board belongs to the folder you run in
-BOARD_IN_SUMMARY = 40         # unfinished tasks re-attached after a compaction; task_list shows all
+BOARD_IN_SUMMARY = 40         # a board too big to re-attach whole is cut to this many unfinished
 BOARD_CHARS = 12_000          # characters of board after a compaction: less than it replaced
 
 
@@ -288,7 +288,7 @@ TASK_TOOLS = [
 ]
 
 TOOLS = BASE_TOOLS + [COMPACT_TOOL] + TASK_TOOLS
-TOOL_HANDLERS = {  # the lambdas map the model's argument names onto TaskManager's
+TOOL_HANDLERS = {  # lambdas: choose_board() rebinds TASKS; they also map blockedBy etc.
     **S06_HANDLERS,
     "task_create": lambda subject, description="", blockedBy=None:
         TASKS.create(subject, description, blockedBy),
@@ -370,7 +370,7 @@ def main(argv: list = None) -> int:
                 "/compact": partial(compact_now, compact=compact_with_board),
                 "/context": partial(context_command, SYSTEM, TOOLS, micro_compact, compact_threshold,
                                     CONTEXT)}
-    demo = lambda: demos.s07_demo(compact_threshold(), TASKS)   # TASKS, as "demo"  # noqa: E731
+    demo = lambda: demos.s07_demo(compact_threshold(), TASKS)  # late: TASKS rebinds  # noqa: E731
     return run_cli("s07_task_system", __doc__, agent_loop, demo=demo, argv=argv, commands=commands,
                    help_extra=task_commands.HELP, on_start=choose_board,
                    options=task_commands.OPTIONS, before_prompt=task_commands.live(lambda: TASKS))

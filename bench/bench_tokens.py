@@ -8,7 +8,10 @@ against the loopback stand-in. Each lesson plays it as built (prompt caching, s0
 layer 1) and as the old baseline (no cache_control, layer 1 clearing on every call); the
 table shows billed input as built, as a share of the baseline. Then the worst shape and
 the median, per lesson: the policy is chosen by the worst (targets: worst <= 30%, median
-<= 25%).
+<= 25%). s03 has no layer 1: its baseline is its own requests billed without a cache.
+
+    python bench/bench_tokens.py --sweep   (about 3 minutes) s06 for other layer-1 constants:
+                                           how KEEP_RECENT, CLEAR_AT_LEAST, REWRITE_SHARE were chosen
 
 The floor column plays each shape through s06 once more with seen_once() as layer 1: every
 long result shown whole in one request, never cached, then cleared. A policy that lets the
@@ -329,8 +332,9 @@ def measure():
             for mode in ("built", "baseline", "floor")
             if mode == "built" or (mode == "baseline" and lesson is not s03_todo)
             or (mode == "floor" and lesson is s06_compact)]
-    jobs.sort(key=lambda job: -next(s.calls for s in SHAPES if s.name == job[1]))  # longest first
-    with multiprocessing.get_context("fork").Pool(WORKERS) as pool:   # each run in its own process
+    jobs.sort(key=lambda job: -next(s.calls for s in SHAPES if s.name == job[1]))  # no long run last
+    # Processes, not threads: a run changes the folder and s06's layer-1 state.
+    with multiprocessing.get_context("fork").Pool(WORKERS) as pool:
         results = dict(zip(jobs, pool.map(_run_job, jobs, chunksize=1)))
     rows = {}
     for lesson, shape, mode in jobs:

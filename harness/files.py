@@ -113,7 +113,7 @@ def read_lines(path: Path, shown: str, offset: int, limit, cap: int) -> str:
             if number < offset:
                 continue
             if (limit is not None and len(lines) >= limit) or used > cap:
-                return _with_rest(lines, f, size, number, shown, crlf)
+                return _with_rest(lines, f, size, number, crlf)
             line = _decode(raw, shown, number)
             crlf = crlf or line.endswith("\r\n")
             lines.append(line.rstrip("\n").removesuffix("\r"))
@@ -133,7 +133,7 @@ def _decode(raw: bytes, shown: str, number: int) -> str:
                          f"(e.g. `file {shown}`) instead") from None
 
 
-def _with_rest(lines: list, f, size: int, next_line: int, shown: str, crlf: bool) -> str:
+def _with_rest(lines: list, f, size: int, next_line: int, crlf: bool) -> str:
     """The lines shown, and how many follow (counted only in a file of reasonable size)."""
     if size <= COUNT_REST_UP_TO:
         rest = 1 + sum(chunk.count(b"\n") for chunk in iter(lambda: f.read(1 << 20), b""))

@@ -17,6 +17,10 @@ only texts longer than KEEP_CHARS, and what they free counts toward the same bat
 rewriting an assistant message throws the cache away from there on, just as a result does.
 The placeholder input keeps the call valid for the API (the same keys, all strings) and the
 history keeps the real input, so the transcript is complete.
+
+It also says which calls showed a whole file (files_shown_whole), for s06's rule on when an
+old read_file result is stale. Without it, a read of ten lines, a read cut short at the cap,
+or a write that failed would hide the last whole read of a file the model still needs.
 """
 
 import os

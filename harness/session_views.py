@@ -19,7 +19,7 @@ from harness.config import SetupError
 from harness.session_record import RECORD, SessionRecord
 
 BAR_WIDTH = 60               # characters of each bar /context draws
-CHARS_PER_TOKEN = 4          # the usual estimate where the API has not counted (s06 uses the same)
+CHARS_PER_TOKEN = 4          # the usual estimate where the API has not counted (s06's, rounded up)
 WRITE_PRICE, READ_PRICE = 1.25, 0.1   # cache writes and reads, as multiples of the input price
 PLACEHOLDER = "[Previous: "  # how s06's layer 1 begins a cleared tool result
 BOARD_START, BOARD_END = "<task-board>", "</task-board>"   # how s07 attaches the board
