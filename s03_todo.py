@@ -41,13 +41,14 @@ Run it:   python s03_todo.py "add a docstring to hello.py and track your steps"
 import sys
 from pathlib import Path
 
-from harness import bash, demos, files, session_log, spill
+from harness import bash, demos, files, spill
+from harness.session import log as session_log
 from harness.cli import ToolsInterrupted, not_run, run_cli, step_limit
 from harness.config import max_steps, model_id
 from harness.endpoints import (assistant_turn, check_args, complete_tool_calls, cut_note,
                                decode_args, final_text)
-from harness.session_record import RECORD
-from harness.session_views import print_context
+from harness.session.record import RECORD
+from harness.session.views import print_context
 from harness.terminal import (show_note, show_stream, show_text, show_tool_call, show_tool_result,
                               show_usage)
 

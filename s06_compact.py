@@ -45,12 +45,13 @@ import sys
 from functools import partial
 from pathlib import Path
 
-from harness import demos, layer1_inputs, layer1_policy, session_log, spill, transcripts
+from harness import demos, layer1, spill, transcripts
+from harness.session import log as session_log
 from harness.cli import run_cli, step_limit
 from harness.config import max_steps, model_id, positive_int
 from harness.endpoints import assistant_turn, check_args, complete_tool_calls, cut_note, decode_args, final_text
-from harness.session_record import RECORD
-from harness.session_views import context_command
+from harness.session.record import RECORD
+from harness.session.views import context_command
 from harness.terminal import show_note, show_stream, show_usage, usage_counts
 from s03_todo import (BASE_HANDLERS, BASE_TOOLS, CACHE, MAX_TOKENS, object_schema, run_tool_calls,
                       show_reply)
@@ -88,23 +89,23 @@ def micro_compact(messages: list, batch: bool = True) -> list:
     view = [{**m, "content": [_placeholder(b, calls) if b.get("tool_use_id") in _CLEARED else b
                               for b in m["content"]]}
             if m["role"] == "user" and isinstance(m["content"], list) else m for m in messages]
-    view = layer1_inputs.clear_inputs(view, _CLEARED_INPUTS)   # old write_file/edit_file texts
-    return layer1_policy.with_cache_point(view, _LATEST[0])  # the prefix before the batch: cached
+    view = layer1.clear_inputs(view, _CLEARED_INPUTS)   # old write_file/edit_file texts
+    return layer1.with_cache_point(view, _LATEST[0])  # the prefix before the batch: cached
 
 
 def clear_batch(results: list, calls: dict, messages: list) -> None:
     """Clear every result and big input no longer needed, if the batch is worth its rewrite."""
-    not_yet = layer1_policy.unanswered(messages)   # the newest turn: the model has not seen it
+    not_yet = layer1.unanswered(messages)   # the newest turn: the model has not seen it
     gone = no_longer_needed(results, calls) - _CLEARED - not_yet
     fresh = {b["tool_use_id"]: estimate_tokens(b["content"]) for b in results if b["tool_use_id"] in gone}
-    inputs = layer1_inputs.inputs_worth_clearing(messages, KEEP_RECENT, KEEP_CHARS, _CLEARED_INPUTS | not_yet)
+    inputs = layer1.inputs_worth_clearing(messages, KEEP_RECENT, KEEP_CHARS, _CLEARED_INPUTS | not_yet)
     freed, batch = sum(fresh.values()) + sum(inputs.values()), fresh.keys() | inputs.keys()
-    if not layer1_policy.batch_worth_clearing(messages, batch, freed, CLEAR_AT_LEAST,
+    if not layer1.batch_worth_clearing(messages, batch, freed, CLEAR_AT_LEAST,
                                               compact_threshold()):
         return                                 # at least CLEAR_AT_LEAST, and more than it rewrites
     _CLEARED.update(fresh)
     _CLEARED_INPUTS.update(inputs)
-    _LATEST[0] = layer1_policy.first_id(messages, batch)
+    _LATEST[0] = layer1.first_id(messages, batch)
     transcripts.announce_cleared(len(batch), freed, show_note)
 
 
@@ -115,11 +116,11 @@ def no_longer_needed(results: list, calls: dict) -> set:
     later_paths, ids = set(), set()
     for n, block in reversed(list(enumerate(results))):
         call = calls.get(block["tool_use_id"], {})
-        name, path = call.get("name"), layer1_inputs.path_of(call)
+        name, path = call.get("name"), layer1.path_of(call)
         old = n < len(results) - KEEP_RECENT and len(str(block["content"])) > KEEP_CHARS
         if old and (name != "read_file" or path in later_paths):
             ids.add(block["tool_use_id"])
-        later_paths |= layer1_inputs.files_shown_whole(call, block)
+        later_paths |= layer1.files_shown_whole(call, block)
     return ids
 
 
@@ -127,7 +128,7 @@ def _placeholder(block: dict, calls: dict) -> dict:
     call = calls.get(block["tool_use_id"], {})
     name = call.get("name", "a tool")
     if name == "read_file":
-        return {**block, "content": f"[Previous: read {layer1_inputs.path_of(call)}; a later "
+        return {**block, "content": f"[Previous: read {layer1.path_of(call)}; a later "
                                     "read or write of it follows]"}
     saved = spill.spill_for_placeholder(block["content"], name)   # the whole text stays readable
     return {**block, "content": f"[Previous: used {name}" + (f"; the whole result is in {saved}]"

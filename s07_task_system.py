@@ -21,7 +21,7 @@ board back whenever it needs it; compaction and restarts cannot lose what was ne
 
 Read it in this order: TaskManager (ids by max-scan, create, update, _clear_dependency, the
 board and its order), the rules update() checks, then the tools and the loop. The store behind
-`self.store` is for after: harness/task_record.py (what every store promises), board_files.py
+`self.store` is for after: harness/board/record.py (what every store promises), board_files.py
 (a folder safe for several processes, kill -9 and hand edits), board_postgres.py (machines).
 
 New since s06: TaskManager, the task_* tools, the board re-attached after every compaction,
@@ -39,16 +39,19 @@ import sys
 from functools import partial
 from pathlib import Path
 
-from harness import demos, session_log, task_commands
-from harness.board_text import fit, names, none_readable, render_line, reopen_notes
+from harness import demos
+from harness.session import log as session_log
+from harness.board import commands as task_commands
+from harness.board.text import fit, names, none_readable, render_line, reopen_notes
 from harness.cli import run_cli, step_limit
 from harness.config import max_steps, model_id
 from harness.endpoints import assistant_turn, complete_tool_calls, cut_note, final_text
-from harness.task_record import (FINISHED, STATUSES, Task, agent_name, check_text, check_update,
-                                 default_agent_name, ids, new_task, one_line, open_store, parse_task_id)
-from harness.session_record import RECORD
-from harness.session_views import context_command
-from harness.task_graph import find_cycle, topological_order
+from harness.board.record import (FINISHED, STATUSES, Task, agent_name, check_text, check_update,
+                                 default_agent_name, ids, new_task, one_line, parse_task_id)
+from harness.board import open_store
+from harness.session.record import RECORD
+from harness.session.views import context_command
+from harness.board.graph import find_cycle, topological_order
 from harness.terminal import show_note, show_stream, show_usage
 from s03_todo import BASE_TOOLS, CACHE, MAX_TOKENS, object_schema, run_tool_calls, show_reply
 from s06_compact import (CONTEXT, COMPACT_TOOL, MAX_STEPS, TOOL_HANDLERS as S06_HANDLERS, auto_compact,

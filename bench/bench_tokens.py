@@ -45,7 +45,7 @@ import s03_todo  # noqa: E402
 import s06_compact  # noqa: E402
 import s07_task_system  # noqa: E402
 import harness.stand_in_api as stand_in  # noqa: E402
-from harness import layer1_inputs, layer1_policy, spill  # noqa: E402
+from harness import layer1, layer1, spill  # noqa: E402
 from harness.stand_in_api import StandInAPI, error, reply, text, tool  # noqa: E402
 
 
@@ -202,20 +202,20 @@ def seen_once(messages, batch=True):
         if m["role"] == "user" and isinstance(m["content"], list):
             s06_compact._CLEARED.update(b["tool_use_id"] for b in m["content"]
                                         if b.get("type") == "tool_result" and _long(b))
-    s06_compact._CLEARED_INPUTS.update(layer1_inputs.inputs_worth_clearing(
+    s06_compact._CLEARED_INPUTS.update(layer1.inputs_worth_clearing(
         messages, 1, s06_compact.KEEP_CHARS, s06_compact._CLEARED_INPUTS))
     view = [{**m, "content": [s06_compact._placeholder(b, calls)
                               if b.get("tool_use_id") in s06_compact._CLEARED else b
                               for b in m["content"]]}
             if m["role"] == "user" and isinstance(m["content"], list) else m for m in messages]
-    return _cache_before_new_long_texts(layer1_inputs.clear_inputs(view, s06_compact._CLEARED_INPUTS))
+    return _cache_before_new_long_texts(layer1.clear_inputs(view, s06_compact._CLEARED_INPUTS))
 
 
 def _long(block):
     """A result, or the text a write_file or edit_file call sent, longer than KEEP_CHARS."""
     if block.get("type") == "tool_result":
         return len(str(block["content"])) > s06_compact.KEEP_CHARS
-    fields = layer1_inputs.INPUT_FIELDS.get(block.get("name"), ()) if block.get("type") == "tool_use" else ()
+    fields = layer1.INPUT_FIELDS.get(block.get("name"), ()) if block.get("type") == "tool_use" else ()
     given = block.get("input") if isinstance(block.get("input"), dict) else {}
     return sum(len(str(given.get(field, ""))) for field in fields) > s06_compact.KEEP_CHARS
 
@@ -410,7 +410,7 @@ def sweep():
         results = dict(zip([str(job) for job in jobs], pool.map(_run_setting, jobs, chunksize=1)))
     out = ["s06, billed input as a share of the old baseline, for other layer-1 constants",
            f"(built: KEEP_RECENT={s06_compact.KEEP_RECENT}, CLEAR_AT_LEAST={s06_compact.CLEAR_AT_LEAST}, "
-           f"REWRITE_SHARE={layer1_policy.REWRITE_SHARE});"
+           f"REWRITE_SHARE={layer1.REWRITE_SHARE});"
            " c = compactions, all shapes:", ""]
     for setting in SWEEP:
         runs = {shape.name: results[str(("s06_compact", shape.name, "built", setting))]
@@ -427,7 +427,7 @@ def sweep():
 def _run_setting(job):
     """One run with other constants, put back after it: a pool's worker runs many jobs."""
     lesson, shape, mode, setting = job
-    homes = {name: layer1_policy if name == "REWRITE_SHARE" else s06_compact for name in setting}
+    homes = {name: layer1 if name == "REWRITE_SHARE" else s06_compact for name in setting}
     before = {name: getattr(home, name) for name, home in homes.items()}
     try:
         for name, value in setting.items():

@@ -28,11 +28,13 @@ import select
 import sys
 import textwrap
 
-from harness import session_log
-from harness.session_page import end_of_run as write_session_page
-from harness.session_record import RECORD
-from harness.session_views import cost_command
-from harness.config import EndpointError, SetupError, describe_api_error, load_env, make_client
+from harness.session import log as session_log
+from harness.session.page import end_of_run as write_session_page
+from harness.session.record import RECORD
+from harness.session.views import cost_command
+from harness.config import api_error_line, load_env, make_client
+from harness.errors import EndpointError, SetupError
+from harness.sdk import anthropic
 from harness.terminal import (SESSION, _colour, clean_json, clean_text, print_answer, show,
                               show_error, show_note, show_out, show_session)
 
@@ -81,8 +83,8 @@ def run_cli(name, doc, agent_loop, commands=None, demo=None, argv=None, options=
     if args.max_steps is not None:   # the loops read MAX_STEPS (config.max_steps) on every call
         os.environ["MAX_STEPS"] = str(args.max_steps)
     try:
-        import anthropic  # noqa: F401  (only to say so here if it is missing)
-    except ImportError:
+        anthropic.APIError        # the SDK loads here (harness/sdk.py), or says it is missing
+    except (ImportError, AttributeError):
         show_error("the anthropic package is not installed here: run  python -m pip install -r requirements.txt")
         return 1
     try:
@@ -118,7 +120,6 @@ def _parser(name, doc, commands, demo, options, help_extra):
 
 
 def _run(name, args, agent_loop, commands, demo, on_start, before_prompt=None):
-    import anthropic
     SESSION.update(dict.fromkeys(SESSION, 0))
     RECORD.reset(name)                  # before on_start: s07 registers its board there
     try:
@@ -134,7 +135,7 @@ def _run(name, args, agent_loop, commands, demo, on_start, before_prompt=None):
         show_error(str(exc))
         return 1
     except anthropic.APIError as exc:
-        show_error(describe_api_error(exc))
+        show_error(api_error_line(exc))
         return 1
     except KeyboardInterrupt:
         show_error("interrupted")
@@ -239,7 +240,6 @@ def _run_command(command, word, history, client, arg):
 
 def _run_turn(history, client, agent_loop, query):
     """One prompt through the loop; a failed or abandoned turn keeps what was done in it."""
-    import anthropic
     saved = len(history)
     try:
         history.append({"role": "user", "content": query})
@@ -249,7 +249,7 @@ def _run_turn(history, client, agent_loop, query):
     except KeyboardInterrupt:
         _keep_completed(history, saved, "turn abandoned")
     except (anthropic.APIError, EndpointError) as exc:
-        show_error(describe_api_error(exc, client) if isinstance(exc, anthropic.APIError) else str(exc))
+        show_error(api_error_line(exc, client) if isinstance(exc, anthropic.APIError) else str(exc))
         _keep_completed(history, saved, "turn failed")
     except (SetupError, ValueError) as exc:
         show_error(str(exc))
@@ -355,7 +355,7 @@ def _ends_with_results(history):
 
 
 def end_of_run() -> None:
-    """The session's total, its page (harness/session_page.py) with the path, the log closed."""
+    """The session's total, its page (harness/session/page.py) with the path, the log closed."""
     session_log.close_session()
     show_session()
     write_session_page()

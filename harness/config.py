@@ -19,22 +19,18 @@ import os
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from dotenv import dotenv_values
+
+from harness import errors
+from harness.errors import SetupError
+from harness.sdk import anthropic
+
 DEFAULT_MODEL = "claude-sonnet-5-5"  # any model id works; MODEL_ID overrides it
 DEFAULT_TIMEOUT = 300                # seconds of silence from the endpoint before giving up (API_TIMEOUT);
                                      # a small local model can take minutes before its first token
 MAX_RETRIES = 2                      # for 429/5xx and dropped connections; the SDK waits between tries
 LOOPBACK = {"127.0.0.1", "localhost", "::1", "[::1]"}
 SECRETS = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN")   # for the client; no command needs them
-
-
-class SetupError(Exception):
-    """A configuration problem the user must fix; shown as one line, exit 1."""
-
-
-class EndpointError(Exception):
-    """A model call the SDK did not turn into an APIError: the endpoint answered, but not like the
-    Messages API (HTML, other JSON, no content); the connection dropped in the middle of the
-    reply; or the request held text that cannot be encoded."""
 
 
 # ---------------------------------------------------------------- configuration
@@ -48,7 +44,6 @@ def load_env():
     Settings go into os.environ; the credentials (SECRETS) stay in this module, so that no
     child process inherits a key it was never given.
     """
-    from dotenv import dotenv_values
     _DOTENV_SECRETS.clear()          # a second run in one process reads its own .env afresh
     path = Path.cwd() / ".env"
     if not path.is_file():
@@ -114,7 +109,6 @@ def check_base_url(url: str) -> None:
 
 def make_client(base_url=None, api_key=None):
     """Build the Anthropic client, or raise SetupError before any request is made."""
-    import anthropic
     auth_token = None
     if api_key is None:
         api_key = secret("ANTHROPIC_API_KEY")
@@ -133,40 +127,10 @@ def make_client(base_url=None, api_key=None):
     return anthropic.Anthropic(**options)
 
 
-def describe_api_error(exc, client=None):
-    """One line saying what failed and what to do about it, naming the URL actually used."""
-    import anthropic
-    where = str(client.base_url).rstrip("/") if client is not None else base_url()
-    status = getattr(exc, "status_code", None)
-    detail = _error_message(exc)
-    if isinstance(exc, anthropic.APITimeoutError):
-        return (f"the API at {where} did not answer within API_TIMEOUT={api_timeout():g}s, even after retries: "
-                "try again later, or raise API_TIMEOUT for a slow model")
-    if isinstance(exc, anthropic.APIConnectionError):
-        return f"cannot reach the API at {where}: check ANTHROPIC_BASE_URL and your network"
-    if status == 401:
-        return f"the API rejected the key (401 {detail}): check ANTHROPIC_API_KEY (or ANTHROPIC_AUTH_TOKEN)"
-    if status == 403:
-        return f"the key may not do this (403 {detail}): check the key's permissions"
-    if status == 404 and urlsplit(where).path.rstrip("/").endswith("/v1"):
-        return (f"not found (404 {detail}): ANTHROPIC_BASE_URL={where} ends in /v1, and the SDK "
-                "adds /v1/messages itself: drop the /v1")
-    if status == 404:
-        return f"not found (404 {detail}): check MODEL_ID={model_id()!r} and ANTHROPIC_BASE_URL"
-    if status == 429:
-        return f"rate limited (429 {detail}) even after retries: wait a minute and try again"
-    if status == 400:
-        return f"the API refused the request (400 {detail})"
-    if status is not None and status >= 500:
-        return f"the API failed ({status} {detail}) even after retries: try again later"
-    return f"the API call failed: {detail}"
-
-
-def _error_message(exc):
-    body = getattr(exc, "body", None)
-    if isinstance(body, dict) and isinstance(body.get("error"), dict):
-        return body["error"].get("message", str(exc))
-    return str(exc)
+def api_error_line(exc, client=None) -> str:
+    """errors.describe_api_error, with the URL the client used, API_TIMEOUT and MODEL_ID."""
+    where = str(client.base_url) if client is not None else base_url()
+    return errors.describe_api_error(exc, where, api_timeout(), model_id())
 
 
 def positive_int(name: str, default: int, unit: str) -> int:

@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 from typing import Optional
 
-from harness.config import SetupError
+from harness.errors import SetupError
 from harness.stand_in_api import reply, text, tool
 
 S06_THRESHOLD = "9500"   # tokens: low, so s06's layer 2 fires within its demo

@@ -17,32 +17,20 @@ are s06's and s07's). Without each piece:
 """
 
 import contextlib
-import errno
 import os
 import stat
 import threading
 from pathlib import Path
+
+from harness.errors import reason
 
 SNIFF_BYTES = 8192           # a NUL in the first 8 kB marks a binary file (as git decides)
 COUNT_REST_UP_TO = 50_000_000  # bytes: past this, "more lines follow" instead of counting them
 EDIT_MAX = 10_000_000        # bytes: edit_file holds the whole file in memory; past this, use bash
 READ_ON = "read on with offset="   # how a read that stops before the end says so (layer 1 reads it)
 
-# An OSError as a sentence a user can act on. By errno name: the numbers differ between systems.
-REASONS = {errno.EACCES: "permission denied", errno.ENOSPC: "the disk is full",
-           errno.EROFS: "the file system is read-only", errno.EDQUOT: "the disk quota is exceeded",
-           errno.ENOTDIR: "a file is in the way where a folder should be",
-           errno.ENOENT: "a folder on the way does not exist",
-           errno.EEXIST: "a file of that name is in the way", errno.EISDIR: "it is a folder",
-           errno.ENAMETOOLONG: "the file name is too long", errno.ELOOP: "too many symbolic links",
-           errno.EFBIG: "the file is too large for the file system"}
 KINDS = [(stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO (named pipe)"),
          (stat.S_ISCHR, "a device"), (stat.S_ISBLK, "a device"), (stat.S_ISSOCK, "a socket")]
-
-
-def reason(exc: OSError) -> str:
-    """An OSError as a sentence, not an errno."""
-    return REASONS.get(exc.errno, exc.strerror or str(exc))
 
 
 def inside(folder: Path, path: str) -> Path:

@@ -44,7 +44,7 @@ def keep_whole(text: str, cap: int, tool_name: str, folder: Path = RESULTS) -> s
     try:
         path = save_result(text, tool_name, folder)
     except OSError as exc:
-        from harness.files import reason
+        from harness.errors import reason
         return (text[:cap] + f"\n... [output cut: {len(text) - cap:,} more characters; the whole "
                 f"output could not be saved in {folder}/ ({reason(exc)})]")
     shown = int(cap * SHOWN_SHARE)

@@ -25,8 +25,10 @@ import threading
 import time
 from urllib.parse import urlsplit
 
-from harness.config import EndpointError, api_timeout, base_url
-from harness.session_record import RECORD
+from harness.config import api_timeout, base_url
+from harness.errors import EndpointError, dropped, unsendable
+from harness.sdk import anthropic
+from harness.session.record import RECORD
 
 PREVIEW_CHARS = 100                  # width of a tool result's preview in the terminal
 PREVIEW_LINES = 6                    # lines of a tool result's preview (a board or todo list fits)
@@ -194,7 +196,6 @@ def show_stream(request):
     tool call being written as `> write_file … 2.1 kB so far`. Elsewhere (a pipe, a log) nothing
     is shown here: the loop prints the finished text and tool calls.
     """
-    import anthropic
     live = sys.stderr.isatty()
     waiting = _Waiting(request) if live else None
     shown, tool, size = [], None, 0
@@ -225,9 +226,9 @@ def show_stream(request):
     except anthropic.APIError:
         raise
     except UnicodeEncodeError as exc:       # a ValueError, but ours: the request cannot be encoded
-        raise EndpointError(_unsendable(exc)) from None
+        raise EndpointError(unsendable(exc)) from None
     except _connection_errors() as exc:     # a connection lost mid-reply: the SDK does not wrap it
-        raise EndpointError(_dropped(exc)) from None
+        raise EndpointError(dropped(exc, base_url(), api_timeout())) from None
     except (ValueError, TypeError, KeyError, AttributeError, AssertionError, RuntimeError) as exc:
         raise EndpointError(f"the endpoint at {base_url()} did not answer like the Messages API "
                             f"({type(exc).__name__}: {_short(exc, 120)})") from None
@@ -248,21 +249,6 @@ def _connection_errors() -> type:
     except ImportError:
         import httpx2 as httpx
     return httpx.TransportError
-
-
-def _dropped(exc: Exception) -> str:
-    if "Timeout" in type(exc).__name__:
-        return (f"the endpoint at {base_url()} went silent in the middle of its reply for "
-                f"API_TIMEOUT={api_timeout():g}s: the turn was abandoned; try again")
-    return (f"the connection to {base_url()} dropped in the middle of the reply "
-            f"({type(exc).__name__}: {_short(exc, 120)}): the turn was abandoned; try again")
-
-
-def _unsendable(exc: UnicodeEncodeError) -> str:
-    bad = ascii(exc.object[exc.start:exc.end]) if isinstance(exc.object, str) else "?"
-    return (f"the request could not be sent: the conversation holds text that is not valid Unicode "
-            f"({bad}: {exc.reason}), such as half an emoji from a model or a byte that is not "
-            "UTF-8")
 
 
 class _Waiting:

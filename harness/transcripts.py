@@ -16,7 +16,9 @@ import os
 import time
 from pathlib import Path
 
-from harness.files import reason
+from harness.config import api_error_line
+from harness.errors import reason
+from harness.sdk import anthropic
 
 __all__ = ["save_new", "ask_at_end", "compaction_failed", "announce", "announce_cleared"]
 
@@ -62,10 +64,8 @@ def ask_at_end(view: list, text: str) -> list:
 
 def compaction_failed(exc: Exception, folder: Path, show_note, path=None) -> bool:
     """One line for the user; the history is left exactly as it was. Returns False (not compacted)."""
-    import anthropic  # here, not at the top: importing a lesson must not need the SDK
-    from harness.config import describe_api_error
     if isinstance(exc, anthropic.APIError):
-        why = describe_api_error(exc)
+        why = api_error_line(exc)
     elif isinstance(exc, OSError):
         why = f"cannot save the transcript in {folder}/ ({reason(exc)})"
     elif isinstance(exc, ValueError):
@@ -80,7 +80,7 @@ def compaction_failed(exc: Exception, folder: Path, show_note, path=None) -> boo
 
 def announce_cleared(count: int, tokens: int, show_note) -> None:
     """Layer 1 cleared a batch: a note for the user, a mark for the session page."""
-    from harness.session_record import RECORD
+    from harness.session.record import RECORD
     what = (f"{count} old tool results (or inputs) are now placeholders" if count > 1
             else "an old tool result is now a placeholder")
     show_note(f"  [micro_compact: {what} (about {tokens:,} tokens cleared); "
@@ -90,7 +90,7 @@ def announce_cleared(count: int, tokens: int, show_note) -> None:
 
 def announce(before: int, after: int, threshold: int, summary: str, path: Path, show_note) -> None:
     """Layer 2 compacted: a note (and a warning if the summary alone is over the threshold)."""
-    from harness.session_record import RECORD
+    from harness.session.record import RECORD
     show_note(f"[compacted: {before:,} → {after:,} tokens · transcript {path}]")
     if after > threshold:
         show_note(f"[the summary alone is over COMPACT_THRESHOLD ({after:,} > {threshold:,} tokens): "

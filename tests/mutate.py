@@ -48,11 +48,11 @@ MUTATIONS = [
              'if task["status"] == "in_progress" and holder and holder != self.agent and not status:',
              ["tests/test_s07_tasks.py", "tests/test_s07_board.py", "tests/test_s07_e2e.py"]),
     Mutation("layer 1 clears batches of 2,000 tokens instead of CLEAR_AT_LEAST (8,000)", "s06_compact.py",
-             "    if not layer1_policy.batch_worth_clearing(messages, set(fresh), freed, CLEAR_AT_LEAST,",
-             "    if not layer1_policy.batch_worth_clearing(messages, set(fresh), freed, CLEAR_AT_LEAST // 4,",
+             "    if not layer1.batch_worth_clearing(messages, set(fresh), freed, CLEAR_AT_LEAST,",
+             "    if not layer1.batch_worth_clearing(messages, set(fresh), freed, CLEAR_AT_LEAST // 4,",
              ["tests/test_s06_compact.py", "tests/test_readme.py"]),
     Mutation("a task file is written in place, not through a temp file and os.replace",
-             "harness/board_files.py",
+             "harness/board/folder.py",
              '            with open(tmp, "wb") as f:\n'
              "                f.write(data)\n"
              "                f.flush()\n"

@@ -6,7 +6,7 @@ import sys
 
 import s06_compact
 from conftest import ROOT
-from harness import layer1_policy
+from harness import layer1
 from harness.stand_in_api import StandInAPI, breakpoints, cache_blocks, is_summary_request
 from readme_blocks import checked_block
 
@@ -81,7 +81,7 @@ def test_the_sweep_in_the_readme_is_of_the_built_constants_and_agrees_with_the_t
     section = re.search(r"^## How layer 1's numbers were chosen\n(.*?)(?=^## )", README, re.S | re.M)[1]
     block = re.search(r"```text\n(.*?)```", section, re.S)[1]
     built = (f"KEEP_RECENT={s06_compact.KEEP_RECENT}, CLEAR_AT_LEAST={s06_compact.CLEAR_AT_LEAST}, "
-             f"REWRITE_SHARE={layer1_policy.REWRITE_SHARE}")
+             f"REWRITE_SHARE={layer1.REWRITE_SHARE}")
     assert f"(built: {built})" in block
     rows = re.findall(r"^  (\S.*?)\s+worst\s+(\d+%) \((\w+) c\d+\), median (\d+%), c(\d+)$", block, re.M)
     assert [row[0] for row in rows] == [", ".join(f"{k}={v}" for k, v in setting.items())
@@ -97,9 +97,9 @@ def test_the_sweep_in_the_readme_is_of_the_built_constants_and_agrees_with_the_t
 
 def test_a_sweep_run_puts_the_constants_back(monkeypatch):
     """A pool's worker runs many settings one after another: each must start from the built ones."""
-    before = s06_compact.KEEP_RECENT, s06_compact.CLEAR_AT_LEAST, layer1_policy.REWRITE_SHARE
+    before = s06_compact.KEEP_RECENT, s06_compact.CLEAR_AT_LEAST, layer1.REWRITE_SHARE
     monkeypatch.setattr(bench_tokens, "_run_job", lambda job: (s06_compact.KEEP_RECENT,
-                                                               layer1_policy.REWRITE_SHARE))
+                                                               layer1.REWRITE_SHARE))
     setting = {"KEEP_RECENT": 7, "CLEAR_AT_LEAST": 1, "REWRITE_SHARE": 9.0}
     assert bench_tokens._run_setting(("s06_compact", "steady", "built", setting)) == (7, 9.0)
-    assert (s06_compact.KEEP_RECENT, s06_compact.CLEAR_AT_LEAST, layer1_policy.REWRITE_SHARE) == before
+    assert (s06_compact.KEEP_RECENT, s06_compact.CLEAR_AT_LEAST, layer1.REWRITE_SHARE) == before

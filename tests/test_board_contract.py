@@ -17,9 +17,9 @@ import pytest
 import pg_server
 import s07_task_system as s07
 from conftest import ROOT, clean_env, tool_results
-from harness.checklist import import_checklist
-from harness.config import SetupError
-from harness.live_board import BoardWatcher
+from harness.board.checklist import import_checklist
+from harness.errors import SetupError
+from harness.board.live import BoardWatcher
 from harness.stand_in_api import reply, text, tool
 from s07_task_system import TaskManager
 

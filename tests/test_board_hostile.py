@@ -18,7 +18,7 @@ import pytest
 from conftest import within
 
 import s07_task_system as s07
-from harness.task_record import DESCRIPTION_MAX, SUBJECT_MAX, Task, agent_name, default_agent_name
+from harness.board.record import DESCRIPTION_MAX, SUBJECT_MAX, Task, agent_name, default_agent_name
 from s03_todo import call_tool
 
 ROOT = Path(__file__).resolve().parent.parent

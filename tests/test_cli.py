@@ -357,7 +357,7 @@ def test_half_an_emoji_from_the_model_does_not_break_the_session(run_main, workd
 
 def test_a_request_that_cannot_be_encoded_names_the_real_cause():
     import anthropic
-    from harness.config import EndpointError
+    from harness.errors import EndpointError
     from harness.stand_in_api import StandInAPI
     with StandInAPI([reply(text("never"))]) as api:
         client = anthropic.Anthropic(api_key="k", base_url=api.url)

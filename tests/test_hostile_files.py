@@ -198,14 +198,14 @@ def test_read_file_says_a_files_lines_end_in_crlf():
     ("EROFS", "read-only"), ("ENOTDIR", "a file is in the way"), ("EISDIR", "folder"),
     ("ENAMETOOLONG", "name is too long"), ("ELOOP", "symbolic links")])
 def test_an_os_error_is_told_in_words(name, words):
-    from harness.files import reason
+    from harness.errors import reason
     assert words in reason(OSError(getattr(errno, name), "strerror"))
 
 
 def test_errors_are_named_by_errno_name_not_by_linux_numbers():
     """On macOS EDQUOT is 69 (122 on Linux): the words must follow the system's errno module."""
     code = ("import errno; errno.EDQUOT = 69\n"
-            "from harness.files import reason\n"
+            "from harness.errors import reason\n"
             "print(reason(OSError(69, 'strerror')))")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           cwd=ROOT, timeout=30)

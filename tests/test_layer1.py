@@ -2,7 +2,7 @@
 
 import copy
 
-from harness import layer1_inputs, layer1_policy
+from harness import layer1, layer1
 from harness.stand_in_api import PromptCache, check_request, tool
 
 BIG = "x = 1\n" * 2_000          # 12,000 characters written
@@ -29,7 +29,7 @@ def test_old_big_writes_and_edits_are_worth_clearing_and_the_newest_calls_are_no
                        ("bash", {"command": "echo " + "y" * 2_000}),
                        ("write_file", {"path": "b.py", "content": BIG}),     # the newest three
                        ("bash", {"command": "ls"}), ("bash", {"command": "pwd"}))
-    worth = layer1_inputs.inputs_worth_clearing(messages, 3, 400)
+    worth = layer1.inputs_worth_clearing(messages, 3, 400)
     assert set(worth) == {"t0", "t1"}          # not short, not bash, not one of the newest 3
     assert 3_400 < worth["t0"] < 3_500         # 14,000 characters of JSON / 4, less the placeholder
     assert worth["t1"] > 300
@@ -40,7 +40,7 @@ def test_cleared_inputs_keep_the_call_valid_and_the_history_whole():
                        ("edit_file", {"path": "a.py", "old_text": BIG[:600], "new_text": BIG[:700]}),
                        ("bash", {"command": "ls"}))
     original = copy.deepcopy(messages)
-    view = layer1_inputs.clear_inputs(messages, {"t0", "t1"})
+    view = layer1.clear_inputs(messages, {"t0", "t1"})
     assert messages == original
     now = "read_file shows the file as it is now]"
     assert inputs(view)[0] == {"path": "a.py", "content": f"[cleared from the context: 12,000 characters; {now}"}
@@ -54,27 +54,27 @@ def test_cleared_inputs_keep_the_call_valid_and_the_history_whole():
 def test_an_input_that_is_not_text_is_left_alone():
     messages = history(("write_file", {"path": "a.py", "content": ["not", "a", "string"]}),
                        ("bash", {"command": "1"}), ("bash", {"command": "2"}), ("bash", {"command": "3"}))
-    assert layer1_inputs.inputs_worth_clearing(messages, 3, 400) == {}
-    assert layer1_inputs.clear_inputs(messages, {"t0"}) == messages
+    assert layer1.inputs_worth_clearing(messages, 3, 400) == {}
+    assert layer1.clear_inputs(messages, {"t0"}) == messages
 
 
 def test_a_batch_must_free_enough_and_a_fair_share_of_what_it_rewrites(monkeypatch):
-    monkeypatch.setattr(layer1_policy, "REWRITE_SHARE", 0.5)
+    monkeypatch.setattr(layer1, "REWRITE_SHARE", 0.5)
     messages = history(("bash", {"command": "a"}), ("bash", {"command": "b" * 40_000}))
-    tail = layer1_policy.tokens(messages[1:])
-    assert not layer1_policy.batch_worth_clearing(messages, {"t0"}, 999, 1_000)         # too small
-    assert not layer1_policy.batch_worth_clearing(messages, {"t0"}, tail // 4, 1_000)   # rewrites 3x
-    assert layer1_policy.batch_worth_clearing(messages, {"t0"}, tail // 3 + 1, 1_000)   # rewrites 2x
-    assert not layer1_policy.batch_worth_clearing(messages, set(), 50_000, 1_000)
+    tail = layer1.tokens(messages[1:])
+    assert not layer1.batch_worth_clearing(messages, {"t0"}, 999, 1_000)         # too small
+    assert not layer1.batch_worth_clearing(messages, {"t0"}, tail // 4, 1_000)   # rewrites 3x
+    assert layer1.batch_worth_clearing(messages, {"t0"}, tail // 3 + 1, 1_000)   # rewrites 2x
+    assert not layer1.batch_worth_clearing(messages, set(), 50_000, 1_000)
 
 
 def test_a_small_compact_threshold_makes_smaller_batches_worth_it():
     messages = history(("bash", {"command": "a"}), ("bash", {"command": "b" * 400}))
     at_least = 16_000
     freed = at_least // 2
-    assert not layer1_policy.batch_worth_clearing(messages, {"t0"}, freed, at_least)
-    assert not layer1_policy.batch_worth_clearing(messages, {"t0"}, freed, at_least, 50_000)
-    assert layer1_policy.batch_worth_clearing(messages, {"t0"}, freed, at_least, 9_500)
+    assert not layer1.batch_worth_clearing(messages, {"t0"}, freed, at_least)
+    assert not layer1.batch_worth_clearing(messages, {"t0"}, freed, at_least, 50_000)
+    assert layer1.batch_worth_clearing(messages, {"t0"}, freed, at_least, 9_500)
 
 
 def test_the_cache_point_keeps_the_prefix_read_when_a_batch_starts_far_back():
@@ -88,7 +88,7 @@ def test_the_cache_point_keeps_the_prefix_read_when_a_batch_starts_far_back():
         cache = PromptCache(min_tokens=1_024)
         for end in range(3, len(body["messages"]) + 1, 2):      # the loop's calls so far
             cache.usage({**body, "messages": body["messages"][:end]})
-        view = layer1_policy.with_cache_point(changed, point)
+        view = layer1.with_cache_point(changed, point)
         usage = cache.usage({**body, "messages": view})
         assert check_request({**body, "max_tokens": 1, "messages": view}) is None
         if point is None:
@@ -101,5 +101,5 @@ def test_the_cache_point_keeps_the_prefix_read_when_a_batch_starts_far_back():
 
 def test_no_cache_point_without_a_batch_or_for_the_first_message():
     messages = history(("bash", {"command": "a"}))
-    assert layer1_policy.with_cache_point(messages, None) is messages
-    assert layer1_policy.with_cache_point(messages, "unknown") is messages
+    assert layer1.with_cache_point(messages, None) is messages
+    assert layer1.with_cache_point(messages, "unknown") is messages

@@ -205,7 +205,7 @@ def test_the_constants_the_readme_quotes_are_the_codes():
     import s03_todo
     import s06_compact
     import s07_task_system
-    from harness import bash, cli, config, layer1_policy, spill, terminal
+    from harness import bash, cli, config, layer1, spill, terminal
     phrases = [f"{s03_todo.NAG_AFTER} rounds without todo -> <reminder>",
                f"it had dropped the {len(s07_task_system.TOOLS)} tool definitions",f"gives up after\n{s03_todo.MAX_STEPS} model calls in a turn",
                "at least `CLEAR_AT_LEAST` tokens at once, never the newest "
@@ -226,7 +226,7 @@ def test_the_constants_the_readme_quotes_are_the_codes():
                f"s03 keeps {s03_todo.MAX_STEPS}",
                f"exits with **status {cli.STEPS_RAN_OUT}**",
                f"a shell command is shown whole up to {terminal.COMMAND_CHARS:,}",
-               f"at most {layer1_policy.THRESHOLD_SHARE} of it",
+               f"at most {layer1.THRESHOLD_SHARE} of it",
                f"| `MODEL_ID` | the model (default `{config.DEFAULT_MODEL}`) |"]
     flat = " ".join(README.split())             # a phrase may wrap anywhere in the README
     assert [p for p in phrases if " ".join(p.split()) not in flat] == []

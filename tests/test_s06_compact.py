@@ -8,8 +8,8 @@ import anthropic
 import pytest
 
 import s06_compact as s06
-from harness import layer1_inputs
-from harness.config import SetupError
+from harness import layer1
+from harness.errors import SetupError
 from harness.stand_in_api import StandInAPI, check_request, error, reply, text, tool
 
 
@@ -78,7 +78,7 @@ def test_a_call_whose_result_and_input_are_both_cleared_counts_both(capsys):
     """One id clears both a result and its call's input: what the batch frees is their sum."""
     history = history_with_results(("write_file", LONG, {"path": "a.py", "content": BIG}), ("bash", "ok"))
     s06.micro_compact(history)
-    freed = s06.estimate_tokens(LONG) + layer1_inputs.inputs_worth_clearing(history, 1, s06.KEEP_CHARS)["t0"]
+    freed = s06.estimate_tokens(LONG) + layer1.inputs_worth_clearing(history, 1, s06.KEEP_CHARS)["t0"]
     assert f"(about {freed:,} tokens cleared)" in capsys.readouterr().err
 
 

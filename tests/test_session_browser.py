@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.session_page import write_page
+from harness.session.page import write_page
 from test_session_page import HOSTILE, Elements, synthetic_record
 
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",

@@ -9,9 +9,9 @@ import time
 
 import pytest
 
-from harness import session_log
-from harness.config import SetupError
-from harness.session_log import SessionLog, latest, load, read_session, repair
+from harness.session import log as session_log
+from harness.errors import SetupError
+from harness.session.log import SessionLog, latest, load, read_session, repair
 from harness.stand_in_api import check_request
 
 from conftest import ROOT
@@ -188,7 +188,7 @@ def test_a_failing_write_stops_the_log_with_a_note_and_never_raises(tmp_path, mo
 WRITER = r"""
 import sys
 from pathlib import Path
-from harness.session_log import SessionLog
+from harness.session.log import SessionLog
 log = SessionLog.start(Path(sys.argv[1]))
 print(log.path, flush=True)
 log.append({"role": "user", "content": "go"})

@@ -6,10 +6,10 @@ from types import SimpleNamespace
 
 import pytest
 
-from harness.config import SetupError
-from harness.session_page import end_of_run, render, write_page
-from harness.session_record import Recorder
-from harness.session_views import context_report, cost_report, prices_from_env
+from harness.errors import SetupError
+from harness.session.page import end_of_run, render, write_page
+from harness.session.record import Recorder
+from harness.session.views import context_report, cost_report, prices_from_env
 
 HOSTILE = '<script>alert(1)</script>"><img src=x onerror=alert(2)>\x1b[31m\x00\u202e\ud800'
 
@@ -243,11 +243,11 @@ def test_context_has_no_row_for_what_the_lesson_never_sends():
 
 
 def test_context_counts_a_cleared_write_as_a_placeholder_not_as_a_call():
-    from harness import layer1_inputs
+    from harness import layer1
     call = {"type": "tool_use", "id": "t0", "name": "write_file", "input": {"path": "a.py", "content": "x" * 4000}}
     history = [{"role": "user", "content": "go"}, {"role": "assistant", "content": [call]},
                {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t0", "content": "ok"}]}]
-    cleared = layer1_inputs.clear_inputs(history, {"t0"})
+    cleared = layer1.clear_inputs(history, {"t0"})
     report = context_report("", [], cleared, 50_000, None, None)
     assert row(report, "cleared placeholders") > 10 and row(report, "tool calls") == 0
     assert row(context_report("", [], history, 50_000, None, None), "tool calls") > 1_000

@@ -34,7 +34,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.config import SetupError
+from harness.errors import SetupError
 
 FOLDER = Path(".transcripts")   # relative: a session belongs to the folder you run in
 PATTERN = "session_*.jsonl"     # what latest() looks for; transcript_*.jsonl (s06) is not a session
@@ -128,7 +128,7 @@ class SessionLog:
             while data:          # a regular file takes it all at once; a short write is retried
                 data = data[os.write(self._fd, data):]
         except OSError as exc:
-            from harness.files import reason
+            from harness.errors import reason
             from harness.terminal import show_note
             self.failed = reason(exc)
             show_note(f"[the session log {self.path} stopped: {self.failed}; the session goes on, "
@@ -206,7 +206,7 @@ def resume_latest(folder: Path = FOLDER) -> tuple[SessionLog, list[dict]]:
             raise SetupError(f"the session {path} holds no message to continue from")
         log = SessionLog.continued(path, found.messages, folder)
     except OSError as exc:
-        from harness.files import reason
+        from harness.errors import reason
         raise SetupError(f"cannot continue the session {path}: {reason(exc)}") from None
     from harness.terminal import show_note
     left_out = [f"{found.torn_lines} torn line{'s' * (found.torn_lines != 1)} skipped"] * bool(found.torn_lines)
@@ -236,7 +236,7 @@ def open_session(continue_latest: bool = False, folder: Path = FOLDER) -> list[d
     try:
         _active = SessionLog.start(folder)
     except OSError as exc:
-        from harness.files import reason
+        from harness.errors import reason
         from harness.terminal import show_note
         show_note(f"[no session log: cannot create it in {folder}/ ({reason(exc)}); "
                   "--continue will not find this session]")

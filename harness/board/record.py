@@ -18,6 +18,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Optional, Protocol, TypedDict
 
+from harness.errors import SetupError
+
 STATUSES = {"pending": "[ ]", "in_progress": "[>]", "completed": "[x]", "deleted": "[-]"}  # and marks
 FINISHED = {"completed", "deleted"}   # statuses that no longer block anyone
 MAX_ID = 10 ** 15          # ids at or past this are refused: the file name would grow too long
@@ -154,16 +156,6 @@ class TaskStore(Protocol):
     def largest_id(self) -> int: ...
 
 
-def open_store(location: object) -> TaskStore:
-    """A folder (".tasks", a Path) or a postgresql:// URL; the driver is imported only when used."""
-    text = str(location)
-    if text.startswith(("postgresql://", "postgres://")):
-        from harness.board_postgres import PostgresTasks
-        return PostgresTasks(text)
-    from harness.board_files import TaskFiles
-    return TaskFiles(location)
-
-
 def default_agent_name() -> str:
     """Differs between two processes, stays the same across restarts in one terminal."""
     try:
@@ -177,7 +169,6 @@ def default_agent_name() -> str:
 
 def agent_name(raw: str):
     """--name or AGENT_NAME, NFKC-normalised (a full-width ａｌｉｃｅ is alice), or None if empty."""
-    from harness.config import SetupError
     name = unicodedata.normalize("NFKC", raw).strip()
     if name and not re.fullmatch(r"[\w.@-]{1,40}", name):
         raise SetupError(f"an agent name is 1-40 letters, digits or . _ @ -; got {name!r}")

@@ -1,6 +1,6 @@
 """The session page: one self-contained HTML file that shows a run, written when it ends.
 
-Relied on by all three lessons through cli (end_of_run), reading harness/session_record.py.
+Relied on by all three lessons through cli (end_of_run), reading harness/session/record.py.
 It draws one bar per model call (cache read, cache written and uncached input stacked, then
 output), the compaction threshold, layer 1's clearings, each compaction with its summary, the
 tool calls in order, and for s07 the task board as a graph. Without each piece:
@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 from typing import Optional
 
-from harness.session_record import RECORD, BoardTask, Recorder, SessionRecord
+from harness.session.record import RECORD, BoardTask, Recorder, SessionRecord
 
 TRANSCRIPTS = Path(".transcripts")   # beside s06's transcripts: one folder holds what a run left
 CHART_HEIGHT = 280                   # pixels of the plot area
@@ -370,7 +370,7 @@ def _write_new(folder: Path, stem: str, text: str) -> Path:
 
 def end_of_run(recorder: Recorder = RECORD, folder: Path = TRANSCRIPTS) -> Optional[Path]:
     """At the end of a run: the last board, the page, and one line saying where it is (or why not)."""
-    from harness.files import reason
+    from harness.errors import reason
     from harness.terminal import show_note
     if not recorder.data.calls:
         return None                          # nothing happened: leave no file behind, read no board

@@ -8,7 +8,7 @@ Relied on by s07 (list_all, the tool results, the board after a compaction) and 
   from 123,495 to 220,085 tokens); cutting it blindly would drop "Ready to start".
 """
 
-from harness.task_record import STATUSES, one_line
+from harness.board.record import STATUSES, one_line
 
 
 def names(tasks: list) -> str:

@@ -18,8 +18,8 @@ Without each piece:
 import re
 from pathlib import Path
 
-from harness.files import reason
-from harness.task_record import check_text
+from harness.errors import reason
+from harness.board.record import check_text
 
 CHECKLIST_MAX = 200_000   # bytes: a plan, not a log file
 ITEM = re.compile(r"[-*+] \[( |x|X)\] (.*)")   # - [ ] text, - [x] text (also * and + bullets)

@@ -33,8 +33,8 @@ from contextlib import contextmanager
 from typing import Iterator, Optional
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-from harness.config import SetupError
-from harness.task_record import DESCRIPTION_MAX, MAX_ID, SUBJECT_MAX, STATUSES, Task, now, task_problem
+from harness.errors import SetupError, connect_problem, first_line
+from harness.board.record import DESCRIPTION_MAX, MAX_ID, SUBJECT_MAX, STATUSES, Task, now, task_problem
 
 CONNECT_TIMEOUT = 5           # seconds: a server that does not answer is reported, not waited for
 LOCK_TAG = 0x7461736B         # "task": the high half of our advisory lock keys, apart from other apps'
@@ -97,24 +97,6 @@ def shown(url: str) -> str:
         netloc = f"{user.split(':', 1)[0]}@{host}"
     query = [(k, v) for k, v in parse_qsl(parts.query, keep_blank_values=True) if "password" not in k]
     return urlunsplit((parts.scheme, netloc, parts.path, urlencode(query), ""))
-
-
-def first_line(exc: BaseException) -> str:
-    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
-    return lines[0] if lines else type(exc).__name__
-
-
-def connect_problem(exc: BaseException, name: str) -> str:
-    """One line for a connection that failed, naming the board without its password."""
-    text, database = str(exc), urlsplit(name).path.lstrip("/") or "(the default)"
-    if "password authentication failed" in text or "no password supplied" in text:
-        return f"the PostgreSQL server refused the password for the board {name}: check the URL's password"
-    if "does not exist" in text and "database" in text:
-        return (f"the database {database!r} does not exist on the server of the board {name}: "
-                f"create it (createdb {database}) or fix the URL")
-    if "Connection refused" in text or "could not connect" in text or "timeout expired" in text:
-        return f"cannot reach the PostgreSQL server of the board {name}: is it running, and is the URL right?"
-    return f"cannot open the board {name}: {first_line(exc)}"
 
 
 def _psycopg(name: str):

@@ -33,7 +33,7 @@ import json
 import time
 from typing import Optional
 
-from harness.task_record import FINISHED
+from harness.board.record import FINISHED
 
 POLL_EVERY = 0.05   # seconds between scans of a folder while changes(wait) waits
 

@@ -25,8 +25,9 @@ import threading
 from contextlib import contextmanager
 from pathlib import Path
 
-from harness.files import read_bytes, reason
-from harness.task_record import MAX_ID, now, task_problem
+from harness.errors import reason
+from harness.files import read_bytes
+from harness.board.record import MAX_ID, now, task_problem
 
 TASK_FILE = re.compile(r"task_([1-9][0-9]*)\.json", re.ASCII)   # the only names that are tasks
 TASK_FILE_MAX = 1_000_000   # bytes: a task is a title and some details; a bigger file is not one

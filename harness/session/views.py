@@ -1,7 +1,7 @@
 """/context and /cost: what fills the context now, and what the session has cost. No model call.
 
 Relied on by the REPL of all three lessons (cli adds /cost; each lesson adds /context with its
-own system prompt, tools and view). Reads harness/session_record.py. Without each piece:
+own system prompt, tools and view). Reads harness/session/record.py. Without each piece:
 - context_report: a learner cannot see that tool results, not their own words, fill the window,
   nor how much of it the cache already holds.
 - cost_report: what caching saved stays a claim; the 1.25x write premium stays hidden.
@@ -14,9 +14,9 @@ import math
 import os
 from typing import Optional
 
-from harness import layer1_inputs
-from harness.config import SetupError
-from harness.session_record import RECORD, SessionRecord
+from harness import layer1
+from harness.errors import SetupError
+from harness.session.record import RECORD, SessionRecord
 
 BAR_WIDTH = 60               # characters of each bar /context draws
 CHARS_PER_TOKEN = 4          # the usual estimate where the API has not counted (s06's, rounded up)
@@ -50,7 +50,7 @@ def _block_parts(block: object) -> list:
         return _text_parts(str(block.get("text", "")))
     if kind == "tool_use":
         given = block.get("input") if isinstance(block.get("input"), dict) else {}
-        cleared = any(isinstance(v, str) and v.startswith(layer1_inputs.CLEARED) for v in given.values())
+        cleared = any(isinstance(v, str) and v.startswith(layer1.CLEARED) for v in given.values())
         return [("cleared" if cleared else "calls", _tokens(block))]
     if kind == "tool_result":
         content = block.get("content")

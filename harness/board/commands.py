@@ -10,8 +10,8 @@ other agents on a shared board are doing.
 
 import atexit
 
-from harness.checklist import import_checklist
-from harness.live_board import BoardWatcher
+from harness.board.checklist import import_checklist
+from harness.board.live import BoardWatcher
 from harness.terminal import show_note, show_out
 
 HELP = """/task commands (no model call; the same rules as the model's tools):
@@ -61,7 +61,7 @@ def run(tasks, arg: str) -> None:
 def live(current_board):
     """A before-prompt hook for the REPL: one line per change other agents made since the last
     prompt ([board: bob started #3]). current_board() gives s07's TaskManager of the moment; the
-    watcher (harness/live_board.py) is made on the first prompt and follows a new board."""
+    watcher (harness/board/live.py) is made on the first prompt and follows a new board."""
     watching = {}
 
     def news() -> None:

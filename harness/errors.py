@@ -1,0 +1,120 @@
+"""Every error a user can meet, and the one line each becomes.
+
+Relied on by every module that talks to a user about a failure: cli prints these lines, the
+tools return them to the model, the board and the endpoints raise them. Without each piece:
+- SetupError: a setting to fix (a missing key, a bad MAX_STEPS) ends in a traceback, not one
+  line and exit status 1.
+- EndpointError: an endpoint that answers, but not like the Messages API (HTML, other JSON, no
+  content, a connection dropped mid-reply), is a traceback deep in the SDK.
+- describe_api_error: a user sees a traceback instead of one line that says what to fix;
+  a base URL ending in /v1 (the SDK adds /v1/messages) gets a 404 blamed on MODEL_ID.
+- reason: "[Errno 28]" where "the disk is full" says what to do.
+- connect_problem: a PostgreSQL board that is down, a wrong password or a missing database is
+  a traceback, with the password in it.
+"""
+
+import errno
+from urllib.parse import urlsplit
+
+from harness.sdk import anthropic
+
+
+class SetupError(Exception):
+    """A configuration problem the user must fix; shown as one line, exit 1."""
+
+
+class EndpointError(Exception):
+    """A model call the SDK did not turn into an APIError: the endpoint answered, but not like the
+    Messages API (HTML, other JSON, no content); the connection dropped in the middle of the
+    reply; or the request held text that cannot be encoded."""
+
+
+# An OSError as a sentence a user can act on. By errno name: the numbers differ between systems.
+REASONS = {errno.EACCES: "permission denied", errno.ENOSPC: "the disk is full",
+           errno.EROFS: "the file system is read-only", errno.EDQUOT: "the disk quota is exceeded",
+           errno.ENOTDIR: "a file is in the way where a folder should be",
+           errno.ENOENT: "a folder on the way does not exist",
+           errno.EEXIST: "a file of that name is in the way", errno.EISDIR: "it is a folder",
+           errno.ENAMETOOLONG: "the file name is too long", errno.ELOOP: "too many symbolic links",
+           errno.EFBIG: "the file is too large for the file system"}
+
+
+def reason(exc: OSError) -> str:
+    """An OSError as a sentence, not an errno."""
+    return REASONS.get(exc.errno, exc.strerror or str(exc))
+
+
+def describe_api_error(exc, where: str, timeout: float, model: str) -> str:
+    """One line saying what failed and what to do about it, naming the URL actually used
+    (where), API_TIMEOUT and MODEL_ID (config.py reads them; cli passes them)."""
+    where = where.rstrip("/")
+    status = getattr(exc, "status_code", None)
+    detail = _error_message(exc)
+    if isinstance(exc, anthropic.APITimeoutError):
+        return (f"the API at {where} did not answer within API_TIMEOUT={timeout:g}s, even after retries: "
+                "try again later, or raise API_TIMEOUT for a slow model")
+    if isinstance(exc, anthropic.APIConnectionError):
+        return f"cannot reach the API at {where}: check ANTHROPIC_BASE_URL and your network"
+    if status == 401:
+        return f"the API rejected the key (401 {detail}): check ANTHROPIC_API_KEY (or ANTHROPIC_AUTH_TOKEN)"
+    if status == 403:
+        return f"the key may not do this (403 {detail}): check the key's permissions"
+    if status == 404 and urlsplit(where).path.rstrip("/").endswith("/v1"):
+        return (f"not found (404 {detail}): ANTHROPIC_BASE_URL={where} ends in /v1, and the SDK "
+                "adds /v1/messages itself: drop the /v1")
+    if status == 404:
+        return f"not found (404 {detail}): check MODEL_ID={model!r} and ANTHROPIC_BASE_URL"
+    if status == 429:
+        return f"rate limited (429 {detail}) even after retries: wait a minute and try again"
+    if status == 400:
+        return f"the API refused the request (400 {detail})"
+    if status is not None and status >= 500:
+        return f"the API failed ({status} {detail}) even after retries: try again later"
+    return f"the API call failed: {detail}"
+
+
+def _error_message(exc):
+    body = getattr(exc, "body", None)
+    if isinstance(body, dict) and isinstance(body.get("error"), dict):
+        return body["error"].get("message", str(exc))
+    return str(exc)
+
+
+def dropped(exc: Exception, where: str, timeout: float) -> str:
+    """A connection lost in the middle of a streamed reply (the SDK does not wrap it)."""
+    if "Timeout" in type(exc).__name__:
+        return (f"the endpoint at {where} went silent in the middle of its reply for "
+                f"API_TIMEOUT={timeout:g}s: the turn was abandoned; try again")
+    return (f"the connection to {where} dropped in the middle of the reply "
+            f"({type(exc).__name__}: {_short(exc, 120)}): the turn was abandoned; try again")
+
+
+def unsendable(exc: UnicodeEncodeError) -> str:
+    """A request holding text that cannot be encoded as UTF-8."""
+    bad = ascii(exc.object[exc.start:exc.end]) if isinstance(exc.object, str) else "?"
+    return (f"the request could not be sent: the conversation holds text that is not valid Unicode "
+            f"({bad}: {exc.reason}), such as half an emoji from a model or a byte that is not "
+            "UTF-8")
+
+
+def _short(s, limit):
+    s = " ".join(str(s).split())
+    return s if len(s) <= limit else s[: limit - 1] + "…"
+
+
+def first_line(exc: BaseException) -> str:
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    return lines[0] if lines else type(exc).__name__
+
+
+def connect_problem(exc: BaseException, name: str) -> str:
+    """One line for a connection that failed, naming the board without its password."""
+    text, database = str(exc), urlsplit(name).path.lstrip("/") or "(the default)"
+    if "password authentication failed" in text or "no password supplied" in text:
+        return f"the PostgreSQL server refused the password for the board {name}: check the URL's password"
+    if "does not exist" in text and "database" in text:
+        return (f"the database {database!r} does not exist on the server of the board {name}: "
+                f"create it (createdb {database}) or fix the URL")
+    if "Connection refused" in text or "could not connect" in text or "timeout expired" in text:
+        return f"cannot reach the PostgreSQL server of the board {name}: is it running, and is the URL right?"
+    return f"cannot open the board {name}: {first_line(exc)}"

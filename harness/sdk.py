@@ -1,0 +1,30 @@
+"""The anthropic SDK, loaded on first use.
+
+Relied on by config (the client), endpoints (the streamed call) and errors (what an API error
+says). Importing the SDK takes about 2.5 s; `--help`, a usage error, a REPL without a key and
+importing a lesson need none of it. So the modules name it at their top, where a reader sees
+what they need (`from harness.sdk import anthropic`), and it loads when first touched
+(importlib's LazyLoader, the standard library's recipe). Without it, every one of those costs
+2.5 s, and a missing SDK is a traceback at import instead of one line from cli.
+"""
+
+import importlib.util
+import sys
+
+
+def _lazy(name: str):
+    """The module, loaded on first attribute access; None if it is not installed."""
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.find_spec(name)
+    if spec is None:
+        return None
+    loader = importlib.util.LazyLoader(spec.loader)
+    spec.loader = loader
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    loader.exec_module(module)
+    return module
+
+
+anthropic = _lazy("anthropic")   # None: not installed (cli says how to install it)
