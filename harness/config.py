@@ -26,6 +26,7 @@ from harness.errors import SetupError
 from harness.sdk import anthropic
 
 DEFAULT_MODEL = "claude-sonnet-5-5"  # any model id works; MODEL_ID overrides it
+DEFAULT_WINDOW = 1_000_000           # tokens the default model reads (CONTEXT_WINDOW for another)
 DEFAULT_TIMEOUT = 300                # seconds of silence from the endpoint before giving up (API_TIMEOUT);
                                      # a small local model can take minutes before its first token
 MAX_RETRIES = 2                      # for 429/5xx and dropped connections; the SDK waits between tries
@@ -141,6 +142,12 @@ def positive_int(name: str, default: int, unit: str) -> int:
     if not (raw.isascii() and raw.isdigit()) or int(raw) < 1:  # "²".isdigit() is True; int("²") fails
         raise SetupError(f"{name} must be a positive whole number of {unit}, got {raw!r}")
     return int(raw)
+
+
+def context_window() -> int:
+    """The model's context window in tokens, for /context: CONTEXT_WINDOW, else the default
+    model's. The API does not say it; a local model's is its server's -c (llama-server)."""
+    return positive_int("CONTEXT_WINDOW", DEFAULT_WINDOW, "tokens")
 
 
 def max_steps(default: int) -> int:
