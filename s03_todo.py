@@ -23,118 +23,114 @@ Key insight: the model plans better when it writes its plan down, and it
 keeps the plan current when the harness nags. The todo list is just a tool
 whose result is the rendered list.
 
-Read it in this order: the base tools (the model's hands), TodoManager (the
-idea of this lesson), the loop pieces (how one tool call is checked and run),
-then agent_loop: the while loop itself. Each tool is a few plain lines that
-hand the work to the harness package (harness/bash.py, harness/files.py), which
-keeps it safe on a real machine; harness/endpoints.py turns each reply into
-history and tool calls, whatever a compatible endpoint bends.
+Read it top to bottom: the base tools (the model's hands), TodoManager (the
+idea), the dispatch table, then agent_loop. Each tool is a few lines that hand
+the work to harness/bash.py or harness/files.py, which keep it safe on a real
+machine. One model call is endpoints.ask(): it streams the reply to the
+screen and hands back what the loop needs, whatever a compatible server bends.
 
-This is the first lesson: s06 and s07 import its tools and loop pieces.
+This is the first lesson: s06 and s07 import its tools and run_tool_calls.
 Limits: the todos live in memory, so they die with the program, and a
 compaction (s06) takes them out of the model's sight; s07 fixes that.
 
 Run it:   python s03_todo.py "add a docstring to hello.py and track your steps"
-          python s03_todo.py            (a REPL)       python s03_todo.py --demo
+          python s03_todo.py            (a REPL)
+          python s03_todo.py --demo     (no key needed)
 """
 
 import sys
 from pathlib import Path
 
-from harness import bash, demos, files, spill
+from harness import bash, cli, demos, endpoints, files, spill, terminal, tool_calls
 from harness.session import log as session_log
-from harness.cli import ToolsInterrupted, not_run, run_cli, step_limit
-from harness.config import max_steps, model_id
-from harness.endpoints import (assistant_turn, check_args, complete_tool_calls, cut_note,
-                               decode_args, final_text)
-from harness.session.record import RECORD
-from harness.session.views import print_context
-from harness.terminal import (show_note, show_stream, show_text, show_tool_call, show_tool_result,
-                              show_usage)
+from harness.session import views
 
-MAX_TOKENS = 8000      # per model call; large enough for a file's worth of code
-MAX_STEPS = 50         # model calls a turn may make: s03 cannot compact, so its context fills
-                       # long before 200 calls (s06 and s07 allow 200; --max-steps sets any)
-BASH_TIMEOUT = 120     # seconds before a command's whole process group is killed
-OUTPUT_CAP = 50_000    # characters of a tool result the model sees; the rest is saved whole
-KEEP_UP_TO = 2_000_000  # characters of bash output kept (and saved whole) before it is cut
+MAX_TOKENS = 8000      # per model call: enough for a file's worth of code
+MAX_STEPS = 50         # model calls a turn may make: s03 cannot compact, so its
+                       # context fills long before s06's 200 (--max-steps sets any)
+BASH_TIMEOUT = 120     # seconds before a command and all its children are killed
+OUTPUT_CAP = 50_000    # characters of a result the model sees; a longer one is
+                       # saved whole, and the model gets its head, tail and path
 MAX_TODOS = 20         # a longer plan belongs on s07's task board
 NAG_AFTER = 3          # rounds of tool use without `todo` before the reminder
-# Every call re-sends the whole conversation; a top-level cache_control lets the API read the
-# unchanged prefix from its cache at a tenth of the price (s06's docstring explains the rules).
-CACHE = {"type": "ephemeral"}
 
-SYSTEM = ("You are a coding agent working in the current folder. Use the tools to act. "
-          "Plan multi-step work with the todo tool: mark an item in_progress before "
-          "starting it and completed when done. Be brief.")
+SYSTEM = ("You are a coding agent working in the current folder. Use the tools "
+          "to act. Plan multi-step work with the todo tool: mark an item "
+          "in_progress before starting it and completed when done. Be brief.")
 
 
 # ---------------------------------------------------------------- base tools
-# The workspace is the current folder. These tools run with YOUR rights: the
-# path check stops accidents in the file tools, but bash can do anything you can.
+# The workspace is the current folder. The tools run with YOUR rights: the path
+# check stops accidents in the file tools, but bash can do anything you can.
 # That is not a sandbox; run the lessons in a scratch folder.
 
-def safe_path(p: str) -> Path:
-    """Resolve p (following symlinks) and refuse it if it leaves the workspace."""
-    return files.inside(Path.cwd().resolve(), p)
+def safe_path(path: str) -> Path:
+    """The path, symlinks followed, or ValueError if it leaves the workspace."""
+    return files.inside(Path.cwd().resolve(), path)
 
 
 def run_bash(command: str) -> str:
-    return bash.run(command, cwd=Path.cwd(), timeout=BASH_TIMEOUT, cap=KEEP_UP_TO)
+    return bash.run(command, cwd=Path.cwd(), timeout=BASH_TIMEOUT)
 
 
 def run_read(path: str, limit: int = None, offset: int = 1) -> str:
-    if (limit is not None and limit < 1) or offset < 1:
-        raise ValueError("limit and offset must be positive numbers of lines")
     return files.read_lines(safe_path(path), path, offset, limit, OUTPUT_CAP)
 
 
 def run_write(path: str, content: str) -> str:
-    data = files.encode(content, "content")
-    files.write_atomic(safe_path(path), data, path)
-    lines = len(content.splitlines())
-    return f"Wrote {len(data):,} bytes ({lines} line{'s' * (lines != 1)}) to {path}"
+    # Atomic: a full disk or a kill leaves the old file, never half of it.
+    size = files.write_atomic(safe_path(path), content, path)
+    return f"Wrote {size:,} bytes to {path}"
 
 
 def run_edit(path: str, old_text: str, new_text: str) -> str:
     target = safe_path(path)
     text = files.read_text(target, path)
+    # Exactly one occurrence, or a ValueError that says how to fix the call.
     edited = files.edit_text(text, old_text, new_text, path)
-    files.write_atomic(target, files.encode(edited, "new_text"), path)
+    files.write_atomic(target, edited, path)
     return f"Edited {path}: replaced 1 occurrence"
 
 
-def object_schema(properties: dict, required: list) -> dict:
+def schema(required: list, **properties) -> dict:
+    """A tool's input_schema: a JSON object with these properties."""
     return {"type": "object", "properties": properties, "required": required}
 
 
+STRING = {"type": "string"}
+
 BASE_TOOLS = [
-    {"name": "bash", "description": f"Run a shell command in the workspace (timeout "
-                                    f"{BASH_TIMEOUT}s). Returns stdout and stderr together.",
-     "input_schema": object_schema({"command": {"type": "string"}}, ["command"])},
-    {"name": "read_file", "description": "Read a UTF-8 text file in the workspace.",
-     "input_schema": object_schema({
-         "path": {"type": "string"},
-         "limit": {"type": "integer", "description": "read at most this many lines"},
-         "offset": {"type": "integer", "description": "the first line to read (1 = the first)"}},
-         ["path"])},
-    {"name": "write_file", "description": "Create or overwrite a file in the workspace.",
-     "input_schema": object_schema({"path": {"type": "string"}, "content": {"type": "string"}},
-                                   ["path", "content"])},
-    {"name": "edit_file", "description": "Replace one exact, unique occurrence of old_text.",
-     "input_schema": object_schema({"path": {"type": "string"}, "old_text": {"type": "string"},
-                                    "new_text": {"type": "string"}},
-                                   ["path", "old_text", "new_text"])},
+    {"name": "bash",
+     "description": f"Run a shell command in the workspace "
+                    f"(timeout {BASH_TIMEOUT}s). Returns stdout and stderr.",
+     "input_schema": schema(["command"], command=STRING)},
+    {"name": "read_file",
+     "description": "Read a UTF-8 text file in the workspace.",
+     "input_schema": schema(
+         ["path"], path=STRING,
+         limit={"type": "integer", "description": "at most this many lines"},
+         offset={"type": "integer", "description": "the first line (1 = first)"})},
+    {"name": "write_file",
+     "description": "Create or overwrite a file in the workspace.",
+     "input_schema": schema(["path", "content"], path=STRING, content=STRING)},
+    {"name": "edit_file",
+     "description": "Replace one exact, unique occurrence of old_text.",
+     "input_schema": schema(["path", "old_text", "new_text"], path=STRING,
+                            old_text=STRING, new_text=STRING)},
 ]
 
-BASE_HANDLERS = {"bash": run_bash, "read_file": run_read, "write_file": run_write,
-                 "edit_file": run_edit}
+BASE_HANDLERS = {
+    "bash": run_bash,
+    "read_file": run_read,
+    "write_file": run_write,
+    "edit_file": run_edit,
+}
 
 
 # ---------------------------------------------------------------- the todo list
 
 class TodoManager:
-    STATUSES = {"pending": "[ ]", "in_progress": "[>]", "completed": "[x]"}
+    MARKS = {"pending": "[ ]", "in_progress": "[>]", "completed": "[x]"}
 
     def __init__(self) -> None:
         self.items = []
@@ -142,134 +138,124 @@ class TodoManager:
     def update(self, items: list) -> str:
         """Replace the whole list, or raise ValueError and keep the old one."""
         if len(items) > MAX_TODOS:
-            raise ValueError(f"{len(items)} items; keep the list to {MAX_TODOS} or fewer")
-        checked = [self._check(n, item) for n, item in enumerate(items, 1)]
-        doing = [i["id"] for i in checked if i["status"] == "in_progress"]
+            raise ValueError(f"{len(items)} items; keep it to {MAX_TODOS}")
+        checked = []
+        for number, item in enumerate(items, 1):
+            checked.append(self.check(number, item))
+        doing = [i for i in checked if i["status"] == "in_progress"]
         if len(doing) > 1:
-            raise ValueError(f"{len(doing)} items are in_progress (#{', #'.join(doing)}); "
-                             "only one may be in_progress at a time")
+            raise ValueError(f"{len(doing)} items are in_progress; only one may "
+                             "be in_progress at a time")
         self.items = checked
         return self.render()
 
-    def _check(self, n: int, item: object) -> dict:
+    def check(self, number: int, item: object) -> dict:
         if not isinstance(item, dict):
-            raise ValueError(f"item {n} must be an object with id, text and status")
-        text, status = str(item.get("text", "")).strip(), item.get("status", "pending")
+            raise ValueError(f"item {number} must be an object")
+        text = str(item.get("text", "")).strip()
+        status = item.get("status", "pending")
         if not text:
-            raise ValueError(f"item {n}: text is empty")
-        if status not in self.STATUSES:
-            raise ValueError(f"item {n}: status {status!r} is not one of "
-                             f"{', '.join(self.STATUSES)}")
-        return {"id": str(item.get("id", n)), "text": text, "status": status}
+            raise ValueError(f"item {number}: text is empty")
+        if status not in self.MARKS:
+            raise ValueError(f"item {number}: status {status!r} is not one "
+                             f"of {', '.join(self.MARKS)}")
+        return {"id": str(item.get("id", number)), "text": text,
+                "status": status}
 
     def render(self) -> str:
         if not self.items:
             return "No todos."
-        lines = [f"{self.STATUSES[i['status']]} #{i['id']}: {i['text']}" for i in self.items]
-        done = sum(i["status"] == "completed" for i in self.items)
-        return "\n".join(lines + [f"({done}/{len(self.items)} completed)"])
+        lines = []
+        for item in self.items:
+            mark = self.MARKS[item["status"]]
+            lines.append(f"{mark} #{item['id']}: {item['text']}")
+        done = [i for i in self.items if i["status"] == "completed"]
+        lines.append(f"({len(done)}/{len(self.items)} completed)")
+        return "\n".join(lines)
 
 
 TODO = TodoManager()
 
+TODO_ITEM = schema(["id", "text", "status"], id=STRING, text=STRING,
+                   status={"type": "string", "enum": list(TodoManager.MARKS)})
+
 TOOLS = BASE_TOOLS + [
-    {"name": "todo", "description": "Replace your todo list for this conversation. Send the whole "
-     "list each time. At most one item in_progress.",
-     "input_schema": object_schema({"items": {"type": "array", "items": object_schema({
-         "id": {"type": "string"}, "text": {"type": "string"},
-         "status": {"type": "string", "enum": list(TodoManager.STATUSES)}},
-         ["id", "text", "status"])}},
-         ["items"])},
+    {"name": "todo",
+     "description": "Replace your todo list for this conversation. Send "
+                    "the whole list each time. At most one item in_progress.",
+     "input_schema": schema(["items"], items={"type": "array",
+                                              "items": TODO_ITEM})},
 ]
 
-TOOL_HANDLERS = {**BASE_HANDLERS, "todo": lambda items: TODO.update(items)}
+TOOL_HANDLERS = {**BASE_HANDLERS, "todo": TODO.update}
 
 
-# ---------------------------------------------------------------- loop pieces
+# ---------------------------------------------------------------- the loop
 
-def call_tool(name: str, args: object, tools: list, handlers: dict) -> tuple:
-    """Run one tool; return (output, is_error). A tool failure never escapes.
-
-    Every result is capped, whichever tool made it; a longer one is saved whole in
-    .transcripts/results/ and the model gets its head, its tail and the path (harness/spill.py).
-    A production agent would ask the user's permission here before running it.
-    """
-    schemas = {t["name"]: t["input_schema"] for t in tools}
-    if name not in handlers:
-        return f"unknown tool {name!r}; available: {', '.join(handlers)}", True
+def call_tool(call: endpoints.Call, handlers: dict) -> tuple:
+    """Look the tool up in the dispatch table and run it: (output, is_error).
+    A failure of any kind goes back to the model, which reads it and can try
+    again. (A production agent would ask the user's permission here.)"""
+    if call.name not in handlers:
+        return f"unknown tool {call.name!r}; use one of {list(handlers)}", True
+    # An input that does not fit the tool's schema (endpoints.ask checked it)
+    if call.problem:
+        return call.problem, True
     try:
-        args = decode_args(args, schemas.get(name, {}))  # JSON text where an object belongs
-        check_args(schemas.get(name, {}), args)
-        return spill.keep_whole(str(handlers[name](**args)), OUTPUT_CAP, name), False
-    except Exception as exc:  # the model sees every failure and can try again
-        return spill.keep_whole(f"{type(exc).__name__}: {exc}", OUTPUT_CAP, name), True
+        return str(handlers[call.name](**call.input)), False
+    except Exception as exc:
+        return f"{type(exc).__name__}: {exc}", True
 
 
-def run_tool_calls(calls: list, tools: list, handlers: dict) -> list:
-    """One tool_result per call, in order, ready to open the next user message.
-
-    Ctrl-C in the middle keeps what already ran: the REPL gets every result so far (the
-    rest marked not run) and keeps them, so the model does not do that work twice.
-    """
+def run_tool_calls(calls: list, handlers: dict) -> list:
+    """One tool_result per call, in order, for the next user message.
+    Ctrl-C keeps the results so far and marks the rest: the model then
+    knows what ran, and does not do it twice (harness/tool_calls.py)."""
     results = []
-    for call in calls:
-        try:
-            show_tool_call(call.name, call.input)
-            output, is_error = call_tool(call.name, call.input, tools, handlers)
-        except KeyboardInterrupt:
-            raise ToolsInterrupted(results + [not_run(c) for c in calls[len(results):]]) from None
-        show_tool_result(output, is_error)
-        RECORD.tool(call.name, call.input, output, is_error)   # for the session page
-        result = {"type": "tool_result", "tool_use_id": call.id, "content": output}
-        if is_error:
-            result["is_error"] = True
-        results.append(result)
+    with tool_calls.keep_on_ctrl_c(calls, results):
+        for call in calls:
+            terminal.show_tool_call(call.name, call.input)
+            output, is_error = call_tool(call, handlers)
+            # Cut to OUTPUT_CAP; the whole is saved (harness/spill.py).
+            output = spill.keep_whole(output, OUTPUT_CAP, call.name)
+            # Shown, and logged for --continue, as soon as it exists.
+            results.append(tool_calls.result(call, output, is_error))
     return results
-
-
-def show_reply(response) -> None:
-    """The reply's text, for a log (on a terminal show_stream showed it as it came)."""
-    for block in response.content or []:
-        if block.type == "text":
-            show_text(block.text)
 
 
 REMINDER = "<reminder>Update your todos.</reminder>"
 
 
-# ---------------------------------------------------------------- the loop
-
-def agent_loop(messages: list, client) -> str:
-    rounds_without_todo, steps = 0, 0
-    while steps < max_steps(MAX_STEPS):                  # --max-steps, or MAX_STEPS
-        steps += 1
-        session_log.record(messages)                     # saved as it goes: --continue
-        # One model call, streamed so the reply shows while it is written (harness/terminal.py).
-        response = show_stream(client.messages.stream(model=model_id(), system=SYSTEM, tools=TOOLS,
-                                                      messages=messages, max_tokens=MAX_TOKENS,
-                                                      cache_control=CACHE))
-        show_usage(response.usage, tools=TOOLS)   # warns once if the endpoint dropped the tools
-        messages.append(assistant_turn(response, note=show_note))
-        if response.stop_reason == "pause_turn":  # the server paused a long turn: resume it
-            continue
-        calls = complete_tool_calls(response)     # a call cut off by max_tokens is not run
-        if not calls:
-            return final_text(response)
-        show_reply(response)
-        # A tool's exception becomes an is_error tool_result: the model reads it and can act on it.
-        results = run_tool_calls(calls, TOOLS, TOOL_HANDLERS) + cut_note(response)
-        used_todo = any(call.name == "todo" for call in calls)                       # the nag
-        rounds_without_todo = 0 if used_todo else rounds_without_todo + 1
+def agent_loop(messages: list, client, max_steps: int = MAX_STEPS) -> str:
+    rounds_without_todo = 0
+    for step in range(max_steps):
+        session_log.record(messages)          # saved as it goes: --continue
+        # One model call, streamed to the screen as it is written.
+        reply = endpoints.ask(client, SYSTEM, TOOLS, messages, MAX_TOKENS)
+        messages.append(reply.message)
+        if not reply.calls:
+            return reply.text
+        results = run_tool_calls(reply.calls, TOOL_HANDLERS) + reply.notes
+        # The nag: NAG_AFTER rounds without `todo`, and a reminder goes along.
+        if any(call.name == "todo" for call in reply.calls):
+            rounds_without_todo = 0
+        else:
+            rounds_without_todo += 1
         if rounds_without_todo >= NAG_AFTER:
             results.append({"type": "text", "text": REMINDER})
-            show_note(f"  [harness adds: {REMINDER}]")
+            terminal.show_note(f"  [harness adds: {REMINDER}]")
         messages.append({"role": "user", "content": results})
-    return step_limit(steps)    # not a finished turn: the CLI says how to go on
+    return cli.step_limit(max_steps)    # not finished: the CLI says how to go on
+
+
+def show_context(messages: list, client, arg: str) -> None:
+    """/context: what the next request would send, by kind; no model call."""
+    views.print_context(SYSTEM, TOOLS, messages)
 
 
 def main(argv: list = None) -> int:
-    context = {"/context": lambda messages, client, arg: print_context(SYSTEM, TOOLS, messages, None)}
-    return run_cli("s03_todo", __doc__, agent_loop, demo=demos.s03_demo, argv=argv, commands=context)
+    return cli.run_cli("s03_todo", __doc__, agent_loop, demo=demos.s03_demo,
+                       argv=argv, commands={"/context": show_context})
 
 
 if __name__ == "__main__":

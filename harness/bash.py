@@ -27,7 +27,7 @@ from harness.config import child_env
 FLOOD_BYTES = 10_000_000  # output beyond the cap after which a command is stopped (`yes`: 0.1 s)
 
 
-def run(command: str, cwd: Path, timeout: float, cap: int) -> str:
+def run(command: str, cwd: Path, timeout: float, cap: int = 2_000_000) -> str:
     """Run a shell command; its output (stdout and stderr together), cut at `cap` characters."""
     proc = subprocess.Popen(command, shell=True, cwd=cwd, stdin=subprocess.DEVNULL, env=child_env(),
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)

@@ -22,7 +22,7 @@ from urllib.parse import urlsplit
 from dotenv import dotenv_values
 
 from harness import errors
-from harness.errors import SetupError
+from harness.errors import NoKey, SetupError
 from harness.sdk import anthropic
 
 DEFAULT_MODEL = "claude-sonnet-5-5"  # any model id works; MODEL_ID overrides it
@@ -115,8 +115,8 @@ def make_client(base_url=None, api_key=None):
         api_key = secret("ANTHROPIC_API_KEY")
         auth_token = None if api_key else secret("ANTHROPIC_AUTH_TOKEN")
         if not (api_key or auth_token):
-            raise SetupError("no API key: set ANTHROPIC_API_KEY in your environment or in ./.env "
-                             "(copy .env.example), or try --demo, which needs no key")
+            raise NoKey("no API key: set ANTHROPIC_API_KEY in your environment or in ./.env "
+                        "(copy .env.example), or try --demo, which needs no key")
     url = base_url or os.environ.get("ANTHROPIC_BASE_URL") or None
     if url:
         check_base_url(url)

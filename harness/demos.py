@@ -1,9 +1,16 @@
 """The scripted sessions behind each lesson's --demo: what the stand-in model says, step by step.
 
 Each lesson's main() hands one of these to cli.run_cli, which plays it through the real loop,
-tools and files against harness/stand_in_api.py: no key, no network. They are data (a list of
-replies, some a function of the request so far), so this module imports no lesson.
-Without it a learner needs a key, and money, to see a lesson run once.
+tools and files against harness/stand_in_api.py, inside the folder demo/ (cli changes into it
+for the run): no key, no network, and nothing of yours is touched. They are data (a list of
+replies, some a function of the request so far, so the script reacts to what really
+happened), and this module imports no lesson. Without each piece:
+- the demos at all: a learner needs a key, and money, to see a lesson run once.
+- running in demo/: the s07 demo would add its plan to your own ./.tasks on every run.
+- the reacting steps: a script that narrates "my first result is a placeholder now" whether
+  or not it is, or plans the same four tasks again on a second run.
+- saying what it sets: a demo that quietly lowers COMPACT_THRESHOLD, so a learner wonders
+  why a compaction came at 10,000 tokens when the default is 50,000.
 """
 
 import json
@@ -11,117 +18,181 @@ import os
 import re
 import shlex
 import sys
-from pathlib import Path
-from typing import Optional
 
-from harness.errors import SetupError
+from harness import terminal
+from harness.board import open_store
 from harness.stand_in_api import reply, text, tool
 
-S06_THRESHOLD = "9500"   # tokens: low, so s06's layer 2 fires within its demo
-S07_MIN_THRESHOLD = 5_000  # below this s07's demo would compact before it has linked its tasks
+S06_THRESHOLD = 9_500     # tokens: low, so that s06's layer 2 fires within its ten calls
+S07_THRESHOLD = 50_000    # s07's demo compacts on purpose (its compact call), never by size
+PLAN = [("Design the data model", "tables and fields"),
+        ("Implement the API", "endpoints on the model"),
+        ("Write the docs", "how to use the API"),
+        ("Write the API tests", "one per endpoint")]
 
 
 def s03_demo() -> tuple:
     """A plan, a refused second in_progress, the nag, a finished plan."""
     def todos(*statuses):
         steps = ["Write hello.py", "Run it", "Add a docstring"]
-        return tool("todo", {"items": [{"id": str(n), "text": t, "status": s}
-                                       for n, (t, s) in enumerate(zip(steps, statuses), 1)]})
+        items = []
+        for n, (step, status) in enumerate(zip(steps, statuses, strict=True), 1):
+            items.append({"id": str(n), "text": step, "status": status})
+        return tool("todo", {"items": items})
     script = [
         reply(text("I'll plan first."), todos("in_progress", "pending", "pending")),
         reply(text("Trying to start two items at once (the todo tool should refuse)."),
               todos("in_progress", "in_progress", "pending")),
-        reply(tool("write_file", {"path": "demo/hello.py", "content": "print('hello')\n"})),
-        reply(tool("bash", {"command": f"{shlex.quote(sys.executable)} demo/hello.py"})),
-        reply(tool("read_file", {"path": "demo/hello.py"})),
+        reply(tool("write_file", {"path": "hello.py", "content": "print('hello')\n"})),
+        reply(tool("bash", {"command": f"{shlex.quote(sys.executable)} hello.py"})),
+        reply(tool("read_file", {"path": "hello.py"})),
         reply(text("The harness reminded me; updating the plan."),
               todos("completed", "completed", "in_progress")),
-        reply(tool("edit_file", {"path": "demo/hello.py", "old_text": "print(",
+        reply(tool("edit_file", {"path": "hello.py", "old_text": "print(",
                                  "new_text": '"""Say hello."""\nprint('})),
         reply(todos("completed", "completed", "completed")),
-        reply(text("Done: demo/hello.py prints hello and has a docstring.")),
+        reply(text("Done: hello.py prints hello and has a docstring.")),
     ]
-    return script, "write demo/hello.py, run it, add a docstring, and track your steps", None
+    return script, "write hello.py, run it, add a docstring, and track your steps", None
 
 
-def s06_demo() -> tuple:
-    """Each layer in turn: placeholders, an automatic compaction, a manual one."""
-    if not os.environ.get("COMPACT_THRESHOLD", "").strip():   # an empty value counts as unset
-        os.environ["COMPACT_THRESHOLD"] = S06_THRESHOLD
+def s06_demo(context) -> tuple:
+    """Each layer in turn: placeholders, an automatic compaction, a manual one.
+
+    context: s06's ContextSize; its threshold is set low for the demo, and said so."""
+    _set_threshold(context, S06_THRESHOLD, "low, so that layer 2 compacts within ten calls")
+
+    def first_result_cleared(body):
+        for message in body["messages"]:
+            for block in message["content"] if isinstance(message["content"], list) else []:
+                if block.get("type") == "tool_result":
+                    return str(block.get("content")).startswith("[Previous:")
+        return False
+
+    def narrate(body):
+        if first_result_cleared(body):
+            said = ("Layer 1 cleared my first results: they are placeholders now, and "
+                    "the whole text is saved under .transcripts/results/.")
+        else:
+            said = "My first results are still whole: layer 1 has not needed to clear them."
+        return reply(text(said), tool("bash", {"command": "wc -l notes.md"}))
+
     script = [
-        reply(text("I'll generate some bulky output."), tool("bash", {"command": "seq -s ' ' 1 7000"})),
-        reply(tool("write_file", {"path": "demo/notes.md",
+        reply(text("I'll generate some bulky output."),
+              tool("bash", {"command": "seq -s ' ' 1 7000"})),
+        reply(tool("write_file", {"path": "notes.md",
                                   "content": "# Notes\n" + "- a finding\n" * 30})),
-        reply(text("My first result is a placeholder now; its whole text is saved under .transcripts/."),
-              tool("read_file", {"path": "demo/notes.md"})),
-        reply(tool("bash", {"command": "ls -la demo"})),
+        reply(tool("read_file", {"path": "notes.md"})),
+        reply(tool("bash", {"command": "ls -la"})),
         reply(tool("bash", {"command": "seq -s ' ' 20000 23000"})),
         reply(tool("bash", {"command": "seq -s ' ' 30000 33000"})),
-        reply(tool("bash", {"command": "wc -l demo/notes.md"})),
+        narrate,
         reply(text("A phase is done; compacting on purpose."),
               tool("compact", {"focus": "the notes file"})),
-        reply(tool("bash", {"command": "wc -c demo/notes.md"})),
+        reply(tool("bash", {"command": "wc -c notes.md"})),
         reply(text("Done. I carried on from the summary after each compaction.")),
     ]
-    summary = ("Summary: generated bulky output with bash, wrote demo/notes.md (31 lines), "
-               "read it back. Next: check the notes file and finish.")
-    return script, "produce some bulky output, take notes in demo/notes.md, and keep working", summary
+    summary = ("Summary: generated bulky output with bash, wrote notes.md (31 lines), read it "
+               "back. Next: check the notes file and finish.")
+    return script, "produce some bulky output, take notes in notes.md, and keep working", summary
 
 
-S07_PLAN = [("Design the data model", "tables and fields"),
-            ("Implement the API", "endpoints on the model"),
-            ("Write the docs", "how to use the API"), ("Write the API tests", "one per endpoint")]
+def s07_demo(tasks, context) -> tuple:
+    """Plan four tasks (or, on a later run, pick up the next ready one), be refused, compact,
+    see the board come back, complete a task and see what waited for it freed, on disk.
 
-
-def s07_demo(threshold: int, tasks) -> tuple:
-    """Plan four tasks, be refused, compact, see the board come back, complete and unblock.
-
-    tasks: s07's TaskManager; its agent becomes "demo". A board in a folder is shown with bash.
-    """
+    tasks: s07's TaskManager, put on the demo's own board (demo/.tasks) as agent "demo"."""
+    terminal.show_note("[demo] its board is demo/.tasks (any --board or TASK_BOARD is left "
+                       "alone)")
+    tasks.store = open_store(".tasks")      # relative: cli runs the demo inside demo/
     tasks.agent = "demo"
-    folder: Optional[Path] = getattr(tasks.store, "dir", None)   # None: a postgresql:// board
-    if folder is not None and folder.exists() and not folder.is_dir():
-        raise SetupError(f"the demo needs a folder {folder}/ here, and a file of that name is in the way")
-    if threshold < S07_MIN_THRESHOLD:  # the script reads its task ids from the recent messages
-        raise SetupError(f"the demo needs COMPACT_THRESHOLD of at least {S07_MIN_THRESHOLD:,} tokens "
-                         f"(it is {threshold:,}); unset it for the demo")
-    ids = []
+    _set_threshold(context, S07_THRESHOLD, "the demo compacts on purpose, not by size")
+    summary = ("Summary: the plan is on the task board (data model, then the API and the "
+               "docs; the tests after the API). Next: finish the task in progress.")
+    return _script(_s07_steps()), "plan a small project on the task board, with dependencies", \
+        summary
 
-    def link(body):
-        ids.extend(int(n) for n in re.findall(r"Created task #(\d+)", json.dumps(body["messages"][-1])))
-        if len(ids) != 4:
-            raise RuntimeError("the demo's tasks were not created; see the tool results above")
-        a, b, c, d = ids
-        return reply(text("Now the order: the API and the docs wait for the model; "
-                          "the tests wait for the API."),
-                     tool("task_update", {"task_id": b, "addBlockedBy": [a]}),
-                     tool("task_update", {"task_id": f"#{c}", "addBlockedBy": [f"#{a}"]}),
-                     tool("task_update", {"task_id": str(d), "addBlockedBy": [b]}))
 
-    def show(task_id=None):   # the files on disk, or the record where the board is no folder
-        if folder is None:
-            return tool("task_get", {"task_id": task_id or ids[0]})
-        return tool("bash", {"command": f"cat {folder}/task_{task_id}.json" if task_id
-                             else f"ls {folder}"})
+def _s07_steps():
+    """The s07 demo as a generator: it yields each reply and is sent the next request."""
+    body = yield reply(text("First, what is on the board already?"), tool("task_list", {}))
+    if _plan_ids(_last_result(body)) is None:
+        body = yield reply(text("The board is empty: planning four tasks."),
+                           *[tool("task_create", {"subject": s, "description": d})
+                             for s, d in PLAN])
+        made = re.findall(r"Created task #(\d+)", json.dumps(body["messages"][-1]))
+        a, b, c, d = [int(n) for n in made]
+        yield reply(text("Now the order: the API and the docs wait for the model; the tests "
+                         "wait for the API."),
+                    tool("task_update", {"task_id": b, "addBlockedBy": [a]}),
+                    tool("task_update", {"task_id": f"#{c}", "addBlockedBy": [f"#{a}"]}),
+                    tool("task_update", {"task_id": str(d), "addBlockedBy": [b]}))
+        body = yield reply(text("What can start now?"), tool("task_list", {}))
+    else:
+        body = yield reply(text("The plan is already on the board, so it is not planned "
+                                "again: picking up where the last run stopped."),
+                           tool("task_list", {}))
+    listing = _last_result(body)
+    ready = re.search(r"Ready to start: #(\d+)", listing)
+    if ready is None:
+        yield reply(text("Everything on the board is done. Delete demo/ to start over."))
+        return
+    ready = int(ready[1])
+    waiting = re.search(rf"#(\d+): .* blocked by (#\d+, )*#{ready}\b", listing)
+    blocked = re.search(r"#(\d+): .* blocked by", listing)
+    if blocked:
+        yield reply(text(f"Trying to start #{blocked[1]} before its blockers are done (this "
+                         "must be refused)."),
+                    tool("task_update", {"task_id": int(blocked[1]), "status": "in_progress"}))
+    start = [tool("task_update", {"task_id": ready, "status": "in_progress"})]
+    if waiting:
+        start.append(tool("bash", {"command": f"cat .tasks/task_{waiting[1]}.json"}))
+    yield reply(text(f"Starting #{ready}: it is mine now. What waits for it, on disk:"), *start)
+    yield reply(text("Forcing a compaction: the conversation is replaced by a summary."),
+                tool("compact", {"focus": "the task board"}))
+    yield reply(text("The board is on disk, so it came back whole:"), tool("task_list", {}))
+    done = [tool("task_update", {"task_id": ready, "status": "completed"})]
+    if waiting:
+        done.append(tool("bash", {"command": f"cat .tasks/task_{waiting[1]}.json"}))
+    yield reply(text(f"#{ready} is done; what waited for it is free, on disk too:"), *done)
+    yield reply(text("Done. Run --demo again: it picks up the next ready task."))
 
-    script = [
-        reply(text("First, what is on the board already?"), tool("task_list", {})),
-        reply(text("Planning four tasks."),
-              *[tool("task_create", {"subject": s, "description": d}) for s, d in S07_PLAN]),
-        link,
-        lambda body: reply(text("Trying to start the API before the data model (this must be refused)."),
-                           tool("task_update", {"task_id": ids[1], "status": "in_progress"})),
-        lambda body: reply(text("Refused, as it should be. Starting the data model; the files are on disk:"),
-                           tool("task_update", {"task_id": ids[0], "status": "in_progress"}), show()),
-        reply(text("Forcing a compaction: the conversation is replaced by a summary."),
-              tool("compact", {"focus": "the task board"})),
-        reply(text("The board is on disk, so it came back whole:"), tool("task_list", {})),
-        lambda body: reply(text("The data model is done."),
-                           tool("task_update", {"task_id": ids[0], "status": "completed"}),
-                           show(ids[0])),
-        reply(text("Done: the data model is complete and the API and the docs are ready to start. "
-                   "Run --demo again: the board continues.")),
-    ]
-    summary = ("Summary: planned four tasks on the board (data model, then API and docs, tests after the "
-               "API) and started the data model. Next: finish the data model.")
-    return script, "plan a small project on the task board, with dependencies", summary
+
+def _script(steps) -> list:
+    """A stand-in script from a generator of replies: each step sends it the request."""
+    started = []
+
+    def step(body):
+        if not started:
+            started.append(True)
+            return next(steps)
+        return steps.send(body)
+    return [step] * 20
+
+
+def _last_result(body) -> str:
+    """The text of the last tool result in a request."""
+    for block in reversed(body["messages"][-1]["content"]):
+        if isinstance(block, dict) and block.get("type") == "tool_result":
+            return str(block.get("content"))
+    return ""
+
+
+def _plan_ids(listing: str):
+    """The ids of the demo's four tasks on the board, or None if they are not all there."""
+    found = {}
+    for number, subject in re.findall(r"#(\d+): (.+?)(?: \(owner| blocked by|$)", listing,
+                                      re.M):
+        found.setdefault(subject, int(number))
+    ids = [found.get(subject) for subject, _ in PLAN]
+    return None if None in ids else ids
+
+
+def _set_threshold(context, tokens: int, why: str) -> None:
+    """The demo's COMPACT_THRESHOLD, said, and a user's own said to be ignored."""
+    context.threshold = tokens
+    terminal.show_note(f"[demo] COMPACT_THRESHOLD is {tokens:,} tokens for this demo: {why}")
+    mine = os.environ.get("COMPACT_THRESHOLD", "").strip()
+    if mine:
+        terminal.show_note(f"[demo] your COMPACT_THRESHOLD={mine} is ignored: the script is "
+                           "written for the demo's")

@@ -23,6 +23,10 @@ class SetupError(Exception):
     """A configuration problem the user must fix; shown as one line, exit 1."""
 
 
+class NoKey(SetupError):
+    """No API key (nor token): a one-shot run stops; the REPL opens without a model."""
+
+
 class EndpointError(Exception):
     """A model call the SDK did not turn into an APIError: the endpoint answered, but not like the
     Messages API (HTML, other JSON, no content); the connection dropped in the middle of the

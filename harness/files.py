@@ -150,6 +150,8 @@ def write_atomic(path: Path, data: bytes, shown: str) -> None:
     A temp file in the same folder (os.replace is atomic only within one file system), with the
     old file's mode. Replacing breaks a hard link to the old file; a symlink was resolved before.
     """
+    if isinstance(data, str):   # TEMP shim
+        data = encode(data, "content")
     tmp = path.parent / f".{path.name}.tmp-{os.getpid()}-{threading.get_ident()}"
     try:
         mode = _mode_for(path, shown)   # in the try: a file in the way of a folder is said in words
@@ -164,6 +166,7 @@ def write_atomic(path: Path, data: bytes, shown: str) -> None:
             tmp.unlink(missing_ok=True)
         kept = "the file is unchanged" if path.exists() else "nothing was written"
         raise ValueError(f"could not write {shown}: {reason(exc)}; {kept}") from None
+    return len(data)
 
 
 def _mode_for(path: Path, shown: str) -> int:

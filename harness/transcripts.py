@@ -1,26 +1,37 @@
-"""Layer 2's record and its failures: the transcript on disk, and what a failed compaction says.
+"""Layer 2's record and what it says: the transcript on disk, the summary message, the notes.
 
 Relied on by s06's auto_compact (and so by s07's compact_with_board). Without each piece:
-- save_new: two compactions in one second overwrite each other's transcript, and a full disk
+- save: two compactions in one second overwrite each other's transcript, and a full disk
   leaves a truncated transcript (or an empty file) that looks like a complete one.
 - ask_at_end: the summary request is sent as a new user message after a user message that
   ends in tool results; the API merges them, but the cached prefix then ends one block sooner.
+- summary_message: the model, after a compaction, does not know where the details went.
 - compaction_failed: an API error during the summary call, or a full disk, ends the turn with
   a traceback.
-- announce / announce_cleared: the user does not see what each layer did, nor that a summary
-  over COMPACT_THRESHOLD will not be compacted again until the context grows; the session page
-  (session_page.py) has no marks where the layers acted.
+- announce: the user does not see what layer 2 did, nor that a summary over
+  COMPACT_THRESHOLD will not be compacted again until the context grows; the session page
+  (session/page.py) has no mark where it acted.
 """
 
+import json
 import os
 import time
 from pathlib import Path
 
-from harness.config import api_error_line
-from harness.errors import reason
-from harness.sdk import anthropic
+from harness import terminal
+from harness.errors import EndpointError, reason
+from harness.session.record import RECORD
 
-__all__ = ["save_new", "ask_at_end", "compaction_failed", "announce", "announce_cleared"]
+def save(folder: Path, messages: list) -> Path:
+    """The history as JSONL, one message per line, in a new transcript_<time>_<n>.jsonl."""
+    lines = (json.dumps(m, ensure_ascii=False) + "\n" for m in messages)
+    return save_new(folder, "transcript", lines)
+
+
+def summary_message(summary: str, path: Path) -> str:
+    """The history's new first message: where the details are, the summary, and go on."""
+    return (f"[This conversation was compacted to save context. The full transcript is in "
+            f"{path}.]\n\n{summary}\n\nContinue the work from here.")
 
 
 def save_new(folder: Path, stem: str, lines) -> Path:
@@ -62,37 +73,26 @@ def ask_at_end(view: list, text: str) -> list:
     return view[:-1] + [{**last, "content": content + [ask]}]
 
 
-def compaction_failed(exc: Exception, folder: Path, show_note, path=None) -> bool:
-    """One line for the user; the history is left exactly as it was. Returns False (not compacted)."""
-    if isinstance(exc, anthropic.APIError):
-        why = api_error_line(exc)
-    elif isinstance(exc, OSError):
+def compaction_failed(exc: Exception, folder: Path, path=None) -> bool:
+    """One line for the user; the history is left exactly as it was. Returns False."""
+    if isinstance(exc, OSError):
         why = f"cannot save the transcript in {folder}/ ({reason(exc)})"
-    elif isinstance(exc, ValueError):
+    elif isinstance(exc, (ValueError, EndpointError)):
         why = str(exc)
     else:
         raise exc
     verb = "skipped" if isinstance(exc, OSError) else "failed"   # skipped: the summary was not asked for
     saved = f" · transcript {path}" if path else ""   # the summary failed, the transcript was saved
-    show_note(f"[compaction {verb}, history kept: {why}{saved}]")
+    terminal.show_note(f"[compaction {verb}, history kept: {why}{saved}]")
     return False
 
 
-def announce_cleared(count: int, tokens: int, show_note) -> None:
-    """Layer 1 cleared a batch: a note for the user, a mark for the session page."""
-    from harness.session.record import RECORD
-    what = (f"{count} old tool results (or inputs) are now placeholders" if count > 1
-            else "an old tool result is now a placeholder")
-    show_note(f"  [micro_compact: {what} (about {tokens:,} tokens cleared); "
-              "the history keeps every result]")
-    RECORD.cleared(count, tokens)
-
-
-def announce(before: int, after: int, threshold: int, summary: str, path: Path, show_note) -> None:
-    """Layer 2 compacted: a note (and a warning if the summary alone is over the threshold)."""
-    from harness.session.record import RECORD
-    show_note(f"[compacted: {before:,} → {after:,} tokens · transcript {path}]")
+def announce(before: int, after: int, threshold: int, summary: str, path: Path) -> None:
+    """Layer 2 compacted: a note (and a warning if the summary alone is over the threshold).
+    Both sizes are what the next request sends, system prompt and tools included."""
+    terminal.show_note(f"[compacted: {before:,} → ~{after:,} tokens (estimated: the next call "
+                       f"counts it) · transcript {path}]")
     if after > threshold:
-        show_note(f"[the summary alone is over COMPACT_THRESHOLD ({after:,} > {threshold:,} tokens): "
+        terminal.show_note(f"[the summary alone is over COMPACT_THRESHOLD ({after:,} > {threshold:,} tokens): "
                   "no new compaction until the context grows by half that; raise COMPACT_THRESHOLD]")
     RECORD.compacted(before, after, summary, path)

@@ -8,8 +8,7 @@ import anthropic
 import pytest
 
 import s06_compact as s06
-from harness import layer1
-from harness.errors import SetupError
+from harness import layer1, transcripts
 from harness.stand_in_api import StandInAPI, check_request, error, reply, text, tool
 
 
@@ -23,11 +22,12 @@ def history_with_results(*calls):
 
 
 @pytest.fixture(autouse=True)
-def fresh_layer1(monkeypatch, tmp_path):
-    monkeypatch.setattr(s06, "_CLEARED", set())
-    monkeypatch.setattr(s06, "_CLEARED_INPUTS", set())
-    monkeypatch.setattr(s06, "_LATEST", [None])
-    monkeypatch.chdir(tmp_path)            # a cleared result is saved whole under .transcripts/
+def fresh_layers(monkeypatch, tmp_path):
+    """Layer 1's cleared results and layer 2's measure live on two objects: each test starts
+    with new ones, in a tmp folder (a cleared result is saved whole under .transcripts/)."""
+    monkeypatch.setattr(s06, "CLEARED", layer1.Cleared())
+    monkeypatch.setattr(s06, "CONTEXT", s06.ContextSize())
+    monkeypatch.chdir(tmp_path)
 
 
 LONG = "x" * 401                     # just over KEEP_CHARS
@@ -76,9 +76,11 @@ def test_layer1_never_clears_what_the_model_has_not_answered_yet():
 
 def test_a_call_whose_result_and_input_are_both_cleared_counts_both(capsys):
     """One id clears both a result and its call's input: what the batch frees is their sum."""
-    history = history_with_results(("write_file", LONG, {"path": "a.py", "content": BIG}), ("bash", "ok"))
+    history = history_with_results(("write_file", LONG, {"path": "a.py", "content": BIG}),
+                                   *[("bash", "ok")] * s06.KEEP_RECENT)
     s06.micro_compact(history)
-    freed = s06.estimate_tokens(LONG) + layer1.inputs_worth_clearing(history, 1, s06.KEEP_CHARS)["t0"]
+    input_freed = layer1.no_longer_needed(history, 0, s06.KEEP_CHARS, layer1.Cleared()).inputs["t0"]
+    freed = s06.estimate_tokens(LONG) + input_freed
     assert f"(about {freed:,} tokens cleared)" in capsys.readouterr().err
 
 
@@ -91,7 +93,7 @@ def test_clearing_a_calls_input_keeps_its_short_result_and_claims_nothing_about_
     history = history_with_results(("write_file", "x", {"path": "/proc/no/a.py", "content": BIG}),
                                    ("edit_file", "Error: old_text not found in b.py",
                                     {"path": "b.py", "old_text": BIG, "new_text": BIG + "!"}),
-                                   ("bash", "ok"))
+                                   *[("bash", "ok")] * s06.KEEP_RECENT)
     history[2]["content"] = [failed]
     view = s06.micro_compact(history)
     assert view[2]["content"][0]["content"] == "Error: outside the workspace"
@@ -116,9 +118,7 @@ def test_only_a_whole_read_or_write_that_worked_makes_an_earlier_read_stale():
                                     {"path": "e.py"}),
                                    ("bash", BIG), ("bash", "ok"))
     history[8]["content"][0]["is_error"] = True
-    calls = {b["id"]: b for m in history if m["role"] == "assistant" for b in m["content"]}
-    results = [m["content"][0] for m in history[2::2]]
-    gone = s06.no_longer_needed(results, calls)
+    gone = layer1.no_longer_needed(history, 1, s06.KEEP_CHARS, layer1.Cleared()).results
     assert "t0" not in gone and "t2" not in gone     # a part read, a failed write: a.py, b.py still whole
     assert "t4" in gone                              # c.py was written anew
     assert "t6" not in gone                          # a read of no lines of d.py
@@ -130,9 +130,10 @@ def test_layer1_never_clears_a_batch_smaller_than_clear_at_least():
     """Even where a rewrite would be cheap (small results after it), a batch under CLEAR_AT_LEAST
     waits: each batch throws the cache away from its first block, so batches must be rare."""
     just_under = "z" * (4 * s06.CLEAR_AT_LEAST - 200)        # one old result a little under
-    history = history_with_results(("bash", just_under), *[("bash", "ok")] * 3)
+    history = history_with_results(("bash", just_under), *[("bash", "ok")] * s06.KEEP_RECENT)
     assert contents(s06.micro_compact(history))[0] == just_under
-    history = history_with_results(("bash", just_under + "z" * 400), *[("bash", "ok")] * 3)
+    history = history_with_results(("bash", just_under + "z" * 400),
+                                   *[("bash", "ok")] * s06.KEEP_RECENT)
     assert contents(s06.micro_compact(history))[0].startswith("[Previous: used bash")
 
 
@@ -202,14 +203,17 @@ def test_context_size_prefers_the_reported_count_and_estimates_only_the_rest():
     assert size.estimate(messages) == 1320 + s06.estimate_tokens([extra])
 
 
-def test_the_threshold_comes_from_the_environment(monkeypatch):
-    monkeypatch.delenv("COMPACT_THRESHOLD", raising=False)
-    assert s06.compact_threshold() == 50_000
-    monkeypatch.setenv("COMPACT_THRESHOLD", "1234")
-    assert s06.compact_threshold() == 1234
-    monkeypatch.setenv("COMPACT_THRESHOLD", "lots")
-    with pytest.raises(SetupError, match="COMPACT_THRESHOLD must be a positive whole number"):
-        s06.compact_threshold()
+@pytest.mark.parametrize("value", ["lots", "²", "0"])
+def test_a_threshold_that_is_not_a_positive_whole_number_is_one_clear_line(run_main, value):
+    code, out, err, api = run_main(s06, "hi", env={"COMPACT_THRESHOLD": value})
+    assert code == 1 and api.requests == []
+    assert f"COMPACT_THRESHOLD must be a positive whole number of tokens, got {value!r}" in err
+
+
+def test_the_threshold_comes_from_the_environment_when_a_run_starts(run_main):
+    code, out, err, api = run_main(s06, "hi", script=[reply(text("ok"))],
+                                   env={"COMPACT_THRESHOLD": "1234"})
+    assert code == 0 and s06.CONTEXT.threshold == 1234
 
 
 # ---------------------------------------------------------------- layer 2
@@ -222,7 +226,8 @@ def in_tmp(tmp_path, monkeypatch):
 
 def test_transcripts_are_jsonl_of_plain_data_and_never_overwritten(in_tmp):
     history = history_with_results(("bash", "héllo ✓"), ("read_file", LONG))
-    first, second = s06.save_transcript(history), s06.save_transcript(history[:1])
+    first = transcripts.save(s06.TRANSCRIPTS, history)
+    second = transcripts.save(s06.TRANSCRIPTS, history[:1])
     assert first != second and first.parent.name == ".transcripts"
     lines = first.read_text(encoding="utf-8").splitlines()
     assert [json.loads(line) for line in lines] == history and "héllo ✓" in lines[2]
@@ -295,12 +300,6 @@ def test_slash_compact_in_the_repl_and_a_failing_summary_in_a_turn(run_main, wor
     assert [m["role"] for m in api.requests[5]["messages"]] == ["user", "user", "assistant", "user"]
 
 
-def test_a_threshold_of_non_ascii_digits_is_one_clear_error(monkeypatch):
-    monkeypatch.setenv("COMPACT_THRESHOLD", "²")
-    with pytest.raises(SetupError, match="positive whole number"):
-        s06.compact_threshold()
-
-
 def test_a_compaction_that_cannot_save_its_transcript_keeps_the_history(in_tmp, capsys):
     (in_tmp / ".transcripts").write_text("a file in the way")
     history = history_with_results(("bash", LONG))
@@ -321,9 +320,8 @@ def test_usage_with_null_fields_counts_as_zero():
     assert size.estimate(messages) == 22
 
 
-def test_layer2_does_not_compact_again_until_new_work_has_grown_the_context(in_tmp, monkeypatch, capsys):
-    monkeypatch.setenv("COMPACT_THRESHOLD", "40")
-    monkeypatch.setattr(s06, "CONTEXT", s06.ContextSize())
+def test_layer2_does_not_compact_again_until_new_work_has_grown_the_context(in_tmp, capsys):
+    s06.CONTEXT.threshold = 40
     history = history_with_results(("bash", LONG))
     with StandInAPI([reply(text("SUMMARY " + "s" * 400))]) as api:
         client = anthropic.Anthropic(api_key="k", base_url=api.url)

@@ -8,7 +8,8 @@ import pytest
 
 import s03_todo
 import s07_task_system as s07
-from s07_task_system import TaskManager, parse_task_id
+from harness.board.record import parse_task_id
+from s07_task_system import TaskManager
 
 
 @pytest.fixture

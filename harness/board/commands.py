@@ -1,18 +1,24 @@
-"""The REPL's /task and /tasks commands: a person works s07's board without a model call.
+"""The REPL's /task and /tasks commands, --board and --name: a person works s07's board.
 
-Relied on by s07's main(), which hands run() its TaskManager (this module imports no lesson).
+Relied on by s07's main(), which hands its TaskManager to repl_commands(), choose_board() and
+live() (this module imports no lesson).
 The commands go through the same TaskManager methods and rules as the model's tools, so a
 person cannot do what an agent may not, except taking a task over on purpose (start, done
 and delete are forced: "took #3 over from bob"). Without it, fixing one task on the board
 costs a model call and a prompt; without live(), a person at the REPL does not see what the
-other agents on a shared board are doing.
+other agents on a shared board are doing; without choose_board(), every agent is on ./.tasks
+under one name.
 """
 
 import atexit
+import os
+import os
 
+from harness import terminal
+from harness.board import open_store
 from harness.board.checklist import import_checklist
 from harness.board.live import BoardWatcher
-from harness.terminal import show_note, show_out
+from harness.board.record import agent_name, default_agent_name
 
 HELP = """/task commands (no model call; the same rules as the model's tools):
   /task                 the board (same as /tasks)      /task add TITLE       a new task
@@ -55,22 +61,38 @@ def run(tasks, arg: str) -> None:
     }
     if verb not in actions:
         raise ValueError(f"unknown /task command {verb!r}; /task help lists them")
-    show_out(actions[verb]())   # escaped: a subject or an owner may hold terminal codes
+    terminal.show_out(actions[verb]())   # escaped: a subject or an owner may hold codes
 
 
-def live(current_board):
-    """A before-prompt hook for the REPL: one line per change other agents made since the last
-    prompt ([board: bob started #3]). current_board() gives s07's TaskManager of the moment; the
-    watcher (harness/board/live.py) is made on the first prompt and follows a new board."""
-    watching = {}
+def repl_commands(tasks) -> dict:
+    """/tasks and /task for run_cli: {"/x": fn(messages, client, arg)}."""
+    return {"/tasks": lambda messages, client, arg: run(tasks, ""),
+            "/task": lambda messages, client, arg: run(tasks, arg)}
 
-    def news() -> None:
-        tasks = current_board()
-        if watching.get("tasks") is not tasks:
-            if watching.get("watcher"):
-                watching["watcher"].close()
-            watching.update(tasks=tasks, watcher=BoardWatcher(tasks.store, tasks.agent))
-            atexit.register(watching["watcher"].close)
-        for line in watching["watcher"].changes():
-            show_note(line)
-    return news
+
+def choose_board(tasks, default, args) -> str:
+    """--board or TASK_BOARD (else default): which board; --name or AGENT_NAME: who we are.
+    Set anew on every run. Returns the word for the REPL's banner."""
+    tasks.store = open_store(args.board or os.environ.get("TASK_BOARD") or default)
+    name = agent_name(args.name or os.environ.get("AGENT_NAME") or "")
+    tasks.agent = name or default_agent_name()
+    return f"agent {tasks.agent}"
+
+
+class Live:
+    """A before-prompt hook for the REPL: one line per change other agents made since the
+    last prompt ([board: bob started #3]). The watcher (board/live.py) is made on the first
+    prompt, and made again if the TaskManager moved to another store."""
+
+    def __init__(self, tasks) -> None:
+        self.tasks, self.store, self.watcher = tasks, None, None
+
+    def __call__(self) -> None:
+        if self.store is not self.tasks.store:
+            if self.watcher:
+                self.watcher.close()
+            self.store = self.tasks.store
+            self.watcher = BoardWatcher(self.store, self.tasks.agent)
+            atexit.register(self.watcher.close)
+        for line in self.watcher.changes():
+            terminal.show_note(line)

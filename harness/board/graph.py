@@ -1,20 +1,40 @@
-"""The two graph walks behind s07's board: the cycle check and the execution order.
+"""The graph walks behind s07's board: what a task waits for, the cycle check, an order.
 
-Relied on by s07's TaskManager (_check_new_blockers and order). Both are textbook algorithms,
-written here so the lesson reads as the rules they serve. Without each piece:
-- find_cycle: two tasks wait for each other and neither can ever start.
-- topological_order: "what next?" has no answer a model can follow; written naively (a path
-  copied per step, a list scanned per task) both cost O(n²) on a chain of 10,000 tasks.
+Relied on by s07's TaskManager (can_start, check_blockers, list_all). The algorithms are
+textbook, written here so the lesson reads as the rules they serve. Without each piece:
+- waiting_on: a blocker that cannot be read (a hand-broken file) counts as finished, and a
+  task starts before work it needs.
+- refuse_cycle / find_cycle: two tasks wait for each other and neither can ever start.
+- order_line / topological_order: "what next?" has no answer a model can follow; written
+  naively (a path copied per step, a list scanned per task) both cost O(n²) on a chain of
+  10,000 tasks.
 """
 
 import heapq
+
+from harness.board.record import FINISHED
+
+
+def waiting_on(task: dict, tasks: dict) -> list:
+    """The blockers of task that are not finished (a missing one counts as unfinished)."""
+    waiting = []
+    for blocker in task["blockedBy"]:
+        if tasks.get(blocker, {}).get("status") not in FINISHED:
+            waiting.append(blocker)
+    return waiting
+
+
+def refuse_cycle(tasks: dict, tid: int, dep: int) -> None:
+    """ValueError if making tid wait for dep would close a cycle (dep already waits for tid)."""
+    cycle = find_cycle(tasks.get, tid, dep)
+    if cycle:
+        raise ValueError(f"that would make a cycle: #{' → #'.join(map(str, cycle))}")
 
 
 def find_cycle(load, tid: int, dep: int):
     """If dep already waits (through blockers) for tid, the path tid → dep → … → tid; else None.
 
-    load(id) gives a task as the store holds it now (None if it cannot be read): s07 passes a
-    validated scan's dict.get, so a hand edit is seen.
+    load(id) gives a task as the store holds it now (None if it cannot be read).
     """
     came_from, stack = {dep: None}, [dep]   # each node once, and how we got there: O(n)
     while stack:
@@ -32,11 +52,29 @@ def find_cycle(load, tid: int, dep: int):
     return None
 
 
+def order_line(tasks: dict) -> str:
+    """"Order: #1 → #2 → #3": the unfinished tasks, blockers first, then by id."""
+    todo = {i: t for i, t in tasks.items() if t["status"] not in FINISHED}
+    if not todo:
+        return "Order: nothing left to do."
+    order, stuck = topological_order(todo, tasks)
+    line = "Order: " + (" → ".join(f"#{i}" for i in order) or "nothing can start")
+    left = sorted(set(todo) - set(order))
+    if not left:
+        return line
+    if stuck:
+        why = "waiting for tasks that cannot be read"
+    else:          # nothing else stops a task from entering the order
+        why = ("waiting for each other in a cycle (hand-edited files?): removeBlockedBy on "
+               "one breaks it")
+    return line + f" (then {', '.join(f'#{i}' for i in left)}: {why})"
+
+
 def topological_order(todo: dict, known: dict) -> tuple:
     """(order, stuck): todo's ids with blockers first and ties by id (Kahn's algorithm, a heap).
 
-    A blocker outside todo is finished if known has it, unreadable if not: a task waiting for an
-    unreadable one is stuck. Whatever is in neither list waits in a cycle.
+    A blocker outside todo is finished if known has it, unreadable if not: a task waiting for
+    an unreadable one is stuck. Whatever is in neither list waits in a cycle.
     """
     waits = {j: {b for b in t["blockedBy"] if b in todo} for j, t in todo.items()}
     stuck = {j for j, t in todo.items() if any(b not in known for b in t["blockedBy"])}

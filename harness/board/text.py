@@ -1,52 +1,137 @@
-"""How s07's board reads as text: one line per task, names, and a board cut to a size.
+"""How s07's board reads as text: a line per task, names, the board, and the board cut to size.
 
-Relied on by s07 (list_all, the tool results, the board after a compaction) and by the REPL's
-/task commands. Without each piece:
-- render_line / names: a newline in a subject forges a line of the board ("[x] #9 done").
-- fit: a board of 10,000 tasks, or one task with a huge title, makes the message that follows
-  a compaction bigger than the context it replaced (a 440 kB subject once grew a compaction
-  from 123,495 to 220,085 tokens); cutting it blindly would drop "Ready to start".
+Relied on by s07 (every TaskManager answer, the board after a compaction) and by the REPL's
+/task commands. The lesson decides what is true (what can start, what a task waits for);
+this module only words it. Without each piece:
+- line / names / one_line: a newline in a subject or an owner forges a line of the board
+  ("[x] #9 done").
+- board: a board whose every record is unreadable says "No tasks yet", and a model plans
+  all the work again.
+- fit and brief: a board of 10,000 tasks, or one task with a huge title, makes the message
+  that follows a compaction bigger than the context it replaced (a 440 kB subject once grew
+  a compaction from 123,495 to 220,085 tokens); cutting it blindly would drop "Ready to
+  start".
+- reopened / no_longer_waiting: reopening a finished task does not re-block what it freed,
+  and deleting one frees its dependents although the work was never done; unsaid, a model
+  believes otherwise.
 """
 
-from harness.board.record import STATUSES, one_line
+from harness.board.record import FINISHED, STATUSES, one_line
+
+BOARD_START, BOARD_END = "<task-board>", "</task-board>"   # /context and the page find it
+
+
+def ids(task_ids: list) -> str:
+    """"#1, #2"."""
+    return ", ".join(f"#{i}" for i in task_ids)
 
 
 def names(tasks: list) -> str:
+    """"#1 Design the data model, #2 Implement the API"."""
     return ", ".join(f"#{t['id']} {one_line(t['subject'])}" for t in tasks)
 
 
-def render_line(task: dict, waiting: list) -> str:
-    """`[ ] #4: Write the API tests (owner: bob) blocked by #2`; waiting: its unfinished blockers."""
-    line = f"{STATUSES[task['status']]} #{task['id']}: {one_line(task['subject'])}"
+def line(task: dict, waiting: list = None) -> str:
+    """`[ ] #4: Write the API tests (owner: bob) blocked by #2`; waiting: its unfinished
+    blockers (all of its blockers when not given)."""
+    if waiting is None:
+        waiting = task["blockedBy"]
+    shown = f"{STATUSES[task['status']]} #{task['id']}: {one_line(task['subject'])}"
     if task.get("owner"):
-        line += f" (owner: {one_line(task['owner'])})"
-    return line + (f" blocked by {', '.join(f'#{b}' for b in waiting)}" if waiting else "")
+        shown += f" (owner: {one_line(task['owner'])})"
+    if waiting:
+        shown += f" blocked by {ids(waiting)}"
+    return shown
+
+
+def board(tasks: dict, problems: list, order: str, ready: str) -> str:
+    """The board as task_list shows it: a line per live task (naming only the blockers still
+    unfinished), a line per record that cannot be used, the order when a task waits for
+    another, and what can start now, last."""
+    live = [t for t in tasks.values() if t["status"] != "deleted"]
+    lines = []
+    for task in live:
+        waiting = [b for b in task["blockedBy"]
+                   if tasks.get(b, {}).get("status") not in FINISHED]
+        lines.append(line(task, waiting))
+    lines += [f"! {p}" for p in problems]
+    if not live and problems:      # not "No tasks yet": a model would plan it all again
+        count = len(problems)
+        return "\n".join(lines + [f"No readable tasks: {count} record(s) above could not be "
+                                  "used; fix or remove them, then list again"])
+    unfinished = [t for t in live if t["status"] not in FINISHED]
+    if any(t["blockedBy"] for t in unfinished):      # an order helps only with blockers
+        lines.append(order)
+    return "\n".join(lines + [ready])
+
+
+def ready_line(ready: list, tasks: dict) -> str:
+    """"Ready to start: #2 ..., #3 ...", or why nothing is."""
+    live = [t for t in tasks.values() if t["status"] != "deleted"]
+    if not live:
+        return "No tasks yet."
+    if ready:
+        return "Ready to start: " + names(ready)
+    if all(t["status"] in FINISHED for t in live):
+        return "Ready to start: none (all done)"
+    return "Ready to start: none (the rest are in progress or blocked)"
+
+
+def described(task_ids: list, store) -> str:
+    """"#2 Implement the API, #7 (missing or unreadable)": blockers, named as they are now."""
+    parts = []
+    for tid in task_ids:
+        task = store.try_load(tid)
+        parts.append(f"#{tid} {one_line(task['subject'])}" if task else
+                     f"#{tid} (missing or unreadable)")
+    return ", ".join(parts)
+
+
+def reopened(task: dict, unblocked: list) -> list:
+    """Reopening a finished task does not re-block what it freed: say so, and how to."""
+    if not unblocked:
+        return []
+    return [f"Reopened #{task['id']}: {ids(unblocked)} stopped waiting for it when it "
+            f"finished and do not wait again; to make one wait, task_update it with "
+            f"addBlockedBy [{task['id']}]"]
+
+
+def no_longer_waiting(freed: list, deleted: dict) -> list:
+    """Deleting a task frees its dependents, but the work was never done: say so."""
+    if not freed:
+        return []
+    verb = "waits" if len(freed) == 1 else "wait"
+    return [f"{names(freed)} no longer {verb} for #{deleted['id']} (it was deleted, not done)"]
 
 
 def fit(text: str, limit: int) -> str:
     """text within limit characters, its first lines and its last (what can start now) kept."""
     *lines, last = text.splitlines()
     kept, room = [], limit - min(len(last), limit // 4) - 60
-    for line in lines:
-        room -= len(line) + 1
+    for shown in lines:
+        room -= len(shown) + 1
         if room < 0:
             kept.append(f"... (cut to {limit:,} characters: task_list shows the whole board)")
             break
-        kept.append(line)
+        kept.append(shown)
     return "\n".join(kept + [last[:limit // 4]])
 
 
-def none_readable(n: int) -> str:
-    """For a board whose every record is unreadable: "No tasks yet" would make a model plan the
-    work again."""
-    return (f"No readable tasks: {n} file{'s' * (n != 1)} above could not be used; fix or remove "
-            f"{'them' if n != 1 else 'it'}, then list again")
+def brief(tasks: dict, problems: list, ready: str, limit: int) -> str:
+    """A big board after a compaction: the counts, the unfinished tasks first, what can start
+    now; cut to limit characters."""
+    live = [t for t in tasks.values() if t["status"] != "deleted"]
+    unfinished = [t for t in live if t["status"] not in FINISHED]
+    lines = [f"({len(unfinished)} unfinished, {len(live) - len(unfinished)} done; "
+             "task_list shows all)"]
+    for task in unfinished:
+        waiting = [b for b in task["blockedBy"]
+                   if tasks.get(b, {}).get("status") not in FINISHED]
+        lines.append(line(task, waiting))
+    lines += [f"! {p}" for p in problems]
+    return fit("\n".join(lines + [ready]), limit)
 
 
-def reopen_notes(task: dict, unblocked: list) -> list:
-    """Reopening a finished task does not re-block what it freed: say so, and how to."""
-    if not unblocked:
-        return []
-    freed = ", ".join(f"#{i}" for i in unblocked)
-    return [f"Reopened #{task['id']}: {freed} stopped waiting for it when it finished and do not "
-            f"wait again; to make one wait, task_update it with addBlockedBy [{task['id']}]"]
+def board_message(name: str, shown: str) -> str:
+    """The board for the model after a compaction, marked so /context and the page find it."""
+    return f"{BOARD_START}\nThe task board ({name}), just read:\n{shown}\n{BOARD_END}"

@@ -109,6 +109,13 @@ def _never_raises(method):
     return guarded
 
 
+def usage_counts(usage):
+    """(uncached input, read from cache, written to cache, output); a missing or null field is 0."""
+    names = ("input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens",
+             "output_tokens")
+    return tuple(int(getattr(usage, n, None) or 0) for n in names)
+
+
 def _cut(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
@@ -124,8 +131,8 @@ class Recorder:
         self.data = SessionRecord(lesson=lesson)
 
     @_never_raises
-    def call(self, usage: object, label: str = "tokens") -> None:
-        from harness.terminal import usage_counts  # here: terminal records through this module
+    def call(self, usage: object, label: str = "tokens", sent=None, system=None,
+             tools=None) -> None:
         uncached, read, written, out = (int(n) for n in usage_counts(usage))  # "12" from an odd endpoint
         self.data.calls.append(ModelCall(len(self.data.calls) + 1, str(label), uncached, read, written,
                                          out, self.data.current_threshold, time.time()))

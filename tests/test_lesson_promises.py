@@ -1,5 +1,4 @@
-"""What the lessons' docstrings promise, made true in the restructure (issue #18), and the
-compaction's failures told (issue #19).
+"""What the lessons' docstrings promise, and the compaction's failures told.
 
 s06: an edit does not hide the file it edits; each layer on its own marked line of the loop;
 a `compact` call with a bad input is an error result, and a failed compaction is told to the
@@ -21,20 +20,20 @@ import s06_compact as s06
 import s07_task_system as s07
 from conftest import FullDisk
 from harness.stand_in_api import reply, text, tool
-from harness.endpoints import complete_tool_calls
-from s03_todo import object_schema, run_tool_calls
+from harness import endpoints
+from s03_todo import run_tool_calls, schema
 
 BIG = "y" * (4 * s06.CLEAR_AT_LEAST)   # one result worth a whole batch of layer 1
-LAYER_WORK = {"micro_compact", "needs_compaction", "compact_if_needed", "auto_compact",
-              "compact_request", "compact_if_asked", "compact_with_board", "CONTEXT.record"}
+LAYER_WORK = {"micro_compact", "needs_compaction", "auto_compact", "compact_if_asked",
+              "compact_with_board", "CONTEXT.record", "s06.micro_compact", "s06.needs_compaction",
+              "s06.compact_if_asked", "s06.CONTEXT.record"}
 
 
 @pytest.fixture(autouse=True)
 def fresh_layers(monkeypatch, tmp_path):
     """Layer 1's cleared ids and layer 2's measure are module state: each test starts afresh,
     in a tmp folder (whatever a layer saves lands there)."""
-    monkeypatch.setattr(s06, "_CLEARED", set())
-    monkeypatch.setattr(s06, "_CLEARED_INPUTS", set())
+    monkeypatch.setattr(s06, "CLEARED", s06.layer1.Cleared())
     monkeypatch.setattr(s06, "CONTEXT", s06.ContextSize())
     monkeypatch.chdir(tmp_path)
 
@@ -83,33 +82,35 @@ def test_a_later_read_or_write_of_the_file_does_supersede_the_read(later):
 # ---------------------------------------------------------------- s06: the loop's marked lines
 
 def layer_statements(loop) -> list:
-    """(line, statement) for every statement of the loop that does a compaction layer's work."""
+    """(line, statement, calls) for every statement of the loop that does a layer's work itself
+    (calls of LAYER_WORK that are not inside a statement nested in it)."""
     source = textwrap.dedent(inspect.getsource(loop))
     lines, found = source.splitlines(), []
     for stmt in ast.walk(ast.parse(source)):
         if not isinstance(stmt, ast.stmt) or isinstance(stmt, ast.FunctionDef):
             continue
-        own = [n for n in ast.walk(stmt) if isinstance(n, ast.Call)
+        nested = {id(n) for s in ast.walk(stmt) if isinstance(s, ast.stmt) and s is not stmt
+                  for n in ast.walk(s)}
+        own = [n for n in ast.walk(stmt) if isinstance(n, ast.Call) and id(n) not in nested
                and ast.unparse(n.func) in LAYER_WORK]
-        nested = [s for s in ast.walk(stmt) if isinstance(s, ast.stmt) and s is not stmt]
-        if own and not any(n in ast.walk(s) for s in nested for n in own):
+        if own:
             found.append((lines[stmt.lineno - 1], stmt, own))
     return found
 
 
 @pytest.mark.parametrize("lesson", [s06, s07])
-def test_each_layer_is_one_marked_line_of_the_loop(lesson):
+def test_each_layer_is_on_its_own_marked_lines_of_the_loop(lesson):
     statements = layer_statements(lesson.agent_loop)
     marks = []
     for line, stmt, calls in statements:
-        assert stmt.lineno == stmt.end_lineno, f"layer work over several lines: {line.strip()}"
         assert len(calls) == 1, f"two layers' work in one statement: {line.strip()}"
         mark = re.search(r"# layer ([123])( \S.*)?$", line)
         assert mark, f"an unmarked layer line: {line.strip()}"
-        marks.append((mark[1], ast.unparse(calls[0].func), mark[2] or ""))
-    assert sorted(m[0] for m in marks) == ["1", "2", "2", "3"], marks
-    layer1 = [m for m in marks if m[0] == "1"]
-    assert layer1[0][1] == "micro_compact"          # its own line, not inside the model call
+        marks.append((mark[1], ast.unparse(calls[0].func).removeprefix("s06."), mark[2] or ""))
+    found = {(m[0], m[1]) for m in marks}
+    compact = "auto_compact" if lesson is s06 else "compact_with_board"
+    assert found == {("1", "micro_compact"), ("2", "needs_compaction"), ("2", compact),
+                     ("2", "CONTEXT.record"), ("3", "compact_if_asked")}, marks
     assert [m for m in marks if m[1] == "CONTEXT.record" and "measure" in m[2]]
 
 
@@ -208,12 +209,13 @@ def test_a_board_next_to_3000_unreadable_files_is_bounded_in_characters(board):
     assert "#1: Step 1" in message and "Ready to start: #1 Step 1, #2 Step 2, #3 Step 3" in message
 
 
-def test_a_board_of_100_unfinished_tasks_shows_40_and_says_how_many_more(board):
-    add_tasks(100)
+def test_a_board_too_big_to_come_back_whole_shows_its_unfinished_tasks_first(board):
+    add_tasks(1000, completed=990)
     message = s07.board_message()
-    assert len(re.findall(r"^\[ \] #\d+: Step \d+$", message, re.M)) == 40
-    assert "60 more unfinished tasks" in message
-    assert "Ready to start: #1 Step 1, #2 Step 2" in message
+    assert len(message) <= s07.BOARD_CHARS + 200, len(message)
+    assert "(10 unfinished, 990 done; task_list shows all)" in message
+    assert len(re.findall(r"^\[ \] #\d+: Step \d+$", message, re.M)) == 10
+    assert "Ready to start: #991 Step 991, #992 Step 992" in message
 
 
 # ---------------------------------------------------------------- s03: the calls the loop chose
@@ -230,8 +232,8 @@ def response(content: list, stop_reason: str) -> Message:
 
 def test_run_tool_calls_runs_exactly_the_calls_it_is_given(capsys):
     ran = []
-    tools = [{"name": "probe", "input_schema": object_schema({"n": {"type": "integer"}}, ["n"])}]
-    results = run_tool_calls([call(1), call(3)], tools, {"probe": lambda n: ran.append(n) or "ok"})
+    calls = [endpoints.Call(f"toolu_{n}", "probe", {"n": n}) for n in (1, 3)]
+    results = run_tool_calls(calls, {"probe": lambda n: ran.append(n) or "ok"})
     assert ran == [1, 3]
     assert [r["tool_use_id"] for r in results] == ["toolu_1", "toolu_3"]
 
@@ -242,8 +244,12 @@ def test_run_tool_calls_runs_exactly_the_calls_it_is_given(capsys):
     ([call(1), TextBlock(text="and", type="text")], "max_tokens", [1]),  # a cut text, no cut call
     ([TextBlock(text="ok", type="text"), call(1)], "end_turn", [1]),     # end_turn beside a call
     ([call(1), call(2)], "tool_use", [1, 2])])
-def test_complete_tool_calls_drops_only_a_cut_last_call(content, stop_reason, kept):
-    assert [c.input["n"] for c in complete_tool_calls(response(content, stop_reason))] == kept
+def test_only_a_cut_last_call_is_left_out_of_the_reply(content, stop_reason, kept):
+    cut = endpoints._cut_call(content, stop_reason)
+    tools = [{"name": "probe", "input_schema": schema(["n"], n={"type": "integer"})}]
+    assert [c.input["n"] for c in endpoints._calls(content, cut, tools)] == kept
+    message = endpoints._assistant_message(content, cut)
+    assert [b["input"]["n"] for b in message["content"] if b["type"] == "tool_use"] == kept
 
 
 def test_a_compact_call_refused_by_its_schema_does_not_compact(run_main):

@@ -1,0 +1,65 @@
+"""What happens around each tool call of s03's run_tool_calls (and so s06's and s07's).
+
+The lesson runs a call through its dispatch table; this module does the rest. Without each
+piece:
+- result(): the model's tool_result is built by hand in three lessons; the user does not see
+  the result; the session page cannot say which calls made the context grow; and a result
+  reaches the session log only when the whole batch is done, so a kill -9, a closed
+  terminal or Ctrl-C in the middle of a batch loses the calls that already ran, and
+  --continue runs them again.
+- keep_on_ctrl_c() and ToolsInterrupted: Ctrl-C in the middle of a batch would lose every
+  result of it. Instead the REPL gets one result per call: those that ran, the one that was
+  running ("interrupted while it ran; it may have acted": it may have written a file), and
+  the rest ("not run"), so the history stays valid and the model does not redo the work.
+"""
+
+from contextlib import contextmanager
+
+from harness import terminal
+from harness.session import log as session_log
+from harness.session.record import RECORD
+
+INTERRUPTED = "interrupted by the user while it ran: it may have acted (check before redoing it)"
+NOT_RUN = "not run: interrupted by the user"
+
+
+class ToolsInterrupted(KeyboardInterrupt):
+    """Ctrl-C in the middle of a batch of tool calls.
+
+    results: one tool_result block for EVERY tool_use of the assistant message, in order. The
+    REPL appends them after that message, so what was done is kept and the history is valid.
+    """
+
+    def __init__(self, results: list):
+        super().__init__("tool calls interrupted")
+        self.results = results
+
+
+def result(call, output: str, is_error: bool) -> dict:
+    """The tool_result for a call that ran: shown, recorded, and logged at once."""
+    output = output or "(no output)"      # the API refuses an empty result
+    terminal.show_tool_result(output, is_error)
+    RECORD.tool(call.name, call.input, output, is_error)    # for the session page
+    block = {"type": "tool_result", "tool_use_id": call.id, "content": output}
+    if is_error:
+        block["is_error"] = True
+    session_log.tool_result(block)        # on disk now: a kill -9 does not lose it
+    return block
+
+
+def stopped(call, what: str) -> dict:
+    """The tool_result of a call Ctrl-C interrupted (INTERRUPTED) or kept from running."""
+    return {"type": "tool_result", "tool_use_id": call.id, "content": what, "is_error": True}
+
+
+@contextmanager
+def keep_on_ctrl_c(calls: list, results: list):
+    """Around a batch: on Ctrl-C, raise ToolsInterrupted with a result for every call."""
+    try:
+        yield
+    except KeyboardInterrupt:
+        done = len(results)
+        rest = [stopped(calls[done], INTERRUPTED)] if done < len(calls) else []
+        for call in calls[done + 1:]:
+            rest.append(stopped(call, NOT_RUN))
+        raise ToolsInterrupted(results + rest) from None
