@@ -174,10 +174,10 @@ def prune(folder: Path = RESULTS) -> None:
 
 def _prune(fd: int, folder: Path, keep: str | None) -> None:
     """Only regular files named as the harness names them, never `keep` nor a pinned one."""
-    files = []
+    files, where = [], f"{folder}{os.sep}"      # a pin is a path as saved_path_in gives it
     with os.scandir(fd) as entries:
         for entry in entries:
-            if not NAME.fullmatch(entry.name) or str(folder / entry.name) in SAVED.pinned:
+            if where + entry.name in SAVED.pinned or not NAME.fullmatch(entry.name):
                 continue
             try:
                 info = entry.stat(follow_symlinks=False)
