@@ -72,9 +72,9 @@ class SavedTexts:
     """
 
     def __init__(self) -> None:
-        # (tool, length, hash(text)) -> path. Python computes a str's hash once and keeps it,
-        # so asking again for the same text object is a lookup, not a 300 kB hash; the
-        # length and the 64-bit hash tell texts apart (a wrong match: 1 in 2**64).
+        # (folder, tool, length, hash(text)) -> path. Python computes a str's hash once and
+        # keeps it, so asking again for the same text object is a lookup, not a 300 kB hash;
+        # the length and the 64-bit hash tell texts apart (two of one length: 1 in 2**64).
         self.paths: dict[tuple, str] = {}
         self.pinned: set[str] = set()
 
@@ -122,14 +122,15 @@ def save_for_placeholder(text: str, tool_name: str, folder: Path = RESULTS) -> s
 
     None when it is too short to be worth a file (SAVE_WHEN_CLEARED), or cannot be saved:
     the placeholder then names no file. A result that names its saved output (keep_whole)
-    gets that file's path, if the file is still there. The path depends on the text and the
-    tool alone, so it is the same in every call and every process; the file is written once
-    and pinned (see SavedTexts: never removed while this process lives). Asking again for the
-    same text returns at once, without touching the disk.
+    gets that file's path, if the file is still there. Else the path depends on the text and
+    the tool alone, so it is the same in every call and every process; the file is written
+    once. Either is pinned: never removed while this process lives, and outside the bounds
+    (SavedTexts says what that costs). Asking again for the same text returns at once,
+    without touching the disk.
     """
     if not isinstance(text, str) or len(text) < SAVE_WHEN_CLEARED:
         return None
-    key = (tool_name, len(text), hash(text))
+    key = (str(folder), tool_name, len(text), hash(text))
     known = SAVED.paths.get(key)
     if known is not None:
         return known

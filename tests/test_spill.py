@@ -109,21 +109,24 @@ def test_a_cleared_result_is_saved_once_and_named_the_same_way_every_time(result
 
 # ---------------------------------------------------------------- a hostile results folder
 
-def notes_folder(where: Path, count: int = 1_200) -> Path:
-    """A folder of a user's notes, as the one QA linked .transcripts/results to."""
+def notes_folder(where: Path, count: int = 30) -> Path:
+    """A folder of a user's notes (QA linked .transcripts/results to one of 1,200; here the
+    bounds are made smaller instead, to stay fast)."""
     where.mkdir()
     for n in range(count):
         (where / f"note_{n:04}.txt").write_text(f"note {n}\n")
     return where
 
 
-def test_a_results_folder_linked_elsewhere_is_refused_and_no_note_is_deleted(results, tmp_path):
+def test_a_results_folder_linked_elsewhere_is_refused_and_no_note_is_deleted(results, tmp_path,
+                                                                             monkeypatch):
+    monkeypatch.setattr(spill, "MAX_FILES", 10)
     notes = notes_folder(tmp_path.parent / f"{tmp_path.name}-notes")
     Path(".transcripts").mkdir()
     Path(results).symlink_to(notes)
     text = big_output(60_000)
     shown = spill.keep_whole(text, CAP, "bash")
-    assert len(list(notes.iterdir())) == 1_200                        # none deleted, none added
+    assert len(list(notes.iterdir())) == 30                           # none deleted, none added
     assert shown.startswith(text[:CAP]) and spill.saved_path_in(shown) is None
     assert "symbolic link" in shown.splitlines()[-1]                  # the cut says why
 
@@ -137,12 +140,13 @@ def test_a_link_on_the_way_to_the_results_folder_is_refused_too(results, tmp_pat
     assert list((notes / "results").iterdir()) == []
 
 
-def test_a_folder_of_the_users_own_files_is_not_used_and_not_pruned(results):
+def test_a_folder_of_the_users_own_files_is_not_used_and_not_pruned(results, monkeypatch):
+    monkeypatch.setattr(spill, "MAX_FILES", 10)
     Path(".transcripts").mkdir()
     notes = notes_folder(Path(results))            # a real folder, but not one the harness made
     shown = spill.keep_whole(big_output(60_000), CAP, "bash")
     assert spill.saved_path_in(shown) is None
-    assert sorted(p.name for p in notes.iterdir()) == [f"note_{n:04}.txt" for n in range(1_200)]
+    assert sorted(p.name for p in notes.iterdir()) == [f"note_{n:04}.txt" for n in range(30)]
 
 
 def test_pruning_removes_only_the_files_the_harness_saved(results, monkeypatch):
