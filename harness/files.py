@@ -12,8 +12,8 @@ are s06's and s07's). Without each piece:
   skipped the 168 lines cut from its middle, for good.
 - write_atomic(): on a full disk, writing over a file leaves half of it (a 20 kB config.json
   was cut in two, and an edit truncated a 21 kB file), and the model is not told. Its random
-  temporary name, made with O_EXCL | O_NOFOLLOW: a file planted at a guessable name blocks
-  every write of that file, and a link there would be written through.
+  temporary name, made with O_EXCL | O_NOFOLLOW: a file planted at a guessable name blocked
+  every write of that file (and without O_EXCL, a link there is written through).
 - edit_text(): a one-line edit of a CRLF file turns every line ending into LF.
 - encode(): a lone surrogate from a model's JSON fails after the file was opened, leaving an
   empty file behind.
