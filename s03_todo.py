@@ -49,8 +49,9 @@ MAX_TOKENS = 8000      # per model call: enough for a file's worth of code
 MAX_STEPS = 50         # model calls a turn may make: s03 cannot compact, so its
                        # context fills long before s06's 200 (--max-steps sets any)
 BASH_TIMEOUT = 120     # seconds before a command and all its children are killed
-OUTPUT_CAP = 50_000    # characters of a result the model sees; a longer one is
-                       # saved whole, and the model gets its head, tail and path
+OUTPUT_CAP = 50_000    # characters of a result the model sees: a longer one is saved
+                       # whole, and the model gets its head, tail and path (bash keeps
+                       # its first 2,000,000; read_file stops within the cap itself)
 MAX_TODOS = 20         # a longer plan belongs on s07's task board
 NAG_AFTER = 3          # rounds of tool use without `todo` before the reminder
 
@@ -88,7 +89,7 @@ def run_edit(path: str, old_text: str, new_text: str) -> str:
     text = files.read_text(target, path)
     # Exactly one occurrence, or a ValueError that says how to fix the call.
     edited = files.edit_text(text, old_text, new_text, path)
-    files.write_atomic(target, edited, path)
+    files.write_atomic(target, edited, path, field="new_text")
     return f"Edited {path}: replaced 1 occurrence"
 
 

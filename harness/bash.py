@@ -5,6 +5,8 @@ real machine. Without each piece:
 - a new session (process group): a timeout kills the shell but leaves its children running.
 - _read_output: reading all output first holds it in memory (`yes` filled 2.9 GB in 10 s) and
   waits forever for a background job that keeps the pipe open.
+- KEEP_UP_TO: with no bound on what is kept, `cat` of a 3 GB log is held in memory whole,
+  then saved whole; the model could never read that much anyway.
 - the flood stop: a command that writes without end is never stopped.
 - _signals_raise: SIGTERM or a closed terminal (SIGHUP) kills Python at once and leaves the
   command running as an orphan.
@@ -24,13 +26,19 @@ from pathlib import Path
 
 from harness.config import child_env
 
+# Characters of a command's output kept. The caller shows the model less (s03's OUTPUT_CAP) and
+# saves the rest whole (harness/spill.py); past this much, it is cut with a note. At most 8 MB
+# of memory while it runs, and of disk per output: a log that long is better sent to a file
+# (cmd > out.txt) and read in parts, which the note says.
+KEEP_UP_TO = 2_000_000
 FLOOD_BYTES = 10_000_000  # output beyond the cap after which a command is stopped (`yes`: 0.1 s)
 
 
-def run(command: str, cwd: Path, timeout: float, cap: int = 2_000_000) -> str:
+def run(command: str, cwd: Path, timeout: float, cap: int = KEEP_UP_TO) -> str:
     """Run a shell command; its output (stdout and stderr together), cut at `cap` characters."""
-    proc = subprocess.Popen(command, shell=True, cwd=cwd, stdin=subprocess.DEVNULL, env=child_env(),
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
+    proc = subprocess.Popen(command, shell=True, cwd=cwd, stdin=subprocess.DEVNULL,
+                            env=child_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            start_new_session=True)
     try:
         with _signals_raise():
             kept, dropped = _read_output(proc, timeout, cap)
@@ -40,12 +48,14 @@ def run(command: str, cwd: Path, timeout: float, cap: int = 2_000_000) -> str:
     out = kept.decode("utf-8", errors="replace").strip()
     if len(out) > cap or dropped:
         more = len(out[cap:].encode("utf-8")) + dropped
-        out = out[:cap] + f"\n... [output cut: {more:,} more bytes]"
+        out = out[:cap] + (f"\n... [output cut: {more:,} more bytes; to keep all of it, send it "
+                           "to a file (cmd > out.txt) and read parts of it]")
     if dropped > FLOOD_BYTES:
         _kill_group(proc)
-        return out + (f"\n[stopped: the command wrote more than {FLOOD_BYTES // 1_000_000} MB, so "
-                      "it was killed; send big output to a file (cmd > out.txt) and read parts of it]")
-    if proc.wait():                     # the shell has exited: _read_output saw it, or end of output
+        return out + (f"\n[stopped: the command wrote more than {FLOOD_BYTES // 1_000_000} MB, "
+                      "so it was killed; send big output to a file (cmd > out.txt) and read "
+                      "parts of it]")
+    if proc.wait():          # the shell has exited: _read_output saw it, or end of output
         out += f"\n[exit status {proc.returncode}]"
     return out or "(no output)"
 
@@ -62,12 +72,12 @@ def _read_output(proc: subprocess.Popen, timeout: float, cap: int) -> tuple:
     while dropped <= FLOOD_BYTES:
         left = deadline - time.monotonic()
         if left <= 0:
-            raise TimeoutError(f"command timed out after {timeout:g}s and was killed with its children; "
-                               "for a long job, send its output to a file and run it in the "
-                               "background: cmd > job.log 2>&1 &")
+            raise TimeoutError(f"command timed out after {timeout:g}s and was killed with its "
+                               "children; for a long job, send its output to a file and run "
+                               "it in the background: cmd > job.log 2>&1 &")
         if not select.select([fd], [], [], min(left, 0.2))[0]:
             if proc.poll() is not None:
-                break      # the shell is done; `job &` keeps the pipe open, and we do not wait for it
+                break   # the shell is done; `job &` keeps the pipe open: we do not wait for it
             continue
         chunk = os.read(fd, 1 << 16)
         if not chunk:

@@ -7,19 +7,26 @@ are s06's and s07's). Without each piece:
 - open_regular(): read_file on a FIFO hangs for ever, a symlink to /dev/zero is read until the
   memory runs out, and a folder is reported as "no such file".
 - read_lines(): `limit=10` on a 2 GB file reads all of it (24 s, 4.3 GB of memory), and a binary
-  file reaches the model as 50,000 NUL characters.
+  file reaches the model as 50,000 NUL characters. Stopping within the cap: a read of a 300 kB
+  file that passed it was cut again by s03's call_tool, and its "read on with offset=835"
+  skipped the 168 lines cut from its middle, for good.
 - write_atomic(): on a full disk, writing over a file leaves half of it (a 20 kB config.json
-  was cut in two, and an edit truncated a 21 kB file), and the model is not told.
+  was cut in two, and an edit truncated a 21 kB file), and the model is not told. Its random
+  temporary name, made with O_EXCL | O_NOFOLLOW: a file planted at a guessable name blocked
+  every write of that file (and without O_EXCL, a link there is written through).
 - edit_text(): a one-line edit of a CRLF file turns every line ending into LF.
 - encode(): a lone surrogate from a model's JSON fails after the file was opened, leaving an
   empty file behind.
 - reason(): "[Errno 28]" where "the disk is full" says what to do.
 """
 
+import codecs
 import contextlib
+import itertools
 import os
+import secrets
+import shlex
 import stat
-import threading
 from pathlib import Path
 
 from harness.errors import reason
@@ -28,6 +35,10 @@ SNIFF_BYTES = 8192           # a NUL in the first 8 kB marks a binary file (as g
 COUNT_REST_UP_TO = 50_000_000  # bytes: past this, "more lines follow" instead of counting them
 EDIT_MAX = 10_000_000        # bytes: edit_file holds the whole file in memory; past this, use bash
 READ_ON = "read on with offset="   # how a read that stops before the end says so (layer 1 reads it)
+NOTES_ROOM = 200             # characters of read_file's cap kept for its closing notes
+CUT_STEP = 20_000            # characters of a long line a note says to read at once: within the cap
+
+TEMP_FILE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC   # a new file only
 
 KINDS = [(stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO (named pipe)"),
          (stat.S_ISCHR, "a device"), (stat.S_ISBLK, "a device"), (stat.S_ISSOCK, "a socket")]
@@ -86,46 +97,110 @@ def read_text(path: Path, shown: str) -> str:
 
 
 def read_lines(path: Path, shown: str, offset: int, limit, cap: int) -> str:
-    """Lines offset.. (1-based) of a UTF-8 text file, at most `limit` lines and `cap` characters.
+    """Lines offset.. (1-based) of a UTF-8 text file: at most `limit` lines, and the whole
+    result within `cap` characters, notes included, so nothing after it cuts it again.
 
-    Reads only as far as it shows. A file whose lines end in CRLF says so, since the \\r is not shown.
+    It stops before the line that would pass the cap and ends with "read on with offset=N",
+    N the first line not shown: following it from line 1 shows every line once. A line too
+    long for the cap on its own is shown cut, with a note saying how to read the rest of it
+    (bash: sed and cut -c), and N is the line after it. Reads only as far as it shows, holding
+    at most 4 * cap bytes of any line. A file whose lines end in CRLF says so (the \\r is not
+    shown).
     """
+    if offset < 1 or (limit is not None and limit < 1):
+        raise ValueError("limit and offset must be positive numbers of lines")
+    room = cap - NOTES_ROOM                   # what the lines may use; the notes fit in the rest
     with os.fdopen(open_regular(path, shown), "rb") as f:
         size = os.fstat(f.fileno()).st_size
         if b"\0" in f.read(SNIFF_BYTES):
-            return (f"{shown} is a binary file ({size:,} bytes): not shown as text; inspect it with "
-                    f"bash (e.g. `file {shown}`, `xxd {shown} | head`)")
+            return (f"{shown} is a binary file ({size:,} bytes): not shown as text; inspect it "
+                    f"with bash (e.g. `file {shown}`, `xxd {shown} | head`)")
         f.seek(0)
-        lines, used, crlf, number = [], 0, False, 0
-        for number, raw in enumerate(f, 1):
-            if number < offset:
-                continue
-            if (limit is not None and len(lines) >= limit) or used > cap:
+        for count in range(offset - 1):       # skip to the first line asked for
+            if _next_line(f, 1 << 20)[0] is None:
+                return _past_the_end(shown, count, offset)
+        lines, used, crlf = [], 0, False
+        for number in itertools.count(offset):
+            start = f.tell()
+            if limit is not None and len(lines) >= limit:
                 return _with_rest(lines, f, size, number, crlf)
-            line = _decode(raw, shown, number)
-            crlf = crlf or line.endswith("\r\n")
-            lines.append(line.rstrip("\n").removesuffix("\r"))
-            used += len(lines[-1]) + 1
-    if offset > 1 and number < offset:
-        return f"{shown} has {number} line{'s' * (number != 1)}; offset {offset} is past the end"
+            raw, more = _next_line(f, 4 * cap + 2)     # 4 bytes a character at most, and \r\n
+            if raw is None:
+                break
+            text = _decode(raw, shown, number, whole=more == 0)
+            crlf = crlf or text.endswith("\r\n")
+            text = text.rstrip("\n").removesuffix("\r")
+            if more == 0 and used + len(text) + 1 <= room:
+                lines.append(text)
+                used += len(text) + 1
+                continue
+            if more == 0 and len(text) + 1 <= room:    # it fits a read of its own: the next one
+                f.seek(start)
+                return _with_rest(lines, f, size, number, crlf)
+            lines.append(_cut_line(text, raw, more, number, shown, room - used))   # it never fits
+            return _with_rest(lines, f, size, number + 1, crlf)
+    if offset > 1 and not lines:
+        return _past_the_end(shown, offset - 1, offset)
     return _joined(lines, crlf) or "(empty file)"
 
 
-def _decode(raw: bytes, shown: str, number: int) -> str:
+def _next_line(f, most: int) -> tuple:
+    """(the next line's first `most` bytes, how many bytes of it follow), or (None, 0) at the end.
+
+    Only `most` bytes are held: a 2 GB file with no newline is skipped over, not read in.
+    """
+    raw = f.readline(most)
+    if not raw:
+        return None, 0
+    more = 0
+    if len(raw) == most and not raw.endswith(b"\n"):
+        while True:                            # the rest of this line, counted, not kept
+            chunk = f.readline(1 << 20)
+            more += len(chunk.rstrip(b"\r\n"))
+            if not chunk or chunk.endswith(b"\n"):
+                break
+    return raw, more
+
+
+def _cut_line(text: str, raw: bytes, more: int, number: int, shown: str, room: int) -> str:
+    """A line too long to show whole: its start, and how to read the rest with bash."""
+    length = len(raw.rstrip(b"\r\n")) + more
+
+    def note(shown_up_to: int) -> str:
+        return (f"\n[line {number} is {length:,} bytes long, cut here; read the rest with bash: "
+                f"sed -n '{number}p' {shlex.quote(shown)} | cut -c "
+                f"{shown_up_to + 1}-{shown_up_to + CUT_STEP}]")
+    keep = max(room - len(note(room)), 0)      # note(room) is at least as long as note(keep)
+    return text[:keep] + note(keep)
+
+
+def _past_the_end(shown: str, lines: int, offset: int) -> str:
+    return f"{shown} has {lines:,} line{'s' * (lines != 1)}; offset {offset} is past the end"
+
+
+def _decode(raw: bytes, shown: str, number: int, whole: bool = True) -> str:
+    """A line as text; with whole=False, a line cut short, whose last character may be cut too."""
     if b"\0" in raw:
-        raise ValueError(f"{shown}: line {number} holds NUL bytes: a binary file; inspect it with bash")
+        raise ValueError(f"{shown}: line {number} holds NUL bytes: a binary file; inspect it "
+                         "with bash")
     try:
-        return raw.decode("utf-8")
+        return codecs.getincrementaldecoder("utf-8")().decode(raw, final=whole)
     except UnicodeDecodeError:
         raise ValueError(f"{shown}: not UTF-8 text (line {number}); inspect it with bash "
                          f"(e.g. `file {shown}`) instead") from None
 
 
 def _with_rest(lines: list, f, size: int, next_line: int, crlf: bool) -> str:
-    """The lines shown, and how many follow (counted only in a file of reasonable size)."""
+    """The lines shown, and how many follow from f's place (counted only in a file of
+    reasonable size); nothing if none follow."""
+    if not f.peek(1):
+        return _joined(lines, crlf)
     if size <= COUNT_REST_UP_TO:
-        rest = 1 + sum(chunk.count(b"\n") for chunk in iter(lambda: f.read(1 << 20), b""))
-        more = f"... ({rest} more lines; {READ_ON}{next_line})"
+        rest, last = 0, b""
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            rest, last = rest + chunk.count(b"\n"), chunk
+        rest += not last.endswith(b"\n")    # a last line with no newline is a line too
+        more = f"... ({rest:,} more lines; {READ_ON}{next_line})"
     else:
         more = f"... (more lines follow: the file is {size:,} bytes; {READ_ON}{next_line})"
     return _joined(lines + [more], crlf)
@@ -141,25 +216,30 @@ def encode(text: str, field: str) -> bytes:
     try:
         return text.encode("utf-8")
     except UnicodeEncodeError:  # a lone surrogate from a model's JSON (e.g. "\\ud800")
-        raise ValueError(f"{field} contains characters that are not valid text (a lone surrogate)") from None
+        raise ValueError(f"{field} contains characters that are not valid text "
+                         "(a lone surrogate)") from None
 
 
-def write_atomic(path: Path, data: bytes, shown: str) -> None:
-    """Replace path with data whole: a full disk or a kill -9 leaves the old file, never half.
+def write_atomic(path: Path, content, shown: str, field: str = "content") -> int:
+    """Replace path with content whole, and return how many bytes were written: a full disk or
+    a kill -9 leaves the old file, never half.
 
-    A temp file in the same folder (os.replace is atomic only within one file system), with the
-    old file's mode. Replacing breaks a hard link to the old file; a symlink was resolved before.
+    content is text (encoded first: text that cannot be stored is refused before any file is
+    opened; `field` names it in the error) or bytes. A temp file in the same folder (os.replace
+    is atomic only within one file system) under a random name, made with O_EXCL | O_NOFOLLOW:
+    a link planted where it is made is never written through, and a file planted at a
+    guessable name cannot block the write. It gets the old file's mode through its own fd.
+    Replacing breaks a hard link to the old file; a symlink was resolved before.
     """
-    if isinstance(data, str):   # TEMP shim
-        data = encode(data, "content")
-    tmp = path.parent / f".{path.name}.tmp-{os.getpid()}-{threading.get_ident()}"
+    data = content if isinstance(content, bytes) else encode(content, field)
+    tmp = path.parent / f".{path.name[:100]}.{secrets.token_hex(8)}.tmp"
     try:
         mode = _mode_for(path, shown)   # in the try: a file in the way of a folder is said in words
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+        fd = os.open(tmp, TEMP_FILE, 0o600)
         with os.fdopen(fd, "wb") as f:
             f.write(data)
-        os.chmod(tmp, mode)
+            os.fchmod(f.fileno(), mode)   # by fd: a path could be swapped for a link meanwhile
         os.replace(tmp, path)
     except OSError as exc:
         with contextlib.suppress(OSError):   # the folder may not even exist (a file in the way)
@@ -178,7 +258,8 @@ def _mode_for(path: Path, shown: str) -> int:
         os.umask(umask)
         return 0o666 & ~umask
     if not stat.S_ISREG(st.st_mode):  # writing to a FIFO would block; to a device, worse
-        raise ValueError(f"{shown} is {kind_of(st.st_mode)}, not a regular file; nothing was written")
+        raise ValueError(f"{shown} is {kind_of(st.st_mode)}, not a regular file; nothing was "
+                         "written")
     return stat.S_IMODE(st.st_mode)
 
 

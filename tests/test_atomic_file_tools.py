@@ -7,10 +7,13 @@ every run. Written in place, a model's edit killed halfway leaves half a source 
 
 import os
 import stat
+import threading
+from pathlib import Path
 
 import pytest
 
 import s03_todo
+from harness import files
 from test_s07_durability import crash_at_byte
 
 OLD = "old line\n" * 300            # 2,700 bytes
@@ -24,7 +27,8 @@ def assert_whole(path, limit, *versions):
     if None in versions and not path.exists():
         return
     text = path.read_text(encoding="utf-8")
-    assert text in versions, (f"{path.name} is torn after a crash at byte {limit}: {len(text):,} characters, "
+    assert text in versions, (f"{path.name} is torn after a crash at byte {limit}: "
+                              f"{len(text):,} characters, "
                               f"ending {text[-30:]!r}")
 
 
@@ -52,7 +56,8 @@ def test_a_crash_inside_edit_file_leaves_the_old_file_or_the_edited_one(folder, 
     before = OLD + "the marker\n" + "the new line\n" * 150
     (folder / "code.py").write_text(before, encoding="utf-8")
     edited = before.replace("the marker\n", "the edited marker\n")
-    crash_at_byte(limit, SETUP, "s03_todo.run_edit('code.py', 'the marker', 'the edited marker')", folder)
+    edit = "s03_todo.run_edit('code.py', 'the marker', 'the edited marker')"
+    crash_at_byte(limit, SETUP, edit, folder)
     assert_whole(folder / "code.py", limit, before, edited)
 
 
@@ -84,3 +89,52 @@ def test_writing_through_a_symlink_replaces_the_file_it_points_to_not_the_link(f
     s03_todo.run_edit("link.txt", "new", "newer")
     assert (folder / "link.txt").is_symlink()
     assert (folder / "real.txt").read_text(encoding="utf-8") == "newer\n"
+
+
+# ---------------------------------------------------------------- files.write_atomic itself
+
+def test_write_atomic_takes_text_and_says_how_many_bytes_it_wrote(folder):
+    assert files.write_atomic(folder / "a.txt", "héllo\n", "a.txt") == 7
+    assert (folder / "a.txt").read_bytes() == "héllo\n".encode()
+    assert files.write_atomic(folder / "b.bin", b"\x00\x01", "b.bin") == 2     # bytes too
+
+
+def test_text_that_cannot_be_stored_is_refused_before_any_file_is_opened(folder, monkeypatch):
+    (folder / "keep.txt").write_text("keep me")
+    opened = []
+    real_open = os.open
+    monkeypatch.setattr(os, "open", lambda *a, **k: opened.append(a[0]) or real_open(*a, **k))
+    for name in ("new.txt", "keep.txt"):
+        with pytest.raises(ValueError, match="lone surrogate"):
+            files.write_atomic(folder / name, "bad \ud800 text", name)
+    assert opened == []
+    assert sorted(p.name for p in folder.iterdir()) == ["keep.txt"]
+    assert (folder / "keep.txt").read_text() == "keep me"
+
+
+def test_a_file_planted_at_a_guessable_temporary_name_does_not_block_the_write(folder):
+    for guess in (f".notes.txt.tmp-{os.getpid()}-{threading.get_ident()}", ".notes.txt.tmp"):
+        (folder / guess).symlink_to(folder / "victim.txt")
+    (folder / "victim.txt").write_text("the user's file")
+    files.write_atomic(folder / "notes.txt", "new notes\n", "notes.txt")
+    assert (folder / "notes.txt").read_text() == "new notes\n"
+    assert (folder / "victim.txt").read_text() == "the user's file"
+
+
+def test_a_link_planted_at_the_temporary_name_as_it_is_made_is_not_written_through(folder,
+                                                                               monkeypatch):
+    """As if someone guessed the temporary name and put a link there just before."""
+    (folder / "victim.txt").write_text("the user's file")
+    real_open = os.open
+
+    def plant_then_open(path, flags, *args, **kwargs):
+        if Path(path).name.startswith(".notes.txt") and not os.path.lexists(path):
+            Path(path).symlink_to(folder / "victim.txt")
+        return real_open(path, flags, *args, **kwargs)
+    monkeypatch.setattr(os, "open", plant_then_open)
+    try:
+        files.write_atomic(folder / "notes.txt", "new notes\n", "notes.txt")
+    except ValueError as exc:
+        assert "could not write notes.txt" in str(exc)
+    monkeypatch.undo()
+    assert (folder / "victim.txt").read_text() == "the user's file"

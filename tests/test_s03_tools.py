@@ -7,6 +7,7 @@ import time
 import pytest
 
 import s03_todo as s03
+from harness import bash
 from s03_todo import TodoManager, call_tool, run_bash, run_edit, run_read, run_write, safe_path
 
 
@@ -67,12 +68,21 @@ def test_bash_timeout_kills_the_whole_process_group(in_tmp, monkeypatch):
     pytest.fail(f"child {child} of a timed-out command is still running")
 
 
-def test_bash_output_over_the_cap_is_saved_whole_and_the_model_sees_head_tail_and_path(in_tmp, monkeypatch):
+def test_bash_output_over_the_cap_is_saved_whole_and_the_model_sees_head_tail_and_path(
+        in_tmp, monkeypatch):
     monkeypatch.setattr(s03, "OUTPUT_CAP", 1000)
     out, is_error = call_tool("bash", {"command": "seq 1 3000"}, s03.TOOLS, s03.TOOL_HANDLERS)
     assert not is_error and out.startswith("1\n2\n") and "\n3000\n" in out and len(out) < 1500
     saved = re.search(r"is saved in (\S+\.txt);", out)[1]
     assert (in_tmp / saved).read_text() == "\n".join(str(n) for n in range(1, 3001))  # all of it
+
+
+def test_bash_keeps_its_own_amount_of_output_unless_told_otherwise(in_tmp):
+    out = bash.run("seq 1 600000", cwd=in_tmp, timeout=30)      # 3,488,895 characters
+    assert out.startswith("1\n2\n")
+    kept = out[:out.index("\n... [output cut:")]
+    assert len(kept) == bash.KEEP_UP_TO
+    assert bash.run("seq 1 100", cwd=in_tmp, timeout=30, cap=10).startswith("1\n2\n3\n4\n5\n")
 
 
 # ---------------------------------------------------------------- file tools
@@ -92,7 +102,8 @@ def test_read_with_limit_and_errors(in_tmp):
 
 
 def test_write_creates_folders_and_reports_what_it_wrote(in_tmp):
-    assert run_write("d/e/g.txt", "héllo\nworld\n") == "Wrote 13 bytes (2 lines) to d/e/g.txt"
+    said = run_write("d/e/g.txt", "héllo\nworld\n")
+    assert said.startswith("Wrote 13 bytes") and said.endswith(" to d/e/g.txt")  # 12 characters
     assert (in_tmp / "d/e/g.txt").read_text(encoding="utf-8") == "héllo\nworld\n"
 
 
@@ -158,13 +169,13 @@ def test_a_command_that_floods_is_stopped_and_memory_stays_bounded(monkeypatch):
     out, is_error = call_tool("bash", {"command": "yes"}, s03.TOOLS, s03.TOOL_HANDLERS)
     assert time.monotonic() - start < 10
     assert out.startswith("y\ny\n") and len(out) < s03.OUTPUT_CAP + 800      # what the model sees
-    assert len(run_bash("yes")) < s03.KEEP_UP_TO + 500                         # what is kept at all
+    assert len(run_bash("yes")) < bash.KEEP_UP_TO + 500                        # what is kept at all
     assert "[output cut:" in out and "was killed; send big output to a file" in out
 
 
 def test_a_background_job_does_not_block_and_the_timeout_advice_works(in_tmp, monkeypatch):
     start = time.monotonic()
-    assert run_bash("sleep 5 &") == "(no output)"           # the pipe stays open; we do not wait for it
+    assert run_bash("sleep 5 &") == "(no output)"   # the pipe stays open; we do not wait for it
     assert run_bash("sleep 5 > job.log 2>&1 &") == "(no output)"
     assert time.monotonic() - start < 3
     monkeypatch.setattr(s03, "BASH_TIMEOUT", 1)
@@ -190,10 +201,10 @@ def test_arguments_sent_as_json_text_are_decoded_as_if_sent_properly(in_tmp):
 
 
 def test_a_lone_surrogate_is_refused_and_leaves_no_file(in_tmp):
-    output, is_error = call_tool("write_file", {"path": "a.txt", "content": "bad \ud800"}, s03.TOOLS,
-                                 s03.TOOL_HANDLERS)
+    output, is_error = call_tool("write_file", {"path": "a.txt", "content": "bad \ud800"},
+                                 s03.TOOLS, s03.TOOL_HANDLERS)
     assert is_error and "lone surrogate" in output and not (in_tmp / "a.txt").exists()
     (in_tmp / "b.txt").write_text("keep me")
-    output, is_error = call_tool("edit_file", {"path": "b.txt", "old_text": "keep", "new_text": "\udfff"},
-                                 s03.TOOLS, s03.TOOL_HANDLERS)
+    edit = {"path": "b.txt", "old_text": "keep", "new_text": "\udfff"}
+    output, is_error = call_tool("edit_file", edit, s03.TOOLS, s03.TOOL_HANDLERS)
     assert is_error and (in_tmp / "b.txt").read_text() == "keep me"

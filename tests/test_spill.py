@@ -1,21 +1,25 @@
 """Big results kept whole on disk: the model sees head and tail and can read all the rest."""
 
-import errno
+import contextlib
+import io
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
+from conftest import FullDisk
 from harness import spill
 
 CAP = 50_000
+ROOT = Path(__file__).resolve().parent.parent
 
 
 @pytest.fixture
 def results(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr(spill, "_saved_by_hash", {})
+    spill.SAVED.clear()                 # as a new process starts
     return spill.RESULTS
 
 
@@ -30,7 +34,7 @@ def test_a_300000_character_output_can_be_read_back_in_full_from_the_saved_file(
     assert len(shown) <= CAP + 500                     # what the model sees stays near the cap
     assert shown.startswith(text[:20_000]) and text[-20_000:] in shown
     path = spill.saved_path_in(shown)
-    assert path and path.startswith(".transcripts/results/") and "_bash_" in path
+    assert path and path.startswith(".transcripts/results/") and "/bash_" in path
     assert Path(path).read_text(encoding="utf-8") == text
     # as the model would: sed -n in pieces of lines, as the note suggests
     total = text.count("\n") + 1
@@ -38,7 +42,7 @@ def test_a_300000_character_output_can_be_read_back_in_full_from_the_saved_file(
     pieces = [subprocess.run(["sed", "-n", f"{a},{a + 999}p", path], capture_output=True, text=True,
                              check=True).stdout for a in range(1, total + 1, 1000)]
     assert "".join(pieces).rstrip("\n") == text
-    assert not list(Path(results).glob(".*.tmp"))
+    assert not list(Path(results).glob(".*.tmp"))        # no temporary file left behind
 
 
 def test_a_result_within_the_cap_is_left_alone_and_saves_nothing(results):
@@ -50,7 +54,7 @@ def test_a_result_within_the_cap_is_left_alone_and_saves_nothing(results):
 def test_only_the_note_on_the_last_line_names_a_saved_file(results):
     shown = spill.keep_whole(big_output(80_000), CAP, "read_file")
     path = spill.saved_path_in(shown)
-    assert path and "_read_file_" in path
+    assert path and "/read_file_" in path
     assert spill.saved_path_in(shown + "\nmore output") is None     # a quoted note is not ours
 
 
@@ -58,7 +62,7 @@ def test_the_oldest_saved_results_go_first_past_the_file_count(results, monkeypa
     monkeypatch.setattr(spill, "MAX_FILES", 3)
     paths = []
     for n in range(5):
-        paths.append(Path(spill.spill_for_placeholder(f"result {n} " + "z" * 5_000, "bash")))
+        paths.append(spill.save_result(f"result {n} " + "z" * 5_000, "bash"))
         os.utime(paths[-1], ns=(n * 10**9, n * 10**9))       # distinct ages, oldest first
     assert [p.exists() for p in paths] == [False, False, True, True, True]
     assert len(set(paths)) == 5        # a removed file's name is not given to another output
@@ -77,25 +81,174 @@ def test_the_oldest_saved_results_go_first_past_the_total_size(results, monkeypa
 
 
 def test_a_full_disk_falls_back_to_a_plain_cut_with_a_clear_note(results, monkeypatch):
-    def full(self, data):
-        raise OSError(errno.ENOSPC, "No space left on device")
-    monkeypatch.setattr(Path, "write_bytes", full)
+    real_open = io.open
+    monkeypatch.setattr(io, "open", lambda file, mode="r", *args, **kwargs: (
+        FullDisk(real_open(file, mode, *args, **kwargs)) if "w" in mode
+        else real_open(file, mode, *args, **kwargs)))
     text = big_output()
     shown = spill.keep_whole(text, CAP, "bash")
     assert shown.startswith(text[:CAP])
-    assert shown.endswith(f"[output cut: {len(text) - CAP:,} more characters; the whole output could "
-                          f"not be saved in {results}/ (the disk is full)]")
+    assert shown.endswith(f"[output cut: {len(text) - CAP:,} more characters; the whole output "
+                          f"could not be saved in {results}/ (the disk is full)]")
     assert spill.saved_path_in(shown) is None
-    assert spill.spill_for_placeholder(text, "bash") is None
-    assert list(Path(results).iterdir()) == []          # no empty or partial file left behind
+    assert spill.save_for_placeholder(text, "bash") is None
+    assert list(Path(results).glob("*.txt")) == []       # no empty or partial file left behind
+    assert [p.name for p in Path(results).iterdir()] == [spill.MARKER]
 
 
 def test_a_cleared_result_is_saved_once_and_named_the_same_way_every_time(results):
     text = "x" * 3_000
-    first = spill.spill_for_placeholder(text, "bash")
-    assert first == spill.spill_for_placeholder(text, "bash")      # same text, same file
+    first = spill.save_for_placeholder(text, "bash")
+    assert first == spill.save_for_placeholder(text, "bash")      # same text, same file
     assert Path(first).read_text() == text
-    assert spill.spill_for_placeholder("tiny", "bash") is None      # cheaper to run again
+    assert spill.save_for_placeholder("tiny", "bash") is None      # cheaper to run again
     shown = spill.keep_whole(big_output(), CAP, "bash")
-    assert spill.spill_for_placeholder(shown, "bash") == spill.saved_path_in(shown)   # no copy
-    assert len(list(Path(results).iterdir())) == 2
+    assert spill.save_for_placeholder(shown, "bash") == spill.saved_path_in(shown)   # no copy
+    assert len(list(Path(results).glob("*.txt"))) == 2
+
+
+# ---------------------------------------------------------------- a hostile results folder
+
+def notes_folder(where: Path, count: int = 30) -> Path:
+    """A folder of a user's notes (QA linked .transcripts/results to one of 1,200; here the
+    bounds are made smaller instead, to stay fast)."""
+    where.mkdir()
+    for n in range(count):
+        (where / f"note_{n:04}.txt").write_text(f"note {n}\n")
+    return where
+
+
+def test_a_results_folder_linked_elsewhere_is_refused_and_no_note_is_deleted(results, tmp_path,
+                                                                             monkeypatch):
+    monkeypatch.setattr(spill, "MAX_FILES", 10)
+    notes = notes_folder(tmp_path.parent / f"{tmp_path.name}-notes")
+    Path(".transcripts").mkdir()
+    Path(results).symlink_to(notes)
+    text = big_output(60_000)
+    shown = spill.keep_whole(text, CAP, "bash")
+    assert len(list(notes.iterdir())) == 30                           # none deleted, none added
+    assert shown.startswith(text[:CAP]) and spill.saved_path_in(shown) is None
+    assert "symbolic link" in shown.splitlines()[-1]                  # the cut says why
+
+
+def test_a_link_on_the_way_to_the_results_folder_is_refused_too(results, tmp_path):
+    notes = tmp_path.parent / f"{tmp_path.name}-elsewhere"
+    (notes / "results").mkdir(parents=True)
+    Path(".transcripts").symlink_to(notes)
+    shown = spill.keep_whole(big_output(60_000), CAP, "bash")
+    assert spill.saved_path_in(shown) is None and "symbolic link" in shown
+    assert list((notes / "results").iterdir()) == []
+
+
+def test_a_folder_of_the_users_own_files_is_not_used_and_not_pruned(results, monkeypatch):
+    monkeypatch.setattr(spill, "MAX_FILES", 10)
+    Path(".transcripts").mkdir()
+    notes = notes_folder(Path(results))            # a real folder, but not one the harness made
+    shown = spill.keep_whole(big_output(60_000), CAP, "bash")
+    assert spill.saved_path_in(shown) is None
+    assert sorted(p.name for p in notes.iterdir()) == [f"note_{n:04}.txt" for n in range(30)]
+
+
+def test_pruning_removes_only_the_files_the_harness_saved(results, monkeypatch):
+    monkeypatch.setattr(spill, "MAX_FILES", 3)
+    spill.save_result("first " * 1_000, "bash")        # the harness makes (and marks) the folder
+    mine = Path(results) / "todo.txt"
+    mine.write_text("a file the user put there")
+    for n in range(6):
+        spill.save_result(f"result {n} " * 1_000, "bash")
+    assert mine.read_text() == "a file the user put there"
+    assert len([p for p in Path(results).glob("*.txt") if p != mine]) == 3
+
+
+def test_a_symlink_planted_where_the_harness_writes_is_never_written_through(results, tmp_path,
+                                                                            monkeypatch):
+    """As if someone guessed each temporary name the harness writes to and put a link there
+    just before: whichever call opens it (a path, or a name in an open folder)."""
+    victim = tmp_path.parent / f"{tmp_path.name}-victim.txt"
+    victim.write_text("the user's file")
+    spill.save_result("make the folder " * 200, "bash")
+    folder = os.stat(results)
+    real_os_open, real_io_open = os.open, io.open
+    planted = []
+
+    def plant(file, dir_fd=None):
+        where = os.fstat(dir_fd) if dir_fd is not None else os.stat(Path(file).parent)
+        name = os.path.basename(file)
+        if os.path.samestat(where, folder) and name.startswith(".") and name != spill.MARKER:
+            with contextlib.suppress(FileExistsError):
+                os.symlink(victim, file, dir_fd=dir_fd)
+                planted.append(name)
+
+    def os_open(file, flags, *args, dir_fd=None, **kwargs):
+        if flags & os.O_CREAT and isinstance(file, (str, os.PathLike)):
+            plant(file, dir_fd)
+        return real_os_open(file, flags, *args, dir_fd=dir_fd, **kwargs)
+
+    def io_open(file, mode="r", *args, **kwargs):
+        if any(c in mode for c in "wxa+") and isinstance(file, (str, os.PathLike)):
+            plant(file)
+        return real_io_open(file, mode, *args, **kwargs)
+    monkeypatch.setattr(os, "open", os_open)
+    monkeypatch.setattr(io, "open", io_open)
+    text = big_output(60_000)
+    shown = spill.keep_whole(text, CAP, "bash")
+    monkeypatch.undo()
+    assert planted                                      # the harness did write a temporary file
+    assert victim.read_text() == "the user's file"
+    assert spill.saved_path_in(shown) is None and "output cut" in shown
+
+
+# ---------------------------------------------------------------- layer 1's placeholders
+
+def test_a_placeholders_file_is_named_by_its_text_alone_in_any_process(results):
+    text = "the same cleared result\n" * 200
+    here = spill.save_for_placeholder(text, "bash")
+    code = ("import sys; from harness import spill; "
+            "print(spill.save_for_placeholder(sys.stdin.read(), 'bash'))")
+    there = subprocess.run([sys.executable, "-c", code], input=text, capture_output=True,
+                           text=True, check=True, cwd=Path.cwd(),
+                           env={**os.environ, "PYTHONPATH": str(ROOT)}).stdout.strip()
+    assert here and there == here
+    assert Path(here).read_text() == text
+    assert len(list(Path(results).glob("*.txt"))) == 1
+
+
+def test_a_placeholders_file_is_never_pruned_while_this_process_names_it(results, monkeypatch):
+    monkeypatch.setattr(spill, "MAX_FILES", 3)
+    named = [spill.save_for_placeholder(f"cleared {n} " * 500, "bash") for n in range(5)]
+    for n in range(10):                                  # newer big outputs come and go
+        spill.keep_whole(big_output(60_000 + n), CAP, "bash")
+    assert all(Path(p).is_file() for p in named)
+    assert len(list(Path(results).glob("*.txt"))) == 5 + 3   # the bounds hold for the rest
+
+
+def test_a_placeholder_naming_a_kept_whole_file_keeps_that_file(results, monkeypatch):
+    monkeypatch.setattr(spill, "MAX_FILES", 2)
+    shown = spill.keep_whole(big_output(), CAP, "bash")
+    assert spill.save_for_placeholder(shown, "bash") == spill.saved_path_in(shown)
+    for n in range(5):
+        spill.keep_whole(big_output(60_000 + n), CAP, "bash")
+    assert Path(spill.saved_path_in(shown)).read_text() == big_output()
+
+
+def test_the_same_text_again_is_answered_without_touching_the_disk(results, monkeypatch):
+    text = "a cleared result " * 1_000
+    first = spill.save_for_placeholder(text, "bash")
+    again = "".join(["a cleared result "] * 1_000)      # equal, but another object
+
+    touched = []
+    with monkeypatch.context() as patch:
+        for name in ("open", "stat", "lstat", "replace", "link", "utime", "scandir", "mkdir"):
+            patch.setattr(os, name, lambda *args, _name=name, **kwargs: touched.append(_name))
+        answers = [spill.save_for_placeholder(text, "bash"),
+                   spill.save_for_placeholder(again, "bash")]
+    assert answers == [first, first] and touched == []
+
+
+def test_a_saved_text_is_written_once(results):
+    text = "x" * 5_000
+    path = Path(spill.save_for_placeholder(text, "bash"))
+    before = path.stat()
+    spill.SAVED.clear()                                  # as a new process would start
+    assert spill.save_for_placeholder(text, "bash") == str(path)
+    assert path.stat().st_ino == before.st_ino           # the same file, not written again
