@@ -139,7 +139,7 @@ class TodoManager:
     def update(self, items: list) -> str:
         """Replace the whole list, or raise ValueError and keep the old one."""
         if len(items) > MAX_TODOS:
-            raise ValueError(f"{len(items)} items; keep it to {MAX_TODOS}")
+            raise ValueError(f"{len(items)} items; keep it to {MAX_TODOS} or fewer")
         checked = []
         for number, item in enumerate(items, 1):
             checked.append(self.check(number, item))

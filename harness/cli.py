@@ -52,9 +52,9 @@ STEPS_RAN_OUT = 3     # a one-shot run's exit status when the turn's budget ran 
 HISTORY = Path(".transcripts") / "repl_history"   # the REPL's earlier prompts (up and down)
 HISTORY_LINES = 1000  # prompts kept in it
 DEMO = Path("demo")   # where --demo runs: nothing it writes lands beside your own files
-NO_MODEL = ("no model to talk to: set ANTHROPIC_API_KEY (in your environment or ./.env; any "
-            "value for a local server at ANTHROPIC_BASE_URL), or try --demo, which needs no "
-            "key")
+NO_MODEL = ("no model to talk to: set ANTHROPIC_API_KEY in your environment or in ./.env (copy "
+            ".env.example; any value will do for a local server at ANTHROPIC_BASE_URL), or try "
+            "--demo, which needs no key")
 REPL_HELP = ('a line """ starts a prompt of several lines and the next """ ends it; '
              "Ctrl-C clears the line; up and down recall earlier prompts")
 

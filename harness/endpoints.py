@@ -92,7 +92,7 @@ def ask(client, system: str, tools: list, messages: list, max_tokens: int,
         # The server paused a long turn: send what it wrote so far back, and it goes on.
         sent = sent + [_assistant_message(response.content, None)]
     cut = _cut_call(content, response.stop_reason)
-    message = _assistant_message(content, cut)
+    message = _assistant_message(content, cut, response.stop_reason)
     calls = _calls(content, cut, tools)
     said = _said(message)
     if calls:
@@ -159,10 +159,11 @@ def _cut_call(content: list, stop_reason: str):
     return None
 
 
-def _assistant_message(content: list, cut) -> dict:
+def _assistant_message(content: list, cut, stop_reason: str = "max_tokens") -> dict:
     """The assistant message as plain dicts, safe to send again and to write as JSON."""
     if cut is not None:
-        terminal.show_note(f"  [the reply was cut off inside a {cut.name} call: it was not run]")
+        terminal.show_note(f"  [the reply was cut off by {stop_reason} inside a {cut.name} "
+                           "call: it was not run]")
     blocks = []
     for block in content:
         if block is cut:
@@ -186,20 +187,26 @@ def _assistant_message(content: list, cut) -> dict:
 
 def _calls(content: list, cut, tools: list) -> list:
     """Every complete tool call of the reply, its input as sent, decoded and checked."""
-    schemas = {t["name"]: t.get("input_schema", {}) for t in tools or []}
     calls = []
     for block in content:
-        if block.type != "tool_use" or block is cut:
-            continue
-        call = Call(block.id, block.name, clean_json(block.input))
-        schema = schemas.get(call.name, {})
-        try:
-            call.input = _decode_input(call.input, schema)
-            _check_input(call.input, schema)
-        except ValueError as exc:
-            call.problem = str(exc)
-        calls.append(call)
+        if block.type == "tool_use" and block is not cut:
+            calls.append(make_call(block.id, block.name, clean_json(block.input), tools))
     return calls
+
+
+def make_call(call_id: str, name: str, given: object, tools: list) -> Call:
+    """A Call with its input decoded to the tool's schema, or .problem saying what is wrong."""
+    schema = {}
+    for tool in tools or []:
+        if tool["name"] == name:
+            schema = tool.get("input_schema", {})
+    call = Call(call_id, name, given)
+    try:
+        call.input = _decode_input(given, schema)
+        _check_input(call.input, schema)
+    except ValueError as exc:
+        call.problem = str(exc)
+    return call
 
 
 def _said(message: dict) -> str:

@@ -12,6 +12,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from harness import endpoints, spill  # noqa: E402
 from harness.stand_in_api import StandInAPI  # noqa: E402
 
 
@@ -131,3 +132,12 @@ class FullDisk:
 
     def __exit__(self, *exc) -> None:
         self._f.close()
+
+
+def call_tool(name, args, tools, handlers):
+    """One tool call as the loop runs it: the input checked against the tool's schema (as
+    endpoints.ask does), s03's dispatch, and the cap (the whole saved): (output, is_error)."""
+    import s03_todo
+    call = endpoints.make_call("toolu_test", name, args, tools)
+    output, is_error = s03_todo.call_tool(call, handlers)
+    return spill.keep_whole(output, s03_todo.OUTPUT_CAP, name), is_error

@@ -15,11 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from conftest import within
+from conftest import within, call_tool
 
 import s07_task_system as s07
 from harness.board.record import DESCRIPTION_MAX, SUBJECT_MAX, Task, agent_name, default_agent_name
-from s03_todo import call_tool
 
 ROOT = Path(__file__).resolve().parent.parent
 DEADLINE = 5          # seconds: a board call that takes longer is hanging

@@ -12,10 +12,10 @@ class Terminal(io.StringIO):
 
 def test_colour_only_on_a_terminal_and_never_with_no_color(monkeypatch):
     monkeypatch.delenv("NO_COLOR", raising=False)
-    assert harness._colour("31", "x", Terminal()) == "\033[31mx\033[0m"
-    assert harness._colour("31", "x", io.StringIO()) == "x"          # a pipe or a file
+    assert harness.colour("31", "x", Terminal()) == "\033[31mx\033[0m"
+    assert harness.colour("31", "x", io.StringIO()) == "x"          # a pipe or a file
     monkeypatch.setenv("NO_COLOR", "1")
-    assert harness._colour("31", "x", Terminal()) == "x"
+    assert harness.colour("31", "x", Terminal()) == "x"
 
 
 def test_a_tool_call_is_one_short_line_and_a_preview(capsys):

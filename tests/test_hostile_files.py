@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import FullDisk, within
+from conftest import FullDisk, within, call_tool
 
 import s03_todo as s03
 
@@ -34,7 +34,7 @@ def in_tmp(tmp_path, monkeypatch):
 
 def tool(name: str, **args) -> tuple:
     """(output, is_error), exactly as the model would get them."""
-    return s03.call_tool(name, args, s03.TOOLS, s03.TOOL_HANDLERS)
+    return call_tool(name, args, s03.TOOLS, s03.TOOL_HANDLERS)
 
 
 def later(name: str, **args):

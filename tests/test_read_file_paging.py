@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from conftest import call_tool
+
 import s03_todo as s03
 from harness import files
 
@@ -49,7 +51,7 @@ def test_following_read_on_through_a_300_kb_file_shows_every_line_once():
     assert 290_000 < Path("big.txt").stat().st_size < 310_000
 
     def read(path, offset):
-        out, is_error = s03.call_tool("read_file", {"path": path, "offset": offset},
+        out, is_error = call_tool("read_file", {"path": path, "offset": offset},
                                       s03.TOOLS, s03.TOOL_HANDLERS)
         assert not is_error and "not shown" not in out and "output cut" not in out
         return out

@@ -140,8 +140,10 @@ def test_dotenv_is_read_and_the_real_environment_wins(run_main, workdir):
     assert api.requests[0]["model"] == "model-from-env"
 
 
-@pytest.mark.parametrize("lesson, commands", [("s03_todo", "/help, /context, /cost"), ("s06_compact", "/help, /compact, /context, /cost"),
-                                              ("s07_task_system", "/help, /tasks, /task, /compact, /context, /cost")])
+@pytest.mark.parametrize("lesson, commands", [
+    ("s03_todo", "/help, /context, /cost, /clear"),
+    ("s06_compact", "/help, /compact, /context, /cost, /clear"),
+    ("s07_task_system", "/help, /tasks, /task, /compact, /context, /cost, /clear")])
 def test_every_lesson_has_help_and_the_no_key_line(run_main, lesson, commands):
     module = importlib.import_module(lesson)
     code, out, err, api = run_main(module, "--help")
@@ -186,7 +188,13 @@ def test_ctrl_c_during_a_turn_abandons_it_and_the_next_prompt_works(workdir):
         out, err = proc.communicate("next prompt\nq\n", timeout=30)
     assert proc.returncode == 0, err
     assert "turn abandoned" in err and "after interrupt" in out and api.violations == []
-    assert api.requests[1]["messages"] == [{"role": "user", "content": "next prompt"}]
+    # The command was running: it may have acted, so the model is told, not left to guess.
+    sent = api.requests[1]["messages"]
+    assert [m["role"] for m in sent] == ["user", "assistant", "user", "user"]
+    (result,) = sent[2]["content"]
+    assert result["is_error"] and "interrupted by the user while it ran: it may have acted" \
+        in result["content"]
+    assert sent[3] == {"role": "user", "content": "next prompt"}
 
 
 def test_the_key_or_an_auth_token_reaches_the_api(run_main):

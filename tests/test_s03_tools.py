@@ -6,9 +6,11 @@ import time
 
 import pytest
 
+from conftest import call_tool
+
 import s03_todo as s03
 from harness import bash
-from s03_todo import TodoManager, call_tool, run_bash, run_edit, run_read, run_write, safe_path
+from s03_todo import TodoManager, run_bash, run_edit, run_read, run_write, safe_path
 
 
 @pytest.fixture(autouse=True)
@@ -121,7 +123,7 @@ def test_edit_replaces_exactly_one_unique_occurrence(in_tmp):
 # ---------------------------------------------------------------- the dispatcher
 
 @pytest.mark.parametrize("name, args, message", [
-    ("nuke", {}, "unknown tool 'nuke'; available: bash"),
+    ("nuke", {}, "unknown tool 'nuke'; use one of ['bash'"),
     ("bash", {}, "missing required argument 'command'"),
     ("bash", {"command": 5}, "'command' must be string, got int"),
     ("read_file", {"path": "f", "limit": "ten"}, "'limit' must be integer"),
@@ -184,7 +186,7 @@ def test_a_background_job_does_not_block_and_the_timeout_advice_works(in_tmp, mo
 
 
 def test_every_tool_result_is_capped_not_only_bash_and_read():
-    tools = [{"name": "big", "input_schema": s03.object_schema({}, [])}]
+    tools = [{"name": "big", "input_schema": s03.schema([])}]
     output, is_error = call_tool("big", {}, tools, {"big": lambda: "x" * (s03.OUTPUT_CAP * 3)})
     assert not is_error and len(output) < s03.OUTPUT_CAP + 400 and "characters not shown" in output
 

@@ -6,6 +6,8 @@ import shutil
 
 import pytest
 
+from conftest import call_tool
+
 import s03_todo
 import s07_task_system as s07
 from harness.board.record import parse_task_id
@@ -303,7 +305,7 @@ def test_a_board_of_only_unreadable_files_does_not_say_it_is_empty(tasks):
 
 def test_task_tools_turn_refusals_into_error_results(tmp_path, monkeypatch):
     monkeypatch.setattr(s07, "TASKS", TaskManager(tmp_path / ".tasks"))
-    call = lambda name, args: s03_todo.call_tool(name, args, s07.TOOLS, s07.TOOL_HANDLERS)
+    call = lambda name, args: call_tool(name, args, s07.TOOLS, s07.TOOL_HANDLERS)
     assert call("task_create", {"subject": "a"}) == ("Created task #1: a", False)
     assert call("task_create", {"subject": "b"}) == ("Created task #2: b", False)
     assert call("task_update", {"task_id": "#2", "addBlockedBy": ["1"]})[1] is False

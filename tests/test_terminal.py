@@ -67,8 +67,7 @@ def test_a_terminal_sees_the_stream_escaped_and_keeps_the_harness_colours(monkey
     with StandInAPI([reply(text(hostile))]) as api:
         monkeypatch.setenv("ANTHROPIC_BASE_URL", api.url)
         client = anthropic.Anthropic(api_key="k", base_url=api.url)
-        terminal.show_stream(client.messages.stream(model="m", max_tokens=9, messages=[
-            {"role": "user", "content": "hi"}]))
+        endpoints.ask(client, "s", [], [{"role": "user", "content": "hi"}], 9)
     shown = screen.getvalue()
     assert "\x1b[1m" in shown                                   # the harness's own bold remains
     left = HARNESS_CODES.sub("", shown)
