@@ -19,7 +19,8 @@ from conftest import ROOT
 
 def valid(messages):
     """None if the real API would accept this history, else the rule it breaks."""
-    return check_request({"model": "m", "max_tokens": 1, "messages": messages}, context_window=10 ** 9)
+    return check_request({"model": "m", "max_tokens": 1, "messages": messages},
+                         context_window=10 ** 9)
 
 
 def call(id, name="bash", **input):
@@ -28,6 +29,12 @@ def call(id, name="bash", **input):
 
 def result(id, content="ok"):
     return {"type": "tool_result", "tool_use_id": id, "content": content}
+
+
+def interrupted(id):
+    """The result a call gets when it was running as the session stopped."""
+    return {"type": "tool_result", "tool_use_id": id, "content": "interrupted; it may have acted",
+            "is_error": True}
 
 
 def session(n_calls):
@@ -71,13 +78,14 @@ def test_a_torn_last_line_is_skipped_and_the_rest_is_kept(tmp_path):
     assert found.messages == session(2)[:-1] and valid(found.messages) is None
 
 
-def test_a_call_without_its_result_is_dropped_and_the_calls_that_ran_are_kept():
+def test_the_last_batch_without_results_marks_its_first_call_interrupted_and_drops_the_rest():
     history = session(2)[:-1] + [{"role": "assistant", "content": [
         {"type": "text", "text": "Running two more."}, call("a"), call("b")]}]
     repaired, dropped = repair(history)
-    assert dropped == 2 and valid(repaired) is None
-    assert repaired[:-1] == history[:-1]                       # t0 and t1 ran: kept with results
-    assert repaired[-1]["content"] == [{"type": "text", "text": "Running two more."}]
+    assert dropped == 1 and valid(repaired) is None
+    assert repaired[:-2] == history[:-1]                       # t0 and t1 ran: kept with results
+    assert repaired[-2]["content"] == [{"type": "text", "text": "Running two more."}, call("a")]
+    assert repaired[-1] == {"role": "user", "content": [interrupted("a")]}   # a may have run
 
 
 def test_of_two_calls_in_one_message_only_the_answered_one_stays():
@@ -93,7 +101,8 @@ def test_of_two_calls_in_one_message_only_the_answered_one_stays():
 
 
 def test_the_first_message_is_the_users_and_empty_text_is_left_out():
-    history = [{"role": "assistant", "content": [call("x")]}, {"role": "user", "content": [result("x")]},
+    history = [{"role": "assistant", "content": [call("x")]},
+               {"role": "user", "content": [result("x")]},
                {"role": "user", "content": "  "}, {"role": "user", "content": "start here"},
                {"role": "assistant", "content": [{"type": "text", "text": ""}, call("y")]},
                {"role": "user", "content": [result("y")]}]
@@ -146,16 +155,20 @@ def test_latest_is_the_session_written_last_and_none_when_there_is_none(tmp_path
     assert latest(tmp_path) == first.path
 
 
-def test_continue_starts_a_new_log_with_the_repaired_history_and_keeps_the_old_file(tmp_path, capsys):
+def test_continue_starts_a_new_log_with_the_repaired_history_and_keeps_the_old_file(tmp_path,
+                                                                                    capsys):
     old = SessionLog.start(tmp_path)
     for message in session(2)[:-1] + [{"role": "assistant", "content": [call("cut")]}]:
         old.append(message)
     old.close()
     before = old.path.read_bytes()
     history = session_log.open_session(continue_latest=True, folder=tmp_path)
-    assert history == session(2)[:-1] and valid(history) is None
+    assert history == session(2)[:-1] + [{"role": "assistant", "content": [call("cut")]},
+                                         {"role": "user", "content": [interrupted("cut")]}]
+    assert valid(history) is None
     note = capsys.readouterr().err
-    assert f"continuing {old.path}: 5 messages (1 tool call without a result left out)" in note
+    assert (f"continuing {old.path}: 7 messages (1 tool call stopped while it ran: its result "
+            "says it may have acted)") in note
     history.append({"role": "user", "content": "go on"})
     session_log.record(history)
     new = latest(tmp_path)
@@ -222,3 +235,207 @@ def test_a_writer_killed_with_sigkill_loses_at_most_its_last_line(tmp_path, ackn
     pairs = (len(found.messages) - 1) // 2
     assert pairs >= acknowledged + 1             # every acknowledged pair survived
     assert found.messages[0] == {"role": "user", "content": "go"}
+
+
+# ---------------------------------------------------------------- work interrupted mid-batch
+
+LOOP_WRITER = r"""
+import sys, time
+from pathlib import Path
+from harness.session import log as session_log
+session_log.open_session(folder=Path(sys.argv[1]))
+finished = int(sys.argv[2])          # calls that finish before the kill
+messages = [{"role": "user", "content": "make three files"}]
+session_log.record(messages)         # a round starts
+calls = [{"type": "tool_use", "id": f"call_{n}", "name": "bash", "input": {"command": f"touch {n}"}}
+         for n in "abc"]
+messages.append({"role": "assistant", "content": calls})
+session_log.record(messages)         # the reply is on disk before its first call runs
+for call in calls[:finished]:        # each result is recorded the moment it exists
+    session_log.tool_result({"type": "tool_result", "tool_use_id": call["id"], "content": "done"})
+print("killing time", flush=True)    # the next call "runs" until the kill
+time.sleep(60)
+"""
+
+
+@pytest.mark.parametrize("finished", [0, 1, 3])
+def test_a_session_killed_mid_batch_resumes_with_every_call_that_ran(tmp_path, finished):
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.Popen([sys.executable, "-c", LOOP_WRITER, str(tmp_path), str(finished)],
+                            stdout=subprocess.PIPE, text=True, env=env, cwd=tmp_path)
+    assert proc.stdout.readline() == "killing time\n"
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    proc.stdout.close()
+    found = read_session(latest(tmp_path))
+    ids = ["call_a", "call_b", "call_c"]
+    ran = [result(id, "done") for id in ids[:finished]]
+    running = [interrupted(id) for id in ids[finished:finished + 1]]   # the one cut off
+    kept = ids[:finished + 1]
+    assert found.messages == [{"role": "user", "content": "make three files"},
+                              {"role": "assistant", "content": [call(id, command=f"touch {id[-1]}")
+                                                                for id in kept]},
+                              {"role": "user", "content": ran + running}]
+    assert valid(found.messages) is None
+    assert (found.dropped_calls, found.interrupted_calls) == (3 - len(kept), len(running))
+
+
+def test_results_recorded_one_by_one_and_then_as_a_message_load_once(tmp_path):
+    session_log.open_session(folder=tmp_path)
+    messages = session(1)[:-1]
+    session_log.record(messages)
+    messages.append({"role": "assistant", "content": [call("a"), call("b")]})
+    for id in ("a", "b"):
+        session_log.tool_result(result(id, f"output of {id}"))
+    messages.append({"role": "user", "content": [result("a", "output of a"),
+                                                 result("b", "output of b")]})
+    session_log.record(messages)
+    messages.append({"role": "assistant", "content": [{"type": "text", "text": "Both done."}]})
+    session_log.record(messages)
+    assert load(latest(tmp_path)) == messages
+
+
+def test_a_call_reaches_the_log_before_its_result_even_if_the_loop_did_not_record_it(tmp_path):
+    session_log.open_session(folder=tmp_path)
+    messages = [{"role": "user", "content": "go"}]
+    session_log.record(messages)
+    messages.append({"role": "assistant", "content": [call("a")]})   # no record() in between
+    session_log.tool_result(result("a"))
+    assert load(latest(tmp_path)) == messages + [{"role": "user", "content": [result("a")]}]
+
+
+# ---------------------------------------------------------------- a failed turn's live history
+
+def test_a_failed_turn_keeps_the_calls_that_ran_and_marks_the_one_that_was_running(tmp_path):
+    session_log.open_session(folder=tmp_path)
+    summary = "[This conversation was compacted.]\n\nSummary: two files written."
+    messages = [{"role": "user", "content": summary}]           # a compaction happened this turn
+    session_log.record(messages)
+    messages.append({"role": "assistant", "content": [call("a"), call("b"), call("c")]})
+    session_log.tool_result(result("a", "wrote a"))
+    repaired, dropped = session_log.repair_live(messages)     # b was running when the turn failed
+    assert dropped == 1 and valid(repaired) is None
+    assert repaired == [{"role": "user", "content": summary},   # a plain string stays one
+                        {"role": "assistant", "content": [call("a"), call("b")]},
+                        {"role": "user", "content": [result("a", "wrote a"), interrupted("b")]}]
+    messages[:] = repaired
+    session_log.record(messages)
+    assert load(latest(tmp_path)) == messages
+
+
+def test_a_failed_turn_with_no_result_marks_its_first_call_and_drops_the_calls_never_run():
+    messages = [{"role": "user", "content": "Summary so far."},
+                {"role": "assistant", "content": [call("a"), call("b")]}]
+    repaired, dropped = session_log.repair_live(messages)     # no log: nothing known to have run
+    assert dropped == 1 and valid(repaired) is None
+    assert repaired[1:] == [{"role": "assistant", "content": [call("a")]},
+                            {"role": "user", "content": [interrupted("a")]}]
+
+
+def test_a_turn_that_failed_before_any_reply_keeps_its_prompt_and_every_message_object():
+    messages = session(2) + [{"role": "user", "content": "and now the docs"}]
+    repaired, dropped = session_log.repair_live(messages)
+    assert dropped == 0 and repaired == messages
+    assert all(a is b for a, b in zip(repaired, messages, strict=True))   # record(): no rewrite
+
+
+# ---------------------------------------------------------------- hostile session files
+
+def test_garbage_lines_even_deeply_nested_ones_count_as_torn_and_the_rest_loads(tmp_path, capsys):
+    deep = "[" * 100_000 + "]" * 100_000       # json itself gives up: RecursionError
+    sendable = "[" * 985 + "]" * 985            # json reads it, and fails to write it again
+    lines = [json.dumps(m) for m in session(1)[:-1]]
+    lines[1:1] = [deep, '{"role": "user", "content": ' + deep + "}", "5", '{"what": "this"}',
+                  '{"role": "user", "content": [{"type": "text", "text": "x", "y": ' + sendable
+                  + "}]}"]
+    (tmp_path / "session_20260101-000000_1.jsonl").write_text("\n".join(lines) + "\n")
+    found = read_session(tmp_path / "session_20260101-000000_1.jsonl")
+    assert found.messages == session(1)[:-1] and found.torn_lines == 5
+    session_log.open_session(continue_latest=True, folder=tmp_path)
+    assert "(5 torn lines skipped)" in capsys.readouterr().err
+
+
+def test_odd_blocks_in_well_formed_lines_never_break_loading_or_the_next_request(tmp_path):
+    odd = [{"role": "user", "content": "go"},
+           {"role": "assistant", "content": [call("a"), {"type": "tool_use", "id": ["x"]},
+                                             {"type": "tool_result", "tool_use_id": "a"}]},
+           {"role": "user", "content": [result("a"), {"type": "tool_result", "tool_use_id": {}},
+                                        {"type": "tool_use", "id": "b", "name": "bash",
+                                         "input": {}}]},
+           {"role": "assistant", "content": [call("c")]},
+           {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "c", "content": 5}]},
+           {"role": "user", "content": None}, {"role": "assistant", "content": 7},
+           {"role": "user", "content": [None, 3, "text", {"type": 1}]},
+           {"role": "assistant", "content": [{"type": "text", "text": "Done."}]}]
+    path = tmp_path / "session_20260101-000000_1.jsonl"
+    path.write_text("".join(json.dumps(m) + "\n" for m in odd))
+    found = read_session(path)
+    assert valid(found.messages) is None and found.dropped_calls == 2
+    assert found.messages == [odd[0], {"role": "assistant", "content": [call("a")]},
+                              {"role": "user", "content": [result("a")]}, odd[-1]]
+
+
+def test_a_tool_input_saved_as_json_text_is_decoded_and_an_undecodable_one_left_out(tmp_path):
+    history = [{"role": "user", "content": "go"},
+               {"role": "assistant", "content": [
+                   {"type": "tool_use", "id": "a", "name": "bash", "input": '{"command": "ls"}'},
+                   {"type": "tool_use", "id": "b", "name": "bash", "input": "ls -l"},
+                   {"type": "tool_use", "id": "c", "name": "bash", "input": ["ls"]}]},
+               {"role": "user", "content": [result("a"), result("b", "Error"),
+                                            result("c", "Error")]}]
+    repaired, dropped = repair(history)
+    assert dropped == 2 and valid(repaired) is None
+    assert repaired[1:] == [{"role": "assistant", "content": [call("a")]},
+                            {"role": "user", "content": [result("a")]}]
+
+
+def test_reused_tool_use_ids_in_a_saved_session_are_renamed_call_and_result_together():
+    history = [{"role": "user", "content": "go"},
+               {"role": "assistant", "content": [call("toolu_01"), call("toolu_02")]},
+               {"role": "user", "content": [result("toolu_01", "1"), result("toolu_02", "2")]},
+               {"role": "assistant", "content": [call("toolu_01", command="pwd")]},  # from 1 again
+               {"role": "user", "content": [result("toolu_01", "3")]},
+               {"role": "assistant", "content": [call("toolu_05"), call("toolu_05")]},  # in one
+               {"role": "user", "content": [result("toolu_05", "4"), result("toolu_05", "5")]}]
+    repaired, dropped = repair(history)
+    assert dropped == 0 and valid(repaired) is None
+    assert repaired[:3] == history[:3]
+    again = repaired[3]["content"][0]
+    assert again["id"] != "toolu_01" and again["input"] == {"command": "pwd"}
+    assert repaired[4]["content"] == [result(again["id"], "3")]      # the result follows its call
+    first, second = (b["id"] for b in repaired[5]["content"])
+    assert first == "toolu_05" and second != first
+    assert repaired[6]["content"] == [result(first, "4"), result(second, "5")]
+
+
+def test_a_new_reply_reusing_an_earlier_id_gets_a_fresh_one_and_others_are_left_alone():
+    history = session(2)                                    # t0 and t1 are taken
+    fresh = {"role": "assistant", "content": [call("t9")]}
+    assert session_log.unique_ids(history, fresh) is fresh and fresh["content"] == [call("t9")]
+    reused = {"role": "assistant", "content": [{"type": "text", "text": "Again."}, call("t1"),
+                                               call("t5"), call("t5")]}
+    renamed = session_log.unique_ids(history, reused)
+    ids = [b["id"] for b in renamed["content"][1:]]
+    assert ids[1] == "t5" and len(set(ids + ["t0", "t1"])) == 5
+    answered = history + [renamed, {"role": "user", "content": [result(id) for id in ids]}]
+    assert valid(answered) is None
+
+
+def test_continue_where_no_new_file_can_be_made_resumes_without_a_log(tmp_path, monkeypatch,
+                                                                        capsys):
+    old = SessionLog.start(tmp_path)
+    for message in session(1):
+        old.append(message)
+    old.close()
+
+    def read_only(folder=None):
+        raise PermissionError(13, "Permission denied")
+    monkeypatch.setattr(SessionLog, "start", read_only)
+    history = session_log.open_session(continue_latest=True, folder=tmp_path)
+    assert history == session(1)
+    note = capsys.readouterr().err
+    assert f"continuing {old.path}: 4 messages" in note and note.count("\n") == 1
+    assert "no session log" in note and "permission denied" in note
+    history.append({"role": "user", "content": "go on"})
+    session_log.record(history)                             # no log: nothing to write, no error
+    assert list(tmp_path.iterdir()) == [old.path]
