@@ -230,10 +230,10 @@ REMINDER = "<reminder>Update your todos.</reminder>"
 def agent_loop(messages: list, client, max_steps: int = MAX_STEPS) -> str:
     rounds_without_todo = 0
     for step in range(max_steps):
-        session_log.record(messages)          # saved as it goes: --continue
         # One model call, streamed to the screen as it is written.
         reply = endpoints.ask(client, SYSTEM, TOOLS, messages, MAX_TOKENS)
         messages.append(reply.message)
+        session_log.record(messages)          # on disk before its calls run
         if not reply.calls:
             return reply.text
         results = run_tool_calls(reply.calls, TOOL_HANDLERS) + reply.notes

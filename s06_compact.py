@@ -86,8 +86,11 @@ def clear_new_batch(messages: list) -> None:
     # newest turn always stays: the model has not seen its results yet.
     batch = layer1.no_longer_needed(messages, KEEP_RECENT, KEEP_CHARS, CLEARED)
     # Clearing rewrites the request from the batch's first block on: the cache is read up to
-    # there, and all after it is written to the cache again (1.25 x).
+    # there, and all after it is written to the cache again (1.25 x). A cold cache (the
+    # first call of a resumed session) has nothing to lose.
     rewritten = layer1.tokens_after(messages, batch) - batch.tokens
+    if CONTEXT.reported is None:
+        rewritten = 0
     at_least = min(CLEAR_AT_LEAST, CONTEXT.threshold * 2 // 5)
     if batch.tokens < at_least or batch.tokens < REWRITE_SHARE * rewritten:
         return
@@ -222,13 +225,13 @@ def compact_if_asked(calls: list, messages: list, client, compact=auto_compact) 
 def agent_loop(messages: list, client, max_steps: int = MAX_STEPS) -> str:
     """s03's loop, plus the three layers on their marked lines."""
     for step in range(max_steps):
-        session_log.record(messages)          # saved as it goes: --continue
         view = micro_compact(messages)                                   # layer 1
         if needs_compaction(view):                                       # layer 2
             auto_compact(messages, client)                               # layer 2
             view = micro_compact(messages)                               # layer 1
         reply = endpoints.ask(client, SYSTEM, TOOLS, view, s03.MAX_TOKENS)
         messages.append(reply.message)
+        session_log.record(messages)          # on disk before its calls run
         CONTEXT.record(reply.usage, messages)                            # layer 2 measures
         if not reply.calls:
             return reply.text
@@ -249,8 +252,9 @@ def compact_now(messages: list, client, focus: str, compact=auto_compact) -> Non
 
 
 def show_context(messages: list, client, arg: str) -> None:
-    """/context: what the next request would send, against the threshold and the window."""
-    views.print_context(SYSTEM, TOOLS, micro_compact(messages, batch=False), CONTEXT)
+    """/context: what the next request would send (layer 1's view, as the next call makes
+    it), against the threshold and the window. No model call."""
+    views.print_context(SYSTEM, TOOLS, micro_compact(messages), CONTEXT)
 
 
 def start(args) -> None:

@@ -40,7 +40,7 @@ import sys
 
 import s03_todo as s03
 import s06_compact as s06
-from harness import board, cli, demos, endpoints
+from harness import board, cli, demos, endpoints, terminal
 from harness.board import claims, graph, record, text
 from harness.board import commands as commands_for
 from harness.session import log as session_log
@@ -86,8 +86,8 @@ class TaskManager:
         with self.store.locked():                  # one writer at a time, across processes
             task = self.store.load(task_id)
             before = task["status"]
-            change, notes = self.check_update(task, status, add_blocked_by or [],
-                                              remove_blocked_by or [], owner, force)
+            change, notes = self.check_update(task, status, add_blocked_by,
+                                              remove_blocked_by, owner, force)
             # Every check passed: only now does anything change.
             task.update(change)
             if before in FINISHED and task["status"] not in FINISHED:
@@ -160,8 +160,8 @@ class TaskManager:
                              "giving it blockers")
         # Who may start or change a task another agent holds: claims.py, in one place.
         change, notes = claims.check(task, status, owner, self.agent, force)
-        blocked, more = self.check_blockers(tid, task["blockedBy"], add)
-        for dep in record.ids(remove):     # a missing or unreadable blocker can go too
+        blocked, more = self.check_blockers(tid, task["blockedBy"], add or [])
+        for dep in record.ids(remove or []):   # a missing or unreadable one can go too
             if dep not in blocked:
                 raise ValueError(f"#{tid} is not blocked by #{dep}")
             blocked.remove(dep)
@@ -183,7 +183,7 @@ class TaskManager:
             if dep == tid:
                 raise ValueError(f"task #{tid} cannot block itself")
             if other["status"] in FINISHED:
-                notes.append(f"#{dep} is already {other['status']}, so it blocks nothing")
+                notes.append(text.finished_blocker(other, tid))
             elif dep not in blocked:
                 # A new task (tid None) has no dependents yet, so it cannot close a cycle.
                 if tid is not None:
@@ -251,6 +251,7 @@ SYSTEM = ("You are a coding agent working in the current folder. Plan multi-step
 
 def board_message() -> str:
     """The board for the model after a compaction: read fresh from the store, bounded."""
+    terminal.show_note(f"  [the board, read from {TASKS.store.name}, was added to the summary]")
     try:
         shown = TASKS.list_all()
         if len(shown) > BOARD_CHARS:        # a big board: the unfinished tasks first, cut
@@ -269,13 +270,13 @@ def compact_with_board(messages: list, client, focus: str = "") -> bool:
 def agent_loop(messages: list, client, max_steps: int = s06.MAX_STEPS) -> str:
     """s06's loop with s07's tools; after any compaction the board comes back."""
     for step in range(max_steps):
-        session_log.record(messages)          # saved as it goes: --continue
         view = s06.micro_compact(messages)                               # layer 1
         if s06.needs_compaction(view):                                   # layer 2
             compact_with_board(messages, client)                         # layer 2 + board
             view = s06.micro_compact(messages)                           # layer 1
         reply = endpoints.ask(client, SYSTEM, TOOLS, view, s03.MAX_TOKENS)
         messages.append(reply.message)
+        session_log.record(messages)          # on disk before its calls run
         s06.CONTEXT.record(reply.usage, messages)                        # layer 2 measures
         if not reply.calls:
             return reply.text
@@ -289,8 +290,7 @@ def agent_loop(messages: list, client, max_steps: int = s06.MAX_STEPS) -> str:
 
 def show_context(messages: list, client, arg: str) -> None:
     """/context: what the next request would send, against the threshold and the window."""
-    view = s06.micro_compact(messages, batch=False)
-    views.print_context(SYSTEM, TOOLS, view, s06.CONTEXT)
+    views.print_context(SYSTEM, TOOLS, s06.micro_compact(messages), s06.CONTEXT)
 
 
 def start(args) -> str:

@@ -301,8 +301,8 @@ def _keep_completed(history, saved, prompt, what, results=None):
     """
     if results and history and history[-1]["role"] == "assistant":
         history.append({"role": "user", "content": results})
-    while history and history[-1]["role"] == "assistant" and _has_calls(history[-1]):
-        history.pop()
+    # Calls without a result: answered from the log, the one running marked (session/log.py).
+    history[:] = session_log.repair_live(history)[0]
     compacted = not any(m is prompt for m in history)
     start = 0 if compacted else saved + 1
     done = _ran_calls(history[start:])
@@ -317,12 +317,6 @@ def _keep_completed(history, saved, prompt, what, results=None):
         history[saved:] = clean_json(history[saved:])
         terminal.show_note(f"[{what} after {terminal.plural(done, 'tool call')}: they are "
                            "kept in the conversation, so the model knows what was done]")
-
-
-def _has_calls(message: dict) -> bool:
-    content = message.get("content")
-    return isinstance(content, list) and any(
-        isinstance(b, dict) and b.get("type") == "tool_use" for b in content)
 
 
 def _ran_calls(messages: list) -> int:

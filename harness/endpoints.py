@@ -29,6 +29,9 @@ Without each piece:
   TypeError deep in a tool.
 - complete calls whatever stop_reason says: a server that says end_turn beside a tool call
   loses that call.
+- unique ids (session_log.unique_ids): an endpoint that numbers its tool_use ids from 1
+  again (after --continue, say) reuses an earlier call's id; the API refuses the request, and
+  layer 1 would show the new result as the old one's placeholder.
 - the usage line and the record (session/record.py): the cost of a session is invisible, and
   a local server that silently dropped the tools goes unnoticed.
 """
@@ -42,6 +45,7 @@ from harness.clean import clean_json
 from harness.config import api_error_line, api_timeout, model_id
 from harness.errors import EndpointError, dropped, unsendable
 from harness.sdk import anthropic, httpx
+from harness.session import log as session_log
 from harness.session.record import RECORD, usage_counts
 
 MAX_RESUMES = 10      # pause_turn continuations of one round before it is returned as it is
@@ -93,7 +97,12 @@ def ask(client, system: str, tools: list, messages: list, max_tokens: int,
         sent = sent + [_assistant_message(response.content, None)]
     cut = _cut_call(content, response.stop_reason)
     message = _assistant_message(content, cut, response.stop_reason)
+    # An endpoint that numbers its ids from 1 again would reuse an earlier call's id.
+    message = session_log.unique_ids(messages, message)
     calls = _calls(content, cut, tools)
+    uses = [b for b in message["content"] if b["type"] == "tool_use"]
+    for call, block in zip(calls, uses, strict=True):
+        call.id = block["id"]
     said = _said(message)
     if calls:
         terminal.show_reply_text(said)          # beside tool calls: shown, not returned

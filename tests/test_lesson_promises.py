@@ -21,6 +21,7 @@ import s07_task_system as s07
 from conftest import FullDisk
 from harness.stand_in_api import reply, text, tool
 from harness import endpoints
+from harness.board import open_store
 from s03_todo import run_tool_calls, schema
 
 BIG = "y" * (4 * s06.CLEAR_AT_LEAST)   # one result worth a whole batch of layer 1
@@ -184,7 +185,8 @@ def test_a_transcript_cut_by_a_full_disk_leaves_no_file_and_the_compaction_is_sk
 
 @pytest.fixture
 def board(tmp_path, monkeypatch):
-    monkeypatch.setattr(s07, "TASKS", s07.TaskManager(tmp_path / ".tasks", agent="alice"))
+    monkeypatch.setattr(s07.TASKS, "store", open_store(tmp_path / ".tasks"))
+    monkeypatch.setattr(s07.TASKS, "agent", "alice")
     return tmp_path / ".tasks"
 
 

@@ -122,7 +122,6 @@ def stop_in_the_middle_of_a_batch(workdir, signum):
                 pass
 
 
-@pytest.mark.xfail(strict=True, reason="needs the harness to call log.tool_result")
 @pytest.mark.parametrize("signum", [signal.SIGKILL, signal.SIGHUP, signal.SIGINT])
 def test_continue_after_a_stopped_batch_keeps_the_calls_that_ran_and_marks_the_running_one(
         run_main, workdir, signum):
@@ -158,7 +157,6 @@ def test_continue_renames_tool_use_ids_an_endpoint_used_twice(run_main):
     assert answers == [(ids[0], "one"), (ids[1], "two")]
 
 
-@pytest.mark.xfail(strict=True, reason="needs the harness to call log.unique_ids on each reply")
 def test_a_reply_that_reuses_an_earlier_tool_use_id_is_run_and_answered(run_lesson):
     proc, _ = run_lesson("s06_compact", "say one", script=[
         reply(tool("bash", {"command": "echo one"}, id="toolu_01")), reply(text("said one"))])

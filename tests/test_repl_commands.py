@@ -1,4 +1,5 @@
-"""The pieces issues 20 and 22 added, as a user meets them in a lesson's REPL or demo."""
+"""The REPL's commands that need no model call, as a user meets them: /tasks, /task, /cost,
+/context, the live board, and the demo's session page."""
 
 import io
 import re
@@ -46,9 +47,10 @@ def test_task_import_puts_a_checklist_on_the_board_in_order(run_main, workdir):
 def test_every_demo_writes_one_session_page_with_one_bar_per_model_call(run_main, workdir):
     code, out, err, api = run_main(s06_compact, "--demo", key=None)
     assert code == 0
-    calls = len(re.findall(r"\[(?:summary call )?tokens: ", err))
-    (page,) = (workdir / ".transcripts").glob("session_*.html")
-    assert f"[session page: .transcripts/{page.name} (open it in a browser)]" in err
+    calls = len(re.findall(r"\[(?:summary call|tokens): ", err))
+    assert not (workdir / ".transcripts").exists()           # the demo writes only under demo/
+    (page,) = (workdir / "demo" / ".transcripts").glob("session_*.html")
+    assert f"[session page: demo/.transcripts/{page.name} (open it in a browser)]" in err
     bars = re.findall(r'<g class="call[^"]*" data-call="(\d+)"', page.read_text(encoding="utf-8"))
     assert bars == [str(n) for n in range(1, calls + 1)] and calls >= 10     # in order, none missing
 

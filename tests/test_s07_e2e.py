@@ -6,6 +6,7 @@ import sys
 
 import s07_task_system
 from conftest import clean_env, tool_results
+from harness.board import open_store
 from harness.stand_in_api import reply, text, tool
 
 PLAN = ["Design data model", "Implement API", "Write docs", "Write API tests"]
@@ -101,19 +102,25 @@ def test_slash_compact_with_nothing_to_compact_says_so(run_main):
 
 
 def test_a_big_board_is_bounded_when_re_attached_after_compaction(tmp_path, monkeypatch):
-    board = s07_task_system.TaskManager(tmp_path / ".tasks")
+    monkeypatch.setattr(s07_task_system.TASKS, "store", open_store(tmp_path / ".tasks"))
     for n in range(100):
-        board.create(f"task {n}")
-    monkeypatch.setattr(s07_task_system, "TASKS", board)
+        s07_task_system.TASKS.create(f"task {n}")
     message = s07_task_system.board_message()
-    assert message.count("\n[ ] #") == s07_task_system.BOARD_IN_SUMMARY
-    assert "... and 60 more unfinished tasks: task_list shows all" in message and "(100 unfinished" in message
+    assert message.count("\n[ ] #") == 100                      # it fits: it comes back whole
+    for n in range(100, 1000):
+        s07_task_system.TASKS.create(f"task {n} " + "x" * 40)
+    message = s07_task_system.board_message()
+    assert len(message) <= s07_task_system.BOARD_CHARS + 200
+    assert "(1000 unfinished, 0 done; task_list shows all)" in message
+    assert "task_list shows the whole board" in message and "Ready to start: #1 task 0" in message
 
 
-def test_the_demo_with_a_tiny_threshold_says_in_one_line_why_it_cannot_run(run_main):
-    code, out, err, api = run_main(s07_task_system, "--demo", key=None, env={"COMPACT_THRESHOLD": "500"})
-    assert code == 1 and "the demo needs COMPACT_THRESHOLD of at least 5,000" in err
-    assert err.count("\n") == 1 and api.requests == []
+def test_the_demo_says_it_ignores_a_threshold_of_yours_and_runs_as_written(run_main):
+    code, out, err, api = run_main(s07_task_system, "--demo", key=None,
+                                   env={"COMPACT_THRESHOLD": "500"})
+    assert code == 0 and api.violations == [], err
+    assert "[demo] your COMPACT_THRESHOLD=500 is ignored" in err
+    assert "came back whole" in out + err
 
 
 def test_every_task_command_works_in_the_repl_as_a_user_runs_it(run_lesson, workdir):

@@ -10,6 +10,7 @@ from conftest import call_tool
 
 import s03_todo
 import s07_task_system as s07
+from harness.board import open_store
 from harness.board.record import parse_task_id
 from s07_task_system import TaskManager
 
@@ -304,8 +305,10 @@ def test_a_board_of_only_unreadable_files_does_not_say_it_is_empty(tasks):
 # ---------------------------------------------------------------- through the tool dispatcher
 
 def test_task_tools_turn_refusals_into_error_results(tmp_path, monkeypatch):
-    monkeypatch.setattr(s07, "TASKS", TaskManager(tmp_path / ".tasks"))
-    call = lambda name, args: call_tool(name, args, s07.TOOLS, s07.TOOL_HANDLERS)
+    monkeypatch.setattr(s07.TASKS, "store", open_store(tmp_path / ".tasks"))
+
+    def call(name, args):
+        return call_tool(name, args, s07.TOOLS, s07.TOOL_HANDLERS)
     assert call("task_create", {"subject": "a"}) == ("Created task #1: a", False)
     assert call("task_create", {"subject": "b"}) == ("Created task #2: b", False)
     assert call("task_update", {"task_id": "#2", "addBlockedBy": ["1"]})[1] is False

@@ -11,6 +11,7 @@ import sys
 import pytest
 
 import harness.terminal as terminal
+from harness import endpoints
 import s03_todo
 from harness.stand_in_api import StandInAPI, error, reply, text, tool
 

@@ -56,13 +56,18 @@ def board(tasks: dict, problems: list, order: str, ready: str) -> str:
         lines.append(line(task, waiting))
     lines += [f"! {p}" for p in problems]
     if not live and problems:      # not "No tasks yet": a model would plan it all again
-        count = len(problems)
-        return "\n".join(lines + [f"No readable tasks: {count} record(s) above could not be "
-                                  "used; fix or remove them, then list again"])
+        return "\n".join(lines + [_none_readable(len(problems))])
     unfinished = [t for t in live if t["status"] not in FINISHED]
     if any(t["blockedBy"] for t in unfinished):      # an order helps only with blockers
         lines.append(order)
     return "\n".join(lines + [ready])
+
+
+def _none_readable(n: int) -> str:
+    if n == 1:
+        return "No readable tasks: 1 file above could not be used; fix or remove it, then list again"
+    return (f"No readable tasks: {n} files above could not be used; fix or remove them, then "
+            "list again")
 
 
 def ready_line(ready: list, tasks: dict) -> str:
@@ -85,6 +90,12 @@ def described(task_ids: list, store) -> str:
         parts.append(f"#{tid} {one_line(task['subject'])}" if task else
                      f"#{tid} (missing or unreadable)")
     return ", ".join(parts)
+
+
+def finished_blocker(blocker: dict, tid) -> str:
+    """A blocker already finished is not stored: say so, not silently."""
+    what = f"#{tid}" if tid is not None else "the new task"
+    return f"#{blocker['id']} is already {blocker['status']}, so it does not block {what}"
 
 
 def reopened(task: dict, unblocked: list) -> list:

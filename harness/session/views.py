@@ -50,7 +50,7 @@ def _block_parts(block: object) -> list:
         return _text_parts(str(block.get("text", "")))
     if kind == "tool_use":
         given = block.get("input") if isinstance(block.get("input"), dict) else {}
-        cleared = any(isinstance(v, str) and v.startswith(layer1.CLEARED) for v in given.values())
+        cleared = any(isinstance(v, str) and v.startswith(layer1.INPUT_PLACEHOLDER) for v in given.values())
         return [("cleared" if cleared else "calls", _tokens(block))]
     if kind == "tool_result":
         content = block.get("content")
@@ -155,9 +155,11 @@ def _threshold_line(threshold: Optional[int], total: int) -> str:
     return f"  threshold      [{''.join(cells)}] COMPACT_THRESHOLD {threshold:,}: {where}"
 
 
-def print_context(system: str, tools: list, view_messages: list, threshold: Optional[int],
-                  reported_tokens: Optional[int] = None, reported_covers: Optional[int] = None) -> None:
+def print_context(system: str, tools: list, view_messages: list, context=None) -> None:
     """/context in a lesson's REPL; without a count from the lesson, the record's last call gives one."""
+    threshold = context.threshold if context else None    # TEMP until the page branch lands
+    reported_tokens = context.reported if context else None
+    reported_covers = context.seen if context else None
     if reported_tokens is None:
         reported_tokens, reported_covers = RECORD.context_tokens(), None
     print(context_report(system, tools, view_messages, threshold, RECORD.cached_tokens(),
