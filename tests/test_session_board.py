@@ -2,7 +2,7 @@
 
 import re
 
-from harness.session.page import render
+from harness.session.page import BOARD_BYTES, render
 from harness.session.record import BOARDS_KEPT, Recorder
 from test_session_page import Elements, synthetic_record, task, usage
 
@@ -117,3 +117,15 @@ def test_only_the_latest_compactions_keep_their_board_and_the_page_says_so():
     page = Elements(board_page({1: task(1, "a")}, compactions=BOARDS_KEPT + 2))
     assert len(page.having("svg", "board")) == BOARDS_KEPT + 1          # and the one at the end
     assert sum("board at this compaction is not kept" in t for t in page.text) == 2
+
+
+def test_dense_boards_at_many_compactions_share_a_bounded_part_of_the_page():
+    """Every drawn task waits for every drawn task after it: the densest picture there is."""
+    board = {n: task(n, f"step {n}", blocked=range(n + 1, 61)) for n in range(1, 61)}
+    for n in range(1, 61):
+        board[n]["unblocked"] = list(range(1, n))              # and once waited for the others
+    text = board_page(board, compactions=BOARDS_KEPT + 2)
+    pictures = re.findall(r'<svg class="board".*?</svg>', text)
+    assert sum(len(p.encode("utf-8")) for p in pictures) <= BOARD_BYTES
+    assert "Not drawn: the pictures of the board on this page" in text
+    assert '<svg class="board"' in text.split("The board at the end")[1]   # the end's is drawn

@@ -246,11 +246,11 @@ def _pictures(record: SessionRecord) -> dict:
         if board is None:
             continue
         picture = board_picture.board_svg(board, name)
-        if used + len(picture) > BOARD_BYTES:
+        if used + len(picture.encode("utf-8")) > BOARD_BYTES:
             picture = ('<p class="note">Not drawn: the pictures of the board on this page '
                        'already take about 1 MB; /tasks shows the board.</p>')
         pictures[name] = picture
-        used += len(picture)
+        used += len(picture.encode("utf-8"))
     return pictures
 
 
@@ -295,7 +295,7 @@ def _tool_table(record: SessionRecord) -> str:
                     f'<td>{t.after_call}</td><td><code>{text(t.name)}</code></td>'
                     f'<td><code>{text(t.args)}</code></td>'
                     f'<td>{mark}<pre>{text(chr(10).join(lines))}</pre></td></tr>')
-        used += len(rows[-1])
+        used += len(rows[-1].encode("utf-8"))
     more = (f'<p class="note">… and {left_out:,} more tool calls, not shown: a page keeps to '
             f'about 5 MB, a run\'s record to {MAX_TOOL_CALLS:,} tool calls.</p>'
             if left_out else "")

@@ -14,7 +14,7 @@ that links to the call that sent them before. Without each piece:
 from typing import Optional
 
 from harness.session.markup import cut, n, text
-from harness.session.record import ModelCall, SentBlock, SessionRecord
+from harness.session.record import MAX_REQUESTS, ModelCall, SentBlock, SessionRecord
 
 SECTION_BYTES = 2_000_000    # of the page (about 5 MB in all) for the requests; then one line
 SUMMARY_PROBE = 200          # characters of a compaction's summary looked for in a sent text
@@ -38,17 +38,18 @@ def section(record: SessionRecord) -> str:
     for call in calls:
         messages = previous[: call.request.same] + list(call.request.messages)
         html_ = _call(record, call, messages, previous, before, seen)
-        if used + len(html_) > SECTION_BYTES:
+        size = len(html_.encode("utf-8"))
+        if used + size > SECTION_BYTES:
             parts.append(f'<p class="note">Calls {call.number:,} to {record.calls[-1].number:,}: '
                          'their requests are not shown; the page keeps to about 5 MB. The '
                          'session log (.transcripts/session_….jsonl) has every message.</p>')
             break
         parts.append(html_)
-        used += len(html_)
+        used += size
         previous, before = messages, call
     if record.requests_left_out:
         parts.append(f'<p class="note">{record.requests_left_out:,} later calls kept their usage '
-                     'only: a run keeps the requests of its first 5,000 calls.</p>')
+                     f'only: a run keeps the requests of its first {MAX_REQUESTS:,} calls.</p>')
     return "\n".join(parts)
 
 
