@@ -7,10 +7,15 @@ stand-in whose context window is small enough to overflow in one turn.
 """
 
 import json
+import re
 import subprocess
 import sys
+from types import SimpleNamespace
 
 from conftest import ROOT, clean_env
+from harness import config
+from harness.session import views
+from harness.session.record import Recorder
 from harness.stand_in_api import StandInAPI, is_summary_request, prompt_tokens, reply, tool
 
 WINDOW = 4_000       # tokens: one bulky tool result overflows it
@@ -69,3 +74,35 @@ def test_a_conversation_over_the_window_fails_to_compact_in_one_line_keeps_its_h
     for path in transcripts:
         lines = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
         assert [m["role"] for m in lines] == ["user", "assistant", "user"] and "4999 5000" in json.dumps(lines[2])
+
+
+# ---------------------------------------------------------------- /context and the window
+
+def context_with_window(monkeypatch, capsys, window, reported):
+    """/context as s06 prints it, with CONTEXT_WINDOW=window and the API's count `reported`."""
+    monkeypatch.setenv("CONTEXT_WINDOW", str(window))
+    monkeypatch.setattr(views, "RECORD", Recorder())
+    history = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]
+    views.print_context("system", [], history,
+                        SimpleNamespace(threshold=THRESHOLD, reported=reported, seen=2))
+    return capsys.readouterr().out
+
+
+def test_context_shows_the_models_window_used_and_free(monkeypatch, capsys):
+    report = context_with_window(monkeypatch, capsys, 10_000, 1_234)
+    line = next(line for line in report.splitlines() if line.startswith("  window "))
+    assert "1,234 of 10,000 tokens used (12.3%), 8,766 free (87.7%)" in line
+    assert re.search(r"\[(#+)(·+)\]", line)[1] == "#" * round(60 * 0.1234)
+    assert report.index("  threshold ") < report.index("  window ")          # beside it
+
+
+def test_context_says_when_the_context_no_longer_fits_the_window(monkeypatch, capsys):
+    report = context_with_window(monkeypatch, capsys, WINDOW, WINDOW + 500)
+    assert "over it by 500: the API refuses a request this long" in report
+
+
+def test_the_window_is_the_default_models_without_context_window(monkeypatch, capsys):
+    monkeypatch.delenv("CONTEXT_WINDOW", raising=False)
+    monkeypatch.setattr(views, "RECORD", Recorder())
+    views.print_context("system", [], [{"role": "user", "content": "hi"}])
+    assert f"of {config.DEFAULT_WINDOW:,} tokens used" in capsys.readouterr().out

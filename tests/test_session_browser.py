@@ -1,28 +1,30 @@
 """The session page in a real browser: headless Chromium from the system's packages.
 
 It opens the page from disk as a learner would, and checks what the browser made of it: the
-bars and the board in its DOM, no console error (no script ran, none failed), and screenshots
-in the light and the dark scheme that show the bars' colours on a matching background.
+bars, the board and what the model saw in its DOM, no console error (no script ran, none
+failed), and screenshots in the light and the dark scheme, in a narrow and a wide window, that
+show the bars' colours on a matching background and the chart as wide as the page.
 Skipped with a reason when Chromium is missing; a failure when CI=true (.ci/run installs it).
 """
 
 import os
+import re
 import shutil
 import struct
 import subprocess
 import tempfile
 import zlib
-from pathlib import Path
 
 import pytest
 
-from harness.session.page import write_page
+from harness.session.page import BAR_WIDTH_MAX, CHART_WIDTH, write_page
 from test_session_page import HOSTILE, Elements, synthetic_record
 
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
          "--disable-background-networking", "--disable-component-update", "--disable-sync",
          "--hide-scrollbars", "--enable-logging=stderr", "--v=0"]
 WRITTEN_LIGHT, WRITTEN_DARK = (0xEF, 0x8A, 0x17), (0xF6, 0xB2, 0x6B)   # "written to the cache"
+PAGE_MAX, PADDING = 1200, 15         # the page's CSS: max-width 1200px, padding 1em (15px)
 
 
 @pytest.fixture(scope="module")
@@ -31,7 +33,8 @@ def chromium():
         if shutil.which(name):
             return shutil.which(name)
     if os.environ.get("CI") == "true":
-        pytest.fail("Chromium is missing on CI: .ci/run must install it (apt-get install -y chromium)")
+        pytest.fail("Chromium is missing on CI: .ci/run must install it "
+                    "(apt-get install -y chromium)")
     pytest.skip("Chromium is not installed (apt-get install -y chromium)")
 
 
@@ -48,27 +51,40 @@ def console_errors(stderr):
     return [line for line in stderr.splitlines() if ":CONSOLE" in line]
 
 
-@pytest.mark.parametrize("scheme", ["light", "dark"])
-def test_the_page_renders_from_disk_in_both_schemes_with_no_console_error(chromium, tmp_path, scheme):
+@pytest.mark.parametrize("scheme, window", [("light", 640), ("dark", 1280)])
+def test_the_page_renders_from_disk_in_both_schemes_with_no_console_error(
+        chromium, tmp_path, scheme, window):
     """One run per scheme: the DOM the browser built, its console, and what it painted."""
     rec = synthetic_record(subject=HOSTILE, output=HOSTILE)
     shot = tmp_path / f"{scheme}.png"
-    dom, log = run_chromium(chromium, write_page(rec.data, tmp_path), "--dump-dom", f"--screenshot={shot}",
-                            "--window-size=640,560",
-                            f"--blink-settings=preferredColorScheme={0 if scheme == 'dark' else 1}")
+    dark = 0 if scheme == "dark" else 1
+    dom, log = run_chromium(chromium, write_page(rec.data, tmp_path), "--dump-dom",
+                            f"--screenshot={shot}", f"--window-size={window},560",
+                            f"--blink-settings=preferredColorScheme={dark}")
     seen = Elements(dom)
-    assert len(seen.having("g", "call")) == len(rec.data.calls)              # one bar per model call
+    assert len(seen.having("g", "call")) == len(rec.data.calls)        # one bar per model call
     assert len(seen.having("rect", "written")) == sum(c.cache_written > 0 for c in rec.data.calls)
-    assert len(seen.having("g", "task")) == 8                                # two boards of four
+    assert len(seen.having("g", "task")) == 8                          # two boards of four
     assert len(seen.having("path", "blocks")) == 2 and len(seen.having("path", "blocked")) == 4
-    assert not seen.having("img") and not seen.having("script")              # the hostile text stayed text
+    assert {"3"} == {t["data-task"] for t in seen.having("g", "ready")}
+    assert {"4"} == {t["data-task"] for t in seen.having("g", "blocked")}
+    assert not seen.having("img") and not seen.having("script")        # hostile text stayed text
     assert console_errors(log) == []
+    # What the model saw: a collapsed section per call, new blocks and placeholders marked, the
+    # summary and the board after the compaction.
+    sections = seen.having("details", "request")
+    assert len(sections) == len(rec.data.calls) and not [s for s in sections if "open" in s]
+    assert seen.having("li", "cleared") and len(seen.having("span", "new")) > 6
+    assert seen.having("span", "summary") and seen.having("pre", "board-text")
     width, rows = decode_png(shot.read_bytes())
-    corner = rows[0][:3]                                                     # the page's background
+    corner = rows[0][:3]                                               # the page's background
     assert (sum(corner) > 600) if scheme == "light" else (sum(corner) < 150), corner
     colour = WRITTEN_LIGHT if scheme == "light" else WRITTEN_DARK
-    painted = sum(1 for row in rows for x in range(0, width * 3, 3) if tuple(row[x:x + 3]) == colour)
-    assert painted > 3_000                                                   # call 2's bar: 40 x 200 px
+    runs = [len(run) // 3 for row in rows for run in pixel_runs(row, colour)]
+    assert sum(runs) > 1_500                                           # call 2's bar
+    # The chart is as wide as the page: its bars are as much wider as the page is.
+    page_width = min(window - 2 * PADDING, PAGE_MAX)
+    assert abs(max(runs) - BAR_WIDTH_MAX * page_width / CHART_WIDTH) <= 2
 
 
 def test_the_console_check_sees_a_script_error(chromium, tmp_path):
@@ -77,6 +93,12 @@ def test_the_console_check_sees_a_script_error(chromium, tmp_path):
     page.write_text("<!DOCTYPE html><p>x</p><script>no_such_function()</script>", encoding="utf-8")
     _, log = run_chromium(chromium, page, "--dump-dom")
     assert any("no_such_function" in line for line in console_errors(log))
+
+
+def pixel_runs(row, colour):
+    """The runs of pixels of exactly `colour` side by side in a row of RGB bytes."""
+    pattern = re.compile(b"(?:" + re.escape(bytes(colour)) + b")+")
+    return [m.group() for m in pattern.finditer(row) if m.start() % 3 == 0]
 
 
 def decode_png(data):
@@ -92,16 +114,19 @@ def decode_png(data):
     width, height, depth, colour_type = struct.unpack(">IIBB", header[:10])
     assert depth == 8 and colour_type in (2, 6), (depth, colour_type)
     step = 3 if colour_type == 2 else 4
-    raw, stride, rows, prior = zlib.decompress(b"".join(chunks)), width * step, [], bytearray(width * step)
+    raw, stride, rows = zlib.decompress(b"".join(chunks)), width * step, []
+    prior = bytearray(stride)
     for y in range(height):
-        kind, line = raw[y * (stride + 1)], bytearray(raw[y * (stride + 1) + 1:(y + 1) * (stride + 1)])
-        if kind == 2:                            # Up, the common case: one pass, no per-byte branches
-            line = bytearray((a + b) & 0xFF for a, b in zip(line, prior))
+        start = y * (stride + 1)
+        kind, line = raw[start], bytearray(raw[start + 1:start + 1 + stride])
+        if kind == 2:                        # Up, the common case: one pass, no per-byte branches
+            line = bytearray((a + b) & 0xFF for a, b in zip(line, prior, strict=True))
         elif kind:
             for i in range(stride):
                 left, up_left = (line[i - step], prior[i - step]) if i >= step else (0, 0)
                 line[i] = (line[i] + _predict(kind, left, prior[i], up_left)) & 0xFF
-        rows.append(bytes(line) if step == 3 else bytes(b for i, b in enumerate(line) if i % 4 < 3))
+        rows.append(bytes(line) if step == 3
+                    else bytes(b for i, b in enumerate(line) if i % 4 < 3))
         prior = line
     return width, rows
 
@@ -116,5 +141,6 @@ def _predict(kind, left, up, up_left):
     if kind == 3:
         return (left + up) // 2
     guess = left + up - up_left                  # Paeth
-    near = min((abs(guess - left), 0, left), (abs(guess - up), 1, up), (abs(guess - up_left), 2, up_left))
+    near = min((abs(guess - left), 0, left), (abs(guess - up), 1, up),
+               (abs(guess - up_left), 2, up_left))
     return near[2]

@@ -1,39 +1,106 @@
 """A record of one run, in memory: what the session page, /context and /cost show.
 
 Relied on by all three lessons through a line each (terminal.show_usage records every model
-call, s03's run_tool_calls every tool call, s06 its clearings and compactions, s07 its board),
-and by session_page.py and session_views.py, which only read it. Without each piece:
+call with the request it sent, s03's run_tool_calls every tool call, s06 its clearings and
+compactions, s07 its board), by terminal for the session's totals, and by page.py and
+views.py, which only read it. Without each piece:
+- usage_counts() / totals(): the token line and the session total would each add up usage
+  their own way; a missing field or a count sent as "12" by an odd endpoint would break them.
 - call(): the page has no bars and /cost nothing to add up.
+- the requests: the page cannot show what the model saw. Each block is kept once however
+  many requests send it, cut to its head and tail, within SENT_CHARS over the run; each
+  request keeps only the messages that differ from the previous one. Without that, a long
+  REPL session would keep every request whole: memory growing with the square of its length.
 - tool(): the page cannot say which tool calls made the context grow.
 - cleared() / compacted(): the chart shows the context shrink with no reason given.
-- board() / watch_board(): the picture of s07's task graph is missing.
+- board() / watch_board(): the picture of s07's task graph is missing (the board of only the
+  last BOARDS_KEPT compactions is kept: a board can hold thousands of tasks).
 - _never_raises: a bug in this bookkeeping would stop the lesson it only watches.
 """
 
 import functools
+import hashlib
 import json
+import math
 import time
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
+from harness.session import blocks
+
 ARGS_CHARS = 300            # a tool call's arguments kept for the page (a write_file can be huge)
 OUTPUT_CHARS = 600          # a tool result's preview kept for the page
 SUMMARY_CHARS = 20_000      # a compaction's summary kept whole up to this; it is shown on the page
-MAX_TOOL_CALLS = 5_000      # a long REPL session keeps memory bounded; the page says how many were left out
+MAX_TOOL_CALLS = 5_000      # memory stays bounded in a long REPL; the page counts the rest
 CACHE_LIFETIME = 300        # seconds the API keeps a cached prefix after its last use (5 minutes)
+HEAD_CHARS, TAIL_CHARS = 1_200, 400   # a sent block is kept as its head and tail: the end of a
+                                      # result (an error, a total) matters as much as its start
+SENT_CHARS = 3_000_000      # characters of sent blocks kept over a run; past it, only their sizes
+MAX_REQUESTS = 5_000        # requests kept; a longer session keeps the usage of later calls only
+BOARDS_KEPT = 4             # compactions whose board snapshot is kept (the latest ones)
+USAGE_FIELDS = ("input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens",
+                "output_tokens")
+
+
+def usage_counts(usage: object) -> tuple:
+    """(uncached input, read from cache, written to cache, output) of a reply's usage.
+
+    A missing or null field is 0; a count sent as text ("12", by an odd endpoint) is a number;
+    anything else that is not a count is 0, so that a token line never stops a lesson.
+    """
+    found = usage.get if isinstance(usage, dict) else functools.partial(getattr, usage)
+    return tuple(_count(found(name, None)) for name in USAGE_FIELDS)
+
+
+def _count(value: object) -> int:
+    if value is None or isinstance(value, bool):
+        return 0
+    try:
+        number = float(str(value).strip()) if not isinstance(value, int) else value
+    except ValueError:
+        return 0
+    return int(number) if math.isfinite(number) and number > 0 else 0
+
+
+@dataclass(frozen=True)
+class SentBlock:
+    """One block of a request as the page shows it; kept once, however many requests send it."""
+    kind: str                   # text, tool_use, tool_result, thinking, system, tools, or the type
+    label: str                  # tool_use: the tool; tool_result: the call it answers; tools: names
+    text: str                   # what the model reads, cut to its head and tail (cut_middle)
+    chars: int                  # its whole length
+    tokens: int                 # estimated, as /context estimates it
+    cleared: bool = False       # a layer-1 placeholder
+    error: bool = False         # a tool result marked is_error
+    board: str = ""             # s07's <task-board>…</task-board>, out of `text`, cut the same way
+    board_chars: int = 0
+    kept: bool = True           # False: SENT_CHARS was spent; only the sizes are known
+
+
+@dataclass(frozen=True)
+class Request:
+    """What one call sent: the first `same` messages are the previous request's (not stored
+    again); `messages` are the rest, each (role, keys of its blocks in SessionRecord.blocks)."""
+    same: int
+    messages: tuple
+    count: int                  # messages in the whole request
+    system: Optional[bytes]     # the key of the system prompt; None when not given
+    tools: Optional[bytes]      # the key of the tool definitions; None when not given
+    tokens: int                 # estimated size of the whole request, system and tools included
 
 
 @dataclass
 class ModelCall:
-    """One model call's usage, as the API reported it."""
+    """One model call's usage, as the API reported it, and what it sent."""
     number: int                 # 1, 2, ... in the order of the run
-    label: str                  # "tokens" for the loop's calls, "summary call tokens" for a summary
+    label: str                  # "tokens" for the loop's calls, "summary call" for a summary
     uncached: int               # input_tokens: input neither read from nor written to the cache
     cache_read: int             # cache_read_input_tokens: 0.1 x the price
     cache_written: int          # cache_creation_input_tokens: 1.25 x the price
     output: int                 # output_tokens
-    threshold: Optional[int]    # COMPACT_THRESHOLD in force at this call (None: the lesson has none)
+    threshold: Optional[int]    # COMPACT_THRESHOLD at this call (None: the lesson has none)
     at: float                   # time.time() when it was recorded
+    request: Optional[Request] = None   # None: not given, or not kept (MAX_REQUESTS)
 
     @property
     def input(self) -> int:
@@ -41,7 +108,7 @@ class ModelCall:
 
     @property
     def is_summary(self) -> bool:
-        return "summary" in self.label
+        return self.label.startswith("summary")     # "summary call", or "summary call tokens"
 
 
 @dataclass
@@ -67,18 +134,20 @@ class BoardTask:
     status: str
     owner: Optional[str]
     blocked_by: list            # what it waits for now
-    unblocked: list             # finished: the tasks that waited for it (s07 keeps this to reopen it)
+    unblocked: list             # finished: the tasks that waited for it (kept to reopen it)
 
 
 @dataclass
 class Compaction:
     number: int                 # 1, 2, ... in the order of the run
     after_call: int             # the summary call that produced it
-    before: int                 # tokens before (the lesson's estimate)
-    after: int                  # tokens after
+    before: int                 # tokens the next request would have sent before it
+    after: int                  # tokens after: an estimate (no call has sent the summary yet)
     summary: str
     transcript: str             # where the full history was saved
     board: Optional[list] = None  # list[BoardTask] read at this compaction (s07), else None
+    counted: Optional[int] = None  # the part of `before` the API counted; None: all estimated
+    board_dropped: bool = False    # its board was read, then let go (BOARDS_KEPT)
 
 
 @dataclass
@@ -94,6 +163,12 @@ class SessionRecord:
     problems: list = field(default_factory=list)      # bookkeeping that failed, shown on the page
     current_threshold: Optional[int] = None
     board_source: Optional[Callable[[], dict]] = None  # s07: reads the board when a snapshot is due
+    blocks: dict = field(default_factory=dict)        # key -> SentBlock: every block sent, once
+    sent_chars: int = 0                               # characters of blocks kept (SENT_CHARS)
+    requests_kept: int = 0
+    requests_left_out: int = 0                        # calls past MAX_REQUESTS
+    totals: dict = field(default_factory=lambda: dict.fromkeys(
+        ("calls", "fresh", "read", "written", "out"), 0))
 
 
 def _never_raises(method):
@@ -109,15 +184,15 @@ def _never_raises(method):
     return guarded
 
 
-def usage_counts(usage):
-    """(uncached input, read from cache, written to cache, output); a missing or null field is 0."""
-    names = ("input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens",
-             "output_tokens")
-    return tuple(int(getattr(usage, n, None) or 0) for n in names)
-
-
 def _cut(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def cut_middle(text: str, head: int = HEAD_CHARS, tail: int = TAIL_CHARS) -> str:
+    """A long text as its head, its whole length and its tail, as the terminal shows arguments."""
+    if len(text) <= head + tail:
+        return text
+    return f"{text[:head]}…[{len(text):,} characters]…{text[-tail:]}"
 
 
 class Recorder:
@@ -125,17 +200,80 @@ class Recorder:
 
     def __init__(self) -> None:
         self.data = SessionRecord()
+        self._previous = []     # the last kept request's messages, whole: what the next shares
 
     def reset(self, lesson: str = "") -> None:
         """At the start of each run: a second main() in one process starts a new record."""
         self.data = SessionRecord(lesson=lesson)
+        self._previous = []
 
     @_never_raises
-    def call(self, usage: object, label: str = "tokens", sent=None, system=None,
-             tools=None) -> None:
-        uncached, read, written, out = (int(n) for n in usage_counts(usage))  # "12" from an odd endpoint
-        self.data.calls.append(ModelCall(len(self.data.calls) + 1, str(label), uncached, read, written,
-                                         out, self.data.current_threshold, time.time()))
+    def call(self, usage: object, label: str = "tokens", sent: Optional[list] = None,
+             system: object = None, tools: Optional[list] = None) -> None:
+        """One model call: its usage, and the request it sent (the messages after layer 1, the
+        system prompt and the tool definitions), when the caller gives them."""
+        uncached, read, written, out = usage_counts(usage)
+        totals = self.data.totals
+        totals["fresh"] += uncached
+        totals["read"] += read
+        totals["written"] += written
+        totals["out"] += out
+        totals["calls"] += 1
+        call = ModelCall(len(self.data.calls) + 1, str(label), uncached, read, written, out,
+                         self.data.current_threshold, time.time())
+        self.data.calls.append(call)
+        if sent is not None:
+            self._keep_request(call, sent, system, tools)
+
+    def totals(self) -> dict:
+        """The session's sums since the run began: calls, fresh (uncached), read, written, out."""
+        return dict(self.data.totals)
+
+    @_never_raises
+    def _keep_request(self, call: ModelCall, sent: list, system: object, tools: object) -> None:
+        if self.data.requests_kept >= MAX_REQUESTS:
+            self.data.requests_left_out += 1
+            return
+        self.data.requests_kept += 1
+        messages = []
+        for message in sent:
+            role = message.get("role", "") if isinstance(message, dict) else ""
+            keys = tuple(self._keep_block(block) for block in blocks.content_blocks(message))
+            messages.append((str(role), keys))
+        same = 0
+        while (same < min(len(messages), len(self._previous))
+               and messages[same] == self._previous[same]):
+            same += 1
+        self._previous = messages
+        system_key = None if system is None else self._keep_block(system, "system")
+        tools_key = None if tools is None else self._keep_block(tools, "tools")
+        keys = [k for _, ks in messages for k in ks] + [k for k in (system_key, tools_key) if k]
+        tokens = sum(self.data.blocks[k].tokens for k in keys)
+        call.request = Request(same, tuple(messages[same:]), len(messages), system_key, tools_key,
+                               tokens)
+
+    def _keep_block(self, block: object, kind: Optional[str] = None) -> bytes:
+        """The key of block in data.blocks, adding it the first time it is sent."""
+        raw = blocks.as_json(blocks.plain(block) if kind is None else block)
+        name = (kind or "block") + "\0" + raw
+        key = hashlib.blake2b(name.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+        if key not in self.data.blocks:
+            self.data.blocks[key] = self._sent_block(blocks.plain(block), raw, kind)
+        return key
+
+    def _sent_block(self, block: object, raw: str, kind: Optional[str]) -> SentBlock:
+        kind, label, shown, error = _readable(block, raw, kind)
+        rest, board = blocks.split_board(shown) if kind == "text" else (shown, "")
+        # the whole block as the request sends it (a system prompt as its text, as /context does)
+        tokens = blocks.estimate(shown if kind == "system" else raw)
+        kept_text, kept_board = cut_middle(rest), cut_middle(board)
+        kept = self.data.sent_chars + len(kept_text) + len(kept_board) <= SENT_CHARS
+        if kept:
+            self.data.sent_chars += len(kept_text) + len(kept_board)
+        else:
+            kept_text, kept_board = "", ""
+        return SentBlock(kind, label, kept_text, len(rest), tokens, blocks.is_cleared(block), error,
+                         kept_board, len(board), kept)
 
     @_never_raises
     def tool(self, name: str, args: object, output: object, is_error: bool) -> None:
@@ -152,12 +290,22 @@ class Recorder:
         self.data.clearings.append(Cleared(len(self.data.calls) + 1, int(count), int(tokens)))
 
     @_never_raises
-    def compacted(self, before: int, after: int, summary: str, transcript_path: object) -> None:
-        """A compaction succeeded; its summary call is the last call recorded."""
+    def compacted(self, before: int, after: int, summary: str, transcript_path: object,
+                  counted: Optional[int] = None) -> None:
+        """A compaction succeeded; its summary call is the last call recorded.
+
+        before: what the next request would have sent (system prompt and tools included);
+        counted: the part of it the API counted (the rest estimated), None when all estimated.
+        after: what the next request sends now, an estimate: no call has sent it yet.
+        """
         board = self._read_board() if self.data.board_source else None
-        self.data.compactions.append(Compaction(len(self.data.compactions) + 1, len(self.data.calls),
-                                                int(before), int(after), _cut(str(summary), SUMMARY_CHARS),
-                                                str(transcript_path), board))
+        self.data.compactions.append(Compaction(
+            len(self.data.compactions) + 1, len(self.data.calls), int(before), int(after),
+            _cut(str(summary), SUMMARY_CHARS), str(transcript_path), board,
+            None if counted is None else int(counted)))
+        for older in self.data.compactions[:-BOARDS_KEPT]:
+            if older.board is not None:
+                older.board, older.board_dropped = None, True
 
     @_never_raises
     def board(self, tasks: dict) -> None:
@@ -171,7 +319,7 @@ class Recorder:
 
     @_never_raises
     def watch_board(self, source: Callable[[], dict]) -> None:
-        """s07: source() returns the board (id -> task); it is read at each compaction and at the end."""
+        """s07: source() returns the board (id -> task), read at each compaction and at the end."""
         self.data.board_source = source
 
     @_never_raises
@@ -209,13 +357,46 @@ class Recorder:
         last = self._last_loop_call()
         return None if last is None else (last.input + last.output) or None  # 0: no usage sent
 
+    def context_covers(self) -> Optional[int]:
+        """How many messages context_tokens() counts: those the last loop call sent, and its
+        reply; None when the call's request was not given (then all of them, as before)."""
+        last = self._last_loop_call()
+        return None if last is None or last.request is None else last.request.count + 1
+
     def _last_loop_call(self) -> Optional[ModelCall]:
         data = self.data
         if not data.calls or data.calls[-1].is_summary:
-            return None    # after a summary call the history was replaced (or the compaction failed)
+            return None    # after a summary call the history was replaced (or compaction failed)
         if data.compactions and data.compactions[-1].after_call >= data.calls[-1].number:
             return None
         return data.calls[-1]
+
+
+def _readable(block: object, raw: str, kind: Optional[str]) -> tuple:
+    """(kind, label, the text the page shows, is_error) of a block, a system prompt or tools."""
+    if kind == "tools":
+        names = [t.get("name", "?") for t in block if isinstance(t, dict)] if isinstance(
+            block, list) else []
+        return "tools", _cut(", ".join(map(str, names)), ARGS_CHARS), raw, False
+    if kind == "system":
+        return "system", "", block if isinstance(block, str) else raw, False
+    if not isinstance(block, dict):
+        return "text", "", str(block), False
+    kind = str(block.get("type", "?"))
+    if kind == "text":
+        return kind, "", str(block.get("text", "")), False
+    if kind == "thinking":
+        return kind, "", str(block.get("thinking", "")), False
+    if kind == "tool_use":
+        return kind, str(block.get("name", "")), blocks.as_json(block.get("input")), False
+    if kind == "tool_result":
+        content = block.get("content")
+        if isinstance(content, list):
+            content = "\n".join(str(b.get("text", "")) if isinstance(b, dict) and "text" in b
+                                else blocks.as_json(b) for b in content)
+        return (kind, str(block.get("tool_use_id", "")), "" if content is None else str(content),
+                bool(block.get("is_error")))
+    return kind, "", raw, False
 
 
 def _board_tasks(tasks: dict) -> list:
@@ -223,16 +404,23 @@ def _board_tasks(tasks: dict) -> list:
     board = []
     for task in tasks.values():
         owner = task.get("owner")
-        board.append(BoardTask(int(task["id"]), str(task.get("subject", "")), str(task.get("status", "")),
-                               None if owner is None else str(owner), _ids(task.get("blockedBy")),
-                               _ids(task.get("unblocked"))))
+        board.append(BoardTask(int(task["id"]), str(task.get("subject", "")),
+                               str(task.get("status", "")), None if owner is None else str(owner),
+                               _ids(task.get("blockedBy")), _ids(task.get("unblocked"))))
     return sorted(board, key=lambda t: t.id)
 
 
 def _ids(values: object) -> list:
     """The task ids in a list from a task file; anything else (a hand edit) is left out."""
-    return [int(v) for v in values if not isinstance(v, bool) and str(v).isascii() and str(v).isdigit()] \
-        if isinstance(values, list) else []   # "²".isdigit() is True, hence isascii
+    if not isinstance(values, list):
+        return []
+    ids = []
+    for value in values:
+        if type(value) is int and value >= 0:         # the usual case, and quick on a big board
+            ids.append(value)
+        elif isinstance(value, str) and value.isascii() and value.isdigit():  # "²".isdigit()
+            ids.append(int(value))
+    return ids
 
 
 RECORD = Recorder()   # the one record of this process's current run

@@ -1,79 +1,37 @@
 """/context and /cost: what fills the context now, and what the session has cost. No model call.
 
-Relied on by the REPL of all three lessons (cli adds /cost; each lesson adds /context with its
-own system prompt, tools and view). Reads harness/session/record.py. Without each piece:
+Relied on by the REPL of all three lessons (cli adds /cost; each lesson calls print_context
+with its own system prompt, tools and view, and s06 and s07 with their ContextSize). Reads
+harness/session/record.py; sorts and counts a request with blocks.py, as the session page
+does. Without each piece:
 - context_report: a learner cannot see that tool results, not their own words, fill the window,
-  nor how much of it the cache already holds.
+  nor how much of it the cache already holds, how far layer 2 is, and how much of the model's
+  window is free. Its total is the unit `[compacted: A → B tokens]` and the session page use:
+  what the next request sends, system prompt and tools included, the API's count where there
+  is one, and marked ~ where it is estimated.
 - cost_report: what caching saved stays a claim; the 1.25x write premium stays hidden.
 - prices_from_env: a price appears only when the user says what the tokens cost; a price made
   up here would be wrong for most models and most currencies.
 """
 
-import json
 import math
 import os
 from typing import Optional
 
-from harness import layer1
+from harness import config
 from harness.errors import SetupError
+from harness.session import blocks
 from harness.session.record import RECORD, SessionRecord
 
 BAR_WIDTH = 60               # characters of each bar /context draws
-CHARS_PER_TOKEN = 4          # the usual estimate where the API has not counted (s06's, rounded up)
 WRITE_PRICE, READ_PRICE = 1.25, 0.1   # cache writes and reads, as multiples of the input price
-PLACEHOLDER = "[Previous: "  # how s06's layer 1 begins a cleared tool result
-BOARD_START, BOARD_END = "<task-board>", "</task-board>"   # how s07 attaches the board
-
-# The kinds, in the order the request sends them, with the letter each draws in the bar.
-KINDS = {"tools": ("T", "tool definitions"), "system": ("S", "system prompt"), "text": ("x", "text"),
-         "calls": ("c", "tool calls"), "results": ("r", "tool results"),
-         "cleared": ("p", "cleared placeholders"), "board": ("b", "the board")}
-
-
-def _tokens(value: object) -> int:
-    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
-    return math.ceil(len(text) / CHARS_PER_TOKEN)
-
-
-def _text_parts(text: str) -> list:
-    """A text, split into (kind, tokens): s07's board, after a compaction, is counted as the board."""
-    start, end = text.find(BOARD_START), text.find(BOARD_END)
-    if start < 0:
-        return [("text", _tokens(text))]
-    end = len(text) if end < start else end + len(BOARD_END)
-    return [("text", _tokens(text[:start] + text[end:])), ("board", _tokens(text[start:end]))]
-
-
-def _block_parts(block: object) -> list:
-    kind = block.get("type") if isinstance(block, dict) else None
-    if kind == "text":
-        return _text_parts(str(block.get("text", "")))
-    if kind == "tool_use":
-        given = block.get("input") if isinstance(block.get("input"), dict) else {}
-        cleared = any(isinstance(v, str) and v.startswith(layer1.INPUT_PLACEHOLDER) for v in given.values())
-        return [("cleared" if cleared else "calls", _tokens(block))]
-    if kind == "tool_result":
-        content = block.get("content")
-        cleared = isinstance(content, str) and content.startswith(PLACEHOLDER)
-        return [("cleared" if cleared else "results", _tokens(block))]
-    return [("text", _tokens(block))]          # thinking and anything else the model wrote
+KINDS = blocks.KINDS
 
 
 def context_parts(system: str, tools: list, messages: list) -> list:
     """(kind, estimated tokens) in the order of the request: tools, system, then every block."""
-    return [("tools", _tokens(tools)), ("system", _tokens(system)), *_message_parts(messages)]
-
-
-def _message_parts(messages: list) -> list:
-    parts = []
-    for message in messages:
-        content = message.get("content") if isinstance(message, dict) else message
-        if isinstance(content, str):
-            parts += _text_parts(content)
-        else:
-            for block in content or []:
-                parts += _block_parts(block)
-    return parts
+    return [("tools", blocks.estimate(tools)), ("system", blocks.estimate(system)),
+            *blocks.message_parts(messages)]
 
 
 def _bar(parts: list, total: int) -> str:
@@ -90,30 +48,36 @@ def _bar(parts: list, total: int) -> str:
 
 def context_report(system: str, tools: list, view_messages: list, threshold: Optional[int],
                    cached_tokens: Optional[int], reported_tokens: Optional[int],
-                   reported_covers: Optional[int] = None) -> str:
-    """/context: what the next request would send, by kind, against COMPACT_THRESHOLD and the cache.
+                   reported_covers: Optional[int] = None, window: Optional[int] = None) -> str:
+    """/context: what the next request would send, by kind, against COMPACT_THRESHOLD, the
+    cache and the model's window.
 
-    reported_tokens is the API's count for the first reported_covers messages (all of them when
-    None); what came after is estimated. Rows are estimates (marked ~): the API counts whole requests.
+    reported_tokens is the API's count for the first reported_covers messages (all of them
+    when None); what came after is estimated. Rows are estimates (marked ~): the API counts
+    whole requests.
     """
     parts = context_parts(system, tools, view_messages)
     estimate = sum(t for _, t in parts)
     covers = len(view_messages) if reported_covers is None else reported_covers
     if reported_tokens and covers <= len(view_messages):
-        since = sum(t for _, t in _message_parts(view_messages[covers:]))
+        since = sum(t for _, t in blocks.message_parts(view_messages[covers:]))
         total = reported_tokens + since
         how = f"the API's count for the last call{f' + ~{since:,} since' if since else ''}"
+        shown = f"{total:,}"
     else:
-        total, how = estimate, "~ estimated: no API count for this context yet"
-    lines = [f"context now: {total:,} tokens ({how})",
+        total, how = estimate, "estimated: no API count for this context yet"
+        shown = f"~{total:,}"
+    lines = [f"context now: {shown} tokens ({how})",
              f"  what fills it  [{_bar(parts, estimate or 1)}]",
-             _cache_line(cached_tokens, total), _threshold_line(threshold, total)]
+             _cache_line(cached_tokens, total), _threshold_line(threshold, total),
+             _window_line(window, total)]
     sums = {kind: sum(t for k, t in parts if k == kind) for kind in KINDS}
     for kind, (letter, name) in _kinds_of(tools, threshold, sums).items():
         share = f"{sums[kind] / estimate:.0%}" if estimate else "0%"
         lines.append(f"    {letter} {name:<22} {'~' + format(sums[kind], ','):>9}  {share:>4}")
-    lines.append(f"  ~ an estimate, about {CHARS_PER_TOKEN} characters a token · ^ the prefix the cache "
-                 "holds, read at 0.1x if the next request starts the same · no model call was made")
+    lines.append(f"  ~ an estimate, about {blocks.CHARS_PER_TOKEN} characters a token · ^ the "
+                 "prefix the cache holds, read at 0.1x if the next request starts the same · "
+                 "no model call was made")
     return "\n".join(line for line in lines if line)
 
 
@@ -138,14 +102,16 @@ def _cache_line(cached: Optional[int], total: int) -> str:
     share = f"{shown / total:.0%}" if total else "0%"
     why = (" (the prefix is below the model's minimum for caching, or it changed)" if not cached
            else ", the last call's prefix")
-    return f"  in the cache   [{'^' * cols}{' ' * (BAR_WIDTH - cols)}] {cached:,} tokens ({share}){why}"
+    bar = "^" * cols + " " * (BAR_WIDTH - cols)
+    return f"  in the cache   [{bar}] {cached:,} tokens ({share}){why}"
 
 
 def _threshold_line(threshold: Optional[int], total: int) -> str:
     if threshold is None:
         return "  threshold      none: this lesson does not compact (s06 does)"
     span = max(threshold, total)
-    used, mark = round(BAR_WIDTH * total / span), min(round(BAR_WIDTH * threshold / span), BAR_WIDTH - 1)
+    used = round(BAR_WIDTH * total / span)
+    mark = min(round(BAR_WIDTH * threshold / span), BAR_WIDTH - 1)
     cells = ["#" if col < used else "·" for col in range(BAR_WIDTH)]
     cells[mark] = "|"
     if total > threshold:
@@ -155,21 +121,38 @@ def _threshold_line(threshold: Optional[int], total: int) -> str:
     return f"  threshold      [{''.join(cells)}] COMPACT_THRESHOLD {threshold:,}: {where}"
 
 
-def print_context(system: str, tools: list, view_messages: list, context=None) -> None:
-    """/context in a lesson's REPL; without a count from the lesson, the record's last call gives one."""
-    threshold = context.threshold if context else None    # TEMP until the page branch lands
-    reported_tokens = context.reported if context else None
-    reported_covers = context.seen if context else None
-    if reported_tokens is None:
-        reported_tokens, reported_covers = RECORD.context_tokens(), None
-    print(context_report(system, tools, view_messages, threshold, RECORD.cached_tokens(),
-                         reported_tokens, reported_covers))
+def _window_line(window: Optional[int], total: int) -> str:
+    """The model's window, as Claude Code's /context shows it: used of the window, and free."""
+    if not window:
+        return ""
+    used = min(round(BAR_WIDTH * total / window), BAR_WIDTH)
+    bar = "#" * used + "·" * (BAR_WIDTH - used)
+    if total > window:
+        free = f"over it by {total - window:,}: the API refuses a request this long"
+    else:
+        free = f"{window - total:,} free ({(window - total) / window:.1%})"
+    return (f"  window         [{bar}] {total:,} of {window:,} tokens used "
+            f"({total / window:.1%}), {free}")
+
+
+def print_context(system: str, tools: list, view: list, context: object = None) -> None:
+    """/context in a lesson's REPL. view is what the next request would send (after layer 1);
+    context is s06's ContextSize (.threshold, .reported, .seen), or None in s03, which has no
+    threshold and whose count comes from the record's last call."""
+    if context is None:
+        threshold, reported, covers = None, RECORD.context_tokens(), RECORD.context_covers()
+    else:
+        threshold = context.threshold() if callable(context.threshold) else context.threshold
+        reported, covers = context.reported, context.seen
+    print(context_report(system, tools, view, threshold, RECORD.cached_tokens(), reported, covers,
+                         config.context_window()))
 
 
 # ---------------------------------------------------------------- /cost
 
 def prices_from_env() -> tuple:
-    """PRICE_PER_MTOK (input) and PRICE_PER_MTOK_OUT (output), per million tokens; None when unset."""
+    """PRICE_PER_MTOK (input) and PRICE_PER_MTOK_OUT (output), per million tokens; None when
+    unset."""
     prices = []
     for name, what in (("PRICE_PER_MTOK", "input"), ("PRICE_PER_MTOK_OUT", "output")):
         raw = os.environ.get(name, "").strip()
@@ -178,28 +161,31 @@ def prices_from_env() -> tuple:
         except ValueError:
             price = math.nan
         if price is not None and not (math.isfinite(price) and price >= 0):
-            raise SetupError(f"{name} must be a price per million {what} tokens, such as 3 or 0.25; "
-                             f"got {raw!r}")
+            raise SetupError(f"{name} must be a price per million {what} tokens, such as 3 or "
+                             f"0.25; got {raw!r}")
         prices.append(price)
     return tuple(prices)
 
 
 def cost_report(record: SessionRecord, price_per_mtok: Optional[float] = None,
                 price_per_mtok_out: Optional[float] = None) -> str:
-    """/cost: the session's tokens as the API bills them, and what they would cost without caching."""
+    """/cost: the session's tokens as the API bills them, and what they would cost without
+    caching."""
     calls = record.calls
     summaries = sum(c.is_summary for c in calls)
-    uncached, written, read = (sum(c.uncached for c in calls), sum(c.cache_written for c in calls),
-                               sum(c.cache_read for c in calls))
+    uncached = sum(c.uncached for c in calls)
+    written = sum(c.cache_written for c in calls)
+    read = sum(c.cache_read for c in calls)
     output, sent = sum(c.output for c in calls), uncached + written + read
     billed = uncached + WRITE_PRICE * written + READ_PRICE * read
-    lines = [f"session so far: {len(calls)} model call{'s' * (len(calls) != 1)}"
-             + (f" ({len(calls) - summaries} in the loop, {summaries} summary)" if summaries else ""),
+    split = f" ({len(calls) - summaries} in the loop, {summaries} summary)" if summaries else ""
+    lines = [f"session so far: {len(calls)} model call{'s' * (len(calls) != 1)}{split}",
              f"  input            {sent:>10,} tokens",
              f"    uncached       {uncached:>10,}  x1    = {uncached:>12,.0f}",
              f"    to the cache   {written:>10,}  x1.25 = {WRITE_PRICE * written:>12,.0f}",
              f"    from the cache {read:>10,}  x0.1  = {READ_PRICE * read:>12,.0f}",
-             f"  billed as {billed:,.0f} input tokens; without caching {sent:,} ({_saving(billed, sent)})",
+             f"  billed as {billed:,.0f} input tokens; without caching {sent:,} "
+             f"({_saving(billed, sent)})",
              f"  output           {output:>10,} tokens"]
     lines.append(_price_line(billed, sent, output, price_per_mtok, price_per_mtok_out))
     return "\n".join(lines)
@@ -217,10 +203,12 @@ def _saving(billed: float, sent: int) -> str:
 def _price_line(billed: float, sent: int, output: int, price_in: Optional[float],
                 price_out: Optional[float]) -> str:
     if price_in is None and price_out is None:
-        return "  price: set PRICE_PER_MTOK (and PRICE_PER_MTOK_OUT) to your price per million tokens"
+        return ("  price: set PRICE_PER_MTOK (and PRICE_PER_MTOK_OUT) to your price per million "
+                "tokens")
     parts = []
     if price_in is not None:
-        parts.append(f"input {billed * price_in / 1e6:,.4f} (without caching {sent * price_in / 1e6:,.4f})")
+        parts.append(f"input {billed * price_in / 1e6:,.4f} "
+                     f"(without caching {sent * price_in / 1e6:,.4f})")
     if price_out is not None:
         parts.append(f"output {output * price_out / 1e6:,.4f}")
     if price_in is not None and price_out is not None:
@@ -233,13 +221,3 @@ def _price_line(billed: float, sent: int, output: int, price_in: Optional[float]
 def cost_command(messages: list, client: object, arg: str = "") -> None:
     """/cost in any lesson's REPL: the record of this run, priced only if the user set a price."""
     print(cost_report(RECORD.data, *prices_from_env()))
-
-
-def context_command(system: str, tools: list, view_of, threshold_of, context,
-                    messages: list, client: object = None, arg: str = "") -> None:
-    """/context in s06 and s07: the lesson hands over its prompt, tools, layer 1 (view_of),
-    its threshold and its ContextSize; the view is what layer 2 measures before the next call.
-    With no API count yet (a resumed session) that is after layer 1's first batch, which is
-    made now, as the next call would make it; otherwise no batch is started here."""
-    view = view_of(messages, batch=context.reported is None)
-    print_context(system, tools, view, threshold_of(), context.reported, context.seen)

@@ -1,0 +1,103 @@
+"""The blocks of a request: what kind each is, and about how many tokens it holds.
+
+Relied on by record.py (which keeps each call's request for the session page) and views.py
+(/context), so that the page and /context sort and count a request the same way. Without
+each piece:
+- estimate(): no size where the API has not counted (a resumed session, the blocks since the
+  last call); it is about 4 characters a token, and everything that uses it says "~".
+- plain(): a block from the SDK (an object, not a dict) could not be read or compared, and a
+  cache_control mark (an instruction to the API, not something the model reads) would make
+  the same block look new.
+- parts(): a cleared placeholder would count as a tool result, and s07's board, added to the
+  summary after a compaction, as ordinary text.
+"""
+
+import json
+import math
+
+from harness import layer1
+
+CHARS_PER_TOKEN = 4          # the usual estimate where the API has not counted (s06's, rounded up)
+PLACEHOLDER = "[Previous: "  # how s06's layer 1 begins a cleared tool result
+BOARD_START, BOARD_END = "<task-board>", "</task-board>"   # how s07 attaches the board
+
+# The kinds, in the order the request sends them, with the letter /context draws for each.
+KINDS = {"tools": ("T", "tool definitions"), "system": ("S", "system prompt"),
+         "text": ("x", "text"), "calls": ("c", "tool calls"), "results": ("r", "tool results"),
+         "cleared": ("p", "cleared placeholders"), "board": ("b", "the board")}
+
+
+def as_json(value: object) -> str:
+    """value as the request sends it (near enough to measure it)."""
+    return json.dumps(value, ensure_ascii=False, default=str)
+
+
+def estimate(value: object) -> int:
+    """About how many tokens a text (or a value sent as JSON) holds."""
+    text = value if isinstance(value, str) else as_json(value)
+    return math.ceil(len(text) / CHARS_PER_TOKEN)
+
+
+def plain(block: object) -> object:
+    """The block as the model reads it: a dict (an SDK object is dumped), cache_control left out."""
+    if hasattr(block, "model_dump"):
+        block = block.model_dump(mode="json", exclude_none=True, warnings=False)
+    if isinstance(block, dict):
+        return {k: v for k, v in block.items() if k != "cache_control"}
+    return block
+
+
+def content_blocks(message: object) -> list:
+    """A message's blocks; a message whose content is a string is one text block."""
+    message = plain(message)
+    content = message.get("content") if isinstance(message, dict) else message
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}]
+    return [plain(block) for block in content or []]
+
+
+def split_board(text: str) -> tuple:
+    """(the text without s07's board, the board with its tags); the board is "" when absent."""
+    start = text.find(BOARD_START)
+    if start < 0:
+        return text, ""
+    end = text.find(BOARD_END, start)
+    end = len(text) if end < 0 else end + len(BOARD_END)
+    return text[:start] + text[end:], text[start:end]
+
+
+def is_cleared(block: object) -> bool:
+    """A layer-1 placeholder: a tool result replaced, or a tool call whose input was cleared."""
+    if not isinstance(block, dict):
+        return False
+    if block.get("type") == "tool_result":
+        content = block.get("content")
+        return isinstance(content, str) and content.startswith(PLACEHOLDER)
+    if block.get("type") == "tool_use" and isinstance(block.get("input"), dict):
+        return any(isinstance(v, str) and v.startswith(layer1.INPUT_PLACEHOLDER)
+                   for v in block["input"].values())
+    return False
+
+
+def parts(block: object) -> list:
+    """(kind, estimated tokens) of one block; a text holding the board is two parts."""
+    kind = block.get("type") if isinstance(block, dict) else None
+    if kind == "text":
+        rest, board = split_board(str(block.get("text", "")))
+        if not board:
+            return [("text", estimate(rest))]
+        return [("text", estimate(rest)), ("board", estimate(board))]
+    if kind == "tool_use":
+        return [("cleared" if is_cleared(block) else "calls", estimate(block))]
+    if kind == "tool_result":
+        return [("cleared" if is_cleared(block) else "results", estimate(block))]
+    return [("text", estimate(block))]          # thinking and anything else the model wrote
+
+
+def message_parts(messages: list) -> list:
+    """(kind, estimated tokens) of every block of every message, in order."""
+    found = []
+    for message in messages:
+        for block in content_blocks(message):
+            found += parts(block)
+    return found
