@@ -167,6 +167,7 @@ def auto_compact(messages: list, client, focus: str = "", system: str = SYSTEM,
     board); system and tools are the loop's, so that the summary call is cached."""
     tools = tools or TOOLS
     before = CONTEXT.estimate(micro_compact(messages, batch=False))
+    counted = CONTEXT.reported          # the part of `before` the API counted, if any
     # If it fails, wait for more work before trying again.
     CONTEXT.after_compaction = before
     path = None
@@ -183,7 +184,7 @@ def auto_compact(messages: list, client, focus: str = "", system: str = SYSTEM,
     CONTEXT.reported = None            # the API has not counted the new history yet
     after = CONTEXT.estimate(messages)
     CONTEXT.after_compaction = after
-    transcripts.announce(before, after, CONTEXT.threshold, summary, path)
+    transcripts.announce(before, after, CONTEXT.threshold, summary, path, counted)
     return True
 
 

@@ -156,8 +156,8 @@ class TaskManager:
         if task["status"] == "deleted":
             raise ValueError(f"task #{tid} was deleted; create a new task instead")
         if add and (status or task["status"]) in FINISHED:
-            raise ValueError(f"#{tid} is finished; set it back to pending before "
-                             "giving it blockers")
+            raise ValueError(f"#{tid} is {status or task['status']}; set it back to pending "
+                             "before giving it blockers")
         # Who may start or change a task another agent holds: claims.py, in one place.
         change, notes = claims.check(task, status, owner, self.agent, force)
         blocked, more = self.check_blockers(tid, task["blockedBy"], add or [])

@@ -418,14 +418,14 @@ def _unknown_command(word, commands):
 
 # ---------------------------------------------------------------- the end of a run, the demo
 
-def end_of_run() -> None:
-    """The session's total, its page (session/page.py) with the path, the log closed."""
+def end_of_run(seen_from: Path = None) -> None:
+    """The session's total, its page (session/page.py) with the path, the log closed.
+    seen_from: the user's folder, when the run was in demo/."""
     session_log.close_session()
-    totals = [len(RECORD.data.calls)]
-    for field in ("uncached", "cache_read", "cache_written", "output"):
-        totals.append(sum(getattr(call, field) for call in RECORD.data.calls))
-    terminal.show_session(*totals)
-    page.end_of_run()
+    totals = RECORD.totals()
+    terminal.show_session(totals["calls"], totals["fresh"], totals["read"], totals["written"],
+                          totals["out"])
+    page.end_of_run(seen_from=seen_from)
 
 
 def _run_demo(demo, agent_loop):
@@ -446,7 +446,7 @@ def _run_demo(demo, agent_loop):
             client = config.make_client(base_url=api.url, api_key="demo-no-key")
             messages = [{"role": "user", "content": prompt}]
             terminal.print_answer(agent_loop(messages, client))
-        end_of_run()
+        end_of_run(seen_from=home)
     finally:
         os.chdir(home)
     if api.violations:

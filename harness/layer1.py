@@ -41,10 +41,9 @@ import os
 
 from harness import spill, terminal
 from harness.files import READ_ON          # how read_file ends a read it cut short
+from harness.session.blocks import INPUT_PLACEHOLDER    # how /context and the page tell them
 from harness.session.record import RECORD
 
-RESULT_PLACEHOLDER = "[Previous: "          # how a cleared result begins (/context counts it)
-INPUT_PLACEHOLDER = "[cleared from the context: "   # how a cleared input text begins
 INPUT_FIELDS = {"write_file": ("content",), "edit_file": ("old_text", "new_text")}
 SHOW_WHOLE_FILE = {"read_file", "write_file"}   # an edit shows only a part of a file
 

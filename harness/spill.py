@@ -130,7 +130,8 @@ def save_for_placeholder(text: str, tool_name: str, folder: Path = RESULTS) -> s
     """
     if not isinstance(text, str) or len(text) < SAVE_WHEN_CLEARED:
         return None
-    key = (str(folder), tool_name, len(text), hash(text))
+    # Which folder: a relative one is another folder after a change of directory (--demo).
+    key = (os.getcwd(), str(folder), tool_name, len(text), hash(text))
     known = SAVED.paths.get(key)
     if known is not None:
         return known

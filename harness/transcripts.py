@@ -87,12 +87,14 @@ def compaction_failed(exc: Exception, folder: Path, path=None) -> bool:
     return False
 
 
-def announce(before: int, after: int, threshold: int, summary: str, path: Path) -> None:
+def announce(before: int, after: int, threshold: int, summary: str, path: Path,
+             counted=None) -> None:
     """Layer 2 compacted: a note (and a warning if the summary alone is over the threshold).
-    Both sizes are what the next request sends, system prompt and tools included."""
+    Both sizes are what the next request sends, system prompt and tools included; counted is
+    the part of `before` the API counted (None: all of it estimated)."""
     terminal.show_note(f"[compacted: {before:,} → ~{after:,} tokens (estimated: the next call "
                        f"counts it) · transcript {path}]")
     if after > threshold:
         terminal.show_note(f"[the summary alone is over COMPACT_THRESHOLD ({after:,} > {threshold:,} tokens): "
                   "no new compaction until the context grows by half that; raise COMPACT_THRESHOLD]")
-    RECORD.compacted(before, after, summary, path)
+    RECORD.compacted(before, after, summary, path, counted=counted)

@@ -93,6 +93,7 @@ def test_a_batch_must_free_enough_and_a_fair_share_of_what_it_rewrites(monkeypat
                            ("bash", {"command": "c"}))
         messages[2] = copy.deepcopy(old)
         s06.CLEARED = layer1.Cleared()
+        s06.CONTEXT.reported = 1               # a warm cache: the rewrite costs something
         s06.micro_compact(messages)
         return "t0" in s06.CLEARED.results
     monkeypatch.setattr(s06, "REWRITE_SHARE", 1.0)
@@ -106,11 +107,27 @@ def test_a_small_compact_threshold_makes_smaller_batches_worth_it(monkeypatch):
     monkeypatch.setattr(s06, "KEEP_RECENT", 1)
     messages = history(("bash", {"command": "a"}), ("bash", {"command": "b"}))
     messages[2]["content"][0]["content"] = "o" * 4 * 5_000        # 5,000 tokens: under 8,000
+    s06.CONTEXT.reported = 1
     s06.micro_compact(messages)
     assert s06.CLEARED.results == {}
     s06.CONTEXT.threshold = 9_500                                  # 0.4 x 9,500 = 3,800
     s06.micro_compact(messages)
     assert set(s06.CLEARED.results) == {"t0"}
+
+
+def test_a_cold_cache_clears_what_is_worth_it_without_counting_a_rewrite(monkeypatch):
+    """The first call of a resumed session sends everything at full price anyway: a batch
+    that frees enough is cleared, whatever comes after it."""
+    monkeypatch.setattr(s06, "KEEP_RECENT", 1)
+    messages = history(("bash", {"command": "a"}), ("bash", {"command": "b" * 200_000}),
+                       ("bash", {"command": "c"}))
+    messages[2]["content"][0]["content"] = "o" * 40_000
+    s06.CONTEXT.reported = 1
+    s06.micro_compact(messages)
+    assert s06.CLEARED.results == {}               # warm: it would rewrite far more than it frees
+    s06.CONTEXT.reported = None
+    s06.micro_compact(messages)
+    assert set(s06.CLEARED.results) == {"t0"}      # cold: nothing to lose
 
 
 def test_a_placeholder_is_made_once_and_stays_the_same_text():

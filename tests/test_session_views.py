@@ -70,7 +70,11 @@ def test_context_counts_a_cleared_write_as_a_placeholder_not_as_a_call():
     history = [{"role": "user", "content": "go"}, {"role": "assistant", "content": [call]},
                {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t0",
                                              "content": "ok"}]}]
-    cleared = layer1.clear_inputs(history, {"t0"})
+    batch = layer1.Batch()
+    batch.inputs = {"t0": 1}
+    done = layer1.Cleared()
+    done.add(batch, history)
+    cleared = layer1.view(history, done)
     report = context_report("", [], cleared, 50_000, None, None)
     assert row(report, "cleared placeholders") > 10 and row(report, "tool calls") == 0
     assert row(context_report("", [], history, 50_000, None, None), "tool calls") > 1_000

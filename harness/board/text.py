@@ -17,8 +17,7 @@ this module only words it. Without each piece:
 """
 
 from harness.board.record import FINISHED, STATUSES, one_line
-
-BOARD_START, BOARD_END = "<task-board>", "</task-board>"   # /context and the page find it
+from harness.session.blocks import BOARD_END, BOARD_START   # /context and the page find it
 
 
 def ids(task_ids: list) -> str:

@@ -15,11 +15,12 @@ each piece:
 import json
 import math
 
-from harness import layer1
-
 CHARS_PER_TOKEN = 4          # the usual estimate where the API has not counted (s06's, rounded up)
-PLACEHOLDER = "[Previous: "  # how s06's layer 1 begins a cleared tool result
-BOARD_START, BOARD_END = "<task-board>", "</task-board>"   # how s07 attaches the board
+# How s06's layer 1 begins a cleared tool result, and a cleared write/edit text (layer1.py
+# writes them from these); how s07 attaches the board after a compaction (board/text.py).
+PLACEHOLDER = "[Previous: "
+INPUT_PLACEHOLDER = "[cleared from the context: "
+BOARD_START, BOARD_END = "<task-board>", "</task-board>"
 
 # The kinds, in the order the request sends them, with the letter /context draws for each.
 KINDS = {"tools": ("T", "tool definitions"), "system": ("S", "system prompt"),
@@ -74,7 +75,7 @@ def is_cleared(block: object) -> bool:
         content = block.get("content")
         return isinstance(content, str) and content.startswith(PLACEHOLDER)
     if block.get("type") == "tool_use" and isinstance(block.get("input"), dict):
-        return any(isinstance(v, str) and v.startswith(layer1.INPUT_PLACEHOLDER)
+        return any(isinstance(v, str) and v.startswith(INPUT_PLACEHOLDER)
                    for v in block["input"].values())
     return False
 

@@ -363,9 +363,10 @@ def _write_new(folder: Path, stem: str, page: str) -> Path:
         Path(tmp).unlink(missing_ok=True)
 
 
-def end_of_run(recorder: Recorder = RECORD, folder: Path = TRANSCRIPTS) -> Optional[Path]:
+def end_of_run(recorder: Recorder = RECORD, folder: Path = TRANSCRIPTS,
+               seen_from: Optional[Path] = None) -> Optional[Path]:
     """At the end of a run: the last board, the page, and one line saying where it is (or why
-    not)."""
+    not); seen_from: the folder the user is in, when the run was elsewhere (--demo's demo/)."""
     if not recorder.data.calls:
         return None                          # nothing happened: leave no file behind, read no board
     recorder.finish()
@@ -377,7 +378,8 @@ def end_of_run(recorder: Recorder = RECORD, folder: Path = TRANSCRIPTS) -> Optio
     except Exception as exc:  # noqa: BLE001 - a bug in the page must not end the run with a traceback
         show_note(f"[no session page: {type(exc).__name__}: {exc}]")
         return None
-    show_note(f"[session page: {path} (open it in a browser)]")
+    shown = Path(os.path.relpath(path.resolve(), seen_from)) if seen_from else path
+    show_note(f"[session page: {shown} (open it in a browser)]")
     return path
 
 
