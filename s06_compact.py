@@ -49,7 +49,7 @@ import sys
 from pathlib import Path
 
 import s03_todo as s03
-from harness import cli, config, demos, endpoints, errors, layer1, terminal, transcripts
+from harness import cli, config, demos, endpoints, errors, layer1, transcripts
 from harness.session import log as session_log
 from harness.session import views
 
@@ -244,32 +244,24 @@ def agent_loop(messages: list, client, max_steps: int = MAX_STEPS) -> str:
 
 # ---------------------------------------------------------------- the REPL and main
 
-def compact_now(messages: list, client, focus: str, compact=auto_compact) -> None:
-    """/compact [focus]: layer 3, typed by a person."""
-    if not messages:
-        terminal.show_note("[nothing to compact yet]")
-    else:
-        compact(messages, client, focus)
+def repl_commands(system: str, tools: list, compact=auto_compact) -> dict:
+    """/compact [focus] (layer 3, typed by a person) and /context, for a lesson's REPL."""
+    return {"/compact": functools.partial(views.compact_now, compact),
+            "/context": functools.partial(views.show_context, system, tools,
+                                          micro_compact, CONTEXT)}
 
 
-def show_context(messages: list, client, arg: str) -> None:
-    """/context: what the next request would send (layer 1's view, as the next call makes
-    it), against the threshold and the window. No model call."""
-    views.print_context(SYSTEM, TOOLS, micro_compact(messages), CONTEXT)
-
-
-def start(args) -> None:
+def start(args, system: str = SYSTEM, tools: list = TOOLS) -> None:
     """When a run starts (after ./.env is read): COMPACT_THRESHOLD, and what every request
     starts with (the system prompt and the tools)."""
     CONTEXT.threshold = config.positive_int("COMPACT_THRESHOLD", DEFAULT_THRESHOLD, "tokens")
-    CONTEXT.prefix = estimate_tokens([SYSTEM, TOOLS])
+    CONTEXT.prefix = estimate_tokens([system, tools])
 
 
 def main(argv: list = None) -> int:
-    commands = {"/compact": compact_now, "/context": show_context}
     demo = functools.partial(demos.s06_demo, CONTEXT)
     return cli.run_cli("s06_compact", __doc__, agent_loop, demo=demo, argv=argv,
-                       commands=commands, on_start=start)
+                       commands=repl_commands(SYSTEM, TOOLS), on_start=start)
 
 
 if __name__ == "__main__":

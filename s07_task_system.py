@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """s07: a persistent task graph that survives compaction and restarts.
 
-s03's todos live in memory: a compaction (s06) hides them, an exit destroys
-them, and they have no order. s07 moves the plan out of the conversation, as a graph.
+s03's todos live in memory: a compaction hides them, an exit destroys them,
+and they have no order. s07 moves the plan out of the conversation, as a graph.
 
     .tasks/task_1.json  {"id": 1, "subject": "Design the data model", "status": "completed", ...}
     .tasks/task_2.json  {"id": 2, "subject": "Implement the API",     "blockedBy": [], ...}
@@ -12,22 +12,19 @@ them, and they have no order. s07 moves the plan out of the conversation, as a g
                                    +--> #3 Write the docs
         completing #1 runs _clear_dependency: #2 and #3 become ready
 
-    model --task_create/update/list/get--> TaskManager --> a store: .tasks/ (one file per
-                                                           task) or a postgresql:// board
-    compaction (s06) --> new first message = summary + the board, read fresh from the store
+    model --task_create/update/list/get--> TaskManager --> .tasks/ (a file per task)
+                                                           or a postgresql:// board
+    compaction (s06) --> new first message = summary + the board, read fresh
 
 Key insight: state that must outlive the conversation belongs outside it. The model reads the
 board back whenever it needs it; compaction and restarts cannot lose what was never only in it.
 
-The rules, all in TaskManager: ids come from a max-scan and are never reused; a blocked task
-cannot start or complete; completing a task frees its dependents (_clear_dependency); a
-blocker must exist and must not close a cycle; a task another agent has in progress is
-theirs (harness/board/claims.py). The store behind `self.store` is for after:
-harness/board/record.py says what every store promises, folder.py and postgres.py keep it.
+The rules live in TaskManager: ids by max-scan, never reused; a blocked task cannot start or
+complete; completing one frees its dependents; a blocker must exist and close no cycle. The
+store behind `self.store` is for after: harness/board/record.py says what every store keeps.
 
-New since s06: TaskManager, the task_* tools, the board re-attached after every compaction,
-agent names, --board; in the REPL /tasks and /task, and a line for each change another agent
-made ([board: bob started #3]) before the next prompt.
+New since s06: TaskManager, the task_* tools, the board after every compaction, agent names
+and --board; in the REPL /tasks, /task and what other agents did ([board: bob started #3]).
 
 Run it:   python s07_task_system.py "plan a refactor: the data model, then the API and the docs"
           python s07_task_system.py --name alice     (a REPL: /tasks, /task help, /compact)
@@ -35,7 +32,6 @@ Run it:   python s07_task_system.py "plan a refactor: the data model, then the A
 """
 
 import functools
-import json
 import sys
 
 import s03_todo as s03
@@ -44,7 +40,6 @@ from harness import board, cli, demos, endpoints, terminal
 from harness.board import claims, graph, record, text
 from harness.board import commands as commands_for
 from harness.session import log as session_log
-from harness.session import views
 
 TASKS_DIR = ".tasks"           # relative: the board belongs to the folder you run in
 BOARD_CHARS = 12_000           # the board after a compaction: less than it replaced
@@ -73,10 +68,7 @@ class TaskManager:
             # Another process may take that id first: then take the next one.
             while not self.store.reserve(task):
                 task["id"] = self.next_id()
-        line = f"Created task #{task['id']}: {text.one_line(subject)}"
-        if blocked:
-            line += f" (blocked by {text.ids(blocked)})"
-        return "\n".join([line] + notes)
+        return text.created(task, notes)
 
     def update(self, task_id: object, status: str = None, add_blocked_by: list = None,
                remove_blocked_by: list = None, owner: str = None, force: bool = False) -> str:
@@ -126,26 +118,19 @@ class TaskManager:
 
     def ready(self, tasks: dict = None) -> str:
         """What can start now."""
-        if tasks is None:
-            tasks = self.store.scan(validate=True)[0]
+        tasks = tasks or self.store.scan(validate=True)[0]
         ready = [t for t in tasks.values() if self.can_start(t, tasks)]
         return text.ready_line(ready, tasks)
 
     def order(self, tasks: dict = None) -> str:
-        """The unfinished tasks in an order to do them: blockers first (a topological sort)."""
-        if tasks is None:
-            tasks = self.store.scan(validate=True)[0]
+        """The unfinished tasks, blockers first (a topological sort)."""
+        tasks = tasks or self.store.scan(validate=True)[0]
         return graph.order_line(tasks)
 
     def get(self, task_id: object) -> str:
         """One task in full, with the live tasks it blocks."""
         task = self.store.load(record.parse_task_id(task_id))
-        tasks = self.store.scan(validate=True)[0]
-        blocks = []
-        for other in tasks.values():
-            if task["id"] in other["blockedBy"] and other["status"] != "deleted":
-                blocks.append(other["id"])
-        return json.dumps({**task, "blocks": blocks}, indent=2, ensure_ascii=False)
+        return text.in_full(task, self.store.scan(validate=True)[0])
 
     # ------------------------------------------------------------ the rules update() checks
 
@@ -250,16 +235,10 @@ SYSTEM = ("You are a coding agent working in the current folder. Plan multi-step
 
 
 def board_message() -> str:
-    """The board for the model after a compaction: read fresh from the store, bounded."""
+    """The board for the model after a compaction: task_list's answer, read fresh from the
+    store; a board over BOARD_CHARS comes back cut, its unfinished tasks first."""
     terminal.show_note(f"  [the board, read from {TASKS.store.name}, was added to the summary]")
-    try:
-        shown = TASKS.list_all()
-        if len(shown) > BOARD_CHARS:        # a big board: the unfinished tasks first, cut
-            tasks, problems = TASKS.store.scan(validate=True)
-            shown = text.brief(tasks, problems, TASKS.ready(tasks), BOARD_CHARS)
-    except ValueError as exc:   # say so: an unreadable board must not look like an empty one
-        shown = f"The task board could not be read: {exc}"
-    return text.board_message(TASKS.store.name, shown)
+    return text.board_message(TASKS, BOARD_CHARS)
 
 
 def compact_with_board(messages: list, client, focus: str = "") -> bool:
@@ -286,31 +265,24 @@ def agent_loop(messages: list, client, max_steps: int = s06.MAX_STEPS) -> str:
     return cli.step_limit(max_steps)
 
 
-# ---------------------------------------------------------------- the REPL and main
-
-def show_context(messages: list, client, arg: str) -> None:
-    """/context: what the next request would send, against the threshold and the window."""
-    views.print_context(SYSTEM, TOOLS, s06.micro_compact(messages), s06.CONTEXT)
-
+# ---------------------------------------------------------------- main
 
 def start(args) -> str:
-    """When a run starts: s06's settings, with s07's prompt and tools; then the board
-    (--board or TASK_BOARD) and who we are on it (--name or AGENT_NAME)."""
-    s06.start(args)
-    s06.CONTEXT.prefix = s06.estimate_tokens([SYSTEM, TOOLS])
+    """When a run starts: s06's settings, for s07's prompt and tools; the board (--board
+    or TASK_BOARD) and who we are on it (--name or AGENT_NAME)."""
+    s06.start(args, SYSTEM, TOOLS)
     return commands_for.choose_board(TASKS, TASKS_DIR, args)
 
 
 def main(argv: list = None) -> int:
-    # /tasks and /task: a person works the board with the same rules, no model call.
-    commands = commands_for.repl_commands(TASKS)
-    commands["/compact"] = functools.partial(s06.compact_now, compact=compact_with_board)
-    commands["/context"] = show_context
-    return cli.run_cli("s07_task_system", __doc__, agent_loop, argv=argv, commands=commands,
-                       demo=functools.partial(demos.s07_demo, TASKS, s06.CONTEXT),
-                       options=commands_for.OPTIONS, help_extra=commands_for.HELP,
-                       on_start=start,
-                       before_prompt=commands_for.Live(TASKS))
+    commands = s06.repl_commands(SYSTEM, TOOLS, compact_with_board)
+    # /tasks and /task: a person works the board by the same rules, with no model call.
+    commands.update(commands_for.repl_commands(TASKS))
+    demo = functools.partial(demos.s07_demo, TASKS, s06.CONTEXT)
+    # --board and --name, /task help, and what other agents did, before each prompt.
+    board_options = commands_for.cli_options(TASKS)
+    return cli.run_cli("s07_task_system", __doc__, agent_loop, argv=argv, demo=demo,
+                       commands=commands, on_start=start, **board_options)
 
 
 if __name__ == "__main__":

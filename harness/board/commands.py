@@ -12,7 +12,6 @@ under one name.
 
 import atexit
 import os
-import os
 
 from harness import terminal
 from harness.board import open_store
@@ -68,6 +67,12 @@ def repl_commands(tasks) -> dict:
     """/tasks and /task for run_cli: {"/x": fn(messages, client, arg)}."""
     return {"/tasks": lambda messages, client, arg: run(tasks, ""),
             "/task": lambda messages, client, arg: run(tasks, arg)}
+
+
+def cli_options(tasks) -> dict:
+    """run_cli's keywords for s07: --board and --name, /task help in --help, and the live
+    board before each REPL prompt."""
+    return {"options": OPTIONS, "help_extra": HELP, "before_prompt": Live(tasks)}
 
 
 def choose_board(tasks, default, args) -> str:

@@ -16,6 +16,8 @@ this module only words it. Without each piece:
   believes otherwise.
 """
 
+import json
+
 from harness.board.record import FINISHED, STATUSES, one_line
 from harness.session.blocks import BOARD_END, BOARD_START   # /context and the page find it
 
@@ -23,6 +25,14 @@ from harness.session.blocks import BOARD_END, BOARD_START   # /context and the p
 def ids(task_ids: list) -> str:
     """"#1, #2"."""
     return ", ".join(f"#{i}" for i in task_ids)
+
+
+def created(task: dict, notes: list) -> str:
+    """task_create's answer: "Created task #4: Write the API tests (blocked by #2)"."""
+    line = f"Created task #{task['id']}: {one_line(task['subject'])}"
+    if task["blockedBy"]:
+        line += f" (blocked by {ids(task['blockedBy'])})"
+    return "\n".join([line] + notes)
 
 
 def names(tasks: list) -> str:
@@ -79,6 +89,15 @@ def ready_line(ready: list, tasks: dict) -> str:
     if all(t["status"] in FINISHED for t in live):
         return "Ready to start: none (all done)"
     return "Ready to start: none (the rest are in progress or blocked)"
+
+
+def in_full(task: dict, tasks: dict) -> str:
+    """task_get's answer: the task as the store keeps it, and the live tasks it blocks."""
+    blocks = []
+    for other in tasks.values():
+        if task["id"] in other["blockedBy"] and other["status"] != "deleted":
+            blocks.append(other["id"])
+    return json.dumps({**task, "blocks": blocks}, indent=2, ensure_ascii=False)
 
 
 def described(task_ids: list, store) -> str:
@@ -142,6 +161,17 @@ def brief(tasks: dict, problems: list, ready: str, limit: int) -> str:
     return fit("\n".join(lines + [ready]), limit)
 
 
-def board_message(name: str, shown: str) -> str:
-    """The board for the model after a compaction, marked so /context and the page find it."""
-    return f"{BOARD_START}\nThe task board ({name}), just read:\n{shown}\n{BOARD_END}"
+def board_message(tasks, limit: int) -> str:
+    """The board for the model after a compaction (tasks: s07's TaskManager): task_list's
+    answer, or, if it is over limit characters, the unfinished tasks first, cut to fit; an
+    unreadable board says so (it must not look like an empty one). Marked, so /context and
+    the session page find it."""
+    try:
+        shown = tasks.list_all()
+        if len(shown) > limit:
+            board, problems = tasks.store.scan(validate=True)
+            shown = brief(board, problems, tasks.ready(board), limit)
+    except ValueError as exc:
+        shown = f"The task board could not be read: {exc}"
+    return (f"{BOARD_START}\nThe task board ({tasks.store.name}), just read:\n{shown}\n"
+            f"{BOARD_END}")

@@ -19,6 +19,7 @@ import os
 from typing import Optional
 
 from harness import config
+from harness.terminal import show_note
 from harness.errors import SetupError
 from harness.session import blocks
 from harness.session.record import RECORD, SessionRecord
@@ -221,3 +222,20 @@ def _price_line(billed: float, sent: int, output: int, price_in: Optional[float]
 def cost_command(messages: list, client: object, arg: str = "") -> None:
     """/cost in any lesson's REPL: the record of this run, priced only if the user set a price."""
     print(cost_report(RECORD.data, *prices_from_env()))
+
+
+# ---------------------------------------------------------------- s06's REPL commands
+
+def compact_now(compact, messages: list, client, focus: str) -> None:
+    """/compact [focus]: layer 3, typed by a person (compact is s06's or s07's compaction)."""
+    if not messages:
+        show_note("[nothing to compact yet]")
+    else:
+        compact(messages, client, focus)
+
+
+def show_context(system: str, tools: list, view_of, context, messages: list, client,
+                 arg: str) -> None:
+    """/context in s06 and s07: what the next request would send (layer 1's view, as the next
+    call makes it, view_of being s06's micro_compact), against the threshold and the window."""
+    print_context(system, tools, view_of(messages), context)
