@@ -106,7 +106,7 @@ def import_checklist(manager, path) -> str:
             mark = "[x]" if done else "[ ]"
             made.append(f"  #{task['id']} {mark} {subject}")
             if len(made) % PROGRESS_EVERY == 0 and len(made) < len(items):
-                show_note(f"  [import: {len(made):,} of {len(items):,} tasks made; "
-                          "they are saved together at the end]")
+                show_note(f"  [import: {len(made):,} of {len(items):,} tasks made; all of them "
+                          "are kept, or none]")
     tasks = "task" if len(made) == 1 else "tasks"
     return "\n".join([f"Imported {len(made)} {tasks} from {path}:", *made])

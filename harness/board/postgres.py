@@ -165,7 +165,11 @@ HOLD = ("SELECT generation, set_config('task_board.agent', %s, true) FROM task_b
 # is above any count of changes).
 REMAKE = ("INSERT INTO task_board (generation) VALUES "
           "((extract(epoch FROM clock_timestamp()) * 1000000)::bigint) ON CONFLICT DO NOTHING")
-FINGERPRINT = f"SELECT count(*), coalesce(sum({XMIN}), 0) FROM tasks"
+SUMS = f"count(*), coalesce(sum({XMIN}), 0)::bigint FROM tasks"   # the row count, the xmin sum
+FINGERPRINT = f"SELECT {SUMS}"
+# Outside the lock: the generation, and with it (validate) the fingerprint, in one round trip.
+GENERATION = "SELECT (SELECT generation FROM task_board)"
+CHANGED = f"SELECT (SELECT generation FROM task_board), {SUMS}"
 LARGEST = ("SELECT greatest((SELECT max(id) FROM tasks WHERE id < %(max)s), (SELECT high_water "
            "FROM task_board WHERE high_water BETWEEN 0 AND %(max)s - 1), 0)")
 # Who holds a lock on the board's tables (for the one line a busy board gives).
@@ -493,12 +497,14 @@ class PostgresTasks:
             conn = self._connection()
             if self._locked_at is not None:      # the generation cannot move while we hold it
                 generation, fresh = self._locked_at, self._in_sync
-            else:
-                generation = conn.execute("SELECT generation FROM task_board").fetchone()
-                generation = generation[0] if generation else None   # its row deleted by hand
+                if fresh and validate:
+                    fresh = tuple(conn.execute(FINGERPRINT).fetchone()) == self._fingerprint
+            else:                                # None when its row was deleted by hand
+                now = conn.execute(CHANGED if validate else GENERATION).fetchone()
+                generation = now[0]
                 fresh = generation is not None and generation == self._generation
-            if fresh and validate:
-                fresh = tuple(conn.execute(FINGERPRINT).fetchone()) == self._fingerprint
+                if fresh and validate:
+                    fresh = tuple(now[1:]) == self._fingerprint
             if not fresh:
                 rows = conn.execute(SELECT + " ORDER BY id").fetchall()   # as new as generation
                 self._fill(rows, generation)
