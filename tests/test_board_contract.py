@@ -143,12 +143,13 @@ def set_mark_by_hand(board, how):
                      "lower": "UPDATE task_board SET high_water = 1"}[how]
         sql(board, statement)
         return
-    mark = Path(board) / folder.MARK
+    lock = Path(board) / ".lock"                     # the stamp, then the mark
     if how == "missing":
-        mark.unlink()
+        lock.unlink()
     else:
-        mark.write_text({"garbage": "not a number\n", "huge": "100000000000000000\n",
-                         "lower": "1\n"}[how])
+        stamp = lock.read_bytes()[:folder.STAMP_BYTES]
+        mark = {"garbage": "not a number", "huge": "100000000000000000", "lower": "1"}[how]
+        lock.write_bytes(stamp + mark.encode())
 
 
 @pytest.mark.parametrize("how", ["missing", "garbage", "huge", "lower"])

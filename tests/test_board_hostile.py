@@ -304,3 +304,4 @@ def test_a_hand_edited_file_postgresql_would_refuse_is_flagged_and_left_as_it_is
     with pytest.raises(ValueError, match="unreadable"):
         tasks.update(1, status="in_progress")
     assert (board / "task_1.json").read_bytes() == before
+

@@ -169,8 +169,8 @@ def test_unreadable_boards_say_so_and_nothing_is_left_behind(tmp_path):
     with pytest.raises(ValueError, match="lone surrogate"):
         TaskManager(tmp_path / "ok").create("bad \ud800")
     TaskManager(tmp_path / "ok").create("b")          # under the lock, a stray temp file is swept
-    assert sorted(p.name for p in (tmp_path / "ok").iterdir()) == [".highwatermark", ".lock",
-                                                                   "task_1.json", "task_2.json"]
+    assert sorted(p.name for p in (tmp_path / "ok").iterdir()) == [".lock", "task_1.json",
+                                                                   "task_2.json"]
 
 
 def test_the_repl_task_commands_work_the_board_without_a_model_call(run_main, workdir):

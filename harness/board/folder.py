@@ -10,9 +10,13 @@ live.py and checklist.py. Without each piece:
   hand out the same id and overwrite each other.
 - undoing the reservations of a locked() that fails (Ctrl-C included): a /task import that
   stops at item 3 leaves items 1 and 2, and importing the file again makes them twice.
-- the high-water mark (.tasks/.highwatermark, the largest id ever given, written atomically
-  under the lock): without it, deleting the highest task file by hand gives its id to the next
-  task, and a task that waited for the deleted one now waits for an unrelated new one.
+- the high-water mark (the largest id ever given, kept in .lock after the stamp, and written
+  with it in one pwrite under the lock): without it, deleting the highest task file by hand
+  gives its id to the next task, and a task that waited for the deleted one now waits for an
+  unrelated new one. In .lock rather than a file of its own: a file written beside each new
+  task (a temp file, then a rename) doubled the cost of a create; .lock is open and written
+  after every change anyway. Only a holder of the lock reads or writes .lock, and a process
+  killed mid-pwrite leaves the old bytes or the new.
 - validation: a corrupt or hand-broken file takes the board down, or is rewritten and lost.
 - regular files only, read with a cap: a FIFO named task_2.json hangs /tasks, a symlink to
   /dev/zero reads gigabytes.
@@ -37,7 +41,8 @@ from harness.board.record import MAX_ID, now, task_problem
 
 TASK_FILE = re.compile(r"task_([1-9][0-9]*)\.json", re.ASCII)   # the only names that are tasks
 TASK_FILE_MAX = 1_000_000   # bytes: a task is a title and some details; a bigger file is not one
-MARK = ".highwatermark"     # the largest id ever given, as decimal digits (Claude Code keeps one)
+STAMP_BYTES = 32            # .lock: the generation stamp (a random token per change) ...
+MARK_BYTES = 16             # ... then the high-water mark, the largest id ever given, in digits
 
 
 class TaskFiles:
@@ -66,11 +71,11 @@ class TaskFiles:
         take it. If the body raises (Ctrl-C too), the tasks reserve() made in it are removed."""
         with self._mutex:
             fd = self._open_lock()
+            self._wrote, self._made = False, []     # (a Ctrl-C in flock must stamp nothing)
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX)      # waits for other processes
                 st = os.fstat(fd)                   # which board, in one call (resolve(): many)
-                self._lock_fd, self._wrote, self.board = fd, False, (st.st_dev, st.st_ino)
-                self._made = []
+                self._lock_fd, self.board = fd, (st.st_dev, st.st_ino)
                 stamp = self._read_stamp()
                 if self._stamp != stamp:
                     self._stamp = None              # another process wrote since: revalidate first
@@ -83,7 +88,6 @@ class TaskFiles:
                 except BaseException:
                     self._undo_reservations()
                     raise
-                self._keep_mark()
             finally:
                 try:
                     if self._wrote:                 # a new stamp tells every other manager
@@ -95,15 +99,18 @@ class TaskFiles:
                     os.close(fd)                    # closing releases the lock
 
     def _new_stamp(self, fd):
-        new = secrets.token_hex(16).encode()
+        """A new token in .lock; after it, in the same pwrite, the mark if it grew."""
+        new = secrets.token_hex(STAMP_BYTES // 2).encode()
+        grew = self._largest is not None and self._largest[1] > self._largest[2]
+        mark = str(self._largest[1]).rjust(MARK_BYTES).encode() if grew else b""
         try:
-            os.pwrite(fd, new, 0)
+            os.pwrite(fd, new + mark, 0)
         except OSError as exc:
             self._stamp = self._largest = None      # we scan afresh next time
             try:
                 os.ftruncate(fd, 0)                 # needs no space; an empty stamp matches no
-            except OSError:                         # token, so others scan afresh too
-                pass
+            except OSError:                         # token, so others scan afresh too (the
+                pass                                # mark goes: the max-scan remains)
             raise ValueError(f"the change was saved, but the board in {self.dir} could not be "
                              f"marked as changed for other agents ({reason(exc)}); free some "
                              "space") from None
@@ -111,10 +118,11 @@ class TaskFiles:
             self._stamp = (self._stamp[0], new)
         if self._largest is not None:
             self._largest[0] = (self.board, new)
+            self._largest[2] = max(self._largest[1], self._largest[2])
 
     def _read_stamp(self):
         """The board's generation: which board, and the token its last writer left in .lock."""
-        return (self.board, os.pread(self._lock_fd, 32, 0))
+        return (self.board, os.pread(self._lock_fd, STAMP_BYTES, 0))
 
     def _open_lock(self):
         """Open .lock; only when that fails, make the folder or say what is in the way (that
@@ -159,31 +167,20 @@ class TaskFiles:
     # ------------------------------------------------------------ the high-water mark
 
     def _read_mark(self):
-        """The mark, or 0 when it is missing or not a number below MAX_ID (a hand edit): the
-        max-scan alone then, which never goes below a task that exists."""
+        """The mark in .lock, or 0 when there is none or it is not a number below MAX_ID (a
+        hand edit): the max-scan alone then, which never goes below a task that exists."""
         try:
-            text = read_bytes(self.dir / MARK, MARK, 32).decode("ascii").strip()
-        except (OSError, ValueError):               # missing, not a regular file, not ASCII
+            if self._lock_fd is not None:
+                raw = os.pread(self._lock_fd, MARK_BYTES, STAMP_BYTES)
+            else:                                   # outside the lock: a look, no lock taken
+                raw = read_bytes(self.dir / ".lock", ".lock", STAMP_BYTES + MARK_BYTES)
+                raw = raw[STAMP_BYTES:]
+        except (OSError, ValueError):               # no .lock yet (or not a file): no mark
             return 0
-        if not text.isdigit() or len(text) > 16 or int(text) >= MAX_ID:
+        text = raw.decode("ascii", "replace").strip()
+        if not text.isdigit() or int(text) >= MAX_ID:
             return 0
         return int(text)
-
-    def _keep_mark(self):
-        """After a successful hold: raise the mark to the largest id seen, if it grew.
-        Written atomically (a temp file, then os.replace), so it is old or new, never half."""
-        if self._largest is None or self._largest[1] <= self._largest[2]:
-            return
-        tmp = self.dir / f".tmp_mark_{os.getpid()}_{threading.get_ident()}"
-        try:
-            tmp.write_text(f"{self._largest[1]}\n", encoding="ascii")
-            os.replace(tmp, self.dir / MARK)
-        except OSError as exc:
-            tmp.unlink(missing_ok=True)
-            self._largest = None
-            raise ValueError(f"the change was saved, but the largest id could not be recorded "
-                             f"in {self.dir / MARK} ({reason(exc)}); free some space") from None
-        self._largest[2] = self._largest[1]
 
     # ------------------------------------------------------------ writing
 

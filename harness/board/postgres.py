@@ -309,6 +309,7 @@ class PostgresTasks:
             yield
         except psycopg.Error as exc:
             self._generation = None      # what we cached may have been rolled back
+            self._in_sync = False
             busy = (psycopg.errors.LockNotAvailable, psycopg.errors.QueryCanceled)
             if self._locked_at is not None and isinstance(exc, busy):
                 raise                    # locked() says it, after the rollback, with who holds it
