@@ -122,7 +122,7 @@ def busy(pg_board, monkeypatch):
     ("LOCK TABLE tasks IN ACCESS EXCLUSIVE MODE", lambda t: t.update(1, status="in_progress")),
     ("SELECT * FROM tasks WHERE id = 1 FOR UPDATE", lambda t: t.update(1, status="in_progress")),
     ("SELECT * FROM task_board FOR UPDATE", lambda t: t.create("Build")),
-])
+], ids=["the table locked", "a task's row locked", "the board's row locked"])
 def test_a_transaction_left_open_is_one_clear_error_and_nothing_changes(pg_board, busy, statement,
                                                                           call):
     hold, release = busy
