@@ -13,7 +13,8 @@ Without each piece:
 - one lock, one transaction: the tasks are made at the store level inside one locked(), which
   on PostgreSQL is one transaction and on the folder removes what it made if anything fails,
   Ctrl-C included. A server that goes away at item 3, or an impatient Ctrl-C, imports nothing,
-  and importing again does not make anything twice.
+  and importing again does not make anything twice. (A kill -9 is another matter on the
+  folder, which has no journal: the tasks made so far stay. PostgreSQL rolls it back.)
 - line numbers in the refusal, the first few only (BAD_SHOWN) and a count: "bad checklist"
   alone sends the user hunting through the file; 100,000 bad lines listed made a 7 MB error.
 - the same checks as task_create (check_text): a 10,000-character line or a NUL is refused

@@ -27,7 +27,8 @@ Without each piece:
   on the board's channel. A payload that is not a change (`not json`, `[1,2]`, an id that is
   not a number) is counted and left out, never allowed to hide the real news beside it or to
   end in a traceback; what is shown of a name or an owner is one printable line, so an id or
-  an owner holding newlines cannot print a forged `[board: ...]` line.
+  an owner holding newlines cannot print a forged `[board: ...]` line. A well-formed message
+  is shown whoever sent it: these lines say where to look, and the board (/tasks) is the truth.
 - MAX_LINES: a /task import of 20,000 tasks by another agent would print 20,000 lines.
 - a scan compared with the last one, on the folder: there is no one to tell us; a scan with
   validate=True also sees a hand edit.
