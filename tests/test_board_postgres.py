@@ -48,7 +48,13 @@ def test_a_truncate_in_another_session_is_seen_and_nothing_comes_back(pg_board):
     tasks.create("Design")
     tasks.create("Build", blocked_by=[1])
     assert "#2: Build" in tasks.list_all()          # the cache is warm
+    watcher = BoardWatcher(tasks.store, tasks.agent)
     sql(pg_board, "TRUNCATE tasks")
+    try:
+        assert gather(watcher, 1) == [
+            "[board: every task was removed from the board (TRUNCATE, by hand?)]"]
+    finally:
+        watcher.close()
     assert tasks.list_all() == "No tasks yet."
     with pytest.raises(ValueError, match="no task #2; existing tasks: none yet"):
         tasks.update(2, status="completed")
