@@ -111,14 +111,25 @@ def first_line(exc: BaseException) -> str:
     return lines[0] if lines else type(exc).__name__
 
 
-def connect_problem(exc: BaseException, name: str) -> str:
-    """One line for a connection that failed, naming the board without its password."""
-    text, database = str(exc), urlsplit(name).path.lstrip("/") or "(the default)"
+def connect_problem(exc: BaseException, name: str, hidden: tuple = ()) -> str:
+    """One line for a connection that failed, naming the board as `name` (its password as ***).
+
+    hidden: the password as the URL has it (and decoded). libpq and psycopg quote what they
+    could not use, and that may be the password ('invalid percent-encoded token: "pa%zz"'), so
+    each is replaced by *** wherever it appears in their message.
+    """
+    text = str(exc)
+    for secret in sorted(hidden, key=len, reverse=True):   # the longest first: a part of one
+        text = text.replace(secret, "***")                 # must not leave the rest showing
+    database = urlsplit(name).path.lstrip("/") or "(the default)"
     if "password authentication failed" in text or "no password supplied" in text:
-        return f"the PostgreSQL server refused the password for the board {name}: check the URL's password"
+        return (f"the PostgreSQL server refused the password for the board {name}: check the "
+                "URL's password")
     if "does not exist" in text and "database" in text:
         return (f"the database {database!r} does not exist on the server of the board {name}: "
                 f"create it (createdb {database}) or fix the URL")
     if "Connection refused" in text or "could not connect" in text or "timeout expired" in text:
-        return f"cannot reach the PostgreSQL server of the board {name}: is it running, and is the URL right?"
-    return f"cannot open the board {name}: {first_line(exc)}"
+        return (f"cannot reach the PostgreSQL server of the board {name}: is it running, and is "
+                "the URL right?")
+    why = first_line(text) if text.strip() else type(exc).__name__
+    return f"cannot open the board {name}: {why}"

@@ -1,4 +1,4 @@
-"""s07's board against hostile files, forged claims and hand edits (issues #18 and #19).
+"""s07's board against hostile files, forged claims, hand edits and clashing names.
 
 Each test works a board in a tmp folder through TaskManager, as the task_* tools do, and
 checks what a user relies on: the board stays usable, a refused call changes nothing, and
@@ -8,6 +8,7 @@ nothing hangs. A call that could hang runs in a thread (or a process) with a dea
 import errno
 import json
 import os
+import socket
 import subprocess
 import sys
 import time
@@ -266,3 +267,40 @@ def test_a_user_name_with_escape_characters_gives_a_safe_default_name(monkeypatc
     name = default_agent_name()
     assert name.isprintable() and "\x1b" not in name and "\x07" not in name, repr(name)
     assert all(c.isalnum() or c in "._@-" for c in name), repr(name)
+
+
+def test_default_agent_names_differ_between_two_hosts_and_are_valid_names(monkeypatch):
+    monkeypatch.setenv("USER", "root")
+    names = []
+    for host in ("build1.example.com", "build2.example.com"):   # one terminal name on each
+        monkeypatch.setattr(socket, "gethostname", lambda host=host: host)
+        names.append(default_agent_name())
+    assert names[0] != names[1] and "build1" in names[0] and "build2" in names[1]
+    monkeypatch.setenv("USER", "u" * 100)
+    monkeypatch.setattr(socket, "gethostname", lambda: "h" * 100 + "\x1b[2J")
+    names.append(default_agent_name())
+    for name in names:
+        assert agent_name(name) == name, name                   # --name would accept it
+
+
+@pytest.mark.parametrize("field, value, problem", [
+    ("subject", "Design\u0000", "field 'subject' contains a NUL character"),
+    ("owner", "", "field 'owner' must be null or a non-empty string"),
+    ("blockedBy", [1], "field 'blockedBy' holds the task's own id"),
+    ("description", None, "field 'description' must be a string"),
+], ids=["a NUL in the subject", "an empty owner", "blocked by itself", "no description"])
+def test_a_hand_edited_file_postgresql_would_refuse_is_flagged_and_left_as_it_is(
+        board, field, value, problem):
+    tasks = manager(board)
+    tasks.create("Design the data model")
+    tasks.create("Implement the API")
+    hand_edit(board, 1, **{field: value})
+    before = (board / "task_1.json").read_bytes()
+    listing = tasks.list_all()
+    flagged = [line for line in listing.splitlines() if line.startswith("!")]
+    assert len(flagged) == 1 and "task_1.json" in flagged[0] and problem in flagged[0], listing
+    assert "#2: Implement the API" in listing
+    with pytest.raises(ValueError, match="unreadable"):
+        tasks.update(1, status="in_progress")
+    assert (board / "task_1.json").read_bytes() == before
+

@@ -1,4 +1,5 @@
-"""s07's board for several agents and a person: claims, blockers at creation, order, /task, hostile files."""
+"""s07's board for several agents and a person: claims, blockers at creation, order, /task,
+hostile files."""
 
 import json
 import multiprocessing
@@ -54,7 +55,8 @@ def _start(board, barrier, name, results):
 def test_of_eight_concurrent_starters_exactly_one_wins(board):
     TaskManager(board).create("contested")
     barrier, results = FORK.Barrier(8), FORK.Queue()
-    procs = [FORK.Process(target=_start, args=(board, barrier, f"agent{n}", results)) for n in range(8)]
+    procs = [FORK.Process(target=_start, args=(board, barrier, f"agent{n}", results))
+             for n in range(8)]
     for p in procs:
         p.start()
     outcomes = dict(results.get(timeout=30) for _ in procs)
@@ -72,7 +74,8 @@ def test_create_with_blockers_checks_them_and_writes_nothing_when_refused(board)
     tasks.create("done already")
     tasks.update(2, status="completed")
     out = tasks.create("build", blocked_by=["#1", 2])
-    assert out.startswith("Created task #3: build (blocked by #1)") and "#2 is already completed" in out
+    assert out.startswith("Created task #3: build (blocked by #1)")
+    assert "#2 is already completed" in out
     before = sorted(p.name for p in board.glob("task_*.json"))
     with pytest.raises(ValueError, match="no task #9; existing tasks: #1, #2, #3"):
         tasks.create("never", blocked_by=[9])
@@ -89,10 +92,11 @@ def test_the_order_is_topological_on_a_diamond_and_survives_a_corrupt_file(board
     assert tasks.order() == "Order: #1 → #2 → #3 → #4"
     assert "Order: #1 → #2 → #3 → #4" in tasks.list_all()
     (board / "task_9.json").write_text("{broken")
-    TaskManager(board).create("waits for 9")         # a new manager's max-scan counts the corrupt #9: #10
-    (board / "task_10.json").write_text((board / "task_10.json").read_text().replace('"blockedBy": []',
-                                                                                       '"blockedBy": [9]'))
-    assert tasks.order().startswith("Order: #1 → #2 → #3 → #4 (then #10: waiting for tasks that cannot be read)")
+    TaskManager(board).create("waits for 9")   # a new manager's max-scan counts the corrupt #9: #10
+    path = board / "task_10.json"
+    path.write_text(path.read_text().replace('"blockedBy": []', '"blockedBy": [9]'))
+    assert tasks.order().startswith("Order: #1 → #2 → #3 → #4 (then #10: waiting for tasks that "
+                                    "cannot be read)")
 
 
 def test_reopening_a_completed_task_says_who_no_longer_waits(board):
@@ -125,8 +129,8 @@ def test_what_another_process_wrote_is_seen_by_the_next_call(board):
 def test_only_canonical_files_with_integer_ids_are_tasks(board, name, content, problem):
     tasks = TaskManager(board)
     tasks.create("real")
-    (board / name).write_text(json.dumps({"subject": "x", "status": "pending", "blockedBy": [], **content}),
-                              encoding="utf-8")
+    record = {"subject": "x", "status": "pending", "blockedBy": [], **content}
+    (board / name).write_text(json.dumps(record), encoding="utf-8")
     listing = tasks.list_all()
     assert problem in listing and listing.count("[ ]") == 1
 
@@ -165,22 +169,25 @@ def test_unreadable_boards_say_so_and_nothing_is_left_behind(tmp_path):
     with pytest.raises(ValueError, match="lone surrogate"):
         TaskManager(tmp_path / "ok").create("bad \ud800")
     TaskManager(tmp_path / "ok").create("b")          # under the lock, a stray temp file is swept
-    assert sorted(p.name for p in (tmp_path / "ok").iterdir()) == [".lock", "task_1.json", "task_2.json"]
+    assert sorted(p.name for p in (tmp_path / "ok").iterdir()) == [".lock", "task_1.json",
+                                                                   "task_2.json"]
 
 
 def test_the_repl_task_commands_work_the_board_without_a_model_call(run_main, workdir):
-    stdin = ("/task add Design\n/task add Build\n/task block 2 1\n/task order\n/task start 2\n/task ready\n"
+    stdin = ("/task add Design\n/task add Build\n/task block 2 1\n/task order\n/task start 2\n"
+             "/task ready\n"
              "/task done 1\n/task show 2\n/task frobnicate\n/task\n/task help\nq\n")
     code, out, err, api = run_main(s07_task_system, "--name", "carol", stdin=stdin)
     assert code == 0 and api.requests == [], err
     assert "(agent carol)" in err
     assert "Created task #1: Design" in out and "Order: #1 → #2" in out
-    assert "error: #2 is blocked by #1 Design" in err           # the same rules as the model's tools
+    assert "error: #2 is blocked by #1 Design" in err   # the same rules as the model's tools
     assert "Ready to start: #1 Design" in out and "Unblocked: #2 Build" in out
     assert "error: unknown /task command 'frobnicate'" in err and "/task add TITLE" in out
 
 
-def test_a_local_command_that_fails_oddly_is_one_line_and_the_repl_goes_on(run_main, workdir, monkeypatch):
+def test_a_local_command_that_fails_oddly_is_one_line_and_the_repl_goes_on(run_main, workdir,
+                                                                           monkeypatch):
     def broken(*_):
         raise TypeError("'int' object is not iterable")     # as a hand-edited field once caused
     monkeypatch.setattr(s07_task_system.TaskManager, "order", broken)
@@ -199,5 +206,6 @@ def test_a_hand_made_cycle_is_named_as_a_cycle_in_the_order(board):
     for tid, dep in ((1, 2), (2, 1)):               # a hand edit: the tools would refuse the second
         path = board / f"task_{tid}.json"
         path.write_text(json.dumps({**json.loads(path.read_text()), "blockedBy": [dep]}))
-    assert TaskManager(board).order() == ("Order: nothing can start (then #1, #2: waiting for each other in "
-                                          "a cycle (hand-edited files?): removeBlockedBy on one breaks it)")
+    assert TaskManager(board).order() == ("Order: nothing can start (then #1, #2: waiting for "
+                                          "each other in a cycle (hand-edited files?): "
+                                          "removeBlockedBy on one breaks it)")

@@ -1,4 +1,5 @@
-"""s07 under pressure: processes racing on one board, and a crash inside a write, at a chosen byte."""
+"""s07 under pressure: processes racing on one board, and a crash inside a write, at a chosen
+byte."""
 
 import json
 import multiprocessing
@@ -53,14 +54,16 @@ def test_many_processes_completing_blockers_at_once_leave_none_blocked(tmp_path)
     tasks_dir = tmp_path / ".tasks"
     for round_ in range(3):  # a few rounds, to give a lost update every chance to show
         tasks = TaskManager(tasks_dir)
-        blockers = [int(tasks.create(f"blocker {n}").split("#")[1].split(":")[0]) for n in range(PROCESSES)]
+        made = [tasks.create(f"blocker {n}") for n in range(PROCESSES)]
+        blockers = [int(line.split("#")[1].split(":")[0]) for line in made]
         target = int(tasks.create("the blocked one").split("#")[1].split(":")[0])
         tasks.update(target, add_blocked_by=blockers)
         barrier = FORK.Barrier(PROCESSES)
         _run_all(_complete, [(tasks_dir, barrier, b) for b in blockers])
         task = json.loads((tasks_dir / f"task_{target}.json").read_text())
         assert task["blockedBy"] == [], f"round {round_}: still blocked by {task['blockedBy']}"
-        assert all(json.loads((tasks_dir / f"task_{b}.json").read_text())["status"] == "completed" for b in blockers)
+        finished = [json.loads((tasks_dir / f"task_{b}.json").read_text()) for b in blockers]
+        assert all(task["status"] == "completed" for task in finished)
         assert f"#{target} the blocked one" in tasks.list_all().splitlines()[-1]  # it is ready
 
 
@@ -84,10 +87,12 @@ print("finished without reaching byte {limit}")
 def crash_at_byte(limit: int, setup: str, action: str, cwd: Path) -> None:
     """Run `action` in a child that dies writing byte `limit`; fail if it did not die so."""
     script = CRASH_AT_BYTE.format(root=str(ROOT), setup=setup, action=action, limit=limit)
-    proc = subprocess.run([sys.executable, "-c", script], cwd=cwd, capture_output=True, text=True, timeout=30)
+    proc = subprocess.run([sys.executable, "-c", script], cwd=cwd, capture_output=True, text=True,
+                          timeout=30)
     assert proc.returncode == -signal.SIGXFSZ, (limit, proc.returncode, proc.stdout, proc.stderr)
     sizes = [p.stat().st_size for p in cwd.rglob("*") if p.is_file()]
-    assert limit in sizes, f"no file of {limit} bytes: the child did not die inside a write of this folder"
+    assert limit in sizes, (f"no file of {limit} bytes: the child did not die inside a write of "
+                            "this folder")
 
 
 def task_files(tasks_dir, limit):
@@ -126,7 +131,8 @@ def test_a_crash_at_any_byte_of_an_update_leaves_the_old_task_or_the_new(tmp_pat
     fresh = TaskManager(tasks.store.dir)
     assert "unreadable" not in fresh.list_all()
     assert fresh.create("after the crash") == "Created task #3: after the crash"
-    assert not [p.name for p in tasks.store.dir.iterdir() if p.name.startswith(".tmp")]  # swept under the lock
+    left = [p.name for p in tasks.store.dir.iterdir() if p.name.startswith(".tmp")]
+    assert not left                                   # swept under the lock
 
 
 def test_a_crash_at_any_byte_of_a_create_leaves_no_half_task(tmp_path):
@@ -137,4 +143,5 @@ def test_a_crash_at_any_byte_of_a_create_leaves_no_half_task(tmp_path):
         now = task_files(tasks.store.dir, limit)
         assert list(now) in (["task_1.json"], ["task_1.json", "task_2.json"]), limit
         assert all(t["description"] == "y" * 1_000 for n, t in now.items() if n != "task_1.json")
-    assert TaskManager(tasks.store.dir).create("next") in ("Created task #2: next", "Created task #3: next")
+    made = TaskManager(tasks.store.dir).create("next")
+    assert made in ("Created task #2: next", "Created task #3: next")

@@ -28,8 +28,8 @@ HELP = """/task commands (no model call; the same rules as the model's tools):
   /task import FILE     a Markdown checklist (- [ ] item, - [x] done item) becomes tasks, in order"""
 
 OPTIONS = [  # s07's flags, for cli.run_cli
-    (("--name",), {"help": "this agent's name on the board (default: AGENT_NAME, else your user "
-                           "and terminal)"}),
+    (("--name",), {"help": "this agent's name on the board (default: AGENT_NAME, else your user, "
+                           "host and terminal)"}),
     (("--board",), {"help": "the board: a folder (default: TASK_BOARD, else .tasks) or a "
                             "postgresql:// URL"})]
 NEEDS = {"show": 1, "start": 1, "done": 1, "delete": 1, "block": 2, "unblock": 2, "add": 1,

@@ -1,17 +1,27 @@
 """The file board: s07's tasks as one JSON file each in a folder, safe to share on one machine.
 
-Relied on by s07 (TaskManager reaches it through the TaskStore interface in task_record.py).
-Without each piece:
+Relied on by s07 (TaskManager reaches it through the TaskStore interface in record.py), by
+live.py and checklist.py. Without each piece:
 - the lock (.tasks/.lock) around every read-modify-write: two agents completing blockers at
   once each rewrite the same dependent, and one clear is lost.
 - atomic writes (a temp file, then os.replace): a kill -9 mid-write leaves half a JSON file,
   and that task is gone.
-- the exclusive claim of a new id (os.link refuses a taken name): 8 concurrent creators hand
-  out the same id and overwrite each other.
+- the exclusive reservation of a new id (os.link refuses a taken name): 8 concurrent creators
+  hand out the same id and overwrite each other.
+- undoing the reservations of a locked() that fails (Ctrl-C included): a /task import that
+  stops at item 3 leaves items 1 and 2, and importing the file again makes them twice.
+- the high-water mark (the largest id ever given, kept in .lock after the stamp, and written
+  with it in one pwrite under the lock): without it, deleting the highest task file by hand
+  gives its id to the next task, and a task that waited for the deleted one now waits for an
+  unrelated new one. In .lock rather than a file of its own: a file written beside each new
+  task (a temp file, then a rename) doubled the cost of a create; .lock is open and written
+  after every change anyway. Only a holder of the lock reads or writes .lock, and a process
+  killed mid-pwrite leaves the old bytes or the new.
 - validation: a corrupt or hand-broken file takes the board down, or is rewritten and lost.
 - regular files only, read with a cap: a FIFO named task_2.json hangs /tasks, a symlink to
   /dev/zero reads gigabytes.
-- the cache of parsed files: a board of 10,000 tasks takes a second to list.
+- the cache of parsed files and of the largest id: a board of 10,000 tasks takes a second to
+  list, and creating thousands of tasks lists the folder once per task (quadratic).
 fcntl is POSIX: like the bash tool, this harness expects Linux or macOS. A folder shared over a
 network file system is not safe (its locks are unreliable): use a postgresql:// board there.
 """
@@ -31,19 +41,24 @@ from harness.board.record import MAX_ID, now, task_problem
 
 TASK_FILE = re.compile(r"task_([1-9][0-9]*)\.json", re.ASCII)   # the only names that are tasks
 TASK_FILE_MAX = 1_000_000   # bytes: a task is a title and some details; a bigger file is not one
+STAMP_BYTES = 32            # .lock: the generation stamp (a random token per change) ...
+MARK_BYTES = 16             # ... then the high-water mark, the largest id ever given, in digits
 
 
 class TaskFiles:
-    """The folder of task files: a TaskStore (task_record.py) for processes on one machine."""
+    """The folder of task files: a TaskStore (record.py) for processes on one machine."""
 
     def __init__(self, folder):
         self.dir = Path(folder)
         self.name = f"{self.dir}/"
+        self.agent = None               # who writes: unused here (a file does not say who wrote it)
         self._mutex = threading.Lock()  # the file lock is per process; this orders our own threads
         self._lock_fd = None            # open while we hold the lock
         self._cache = {}                # file name -> ((size, mtime_ns, inode), task)
-        self._tasks = {}                # id -> task, in id order: the same tasks, as scan() returns them
+        self._tasks = {}                # id -> task, in id order: as scan() returns them
         self._stamp = None              # the board's generation when our cache was last complete
+        self._largest = None            # [generation, largest id among the names, the mark]
+        self._made = []                 # the files reserve() made under the lock we hold
         self.board = None               # which board we last locked: (device, inode) of its .lock
         self._wrote = False
         self._swept = None
@@ -52,69 +67,120 @@ class TaskFiles:
 
     @contextmanager
     def locked(self):
-        """Hold the board's lock. Not re-entrant, by contract: only TaskManager's public methods take it."""
+        """Hold the board's lock. Not re-entrant, by contract: only TaskManager's public methods
+        take it. If the body raises (Ctrl-C too), the tasks reserve() made in it are removed."""
         with self._mutex:
             fd = self._open_lock()
+            self._wrote, self._made = False, []     # (a Ctrl-C in flock must stamp nothing)
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX)      # waits for other processes
-                st = os.fstat(fd)                   # one call says which board, where resolve() takes many
-                self._lock_fd, self._wrote, self.board = fd, False, (st.st_dev, st.st_ino)
-                if self._stamp != self._read_stamp():
-                    self._stamp = None              # another process wrote since: revalidate the cache first
+                st = os.fstat(fd)                   # which board, in one call (resolve(): many)
+                self._lock_fd, self.board = fd, (st.st_dev, st.st_ino)
+                stamp = self._read_stamp()
+                if self._stamp != stamp:
+                    self._stamp = None              # another process wrote since: revalidate first
+                if self._largest is not None and self._largest[0] != stamp:
+                    self._largest = None
                 if self._swept != self.board:
                     self._sweep_temp_files()
-                yield
+                try:
+                    yield
+                except BaseException:
+                    self._undo_reservations()
+                    raise
             finally:
                 try:
-                    if self._wrote:                 # a new stamp tells every other manager "the board changed"
-                        self._new_stamp(fd)
-                finally:                            # even when the stamp fails (a full disk): else the
-                    self._lock_fd = None            # lock stays held and every agent on the board hangs
+                    if self._wrote:                 # a new stamp tells every other manager
+                        self._new_stamp(fd)         # "changed"
+                finally:                            # even when the stamp fails (a full disk):
+                    self._lock_fd = None            # else the lock stays held and every agent
+                                                    # on the board hangs
+                    self._made = []
                     os.close(fd)                    # closing releases the lock
 
     def _new_stamp(self, fd):
-        new = secrets.token_hex(16).encode()
+        """A new token in .lock; after it, in the same pwrite, the mark if it grew."""
+        new = secrets.token_hex(STAMP_BYTES // 2).encode()
+        grew = self._largest is not None and self._largest[1] > self._largest[2]
+        mark = str(self._largest[1]).rjust(MARK_BYTES).encode() if grew else b""
         try:
-            os.pwrite(fd, new, 0)
+            os.pwrite(fd, new + mark, 0)
         except OSError as exc:
-            self._stamp = None                      # we scan afresh next time
+            self._stamp = self._largest = None      # we scan afresh next time
             try:
                 os.ftruncate(fd, 0)                 # needs no space; an empty stamp matches no
-            except OSError:                         # token, so others scan afresh too
-                pass
+            except OSError:                         # token, so others scan afresh too (the
+                pass                                # mark goes: the max-scan remains)
             raise ValueError(f"the change was saved, but the board in {self.dir} could not be "
                              f"marked as changed for other agents ({reason(exc)}); free some "
                              "space") from None
-        if self._stamp is not None:                 # our cache was complete, and our writes kept it so
+        if self._stamp is not None:                 # our cache was complete; our writes kept it
             self._stamp = (self._stamp[0], new)
+        if self._largest is not None:
+            self._largest[0] = (self.board, new)
+            self._largest[2] = max(self._largest[1], self._largest[2])
 
     def _read_stamp(self):
         """The board's generation: which board, and the token its last writer left in .lock."""
-        return (self.board, os.pread(self._lock_fd, 32, 0))
+        return (self.board, os.pread(self._lock_fd, STAMP_BYTES, 0))
 
     def _open_lock(self):
-        """Open .lock; only when that fails, make the folder or say what is in the way (saves 3 calls)."""
+        """Open .lock; only when that fails, make the folder or say what is in the way (that
+        order saves 3 calls)."""
         for attempt in (1, 2):
             try:
                 return os.open(self.dir / ".lock", os.O_RDWR | os.O_CREAT, 0o644)
             except OSError as exc:
                 if attempt == 2:
-                    raise ValueError(f"cannot lock the board in {self.dir}: {reason(exc)}") from None
+                    raise ValueError(f"cannot lock the board in {self.dir}: "
+                                     f"{reason(exc)}") from None
                 self._ensure_folder()
 
     def _ensure_folder(self):
         if self.dir.exists() and not self.dir.is_dir():
-            raise ValueError(f"the board {self.dir} cannot be used: a file of that name is in the way")
+            raise ValueError(f"the board {self.dir} cannot be used: a file of that name is in "
+                             "the way")
         try:
             self.dir.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise ValueError(f"cannot create the board folder {self.dir}: {reason(exc)}") from None
 
     def _sweep_temp_files(self):
-        """Under the lock nobody is mid-write, so any .tmp_* left is from a writer that was killed."""
+        """Under the lock nobody is mid-write: a .tmp_* left is from a writer that was killed."""
         self._swept = self.board
         for tmp in self.dir.glob(".tmp_*"):
             tmp.unlink(missing_ok=True)
+
+    def _undo_reservations(self):
+        """Remove the files reserve() made under this lock: the failed operation leaves none.
+        (A task replaced by write() stays replaced: one file at a time is all a folder does.)"""
+        for path in reversed(self._made):
+            try:
+                path.unlink(missing_ok=True)
+            except OSError:
+                pass                                # best effort: a listing will show what is left
+            self._cache.pop(path.name, None)
+            self._tasks.pop(int(TASK_FILE.fullmatch(path.name)[1]), None)
+        if self._made:
+            self._stamp = self._largest = None      # our cache had them: read the folder again
+
+    # ------------------------------------------------------------ the high-water mark
+
+    def _read_mark(self):
+        """The mark in .lock, or 0 when there is none or it is not a number below MAX_ID (a
+        hand edit): the max-scan alone then, which never goes below a task that exists."""
+        try:
+            if self._lock_fd is not None:
+                raw = os.pread(self._lock_fd, MARK_BYTES, STAMP_BYTES)
+            else:                                   # outside the lock: a look, no lock taken
+                raw = read_bytes(self.dir / ".lock", ".lock", STAMP_BYTES + MARK_BYTES)
+                raw = raw[STAMP_BYTES:]
+        except (OSError, ValueError):               # no .lock yet (or not a file): no mark
+            return 0
+        text = raw.decode("ascii", "replace").strip()
+        if not text.isdigit() or int(text) >= MAX_ID:
+            return 0
+        return int(text)
 
     # ------------------------------------------------------------ writing
 
@@ -124,64 +190,73 @@ class TaskFiles:
         # (a production store would fsync the file and the folder).
         self._put(task, lambda tmp, path: os.replace(tmp, path))
 
-    def dependents(self, task_id):   # TEMP shim
-        found = []
-        for t in self.scan()[0].values():
-            if task_id in t["blockedBy"]:
-                fresh = self.try_load(t["id"])
-                if fresh and task_id in fresh["blockedBy"]:
-                    found.append(fresh)
-        return found
-
-    def reserve(self, task):   # TEMP shim
-        return self.claim(task)
-
-    def claim(self, task):
+    def reserve(self, task):
         """Create a task's file only if its id is free (os.link never replaces). False if taken."""
+        if self._largest is None:
+            self.largest_id()                       # known, so that the mark follows this task
         try:
             self._put(task, os.link)
-            return True
         except FileExistsError:
+            self._largest = None                    # a name we did not know: list the folder again
             return False
+        self._made.append(self.dir / f"task_{task['id']}.json")
+        return True
 
     def _put(self, task, place):
         assert self._lock_fd is not None, "task files are written only under the board's lock"
         task = {**task, "updated_at": now()}
+        problem = task_problem(task, task["id"])   # never write what a read would flag
+        if problem:
+            raise ValueError(f"task #{task['id']} cannot be saved: {problem}")
         data = json.dumps(task, indent=2, ensure_ascii=False) + "\n"
         try:
             data = data.encode("utf-8")
         except UnicodeEncodeError:  # checked before any file exists, so nothing is left behind
-            raise ValueError("the task contains characters that are not valid text (a lone surrogate)") from None
+            raise ValueError("the task contains characters that are not valid text "
+                             "(a lone surrogate)") from None
         path = self.dir / f"task_{task['id']}.json"
-        tmp = self.dir / f".tmp_{task['id']}_{os.getpid()}_{threading.get_ident()}"  # never task_*.json
+        tmp = self.dir / f".tmp_{task['id']}_{os.getpid()}_{threading.get_ident()}"  # not task_*
         try:
             with open(tmp, "wb") as f:
                 f.write(data)
                 f.flush()
-                st = os.fstat(f.fileno())  # scan()'s key: os.replace and os.link keep size, mtime, inode
+                st = os.fstat(f.fileno())  # scan()'s key: place() keeps size, mtime, inode
             place(tmp, path)
         except FileExistsError:
             raise
         except OSError as exc:
-            raise ValueError(f"could not save task #{task['id']} in {self.dir}: {reason(exc)}") from None
+            raise ValueError(f"could not save task #{task['id']} in {self.dir}: "
+                             f"{reason(exc)}") from None
         finally:
             tmp.unlink(missing_ok=True)
         self._wrote = True
         self._cache[path.name] = ((st.st_size, st.st_mtime_ns, st.st_ino), task)
-        if self._tasks and task["id"] not in self._tasks and task["id"] < next(reversed(self._tasks)):
-            self._stamp = None                  # an id below ours appeared: the next scan rebuilds the order
+        below = self._tasks and task["id"] < next(reversed(self._tasks))
+        if below and task["id"] not in self._tasks:
+            self._stamp = None              # an id below ours appeared: the next scan sorts again
         self._tasks[task["id"]] = task
+        if self._largest is not None:
+            self._largest[1] = max(self._largest[1], task["id"])
 
     # ------------------------------------------------------------ reading
 
     def largest_id(self):
-        """The max-scan: the largest id among the file names (a corrupt file still holds its id).
+        """The larger of the max-scan (the largest id among the file names: a corrupt file still
+        holds its id) and the high-water mark (ids of files deleted by hand).
 
         A name past MAX_ID (task_1000000000000000.json) is ignored, and scan() flags it: else
         the next id would be one that every tool refuses, and the board could take no new task.
+        Under the lock, when no other manager wrote since we last listed the folder (the stamp
+        says so), the answer is remembered: creating thousands of tasks lists the folder once.
         """
-        return max((int(TASK_FILE.fullmatch(name)[1]) for name in self._names() if _is_task_name(name)),
-                   default=0)
+        if self._lock_fd is not None and self._largest is not None:
+            return max(self._largest[1], self._largest[2])
+        names = max((int(TASK_FILE.fullmatch(name)[1]) for name in self._names()
+                     if _is_task_name(name)), default=0)
+        mark = self._read_mark()
+        if self._lock_fd is not None:
+            self._largest = [self._read_stamp(), names, mark]
+        return max(names, mark)
 
     def load(self, task_id):
         """One task, read from its file now, or ValueError saying what is wrong."""
@@ -200,6 +275,18 @@ class TaskFiles:
     def status_of(self, task_id):
         return (self.try_load(task_id) or {}).get("status")
 
+    def dependents(self, task_id):
+        """The tasks waiting for task_id: found in the cached board (under the lock, when no
+        other manager wrote, no file is even stat'ed), each read again from its file, so that
+        a hand edit made since is what gets written back, not our older copy."""
+        found = []
+        for tid, task in self.scan()[0].items():
+            if task_id in task["blockedBy"]:
+                fresh = self.try_load(tid)
+                if fresh and task_id in fresh["blockedBy"]:
+                    found.append(fresh)
+        return found
+
     def scan(self, validate=False):
         """Every task by id, and the problems found (corrupt files, odd names).
 
@@ -215,37 +302,38 @@ class TaskFiles:
             return dict(self._tasks), []
         tasks, problems, cache, folder = {}, [], {}, os.fspath(self.dir)
         for name in self._names():
-            hit = self._cache.get(name)          # a cached name passed the checks below when first read
+            hit = self._cache.get(name)   # a cached name passed the checks below when first read
             if hit is None and not (name.startswith("task_") and name.endswith(".json")):
                 continue
             if hit is None and not _is_task_name(name):
-                problems.append(f"{self.dir / name} is not a task file name (expected task_<n>.json "
-                                f"with n below {MAX_ID:,}); it was left as it is")
+                problems.append(f"{self.dir / name} is not a task file name (expected "
+                                f"task_<n>.json with n below {MAX_ID:,}); it was left as it is")
                 continue
             try:
-                st = os.stat(f"{folder}/{name}")   # a str, not a Path: 10,000 Path objects cost more
+                st = os.stat(f"{folder}/{name}")   # a str, not a Path: 10,000 Paths cost more
                 key = (st.st_size, st.st_mtime_ns, st.st_ino)
                 task = hit[1] if hit and hit[0] == key else read_task(self.dir / name)
                 cache[name] = (key, task)
                 tasks[task["id"]] = task
             except (OSError, ValueError) as exc:
-                problems.append(str(exc) if isinstance(exc, ValueError) else f"{self.dir / name}: {reason(exc)}")
+                problems.append(str(exc) if isinstance(exc, ValueError)
+                                else f"{self.dir / name}: {reason(exc)}")
         self._cache, self._tasks = cache, dict(sorted(tasks.items()))
         if self._lock_fd is not None:
             self._stamp = self._read_stamp()   # the cache is complete as of this generation
         return dict(self._tasks), sorted(problems)
 
     def _names(self):
-        """The file names in the folder; a board that cannot be read says so, it does not look empty."""
+        """The file names in the folder; a board that cannot be read says so, not looks empty."""
         if not self.dir.exists():
             return []
         try:
             return os.listdir(self.dir)
         except NotADirectoryError:
-            raise ValueError(f"the board {self.dir} cannot be read: it is a file, not a folder") from None
+            raise ValueError(f"the board {self.dir} cannot be read: it is a file, not a "
+                             "folder") from None
         except OSError as exc:
             raise ValueError(f"the board {self.dir} cannot be read: {reason(exc)}") from None
-
 
 
 def _is_task_name(name):
@@ -254,7 +342,8 @@ def _is_task_name(name):
 
 
 def read_task(path):
-    """A task from its file, or ValueError naming the file and the field. Never repairs or deletes it."""
+    """A task from its file, or ValueError naming the file and the field. Never repairs or
+    deletes it."""
     try:
         data = read_bytes(path, "it", TASK_FILE_MAX + 1)  # a FIFO or /dev/zero is refused, unread
         if len(data) > TASK_FILE_MAX:
@@ -266,6 +355,6 @@ def read_task(path):
         raise ValueError(f"{path} is unreadable ({exc}); it was left as it is") from None
     problem = task_problem(task, int(TASK_FILE.fullmatch(path.name)[1]))
     if problem:
-        raise ValueError(f"{path} is unreadable (not a valid task: {problem}); it was left as it is")
+        raise ValueError(f"{path} is unreadable (not a valid task: {problem}); it was left as "
+                         "it is")
     return task
-

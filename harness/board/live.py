@@ -12,16 +12,24 @@ by OTHER agents, oldest first, as lines like
     [board: #5 added by bob]   [board: bob started #3]   [board: carol completed #2]
     [board: bob deleted #4]    [board: bob reopened #2]   [board: #6 now waits for #5]
     [board: #4 is ready to start]
-wait is how long to wait for a first change (seconds; 0 reports only what has arrived). It never
-raises: a board that cannot be read gives one line saying so, and the next call tries again.
+at most MAX_LINES of them, then one line counting the rest. wait is how long to wait for a
+first change (seconds; 0 reports only what has arrived). It never raises: a board that cannot
+be read gives one line saying so, and the next call tries again.
 Without each piece:
 - skipping our own changes: every /task command would be echoed back before the next prompt.
   On PostgreSQL a notification carries the session that sent it (our sessions are the store's
   backend_pids). The folder has no such thing, so the watcher notes what this process writes
-  (it wraps the store's write and claim; close() puts them back).
+  (it wraps the store's write and reserve; close() puts them back).
 - LISTEN/NOTIFY on PostgreSQL: polling a shared server before every prompt costs a full read of
-  the board; the trigger (board_postgres.py) sends each change once, after its commit, so a
+  the board; the trigger (postgres.py) sends each change once, after its commit, so a
   rolled-back change is never announced.
+- every notification read as untrusted data (decoded): any role that can connect may NOTIFY
+  on the board's channel. A payload that is not a change (`not json`, `[1,2]`, an id that is
+  not a number) is counted and left out, never allowed to hide the real news beside it or to
+  end in a traceback; what is shown of a name or an owner is one printable line, so an id or
+  an owner holding newlines cannot print a forged `[board: ...]` line. A well-formed message
+  is shown whoever sent it: these lines say where to look, and the board (/tasks) is the truth.
+- MAX_LINES: a /task import of 20,000 tasks by another agent would print 20,000 lines.
 - a scan compared with the last one, on the folder: there is no one to tell us; a scan with
   validate=True also sees a hand edit.
 - the agent's name: a task record does not say who changed it. On PostgreSQL the watcher sets
@@ -33,26 +41,66 @@ import json
 import time
 from typing import Optional
 
-from harness.board.record import FINISHED
+from harness.board.record import FINISHED, STATUSES, is_id, one_line
+from harness.terminal import printable
 
 POLL_EVERY = 0.05   # seconds between scans of a folder while changes(wait) waits
+MAX_LINES = 20      # lines of news before one prompt; the rest are counted
+NAME_CHARS = 40     # of an agent's or an owner's name, as shown
+OPS = ("INSERT", "UPDATE", "DELETE", "TRUNCATE")
+
+
+def decoded(payload: str) -> Optional[dict]:
+    """A notification's payload as a change, or None when it is not one our trigger sends:
+    a JSON object with a known op, an id (but for TRUNCATE), statuses, names and blockers of
+    the right types. Anyone who can connect can NOTIFY, so nothing else is trusted."""
+    try:
+        change = json.loads(payload)
+    except ValueError:
+        return None
+    if not isinstance(change, dict) or change.get("op") not in OPS:
+        return None
+    if change["op"] != "TRUNCATE" and not is_id(change.get("id")):
+        return None
+    for field in ("status", "was_status"):
+        if change.get(field) is not None and change[field] not in STATUSES:
+            return None
+    for field in ("agent", "owner", "was_owner"):
+        if change.get(field) is not None and not isinstance(change[field], str):
+            return None
+    for field in ("blocked_by", "was_blocked_by"):
+        value = change.get(field)
+        if value is not None and not (isinstance(value, list) and all(map(is_id, value))):
+            return None
+    return change
+
+
+def shown_name(name: str) -> str:
+    """A name as one printable line of at most NAME_CHARS: it cannot start a line of its own."""
+    flat = printable(one_line(name))
+    return flat if len(flat) <= NAME_CHARS else flat[:NAME_CHARS - 1] + "…"
 
 
 def describe(change: dict) -> list:
-    """The lines for one change: {op, id, agent, status, owner, blocked_by, was_...} (None when absent)."""
-    tid, op = change["id"], change["op"]
+    """The lines for one change: {op, id, agent, status, owner, blocked_by, was_...}, None
+    where absent."""
+    tid, op = change.get("id"), change["op"]
     who = change.get("agent") or change.get("owner") or change.get("was_owner")
+    who = shown_name(who) if who else None
+    if op == "TRUNCATE":
+        return ["[board: every task was removed from the board (TRUNCATE, by hand?)]"]
     if op == "INSERT":
         return [f"[board: #{tid} added" + (f" by {who}]" if who else "]")]
     if op == "DELETE":
         return [f"[board: #{tid} was removed from the board]"]
     status, was, lines = change.get("status"), change.get("was_status"), []
     if status != was:
-        verb = {"in_progress": "started", "completed": "completed", "deleted": "deleted"}.get(status)
+        verbs = {"in_progress": "started", "completed": "completed", "deleted": "deleted"}
+        verb = verbs.get(status)
         verb = verb or ("reopened" if was in FINISHED else "released")
         lines.append(f"[board: {who} {verb} #{tid}]" if who else f"[board: #{tid} was {verb}]")
     elif change.get("owner") != change.get("was_owner") and change.get("owner"):
-        lines.append(f"[board: #{tid} is now held by {change['owner']}]")
+        lines.append(f"[board: #{tid} is now held by {shown_name(change['owner'])}]")
     blocked, was_blocked = change.get("blocked_by") or [], change.get("was_blocked_by") or []
     added = [b for b in blocked if b not in was_blocked]
     if added:
@@ -67,7 +115,8 @@ def _fingerprint(task: dict) -> tuple:
 
 
 class BoardWatcher:
-    """Changes other agents made since the last call: LISTEN/NOTIFY on PostgreSQL, scans on a folder."""
+    """Changes other agents made since the last call: LISTEN/NOTIFY on PostgreSQL, scans on a
+    folder."""
 
     def __init__(self, store, me: str):
         self.store, self.me = store, me
@@ -77,15 +126,24 @@ class BoardWatcher:
                 store.agent = me                  # so that the others' watchers can name us
             self._listener = store.listen()
         else:
-            self._mine, self._originals = {}, {}  # id -> what we last wrote; the store's own methods
+            self._mine = {}                       # id -> what we last wrote
+            self._originals = {}                  # the store's own write and reserve
             self._note_own_writes()
             self._seen = self._snapshot()
 
     def changes(self, wait: float = 0.0) -> list:
         try:
-            return self._heard(wait) if self._listener is not None or self._broken else self._compared(wait)
+            if self._listener is not None or self._broken:
+                lines = self._heard(wait)
+            else:
+                lines = self._compared(wait)
         except (ValueError, OSError) as exc:
-            return [f"[board: the live board cannot read {self.store.name}: {exc}]"]
+            return [f"[board: the live board cannot read {self.store.name}: {one_line(exc)}]"]
+        if len(lines) > MAX_LINES:
+            more = len(lines) - MAX_LINES + 1
+            lines = lines[:MAX_LINES - 1] + [f"[board: ... and {more:,} more changes: /tasks "
+                                             "shows the board]"]
+        return lines
 
     def close(self) -> None:
         if self._listener is not None:
@@ -104,22 +162,31 @@ class BoardWatcher:
             heard += list(self._listener.notifies(timeout=0))
         except psycopg.Error as exc:
             self._listener, self._broken = None, True
-            raise ValueError(f"the connection was lost ({str(exc).strip().splitlines()[0]})") from None
-        lines = []
+            raise ValueError(f"the connection was lost ({one_line(exc)})") from None
+        lines, bad = [], 0
         for note in heard:
-            if note.pid not in self.store.backend_pids:   # our own sessions' news is no news
-                lines += describe(json.loads(note.payload))
+            if note.pid in self.store.backend_pids:   # our own sessions' news is no news
+                continue
+            change = decoded(note.payload)
+            if change is None:
+                bad += 1                              # counted, never shown: it is not ours
+            else:
+                lines += describe(change)
+        if bad:
+            what = "message" if bad == 1 else "messages"
+            lines.append(f"[board: {bad} {what} on the board's channel ignored: not sent by "
+                         "a board]")
         return lines
 
     # ------------------------------------------------------------ the folder: compare scans
 
     def _note_own_writes(self) -> None:
-        for method in ("write", "claim"):
+        for method in ("write", "reserve"):
             original = self._originals[method] = getattr(self.store, method)
 
             def noting(task, _original=original):
                 result = _original(task)
-                if result is not False:           # a claim that lost wrote nothing
+                if result is not False:           # a reserve that lost wrote nothing
                     self._mine[task["id"]] = _fingerprint(task)
                 return result
             setattr(self.store, method, noting)
@@ -131,7 +198,9 @@ class BoardWatcher:
         deadline = time.monotonic() + wait
         while True:
             now = self._snapshot()
-            lines = [line for tid, task in now.items() for line in self._news(self._seen.get(tid), task)]
+            lines = []
+            for tid, task in now.items():
+                lines += self._news(self._seen.get(tid), task)
             self._seen = now
             if lines or time.monotonic() >= deadline:
                 return lines
@@ -142,7 +211,7 @@ class BoardWatcher:
             return []
         if self._mine.get(task["id"]) == _fingerprint(task):
             return []                             # this is what we wrote ourselves
-        if before is None:   # a record does not say who added it; what else happened to it since, it does
+        if before is None:   # a record does not say who added it; what else happened, it does
             before = {"status": "pending", "owner": None, "blockedBy": task["blockedBy"]}
             return describe({"op": "INSERT", "id": task["id"]}) + self._news(before, task)
         return describe({"op": "UPDATE", "id": task["id"], "status": task["status"],

@@ -1,26 +1,57 @@
 """The PostgreSQL board: s07's tasks as rows of one table, shared by agents on many machines.
 
-Relied on by s07 when --board or TASK_BOARD is a postgresql:// URL (task_record.open_store imports
-this module only then, so psycopg is needed only then), and by live_board.py. It keeps the TaskStore
-promises of the folder (board_files.py), so TaskManager's logic is the same. Without each piece:
+Relied on by s07 when --board or TASK_BOARD is a postgresql:// URL (board/__init__.open_store
+imports this module only then, so psycopg is needed only then), by live.py and checklist.py. It
+keeps the TaskStore promises of the folder (record.py, folder.py), so TaskManager's logic is the
+same. Without each piece:
 - one transaction per operation (locked()): an error between a completion's write and
-  _clear_dependency's writes leaves a task done and its dependents still waiting; here the
-  server undoes the whole operation.
-- the advisory lock inside it (pg_advisory_xact_lock): two agents completing blockers at once
-  each rewrite the same dependent, and one clear is lost. The server drops the lock at commit,
-  at rollback and when a connection dies, so a killed agent never leaves the board locked.
-- INSERT ... ON CONFLICT DO NOTHING for a new id: two creators get the same id and one overwrites.
+  _clear_dependency's writes leaves a task done and its dependents still waiting, and a
+  /task import that fails on item 3 leaves items 1 and 2; here the server undoes it all.
+- the row lock on task_board's one row (SELECT ... FOR UPDATE), the board's lock: two agents
+  completing blockers at once each rewrite the same dependent, and one clear is lost. The
+  server drops it at commit, at rollback and when a connection dies, so a killed agent never
+  leaves the board locked. What guards it: the tests where 8 agents start one task at once
+  (exactly one wins) and two complete blockers at once (no clear lost), and the busy-board
+  test, where a session holding that row makes an agent wait and say so. It is the only lock:
+  an advisory lock beside it (there was one) added nothing, since every agent takes the row
+  first, and the row also holds off a hand edit made in psql (its trigger must update the row).
+- lock_timeout and statement_timeout on every connection: a session left open in psql with a
+  lock on the board made every agent wait forever, in silence. Now, after LOCK_TIMEOUT
+  seconds, the agent's call fails with one line naming that session, and nothing was changed.
+- INSERT ... ON CONFLICT DO NOTHING for a new id (reserve()): two creators get the same id.
 - the constraints (CHECK on status, the id range, the blockers, text lengths): a hand-written
   INSERT would put a row on the board that every tool then trips over.
 - flagging rows that still cannot be used (after a constraint was dropped by hand): like a
   corrupt file, such a row becomes a "!" line, is never repaired, and the rest works.
-- the generation counter (a trigger counts every change, even one made in psql): without it
-  every completion on a board of 10,000 tasks fetches all 10,000 rows to find the dependents.
-- the trigger's NOTIFY: the live board (live_board.py) hears of changes instead of polling.
-- the schema made under a lock, if missing: two agents starting at once on an empty database
-  would both CREATE, and one would fail.
-- one-line errors: a server that is down, a wrong password, a missing database or a missing
-  psycopg would be a traceback, with the password in it.
+- the high-water mark (task_board.high_water): the largest id that ever left the table (a
+  trigger keeps it on DELETE and TRUNCATE). Without it, deleting the last row in psql gives
+  its id to the next task, and a task that waited for the deleted one waits for the new one.
+- the GIN index on blocked_by: dependents() finds who waits for a task with one indexed query,
+  read fresh, instead of fetching the board.
+- the schema made (or brought up to date) under an advisory lock of the session: two agents
+  starting at once on an empty database would both CREATE, and one would fail.
+- one-line errors, the password never in them (shown() and _secrets()): a server that is down,
+  a wrong password, a missing database or a missing psycopg would be a traceback, and a URL
+  whose password holds ? # or / would be shown with that password.
+
+The cache, and what it sees. scan() keeps the board in memory, with the board's generation (a
+number in task_board that a trigger moves once per transaction that changes any row, a
+statement-level trigger on TRUNCATE too) and a fingerprint (the row count and the sum of the
+rows' xmin, the id of the transaction that last wrote each row). Detected:
+- any change through the triggers (our agents, psql, any program): the generation moved, so
+  the next scan reads every row again;
+- TRUNCATE: its own trigger moves the generation;
+- a change made with the triggers off (ALTER TABLE tasks DISABLE TRIGGER, or a session with
+  session_replication_role = replica): the generation stays, but any insert, update or delete
+  changes the count or the xmin sum, and every validated scan (a listing, task_get, the cycle
+  check) compares them: one aggregate query, no rows fetched.
+- load() and dependents() never use the cache: they read the rows now, so an update never
+  writes back what a TRUNCATE or a trigger-less delete removed.
+Not detected: a trigger-less change seen by a scan without validate (the session page's graph)
+until the next validated one; a change that keeps the row count and the xmin sum (it takes
+chosen transaction ids, not an accident); and with the triggers off, the live board hears
+nothing and the high-water mark is not kept (the max-scan still is).
+
 What the database gives that the folder built by hand: atomic groups of writes (the folder has
 atomic files, one at a time), constraints checked on every write (the folder validates on every
 read), durability (each commit is fsync'ed to the write-ahead log; the folder does not fsync),
@@ -28,75 +59,156 @@ and one server that agents on many machines reach (a folder shared over a networ
 has unreliable locks).
 """
 
+import re
 import threading
 from contextlib import contextmanager
 from typing import Iterator, Optional
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+from urllib.parse import unquote
 
 from harness.errors import SetupError, connect_problem, first_line
-from harness.board.record import DESCRIPTION_MAX, MAX_ID, SUBJECT_MAX, STATUSES, Task, now, task_problem
+from harness.board.record import (DESCRIPTION_MAX, MAX_ID, SUBJECT_MAX, STATUSES, Task, now,
+                                  task_problem)
 
 CONNECT_TIMEOUT = 5           # seconds: a server that does not answer is reported, not waited for
-LOCK_TAG = 0x7461736B         # "task": the high half of our advisory lock keys, apart from other apps'
-SCHEMA_LOCK = LOCK_TAG << 32  # the key held while the tables are created
+LOCK_TIMEOUT = 5.0            # seconds an agent waits for a lock another session holds
+STATEMENT_TIMEOUT = 60.0      # seconds one statement may run: a backstop no board's work comes near
+SCHEMA_LOCK = 0x7461736B << 32  # "task": the advisory lock key held while the tables are made
+SCHEMA_VERSION = "s07 task board, schema 2"   # the comment on task_board: which schema it has
 INSTALL = "python -m pip install -r requirements-postgres.txt"
 _STATUS_LIST = ", ".join(f"'{s}'" for s in STATUSES)
 _IDS_OK = "array_position({0}, NULL) IS NULL AND 1 <= ALL ({0}) AND {1} > ALL ({0})".format
 
-# Created if missing, all in one transaction. task_board holds one row: the generation, which
-# the trigger adds one to for every row any session changes (our cache is current while it is
-# unchanged), and the trigger tells listeners what changed (they hear it only after the commit).
+# Created if missing, or brought up to date, all in one transaction. task_board holds one row:
+# the generation (our cache is current while it is unchanged) and the high-water mark.
 SCHEMA = f"""
 CREATE TABLE IF NOT EXISTS tasks (
     id          bigint PRIMARY KEY CHECK (id >= 1 AND id < {MAX_ID}),
     subject     text NOT NULL CHECK (btrim(subject) <> '' AND length(subject) <= {SUBJECT_MAX}),
     description text NOT NULL CHECK (length(description) <= {DESCRIPTION_MAX}),
     status      text NOT NULL CHECK (status IN ({_STATUS_LIST})),
-    blocked_by  bigint[] NOT NULL CHECK ({_IDS_OK('blocked_by', MAX_ID)} AND id <> ALL (blocked_by)),
+    blocked_by  bigint[] NOT NULL CHECK ({_IDS_OK('blocked_by', MAX_ID)}
+                                         AND id <> ALL (blocked_by)),
     owner       text CHECK (owner <> ''),
     unblocked   bigint[] CHECK ({_IDS_OK('unblocked', MAX_ID)}),
     created_at  timestamptz NOT NULL,
     updated_at  timestamptz NOT NULL
 );
+CREATE INDEX IF NOT EXISTS tasks_blocked_by ON tasks USING gin (blocked_by);
 CREATE TABLE IF NOT EXISTS task_board (
     only_row    boolean PRIMARY KEY DEFAULT true CHECK (only_row),
     generation  bigint NOT NULL DEFAULT 0
 );
+ALTER TABLE task_board ADD COLUMN IF NOT EXISTS high_water bigint NOT NULL DEFAULT 0;
 INSERT INTO task_board DEFAULT VALUES ON CONFLICT DO NOTHING;
+UPDATE task_board SET high_water = greatest(high_water, (SELECT max(id) FROM tasks));
+
+-- Each changed row: one step of the generation per transaction (a flag local to the
+-- transaction says it was taken: a step per row would make a 20,000-task import slow down
+-- as it goes), and a notification, which listeners hear only after the commit.
 CREATE OR REPLACE FUNCTION task_board_changed() RETURNS trigger LANGUAGE plpgsql
 SET search_path FROM CURRENT AS $$
 BEGIN
-    UPDATE task_board SET generation = generation + 1;
+    IF current_setting('task_board.changed_' || TG_RELID, true) IS DISTINCT FROM 'yes' THEN
+        UPDATE task_board SET generation = generation + 1;
+        PERFORM set_config('task_board.changed_' || TG_RELID, 'yes', true);
+    END IF;
     PERFORM pg_notify('task_board_' || TG_RELID, json_build_object(
         'op', TG_OP, 'id', coalesce(NEW.id, OLD.id),
         'agent', nullif(current_setting('task_board.agent', true), ''),
         'status', NEW.status, 'owner', NEW.owner, 'blocked_by', NEW.blocked_by[1:50],
-        'was_status', OLD.status, 'was_owner', OLD.owner, 'was_blocked_by', OLD.blocked_by[1:50])::text);
+        'was_status', OLD.status, 'was_owner', OLD.owner,
+        'was_blocked_by', OLD.blocked_by[1:50])::text);
+    RETURN NULL;
+END $$;
+
+-- Ids leave the table only by DELETE and TRUNCATE: remember the largest, never to give it again.
+-- A TRUNCATE also moves the generation (the row trigger does not fire for it) and is told.
+CREATE OR REPLACE FUNCTION task_board_forgets() RETURNS trigger LANGUAGE plpgsql
+SET search_path FROM CURRENT AS $$
+BEGIN
+    IF TG_OP = 'DELETE' THEN
+        UPDATE task_board SET high_water = greatest(high_water, (SELECT max(id) FROM gone));
+    ELSE
+        UPDATE task_board SET generation = generation + 1,
+                              high_water = greatest(high_water, (SELECT max(id) FROM tasks));
+        PERFORM pg_notify('task_board_' || TG_RELID, json_build_object('op', 'TRUNCATE')::text);
+    END IF;
     RETURN NULL;
 END $$;
 DROP TRIGGER IF EXISTS task_board_changed ON tasks;
 CREATE TRIGGER task_board_changed AFTER INSERT OR UPDATE OR DELETE ON tasks
     FOR EACH ROW EXECUTE FUNCTION task_board_changed();
+DROP TRIGGER IF EXISTS task_board_deleted ON tasks;
+CREATE TRIGGER task_board_deleted AFTER DELETE ON tasks REFERENCING OLD TABLE AS gone
+    FOR EACH STATEMENT EXECUTE FUNCTION task_board_forgets();
+DROP TRIGGER IF EXISTS task_board_truncated ON tasks;
+CREATE TRIGGER task_board_truncated BEFORE TRUNCATE ON tasks
+    FOR EACH STATEMENT EXECUTE FUNCTION task_board_forgets();
+COMMENT ON TABLE task_board IS '{SCHEMA_VERSION}';
 """
 COLUMNS = "id, subject, description, status, blocked_by, owner, unblocked, created_at, updated_at"
+XMIN = "xmin::text::bigint"   # the transaction that last wrote the row: the fingerprint's part
 SELECT = ("SELECT id, subject, description, status, blocked_by, owner, unblocked, "
           + ", ".join(f"""to_char({c} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"+00:00"')"""
-                      for c in ("created_at", "updated_at")) + " FROM tasks")
+                      for c in ("created_at", "updated_at")) + f", {XMIN} FROM tasks")
 INSERT = (f"INSERT INTO tasks ({COLUMNS}) VALUES (%s, %s, %s, %s, %s::bigint[], %s, %s::bigint[], "
           "%s::timestamptz, %s::timestamptz) ON CONFLICT (id) ")
-REPLACE = INSERT + "DO UPDATE SET " + ", ".join(f"{c} = EXCLUDED.{c}" for c in COLUMNS.split(", ")[1:])
-CLAIM = INSERT + "DO NOTHING"
+REPLACE = (INSERT + "DO UPDATE SET "
+           + ", ".join(f"{c} = EXCLUDED.{c}" for c in COLUMNS.split(", ")[1:])
+           + f" RETURNING {XMIN}")
+RESERVE = INSERT + f"DO NOTHING RETURNING {XMIN}"
+# The board's lock: its one row, held to the end of the transaction. set_config names us to the
+# trigger, for the other agents' live boards.
+HOLD = ("SELECT generation, set_config('task_board.agent', %s, true) FROM task_board "
+        "FOR UPDATE")
+# A row deleted by hand comes back at a generation no cache holds (the clock, in microseconds,
+# is above any count of changes).
+REMAKE = ("INSERT INTO task_board (generation) VALUES "
+          "((extract(epoch FROM clock_timestamp()) * 1000000)::bigint) ON CONFLICT DO NOTHING")
+SUMS = f"count(*), coalesce(sum({XMIN}), 0)::bigint FROM tasks"   # the row count, the xmin sum
+FINGERPRINT = f"SELECT {SUMS}"
+# Outside the lock: the generation, and with it (validate) the fingerprint, in one round trip.
+GENERATION = "SELECT (SELECT generation FROM task_board)"
+CHANGED = f"SELECT (SELECT generation FROM task_board), {SUMS}"
+LARGEST = ("SELECT greatest((SELECT max(id) FROM tasks WHERE id < %(max)s), (SELECT high_water "
+           "FROM task_board WHERE high_water BETWEEN 0 AND %(max)s - 1), 0)")
+# Who holds a lock on the board's tables (for the one line a busy board gives).
+HOLDERS = ("SELECT a.pid, a.usename, a.application_name, a.state FROM pg_stat_activity a "
+           "WHERE a.pid <> pg_backend_pid() AND a.pid IN (SELECT l.pid FROM pg_locks l "
+           "WHERE l.granted AND l.relation = ANY (%s)) ORDER BY a.xact_start LIMIT 3")
 
 
 def shown(url: str) -> str:
-    """The URL without its password (in the user part or as ?password=), to show and to log."""
-    parts = urlsplit(url)
-    netloc = parts.netloc
-    if "@" in netloc:
-        user, host = netloc.rsplit("@", 1)
-        netloc = f"{user.split(':', 1)[0]}@{host}"
-    query = [(k, v) for k, v in parse_qsl(parts.query, keep_blank_values=True) if "password" not in k]
-    return urlunsplit((parts.scheme, netloc, parts.path, urlencode(query), ""))
+    """The URL with its password as ***, to show and to log: postgresql://user:***@host/db.
+
+    Read as libpq reads it, not as urlsplit does: a password may hold ? # / or @ (they should
+    be percent-encoded, but often are not), and urlsplit would cut it there and show the rest.
+    Everything up to the last @ is the user and the password; a password= in the query is
+    hidden too. When in doubt it hides too much, never too little.
+    """
+    scheme, sep, rest = url.partition("://")
+    user_part, at, host_part = rest.rpartition("@")
+    user, colon, _ = user_part.partition(":")
+    if at and colon:
+        rest = f"{user}:***@{host_part}"
+    rest = re.sub(r"(?i)([?&][^=&]*password[^=&]*=)[^&]*", r"\1***", rest)
+    return scheme + sep + rest
+
+
+def _secrets(url: str) -> tuple:
+    """The password as written in the URL and decoded, and a password= value: never shown."""
+    user_part = url.partition("://")[2].rpartition("@")[0]
+    found = [user_part.partition(":")[2]]
+    found += re.findall(r"(?i)[?&][^=&]*password[^=&]*=([^&]*)", url)
+    found += [unquote(s) for s in found]
+    return tuple(s for s in found if s)
+
+
+def _unreadable(url: str) -> bool:
+    """A user or password holding / or @: libpq ends the user part at the first of them, so it
+    reads a piece of the password as a host or a port, and its error would show that piece."""
+    user_part = url.partition("://")[2].rpartition("@")[0]
+    return ":" in user_part and ("/" in user_part or "@" in user_part)
 
 
 def _psycopg(name: str):
@@ -108,33 +220,49 @@ def _psycopg(name: str):
 
 
 class PostgresTasks:
-    """The table of tasks: a TaskStore (task_record.py) for agents on any machine that reaches the server."""
+    """The table of tasks: a TaskStore (record.py) for agents on any machine that reaches the
+    server."""
 
     def __init__(self, url: str):
         self._url, self.name = url, shown(url)
         self.dir = None                  # no folder: TaskManager.dir is None on a database board
-        self.agent = None                # who writes, when known: the live board names them (live_board.py)
-        self.backend_pids = set()        # our sessions' ids on the server: the live board skips their news
+        self.agent = None                # who writes, when known: live.py names them
+        self.backend_pids = set()        # our sessions on the server: live.py skips their news
         self._mutex = threading.RLock()  # one connection: one thread at a time uses it
-        self._tasks, self._problems = {}, {}   # the cache: usable tasks, and a line per unusable row
+        # The cache: usable tasks, a line per unusable row, each row's xmin, and as of when.
+        self._tasks, self._problems, self._xmins = {}, {}, {}
         self._generation = None          # the generation the cache is the board of; None: stale
-        self._locked_at = None           # under locked(): the board's generation now (it moves only by us)
+        self._fingerprint = None         # (row count, xmin sum) of the board the cache holds
+        self._locked_at = None           # under locked(): the generation when we took the lock
+        self._in_sync = False            # under locked(): the cache is the board, our writes in it
+        self._wrote = False              # under locked(): a row was written in this transaction
+        self._largest = None             # under locked(): largest_id(), once asked
         self._conn = self._open(SetupError)
         self._ensure_schema()
-        oid = self._value("SELECT 'tasks'::regclass::oid::bigint")
-        self._lock_key, self.channel = (LOCK_TAG << 32) | oid, f"task_board_{oid}"
-        self.board = (self.name, oid)    # which board: the same for every process that opens this URL
+        with self._talking("find the tables"):
+            self._oids = self._conn.execute("SELECT 'tasks'::regclass::oid::bigint, "
+                                            "'task_board'::regclass::oid::bigint").fetchone()
+        self.channel = f"task_board_{self._oids[0]}"
+        self.board = (self.name, self._oids[0])   # the same for every process that opens this URL
 
     # ------------------------------------------------------------ connecting
 
     def _open(self, error=ValueError):
-        """A new autocommit connection (each locked() opens its own transaction), or one clear line."""
+        """A new autocommit connection (each locked() opens its own transaction), or one clear
+        line."""
         psycopg = _psycopg(self.name)
         try:
             conn = psycopg.connect(self._url, autocommit=True, connect_timeout=CONNECT_TIMEOUT)
         except psycopg.Error as exc:
-            raise error(connect_problem(exc, self.name)) from None
+            if _unreadable(self._url):   # libpq's own message would show a piece of the password
+                raise error(f"cannot open the board {self.name}: libpq cannot read its URL; "
+                            "write a / or @ in the user name or password as %2F or %40") from None
+            raise error(connect_problem(exc, self.name, _secrets(self._url))) from None
         self.backend_pids.add(conn.info.backend_pid)
+        # Waits and statements are bounded: a lock held by a session left open is reported.
+        conn.execute("SELECT set_config('lock_timeout', %s, false), "
+                     "set_config('statement_timeout', %s, false)",
+                     (f"{LOCK_TIMEOUT * 1000:.0f}ms", f"{STATEMENT_TIMEOUT * 1000:.0f}ms"))
         return conn
 
     def _connection(self):
@@ -144,17 +272,31 @@ class PostgresTasks:
         return self._conn
 
     def _ensure_schema(self):
-        """Make the tables if missing; never touch a table called tasks that some other program made."""
-        if self._value("SELECT to_regclass('task_board') IS NOT NULL"):
+        """Make the tables if missing, or bring an older board up to date; never touch a table
+        called tasks that some other program made."""
+        version = "SELECT obj_description(to_regclass('task_board'), 'pg_class')"
+        if self._value(version) == SCHEMA_VERSION:
             return
-        with self._talking("create the tables"), self._conn.transaction():
-            self._conn.execute("SELECT pg_advisory_xact_lock(%s)", (SCHEMA_LOCK,))
-            theirs = self._conn.execute("SELECT to_regclass('tasks') IS NOT NULL AND "
-                                        "to_regclass('task_board') IS NULL").fetchone()[0]
-            if theirs:
-                raise SetupError(f"the database of the board {self.name} already has a table 'tasks' that "
-                                 "is not a task board: use another database, or a schema of its own")
-            self._conn.execute(SCHEMA)   # IF NOT EXISTS throughout: a second process finds it done
+        # A lock of the session, not of a transaction: after the wait, the check runs in a new
+        # transaction, which sees the tables another agent just made (one that waited inside
+        # a transaction could still see them missing, make them again, and deadlock with an
+        # agent already using them).
+        with self._talking("create the tables"):
+            self._conn.execute("SELECT pg_advisory_lock(%s)", (SCHEMA_LOCK,))
+            try:
+                if self._conn.execute(version).fetchone()[0] == SCHEMA_VERSION:
+                    return               # another agent made it while we waited
+                with self._conn.transaction():
+                    theirs = self._conn.execute("SELECT to_regclass('tasks') IS NOT NULL AND "
+                                                "to_regclass('task_board') IS NULL").fetchone()[0]
+                    if theirs:
+                        raise SetupError(f"the database of the board {self.name} already has a "
+                                         "table 'tasks' that is not a task board: use another "
+                                         "database, or a schema of its own")
+                    self._conn.execute(SCHEMA)   # IF NOT EXISTS throughout: safe on an older board
+            finally:
+                if not self._conn.closed:
+                    self._conn.execute("SELECT pg_advisory_unlock(%s)", (SCHEMA_LOCK,))
 
     def close(self) -> None:
         self._conn.close()
@@ -167,106 +309,155 @@ class PostgresTasks:
             yield
         except psycopg.Error as exc:
             self._generation = None      # what we cached may have been rolled back
-            raise ValueError(f"could not {doing} on the board {self.name}: {first_line(exc)}") from None
+            self._in_sync = False
+            busy = (psycopg.errors.LockNotAvailable, psycopg.errors.QueryCanceled)
+            if self._locked_at is not None and isinstance(exc, busy):
+                raise                    # locked() says it, after the rollback, with who holds it
+            raise ValueError(self._problem(exc, doing)) from None
+
+    def _problem(self, exc, doing: str, tail: str = "nothing was changed") -> str:
+        """One line for a database error: a busy board names who holds it."""
+        errors = _psycopg(self.name).errors
+        if isinstance(exc, errors.LockNotAvailable):
+            return (f"could not {doing}: the board {self.name} is busy: "
+                    f"{self._holders()} has held a lock on it for over {LOCK_TIMEOUT:g} s; "
+                    f"{tail}. Try again in a while, or ask whoever runs that session to end "
+                    "its transaction (COMMIT or ROLLBACK)")
+        if isinstance(exc, errors.QueryCanceled):
+            return (f"could not {doing} on the board {self.name}: the server stopped it after "
+                    f"{STATEMENT_TIMEOUT:g} s (statement_timeout); {tail}")
+        return f"could not {doing} on the board {self.name}: {first_line(exc)}; {tail}"
+
+    def _holders(self) -> str:
+        """The sessions holding a lock on the board's tables, as `session 4242 (postgres, psql,
+        idle in transaction)`, or a hint where to look. Best effort: never raises."""
+        try:
+            with self._mutex:
+                rows = self._connection().execute(HOLDERS, (list(self._oids),)).fetchall()
+        except Exception:  # noqa: BLE001 - a hint for the error line, never a second error
+            rows = []
+        if not rows:
+            return "another session (look for 'idle in transaction' in pg_stat_activity)"
+        named = []
+        for pid, user, application, state in rows:
+            about = ", ".join(str(part) for part in (user, application, state) if part)
+            named.append(f"session {pid} ({about})" if about else f"session {pid}")
+        return " or ".join(named)
 
     def _value(self, sql: str, params: tuple = ()):
-        with self._mutex, self._talking("read"):
+        with self._mutex, self._talking("read the tasks"):
             return self._connection().execute(sql, params).fetchone()[0]
 
     # ------------------------------------------------------------ the lock: one transaction
 
     @contextmanager
     def locked(self):
-        """One transaction holding the board's advisory lock; an exception inside undoes every write.
+        """One transaction holding the board's row lock; an exception inside undoes every write.
 
-        Not re-entrant, by contract (as the folder's lock). Both locks are transaction-scoped:
-        the server releases them at COMMIT or ROLLBACK, or when our connection dies.
-        - the advisory lock is the board's lock: every agent takes it around a read-modify-write.
-        - the row lock on the generation (FOR UPDATE) holds off a hand edit made in psql until we
-          commit (its trigger must update that row), so while we hold it the board changes only
-          by our own writes, and a cache as new as the generation is the board: reads need no query.
+        Not re-entrant, by contract (as the folder's lock). The lock is the row of task_board,
+        taken FOR UPDATE: every agent takes it first, and a hand edit in psql needs it too (its
+        trigger updates that row), so while we hold it the board changes only by our writes
+        (and by a session with the triggers off, which the fingerprint catches later). The
+        server releases it at COMMIT or ROLLBACK, or when our connection dies.
         """
-        with self._mutex, self._talking("change the board"):
-            conn = self._connection()
+        psycopg = _psycopg(self.name)
+        with self._mutex:
+            conn, committing = self._connection(), False
             try:
                 with conn.transaction():
-                    conn.execute("SELECT pg_advisory_xact_lock(%s), set_config('task_board.agent', %s, true)",
-                                 (self._lock_key, self.agent or ""))
-                    held = conn.execute("SELECT generation FROM task_board FOR UPDATE")
-                    self._locked_at = held.fetchone()[0]
+                    self._hold(conn)
                     yield
+                    committing = True    # the body is done: what fails now is the COMMIT
+            except psycopg.Error as exc:
+                self._generation = None  # our cache holds writes that were rolled back
+                if committing:
+                    tail = "the change may or may not have been saved: list the board to see"
+                    raise ValueError(self._problem(exc, "commit the change", tail)) from None
+                raise ValueError(self._problem(exc, "make the change")) from None
             except BaseException:
                 self._generation = None  # our cache holds writes that were just rolled back
                 raise
             finally:
-                self._locked_at = None
+                in_sync, wrote, self._locked_at = self._in_sync, self._wrote, None
+                self._in_sync = self._wrote = False
+                self._largest = None
+        if in_sync and wrote:            # the trigger moved the generation once for our commit
+            self._generation += 1
+
+    def _hold(self, conn) -> None:
+        row = conn.execute(HOLD, (self.agent or "",)).fetchone()
+        if row is None:                  # its one row was deleted by hand: make it again
+            conn.execute(REMAKE)
+            row = conn.execute(HOLD, (self.agent or "",)).fetchone()
+        self._locked_at, self._wrote, self._largest = row[0], False, None
+        self._in_sync = self._generation == row[0]
 
     # ------------------------------------------------------------ writing
 
     def write(self, task: Task) -> None:
-        """Replace a task whole (or add it): one statement, so a reader sees old or new, never half."""
+        """Replace a task whole (or add it): one statement, so a reader sees old or new."""
         self._put(task, REPLACE)
 
-    def dependents(self, task_id):   # TEMP shim
-        found = []
-        for t in self.scan()[0].values():
-            if task_id in t["blockedBy"]:
-                fresh = self.try_load(t["id"])
-                if fresh and task_id in fresh["blockedBy"]:
-                    found.append(fresh)
-        return found
-
-    def reserve(self, task):   # TEMP shim
-        return self.claim(task)
-
-    def claim(self, task: Task) -> bool:
-        """Add a task only if its id is free (ON CONFLICT DO NOTHING). False if another agent has it."""
-        return self._put(task, CLAIM)
+    def reserve(self, task: Task) -> bool:
+        """Add a task only if its id is free (ON CONFLICT DO NOTHING). False if it is taken."""
+        return self._put(task, RESERVE)
 
     def _put(self, task: Task, sql: str) -> bool:
         assert self._locked_at is not None, "tasks are written only under the board's lock"
         task = {**task, "updated_at": now()}
-        params = (task["id"], task["subject"], task["description"], task["status"], task["blockedBy"],
-                  task["owner"], task.get("unblocked"), task["created_at"], task["updated_at"])
+        problem = task_problem(task, task["id"])   # the folder's refusal, in the same words
+        if problem:
+            raise ValueError(f"task #{task['id']} cannot be saved: {problem}")
+        params = (task["id"], task["subject"], task["description"], task["status"],
+                  task["blockedBy"], task["owner"], task.get("unblocked"), task["created_at"],
+                  task["updated_at"])
         with self._talking(f"save task #{task['id']}"):
-            if self._connection().execute(sql, params).rowcount == 0:
-                return False             # the claim lost: that id is taken
-        # The trigger added one to the generation (we hold its row: nobody else can). A cache that
-        # was the board is the board again with this task in it: no full read is needed.
-        current, self._locked_at = self._current(), self._locked_at + 1
-        if current:
-            new_below = task["id"] not in self._tasks and self._tasks and task["id"] < next(reversed(self._tasks))
-            self._tasks[task["id"]] = task       # a replaced task keeps its place: the order holds
-            self._problems.pop(task["id"], None)
-            if new_below:                        # a new id below the largest: sort once more
-                self._tasks = dict(sorted(self._tasks.items()))
-            self._generation = self._locked_at
+            row = self._connection().execute(sql, params).fetchone()
+        if row is None:                  # reserve() lost: that id is taken, by a row we did not
+            self._largest = None         # count: ask the table again
+            return False
+        self._wrote = True
+        if self._largest is not None:
+            self._largest = max(self._largest, task["id"])
+        if self._in_sync:                # the cache is the board: keep it so, fingerprint too
+            self._remember(task, row[0])
         return True
 
-    def _current(self) -> bool:
-        """Under the lock: is our cache the board? (Then nothing can change it but us.)"""
-        return self._locked_at is not None and self._generation == self._locked_at
+    def _remember(self, task: Task, xmin: int) -> None:
+        tid, (count, total) = task["id"], self._fingerprint
+        new = tid not in self._xmins
+        if new and self._tasks and tid < next(reversed(self._tasks)):
+            self._tasks[tid] = task
+            self._tasks = dict(sorted(self._tasks.items()))   # a new id below the largest
+        else:
+            self._tasks[tid] = task      # a replaced task keeps its place: the order holds
+        self._problems.pop(tid, None)
+        self._fingerprint = (count + new, total - self._xmins.get(tid, 0) + xmin)
+        self._xmins[tid] = xmin
 
     # ------------------------------------------------------------ reading
 
     def largest_id(self) -> int:
-        """The max-scan: the largest id in the table, unusable rows included (ids are never reused)."""
-        return self._value("SELECT coalesce(max(id), 0) FROM tasks WHERE id < %s", (MAX_ID,))
+        """The larger of the max-scan (the largest id in the table, unusable rows included) and
+        the high-water mark (the largest id that ever left it); one indexed query, and under
+        the lock none after the first (only our own reserve() can move it then)."""
+        if self._locked_at is not None and self._largest is not None:
+            return self._largest
+        with self._mutex, self._talking("find the largest task id"):
+            value = self._connection().execute(LARGEST, {"max": MAX_ID}).fetchone()[0]
+        if self._locked_at is not None:
+            self._largest = value
+        return value
 
     def load(self, task_id: int) -> Task:
-        """One task, read now, or ValueError: missing (and which exist), or not usable (and why)."""
-        with self._mutex:
-            if self._current():          # under the lock the cache is the board: no query
-                task, problem = self._tasks.get(task_id), self._problems.get(task_id)
-                found = task is not None or problem is not None
-            else:
-                with self._talking(f"read task #{task_id}"):
-                    row = self._connection().execute(SELECT + " WHERE id = %s", (task_id,)).fetchone()
-                found = row is not None
-                task, problem = self._task(row) if found else (None, None)
-        if not found:
+        """One task, read now (never from the cache), or ValueError: missing (and which exist),
+        or not usable (and why)."""
+        with self._mutex, self._talking(f"read task #{task_id}"):
+            row = self._connection().execute(SELECT + " WHERE id = %s", (task_id,)).fetchone()
+        if row is None:
             existing = ", ".join(f"#{i}" for i in self.scan()[0]) or "none yet"
             raise ValueError(f"no task #{task_id}; existing tasks: {existing}")
+        task, problem = self._task(row)
         if problem:
             raise ValueError(problem)
         return task
@@ -280,42 +471,65 @@ class PostgresTasks:
     def status_of(self, task_id: int) -> Optional[str]:
         return (self.try_load(task_id) or {}).get("status")
 
+    def dependents(self, task_id: int) -> list:
+        """The usable tasks whose blocked_by holds task_id, read now: one query on the GIN index."""
+        with self._mutex, self._talking(f"find the tasks waiting for #{task_id}"):
+            waiting = SELECT + " WHERE blocked_by @> ARRAY[%s]::bigint[] ORDER BY id"
+            rows = self._connection().execute(waiting, (task_id,)).fetchall()
+        found = []
+        for row in rows:
+            task, problem = self._task(row)
+            if not problem:
+                found.append(task)
+        return found
+
     def scan(self, validate: bool = False) -> tuple:
         """Every usable task by id in id order, and a line for each row that cannot be used.
 
-        One query when nothing changed since our last look (the generation is the same); else
-        the whole table, once. validate is accepted for the interface: the trigger counts hand
-        edits too, so the cache is never stale, whichever way a row was changed.
+        The cache when it is the board: under the lock, when it was current as the lock was
+        taken; else when the generation has not moved. validate=True also compares the
+        fingerprint (a change made with the triggers off). Otherwise the whole table, once.
         """
-        with self._mutex, self._talking("read the board"):
-            conn, generation = self._connection(), self._locked_at
-            if generation is None:       # not under the lock: one query says whether anything changed
-                generation = conn.execute("SELECT generation FROM task_board").fetchone()[0]
-            if generation != self._generation:
-                rows = conn.execute(SELECT + " ORDER BY id").fetchall()   # at least as new as generation
+        with self._mutex, self._talking("read the tasks"):
+            conn = self._connection()
+            if self._locked_at is not None:      # the generation cannot move while we hold it
+                generation, fresh = self._locked_at, self._in_sync
+                if fresh and validate:
+                    fresh = tuple(conn.execute(FINGERPRINT).fetchone()) == self._fingerprint
+            else:                                # None when its row was deleted by hand
+                now = conn.execute(CHANGED if validate else GENERATION).fetchone()
+                generation = now[0]
+                fresh = generation is not None and generation == self._generation
+                if fresh and validate:
+                    fresh = tuple(now[1:]) == self._fingerprint
+            if not fresh:
+                rows = conn.execute(SELECT + " ORDER BY id").fetchall()   # as new as generation
                 self._fill(rows, generation)
             return dict(self._tasks), sorted(self._problems.values())
 
-    def _fill(self, rows: list, generation: int) -> None:
-        tasks, problems = {}, {}
+    def _fill(self, rows: list, generation: Optional[int]) -> None:
+        tasks, problems, xmins = {}, {}, {}
         for row in rows:
             task, problem = self._task(row)
+            xmins[row[0]] = row[-1]
             if problem:
                 problems[row[0]] = problem
             else:
                 tasks[task["id"]] = task
-        self._tasks, self._problems, self._generation = tasks, problems, generation
+        self._tasks, self._problems, self._xmins = tasks, problems, xmins
+        self._fingerprint = (len(rows), sum(xmins.values()))
+        self._generation = generation
+        if self._locked_at is not None:
+            self._in_sync = True         # read inside our transaction: our writes keep it so
 
     def _task(self, row: tuple) -> tuple:
         """(the Task, None) or (None, a line saying why this row cannot be used)."""
-        tid, subject, description, status, blocked_by, owner, unblocked, created, updated = row
-        task = Task(id=tid, subject=subject, description=description, status=status, blockedBy=blocked_by,
-                    owner=owner, created_at=created, updated_at=updated)
+        tid, subject, description, status, blocked_by, owner, unblocked, created, updated = row[:9]
+        task = Task(id=tid, subject=subject, description=description, status=status,
+                    blockedBy=blocked_by, owner=owner, created_at=created, updated_at=updated)
         if unblocked is not None:
             task["unblocked"] = unblocked
         problem = task_problem(task, tid)
-        if problem is None and not isinstance(description, str):
-            problem = "field 'description' must be a string"
         if problem is None and (created is None or updated is None):
             problem = "fields 'created_at' and 'updated_at' must be set"
         if problem:
@@ -326,7 +540,7 @@ class PostgresTasks:
     # ------------------------------------------------------------ the live board
 
     def listen(self):
-        """A second connection that LISTENs on this board's channel (live_board.py reads it)."""
+        """A second connection that LISTENs on this board's channel (live.py reads it)."""
         conn = self._open()
-        conn.execute(f"LISTEN {self.channel}")   # the channel is task_board_<oid>: a plain identifier
+        conn.execute(f"LISTEN {self.channel}")   # task_board_<oid>: a plain identifier
         return conn

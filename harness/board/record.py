@@ -1,29 +1,35 @@
 """The task record and the store interface: the one place that says what a task is.
 
-Relied on by s07 (TaskManager and its tools) and by every board store (board_files.py,
-board_postgres.py). Without each piece:
+Relied on by s07 (TaskManager and its tools), by both board stores (folder.py, postgres.py),
+by checklist.py (/task import) and live.py. Without each piece:
 - Task: code that writes a field nobody documented (s07 once wrote `unblocked` so) and a
   README example that drifts from the files on disk.
 - STATUSES / FINISHED: a lesson and a store that disagree on what "done" means.
 - parse_task_id / check_text / task_problem: a model's "#3", a 300-digit id, a lone surrogate
   or a hand-broken file reach the store and fail there with a traceback, or corrupt it.
+- the same refusals for both stores (a NUL, a task blocked by itself, an empty owner): the
+  folder would keep what PostgreSQL refuses, so a board could not move from one to the other,
+  and a /task import that works on one would fail halfway on the other.
 - TaskStore: a second store (PostgreSQL) would have to guess what TaskManager relies on.
+- default_agent_name with the host: `root-pts0` on two machines sharing one PostgreSQL board
+  would be one agent, and each would take over the other's tasks in progress without a word.
 """
 
 import os
 import re
+import socket
 import unicodedata
 from contextlib import AbstractContextManager
 from datetime import datetime, timezone
-from pathlib import Path
 from typing import Optional, Protocol, TypedDict
 
 from harness.errors import SetupError
 
-STATUSES = {"pending": "[ ]", "in_progress": "[>]", "completed": "[x]", "deleted": "[-]"}  # and marks
+STATUSES = {"pending": "[ ]", "in_progress": "[>]", "completed": "[x]",   # and their marks
+            "deleted": "[-]"}
 FINISHED = {"completed", "deleted"}   # statuses that no longer block anyone
 MAX_ID = 10 ** 15          # ids at or past this are refused: the file name would grow too long
-SUBJECT_MAX = 300          # characters: a title, not a document (a 440 kB subject grew a compaction)
+SUBJECT_MAX = 300          # characters: a title, not a document (a 440 kB one grew a compaction)
 DESCRIPTION_MAX = 4_000    # characters: details go in a file the task can name
 
 
@@ -62,7 +68,8 @@ def parse_task_id(value: object) -> int:
     elif isinstance(value, str) and re.fullmatch(r"\s*#?\d+\s*", value, re.ASCII):
         number = int(value.strip().lstrip("#"))
     if number is None or number < 1 or number >= MAX_ID:
-        raise ValueError(f"a task id is a positive number like 3, '3' or '#3'; got {str(value)[:40]!r}")
+        raise ValueError("a task id is a positive number like 3, '3' or '#3'; got "
+                         f"{str(value)[:40]!r}")
     return number
 
 
@@ -71,18 +78,32 @@ def ids(value: object) -> list:
 
 
 def check_text(value: object, field: str, empty: bool = False) -> str:
-    """A subject or description: a string, not blank, not too long, and storable as UTF-8."""
+    """A subject or description: a string, not blank, not too long, and storable by both stores."""
+    problem = text_problem(value, field, empty)
+    if problem:
+        raise ValueError(problem)
+    return value.strip() if field == "subject" else value
+
+
+def text_problem(value: object, field: str, empty: bool = False) -> Optional[str]:
+    """What makes a subject, a description or an owner unstorable, or None.
+
+    The rules are PostgreSQL's (its CHECK constraints and its text type), applied to the
+    folder too: a text one store keeps and the other refuses would split the two boards.
+    """
     if not isinstance(value, str) or not (empty or value.strip()):
-        raise ValueError(f"{field} must be a {'' if empty else 'non-empty '}string")
-    limit = SUBJECT_MAX if field == "subject" else DESCRIPTION_MAX
-    if len(value) > limit:
-        raise ValueError(f"{field} is {len(value):,} characters; keep it under {limit:,} "
-                         "(put long details in a file and name the file)")
+        return f"{field} must be a {'' if empty else 'non-empty '}string"
+    limit = {"subject": SUBJECT_MAX, "description": DESCRIPTION_MAX}.get(field)
+    if limit is not None and len(value) > limit:
+        return (f"{field} is {len(value):,} characters; keep it under {limit:,} "
+                "(put long details in a file and name the file)")
+    if "\0" in value:      # PostgreSQL's text cannot hold a NUL byte
+        return f"{field} contains a NUL character (\\x00), which a board cannot store"
     try:
         value.encode("utf-8")
-    except UnicodeEncodeError:  # a lone surrogate from a model's JSON: it cannot be written as UTF-8
-        raise ValueError(f"{field} contains characters that are not valid text (a lone surrogate)") from None
-    return value.strip() if field == "subject" else value
+    except UnicodeEncodeError:  # a lone surrogate from a model's JSON: not writable as UTF-8
+        return f"{field} contains characters that are not valid text (a lone surrogate)"
+    return None
 
 
 def check_update(status, add, remove, owner) -> None:
@@ -93,6 +114,10 @@ def check_update(status, add, remove, owner) -> None:
         raise ValueError(f"status {status!r} is not one of {', '.join(STATUSES)}")
     if owner is not None and not isinstance(owner, str):
         raise ValueError("owner must be a string ('' clears it)")
+    if owner:
+        problem = text_problem(owner, "owner")
+        if problem:
+            raise ValueError(problem)
 
 
 def is_id(value: object) -> bool:
@@ -101,21 +126,30 @@ def is_id(value: object) -> bool:
 
 
 def task_problem(task: object, expected_id: int) -> Optional[str]:
-    """What is wrong with a task read from a store, or None."""
+    """What is wrong with a task read from a store, or None: what PostgreSQL's constraints
+    refuse, the folder flags, so a hand-edited file is no more than a row could be."""
     if not isinstance(task, dict):
         return "the file must hold a JSON object"
     if not is_id(task.get("id")) or task["id"] != expected_id:
-        return f"field 'id' is {task.get('id')!r}, expected {expected_id} (the number in the file name)"
-    if not isinstance(task.get("subject"), str):
-        return "field 'subject' must be a string"
+        return (f"field 'id' is {task.get('id')!r}, expected {expected_id} (the number in the "
+                "file name)")
     if task.get("status") not in STATUSES:
         return f"field 'status' is {task.get('status')!r}, expected one of {', '.join(STATUSES)}"
+    texts = (("subject", task.get("subject"), False),
+             ("description", task.get("description"), True))
+    for field, value, empty in texts:
+        problem = text_problem(value, field, empty)
+        if problem:     # "subject must be ..." -> "field 'subject' must be ..."
+            return f"field {field!r}{problem[len(field):]}"
     for field in ("blockedBy", "unblocked"):
         value = task.get(field, [])
         if not isinstance(value, list) or not all(is_id(b) for b in value):
             return f"field {field!r} must be a list of task ids"
-    if task.get("owner") is not None and not isinstance(task["owner"], str):
-        return "field 'owner' must be a string or null"
+    if expected_id in task.get("blockedBy", []):
+        return "field 'blockedBy' holds the task's own id: a task cannot wait for itself"
+    owner = task.get("owner")
+    if owner is not None and (not isinstance(owner, str) or text_problem(owner, "owner")):
+        return "field 'owner' must be null or a non-empty string a board can store"
     return None
 
 
@@ -131,44 +165,66 @@ class TaskStore(Protocol):
       the board. TaskManager takes it around every read-modify-write; it is not re-entrant.
       On PostgreSQL it is also one transaction: an exception inside undoes every write.
       The file board writes each file atomically, but not a group of files at once.
+      On both stores an exception inside (Ctrl-C included) removes every task reserve()
+      made in it; PostgreSQL also undoes every write(), the folder cannot (its files are
+      replaced one at a time, atomically each).
     - write(task) replaces a task whole; a reader never sees half of it. Only under locked().
-    - claim(task) creates a task only if its id is free; False if another process took it.
+    - reserve(task) creates a task only if its id is free: False if another process took that
+      id first (then ask largest_id() again). Only under locked(). ("Claim" is another thing:
+      taking ownership of a task, s07's rule.)
     - load(id) reads it now, or raises ValueError (missing, or corrupt: the message says which).
     - try_load(id) is load() or None. status_of(id) is its status or None.
+    - dependents(id): the tasks whose blockedBy holds id, each read now (a hand edit made since
+      a scan is kept, never written over), in id order; unreadable ones are left out. Under
+      locked(): it costs the board's cached index, not a read of every task.
     - scan(validate) -> (every readable task by id, in id order; the problems found as lines).
       A record that cannot be used is a problem line, never an exception and never repaired.
-    - largest_id() is the largest id the board holds, corrupt records included (ids are never
-      reused); names outside the valid range are ignored, and scan() flags them.
+      validate=True also sees what was changed behind the store's back (a hand edit).
+    - largest_id(): the largest id ever given on this board: the larger of the max-scan (the
+      largest id any record has, corrupt ones included) and a high-water mark kept beside the
+      tasks, so that a task removed by hand does not give its id to a new, unrelated task.
+      A mark that is missing or hand-edited is ignored where it would send ids backwards or
+      past MAX_ID. Cheap when nothing changed: s07 asks it before every create.
     - board is which board was last locked (it changes when a relative folder follows the cwd);
-      name is how to show it to a user (never with a password).
+      name is how to show it to a user (a URL's password as ***); agent is who writes, when
+      known (PostgreSQL tells other agents' live boards).
     """
 
     board: object
     name: str
+    agent: Optional[str]
 
     def locked(self) -> AbstractContextManager: ...
     def write(self, task: Task) -> None: ...
-    def claim(self, task: Task) -> bool: ...
+    def reserve(self, task: Task) -> bool: ...
     def load(self, task_id: int) -> Task: ...
     def try_load(self, task_id: int) -> Optional[Task]: ...
     def status_of(self, task_id: int) -> Optional[str]: ...
+    def dependents(self, task_id: int) -> list: ...
     def scan(self, validate: bool = False) -> tuple: ...
     def largest_id(self) -> int: ...
 
 
 def default_agent_name() -> str:
-    """Differs between two processes, stays the same across restarts in one terminal."""
+    """user@host-terminal, e.g. root@build2-pts0: differs between two processes (on one machine
+    or two sharing a board), stays the same across restarts in one terminal. At most 40
+    characters of [\\w.@-], so that agent_name() would accept it."""
     try:
-        where = Path(os.ttyname(0)).name       # e.g. pts3
+        where = os.ttyname(0).removeprefix("/dev/").replace("/", "")   # /dev/pts/3 -> pts3
     except OSError:
         where = str(os.getpid())               # not a terminal: one name per process
-    user = unicodedata.normalize("NFKC", os.environ.get("USER") or "agent")
-    user = re.sub(r"[^\w.@-]", "_", user)[:30] or "agent"   # a USER with escapes or spaces
-    return f"{user}-{where}"
+    host = socket.gethostname().split(".")[0]  # build2.example.com -> build2
+    parts = []
+    for raw, fallback, room in ((os.environ.get("USER"), "agent", 16), (host, "host", 14),
+                                (where, "tty", 8)):
+        text = unicodedata.normalize("NFKC", raw or fallback)
+        parts.append(re.sub(r"[^\w.-]", "_", text)[:room] or fallback)  # escapes, spaces, @
+    user, host, where = parts
+    return f"{user}@{host}-{where}"
 
 
 def agent_name(raw: str):
-    """--name or AGENT_NAME, NFKC-normalised (a full-width ａｌｉｃｅ is alice), or None if empty."""
+    """--name or AGENT_NAME, NFKC-normalised (a full-width ａｌｉｃｅ is alice); None if empty."""
     name = unicodedata.normalize("NFKC", raw).strip()
     if name and not re.fullmatch(r"[\w.@-]{1,40}", name):
         raise SetupError(f"an agent name is 1-40 letters, digits or . _ @ -; got {name!r}")
