@@ -275,9 +275,9 @@ def start(args) -> str:
 
 
 def main(argv: list = None) -> int:
-    commands = s06.repl_commands(SYSTEM, TOOLS, compact_with_board)
     # /tasks and /task: a person works the board by the same rules, with no model call.
-    commands.update(commands_for.repl_commands(TASKS))
+    commands = commands_for.repl_commands(TASKS)
+    commands.update(s06.repl_commands(SYSTEM, TOOLS, compact_with_board))
     demo = functools.partial(demos.s07_demo, TASKS, s06.CONTEXT)
     # --board and --name, /task help, and what other agents did, before each prompt.
     board_options = commands_for.cli_options(TASKS)

@@ -277,7 +277,7 @@ def test_reopening_a_completed_task_says_who_no_longer_waits(board):
 
 
 # s07's refusal of a deleted blocker (the lead's new s07 says "...; it cannot block anything").
-DELETED_BLOCKER = "task #1 was deleted"
+DELETED_BLOCKER = "task #1 was deleted; it cannot block anything"
 
 
 def test_a_deleted_task_cannot_become_a_blocker(board):

@@ -184,7 +184,7 @@ def test_unknown_slash_commands_are_answered_locally(run_main):
     code, out, err, api = run_main(s07_task_system, stdin="/help\n/taks\n/nope\n/etc/hosts is odd?\nq\n",
                                    script=[reply(text("a path is a prompt"))])
     assert code == 0 and len(api.requests) == 1 and "a path is a prompt" in out
-    assert "commands: /help, /tasks, /task, /compact, /context, /cost" in out
+    assert "commands: /help, /tasks, /task, /compact, /context, /cost, /clear" in out
     assert "unknown command /taks; did you mean /tasks?" in err and "unknown command /nope (" in err
 
 
