@@ -19,19 +19,17 @@ tools, run them, append their results, and go round again.
                             TodoManager (in memory) <-------+
                             3 rounds without `todo` -> <reminder>
 
-Key insight: the model plans better when it writes its plan down, and it
-keeps the plan current when the harness nags. The todo list is just a tool
-whose result is the rendered list.
+Key insight: the model plans better when it writes its plan down, and keeps
+it current when the harness nags. The todo list is just a tool whose result
+is the rendered list.
 
-Read it top to bottom: the base tools (the model's hands), TodoManager (the
-idea), the dispatch table, then agent_loop. Each tool is a few lines that hand
-the work to harness/bash.py or harness/files.py, which keep it safe on a real
-machine. One model call is endpoints.ask(): it streams the reply to the
-screen and hands back what the loop needs, whatever a compatible server bends.
+Read it top to bottom: the base tools (harness/bash.py and files.py keep them
+safe on a real machine), TodoManager (the idea), the dispatch table, the loop.
+One model call is endpoints.ask(): it streams the reply, and hands back what
+the loop needs, whatever a compatible server bends.
 
-This is the first lesson: s06 and s07 import its tools and run_tool_calls.
-Limits: the todos live in memory, so they die with the program, and a
-compaction (s06) takes them out of the model's sight; s07 fixes that.
+Limits: the todos live in memory, so they die with the program, and s06's
+compaction hides them from the model; s07 fixes that.
 
 Run it:   python s03_todo.py "add a docstring to hello.py and track your steps"
           python s03_todo.py            (a REPL)
@@ -46,12 +44,11 @@ from harness.session import log as session_log
 from harness.session import views
 
 MAX_TOKENS = 8000      # per model call: enough for a file's worth of code
-MAX_STEPS = 50         # model calls a turn may make: s03 cannot compact, so its
-                       # context fills long before s06's 200 (--max-steps sets any)
+MAX_STEPS = 50         # model calls a turn may make (--max-steps): s03 cannot
+                       # compact, so its context fills long before s06's 200
 BASH_TIMEOUT = 120     # seconds before a command and all its children are killed
-OUTPUT_CAP = 50_000    # characters of a result the model sees: a longer one is saved
-                       # whole, and the model gets its head, tail and path (bash keeps
-                       # its first 2,000,000; read_file stops within the cap itself)
+OUTPUT_CAP = 50_000    # characters of a result the model sees; a longer one is saved
+                       # whole (bash keeps 2,000,000) and it gets the head, tail, path
 MAX_TODOS = 20         # a longer plan belongs on s07's task board
 NAG_AFTER = 3          # rounds of tool use without `todo` before the reminder
 
@@ -61,9 +58,8 @@ SYSTEM = ("You are a coding agent working in the current folder. Use the tools "
 
 
 # ---------------------------------------------------------------- base tools
-# The workspace is the current folder. The tools run with YOUR rights: the path
-# check stops accidents in the file tools, but bash can do anything you can.
-# That is not a sandbox; run the lessons in a scratch folder.
+# The tools run with YOUR rights in the current folder. The path check stops
+# accidents, but bash can do anything you can: run the lessons in a scratch folder.
 
 def safe_path(path: str) -> Path:
     """The path, symlinks followed, or ValueError if it leaves the workspace."""
@@ -140,9 +136,7 @@ class TodoManager:
         """Replace the whole list, or raise ValueError and keep the old one."""
         if len(items) > MAX_TODOS:
             raise ValueError(f"{len(items)} items; keep it to {MAX_TODOS} or fewer")
-        checked = []
-        for number, item in enumerate(items, 1):
-            checked.append(self.check(number, item))
+        checked = [self.check(n, item) for n, item in enumerate(items, 1)]
         doing = [i for i in checked if i["status"] == "in_progress"]
         if len(doing) > 1:
             raise ValueError(f"{len(doing)} items are in_progress; only one may "
@@ -194,9 +188,9 @@ TOOL_HANDLERS = {**BASE_HANDLERS, "todo": TODO.update}
 # ---------------------------------------------------------------- the loop
 
 def call_tool(call: endpoints.Call, handlers: dict) -> tuple:
-    """Look the tool up in the dispatch table and run it: (output, is_error).
-    A failure of any kind goes back to the model, which reads it and can try
-    again. (A production agent would ask the user's permission here.)"""
+    """Run one call through the dispatch table: (output, is_error). Any failure
+    goes back to the model, which can try again. (A production agent would ask
+    the user first.)"""
     if call.name not in handlers:
         return f"unknown tool {call.name!r}; use one of {list(handlers)}", True
     # An input that does not fit the tool's schema (endpoints.ask checked it)
@@ -209,17 +203,16 @@ def call_tool(call: endpoints.Call, handlers: dict) -> tuple:
 
 
 def run_tool_calls(calls: list, handlers: dict) -> list:
-    """One tool_result per call, in order, for the next user message.
-    Ctrl-C keeps the results so far and marks the rest: the model then
-    knows what ran, and does not do it twice (harness/tool_calls.py)."""
+    """One tool_result per call, in order. Ctrl-C keeps what ran and marks the
+    rest, so the model does not do it twice (harness/tool_calls.py)."""
     results = []
     with tool_calls.keep_on_ctrl_c(calls, results):
         for call in calls:
             terminal.show_tool_call(call.name, call.input)
             output, is_error = call_tool(call, handlers)
-            # Cut to OUTPUT_CAP; the whole is saved (harness/spill.py).
+            # Over OUTPUT_CAP, the whole is saved (harness/spill.py).
             output = spill.keep_whole(output, OUTPUT_CAP, call.name)
-            # Shown, and logged for --continue, as soon as it exists.
+            # Shown, and logged for --continue, at once.
             results.append(tool_calls.result(call, output, is_error))
     return results
 
@@ -249,14 +242,10 @@ def agent_loop(messages: list, client, max_steps: int = MAX_STEPS) -> str:
     return cli.step_limit(max_steps)    # not finished: the CLI says how to go on
 
 
-def show_context(messages: list, client, arg: str) -> None:
-    """/context: what the next request would send, by kind; no model call."""
-    views.print_context(SYSTEM, TOOLS, messages)
-
-
 def main(argv: list = None) -> int:
+    context = views.context_command(SYSTEM, TOOLS)      # /context: what fills it
     return cli.run_cli("s03_todo", __doc__, agent_loop, demo=demos.s03_demo,
-                       argv=argv, commands={"/context": show_context})
+                       argv=argv, commands={"/context": context})
 
 
 if __name__ == "__main__":

@@ -25,8 +25,8 @@ this order, up to a breakpoint (endpoints.ask puts one on the last block):
     |------- read from the cache: 0.1 x price --------|-- new: written, 1.25 x --|
 
 It matches byte for byte, looks back at most 20 blocks, lives 5 minutes, and silently
-caches nothing below a minimum length (1,024 to 4,096 tokens, by model: see the pricing
-docs' prompt caching page). Rewriting an early part throws the cache away from there on: so
+caches nothing below a minimum that depends on the model: 512 to 4,096 tokens, 1,024 for
+Sonnet 5 (platform.claude.com/docs/en/build-with-claude/prompt-caching, 2026-12). Rewriting an early part throws the cache away from there on: so
 placeholders come in rare, large batches, and the summary call repeats the conversation's
 prefix.
 
@@ -247,8 +247,7 @@ def agent_loop(messages: list, client, max_steps: int = MAX_STEPS) -> str:
 def repl_commands(system: str, tools: list, compact=auto_compact) -> dict:
     """/compact [focus] (layer 3, typed by a person) and /context, for a lesson's REPL."""
     return {"/compact": functools.partial(views.compact_now, compact),
-            "/context": functools.partial(views.show_context, system, tools,
-                                          micro_compact, CONTEXT)}
+            "/context": views.context_command(system, tools, micro_compact, CONTEXT)}
 
 
 def start(args, system: str = SYSTEM, tools: list = TOOLS) -> None:

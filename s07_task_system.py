@@ -41,28 +41,28 @@ from harness.board import claims, graph, record, text
 from harness.board import commands as commands_for
 from harness.session import log as session_log
 
-TASKS_DIR = ".tasks"           # relative: the board belongs to the folder you run in
-BOARD_CHARS = 12_000           # the board after a compaction: less than it replaced
-FINISHED = record.FINISHED     # completed or deleted: a finished task blocks nobody
+TASKS_DIR = ".tasks"        # relative: the board belongs to the folder you run in
+BOARD_CHARS = 12_000        # the board after a compaction: less than it replaced
+FINISHED = record.FINISHED  # completed or deleted: a finished task blocks nobody
 
 
 class TaskManager:
-    """The board: tasks with blockers, kept in a store that is the only truth. Every call
-    reads what it needs, so another agent's writes are seen by our next call."""
+    """The board: tasks with blockers, kept in a store that is the only truth. Every
+    call reads what it needs, so our next call sees another agent's writes."""
 
-    def __init__(self, location: object, agent: str = None) -> None:
-        self.store = board.open_store(location)    # a folder, or a postgresql:// URL
-        self.agent = agent or record.default_agent_name()   # the owner of what we start
+    def __init__(self, location, agent=None):
+        self.store = board.open_store(location)   # a folder or a postgresql:// URL
+        self.agent = agent or record.default_agent_name()  # who owns what we start
 
     def next_id(self) -> int:
-        """Max-scan: one more than the largest id the board has ever held. A hand-deleted
-        task's id is not given again: the store keeps a high-water mark beside the tasks."""
+        """Max-scan: one more than the largest id the board has ever held. A task
+        deleted by hand keeps its id: the store keeps a high-water mark too."""
         return self.store.largest_id() + 1
 
-    def create(self, subject: str, description: str = "", blocked_by: list = None) -> str:
+    def create(self, subject, description="", blocked_by=None) -> str:
         subject = record.check_text(subject, "subject")
         description = record.check_text(description, "description", empty=True)
-        with self.store.locked():                  # one writer at a time, across processes
+        with self.store.locked():        # one writer at a time, across processes
             blocked, notes = self.check_blockers(None, [], blocked_by or [])
             task = record.new_task(self.next_id(), subject, description, blocked)
             # Another process may take that id first: then take the next one.
@@ -70,12 +70,12 @@ class TaskManager:
                 task["id"] = self.next_id()
         return text.created(task, notes)
 
-    def update(self, task_id: object, status: str = None, add_blocked_by: list = None,
-               remove_blocked_by: list = None, owner: str = None, force: bool = False) -> str:
-        """load -> check -> write -> _clear_dependency. A refused call changes nothing.
-        force=True is a person taking a task over on purpose (/task start, /task done)."""
+    def update(self, task_id, status=None, add_blocked_by=None,
+               remove_blocked_by=None, owner=None, force=False) -> str:
+        """load -> check -> write -> _clear_dependency. A refused call changes
+        nothing. force: a person takes a task over on purpose (/task start)."""
         task_id = record.parse_task_id(task_id)
-        with self.store.locked():                  # one writer at a time, across processes
+        with self.store.locked():        # one writer at a time, across processes
             task = self.store.load(task_id)
             before = task["status"]
             change, notes = self.check_update(task, status, add_blocked_by,
@@ -83,142 +83,155 @@ class TaskManager:
             # Every check passed: only now does anything change.
             task.update(change)
             if before in FINISHED and task["status"] not in FINISHED:
-                notes += text.reopened(task, task.pop("unblocked", []))
+                unblocked = task.pop("unblocked", [])
+                notes += text.reopened(task, unblocked)
             self.store.write(task)
             lines = [f"Updated {text.line(task)}"] + notes
             if before not in FINISHED and task["status"] in FINISHED:
                 lines += self._clear_dependency(task)
         return "\n".join(lines)
 
-    def _clear_dependency(self, finished: record.Task) -> list:
-        """Remove a finished task from every blockedBy; say which tasks can start now."""
-        freed = self.store.dependents(finished["id"])    # each read fresh from the store
+    def _clear_dependency(self, finished) -> list:
+        """Remove a finished task from every blockedBy; say what can start now."""
+        freed = self.store.dependents(finished["id"])    # each read fresh
         for task in freed:
-            others = [b for b in task["blockedBy"] if b != finished["id"]]
-            task["blockedBy"] = others
+            blockers = task["blockedBy"]
+            task["blockedBy"] = [b for b in blockers if b != finished["id"]]
             self.store.write(task)
-        if finished["status"] == "deleted":        # never done: say so, not "Unblocked"
+        if finished["status"] == "deleted":   # never done: not "Unblocked"
             return text.no_longer_waiting(freed, finished)
-        # Remembered, so that reopening the task can say who stopped waiting for it.
+        # Kept, so that reopening the task can say who stopped waiting for it.
         finished["unblocked"] = [t["id"] for t in freed]
         self.store.write(finished)
         tasks = self.store.scan()[0]
         ready = [t for t in freed if self.can_start(t, tasks)]
         return ["Unblocked: " + text.names(ready)] if ready else []
 
-    def can_start(self, task: record.Task, tasks: dict) -> bool:
-        """Pending, and every blocker finished (a missing one counts as unfinished)."""
+    def can_start(self, task, tasks) -> bool:
+        """Pending, and every blocker finished (a missing one is unfinished)."""
         waiting = graph.waiting_on(task, tasks)
         return task["status"] == "pending" and not waiting
 
     def list_all(self) -> str:
-        """The board: every live task, an order, what can start now; unreadable records too."""
+        """The board: every live task, an order, what can start now."""
         tasks, problems = self.store.scan(validate=True)
-        return text.board(tasks, problems, self.order(tasks), self.ready(tasks))
+        order, ready = self.order(tasks), self.ready(tasks)
+        return text.board(tasks, problems, order, ready)
 
-    def ready(self, tasks: dict = None) -> str:
+    def ready(self, tasks=None) -> str:
         """What can start now."""
         tasks = tasks or self.store.scan(validate=True)[0]
         ready = [t for t in tasks.values() if self.can_start(t, tasks)]
         return text.ready_line(ready, tasks)
 
-    def order(self, tasks: dict = None) -> str:
+    def order(self, tasks=None) -> str:
         """The unfinished tasks, blockers first (a topological sort)."""
         tasks = tasks or self.store.scan(validate=True)[0]
         return graph.order_line(tasks)
 
-    def get(self, task_id: object) -> str:
+    def get(self, task_id) -> str:
         """One task in full, with the live tasks it blocks."""
         task = self.store.load(record.parse_task_id(task_id))
         return text.in_full(task, self.store.scan(validate=True)[0])
 
-    # ------------------------------------------------------------ the rules update() checks
+    # ------------------------------------------------- the rules update() checks
 
     def check_update(self, task, status, add, remove, owner, force) -> tuple:
-        """(the new field values, notes), or ValueError. Reads the board; writes nothing."""
-        record.check_update(status, add, remove, owner)   # the arguments' types and values
-        tid = task["id"]
+        """(the new field values, notes), or ValueError. Writes nothing."""
+        record.check_update(status, add, remove, owner)   # types and values
+        tid, now = task["id"], status or task["status"]
         if task["status"] == "deleted":
-            raise ValueError(f"task #{tid} was deleted; create a new task instead")
-        if add and (status or task["status"]) in FINISHED:
-            raise ValueError(f"#{tid} is {status or task['status']}; set it back to pending "
+            raise ValueError(f"task #{tid} was deleted; create a new task")
+        if add and now in FINISHED:
+            raise ValueError(f"#{tid} is {now}; set it back to pending "
                              "before giving it blockers")
-        # Who may start or change a task another agent holds: claims.py, in one place.
+        # Who may start or change a task another agent holds: claims.py.
         change, notes = claims.check(task, status, owner, self.agent, force)
         blocked, more = self.check_blockers(tid, task["blockedBy"], add or [])
-        for dep in record.ids(remove or []):   # a missing or unreadable one can go too
+        for dep in record.ids(remove or []):   # a missing one can go too
             if dep not in blocked:
                 raise ValueError(f"#{tid} is not blocked by #{dep}")
             blocked.remove(dep)
         # A blocked task cannot start or complete.
-        waiting = [b for b in blocked if self.store.status_of(b) not in FINISHED]
+        waiting = []
+        for dep in blocked:
+            if self.store.status_of(dep) not in FINISHED:
+                waiting.append(dep)
         if status in ("in_progress", "completed") and waiting:
-            raise ValueError(f"#{tid} is blocked by {text.described(waiting, self.store)}; "
-                             "finish those first (or removeBlockedBy)")
+            names = text.described(waiting, self.store)
+            raise ValueError(f"#{tid} is blocked by {names}; finish those "
+                             "first (or removeBlockedBy)")
         change["blockedBy"] = blocked
         return change, notes + more
 
-    def check_blockers(self, tid, blocked: list, add: list) -> tuple:
-        """blocked + add, checked: each exists, is not deleted, is not tid, closes no cycle."""
+    def check_blockers(self, tid, blocked, add) -> tuple:
+        """blocked + add, checked: each exists, is live, is not tid, and closes
+        no cycle; (the blockers, notes) or ValueError."""
         blocked, notes = list(blocked), []
         for dep in record.ids(add):
-            other = self.store.load(dep)       # ValueError if it does not exist
+            other = self.store.load(dep)     # ValueError if there is none
             if other["status"] == "deleted":
-                raise ValueError(f"task #{dep} was deleted; it cannot block anything")
+                raise ValueError(f"task #{dep} was deleted; it cannot block "
+                                 "anything")
             if dep == tid:
                 raise ValueError(f"task #{tid} cannot block itself")
             if other["status"] in FINISHED:
                 notes.append(text.finished_blocker(other, tid))
             elif dep not in blocked:
-                # A new task (tid None) has no dependents yet, so it cannot close a cycle.
+                # A new task (tid None) has no dependents: it closes no cycle.
                 if tid is not None:
-                    graph.refuse_cycle(self.store.scan(validate=True)[0], tid, dep)
+                    tasks = self.store.scan(validate=True)[0]
+                    graph.refuse_cycle(tasks, tid, dep)
                 blocked.append(dep)
         return blocked, notes
 
 
-# ---------------------------------------------------------------- the tools and the loop
+# ---------------------------------------------------------------- the tools
 
 ID = {"description": "a task id: 3 or \"#3\""}
 IDS = {"type": "array", "items": ID}
+STRING = s03.STRING
 
 TASK_TOOLS = [
     {"name": "task_create",
-     "description": "Add a task to the persistent board; it starts pending. Use the board "
-                    "for work of several steps, with an order between them, or that must "
-                    "outlast this conversation. A single quick step needs no task.",
-     "input_schema": s03.schema(["subject"], subject={"type": "string"},
-                                description={"type": "string"}, blockedBy=IDS)},
+     "description": "Add a task to the persistent board (pending). Use it for "
+                    "work of several steps in an order, or that must outlast "
+                    "this conversation; one quick step needs no task.",
+     "input_schema": s03.schema(["subject"], subject=STRING,
+                                description=STRING, blockedBy=IDS)},
     {"name": "task_update",
-     "description": "Change a task's status, blockers or owner. A task cannot start or "
-                    "complete while a blocker is unfinished. Starting a task claims it; a "
-                    "task in progress by another agent is theirs. Completing it unblocks "
-                    "its dependents.",
-     "input_schema": s03.schema(["task_id"], task_id=ID,
-                                status={"type": "string", "enum": list(record.STATUSES)},
-                                addBlockedBy=IDS, removeBlockedBy=IDS,
-                                owner={"type": "string", "description": "'' clears it"})},
+     "description": "Change a task's status, blockers or owner. A task cannot "
+                    "start or complete while a blocker is unfinished. Starting "
+                    "a task claims it; one in progress by another agent is "
+                    "theirs. Completing it unblocks its dependents.",
+     "input_schema": s03.schema(
+         ["task_id"], task_id=ID, addBlockedBy=IDS, removeBlockedBy=IDS,
+         status={"type": "string", "enum": list(record.STATUSES)},
+         owner={"type": "string", "description": "'' clears it"})},
     {"name": "task_list",
-     "description": "The board: every live task with its status, owner and blockers, an "
-                    "order to do them in, and which can start now.",
+     "description": "The board: every live task with its status, owner and "
+                    "blockers, an order to do them in, what can start now.",
      "input_schema": s03.schema([])},
-    {"name": "task_get", "description": "One task in full, with the tasks it blocks.",
+    {"name": "task_get",
+     "description": "One task in full, with the tasks it blocks.",
      "input_schema": s03.schema(["task_id"], task_id=ID)},
 ]
 
-TASKS = TaskManager(TASKS_DIR)   # touches no file until the first call; main() may move it
+TASKS = TaskManager(TASKS_DIR)   # touches no file until it is used
 
-TOOLS = s06.TOOLS + TASK_TOOLS
-# The model's names for the arguments (as the schemas say) on the left, Python's on the right.
+
+# The model's names for the arguments (as the schemas say), then Python's.
 
 def task_create(subject, description="", blockedBy=None):
     return TASKS.create(subject, description, blockedBy)
 
 
-def task_update(task_id, status=None, addBlockedBy=None, removeBlockedBy=None, owner=None):
+def task_update(task_id, status=None, addBlockedBy=None,
+                removeBlockedBy=None, owner=None):
     return TASKS.update(task_id, status, addBlockedBy, removeBlockedBy, owner)
 
 
+TOOLS = s06.TOOLS + TASK_TOOLS
 TOOL_HANDLERS = {
     **s06.TOOL_HANDLERS,
     "task_create": task_create,
@@ -227,62 +240,69 @@ TOOL_HANDLERS = {
     "task_get": TASKS.get,
 }
 
-SYSTEM = ("You are a coding agent working in the current folder. Plan multi-step work on "
-          "the task board (task_* tools): it lives outside the conversation and survives "
-          "compaction and restarts; other agents may share it. Order tasks with blockedBy, "
-          "mark a task in_progress when you start it (that claims it) and completed when "
-          "done. When the context gets long, call compact. Be brief.")
+SYSTEM = ("You are a coding agent working in the current folder. Plan "
+          "multi-step work on the task board (task_* tools): it outlives the "
+          "conversation, and other agents may share it. Order tasks with "
+          "blockedBy; mark a task in_progress when you start it (that claims "
+          "it) and completed when done. When the context gets long, call "
+          "compact. Be brief.")
 
+
+# ---------------------------------------------------------------- the loop
 
 def board_message() -> str:
-    """The board for the model after a compaction: task_list's answer, read fresh from the
-    store; a board over BOARD_CHARS comes back cut, its unfinished tasks first."""
-    terminal.show_note(f"  [the board, read from {TASKS.store.name}, was added to the summary]")
+    """The board for the model after a compaction: task_list's answer, read
+    fresh; one over BOARD_CHARS is cut, its unfinished tasks first."""
+    name = TASKS.store.name
+    terminal.show_note(f"  [the board, read from {name}, was added to the summary]")
     return text.board_message(TASKS, BOARD_CHARS)
 
 
-def compact_with_board(messages: list, client, focus: str = "") -> bool:
+def compact_with_board(messages, client, focus="") -> bool:
     """s06's compaction, with the board, read fresh, after the summary."""
-    return s06.auto_compact(messages, client, focus, SYSTEM, TOOLS, attach=board_message)
+    return s06.auto_compact(messages, client, focus, SYSTEM, TOOLS,
+                            attach=board_message)
 
 
-def agent_loop(messages: list, client, max_steps: int = s06.MAX_STEPS) -> str:
-    """s06's loop with s07's tools; after any compaction the board comes back."""
+def agent_loop(messages, client, max_steps=s06.MAX_STEPS) -> str:
+    """s06's loop with s07's tools: after a compaction the board comes back."""
     for step in range(max_steps):
-        view = s06.micro_compact(messages)                               # layer 1
-        if s06.needs_compaction(view):                                   # layer 2
-            compact_with_board(messages, client)                         # layer 2 + board
-            view = s06.micro_compact(messages)                           # layer 1
+        view = s06.micro_compact(messages)                     # layer 1
+        if s06.needs_compaction(view):                         # layer 2
+            compact_with_board(messages, client)               # layer 2 + board
+            view = s06.micro_compact(messages)                 # layer 1
         reply = endpoints.ask(client, SYSTEM, TOOLS, view, s03.MAX_TOKENS)
         messages.append(reply.message)
         session_log.record(messages)          # on disk before its calls run
-        s06.CONTEXT.record(reply.usage, messages)                        # layer 2 measures
+        s06.CONTEXT.record(reply.usage, messages)              # layer 2 measures
         if not reply.calls:
             return reply.text
-        results = s03.run_tool_calls(reply.calls, TOOL_HANDLERS) + reply.notes
-        messages.append({"role": "user", "content": results})
-        s06.compact_if_asked(reply.calls, messages, client, compact_with_board)  # layer 3
+        results = s03.run_tool_calls(reply.calls, TOOL_HANDLERS)
+        messages.append({"role": "user", "content": results + reply.notes})
+        s06.compact_if_asked(reply.calls, messages, client,    # layer 3 + board
+                             compact_with_board)
     return cli.step_limit(max_steps)
 
 
 # ---------------------------------------------------------------- main
 
 def start(args) -> str:
-    """When a run starts: s06's settings, for s07's prompt and tools; the board (--board
-    or TASK_BOARD) and who we are on it (--name or AGENT_NAME)."""
+    """When a run starts: s06's settings, for s07's prompt and tools; the
+    board (--board, TASK_BOARD) and our name on it (--name, AGENT_NAME)."""
     s06.start(args, SYSTEM, TOOLS)
     return commands_for.choose_board(TASKS, TASKS_DIR, args)
 
 
-def main(argv: list = None) -> int:
-    # /tasks and /task: a person works the board by the same rules, with no model call.
+def main(argv=None) -> int:
+    # /tasks and /task: a person works the board by the same rules.
     commands = commands_for.repl_commands(TASKS)
     commands.update(s06.repl_commands(SYSTEM, TOOLS, compact_with_board))
     demo = functools.partial(demos.s07_demo, TASKS, s06.CONTEXT)
-    # --board and --name, /task help, and what other agents did, before each prompt.
+    # --board, --name, /task help, and what other agents did, before a prompt.
     board_options = commands_for.cli_options(TASKS)
-    return cli.run_cli("s07_task_system", __doc__, agent_loop, argv=argv, demo=demo,
-                       commands=commands, on_start=start, **board_options)
+    return cli.run_cli("s07_task_system", __doc__, agent_loop, argv=argv,
+                       demo=demo, commands=commands, on_start=start,
+                       **board_options)
 
 
 if __name__ == "__main__":

@@ -234,8 +234,11 @@ def compact_now(compact, messages: list, client, focus: str) -> None:
         compact(messages, client, focus)
 
 
-def show_context(system: str, tools: list, view_of, context, messages: list, client,
-                 arg: str) -> None:
-    """/context in s06 and s07: what the next request would send (layer 1's view, as the next
-    call makes it, view_of being s06's micro_compact), against the threshold and the window."""
-    print_context(system, tools, view_of(messages), context)
+def context_command(system: str, tools: list, view_of=None, context=None):
+    """/context for a lesson's REPL: what the next request would send (in s06 and s07,
+    view_of is layer 1, micro_compact, as the next call runs it), against the threshold and
+    the window (context: s06's ContextSize). No model call."""
+    def command(messages: list, client, arg: str) -> None:
+        view = view_of(messages) if view_of else messages
+        print_context(system, tools, view, context)
+    return command
