@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Time s07's TaskManager against the unsafe published algorithm, on boards of 1,000 and 10,000 tasks.
+"""Time s07's TaskManager against the unsafe published algorithm, on 1,000 and 10,000 tasks.
 
     python bench/bench_tasks.py            # 1,000 and 10,000
     python bench/bench_tasks.py 500        # other sizes
@@ -33,7 +33,9 @@ from s07_task_system import TaskManager  # noqa: E402
 
 DEPENDENTS = 10   # tasks each completed task unblocks
 REPEATS = 20      # timed runs of each single operation
-CLAIMERS, CLAIM_ROUNDS = 8, 5   # concurrent starters of one task, and how many tasks they fight over
+DESCRIPTION = "a description of ordinary length for a task on the board"
+CLAIMERS = 8      # processes starting one task at the same moment
+CLAIM_ROUNDS = 5  # tasks they fight over, one after another
 
 
 class UnsafeReference:
@@ -48,7 +50,8 @@ class UnsafeReference:
     def __init__(self, folder):
         self.dir = Path(folder)
         self.dir.mkdir(parents=True, exist_ok=True)
-        self.next_id = 1 + max((int(p.stem.split("_")[1]) for p in self.dir.glob("task_*.json")), default=0)
+        ids = (int(p.stem.split("_")[1]) for p in self.dir.glob("task_*.json"))
+        self.next_id = 1 + max(ids, default=0)
 
     def load(self, task_id):
         return json.loads((self.dir / f"task_{task_id}.json").read_text())
@@ -57,8 +60,9 @@ class UnsafeReference:
         (self.dir / f"task_{task['id']}.json").write_text(json.dumps(task, indent=2))
 
     def create(self, subject, description="", blocked_by=None):
-        self.save({"id": self.next_id, "subject": subject, "description": description, "status": "pending",
-                   "blockedBy": list(blocked_by or []), "blocks": [], "owner": ""})
+        self.save({"id": self.next_id, "subject": subject, "description": description,
+                   "status": "pending", "blockedBy": list(blocked_by or []), "blocks": [],
+                   "owner": ""})
         self.next_id += 1
 
     def update(self, task_id, status=None, add_blocked_by=None):
@@ -79,7 +83,8 @@ class UnsafeReference:
         marks = {"pending": "[ ]", "in_progress": "[>]", "completed": "[x]"}
         tasks = [json.loads(p.read_text()) for p in sorted(self.dir.glob("task_*.json"))]
         return "\n".join(f"{marks.get(t['status'], '[?]')} #{t['id']}: {t['subject']}"
-                         + (f" (blocked by: {t['blockedBy']})" if t.get("blockedBy") else "") for t in tasks)
+                         + (f" (blocked by: {t['blockedBy']})" if t.get("blockedBy") else "")
+                         for t in tasks)
 
 
 def timed(fn, repeats=REPEATS):
@@ -107,14 +112,15 @@ def taking_turns(calls, repeats=REPEATS, mean=False):
             start = time.perf_counter()
             call()
             samples[name].append((time.perf_counter() - start) * 1000)
-    return {name: (statistics.mean if mean else statistics.median)(s) for name, s in samples.items()}
+    average = statistics.mean if mean else statistics.median
+    return {name: average(s) for name, s in samples.items()}
 
 
 def compare(size, folder):
-    """{operation: {implementation: ms per op}} for s07 and the reference on boards of `size` tasks."""
+    """{operation: {implementation: ms per op}}: s07 and the reference, boards of `size` tasks."""
     boards = {name: make(folder / name / "board") for name, make in IMPLEMENTATIONS.items()}
-    create = taking_turns({name: partial(b.create, "a task", "a description of ordinary length for a task "
-                                         "on the board") for name, b in boards.items()}, size, mean=True)
+    create = taking_turns({name: partial(b.create, "a task", DESCRIPTION)
+                           for name, b in boards.items()}, size, mean=True)
     list_all = taking_turns({name: b.list_all for name, b in boards.items()})
     complete = taking_turns({name: completions(b, size) for name, b in boards.items()},
                             min(REPEATS, size // (DEPENDENTS + 1)))
@@ -124,10 +130,12 @@ def compare(size, folder):
     for chain in chains.values():
         for n in range(1, size + 1):
             chain.create(f"step {n}", "", [n - 1] if n > 1 else None)
-    chained_list = taking_turns({name: c.list_all for name, c in chains.items()})  # s07 adds an order
+    # s07 adds an order to the chained listing
+    chained_list = taking_turns({name: c.list_all for name, c in chains.items()})
     block = taking_turns({name: second_blockers(c, size) for name, c in chains.items()})
-    return {"create (mean over all N)": create, "list_all": list_all, "list_all (chained board)": chained_list,
-            "add a blocker (chained board)": block, f"complete + clear {DEPENDENTS} dependents": complete}
+    return {"create (mean over all N)": create, "list_all": list_all,
+            "list_all (chained board)": chained_list, "add a blocker (chained board)": block,
+            f"complete + clear {DEPENDENTS} dependents": complete}
 
 
 def second_blockers(chain, size):
@@ -143,7 +151,7 @@ def second_blockers(chain, size):
 def completions(tasks, size):
     """A call that completes the next task DEPENDENTS others wait for (tasks 1..size exist)."""
     blockers = []
-    for r in range(min(REPEATS, size // (DEPENDENTS + 1))):  # a blocker and its dependents per round
+    for r in range(min(REPEATS, size // (DEPENDENTS + 1))):  # a blocker and its dependents a round
         blocker = 1 + r * (DEPENDENTS + 1)
         for d in range(blocker + 1, blocker + 1 + DEPENDENTS):
             tasks.update(d, add_blocked_by=[blocker])
@@ -159,30 +167,30 @@ def timed_completions(tasks, size):
 
 
 def bench(size):
-    """s07 alone, the rows of the README's table: amortized and late creates, an owner update too."""
+    """s07 alone, the rows of the README's table: amortized and late creates, an owner update."""
     with tempfile.TemporaryDirectory() as tmp:
         tasks = TaskManager(Path(tmp) / ".tasks")
         start = time.perf_counter()
         for n in range(size):
-            tasks.create(f"task {n}", "a description of ordinary length for a task on the board")
+            tasks.create(f"task {n}", DESCRIPTION)
         create_all = time.perf_counter() - start
         # Creates near the end cost the same as the first ones: amortized O(1).
         late_create = timed(lambda: tasks.create("late", "x"))
         update = timed(lambda: tasks.update(size // 2, owner="bench"))
         list_all = timed(tasks.list_all)
         complete = timed_completions(tasks, size)
-        return {"create (mean over all N)": create_all / size * 1000, "create (late, median)": late_create,
-                "update owner": update, "list_all": list_all,
+        return {"create (mean over all N)": create_all / size * 1000,
+                "create (late, median)": late_create, "update owner": update, "list_all": list_all,
                 f"complete + clear {DEPENDENTS} dependents": complete}
 
 
 def board_stores(size, folder, url):
-    """{operation: {"files": ms, "postgres": ms}}: the same TaskManager on a folder and on PostgreSQL."""
+    """{operation: {"files": ms, "postgres": ms}}: a TaskManager on a folder, one on PostgreSQL."""
     def boards(kind):
         return {"files": TaskManager(folder / kind), "postgres": TaskManager(fresh_schema(url))}
     tasks = boards("board")
-    create = taking_turns({name: partial(b.create, "a task", "a description of ordinary length for a task "
-                                         "on the board") for name, b in tasks.items()}, size, mean=True)
+    create = taking_turns({name: partial(b.create, "a task", DESCRIPTION)
+                           for name, b in tasks.items()}, size, mean=True)
     list_all = taking_turns({name: b.list_all for name, b in tasks.items()})
     scan = taking_turns({name: partial(b.store.scan, validate=True) for name, b in tasks.items()})
     complete = taking_turns({name: completions(b, size) for name, b in tasks.items()},
@@ -192,11 +200,13 @@ def board_stores(size, folder, url):
         for n in range(1, size + 1):
             chain.create(f"step {n}", "", [n - 1] if n > 1 else None)
     block = taking_turns({name: second_blockers(c, size) for name, c in chains.items()})
-    cold = {"files": timed(lambda: TaskManager(folder / "board").list_all(), 3),   # a new process's first
-            "postgres": timed(lambda: TaskManager(tasks["postgres"].store._url).list_all(), 3)}  # listing
-    return {"create (mean over all N)": create, "list_all": list_all, "scan (the store's part of it)": scan,
-            "list_all (a new manager)": cold,
-            "add a blocker (chained board)": block, f"complete + clear {DEPENDENTS} dependents": complete}
+    # A new process's first listing.
+    cold = {"files": timed(lambda: TaskManager(folder / "board").list_all(), 3),
+            "postgres": timed(lambda: TaskManager(tasks["postgres"].store._url).list_all(), 3)}
+    return {"create (mean over all N)": create, "list_all": list_all,
+            "scan (the store's part of it)": scan, "list_all (a new manager)": cold,
+            "add a blocker (chained board)": block,
+            f"complete + clear {DEPENDENTS} dependents": complete}
 
 
 def fresh_schema(url):
@@ -228,13 +238,15 @@ def claim_rounds(location):
         setup.create(f"contested {n}")
     fork = multiprocessing.get_context("fork")
     barrier, results = fork.Barrier(CLAIMERS), fork.Queue()
-    procs = [fork.Process(target=_claim, args=(location, f"agent{n}", barrier, results)) for n in range(CLAIMERS)]
+    procs = [fork.Process(target=_claim, args=(location, f"agent{n}", barrier, results))
+             for n in range(CLAIMERS)]
     for p in procs:
         p.start()
     outcomes = [results.get(timeout=120) for _ in range(CLAIMERS * CLAIM_ROUNDS)]
     for p in procs:
         p.join(30)
-    winners = [sum(won for t, won, _ in outcomes if t == task_id) for task_id in range(1, CLAIM_ROUNDS + 1)]
+    winners = [sum(won for t, won, _ in outcomes if t == task_id)
+               for task_id in range(1, CLAIM_ROUNDS + 1)]
     return winners, statistics.median(ms for _, _, ms in outcomes)
 
 
@@ -259,17 +271,18 @@ def compare_stores(sizes):
     try:
         with tempfile.TemporaryDirectory() as tmp:
             results = {size: board_stores(size, Path(tmp) / str(size), url) for size in sizes}
-            claims = {"files": claim_rounds(Path(tmp) / "claims"), "postgres": claim_rounds(fresh_schema(url))}
+            claims = {"files": claim_rounds(Path(tmp) / "claims"),
+                      "postgres": claim_rounds(fresh_schema(url))}
     finally:
         stop()
     print("\nthe file board beside PostgreSQL on loopback (fsync on), ms per operation")
     print(f"{'operation':<34}" + "".join(f"{f'{s:,}: files':>14}{'postgres':>10}" for s in sizes))
     for op in results[sizes[0]]:
-        print(f"{op:<34}" + "".join(f"{results[s][op]['files']:>14.2f}{results[s][op]['postgres']:>10.2f}"
-                                    for s in sizes))
+        print(f"{op:<34}" + "".join(f"{results[s][op]['files']:>14.2f}"
+                                    f"{results[s][op]['postgres']:>10.2f}" for s in sizes))
     for name, (winners, ms) in claims.items():
-        print(f"{CLAIMERS} concurrent claimers x {CLAIM_ROUNDS} rounds, {name}: winners per round {winners}, "
-              f"median {ms:.2f} ms per contested start")
+        print(f"{CLAIMERS} concurrent claimers x {CLAIM_ROUNDS} rounds, {name}: "
+              f"winners per round {winners}, median {ms:.2f} ms per contested start")
 
 
 def main():
@@ -277,18 +290,18 @@ def main():
     sizes = [int(a) for a in sys.argv[1:] if a != "--stores"] or [1000, 10000]
     if min(sizes) <= 2 * REPEATS:
         sys.exit(f"bench_tasks.py: sizes must be above {2 * REPEATS} tasks")
+    print(f"machine: {platform.machine()}, {os.cpu_count()} cores, "
+          f"Python {platform.python_version()}, {platform.system()} {platform.release()}")
     if only_stores:
-        print(f"machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, "
-              f"{platform.system()} {platform.release()}")
         return compare_stores(sizes)
-    print(f"machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, "
-          f"{platform.system()} {platform.release()}")
     results = {}
     for size in sizes:
         with tempfile.TemporaryDirectory() as tmp:
             results[size] = compare(size, Path(tmp))
-    print("ms per operation; unsafe = the published algorithm (no lock, no atomic write, no checks)")
-    print(f"{'operation':<34}" + "".join(f"{f'{s:,}: s07':>12}{'unsafe':>9}{'ratio':>7}" for s in sizes))
+    print("ms per operation; unsafe = the published algorithm (no lock, no atomic write, "
+          "no checks)")
+    print(f"{'operation':<34}"
+          + "".join(f"{f'{s:,}: s07':>12}{'unsafe':>9}{'ratio':>7}" for s in sizes))
     for op in results[sizes[0]]:
         row = f"{op:<34}"
         for s in sizes:
