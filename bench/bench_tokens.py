@@ -1,22 +1,34 @@
 #!/usr/bin/env python3
-"""What long sessions cost in input tokens: a family of session shapes through each lesson's loop.
+"""What long sessions cost in input tokens: made-up and real session shapes through each lesson.
 
-    python bench/bench_tokens.py           (about 25 s; report() returns the same text)
+    python bench/bench_tokens.py                 (about 3 minutes on 2 cores)
+    python bench/bench_tokens.py --sweep         (about 10 minutes) s06 for other constants
+    python bench/bench_tokens.py --set KEEP_RECENT=3 [--sweep]   as if s06 had that constant
 
-Each shape is a scripted model driving the real loop, tools and files in a fresh folder,
-against the loopback stand-in. Each lesson plays it as built (prompt caching, s06's batched
-layer 1) and as the old baseline (no cache_control, layer 1 clearing on every call); the
-table shows billed input as built, as a share of the baseline. Then the worst shape and
-the median, per lesson: the policy is chosen by the worst (targets: worst <= 30%, median
-<= 25%). s03 has no layer 1: its baseline is its own requests billed without a cache.
+Each shape is a scripted model driving a lesson's real loop, tools and files in a fresh folder,
+against the loopback stand-in of the Messages API. Two kinds of shape:
+- made-up: nine families (big outputs, many reads, writes and edits, ...), from fixed seeds;
+- real: the shapes of real Claude Code sessions, read from ../shared/data/real_sessions.json
+  (sizes only, no content), replayed model call by model call. A Read becomes a read_file of
+  a file of that size, a Write or Edit a write_file or edit_file whose input has that size,
+  anything else (Bash, Grep, Task, ...) a bash command printing that many characters; a call
+  marked 'err' fails; the calls of one model call stay in one reply, with its text. The data
+  has no paths: each Read reads a file of its own, so no read ever makes an earlier one stale.
+  A model call with no tool call ends a turn, and the next turn starts with a user prompt.
 
-    python bench/bench_tokens.py --sweep   (about 3 minutes) s06 for other layer-1 constants:
-                                           how KEEP_RECENT, CLEAR_AT_LEAST, REWRITE_SHARE were chosen
+The table prints, per shape and lesson, billed input as built (prompt caching, s06's batched
+layer 1) as a share of the old baseline, and as a multiple of `once`:
+- the old baseline is the published lesson's policy: no cache_control, and on every call every
+  tool result but the 3 newest (and but read_file's) a placeholder. s03 has no layer 1: its
+  baseline is its own requests billed without a cache;
+- once is every tool result sent once, whole, at 1x: no layer 1 that lets the model see each
+  result whole can bill less. floor plays s06 once more with each long result shown whole in
+  one request, never cached, then cleared: near the cheapest such a layer 1 can be.
+s07/s06 is s07's bill against s06's on the same shape (the board's tools and its text).
 
-The floor column plays each shape through s06 once more with seen_once() as layer 1: every
-long result shown whole in one request, never cached, then cleared. A policy that lets the
-model see each result whole at least once cannot bill much less, so a target below the floor
-cannot be met by choosing when to clear; only by showing the model less.
+The sweep plays every shape through s06 for other values of its constants, and says what each
+costs and what the model keeps seeing: in how many calls a long result is shown whole, how
+many results layer 1 made placeholders, and how often layer 2 summarised instead.
 
 The numbers are the stand-in's model of the documented billing (uncached input 1x, cache
 writes 1.25x, reads 0.1x; a 1,024-token minimum; 20-block lookback; tokens = characters/4),
@@ -24,6 +36,10 @@ not a bill. They depend on no machine: the scripts, files and outputs are fixed.
 
 s03 has no compaction: a shape whose context passes the 200,000-token window gets the API's
 "prompt is too long" from the stand-in, as the real API would answer, and is marked so.
+
+Everything the bench changes inside the lessons is in lesson_state() (the floor also reads
+s06.KEEP_CHARS). docs/cost.md quotes the table and the sweep; tests/test_bench_tokens.py
+measures part of each again and holds the quotes to what this script prints.
 """
 
 import io
@@ -45,20 +61,22 @@ import s03_todo  # noqa: E402
 import s06_compact  # noqa: E402
 import s07_task_system  # noqa: E402
 import harness.stand_in_api as stand_in  # noqa: E402
-from harness import layer1, layer1, spill  # noqa: E402
+from harness import layer1, spill  # noqa: E402
 from harness.stand_in_api import StandInAPI, error, reply, text, tool  # noqa: E402
-
 
 LESSONS = (s03_todo, s06_compact, s07_task_system)
 WINDOW = 200_000          # tokens of context a Sonnet-class model takes; past it the API says 400
 BLOB_BYTES = 300_000      # the biggest output a shape asks for
 MAX_STEPS = 1_000         # the budget per turn, so that no shape stops before its answer
+LONG = 400                # characters: a result longer than this counts as in sight (KEEP_CHARS)
 PROMPT = "work through the project as planned"
-WORKERS = min(4, 2 * (os.cpu_count() or 1))  # a run waits on its loopback half the time
-                                             # (the numbers do not depend on it)
+# Processes, because a run changes the folder and the lessons' state. Two: the bench shares its
+# machine, and a run waits on its loopback half the time. The numbers do not depend on it.
+WORKERS = 2
+REAL_SESSIONS = Path(__file__).resolve().parents[2] / "shared" / "data" / "real_sessions.json"
 
 
-# ---------------------------------------------------------------- the session shapes
+# ---------------------------------------------------------------- the made-up shapes
 
 @dataclass(frozen=True)
 class Shape:
@@ -68,6 +86,14 @@ class Shape:
     mix: dict               # kind of call -> weight
     output: tuple           # (smallest, largest) bash output in bytes, spread log-uniformly
     files: tuple = (1_000, 24_000)   # sizes of the files read, written and edited
+
+    @property
+    def model_calls(self):
+        return self.calls + 1
+
+    def turns(self):
+        """The scripted replies, one list per user turn; writes the files they need."""
+        return Script(self).turns()
 
 
 SHAPES = (
@@ -90,10 +116,12 @@ SHAPES = (
 
 def code_text(n_bytes, seed):
     """Deterministic file-like text of about n_bytes: numbered lines of varied length."""
-    words = ("def", "return", "value", "config", "self", "items", "result", "path", "count", "name")
+    words = ("def", "return", "value", "config", "self", "items", "result", "path", "count",
+             "name")
     lines, size, n = [], 0, 0
     while size < n_bytes:
-        line = f"{seed}.{n}: " + " ".join(words[(seed + n * k) % len(words)] for k in range(1 + n % 11))
+        line = f"{seed}.{n}: " + " ".join(words[(seed + n * k) % len(words)]
+                                          for k in range(1 + n % 11))
         lines.append(line)
         size += len(line) + 1
         n += 1
@@ -101,7 +129,7 @@ def code_text(n_bytes, seed):
 
 
 class Script:
-    """The scripted model of one shape: its tool calls, made from a fixed seed."""
+    """The scripted model of one made-up shape: its tool calls, made from a fixed seed."""
 
     def __init__(self, shape):
         self.shape, self.rng = shape, random.Random(shape.name)
@@ -110,6 +138,10 @@ class Script:
     def pick(self, low, high):
         """A whole number from low to high, spread log-uniformly (random() is stable)."""
         return int(low * (high / low) ** self.rng.random())
+
+    def turns(self):
+        self.setup()
+        return [self.steps()]
 
     def setup(self):
         Path("blob.txt").write_text(code_text(BLOB_BYTES, 0), encoding="utf-8")
@@ -153,22 +185,143 @@ class Script:
         return names[int(self.rng.random() * len(names))]
 
 
+# ---------------------------------------------------------------- the real shapes
+
+@dataclass(frozen=True)
+class Session:
+    """A real session's shape: per model call, its text's characters and its tool calls."""
+    name: str
+    moves: tuple            # ({"text": n, "tools": [{"name", "in", "out", "err"}, ...]}, ...)
+
+    @property
+    def model_calls(self):
+        return len(self.moves)
+
+    @property
+    def about(self):
+        tools = sum(len(move["tools"]) for move in self.moves)
+        return f"a real session: {self.model_calls} model calls, {tools} tool calls"
+
+    def turns(self):
+        return Replay(self).turns()
+
+
+def load_sessions(path=REAL_SESSIONS):
+    """The real sessions' shapes, or () where the data is not (it lives beside the repository)."""
+    if not path.is_file():
+        return ()
+    sessions = json.loads(path.read_text(encoding="utf-8"))["sessions"]
+    return tuple(Session(name, tuple(moves)) for name, moves in sessions.items())
+
+
+SESSIONS = load_sessions()
+
+
+def json_sized(room, seed):
+    """Code-like text whose JSON string takes about `room` characters (a newline takes two)."""
+    content = code_text(max(room, 1), seed)
+    excess = len(json.dumps(content)) - 2 - room
+    while excess > 0 and len(content) > 1:
+        content = content[:max(len(content) - excess, 1)]
+        excess = len(json.dumps(content)) - 2 - room
+    return content
+
+
+class Replay:
+    """A real session as a script: each model call's text and tool calls, with the real sizes.
+    Making the replies writes the files the calls will need, each call its own file."""
+
+    def __init__(self, session):
+        self.session = session
+        self.made = 0            # files made so far: each call's own name
+
+    def turns(self):
+        Path("blob.txt").write_text(code_text(BLOB_BYTES, 0), encoding="utf-8")
+        turns, steps = [], []
+        for move in self.session.moves:
+            blocks = [self.call(call) for call in move["tools"]]
+            if move["text"] or not blocks:        # the API takes no empty text, nor no content
+                blocks.insert(0, text(prose(max(move["text"], 1))))
+            steps.append(reply(*blocks))
+            if not move["tools"]:                 # the turn ended: the user spoke next
+                turns.append(steps)
+                steps = []
+        if steps:
+            turns.append(steps + [reply(text("Done."))])
+        return turns
+
+    def call(self, call):
+        self.made += 1
+        size, out, failed = call["in"], call["out"], call["err"]
+        if call["name"] == "Read":
+            return self.read(size, out, failed)
+        if call["name"] == "Write":
+            return self.write(size, failed)
+        if call["name"] == "Edit":
+            return self.edit(size, failed)
+        return self.bash(size, out, failed)
+
+    def read(self, size, out, failed):
+        folder = "missing/read" if failed else "read"       # failed: no such file
+        # The name padded so that the input has about the real size (and stays under 255).
+        pad = size - len(json.dumps({"path": f"{folder}/r{self.made}_.txt"}))
+        path = f"{folder}/r{self.made}_{'x' * min(max(pad, 0), 200)}.txt"
+        if not failed:
+            Path(folder).mkdir(exist_ok=True)
+            # code_text ends in a newline, which read_file does not show: it shows `out`.
+            Path(path).write_text(code_text(out, self.made) if out else "", encoding="utf-8")
+        return tool("read_file", {"path": path})
+
+    def write(self, size, failed):
+        path = f"{'../' if failed else ''}write/w{self.made}.py"   # outside: refused
+        room = size - len(json.dumps({"path": path, "content": ""}))
+        Path("write").mkdir(exist_ok=True)
+        return tool("write_file", {"path": path, "content": json_sized(room, self.made)})
+
+    def edit(self, size, failed):
+        path = f"edit/e{self.made}.py"
+        room = (size - len(json.dumps({"path": path, "old_text": "", "new_text": ""}))) // 2
+        old = json_sized(room, self.made)
+        Path(path).parent.mkdir(exist_ok=True)
+        Path(path).write_text("?\n" if failed else old, encoding="utf-8")  # failed: not found
+        return tool("edit_file", {"path": path, "old_text": old, "new_text": old.upper()})
+
+    def bash(self, size, out, failed):
+        command = f"head -c {out} blob.txt" + ("; exit 1" if failed else "")
+        short = size - len(json.dumps({"command": command + " # "}))
+        if short > 0:                             # a comment makes up the real input's size
+            command += " # " + "x" * short
+        return tool("bash", {"command": command})
+
+
+def prose(n):
+    """n characters of a model's text."""
+    sentence = "I will look at the next part of the work and then go on. "
+    return (sentence * (n // len(sentence) + 1))[:n]
+
+
 # ---------------------------------------------------------------- the old baseline
 
 def per_call_micro_compact(messages, batch=True):
-    """Layer 1 as it was before (for comparison only): on every call the newest 3 results stay
-    and every older one but read_file's becomes a placeholder, so the prefix changes each time."""
+    """The published lesson's layer 1 (for comparison only): on every call the newest 3 results
+    stay and every older one but read_file's becomes a placeholder, so the prefix changes."""
     names = {b["id"]: b["name"] for m in messages if m["role"] == "assistant"
              for b in m["content"] if b.get("type") == "tool_use"}
-    ids = [b["tool_use_id"] for m in messages if m["role"] == "user" and isinstance(m["content"], list)
+    ids = [b["tool_use_id"] for m in messages if m["role"] == "user"
+           and isinstance(m["content"], list)
            for b in m["content"] if b.get("type") == "tool_result"]
     old = set(ids[:max(len(ids) - 3, 0)])
     view = []
     for m in messages:
         if m["role"] == "user" and isinstance(m["content"], list):
-            m = {**m, "content": [{**b, "content": f"[Previous: used {names[b['tool_use_id']]}]"}
-                                  if b.get("tool_use_id") in old and names[b["tool_use_id"]] != "read_file"
-                                  and len(str(b["content"])) > 100 else b for b in m["content"]]}
+            content = []
+            for b in m["content"]:
+                name = names.get(b.get("tool_use_id"))
+                long = len(str(b.get("content", ""))) > 100
+                if b.get("tool_use_id") in old and name != "read_file" and long:
+                    b = {**b, "content": f"[Previous: used {name}]"}
+                content.append(b)
+            m = {**m, "content": content}
         view.append(m)
     return view
 
@@ -191,33 +344,39 @@ class WithoutCaching:
 
 # ---------------------------------------------------------------- the floor
 
+INPUT_TEXTS = {"write_file": ("content",), "edit_file": ("old_text", "new_text")}
+
+
 def seen_once(messages, batch=True):
-    """The floor (for comparison only): each result longer than KEEP_CHARS is shown whole in
-    one request, never written to the cache, and cleared in the next; so is each big input.
-    A policy that lets the model see every result whole at least once cannot bill much less:
-    that one sending, at 1x, is what it cannot avoid, and the baseline sends each result 3 times."""
-    calls = {b["id"]: b for m in messages if m["role"] == "assistant"
-             for b in m["content"] if b.get("type") == "tool_use"}
-    for m in messages[:-1]:                       # every result the model has answered
-        if m["role"] == "user" and isinstance(m["content"], list):
-            s06_compact._CLEARED.update(b["tool_use_id"] for b in m["content"]
-                                        if b.get("type") == "tool_result" and _long(b))
-    s06_compact._CLEARED_INPUTS.update(layer1.inputs_worth_clearing(
-        messages, 1, s06_compact.KEEP_CHARS, s06_compact._CLEARED_INPUTS))
-    view = [{**m, "content": [s06_compact._placeholder(b, calls)
-                              if b.get("tool_use_id") in s06_compact._CLEARED else b
-                              for b in m["content"]]}
-            if m["role"] == "user" and isinstance(m["content"], list) else m for m in messages]
-    return _cache_before_new_long_texts(layer1.clear_inputs(view, s06_compact._CLEARED_INPUTS))
+    """The floor (for comparison only): each result longer than KEEP_CHARS, and each long text a
+    write_file or edit_file sent, is shown whole in one request, never written to the cache, and
+    a placeholder from the next on. A layer 1 that lets the model see every result whole at
+    least once cannot bill much less: that one sending, at 1x, is what it cannot avoid."""
+    view = []
+    for n, m in enumerate(messages):
+        content = m["content"]
+        if isinstance(content, list) and m["role"] == "user" and n < len(messages) - 1:
+            content = [{**b, "content": "[Previous: used a tool]"} if _long(b) else b
+                       for b in content]
+        if isinstance(content, list) and m["role"] == "assistant" and n < len(messages) - 2:
+            content = [_cleared_input(b) if _long(b) else b for b in content]
+        view.append({**m, "content": content})
+    return _cache_before_new_long_texts(view)
 
 
 def _long(block):
     """A result, or the text a write_file or edit_file call sent, longer than KEEP_CHARS."""
     if block.get("type") == "tool_result":
         return len(str(block["content"])) > s06_compact.KEEP_CHARS
-    fields = layer1.INPUT_FIELDS.get(block.get("name"), ()) if block.get("type") == "tool_use" else ()
-    given = block.get("input") if isinstance(block.get("input"), dict) else {}
-    return sum(len(str(given.get(field, ""))) for field in fields) > s06_compact.KEEP_CHARS
+    if block.get("type") != "tool_use" or not isinstance(block.get("input"), dict):
+        return False
+    fields = INPUT_TEXTS.get(block.get("name"), ())
+    return sum(len(str(block["input"].get(field, ""))) for field in fields) > s06_compact.KEEP_CHARS
+
+
+def _cleared_input(block):
+    fields = INPUT_TEXTS[block["name"]]
+    return {**block, "input": {**block["input"], **{field: "[cleared]" for field in fields}}}
 
 
 def _cache_before_new_long_texts(view):
@@ -233,6 +392,55 @@ def _cache_before_new_long_texts(view):
     content = [{"type": "text", "text": content}] if isinstance(content, str) else list(content)
     content[i] = {**content[i], "cache_control": {"type": "ephemeral"}}
     return view[:n] + [{**message, "content": content}] + view[n + 1:]
+
+
+# ---------------------------------------------------------------- inside the lessons
+
+LAYERS = {"built": None, "baseline": per_call_micro_compact, "floor": seen_once}
+
+
+@contextmanager
+def lesson_state(mode="built", setting=None):
+    """The one place the bench reaches inside the lessons; adapt it when they change.
+
+    Inside, every lesson starts as a new process would (layer 1 has cleared nothing, no context
+    is measured, MAX_STEPS calls a turn), s06 has the constants of `setting` (the others as
+    built, COMPACT_THRESHOLD the default), and s06 and s07 use mode's layer 1. Yields the
+    constants in force. After, all is put back and reset: a test finds the lessons clean."""
+    homes = {"KEEP_RECENT": s06_compact, "KEEP_CHARS": s06_compact,
+             "CLEAR_AT_LEAST": s06_compact, "REWRITE_SHARE": layer1}
+    built = {name: getattr(home, name) for name, home in homes.items()}
+    built["COMPACT_THRESHOLD"] = s06_compact.DEFAULT_THRESHOLD
+    layers = {m: m.micro_compact for m in (s06_compact, s07_task_system)}
+    environ = {name: os.environ.get(name) for name in ("COMPACT_THRESHOLD", "MAX_STEPS")}
+
+    def reset():
+        s06_compact._CLEARED.clear()
+        s06_compact._CLEARED_INPUTS.clear()
+        s06_compact._LATEST[0] = None
+        s06_compact.CONTEXT.__init__()
+        spill._saved_by_hash.clear()       # a result saved in another run's folder is not here
+
+    reset()
+    in_force = {**built, **(setting or {})}
+    for name, home in homes.items():
+        setattr(home, name, in_force[name])
+    os.environ["COMPACT_THRESHOLD"] = str(in_force["COMPACT_THRESHOLD"])   # read on each call
+    os.environ["MAX_STEPS"] = str(MAX_STEPS)
+    for m, built_layer in layers.items():
+        m.micro_compact = LAYERS[mode] or built_layer
+    try:
+        yield in_force
+    finally:
+        for name, home in homes.items():
+            setattr(home, name, built[name])
+        for m, built_layer in layers.items():
+            m.micro_compact = built_layer
+        for name, value in environ.items():
+            os.environ.pop(name, None)
+            if value is not None:
+                os.environ[name] = value
+        reset()
 
 
 # ---------------------------------------------------------------- playing a shape
@@ -252,191 +460,290 @@ def within_window(step):
     """The step, unless the request is past the context window: then the API's 400."""
     def answer(body):
         size = len(json.dumps(body["messages"])) // 4
-        return error(400, f"prompt is too long: {size} tokens > {WINDOW} maximum") if size > WINDOW else step
+        if size > WINDOW:
+            return error(400, f"prompt is too long: {size} tokens > {WINDOW} maximum")
+        return step
     return answer
 
 
-def play(lesson, shape, mode):
-    """(billing, compactions) of one shape through lesson.agent_loop, or None past the window.
-    mode: "built" (as the lesson is), "baseline" or "floor"."""
-    with tempfile.TemporaryDirectory() as tmp, inside(tmp), _fresh_lesson_state(mode):
-        script = Script(shape)
-        script.setup()
-        steps = [within_window(s) for s in script.steps()]
+def play(lesson, shape, mode="built", setting=None):
+    """One shape through lesson.agent_loop, turn by turn: {the billing, "compactions", "once",
+    "seen"}, or None if s03's context passed the window. mode: "built", "baseline" or "floor";
+    setting: s06's layer-1 constants to use instead of the built ones."""
+    with tempfile.TemporaryDirectory() as tmp, inside(tmp), lesson_state(mode, setting):
+        turns = shape.turns()
+        steps = [within_window(step) for turn in turns for step in turn]
         with StandInAPI(steps, summary="Summary: the work so far, files and results.") as api:
             client = anthropic.Anthropic(api_key="bench", base_url=api.url, max_retries=0)
+            messages = []
             try:
                 with redirect_stderr(io.StringIO()):
-                    lesson.agent_loop([{"role": "user", "content": PROMPT}],
-                                      client if mode == "built" else WithoutCaching(client))
+                    for _ in turns:
+                        messages.append({"role": "user", "content": PROMPT})
+                        lesson.agent_loop(messages, client if mode == "built"
+                                          else WithoutCaching(client))
             except anthropic.BadRequestError:
                 if api.violations or lesson is not s03_todo:
                     raise
                 return None
         if api.violations or api.script:
+            unplayed = f"{len(api.script)} steps unplayed"
             sys.exit(f"bench_tokens.py: {lesson.__name__} on {shape.name}: "
-                     f"{api.violations[0] if api.violations else f'{len(api.script)} steps unplayed'}")
-        summaries = sum(1 for r in api.requests if "<summary-request>" in json.dumps(r["messages"][-1]))
-        once = {"results_once": results_once(api.requests)} if mode == "floor" else {}
-        return {**api.billing(), **once}, summaries
+                     f"{api.violations[0] if api.violations else unplayed}")
+        summaries = sum(1 for body in api.requests if stand_in.is_summary_request(body))
+        return {**api.billing(), "compactions": summaries, **results_seen(api.requests)}
 
 
-def results_once(requests):
-    """The tokens of every tool result, whole, counted once: what a layer 1 that lets the model
-    see each result whole must send at least once, at 1x at the least (the floor comes near)."""
-    whole = {}
+def results_seen(requests):
+    """What the requests showed of the tool results. "once": the tokens of every result, whole,
+    counted once: a layer 1 that lets the model see each result whole must send that at least
+    once, at 1x at the least. "seen": for each result longer than LONG characters, how many
+    model calls showed it whole (a summary call is not one: the model then only summarises).
+    "cleared": how many results a model call showed as a placeholder (layer 1's doing)."""
+    tokens, whole, seen, cleared = {}, {}, {}, set()
     for body in requests:
-        for block in (b for m in body["messages"] if isinstance(m["content"], list) for b in m["content"]):
-            if block.get("type") == "tool_result":
-                size = stand_in.estimate_tokens({k: v for k, v in block.items() if k != "cache_control"})
-                whole[block["tool_use_id"]] = max(size, whole.get(block["tool_use_id"], 0))
-    return sum(whole.values())
-
-
-@contextmanager
-def _fresh_lesson_state(mode):
-    """Each run starts as a new process would: nothing cleared, no context measured."""
-    saved = {m: m.micro_compact for m in (s06_compact, s07_task_system)}
-    steps = {m: getattr(m, "MAX_STEPS", None) for m in LESSONS}
-    os.environ.pop("COMPACT_THRESHOLD", None)       # the default threshold, as a user has it
-    os.environ["MAX_STEPS"] = str(MAX_STEPS)
-    for m in LESSONS:
-        if isinstance(steps[m], int):
-            m.MAX_STEPS = MAX_STEPS
-    s06_compact._CLEARED.clear()
-    s06_compact._CLEARED_INPUTS.clear()
-    s06_compact._LATEST[0] = None
-    spill._saved_by_hash.clear()
-    s06_compact.CONTEXT.reported, s06_compact.CONTEXT.seen = None, 0
-    s06_compact.CONTEXT.after_compaction = 0
-    try:
-        for m in saved:
-            m.micro_compact = {"built": saved[m], "baseline": per_call_micro_compact,
-                               "floor": seen_once}[mode]
-        yield
-    finally:
-        for m, fn in saved.items():
-            m.micro_compact = fn
-        for m, value in steps.items():
-            if value is not None:
-                m.MAX_STEPS = value
-
-
-# ---------------------------------------------------------------- the table
-
-def measure():
-    """{(lesson name, shape name): (built billing, baseline billed input, compactions) or None},
-    and {shape name: (s06's floor, its results sent once) as shares of s06's baseline}."""
-    # s03 has no layer 1: its baseline is the same requests billed without a cache.
-    jobs = [(lesson.__name__, shape.name, mode) for shape in SHAPES for lesson in LESSONS
-            for mode in ("built", "baseline", "floor")
-            if mode == "built" or (mode == "baseline" and lesson is not s03_todo)
-            or (mode == "floor" and lesson is s06_compact)]
-    jobs.sort(key=lambda job: -next(s.calls for s in SHAPES if s.name == job[1]))  # no long run last
-    # Processes, not threads: a run changes the folder and s06's layer-1 state.
-    with multiprocessing.get_context("fork").Pool(WORKERS) as pool:
-        results = dict(zip(jobs, pool.map(_run_job, jobs, chunksize=1)))
-    rows = {}
-    for lesson, shape, mode in jobs:
-        built = results[lesson, shape, "built"]
-        if mode != "built" or built is None:
-            rows.setdefault((lesson, shape), None)
+        for block in _results(body):
+            plain = {k: v for k, v in block.items() if k != "cache_control"}
+            size = stand_in.estimate_tokens(plain)
+            tokens[block["tool_use_id"]] = max(size, tokens.get(block["tool_use_id"], 0))
+            whole[block["tool_use_id"]] = max(len(str(block["content"])),
+                                              whole.get(block["tool_use_id"], 0))
+    for body in requests:
+        if stand_in.is_summary_request(body):
             continue
-        before = results.get((lesson, shape, "baseline")) or built
-        cost = before[0]["billed_input"] if before is not built else built[0]["input_sent"]
-        rows[lesson, shape] = (built[0], cost, built[1])
-    floors = {shape.name: results[s06_compact.__name__, shape.name, "floor"][0] for shape in SHAPES}
-    before = {shape.name: rows[s06_compact.__name__, shape.name][1] for shape in SHAPES}
-    return rows, {name: (floor["billed_input"] / before[name], floor["results_once"] / before[name])
-                  for name, floor in floors.items()}
+        for block in _results(body):
+            chars = whole[block["tool_use_id"]]
+            if len(str(block["content"])) < chars:
+                cleared.add(block["tool_use_id"])
+            elif chars > LONG:
+                seen[block["tool_use_id"]] = seen.get(block["tool_use_id"], 0) + 1
+    return {"once": sum(tokens.values()), "seen": sorted(seen.values()), "cleared": len(cleared)}
 
 
-def _run_job(job):
-    lesson, shape, mode = job
+def _results(body):
+    return [b for m in body["messages"] if isinstance(m["content"], list) for b in m["content"]
+            if b.get("type") == "tool_result"]
+
+
+def shapes_named(names):
+    everything = {shape.name: shape for shape in SHAPES + SESSIONS}
+    return [everything[name] for name in names]
+
+
+def run(job):
+    """play() for a job of names, in a pool's worker: (lesson, shape, mode, setting)."""
+    lesson, shape, mode, setting = job
     # Whole blocks per stream event: the SDK parses each event (a 24 kB write_file in 20-character
     # pieces is 1,200 of them), and the piece size changes no token of the billing. Only for this
     # run: a test that imports the bench must find the stand-in as it was.
     saved = stand_in.JSON_PIECE, stand_in.TEXT_PIECE
     stand_in.JSON_PIECE = stand_in.TEXT_PIECE = 1_000_000
     try:
-        return play(sys.modules[lesson], next(s for s in SHAPES if s.name == shape), mode)
+        return play(sys.modules[lesson], shapes_named([shape])[0], mode, dict(setting))
     finally:
         stand_in.JSON_PIECE, stand_in.TEXT_PIECE = saved
 
 
-def report():
-    """The table this script prints."""
-    rows, floor = measure()
-    names = [m.__name__ for m in LESSONS]
-    out = ["Billed input as built, as a share of the old baseline (no caching, layer 1 on every call),",
-           "in the stand-in's billing model; 'of' is the baseline's billed input tokens, c = compactions.",
-           "floor: s06 showing each result whole in one request, never cached; once: those results",
-           "alone, each sent once at 1x, below which no layer 1 that shows them whole can bill.",
-           "", f"{'shape':<10}{'calls':>6}" + "".join(f"{n.split('_')[0]:>22}" for n in names)
-           + f"{'floor':>7}{'once':>6}"]
-    shares = {n: [] for n in names}
-    for shape in SHAPES:
-        cells = []
-        for n in names:
-            row = rows[n, shape.name]
-            if row is None:
-                cells.append(f"{'past the window':>22}")
-                continue
-            built, before, compactions = row
-            shares[n].append(built["billed_input"] / before)
-            cells.append(f"{shares[n][-1]:>6.0%} of {before / 1000:>7,.0f}k" + f"{f' c{compactions}':<4}")
-        out.append(f"{shape.name:<10}{shape.calls + 1:>6}" + "".join(f"{c:>22}" for c in cells)
-                   + f"{floor[shape.name][0]:>7.0%}{floor[shape.name][1]:>6.0%}")
-    for label, pick in (("worst", max), ("median", statistics.median)):
-        out.append(f"{label:<16}" + "".join(f"{pick(shares[n]):>18.0%}{'':4}" for n in names)
-                   + "".join(f"{pick(f[k] for f in floor.values()):>{w}.0%}" for k, w in ((0, 7), (1, 6))))
-    out += ["", "Shapes (model calls = tool calls + the answer):"]
-    out += [f"  {s.name:<10}{s.about}" for s in SHAPES]
+def run_all(jobs):
+    """{job: run(job)}, the longest shapes first so that none runs alone at the end."""
+    longest = sorted(set(jobs), key=lambda job: -shapes_named([job[1]])[0].model_calls)
+    with multiprocessing.get_context("fork").Pool(WORKERS) as pool:
+        return dict(zip(longest, pool.map(run, longest, chunksize=1), strict=True))
+
+
+# ---------------------------------------------------------------- the table
+
+NAMES = [lesson.__name__ for lesson in LESSONS]
+
+
+def measure(shapes, setting=(), lessons=NAMES, floor=True):
+    """{(lesson name, shape name, mode): play()'s result}: each lesson as built, s06's and s07's
+    baselines, s06's floor. setting: (name, value) pairs of s06's constants to use instead."""
+    jobs = []
+    for shape in shapes:
+        for lesson in lessons:
+            modes = ["built"] + ["baseline"] * (lesson != "s03_todo")
+            modes += ["floor"] * (floor and lesson == "s06_compact")
+            jobs += [(lesson, shape.name, mode, tuple(setting)) for mode in modes]
+    return {job[:3]: result for job, result in run_all(jobs).items()}
+
+
+def report(shapes=None, setting=()):
+    """The table this script prints, for these shapes (all of them by default)."""
+    shapes = list(shapes or SHAPES + SESSIONS)
+    results = measure(shapes, setting)
+    out = HEADER + [f"s06 with {constants(setting)}.", "", COLUMNS]
+    for kind, group in (("made-up", [s for s in shapes if isinstance(s, Shape)]),
+                        ("real", [s for s in shapes if isinstance(s, Session)])):
+        if not group:
+            continue
+        rows = [figures(results, shape.name) for shape in group]
+        out += [""] * (kind == "real")
+        for shape, row in zip(group, rows, strict=True):
+            out.append(row_line(shape, row))
+        out.append(summary_line(f"{kind} worst", max, rows))
+        if kind == "made-up":
+            out.append(summary_line(f"{kind} median", statistics.median, rows))
+    if not SESSIONS:
+        out += ["", f"(no real sessions: {REAL_SESSIONS} is not there)"]
+    out += ["", "Shapes (calls = model calls):"] + [f"  {s.name:<10}{s.about}" for s in shapes]
     return "\n".join(out)
+
+
+CELL = 15          # characters of a lesson's cell: " 13%  5.4x c2"
+HEADER = ["Billed input as built, per lesson: as a share of the old baseline (no caching;",
+          "placeholders on every call for all but the 3 newest results), then as a multiple of",
+          "once (each tool result sent once at 1x: no layer 1 that shows results whole bills",
+          "less); c = compactions. baseline: s06's, in tokens. floor and once: as shares of it."]
+COLUMNS = (f"{'shape':<10}{'calls':>6}{'baseline':>10}"
+           + "".join(f"  {name.split('_')[0]:<{CELL}}" for name in NAMES)
+           + f"{'s07/s06':>8}{'floor':>7}{'once':>6}")
+UNKNOWN = "…"      # a figure this run did not measure (a test measures only part of a row)
+
+
+def constants(setting=()):
+    """s06's constants in force with this setting, as NAME=value NAME=value ..."""
+    with lesson_state(setting=dict(setting)) as in_force:
+        return " ".join(f"{name}={value}" for name, value in in_force.items())
+
+
+def figures(results, shape):
+    """One shape's figures, None where not measured: per lesson (share of its baseline, multiple
+    of once, compactions), "past the window" for s03 past it; s06's baseline tokens, s07/s06,
+    floor and once as shares of s06's baseline."""
+    def billed(lesson, mode="built"):
+        result = results.get((lesson, shape, mode))
+        return result and result["billed_input"]
+
+    once = results["s06_compact", shape, "built"]["once"]
+    baseline = billed("s06_compact", "baseline")
+    row = {"baseline": baseline, "once": once / baseline if baseline else None,
+           "floor": billed("s06_compact", "floor") and billed("s06_compact", "floor") / baseline,
+           "s07/s06": billed("s07_task_system") and billed("s07_task_system")
+           / billed("s06_compact")}
+    for lesson in NAMES:
+        built = results.get((lesson, shape, "built"), UNKNOWN)
+        if built in (None, UNKNOWN):
+            row[lesson] = "past the window" if built is None else None
+            continue
+        cost = billed(lesson, "baseline") or built["input_sent"]   # s03: its own, uncached
+        row[lesson] = (built["billed_input"] / cost, built["billed_input"] / once,
+                       built["compactions"])
+    return row
+
+
+def row_line(shape, row):
+    line = f"{shape.name:<10}{shape.model_calls:>6}" + _figure(row["baseline"], "9,.0f", 1000, "k")
+    for lesson in NAMES:
+        cell = row[lesson]
+        if isinstance(cell, tuple):
+            cell = f"{cell[0]:>4.0%} {cell[1]:>5.1f}x c{cell[2]}"
+        line += f"  {cell or UNKNOWN:<{CELL}}"
+    for key, spec, width in (("s07/s06", "+.0%", 8), ("floor", ".0%", 7), ("once", ".0%", 6)):
+        value = row[key] and row[key] - (key == "s07/s06")
+        line += f"{_figure(value, spec):>{width}}"
+    return line
+
+
+def summary_line(label, pick, rows):
+    """The worst (or median) of each column over these rows: the shapes that fit, for s03."""
+    line = f"{label:<26}"
+    for lesson in NAMES:
+        cells = [row[lesson] for row in rows if isinstance(row[lesson], tuple)]
+        share = cells and f"{pick(c[0] for c in cells):>4.0%} {pick(c[1] for c in cells):>5.1f}x"
+        line += f"  {share or UNKNOWN:<{CELL}}"
+    for key, spec, width in (("s07/s06", "+.0%", 8), ("floor", ".0%", 7), ("once", ".0%", 6)):
+        values = [row[key] for row in rows if row[key] is not None]
+        value = values and pick(values) - (key == "s07/s06")
+        line += f"{_figure(value, spec):>{width}}"
+    return line.rstrip()
+
+
+def _figure(value, spec, per=1, unit=""):
+    return UNKNOWN if value in (None, []) else f"{value / per:{spec}}{unit}"
 
 
 # ---------------------------------------------------------------- choosing the policy
 
-SWEEP = [{"KEEP_RECENT": keep, "CLEAR_AT_LEAST": at_least, "REWRITE_SHARE": share}
-         for keep in (1, 2, 3) for at_least in (4_000, 8_000, 16_000) for share in (0.5, 1.0, 1.5, 3.0)]
+def _grid():
+    """What seeing more results costs at the built batch rule; then, with 3 in sight, other
+    batch rules, a longer result that stays whole, and other thresholds for layer 2."""
+    settings = [{"KEEP_RECENT": keep} for keep in (1, 2, 3, 4, 5)]
+    settings += [{"KEEP_RECENT": 3, "CLEAR_AT_LEAST": at_least, "REWRITE_SHARE": share}
+                 for at_least in (4_000, 8_000, 16_000, 32_000) for share in (0.5, 1.0, 1.5, 3.0)]
+    settings += [{"KEEP_RECENT": 3, "KEEP_CHARS": 2_000}]
+    settings += [{"KEEP_RECENT": 3, "COMPACT_THRESHOLD": t} for t in (25_000, 100_000)]
+    return settings
 
 
-def sweep():
-    """s06's worst and median share for other values of its layer-1 constants (--sweep)."""
-    baseline = {shape.name: ("s06_compact", shape.name, "baseline", {}) for shape in SHAPES}
-    jobs = list(baseline.values()) + [("s06_compact", shape.name, "built", setting)
-                                      for setting in SWEEP for shape in SHAPES]
-    with multiprocessing.get_context("fork").Pool(WORKERS) as pool:
-        results = dict(zip([str(job) for job in jobs], pool.map(_run_setting, jobs, chunksize=1)))
-    out = ["s06, billed input as a share of the old baseline, for other layer-1 constants",
-           f"(built: KEEP_RECENT={s06_compact.KEEP_RECENT}, CLEAR_AT_LEAST={s06_compact.CLEAR_AT_LEAST}, "
-           f"REWRITE_SHARE={layer1.REWRITE_SHARE});"
-           " c = compactions, all shapes:", ""]
-    for setting in SWEEP:
-        runs = {shape.name: results[str(("s06_compact", shape.name, "built", setting))]
-                for shape in SHAPES}
-        shares = {name: run[0]["billed_input"] / results[str(baseline[name])][0]["billed_input"]
-                  for name, run in runs.items()}
-        worst = max(shares, key=shares.get)
-        out.append(f"  {', '.join(f'{k}={v}' for k, v in setting.items()):<56}worst "
-                   f"{shares[worst]:>4.0%} ({worst} c{runs[worst][1]}), median "
-                   f"{statistics.median(shares.values()):.0%}, c{sum(r[1] for r in runs.values())}")
+SWEEP = _grid()
+
+
+def sweep(settings=SWEEP, shapes=None, base=()):
+    """s06 for other values of its constants (--sweep): for each setting, the worst and median
+    made-up shape, the worst real one, the compactions, and what the model keeps seeing.
+    base: (name, value) pairs every setting starts from instead of the built constants."""
+    shapes = list(shapes or SHAPES + SESSIONS)
+    with lesson_state(setting=dict(base)) as start:
+        full = [tuple({**start, **setting}.items()) for setting in settings]
+    full = list(dict.fromkeys(full))              # in order, once each
+    jobs = [("s06_compact", shape.name, "baseline", ()) for shape in shapes]
+    jobs += [("s06_compact", shape.name, "built", setting) for setting in full for shape in shapes]
+    results = run_all(jobs)
+    out = SWEEP_HEADER + ["Each line changes some of these, the others stay:",
+                          f"s06 with {constants(base)}.", "", SWEEP_COLUMNS]
+    for setting in full:
+        runs = {shape.name: results["s06_compact", shape.name, "built", setting]
+                for shape in shapes}
+        baselines = {shape.name: results["s06_compact", shape.name, "baseline", ()]
+                     for shape in shapes}
+        out.append(sweep_line(dict(setting), runs, baselines))
     return "\n".join(out)
 
 
-def _run_setting(job):
-    """One run with other constants, put back after it: a pool's worker runs many jobs."""
-    lesson, shape, mode, setting = job
-    homes = {name: layer1 if name == "REWRITE_SHARE" else s06_compact for name in setting}
-    before = {name: getattr(home, name) for name, home in homes.items()}
-    try:
-        for name, value in setting.items():
-            setattr(homes[name], name, value)
-        return _run_job((lesson, shape, mode))
-    finally:
-        for name, value in before.items():
-            setattr(homes[name], name, value)
+SWEEP_HEADER = [
+    "s06 for other constants: billed input as a share of the old baseline, on the worst and the",
+    "median made-up shape and on the worst real one; c = compactions, all shapes; seen: model",
+    f"calls a result over {LONG} characters is shown whole in (median, 10th percentile, all",
+    "shapes); cleared: results layer 1 made placeholders, on the made-up and the real shapes.",
+    "keep = KEEP_RECENT, chars = KEEP_CHARS, at least = CLEAR_AT_LEAST, share = REWRITE_SHARE,",
+    "threshold = COMPACT_THRESHOLD (tokens)."]
+SWEEP_COLUMNS = (f"{'keep':>4}{'chars':>7}{'at least':>10}{'share':>7}{'threshold':>11}"
+                 f"  {'made-up worst':<14}{'median':>7}  {'real worst':<14}{'c':>4}{'seen':>5}"
+                 f"{'p10':>4}  cleared")
+
+
+def sweep_line(setting, runs, baselines):
+    """One setting's line of the sweep: runs and baselines are {shape name: play()'s result}."""
+    shares = {name: run["billed_input"] / baselines[name]["billed_input"]
+              for name, run in runs.items()}
+    line = (f"{setting['KEEP_RECENT']:>4}{setting['KEEP_CHARS']:>7,}"
+            f"{setting['CLEAR_AT_LEAST']:>10,}{setting['REWRITE_SHARE']:>7}"
+            f"{setting['COMPACT_THRESHOLD']:>11,}")
+    made_up = {shape.name for shape in SHAPES}
+    cleared = []
+    for with_median in (True, False):
+        group = [name for name in shares if (name in made_up) == with_median]
+        worst = max(group, key=shares.get, default=None)
+        line += f"  {f'{shares[worst]:.0%} {worst}' if group else UNKNOWN:<14}"
+        if with_median:
+            line += f"{statistics.median(shares[name] for name in group) if group else 0:>7.0%}"
+        cleared.append(f"{sum(runs[name]['cleared'] for name in group)}" if group else UNKNOWN)
+    seen = sorted(n for run in runs.values() for n in run["seen"])
+    line += f"{sum(run['compactions'] for run in runs.values()):>4}"
+    line += f"{statistics.median(seen):>5g}{seen[len(seen) // 10]:>4}"
+    return line + f"  {' / '.join(cleared)}"
+
+
+def main(argv):
+    """--sweep, and --set NAME=VALUE (any number): s06's constants for this run."""
+    setting = []
+    for arg in [a for a in argv if a.startswith("--set=")] + [
+            argv[n + 1] for n, a in enumerate(argv[:-1]) if a == "--set"]:
+        name, _, value = arg.removeprefix("--set=").partition("=")
+        setting.append((name, float(value) if "." in value else int(value)))
+    return sweep(base=setting) if "--sweep" in argv else report(setting=setting)
 
 
 if __name__ == "__main__":
-    print(sweep() if sys.argv[1:] == ["--sweep"] else report())
+    print(main(sys.argv[1:]))

@@ -170,36 +170,8 @@ def test_the_persistence_walkthrough_and_the_task_file_match_the_readme(terminal
                                           "created_at", "updated_at"}
 
 
-# ---------------------------------------------------------------- the token table and its figures
-
-def bench_tokens():
-    sys.path.insert(0, str(ROOT / "bench"))
-    import bench_tokens
-    return bench_tokens
-
-
-def section(title):
-    """The README's text from a `## title` heading to the next one."""
-    return re.search(rf"^## {re.escape(title)}\n(.*?)(?=^## )", README, re.S | re.M)[1]
-
-
-def test_the_readme_token_table_is_what_the_benchmark_prints():
-    """The benchmark is machine-independent (the stand-in's billing), so its text is quoted exactly."""
-    bench = bench_tokens()
-    assert hasattr(bench, "report"), "bench/bench_tokens.py has no report() -> str (the text it prints)"
-    assert_matches("token-table", checked_block(README, "token-table"), bench.report())
-
-
-def test_the_figures_quoted_around_the_token_table_are_in_it():
-    """'15%', '23%', '45 tool calls', '46 model calls' in the prose: figures the benchmark printed."""
-    prose = re.sub(r"<!-- checked: token-table -->\s*```text\n.*?```", "", section("What a long session costs"),
-                   flags=re.S)
-    table = "\n".join(checked_block(README, "token-table"))
-    cells = set(re.findall(r"[\d,.]+%?", table))
-    quoted = re.findall(r"(?<![\w.])(\d[\d,]*%)", prose) + re.findall(r"(\d+) (?:tool|model) calls", prose)
-    assert quoted, "the section quotes no figure: this test would check nothing"
-    assert [figure for figure in quoted if figure not in cells] == []
-
+# ---------------------------------------------------------------- the constants the README quotes
+# (The token table and its figures moved to docs/cost.md: tests/test_bench_tokens.py checks them.)
 
 def test_the_constants_the_readme_quotes_are_the_codes():
     import s03_todo
