@@ -86,9 +86,10 @@ def clear_new_batch(messages: list) -> None:
     # newest turn always stays: the model has not seen its results yet.
     batch = layer1.no_longer_needed(messages, KEEP_RECENT, KEEP_CHARS, CLEARED)
     # Clearing rewrites the request from the batch's first block on: the cache is read up to
-    # there, and all after it is written to the cache again (1.25 x). A cold cache (the
-    # first call of a resumed session) has nothing to lose.
-    rewritten = layer1.tokens_after(messages, batch) - batch.tokens
+    # there, and all after it, as sent now, is written to the cache again (1.25 x). A cold
+    # cache (the first call of a resumed session) has nothing to lose.
+    sent = layer1.view(messages, CLEARED)
+    rewritten = layer1.tokens_after(sent, batch) - batch.tokens
     if CONTEXT.reported is None:
         rewritten = 0
     at_least = min(CLEAR_AT_LEAST, CONTEXT.threshold * 2 // 5)

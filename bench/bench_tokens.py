@@ -61,7 +61,7 @@ import s03_todo  # noqa: E402
 import s06_compact  # noqa: E402
 import s07_task_system  # noqa: E402
 import harness.stand_in_api as stand_in  # noqa: E402
-from harness import layer1, spill  # noqa: E402
+from harness import errors, spill  # noqa: E402
 from harness.stand_in_api import StandInAPI, error, reply, text, tool  # noqa: E402
 
 LESSONS = (s03_todo, s06_compact, s07_task_system)
@@ -332,6 +332,7 @@ class WithoutCaching:
     def __init__(self, client):
         self.messages = self
         self._messages = client.messages
+        self.base_url = client.base_url
 
     def create(self, **kwargs):
         kwargs.pop("cache_control", None)
@@ -408,25 +409,20 @@ def lesson_state(mode="built", setting=None):
     built, COMPACT_THRESHOLD the default), and s06 and s07 use mode's layer 1. Yields the
     constants in force. After, all is put back and reset: a test finds the lessons clean."""
     homes = {"KEEP_RECENT": s06_compact, "KEEP_CHARS": s06_compact,
-             "CLEAR_AT_LEAST": s06_compact, "REWRITE_SHARE": layer1}
+             "CLEAR_AT_LEAST": s06_compact, "REWRITE_SHARE": s06_compact}
     built = {name: getattr(home, name) for name, home in homes.items()}
     built["COMPACT_THRESHOLD"] = s06_compact.DEFAULT_THRESHOLD
-    layers = {m: m.micro_compact for m in (s06_compact, s07_task_system)}
-    environ = {name: os.environ.get(name) for name in ("COMPACT_THRESHOLD", "MAX_STEPS")}
-
+    layers = {s06_compact: s06_compact.micro_compact}   # s07 calls s06.micro_compact
     def reset():
-        s06_compact._CLEARED.clear()
-        s06_compact._CLEARED_INPUTS.clear()
-        s06_compact._LATEST[0] = None
+        s06_compact.CLEARED.__init__()     # the same objects s07 uses through s06
         s06_compact.CONTEXT.__init__()
-        spill._saved_by_hash.clear()       # a result saved in another run's folder is not here
+        spill.SAVED.clear()                # a result saved in another run's folder is not here
 
     reset()
     in_force = {**built, **(setting or {})}
     for name, home in homes.items():
         setattr(home, name, in_force[name])
-    os.environ["COMPACT_THRESHOLD"] = str(in_force["COMPACT_THRESHOLD"])   # read on each call
-    os.environ["MAX_STEPS"] = str(MAX_STEPS)
+    s06_compact.CONTEXT.threshold = in_force["COMPACT_THRESHOLD"]
     for m, built_layer in layers.items():
         m.micro_compact = LAYERS[mode] or built_layer
     try:
@@ -436,10 +432,6 @@ def lesson_state(mode="built", setting=None):
             setattr(home, name, built[name])
         for m, built_layer in layers.items():
             m.micro_compact = built_layer
-        for name, value in environ.items():
-            os.environ.pop(name, None)
-            if value is not None:
-                os.environ[name] = value
         reset()
 
 
@@ -480,10 +472,10 @@ def play(lesson, shape, mode="built", setting=None):
                 with redirect_stderr(io.StringIO()):
                     for _ in turns:
                         messages.append({"role": "user", "content": PROMPT})
-                        lesson.agent_loop(messages, client if mode == "built"
-                                          else WithoutCaching(client))
-            except anthropic.BadRequestError:
-                if api.violations or lesson is not s03_todo:
+                        caller = client if mode == "built" else WithoutCaching(client)
+                        lesson.agent_loop(messages, caller, max_steps=MAX_STEPS)
+            except errors.EndpointError as exc:
+                if api.violations or lesson is not s03_todo or "too long" not in str(exc):
                     raise
                 return None
         if api.violations or api.script:

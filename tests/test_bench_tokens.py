@@ -175,9 +175,9 @@ def test_a_setting_holds_only_inside_lesson_state():
     before, layer = bench_tokens.constants(), s06_compact.micro_compact
     with bench_tokens.lesson_state("baseline", {"KEEP_RECENT": 7}) as in_force:
         assert in_force["KEEP_RECENT"] == 7 == s06_compact.KEEP_RECENT
-        assert s07_task_system.micro_compact is bench_tokens.per_call_micro_compact
+        assert s06_compact.micro_compact is bench_tokens.per_call_micro_compact   # s07's too
     assert bench_tokens.constants() == before
-    assert s06_compact.micro_compact is layer is s07_task_system.micro_compact
+    assert s06_compact.micro_compact is layer
 
 
 # ---------------------------------------------------------------- the floor
