@@ -71,11 +71,11 @@ def s06_demo(context) -> tuple:
 
     def narrate(body):
         if first_result_cleared(body):
-            said = ("Layer 1 cleared my first results: they are placeholders now, and "
-                    "the whole text is saved under .transcripts/results/.")
+            said = ("Layer 1 has cleared my first result: the model sees a placeholder now, "
+                    "and the whole text is saved under .transcripts/results/.")
         else:
-            said = "My first results are still whole: layer 1 has not needed to clear them."
-        return reply(text(said), tool("bash", {"command": "wc -l notes.md"}))
+            said = "My first result is still whole: layer 1 has not needed to clear it."
+        return reply(text(said), tool("bash", {"command": "seq -s ' ' 20000 23000"}))
 
     script = [
         reply(text("I'll generate some bulky output."),
@@ -84,9 +84,10 @@ def s06_demo(context) -> tuple:
                                   "content": "# Notes\n" + "- a finding\n" * 30})),
         reply(tool("read_file", {"path": "notes.md"})),
         reply(tool("bash", {"command": "ls -la"})),
-        reply(tool("bash", {"command": "seq -s ' ' 20000 23000"})),
-        reply(tool("bash", {"command": "seq -s ' ' 30000 33000"})),
         narrate,
+        reply(tool("bash", {"command": "seq -s ' ' 30000 33000"})),
+        reply(text("I go on from the summary layer 2 wrote."),
+              tool("bash", {"command": "wc -l notes.md"})),
         reply(text("A phase is done; compacting on purpose."),
               tool("compact", {"focus": "the notes file"})),
         reply(tool("bash", {"command": "wc -c notes.md"})),

@@ -26,7 +26,8 @@ import time
 from harness.clean import clean_text
 
 PREVIEW_CHARS = 100                  # width of a tool result's preview in the terminal
-PREVIEW_LINES = 6                    # lines of a result's preview (a board or todo list fits)
+PREVIEW_LINES = 6                    # lines of a long result's preview
+WHOLE_LINES = 14                     # a result this short is shown whole (a task file, a board)
 ARGUMENT_CHARS = 60                  # a tool argument's share of the tool-call line
 COMMAND_CHARS = 1000                 # a shell command is shown whole up to this: all of it runs
 # What a terminal would act on instead of showing: C0 controls but newline and tab, DEL, C1
@@ -117,7 +118,7 @@ def show_tool_call(name, args):
 
 def show_tool_result(output, is_error):
     lines = str(output).splitlines() or [""]
-    if len(lines) > PREVIEW_LINES:
+    if len(lines) > WHOLE_LINES:
         lines = lines[: PREVIEW_LINES - 1] + [f"… ({len(lines) - PREVIEW_LINES + 1} more lines)"]
     mark, code = ("!", "31") if is_error else ("=", "2")
     for n, line in enumerate(lines):
