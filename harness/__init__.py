@@ -1,28 +1,30 @@
-"""Everything the lessons use that is not their idea, one module per concern.
+"""Everything the lessons use that is not their idea, grouped by the lesson that needs it first.
 
-Read the lessons first (s03, s06, s07). Then, to see how each piece is made safe, read the
-modules a lesson leans on, in the lesson's order; each opens by saying who relies on it and
-what goes wrong without each of its pieces.
+Read the lessons first (s03, s06, s07). Then, to see how a piece is made safe, open the module
+the lesson's line names; each opens by saying who relies on it and what breaks without each
+of its pieces. This is the reading guide; the README links here.
 
-    after s03   endpoints      what compatible servers bend (arguments, cut calls, the history)
+    after s03   endpoints      one model round, ask(): the stream, and every quirk of
+                               compatible servers (JSON-text inputs, cut calls, pause_turn)
+                tool_calls     around each tool call: shown, logged at once, Ctrl-C kept
                 bash, files    the hardened tools: process groups, floods, FIFOs, atomic writes
-                spill          big results saved whole, the model shown head, tail and path
-                session_log    every message saved as it goes, for --continue
-    after s06   transcripts    layer 2's record on disk, and what a compaction says
-                layer1_policy  when a batch is worth the cache it rewrites
-                layer1_inputs  old write_file/edit_file texts cleared too
-    after s07   task_record    the task record, its checks, the TaskStore every board implements
-                board_files    a folder of task files, safe for several processes
-                board_postgres one board for agents on many machines
-                task_graph     the cycle check and the execution order
-                board_text     the board as text, bounded after a compaction
-                task_commands  /task and /tasks; live_board: what other agents did
-                checklist      /task import: a Markdown checklist onto the board
-    everywhere  config, cli    settings, the client, one-shot runs, the REPL, --demo
+                spill          big results saved whole; the model sees head, tail and path
+                clean          text that can be sent (half an emoji repaired)
+    after s06   layer1         which old results and inputs a batch clears, the placeholders
+                transcripts    layer 2's transcript, summary message and notes
+    after s07   board/         record (the Task, its checks, the TaskStore), folder, postgres,
+                               claims (who may change a task another agent holds), graph,
+                               text, live (what other agents did), commands (/task), checklist
+    everywhere  cli            one-shot runs, the REPL, --demo, --continue, the budget
+                config, errors settings and the client; every error and the line it becomes
                 terminal       what reaches the screen, control characters escaped
-                session_record, session_views, session_page   /cost, /context, the session page
+                session/       log (--continue), record (counts), views (/context, /cost),
+                               page (the session page) and its parts: blocks, sent,
+                               board_picture, markup
+                sdk            the anthropic SDK, loaded on first use
                 demos          the scripted sessions behind --demo
                 stand_in_api   the loopback Messages API the demos and tests talk to
 
-Nothing here imports a lesson.
+Nothing here imports a lesson, and no module imports inside a function except psycopg (an
+optional dependency, for a postgresql:// board).
 """
