@@ -222,7 +222,7 @@ REMINDER = "<reminder>Update your todos.</reminder>"
 
 def agent_loop(messages: list, client, max_steps: int = MAX_STEPS) -> str:
     rounds_without_todo = 0
-    for step in range(max_steps):
+    for _ in range(max_steps):
         # One model call, streamed to the screen as it is written.
         reply = endpoints.ask(client, SYSTEM, TOOLS, messages, MAX_TOKENS)
         messages.append(reply.message)

@@ -26,14 +26,14 @@ this order, up to a breakpoint (endpoints.ask puts one on the last block):
 
 It matches byte for byte, looks back at most 20 blocks, lives 5 minutes, and silently
 caches nothing below a minimum that depends on the model: 512 to 4,096 tokens, 1,024 for
-Sonnet 5 (platform.claude.com/docs/en/build-with-claude/prompt-caching, 2026-12). Rewriting an early part throws the cache away from there on: so
-placeholders come in rare, large batches, and the summary call repeats the conversation's
-prefix.
+Sonnet 5 (platform.claude.com/docs/en/build-with-claude/prompt-caching, 2026-12).
+Rewriting an early part throws the cache away from there on: so placeholders come in rare,
+large batches, and the summary call repeats the conversation's prefix.
 
 Key insight: the conversation is working memory, not storage. Summaries keep the thread; the
 transcript (and every big result, saved whole) keeps every detail for whoever needs it.
 
-New since s03: the three layers (four marked lines in the loop), ContextSize, /compact. The
+New since s03: the three layers (on marked lines in the loop), ContextSize, /compact. The
 todo tool is gone: an in-memory plan does not survive a compaction; s07 brings it back, on
 disk. The placeholders and the cache arithmetic are in harness/layer1.py; the transcript
 files in harness/transcripts.py.
@@ -110,8 +110,8 @@ class ContextSize:
     every message, by the real tokenizer), plus about 4 characters a token since."""
 
     def __init__(self) -> None:
-        self.threshold = DEFAULT_THRESHOLD  # COMPACT_THRESHOLD, read by main()
-        self.prefix = 0                 # the system prompt and tools, set by main()
+        self.threshold = DEFAULT_THRESHOLD  # COMPACT_THRESHOLD, read by start()
+        self.prefix = 0                 # the system prompt and tools, set by start()
         self.reported = None            # the last call's input + output, as the API counted
         self.seen = 0                   # how many messages that count covers
         self.after_compaction = 0       # the size right after the last compaction
@@ -226,7 +226,7 @@ def compact_if_asked(calls: list, messages: list, client, compact=auto_compact) 
 
 def agent_loop(messages: list, client, max_steps: int = MAX_STEPS) -> str:
     """s03's loop, plus the three layers on their marked lines."""
-    for step in range(max_steps):
+    for _ in range(max_steps):
         view = micro_compact(messages)                                   # layer 1
         if needs_compaction(view):                                       # layer 2
             auto_compact(messages, client)                               # layer 2

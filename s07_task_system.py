@@ -266,7 +266,7 @@ def compact_with_board(messages, client, focus="") -> bool:
 
 def agent_loop(messages, client, max_steps=s06.MAX_STEPS) -> str:
     """s06's loop with s07's tools: after a compaction the board comes back."""
-    for step in range(max_steps):
+    for _ in range(max_steps):
         view = s06.micro_compact(messages)                     # layer 1
         if s06.needs_compaction(view):                         # layer 2
             compact_with_board(messages, client)               # layer 2 + board

@@ -20,12 +20,17 @@ from harness.board.live import BoardWatcher
 from harness.board.record import agent_name, default_agent_name
 
 HELP = """/task commands (no model call; the same rules as the model's tools):
-  /task                 the board (same as /tasks)      /task add TITLE       a new task
-  /task show N          one task in full                /task start N         start it (takes it over)
-  /task done N          complete it                     /task delete N        delete it
-  /task block N BY...   N waits for BY                  /task unblock N BY... N no longer waits for BY
-  /task ready           what can start now              /task order           an order to do them in
-  /task import FILE     a Markdown checklist (- [ ] item, - [x] done item) becomes tasks, in order"""
+  /task                 the board (same as /tasks)
+  /task add TITLE       a new task
+  /task show N          one task in full
+  /task start N         start it (takes it over from another agent)
+  /task done N          complete it
+  /task delete N        delete it
+  /task block N BY...   N waits for BY
+  /task unblock N BY... N no longer waits for BY
+  /task ready           what can start now
+  /task order           an order to do them in
+  /task import FILE     a Markdown checklist (- [ ] item, - [x] done item) becomes tasks"""
 
 OPTIONS = [  # s07's flags, for cli.run_cli
     (("--name",), {"help": "this agent's name on the board (default: AGENT_NAME, else your user, "

@@ -74,7 +74,8 @@ def board(tasks: dict, problems: list, order: str, ready: str) -> str:
 
 def _none_readable(n: int) -> str:
     if n == 1:
-        return "No readable tasks: 1 file above could not be used; fix or remove it, then list again"
+        return ("No readable tasks: 1 file above could not be used; fix or remove it, then "
+                "list again")
     return (f"No readable tasks: {n} files above could not be used; fix or remove them, then "
             "list again")
 
