@@ -48,6 +48,14 @@ def run_lesson(workdir):
     return run
 
 
+def fresh_process() -> None:
+    """What a new process starts with: s06's layer state (what layer 1 cleared, what layer 2
+    measured) lives on module objects, and one test's run must not leave it to the next."""
+    import s06_compact
+    s06_compact.CLEARED.__init__()
+    s06_compact.CONTEXT.__init__()
+
+
 def tool_results(request, index=-1):
     """The tool_result blocks of one message of a recorded request."""
     content = request["messages"][index]["content"]
@@ -66,6 +74,7 @@ def run_main(workdir, monkeypatch, capsys):
     monkeypatch.chdir(workdir)
 
     def run(lesson, *args, script=(), summary=None, stdin="", env=None, key="test-key"):
+        fresh_process()
         os.environ.clear()
         os.environ.update(clean_env(workdir.parent / "home"))
         with StandInAPI(script, summary=summary) as api:
