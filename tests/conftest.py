@@ -19,7 +19,8 @@ from harness.stand_in_api import StandInAPI  # noqa: E402
 def clean_env(home, **extra):
     """The environment of a user with no key and nothing configured, plus `extra`."""
     env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("ANTHROPIC_", "CLAUDE_")) and k not in ("MODEL_ID", "COMPACT_THRESHOLD", "NO_COLOR")}
+           if not k.startswith(("ANTHROPIC_", "CLAUDE_"))
+           and k not in ("MODEL_ID", "COMPACT_THRESHOLD", "NO_COLOR")}
     env.update(HOME=str(home), PYTHONIOENCODING="utf-8", PYTHONPATH=str(ROOT))
     env.update({k: str(v) for k, v in extra.items()})
     return env
@@ -36,7 +37,8 @@ def workdir(tmp_path):
 @pytest.fixture
 def run_lesson(workdir):
     """run_lesson("s03_todo", "prompt", script=[...]) -> (CompletedProcess, StandInAPI)."""
-    def run(lesson, *args, script=(), summary=None, stdin=None, env=None, key="test-key", timeout=60):
+    def run(lesson, *args, script=(), summary=None, stdin=None, env=None, key="test-key",
+            timeout=60):
         with StandInAPI(script, summary=summary) as api:
             extra = {"ANTHROPIC_BASE_URL": api.url, **(env or {})}
             if key:
@@ -81,7 +83,8 @@ def run_main(workdir, monkeypatch, capsys):
             os.environ.update({"ANTHROPIC_BASE_URL": api.url, **(env or {})})
             if key:
                 os.environ["ANTHROPIC_API_KEY"] = key
-            monkeypatch.setattr("sys.stdin", io.StringIO(stdin) if isinstance(stdin, str) else stdin)
+            monkeypatch.setattr("sys.stdin",
+                                io.StringIO(stdin) if isinstance(stdin, str) else stdin)
             try:
                 code = lesson.main(list(args))
             except SystemExit as exc:  # argparse's --help and usage errors

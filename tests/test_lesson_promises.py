@@ -103,7 +103,7 @@ def layer_statements(loop) -> list:
 def test_each_layer_is_on_its_own_marked_lines_of_the_loop(lesson):
     statements = layer_statements(lesson.agent_loop)
     marks = []
-    for line, stmt, calls in statements:
+    for line, _stmt, calls in statements:
         assert len(calls) == 1, f"two layers' work in one statement: {line.strip()}"
         mark = re.search(r"# layer ([123])( \S.*)?$", line)
         assert mark, f"an unmarked layer line: {line.strip()}"
