@@ -1,7 +1,8 @@
 """The REPL's /task and /tasks commands, --board and --name: a person works s07's board.
 
-Relied on by s07's main(), which hands its TaskManager to repl_commands(), choose_board() and
-live() (this module imports no lesson).
+Relied on by s07: main() hands its TaskManager to repl_commands() and cli_options() (the
+flags, /task help, and Live, the board's news before each prompt), start() to choose_board().
+This module imports no lesson.
 The commands go through the same TaskManager methods and rules as the model's tools, so a
 person cannot do what an agent may not, except taking a task over on purpose (start, done
 and delete are forced: "took #3 over from bob"). Without it, fixing one task on the board
