@@ -303,7 +303,8 @@ def test_each_lesson_holds_its_own_loop_and_marks_the_lines_it_adds():
 
 
 def test_the_settings_the_readme_lists_are_the_ones_the_docs_and_env_example_have():
-    listed = re.search(r"`.env.example` has the common ones; all of them: (.*?)\. \[", README)[1]
+    listed = re.search(r"Settings come from the environment or from `./.env` \(the environment "
+                       r"wins\): (.*?); `.env.example` has the common ones\.", README)[1]
     names = re.findall(r"`([A-Z_]+)`", listed)
     example = re.findall(r"^#? ?([A-Z_]+)=", (ROOT / ".env.example").read_text(encoding="utf-8"),
                          re.M)
