@@ -131,6 +131,11 @@ def test_a_command_in_a_block_is_read_with_its_settings():
 
 # ---------------------------------------------------------------- start here
 
+def test_the_readme_stays_short_enough_to_read_in_ten_minutes():
+    """Issue 28: at most 250 lines; everything else has its page in docs/."""
+    assert len(README.splitlines()) <= 250
+
+
 def sh_blocks():
     return [block.strip().splitlines() for block in re.findall(r"```sh\n(.*?)```", README, re.S)]
 
