@@ -181,7 +181,8 @@ def test_a_setting_holds_only_inside_lesson_state():
 
 # ---------------------------------------------------------------- the floor
 
-def test_the_floor_shows_each_long_text_whole_in_one_request_and_never_caches_it():
+def played(shape, mode="built") -> list:
+    """Every request s06 sent while the bench played shape (mode: its layer 1)."""
     requests = []
 
     class Recording(StandInAPI):
@@ -191,8 +192,12 @@ def test_the_floor_shows_each_long_text_whole_in_one_request_and_never_caches_it
 
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(bench_tokens, "StandInAPI", Recording)
-        assert bench_tokens.play(s06_compact, TINY, "floor") is not None
-    requests = [r for r in requests if not is_summary_request(r)]
+        assert bench_tokens.play(s06_compact, shape, mode) is not None
+    return requests
+
+
+def test_the_floor_shows_each_long_text_whole_in_one_request_and_never_caches_it():
+    requests = [r for r in played(TINY, "floor") if not is_summary_request(r)]
     longest = {}
     for body in requests:
         for key, value in map(_text_of, cache_blocks(body)[0]):
@@ -240,16 +245,7 @@ MOVES = (
 
 
 def test_a_replayed_session_makes_each_call_with_its_real_sizes():
-    requests = []
-
-    class Recording(StandInAPI):
-        def __exit__(self, *exc):
-            requests.extend(self.requests)
-            return super().__exit__(*exc)
-
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(bench_tokens, "StandInAPI", Recording)
-        assert bench_tokens.play(s06_compact, bench_tokens.Session("test", MOVES)) is not None
+    requests = played(bench_tokens.Session("test", MOVES))
     history = requests[-1]["messages"]
     replies = [m["content"] for m in history if m["role"] == "assistant"]
     prompts = [m for m in history if m["role"] == "user" and isinstance(m["content"], str)]
