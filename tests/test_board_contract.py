@@ -341,6 +341,21 @@ def test_unknown_self_and_cyclic_blockers_are_refused_and_change_nothing(board):
     assert TaskManager(board).store.scan(validate=True) == before
 
 
+def test_a_blocker_removed_by_hand_still_holds_its_task_back(board):
+    """A blocker that is gone (or cannot be read) is not finished: the task waiting for it is
+    neither ready nor "Unblocked" when its other blocker completes, and cannot start."""
+    tasks = TaskManager(board)
+    tasks.create("Design")
+    tasks.create("Review")
+    tasks.create("Build", blocked_by=[1, 2])
+    remove_by_hand(board, 1)
+    assert tasks.update(2, status="completed") == "Updated [x] #2: Review"
+    assert tasks.list_all().splitlines()[-1] == ("Ready to start: none (the rest are in "
+                                                 "progress or blocked)")
+    with pytest.raises(ValueError, match="#3 is blocked by #1"):
+        tasks.update(3, status="in_progress")
+
+
 def test_a_blocked_task_cannot_start(board):
     tasks = TaskManager(board)
     tasks.create("design")
