@@ -47,6 +47,7 @@ S03_E2E = "tests/test_s03_e2e.py"
 S06 = "tests/test_s06_compact.py"
 CONTRACT = "tests/test_board_contract.py"
 DURABILITY = "tests/test_s07_durability.py"
+WAITS = CONTRACT + "::test_while_one_agent_changes_the_board_another_agents_change_waits_for_it"
 
 MUTATIONS = [
     # ---------------------------------------------------------------- s03: the loop and tools
@@ -177,7 +178,7 @@ MUTATIONS = [
     Mutation("the folder's lock is not taken", "harness/board/folder.py",
              "                fcntl.flock(fd, fcntl.LOCK_EX)      # waits for other processes",
              "                pass",
-             [DURABILITY, CONTRACT]),
+             [WAITS, DURABILITY]),
     Mutation("a task file is written in place, not through a temp file and os.replace",
              "harness/board/folder.py",
              '            with open(tmp, "wb") as f:\n'
@@ -210,8 +211,7 @@ MUTATIONS = [
              "harness/board/postgres.py",
              '        "FOR UPDATE")',
              '        "")',
-             [CONTRACT + "::test_of_eight_concurrent_starters_exactly_one_wins_each_round",
-              CONTRACT + "::test_two_blockers_completed_at_once_both_clear_their_dependent"]),
+             [WAITS, CONTRACT + "::test_of_eight_concurrent_starters_exactly_one_wins_each_round"]),
 ]
 
 # Names a mutation's new text uses that its file does not import.

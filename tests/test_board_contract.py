@@ -11,6 +11,7 @@ import os
 import secrets
 import subprocess
 import sys
+import threading
 import tracemalloc
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
@@ -217,6 +218,30 @@ def test_of_eight_concurrent_starters_exactly_one_wins_each_round(board):
         refusal = f"#{task_id} is in progress by {winners[0]}"
         assert all(refusal in r for name, r in this_round if r != "won")
         assert setup.store.load(task_id)["owner"] == winners[0]
+
+
+def test_while_one_agent_changes_the_board_another_agents_change_waits_for_it(board):
+    """a holds the board's lock and starts #1 within it; b, starting #1 meanwhile, waits for the
+    lock, then reads #1 as a left it and is refused. Without the lock, b would read #1 as
+    pending and both would think they had it."""
+    a, b = TaskManager(board, agent="a"), TaskManager(board, agent="b")
+    a.create("Design")
+    outcome = []
+
+    def b_starts():
+        try:
+            outcome.append(b.update(1, status="in_progress"))
+        except ValueError as exc:
+            outcome.append(str(exc))
+    thread = threading.Thread(target=b_starts, daemon=True)
+    with a.store.locked():
+        thread.start()
+        thread.join(0.5)
+        assert outcome == []                         # b waits for the board
+        a.store.write({**a.store.load(1), "status": "in_progress", "owner": "a"})
+    thread.join(10)
+    assert len(outcome) == 1 and outcome[0].startswith("#1 is in progress by a;")
+    assert a.store.load(1)["owner"] == "a"
 
 
 def test_a_non_owner_cannot_complete_and_a_person_can_force_a_takeover(board):
