@@ -189,11 +189,11 @@ TOOL_HANDLERS = {**BASE_HANDLERS, "todo": TODO.update}
 
 def call_tool(call: endpoints.Call, handlers: dict) -> tuple:
     """Run one call through the dispatch table: (output, is_error). Any failure
-    goes back to the model, which can try again. (A production agent would ask
-    the user first.)"""
+    goes back to the model, which can try again. (A production agent would also
+    ask the user before a risky call.)"""
     if call.name not in handlers:
         return f"unknown tool {call.name!r}; use one of {list(handlers)}", True
-    # An input that does not fit the tool's schema (endpoints.ask checked it)
+    # endpoints.ask checked the input against the schema: a misfit is not run.
     if call.problem:
         return call.problem, True
     try:
@@ -222,15 +222,17 @@ REMINDER = "<reminder>Update your todos.</reminder>"
 
 def agent_loop(messages: list, client, max_steps: int = MAX_STEPS) -> str:
     rounds_without_todo = 0
-    for step in range(max_steps):
+    for _ in range(max_steps):
         # One model call, streamed to the screen as it is written.
         reply = endpoints.ask(client, SYSTEM, TOOLS, messages, MAX_TOKENS)
         messages.append(reply.message)
         session_log.record(messages)          # on disk before its calls run
         if not reply.calls:
             return reply.text
+        # + a note for a call cut off by max_tokens (it was not run)
         results = run_tool_calls(reply.calls, TOOL_HANDLERS) + reply.notes
-        # The nag: NAG_AFTER rounds without `todo`, and a reminder goes along.
+        # The nag: after NAG_AFTER rounds without `todo` (any todo call resets
+        # it), a reminder goes along with every round.
         if any(call.name == "todo" for call in reply.calls):
             rounds_without_todo = 0
         else:

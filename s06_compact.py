@@ -24,21 +24,22 @@ this order, up to a breakpoint (endpoints.ask puts one on the last block):
     tools -> system -> message 1 -> message 2 -> ... -> last block   <- breakpoint
     |------- read from the cache: 0.1 x price --------|-- new: written, 1.25 x --|
 
-It matches byte for byte, looks back at most 20 blocks, lives 5 minutes, and silently
+It matches byte for byte, looks back at most 20 blocks from a breakpoint (so layer 1 puts a
+second one just before each batch it clears), lives 5 minutes, and silently
 caches nothing below a minimum that depends on the model: 512 to 4,096 tokens, 1,024 for
-Sonnet 5 (platform.claude.com/docs/en/build-with-claude/prompt-caching, 2026-12). Rewriting an early part throws the cache away from there on: so
-placeholders come in rare, large batches, and the summary call repeats the conversation's
-prefix.
+Sonnet 5 (platform.claude.com/docs/en/build-with-claude/prompt-caching, 2026-12).
+Rewriting an early part throws the cache away from there on: so placeholders come in rare,
+large batches, and the summary call repeats the conversation's prefix.
 
 Key insight: the conversation is working memory, not storage. Summaries keep the thread; the
 transcript (and every big result, saved whole) keeps every detail for whoever needs it.
 
-New since s03: the three layers (four marked lines in the loop), ContextSize, /compact. The
+New since s03: the three layers (on marked lines in the loop), ContextSize, /compact. The
 todo tool is gone: an in-memory plan does not survive a compaction; s07 brings it back, on
-disk. The placeholders and the cache arithmetic are in harness/layer1.py; the transcript
-files in harness/transcripts.py.
+disk. The placeholders, and what a batch frees and rewrites, are counted in
+harness/layer1.py; the transcript files are written by harness/transcripts.py.
 
-Run it:   python s06_compact.py "read every .py file here and summarise each"
+Run it:   python s06_compact.py "run the tests, fix what fails, and run them again"
           COMPACT_THRESHOLD=5000 python s06_compact.py      (a REPL; /compact, /context)
           python s06_compact.py --demo
 """
@@ -57,9 +58,10 @@ MAX_STEPS = 200            # model calls a turn may make: compaction lets it go 
 KEEP_RECENT = 3            # the newest results stay whole: the model may still use them
 KEEP_CHARS = 400           # a result this short costs little: it stays
 CLEAR_AT_LEAST = 8_000     # tokens a batch must free (at most 0.4 x the threshold)
-REWRITE_SHARE = 1.5        # and it must free 1.5 x the tokens it makes the API write again
+REWRITE_SHARE = 1.5        # and 1.5 x what it makes the API write again: then the saving
+                           # pays the one rewrite back within a few calls (bench_tokens.py)
 DEFAULT_THRESHOLD = 50_000  # tokens; far below the window: room for the summary call
-SUMMARY_MAX_TOKENS = 2000  # a summary longer than this is no longer a summary
+SUMMARY_MAX_TOKENS = 2000  # a summary longer than this is cut, and says so
 TRANSCRIPTS = Path(".transcripts")
 
 SYSTEM = ("You are a coding agent working in the current folder. Use the tools to act. "
@@ -81,13 +83,13 @@ def micro_compact(messages: list, batch: bool = True) -> list:
 
 def clear_new_batch(messages: list) -> None:
     """Clear what the model can do without, if the batch pays for the cache it rewrites."""
-    # Not needed any more: results older than the newest KEEP_RECENT, over KEEP_CHARS, and
-    # not the last whole read of a file; big write/edit inputs by the same rules. The
-    # newest turn always stays: the model has not seen its results yet.
+    # Not needed any more: results older than the newest KEEP_RECENT and over KEEP_CHARS
+    # (a read_file result only once a later whole read or write of that file follows); big
+    # write/edit inputs by the same rules. The newest turn stays: the model has not seen it.
     batch = layer1.no_longer_needed(messages, KEEP_RECENT, KEEP_CHARS, CLEARED)
     # Clearing rewrites the request from the batch's first block on: the cache is read up to
     # there, and all after it, as sent now, is written to the cache again (1.25 x). A cold
-    # cache (the first call of a resumed session) has nothing to lose.
+    # cache (a resumed session, or just after a compaction) has nothing to lose.
     sent = layer1.view(messages, CLEARED)
     rewritten = layer1.tokens_after(sent, batch) - batch.tokens
     if CONTEXT.reported is None:
@@ -97,6 +99,9 @@ def clear_new_batch(messages: list) -> None:
         return
     CLEARED.add(batch, messages)
     layer1.announce(batch)
+    # The API's last count still holds what was just cleared: layer 2 must not see it.
+    if CONTEXT.reported is not None:
+        CONTEXT.reported -= batch.tokens
 
 
 # ---------------------------------------------------------------- measuring the context
@@ -110,8 +115,8 @@ class ContextSize:
     every message, by the real tokenizer), plus about 4 characters a token since."""
 
     def __init__(self) -> None:
-        self.threshold = DEFAULT_THRESHOLD  # COMPACT_THRESHOLD, read by main()
-        self.prefix = 0                 # the system prompt and tools, set by main()
+        self.threshold = DEFAULT_THRESHOLD  # COMPACT_THRESHOLD, read by start()
+        self.prefix = 0                 # the system prompt and tools, set by start()
         self.reported = None            # the last call's input + output, as the API counted
         self.seen = 0                   # how many messages that count covers
         self.after_compaction = 0       # the size right after the last compaction
@@ -158,6 +163,8 @@ def summarize(messages: list, client, focus: str, system: str, tools: list) -> s
                           label="summary call")
     if not reply.said:
         raise ValueError("the summary came back empty")
+    if reply.stop_reason == "max_tokens":    # the transcript holds what it did not say
+        return reply.said + "\n[this summary was cut at SUMMARY_MAX_TOKENS]"
     return reply.said
 
 
@@ -182,6 +189,7 @@ def auto_compact(messages: list, client, focus: str = "", system: str = SYSTEM,
     if attach:
         text += "\n\n" + attach()
     messages[:] = [{"role": "user", "content": text}]
+    CLEARED.clear()                    # what layer 1 cleared left with the old history
     CONTEXT.reported = None            # the API has not counted the new history yet
     after = CONTEXT.estimate(messages)
     CONTEXT.after_compaction = after
@@ -226,7 +234,7 @@ def compact_if_asked(calls: list, messages: list, client, compact=auto_compact) 
 
 def agent_loop(messages: list, client, max_steps: int = MAX_STEPS) -> str:
     """s03's loop, plus the three layers on their marked lines."""
-    for step in range(max_steps):
+    for _ in range(max_steps):
         view = micro_compact(messages)                                   # layer 1
         if needs_compaction(view):                                       # layer 2
             auto_compact(messages, client)                               # layer 2

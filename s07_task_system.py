@@ -19,9 +19,10 @@ and they have no order. s07 moves the plan out of the conversation, as a graph.
 Key insight: state that must outlive the conversation belongs outside it. The model reads the
 board back whenever it needs it; compaction and restarts cannot lose what was never only in it.
 
-The rules live in TaskManager: ids by max-scan, never reused; a blocked task cannot start or
-complete; completing one frees its dependents; a blocker must exist and close no cycle. The
-store behind `self.store` is for after: harness/board/record.py says what every store keeps.
+The rules, in TaskManager: ids by max-scan, never reused; a blocked task cannot start or
+complete; completing one frees its dependents; a blocker must exist and close no cycle; a
+task another agent has started is theirs (board/claims.py). What every store must do:
+harness/board/record.py.
 
 New since s06: TaskManager, the task_* tools, the board after every compaction, agent names
 and --board; in the REPL /tasks, /task and what other agents did ([board: bob started #3]).
@@ -65,7 +66,7 @@ class TaskManager:
         with self.store.locked():        # one writer at a time, across processes
             blocked, notes = self.check_blockers(None, [], blocked_by or [])
             task = record.new_task(self.next_id(), subject, description, blocked)
-            # Another process may take that id first: then take the next one.
+            # A file made outside the lock (by hand) may hold that id: take the next.
             while not self.store.reserve(task):
                 task["id"] = self.next_id()
         return text.created(task, notes)
@@ -82,6 +83,7 @@ class TaskManager:
                                               remove_blocked_by, owner, force)
             # Every check passed: only now does anything change.
             task.update(change)
+            # Reopening does not re-block what it freed; the note says how to.
             if before in FINISHED and task["status"] not in FINISHED:
                 unblocked = task.pop("unblocked", [])
                 notes += text.reopened(task, unblocked)
@@ -139,13 +141,14 @@ class TaskManager:
     def check_update(self, task, status, add, remove, owner, force) -> tuple:
         """(the new field values, notes), or ValueError. Writes nothing."""
         record.check_update(status, add, remove, owner)   # types and values
-        tid, now = task["id"], status or task["status"]
+        tid, new_status = task["id"], status or task["status"]
         if task["status"] == "deleted":
             raise ValueError(f"task #{tid} was deleted; create a new task")
-        if add and now in FINISHED:
-            raise ValueError(f"#{tid} is {now}; set it back to pending "
+        if add and new_status in FINISHED:
+            raise ValueError(f"#{tid} is {new_status}; set it back to pending "
                              "before giving it blockers")
-        # Who may start or change a task another agent holds: claims.py.
+        # Starting a task claims it; one another agent started is theirs, unless a
+        # person takes it over (force); back to pending frees it (board/claims.py).
         change, notes = claims.check(task, status, owner, self.agent, force)
         blocked, more = self.check_blockers(tid, task["blockedBy"], add or [])
         for dep in record.ids(remove or []):   # a missing one can go too
@@ -242,7 +245,8 @@ TOOL_HANDLERS = {
 
 SYSTEM = ("You are a coding agent working in the current folder. Plan "
           "multi-step work on the task board (task_* tools): it outlives the "
-          "conversation, and other agents may share it. Order tasks with "
+          "conversation, so read it first (task_list), and other agents may "
+          "share it. Order tasks with "
           "blockedBy; mark a task in_progress when you start it (that claims "
           "it) and completed when done. When the context gets long, call "
           "compact. Be brief.")
@@ -266,7 +270,7 @@ def compact_with_board(messages, client, focus="") -> bool:
 
 def agent_loop(messages, client, max_steps=s06.MAX_STEPS) -> str:
     """s06's loop with s07's tools: after a compaction the board comes back."""
-    for step in range(max_steps):
+    for _ in range(max_steps):
         view = s06.micro_compact(messages)                     # layer 1
         if s06.needs_compaction(view):                         # layer 2
             compact_with_board(messages, client)               # layer 2 + board
@@ -277,8 +281,8 @@ def agent_loop(messages, client, max_steps=s06.MAX_STEPS) -> str:
         s06.CONTEXT.record(reply.usage, messages)              # layer 2 measures
         if not reply.calls:
             return reply.text
-        results = s03.run_tool_calls(reply.calls, TOOL_HANDLERS)
-        messages.append({"role": "user", "content": results + reply.notes})
+        results = s03.run_tool_calls(reply.calls, TOOL_HANDLERS) + reply.notes
+        messages.append({"role": "user", "content": results})
         s06.compact_if_asked(reply.calls, messages, client,    # layer 3 + board
                              compact_with_board)
     return cli.step_limit(max_steps)

@@ -27,9 +27,9 @@ from harness.sdk import anthropic
 
 DEFAULT_MODEL = "claude-sonnet-5-5"  # any model id works; MODEL_ID overrides it
 DEFAULT_WINDOW = 1_000_000           # tokens the default model reads (CONTEXT_WINDOW for another)
-DEFAULT_TIMEOUT = 300                # seconds of silence from the endpoint before giving up (API_TIMEOUT);
-                                     # a small local model can take minutes before its first token
-MAX_RETRIES = 2                      # for 429/5xx and dropped connections; the SDK waits between tries
+DEFAULT_TIMEOUT = 300                # seconds of silence before giving up (API_TIMEOUT): a small
+                                     # local model can take minutes before its first token
+MAX_RETRIES = 2                      # for 429/5xx and dropped connections; the SDK waits between
 LOOPBACK = {"127.0.0.1", "localhost", "::1", "[::1]"}
 SECRETS = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN")   # for the client; no command needs them
 
@@ -52,7 +52,8 @@ def load_env():
     try:
         path.read_bytes().decode("utf-8")
     except UnicodeDecodeError:  # Notepad and PowerShell often save UTF-16
-        raise SetupError(f"{path} is not UTF-8 text; save it as UTF-8 (one NAME=value per line)") from None
+        raise SetupError(f"{path} is not UTF-8 text; save it as UTF-8 (one NAME=value per "
+                         "line)") from None
     for name, value in dotenv_values(path, encoding="utf-8").items():
         if value is None or os.environ.get(name):  # `export ANTHROPIC_API_KEY=` counts as unset
             continue
@@ -96,10 +97,12 @@ def check_base_url(url: str) -> None:
     """Refuse, before any request, a base URL the SDK cannot use; one line says how to write it."""
     try:
         parts = urlsplit(url)
-        parts.port                  # a port out of range or not a number raises here
+        port = parts.port           # a port out of range or not a number raises here
     except ValueError as exc:       # e.g. "Invalid IPv6 URL" for http://[::1:8080
         raise SetupError(f"ANTHROPIC_BASE_URL={url!r} is not a valid URL ({exc}); "
                          "write it like http://127.0.0.1:8080 or http://[::1]:8080") from None
+    if port == 0:
+        raise SetupError(f"ANTHROPIC_BASE_URL={url!r} names port 0; give the server's port")
     if "://" not in url:
         raise SetupError(f"ANTHROPIC_BASE_URL={url!r} has no scheme: write http://{url} "
                          f"(or https://{url})")
@@ -123,7 +126,8 @@ def make_client(base_url=None, api_key=None):
     timeout = api_timeout()
     options = dict(api_key=api_key, auth_token=auth_token, base_url=url, max_retries=MAX_RETRIES,
                    timeout=anthropic.Timeout(timeout, connect=min(10.0, timeout)))
-    if url and urlsplit(url).hostname in LOOPBACK:  # a local server: never through HTTP_PROXY/ALL_PROXY
+    # A local server: never through HTTP_PROXY or ALL_PROXY.
+    if url and urlsplit(url).hostname in LOOPBACK:
         options["http_client"] = anthropic.DefaultHttpxClient(trust_env=False)
     return anthropic.Anthropic(**options)
 
@@ -135,11 +139,12 @@ def api_error_line(exc, client=None) -> str:
 
 
 def positive_int(name: str, default: int, unit: str) -> int:
-    """A whole number from the environment; empty counts as unset, anything else is one clear line."""
+    """A whole number from the environment; empty is unset, anything else one clear line."""
     raw = os.environ.get(name, "").strip()
     if not raw:
         return default
-    if not (raw.isascii() and raw.isdigit()) or int(raw) < 1:  # "²".isdigit() is True; int("²") fails
+    # "²".isdigit() is True, and int("²") fails.
+    if not (raw.isascii() and raw.isdigit()) or int(raw) < 1:
         raise SetupError(f"{name} must be a positive whole number of {unit}, got {raw!r}")
     return int(raw)
 
@@ -149,7 +154,3 @@ def context_window() -> int:
     model's. The API does not say it; a local model's is its server's -c (llama-server)."""
     return positive_int("CONTEXT_WINDOW", DEFAULT_WINDOW, "tokens")
 
-
-def max_steps(default: int) -> int:
-    """The model calls a turn may make: --max-steps (which sets MAX_STEPS), else the lesson's own."""
-    return positive_int("MAX_STEPS", default, "model calls")

@@ -129,14 +129,14 @@ def _s07_steps():
                     tool("task_update", {"task_id": f"#{c}", "addBlockedBy": [f"#{a}"]}),
                     tool("task_update", {"task_id": str(d), "addBlockedBy": [b]}))
         body = yield reply(text("What can start now?"), tool("task_list", {}))
-    else:
-        body = yield reply(text("The plan is already on the board, so it is not planned "
-                                "again: picking up where the last run stopped."),
-                           tool("task_list", {}))
     listing = _last_result(body)
     ready = re.search(r"Ready to start: #(\d+)", listing)
-    if ready is None:
+    if ready is None and "none (all done)" in listing:
         yield reply(text("Everything on the board is done. Delete demo/ to start over."))
+        return
+    if ready is None:
+        yield reply(text("Nothing can start: a task is still in progress (a run stopped "
+                         "before it finished?). In the REPL, /task done N finishes it."))
         return
     ready = int(ready[1])
     waiting = re.search(rf"#(\d+): .* blocked by (#\d+, )*#{ready}\b", listing)
@@ -146,17 +146,26 @@ def _s07_steps():
                          "must be refused)."),
                     tool("task_update", {"task_id": int(blocked[1]), "status": "in_progress"}))
     start = [tool("task_update", {"task_id": ready, "status": "in_progress"})]
+    said = f"Starting #{ready}: it is mine now."
     if waiting:
+        said += f" #{waiting[1]} waits for it, on disk:"
         start.append(tool("bash", {"command": f"cat .tasks/task_{waiting[1]}.json"}))
-    yield reply(text(f"Starting #{ready}: it is mine now. What waits for it, on disk:"), *start)
-    yield reply(text("Forcing a compaction: the conversation is replaced by a summary."),
-                tool("compact", {"focus": "the task board"}))
-    yield reply(text("The board is on disk, so it came back whole:"), tool("task_list", {}))
+    yield reply(text(said), *start)
+    body = yield reply(text("Forcing a compaction: the conversation is replaced by a summary."),
+                       tool("compact", {"focus": "the task board"}))
+    # What the model is given now: the summary, and the board read fresh from disk.
+    board = re.search(r"<task-board>\n(.*?)\n</task-board>", body["messages"][0]["content"], re.S)
+    quoted = board[1] if board else "(no board came back)"
     done = [tool("task_update", {"task_id": ready, "status": "completed"})]
     if waiting:
         done.append(tool("bash", {"command": f"cat .tasks/task_{waiting[1]}.json"}))
-    yield reply(text(f"#{ready} is done; what waited for it is free, on disk too:"), *done)
-    yield reply(text("Done. Run --demo again: it picks up the next ready task."))
+    yield reply(text(f"After the compaction my first message is the summary, and the board "
+                     f"came back whole with it:\n{quoted}"), *done)
+    left = len(re.findall(r"^\[[ >]\] #", listing, re.M)) - 1
+    if left:
+        yield reply(text(f"#{ready} is done. Run --demo again: it picks up the next ready task."))
+    else:
+        yield reply(text(f"#{ready} is done, and so is the whole plan."))
 
 
 def _script(steps) -> list:

@@ -9,6 +9,7 @@ it), and gets back one Reply with named parts:
                     is_error result instead of running it)
     reply.text      the final text, saying why the turn ended when that was not normal
     reply.said      the model's own words only ("" if none): a summary, say
+    reply.stop_reason  why the reply ended (max_tokens: it was cut)
     reply.notes     text blocks for the next user message (a call cut off, and so not run)
     reply.usage     the API's token counts (s06 measures the context with them)
 
@@ -23,7 +24,8 @@ Without each piece:
   a lone surrogate from half an emoji) go back into the history, and the next request is
   refused, or fails to encode, for every later call of the session.
 - cut calls: a reply cut by max_tokens ends in a half-written call; running it writes half a
-  file. It is left out of the history and told to the model in reply.notes.
+  file. It is left out of the history; when other calls ran, reply.notes tells the model,
+  and when it was the only one, the turn ends and reply.text says the answer was cut.
 - _decode_input / _check_input: a tool input sent as JSON text ('{"command": "ls"}') is
   refused though the model meant exactly that; a missing or mistyped argument becomes a
   TypeError deep in a tool.
@@ -76,6 +78,7 @@ class Reply:
     notes: list = field(default_factory=list)
     usage: object = None
     said: str = ""
+    stop_reason: str = ""
 
 
 def ask(client, system: str, tools: list, messages: list, max_tokens: int,
@@ -112,7 +115,7 @@ def ask(client, system: str, tools: list, messages: list, max_tokens: int,
         notes.append({"type": "text", "text": f"[your {cut.name} call was cut off by "
                       f"{response.stop_reason} before it was complete, so it was not run; "
                       "send it again, in smaller pieces if it is long]"})
-    return Reply(message, calls, text, notes, response.usage, said)
+    return Reply(message, calls, text, notes, response.usage, said, response.stop_reason)
 
 
 def total_tokens(usage) -> int:

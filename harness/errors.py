@@ -55,12 +55,13 @@ def describe_api_error(exc, where: str, timeout: float, model: str) -> str:
     status = getattr(exc, "status_code", None)
     detail = _error_message(exc)
     if isinstance(exc, anthropic.APITimeoutError):
-        return (f"the API at {where} did not answer within API_TIMEOUT={timeout:g}s, even after retries: "
-                "try again later, or raise API_TIMEOUT for a slow model")
+        return (f"the API at {where} did not answer within API_TIMEOUT={timeout:g}s, even after "
+                "retries: try again later, or raise API_TIMEOUT for a slow model")
     if isinstance(exc, anthropic.APIConnectionError):
         return f"cannot reach the API at {where}: check ANTHROPIC_BASE_URL and your network"
     if status == 401:
-        return f"the API rejected the key (401 {detail}): check ANTHROPIC_API_KEY (or ANTHROPIC_AUTH_TOKEN)"
+        return (f"the API rejected the key (401 {detail}): check ANTHROPIC_API_KEY (or "
+                "ANTHROPIC_AUTH_TOKEN)")
     if status == 403:
         return f"the key may not do this (403 {detail}): check the key's permissions"
     if status == 404 and urlsplit(where).path.rstrip("/").endswith("/v1"):

@@ -13,7 +13,8 @@ batch must pay for the cache it rewrites, is written in s06; the pieces it weigh
 
 Clearing a block rewrites the request from that block to its end: the cache is read up to
 there (0.1x), and everything after it is written again (1.25x). What it frees is then read
-(0.1x) on every later call, and no longer pushes the context toward a compaction:
+Once cleared, the block is no longer sent at all on any later call, and no longer pushes the
+context toward a compaction:
 
     |---- cached, read 0.1x ----|[cleared ... kept ... kept ... newest]|
                                  ^ the batch's first block: tokens_after() counts from here
@@ -71,11 +72,20 @@ class Batch:
 
 class Cleared:
     """What layer 1 has cleared so far. Once cleared, always, with the same text: between
-    batches, every request repeats the last one byte for byte (read from the cache)."""
+    batches, every request repeats the last one byte for byte (read from the cache).
+
+    Each entry remembers the very block it cleared, not just its id: an endpoint that numbers
+    its ids afresh (after a compaction or /clear) must not have a new result shown as an old
+    one's placeholder."""
 
     def __init__(self) -> None:
+        self.clear()
+
+    def clear(self) -> None:
+        """Nothing cleared: a new history (after a compaction) holds none of these blocks."""
         self.results = {}          # tool_use id -> the placeholder text shown instead
         self.inputs = set()        # ids of calls whose write/edit texts are placeholders
+        self.blocks = {}           # tool_use id -> the blocks cleared under that id
         self.batch_start = None    # the first id of the latest batch: a breakpoint goes before it
 
     def add(self, batch: Batch, messages: list) -> None:
@@ -84,8 +94,16 @@ class Cleared:
             tid = block["tool_use_id"]
             if tid in batch.results:
                 self.results[tid] = _placeholder(block, calls.get(tid, {}))
+                self.blocks.setdefault(tid, []).append(block)
+        for tid in batch.inputs:
+            self.blocks.setdefault(tid, []).append(calls[tid])
         self.inputs |= set(batch.inputs)
         self.batch_start = first_id(messages, batch.ids)
+
+    def holds(self, block: dict) -> bool:
+        """Was this very block (a result or a call) cleared?"""
+        tid = block.get("tool_use_id") or block.get("id")
+        return any(b is block for b in self.blocks.get(tid, ()))
 
 
 def no_longer_needed(messages: list, keep_recent: int, keep_chars: int,
@@ -104,14 +122,14 @@ def no_longer_needed(messages: list, keep_recent: int, keep_chars: int,
         call = calls.get(tid, {})
         stale = call.get("name") != "read_file" or path_of(call) in later_whole
         long = len(str(block.get("content"))) > keep_chars
-        if n < old and long and stale and tid not in newest_turn and tid not in cleared.results:
+        if n < old and long and stale and tid not in newest_turn and not cleared.holds(block):
             batch.results[tid] = tokens(block.get("content"))
         later_whole |= files_shown_whole(call, block)
     ordered = list(calls.values())
     for call in ordered[:max(len(ordered) - keep_recent, 0)]:
         texts = _texts(call)
         tid = call.get("id")
-        if tid in cleared.inputs or tid in newest_turn or not texts:
+        if cleared.holds(call) or tid in newest_turn or not texts:
             continue
         if sum(len(t) for t in texts.values()) > keep_chars:
             batch.inputs[tid] = tokens(texts) - tokens(_input_placeholders(texts))
@@ -244,18 +262,17 @@ def _placeholder(block: dict, call: dict) -> str:
 
 def _holds_cleared(content: list, cleared: Cleared) -> bool:
     for block in content:
-        if isinstance(block, dict) and (block.get("tool_use_id") in cleared.results
-                                        or block.get("id") in cleared.inputs):
+        if isinstance(block, dict) and cleared.holds(block):
             return True
     return False
 
 
 def _as_seen(block, cleared: Cleared):
-    if not isinstance(block, dict):
+    if not isinstance(block, dict) or not cleared.holds(block):
         return block
-    if block.get("tool_use_id") in cleared.results:
+    if block.get("type") == "tool_result":
         return {**block, "content": cleared.results[block["tool_use_id"]]}
-    if block.get("type") == "tool_use" and block.get("id") in cleared.inputs:
+    if block.get("type") == "tool_use":
         texts = _texts(block)
         return {**block, "input": {**block["input"], **_input_placeholders(texts)}}
     return block

@@ -1,6 +1,6 @@
 """Big tool results saved whole: the model sees the head and the tail, and where the rest is.
 
-Relied on by s03's call_tool (every result over the cap goes through keep_whole, so s06
+Relied on by s03's run_tool_calls (every result over the cap goes through keep_whole, so s06
 and s07 get it too) and by s06's layer 1, whose placeholders name the saved copy
 (save_for_placeholder).
 

@@ -101,7 +101,8 @@ def reply(*blocks, stop_reason=None, usage=None, delay=0):
     blocks = list(blocks)
     if stop_reason is None:
         stop_reason = "tool_use" if any(b.get("type") == "tool_use" for b in blocks) else "end_turn"
-    return {"kind": "reply", "content": blocks, "stop_reason": stop_reason, "usage": usage, "delay": delay}
+    return {"kind": "reply", "content": blocks, "stop_reason": stop_reason, "usage": usage,
+            "delay": delay}
 
 
 def message(delay=0, **fields):
@@ -112,15 +113,17 @@ def message(delay=0, **fields):
 def raw(status, body, content_type="application/json", delay=0):
     """Exactly these bytes, as a wrong but live endpoint sends them (HTML, other JSON)."""
     data = body.encode() if isinstance(body, str) else body
-    return {"kind": "raw", "status": status, "body": data, "content_type": content_type, "delay": delay}
+    return {"kind": "raw", "status": status, "body": data, "content_type": content_type,
+            "delay": delay}
 
 
 def error(status, message="scripted failure", type=None, delay=0):
     """A scripted HTTP error: 429/500/529 are retried by the client, 400/401 are not."""
-    default_type = {400: "invalid_request_error", 401: "authentication_error", 403: "permission_error",
-                    404: "not_found_error", 429: "rate_limit_error",
+    default_type = {400: "invalid_request_error", 401: "authentication_error",
+                    403: "permission_error", 404: "not_found_error", 429: "rate_limit_error",
                     500: "api_error", 529: "overloaded_error"}.get(status, "api_error")
-    return {"kind": "error", "status": status, "type": type or default_type, "message": message, "delay": delay}
+    return {"kind": "error", "status": status, "type": type or default_type, "message": message,
+            "delay": delay}
 
 
 def estimate_tokens(obj):
@@ -152,7 +155,8 @@ def cache_blocks(body):
     start = len(blocks)
     for m in body.get("messages") or []:
         content = m.get("content")
-        blocks += [text(content)] if isinstance(content, str) else [b for b in content or [] if isinstance(b, dict)]
+        blocks += ([text(content)] if isinstance(content, str)
+                   else [b for b in content or [] if isinstance(b, dict)])
     return blocks, start
 
 
@@ -216,10 +220,14 @@ def is_summary_request(body):
     """No tools, tool_choice none, or <summary-request> in the last user message's text."""
     if not body.get("tools") or (body.get("tool_choice") or {}).get("type") == "none":
         return True
-    users = [m for m in body.get("messages") or [] if isinstance(m, dict) and m.get("role") == "user"]
+    users = [m for m in body.get("messages") or []
+             if isinstance(m, dict) and m.get("role") == "user"]
     content = users[-1].get("content") if users else None
-    texts = [content] if isinstance(content, str) else [b.get("text") for b in content or []
-                                                           if isinstance(b, dict) and b.get("type") == "text"]
+    if isinstance(content, str):
+        texts = [content]
+    else:
+        texts = [b.get("text") for b in content or []
+                 if isinstance(b, dict) and b.get("type") == "text"]
     return any(isinstance(t, str) and "<summary-request>" in t for t in texts)
 
 
@@ -269,7 +277,8 @@ def _check_tools(body: dict) -> str | None:
     if len(set(names)) < len(names):
         return "tools: Tool names must be unique."
     choice = body.get("tool_choice")
-    if choice is not None and (not isinstance(choice, dict) or choice.get("type") not in ("auto", "any", "none", "tool")):
+    kinds = ("auto", "any", "none", "tool")
+    if choice is not None and (not isinstance(choice, dict) or choice.get("type") not in kinds):
         return "tool_choice.type: Input should be 'auto', 'any', 'tool' or 'none'"
     if isinstance(choice, dict) and choice["type"] == "tool":
         if not isinstance(choice.get("name"), str):
@@ -310,14 +319,16 @@ def _check_messages(messages) -> str | None:
         if role not in ("user", "assistant"):
             return f"messages.{i}.role: Input should be 'user' or 'assistant'"
         if not isinstance(content, list) or (not content and not last_assistant):
-            return f"messages.{i}: all messages must have non-empty content except for the optional final assistant message"
+            return (f"messages.{i}: all messages must have non-empty content except for the "
+                    "optional final assistant message")
         broken = _check_blocks(i, role, content, pending, used)
         if broken:
             return broken
-        pending = {b["id"] for b in content if b.get("type") == "tool_use"} if role == "assistant" else set()
+        pending = ({b["id"] for b in content if b.get("type") == "tool_use"}
+                   if role == "assistant" else set())
     if pending and messages[-1].get("role") == "assistant":
-        return (f"messages.{len(messages) - 1}: `tool_use` ids were found without `tool_result` blocks: "
-                f"{', '.join(sorted(pending))}")
+        return (f"messages.{len(messages) - 1}: `tool_use` ids were found without "
+                f"`tool_result` blocks: {', '.join(sorted(pending))}")
     return None
 
 
@@ -332,16 +343,17 @@ def _check_blocks(i: int, role: str, content: list, pending: set, used: set) -> 
             broken = f"{where}: `tool_use` ids must be unique" if b.get("id") in used else None
             used.add(b.get("id"))
         if not broken and kind == "tool_result" and results_done:
-            broken = f"{where}: tool_result blocks must come first in the content, before any other block"
+            broken = (f"{where}: tool_result blocks must come first in the content, "
+                      "before any other block")
         elif not broken and kind == "tool_result":
             broken = _check_answer(where, b.get("tool_use_id"), pending, answered)
         if broken:
             return broken
         results_done = results_done or kind != "tool_result"
     if pending - answered:
-        return (f"messages.{i}: `tool_use` ids were found without `tool_result` blocks immediately after: "
-                f"{', '.join(sorted(pending - answered))}. Each `tool_use` block must have a corresponding "
-                "`tool_result` block in the next message.")
+        return (f"messages.{i}: `tool_use` ids were found without `tool_result` blocks "
+                f"immediately after: {', '.join(sorted(pending - answered))}. Each `tool_use` "
+                "block must have a corresponding `tool_result` block in the next message.")
     return None
 
 
@@ -385,9 +397,9 @@ def _check_result_content(where: str, inner) -> str | None:
 def _check_answer(where: str, tool_use_id, pending: set, answered: set) -> str | None:
     """A tool_result answers a tool_use of the previous message, and only one result per id."""
     if tool_use_id not in pending:
-        return (f"{where}: unexpected `tool_use_id` found in `tool_result` blocks: {tool_use_id}. "
-                "Each `tool_result` block must have a corresponding `tool_use` block in the previous "
-                "message.")
+        return (f"{where}: unexpected `tool_use_id` found in `tool_result` blocks: "
+                f"{tool_use_id}. Each `tool_result` block must have a corresponding "
+                "`tool_use` block in the previous message.")
     if tool_use_id in answered:
         return (f"{where}: each tool_use must have a single result. "
                 f"Found multiple `tool_result` blocks with id: {tool_use_id}")
@@ -398,7 +410,8 @@ def _check_answer(where: str, tool_use_id, pending: set, answered: set) -> str |
 def _check_breakpoints(body: dict) -> str | None:
     marks = len(breakpoints(body))
     if marks > MAX_BREAKPOINTS:
-        return f"A maximum of {MAX_BREAKPOINTS} blocks with cache_control may be provided. Found {marks}."
+        return (f"A maximum of {MAX_BREAKPOINTS} blocks with cache_control may be provided. "
+                f"Found {marks}.")
     return None
 
 
@@ -418,7 +431,8 @@ def _check_window(body: dict, context_window: int) -> str | None:
 
 
 def _check_cache_control(block, where):
-    """cache_control, where present, is {"type": "ephemeral"} (ttl "5m" or "1h"), never on empty text."""
+    """cache_control, where present, is {"type": "ephemeral"} (ttl "5m" or "1h"), never on
+    empty text."""
     mark, where = block.get("cache_control"), f"{where}." if where else ""
     if mark is None:
         return None
@@ -477,7 +491,8 @@ class StandInAPI:
                 try:
                     body = json.loads(self.rfile.read(length) or b"{}")
                 except ValueError:
-                    return self._send(400, _error_body("invalid_request_error", "request body is not valid JSON"))
+                    return self._send(400, _error_body("invalid_request_error",
+                                                       "request body is not valid JSON"))
                 if self.path.split("?")[0] != "/v1/messages":
                     return self._send(404, _error_body("not_found_error", f"no route {self.path}"))
                 api.headers.append({k.lower(): v for k, v in self.headers.items()})
@@ -527,13 +542,15 @@ class StandInAPI:
             if callable(step):
                 try:
                     step = step(body)
-                except Exception as exc:  # a script that could not go on: one clear 400, no traceback
+                except Exception as exc:
+                    # A script that could not go on: one clear 400, no traceback.
                     self.violations.append(f"the script could not go on: {exc}")
-                    return 400, _error_body("invalid_request_error", f"stand-in script failed: {exc}"), {}, 0
+                    failed = _error_body("invalid_request_error", f"stand-in script failed: {exc}")
+                    return 400, failed, {}, 0
             if step["kind"] == "error":
                 # retry-after-ms keeps the client's retries fast in tests.
-                return (step["status"], _error_body(step["type"], step["message"]), {"retry-after-ms": "10"},
-                        step.get("delay", 0))
+                return (step["status"], _error_body(step["type"], step["message"]),
+                        {"retry-after-ms": "10"}, step.get("delay", 0))
             if step["kind"] == "raw":
                 return step["status"], (step["body"], step["content_type"]), {}, step["delay"]
             return 200, self._message(body, step), {}, step.get("delay", 0)
@@ -549,7 +566,8 @@ class StandInAPI:
         usage = {**self.cache.usage(body), "output_tokens": estimate_tokens(sent or [])}
         message = {"id": f"msg_{len(self.requests):04d}", "type": "message", "role": "assistant",
                    "model": body["model"], "content": content, "stop_reason": stop_reason,
-                   "stop_sequence": None, "usage": usage if step["usage"] is None else step["usage"], **fields}
+                   "stop_sequence": None,
+                   "usage": usage if step["usage"] is None else step["usage"], **fields}
         self.usages.append(message.get("usage"))   # billing() sums what the client was told
         return message
 
@@ -559,8 +577,9 @@ class StandInAPI:
             return sum(u.get(name) or 0 for u in self.usages if isinstance(u, dict))
         uncached, write, read = (total("input_tokens"), total("cache_creation_input_tokens"),
                                  total("cache_read_input_tokens"))
-        return {"calls": len(self.usages), "input_sent": uncached + write + read, "uncached": uncached,
-                "cache_write": write, "cache_read": read, "output": total("output_tokens"),
+        return {"calls": len(self.usages), "input_sent": uncached + write + read,
+                "uncached": uncached, "cache_write": write, "cache_read": read,
+                "output": total("output_tokens"),
                 "billed_input": uncached + 1.25 * write + 0.1 * read}
 
     def __enter__(self):
@@ -585,7 +604,8 @@ def sse(message):
     content = message.get("content")
     blocks = content if isinstance(content, list) else []
     usage = message.get("usage")
-    start = {**message, "content": [] if isinstance(content, list) else content, "stop_reason": None,
+    start = {**message, "content": [] if isinstance(content, list) else content,
+             "stop_reason": None,
              "usage": {**usage, "output_tokens": 1} if isinstance(usage, dict) else usage}
     yield event("message_start", message=start)
     if not blocks:
@@ -594,17 +614,19 @@ def sse(message):
         kind = block.get("type")
         if kind == "text":
             yield event("content_block_start", index=i, content_block={"type": "text", "text": ""})
-            deltas = [{"type": "text_delta", "text": piece} for piece in _pieces(block.get("text", ""), TEXT_PIECE)]
+            deltas = [{"type": "text_delta", "text": piece}
+                      for piece in _pieces(block.get("text", ""), TEXT_PIECE)]
         elif kind == "tool_use":
             yield event("content_block_start", index=i, content_block={
                 "type": "tool_use", "id": block.get("id"), "name": block.get("name"), "input": {}})
             # json.dumps of whatever was scripted, so a str or list input arrives as exactly that.
             # A str goes in one piece: the SDK cannot parse a top-level JSON string cut in two.
             encoded, tool_input = json.dumps(block.get("input")), block.get("input")
-            deltas = [{"type": "input_json_delta", "partial_json": piece}
-                      for piece in ([encoded] if isinstance(tool_input, str) else _pieces(encoded, JSON_PIECE))]
+            pieces = [encoded] if isinstance(tool_input, str) else _pieces(encoded, JSON_PIECE)
+            deltas = [{"type": "input_json_delta", "partial_json": piece} for piece in pieces]
         elif kind == "thinking":
-            yield event("content_block_start", index=i, content_block={"type": "thinking", "thinking": ""})
+            yield event("content_block_start", index=i,
+                        content_block={"type": "thinking", "thinking": ""})
             deltas = [{"type": "thinking_delta", "thinking": piece}
                       for piece in _pieces(block.get("thinking", ""), TEXT_PIECE)]
             deltas.append({"type": "signature_delta", "signature": block.get("signature", "")})
@@ -617,7 +639,8 @@ def sse(message):
             yield event("content_block_delta", index=i, delta=delta)
         yield event("content_block_stop", index=i)
     output = usage.get("output_tokens") if isinstance(usage, dict) else None
-    yield event("message_delta", delta={"stop_reason": message.get("stop_reason"), "stop_sequence": None},
+    yield event("message_delta",
+                delta={"stop_reason": message.get("stop_reason"), "stop_sequence": None},
                 usage={"output_tokens": output})
     yield event("message_stop")
 
@@ -627,4 +650,5 @@ def _pieces(s, size):
 
 
 def _error_body(kind, message):
-    return {"type": "error", "error": {"type": kind, "message": message}, "request_id": "req_standin"}
+    return {"type": "error", "error": {"type": kind, "message": message},
+            "request_id": "req_standin"}

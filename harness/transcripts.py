@@ -63,7 +63,8 @@ def save_new(folder: Path, stem: str, lines) -> Path:
 
 
 def ask_at_end(view: list, text: str) -> list:
-    """view with a text block added to its last user turn (or a new user turn after an assistant)."""
+    """view with a text block added to its last user turn (or a new user turn after an
+    assistant one)."""
     ask = {"type": "text", "text": text}
     last = view[-1]
     if last["role"] != "user":
@@ -81,8 +82,9 @@ def compaction_failed(exc: Exception, folder: Path, path=None) -> bool:
         why = str(exc)
     else:
         raise exc
-    verb = "skipped" if isinstance(exc, OSError) else "failed"   # skipped: the summary was not asked for
-    saved = f" · transcript {path}" if path else ""   # the summary failed, the transcript was saved
+    # skipped: the summary was not asked for; failed: it was, and the transcript is saved
+    verb = "skipped" if isinstance(exc, OSError) else "failed"
+    saved = f" · transcript {path}" if path else ""
     terminal.show_note(f"[compaction {verb}, history kept: {why}{saved}]")
     return False
 
@@ -95,6 +97,7 @@ def announce(before: int, after: int, threshold: int, summary: str, path: Path,
     terminal.show_note(f"[compacted: {before:,} → ~{after:,} tokens (estimated: the next call "
                        f"counts it) · transcript {path}]")
     if after > threshold:
-        terminal.show_note(f"[the summary alone is over COMPACT_THRESHOLD ({after:,} > {threshold:,} tokens): "
-                  "no new compaction until the context grows by half that; raise COMPACT_THRESHOLD]")
+        terminal.show_note(f"[the summary alone is over COMPACT_THRESHOLD ({after:,} > "
+                           f"{threshold:,} tokens): no new compaction until the context grows "
+                           "by half that; raise COMPACT_THRESHOLD]")
     RECORD.compacted(before, after, summary, path, counted=counted)

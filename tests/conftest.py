@@ -19,7 +19,8 @@ from harness.stand_in_api import StandInAPI  # noqa: E402
 def clean_env(home, **extra):
     """The environment of a user with no key and nothing configured, plus `extra`."""
     env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("ANTHROPIC_", "CLAUDE_")) and k not in ("MODEL_ID", "COMPACT_THRESHOLD", "NO_COLOR")}
+           if not k.startswith(("ANTHROPIC_", "CLAUDE_"))
+           and k not in ("MODEL_ID", "COMPACT_THRESHOLD", "NO_COLOR")}
     env.update(HOME=str(home), PYTHONIOENCODING="utf-8", PYTHONPATH=str(ROOT))
     env.update({k: str(v) for k, v in extra.items()})
     return env
@@ -36,7 +37,8 @@ def workdir(tmp_path):
 @pytest.fixture
 def run_lesson(workdir):
     """run_lesson("s03_todo", "prompt", script=[...]) -> (CompletedProcess, StandInAPI)."""
-    def run(lesson, *args, script=(), summary=None, stdin=None, env=None, key="test-key", timeout=60):
+    def run(lesson, *args, script=(), summary=None, stdin=None, env=None, key="test-key",
+            timeout=60):
         with StandInAPI(script, summary=summary) as api:
             extra = {"ANTHROPIC_BASE_URL": api.url, **(env or {})}
             if key:
@@ -46,6 +48,14 @@ def run_lesson(workdir):
                                   capture_output=True, text=True, encoding="utf-8", timeout=timeout)
         return proc, api
     return run
+
+
+def fresh_process() -> None:
+    """What a new process starts with: s06's layer state (what layer 1 cleared, what layer 2
+    measured) lives on module objects, and one test's run must not leave it to the next."""
+    import s06_compact
+    s06_compact.CLEARED.__init__()
+    s06_compact.CONTEXT.__init__()
 
 
 def tool_results(request, index=-1):
@@ -66,13 +76,15 @@ def run_main(workdir, monkeypatch, capsys):
     monkeypatch.chdir(workdir)
 
     def run(lesson, *args, script=(), summary=None, stdin="", env=None, key="test-key"):
+        fresh_process()
         os.environ.clear()
         os.environ.update(clean_env(workdir.parent / "home"))
         with StandInAPI(script, summary=summary) as api:
             os.environ.update({"ANTHROPIC_BASE_URL": api.url, **(env or {})})
             if key:
                 os.environ["ANTHROPIC_API_KEY"] = key
-            monkeypatch.setattr("sys.stdin", io.StringIO(stdin) if isinstance(stdin, str) else stdin)
+            monkeypatch.setattr("sys.stdin",
+                                io.StringIO(stdin) if isinstance(stdin, str) else stdin)
             try:
                 code = lesson.main(list(args))
             except SystemExit as exc:  # argparse's --help and usage errors

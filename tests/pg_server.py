@@ -1,4 +1,5 @@
-"""A PostgreSQL server for the tests and the benchmark: the one in TEST_DATABASE_URL, or a throwaway.
+"""A PostgreSQL server for the tests and the benchmark: the one in TEST_DATABASE_URL, or a
+throwaway.
 
 Used by tests/test_board_contract.py (once per test session) and bench/bench_tasks.py.
 Without each piece:
@@ -33,8 +34,8 @@ from typing import Optional
 SUPERUSER = "postgres"
 UNPRIVILEGED = "nobody"      # initdb refuses root; Debian always has this user
 START_TIMEOUT = 30           # seconds pg_ctl waits for the server to accept connections
-FAST = ["-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off"]  # tests only:
-                             # a throwaway cluster need not survive a power cut; the benchmark keeps fsync
+# Tests only: a throwaway cluster need not survive a power cut; the benchmark keeps fsync.
+FAST = ["-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off"]
 
 
 def bin_dir() -> Optional[Path]:
@@ -143,7 +144,8 @@ def main(argv: list) -> int:
         print(f"export TEST_DATABASE_URL='{started.url}' PG_BOARD_DIR='{started.root}'")
         return 0
     if argv[:1] == ["stop"] and len(argv) == 2:
-        stopped = ThrowawayServer.__new__(ThrowawayServer)   # only its folders: the server is running
+        # only its folders: the server is running
+        stopped = ThrowawayServer.__new__(ThrowawayServer)
         stopped.bin, stopped.root = bin_dir(), Path(argv[1])
         stopped.data = stopped.root / "data"
         stopped.stop()

@@ -17,7 +17,6 @@ import sys
 import pytest
 
 import s06_compact
-import s07_task_system
 from conftest import ROOT
 from harness.stand_in_api import StandInAPI, breakpoints, cache_blocks, is_summary_request
 from readme_blocks import checked_block

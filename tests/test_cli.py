@@ -1,4 +1,5 @@
-"""The CLI and the REPL under hostile conditions: set-up mistakes, odd endpoints, a person at the keyboard."""
+"""The CLI and the REPL under hostile conditions: set-up mistakes, odd endpoints, a person at the
+keyboard."""
 
 import io
 import json
@@ -13,7 +14,6 @@ import time
 
 import pytest
 
-import harness.terminal
 from harness import endpoints
 import s03_todo
 import s07_task_system
@@ -31,19 +31,22 @@ class Terminal(io.StringIO):
 def test_help_is_instant_and_needs_no_sdk(workdir):
     shim = workdir.parent / "shim"
     shim.mkdir()
-    (shim / "anthropic.py").write_text("raise ImportError('the SDK must not be imported for --help')")
+    (shim / "anthropic.py").write_text(
+        "raise ImportError('the SDK must not be imported for --help')")
     env = clean_env(workdir.parent / "home")
     env["PYTHONPATH"] = f"{shim}:{ROOT}"
     start = time.monotonic()
-    proc = subprocess.run([sys.executable, str(ROOT / "s07_task_system.py"), "--help"], cwd=workdir, env=env,
-                          capture_output=True, text=True, timeout=30)
+    proc = subprocess.run([sys.executable, str(ROOT / "s07_task_system.py"), "--help"],
+                          cwd=workdir, env=env, capture_output=True, text=True, timeout=30)
     assert proc.returncode == 0, proc.stderr
     assert "/task add TITLE" in proc.stdout and "API_TIMEOUT" in proc.stdout
     assert time.monotonic() - start < 3
 
 
-@pytest.mark.parametrize("args, message", [([" "], "the prompt is empty"),
-                                           (["--demo", "hello"], "--demo plays its own scripted prompt")])
+@pytest.mark.parametrize("args, message", [
+    ([" "], "the prompt is empty"),
+    (["--demo", "hello"], "--demo plays its own scripted prompt"),
+])
 def test_an_empty_prompt_or_a_prompt_with_demo_is_refused_locally(run_main, args, message):
     code, out, err, api = run_main(s03_todo, *args)
     assert code == 2 and message in err and api.requests == [] and "Traceback" not in err
@@ -59,14 +62,17 @@ def test_an_empty_variable_does_not_hide_the_dotenv_value(run_main, workdir):
     (workdir / ".env").write_text("ANTHROPIC_API_KEY=from-dotenv\nMODEL_ID=model-from-dotenv\n")
     code, out, err, api = run_main(s03_todo, "hi", script=[reply(text("ok"))], key=None,
                                    env={"ANTHROPIC_API_KEY": "", "MODEL_ID": ""})
-    credential = api.headers[0].get("x-api-key") or api.headers[0].get("authorization", "").removeprefix("Bearer ")
+    headers = api.headers[0]
+    credential = (headers.get("x-api-key")
+                  or headers.get("authorization", "").removeprefix("Bearer "))
     assert code == 0 and credential == "from-dotenv"
     assert api.requests[0]["model"] == "model-from-dotenv"
 
 
 def test_a_proxy_in_the_environment_never_carries_loopback_traffic(run_lesson):
     dead = "http://127.0.0.1:9"   # nothing listens there: any request through it fails
-    proxies = {k: dead for k in ("HTTP_PROXY", "http_proxy", "HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy")}
+    proxies = {k: dead for k in ("HTTP_PROXY", "http_proxy", "HTTPS_PROXY", "https_proxy",
+                                 "ALL_PROXY", "all_proxy")}
     proc, _ = run_lesson("s03_todo", "--demo", key=None, env=proxies)
     assert proc.returncode == 0, proc.stderr
     proc, api = run_lesson("s03_todo", "hi", script=[reply(text("through no proxy"))], env=proxies)
@@ -76,8 +82,10 @@ def test_a_proxy_in_the_environment_never_carries_loopback_traffic(run_lesson):
 # ---------------------------------------------------------------- endpoints that bend the rules
 
 @pytest.mark.parametrize("step, said", [
-    (raw(200, "<html><body>Please log in to the proxy</body></html>", "text/html"), "did not answer like the Messages API"),
-    (raw(200, '{"choices": [{"message": {"content": "hi"}}]}'), "did not answer like the Messages API"),
+    (raw(200, "<html><body>Please log in to the proxy</body></html>", "text/html"),
+     "did not answer like the Messages API"),
+    (raw(200, '{"choices": [{"message": {"content": "hi"}}]}'),
+     "did not answer like the Messages API"),
     (message(content=None), "without content"),
 ])
 def test_a_live_endpoint_that_is_not_the_messages_api_is_one_line(run_main, step, said):
@@ -87,7 +95,8 @@ def test_a_live_endpoint_that_is_not_the_messages_api_is_one_line(run_main, step
 
 
 def test_usage_that_is_missing_or_null_never_crashes(run_main):
-    script = [reply(tool("bash", {"command": "echo hi"}), usage={"input_tokens": None, "output_tokens": None}),
+    script = [reply(tool("bash", {"command": "echo hi"}),
+                    usage={"input_tokens": None, "output_tokens": None}),
               reply(text("done"), usage={"output_tokens": 3})]
     code, out, err, api = run_main(s03_todo, "hi", script=script)
     assert code == 0 and out.strip() == "done" and "0 in · 0 from cache" in err
@@ -95,13 +104,15 @@ def test_usage_that_is_missing_or_null_never_crashes(run_main):
 
 @pytest.mark.parametrize("lesson", [s03_todo, s07_task_system])
 def test_an_endpoint_that_dropped_the_tools_is_named_once(run_main, lesson):
-    """llama-server with a chat template that has no tools counts only the prompt (132 tokens for s07)."""
+    """llama-server with a chat template that has no tools counts only the prompt (132 tokens
+    for s07)."""
     dropped = {"input_tokens": 132, "output_tokens": 9}
     script = [reply(text("I would create a task."), usage=dropped)]
     code, out, err, api = run_main(lesson, "make a task", script=script)
     assert code == 0 and out.strip() == "I would create a task."
     assert err.count("it seems to have dropped the tools") == 1 and "--chat-template-file" in err
-    code, out, err, api = run_main(lesson, "make a task", script=[reply(text("fine"))])  # counted in full
+    # counted in full
+    code, out, err, api = run_main(lesson, "make a task", script=[reply(text("fine"))])
     assert code == 0 and "dropped the tools" not in err
 
 
@@ -113,21 +124,25 @@ def test_a_hung_endpoint_ends_after_api_timeout_with_one_line(run_main):
     assert time.monotonic() - start < 15
 
 
-def test_empty_or_whitespace_content_and_text_after_a_tool_call_keep_the_history_valid(run_main, workdir):
+def test_empty_or_whitespace_content_and_text_after_a_tool_call_keep_the_history_valid(
+        run_main, workdir):
     script = [reply(tool("write_file", {"path": "a.txt", "content": "x"}), text("and now I wait")),
               reply(text("   ")), reply(text("fine"))]
     code, out, err, api = run_main(s03_todo, stdin="go\nagain\nq\n", script=script)
-    assert code == 0 and "(the model returned no text)" in out and "fine" in out and api.violations == []
+    assert code == 0 and "(the model returned no text)" in out and "fine" in out
+    assert api.violations == []
 
 
 def test_thinking_is_kept_and_unknown_blocks_are_left_out_with_a_note(run_main):
     thinking = {"type": "thinking", "thinking": "I should list files.", "signature": "sig"}
-    odd = {"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search", "input": {"query": "x"}}
+    odd = {"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search",
+           "input": {"query": "x"}}
     script = [reply(thinking, odd, tool("bash", {"command": "echo hi"})), reply(text("done"))]
     code, out, err, api = run_main(s03_todo, "hi", script=script)
     assert code == 0 and out.strip() == "done" and api.violations == []
     sent = [b["type"] for b in api.requests[1]["messages"][1]["content"]]
-    assert sent == ["thinking", "tool_use"] and "'server_tool_use' block in the reply was left out" in err
+    assert sent == ["thinking", "tool_use"]
+    assert "'server_tool_use' block in the reply was left out" in err
 
 
 # ---------------------------------------------------------------- the streaming display
@@ -168,7 +183,8 @@ class KeyboardAtPrompt(io.StringIO):
 
 
 def test_ctrl_c_at_the_prompt_clears_the_line_and_the_repl_goes_on(run_main):
-    code, out, err, api = run_main(s03_todo, script=[reply(text("still here"))], stdin=KeyboardAtPrompt("hello\nq\n"))
+    code, out, err, api = run_main(s03_todo, script=[reply(text("still here"))],
+                                   stdin=KeyboardAtPrompt("hello\nq\n"))
     assert code == 0 and "still here" in out
     assert api.requests[0]["messages"] == [{"role": "user", "content": "hello"}]
 
@@ -181,25 +197,30 @@ def test_a_multi_line_prompt_between_triple_quotes_is_one_model_call(run_main):
 
 
 def test_unknown_slash_commands_are_answered_locally(run_main):
-    code, out, err, api = run_main(s07_task_system, stdin="/help\n/taks\n/nope\n/etc/hosts is odd?\nq\n",
+    code, out, err, api = run_main(s07_task_system,
+                                   stdin="/help\n/taks\n/nope\n/etc/hosts is odd?\nq\n",
                                    script=[reply(text("a path is a prompt"))])
     assert code == 0 and len(api.requests) == 1 and "a path is a prompt" in out
     assert "commands: /help, /tasks, /task, /compact, /context, /cost, /clear" in out
     assert "unknown command /taks; did you mean /tasks?" in err and "unknown command /nope (" in err
 
 
-def test_a_turn_that_fails_after_tool_calls_keeps_them_so_a_retry_does_not_duplicate(run_main, workdir):
+def test_a_turn_that_fails_after_tool_calls_keeps_them_so_a_retry_does_not_duplicate(
+        run_main, workdir):
     script = [reply(tool("write_file", {"path": "a.txt", "content": "x"})), error(400, "boom"),
               reply(text("I see a.txt was already written"))]
-    code, out, err, api = run_main(s03_todo, stdin="write a.txt\nwhat did you do?\nq\n", script=script)
-    assert code == 0 and "turn failed after 1 tool call: they are kept" in err and api.violations == []
+    code, out, err, api = run_main(s03_todo, stdin="write a.txt\nwhat did you do?\nq\n",
+                                   script=script)
+    assert code == 0 and "turn failed after 1 tool call: they are kept" in err
+    assert api.violations == []
     roles = [m["role"] for m in api.requests[-1]["messages"]]
     assert roles == ["user", "assistant", "user", "user"]
     assert tool_results(api.requests[-1], 2)[0]["content"].startswith("Wrote 1 bytes")
 
 
 def test_a_paste_of_several_lines_into_a_terminal_is_one_prompt(workdir):
-    """A real pseudo-terminal: the lines arrive together, as a paste does, and make one model call."""
+    """A real pseudo-terminal: the lines arrive together, as a paste does, and make one model
+    call."""
     import os
     import pty
     import select
@@ -226,7 +247,8 @@ def test_a_paste_of_several_lines_into_a_terminal_is_one_prompt(workdir):
             os.write(terminal, b"first line of the paste\nsecond line of the paste\n")
             assert b"one prompt" in read_until(terminal, b"one prompt")
             read_until(terminal, b">> ")
-            os.write(terminal, b"typed alone\n")           # a line typed on its own is its own prompt
+            # a line typed on its own is its own prompt
+            os.write(terminal, b"typed alone\n")
             assert b"second prompt" in read_until(terminal, b"second prompt")
             os.write(terminal, b"q\n")
             assert proc.wait(15) == 0
@@ -244,11 +266,13 @@ def _sse(event: dict) -> bytes:
 
 
 REPLY_EVENTS = [_sse(e) for e in (
-    {"type": "message_start", "message": {"id": "msg_1", "type": "message", "role": "assistant", "model": "m",
-                                          "content": [], "stop_reason": None, "stop_sequence": None,
+    {"type": "message_start", "message": {"id": "msg_1", "type": "message", "role": "assistant",
+                                          "model": "m", "content": [], "stop_reason": None,
+                                          "stop_sequence": None,
                                           "usage": {"input_tokens": 10, "output_tokens": 1}}},
     {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
-    {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "Hello there"}},
+    {"type": "content_block_delta", "index": 0,
+     "delta": {"type": "text_delta", "text": "Hello there"}},
     {"type": "content_block_stop", "index": 0},
     {"type": "message_delta", "delta": {"stop_reason": "end_turn", "stop_sequence": None},
      "usage": {"output_tokens": 3}},
@@ -296,20 +320,24 @@ class DroppingEndpoint:
         self.requests.append(json.loads(body))
         whole = b"".join(REPLY_EVENTS)
         promised = len(whole) if how == "ok" else 100_000
+        sent = whole if how == "ok" else b"".join(REPLY_EVENTS[:3])
         conn.sendall(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n"
-                     b"content-length: %d\r\n\r\n" % promised + (whole if how == "ok" else b"".join(REPLY_EVENTS[:3])))
+                     b"content-length: %d\r\n\r\n" % promised + sent)
         if how == "stall":
             self.closing.wait(10)
         if how == "reset":             # SO_LINGER 0: close() sends RST, the client reads ECONNRESET
             conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
 
 
-@pytest.mark.parametrize("how, said", [("close", "dropped in the middle of the reply (RemoteProtocolError"),
-                                       ("reset", "dropped in the middle of the reply (ReadError"),
-                                       ("stall", "went silent in the middle of its reply for API_TIMEOUT=0.5s")])
+@pytest.mark.parametrize("how, said", [
+    ("close", "dropped in the middle of the reply (RemoteProtocolError"),
+    ("reset", "dropped in the middle of the reply (ReadError"),
+    ("stall", "went silent in the middle of its reply for API_TIMEOUT=0.5s"),
+])
 def test_a_stream_that_drops_mid_reply_is_one_line_and_exit_1(run_main, how, said):
     with DroppingEndpoint([how]) as endpoint:
-        code, out, err, api = run_main(s03_todo, "hi", env={"ANTHROPIC_BASE_URL": endpoint.url, "API_TIMEOUT": "0.5"})
+        code, out, err, api = run_main(s03_todo, "hi", env={"ANTHROPIC_BASE_URL": endpoint.url,
+                                                            "API_TIMEOUT": "0.5"})
     assert code == 1 and said in err and endpoint.url in err, err
     assert err.count("\n") == 1 and "Traceback" not in err
 
@@ -319,7 +347,8 @@ def test_after_a_dropped_stream_the_repl_keeps_the_conversation_and_the_next_pro
         code, out, err, api = run_main(s03_todo, stdin="first\nsecond\nthird\nq\n",
                                        env={"ANTHROPIC_BASE_URL": endpoint.url})
     assert code == 0 and out.count("Hello there") == 2 and "Traceback" not in err
-    assert "dropped in the middle of the reply" in err and "[turn failed; the conversation is as it was" in err
+    assert "dropped in the middle of the reply" in err
+    assert "[turn failed; the conversation is as it was" in err
     third = endpoint.requests[2]["messages"]
     assert [m["role"] for m in third] == ["user", "assistant", "user"]
     assert third[0]["content"] == "first" and third[2]["content"] == "third"
@@ -328,7 +357,8 @@ def test_after_a_dropped_stream_the_repl_keeps_the_conversation_and_the_next_pro
 # ---------------------------------------------------------------- text that cannot be encoded
 
 def test_a_prompt_with_a_stray_byte_is_sent_with_a_replacement_character(run_main):
-    """argv, and stdin read with surrogateescape, carry a stray Latin-1 é as the lone surrogate \\udce9."""
+    """argv, and stdin read with surrogateescape, carry a stray Latin-1 é as the lone surrogate
+    \\udce9."""
     code, out, err, api = run_main(s03_todo, "caf\udce9?", script=[reply(text("ok"))])
     assert code == 0 and api.requests[0]["messages"][0]["content"] == "caf\ufffd?", err
     assert "not UTF-8" in err
@@ -347,7 +377,8 @@ def test_a_typed_latin1_byte_does_not_end_the_repl(workdir):
 
 
 def test_half_an_emoji_from_the_model_does_not_break_the_session(run_main, workdir):
-    script = [reply(text("Writing it \ud83d"), tool("write_file", {"path": "a.txt", "content": "x"})),
+    script = [reply(text("Writing it \ud83d"),
+                    tool("write_file", {"path": "a.txt", "content": "x"})),
               reply(text("done")), reply(text("still here"))]
     code, out, err, api = run_main(s03_todo, stdin="go\nagain\nq\n", script=script)
     assert code == 0 and "did not answer like the Messages API" not in err and api.violations == []
@@ -370,18 +401,21 @@ def test_a_request_that_cannot_be_encoded_names_the_real_cause():
 # ---------------------------------------------------------------- minor set-up mistakes
 
 def test_an_answer_piped_into_a_reader_that_has_gone_ends_quietly(workdir):
-    """`python s03_todo.py "go" | head -1`: head leaves after one line; the rest cannot be written."""
+    """`python s03_todo.py "go" | head -1`: head leaves after one line; the rest cannot be
+    written."""
     from harness.stand_in_api import StandInAPI
     with StandInAPI([reply(text("line\n" * 2000))]) as api:
         env = clean_env(workdir.parent / "home", ANTHROPIC_BASE_URL=api.url, ANTHROPIC_API_KEY="k")
         reader, writer = os.pipe()
-        os.close(reader)                                    # the reader is gone before the answer comes
+        os.close(reader)            # the reader is gone before the answer comes
         try:
-            proc = subprocess.run([sys.executable, str(ROOT / "s03_todo.py"), "go"], cwd=workdir, env=env,
-                                  stdout=writer, stderr=subprocess.PIPE, text=True, timeout=60)
+            proc = subprocess.run([sys.executable, str(ROOT / "s03_todo.py"), "go"], cwd=workdir,
+                                  env=env, stdout=writer, stderr=subprocess.PIPE, text=True,
+                                  timeout=60)
         finally:
             os.close(writer)
-    assert proc.returncode == 1 and "Traceback" not in proc.stderr and "BrokenPipe" not in proc.stderr, proc.stderr
+    assert proc.returncode == 1, proc.stderr
+    assert "Traceback" not in proc.stderr and "BrokenPipe" not in proc.stderr, proc.stderr
 
 
 @pytest.mark.parametrize("url", ["127.0.0.1:8080", "localhost:8080"])
@@ -391,9 +425,11 @@ def test_a_base_url_without_a_scheme_is_named_before_any_request(run_main, url):
     assert err.count("\n") == 1
 
 
-@pytest.mark.parametrize("url, said", [("http://[::1:8080/", "is not a valid URL (Invalid IPv6 URL)"),
-                                       ("http://127.0.0.1:99999", "is not a valid URL (Port out of range"),
-                                       ("ftp://127.0.0.1:8080", "must be http:// or https://")])
+@pytest.mark.parametrize("url, said", [
+    ("http://[::1:8080/", "is not a valid URL (Invalid IPv6 URL)"),
+    ("http://127.0.0.1:99999", "is not a valid URL (Port out of range"),
+    ("ftp://127.0.0.1:8080", "must be http:// or https://"),
+])
 def test_a_malformed_base_url_is_one_line_naming_what_is_wrong(run_main, url, said):
     code, out, err, api = run_main(s03_todo, "hi", env={"ANTHROPIC_BASE_URL": url})
     assert code == 1 and f"ANTHROPIC_BASE_URL={url!r} {said}" in err, err
@@ -403,18 +439,21 @@ def test_a_malformed_base_url_is_one_line_naming_what_is_wrong(run_main, url, sa
 def test_a_base_url_ending_in_v1_is_named_on_its_404(run_main):
     from harness.stand_in_api import StandInAPI
     with StandInAPI([reply(text("never"))]) as real:
-        code, out, err, api = run_main(s03_todo, "hi", env={"ANTHROPIC_BASE_URL": real.url + "/v1/"})
-    assert code == 1 and "ends in /v1" in err and "drop the /v1" in err and "MODEL_ID" not in err, err
+        code, out, err, api = run_main(s03_todo, "hi",
+                                       env={"ANTHROPIC_BASE_URL": real.url + "/v1/"})
+    assert code == 1 and "ends in /v1" in err and "drop the /v1" in err, err
+    assert "MODEL_ID" not in err, err
 
 
 @pytest.mark.parametrize("value", ["inf", "nan", "-inf", "1e999"])
 def test_an_api_timeout_that_is_not_finite_is_refused(run_main, value):
     code, out, err, api = run_main(s03_todo, "hi", env={"API_TIMEOUT": value})
-    assert code == 1 and f"API_TIMEOUT must be a finite" in err and api.requests == [], err
+    assert code == 1 and "API_TIMEOUT must be a finite" in err and api.requests == [], err
 
 
 def test_a_triple_quoted_block_cut_off_by_the_end_of_input_is_sent_with_a_note(run_main):
-    code, out, err, api = run_main(s03_todo, script=[reply(text("got it"))], stdin='"""\nfirst line\nsecond line\n')
+    code, out, err, api = run_main(s03_todo, script=[reply(text("got it"))],
+                                   stdin='"""\nfirst line\nsecond line\n')
     assert code == 0 and "got it" in out and "the input ended inside a \"\"\" block" in err
     assert api.requests[0]["messages"] == [{"role": "user", "content": "first line\nsecond line"}]
 
@@ -436,8 +475,10 @@ def _run_fake_lesson(monkeypatch, workdir, results, stdin="go\nagain\nq\n"):
         if len(seen) > 1:
             return "the next turn"
         messages.append({"role": "assistant", "content": [
-            {"type": "tool_use", "id": "toolu_a", "name": "write_file", "input": {"path": "a.txt", "content": "x"}},
-            {"type": "tool_use", "id": "toolu_b", "name": "bash", "input": {"command": "sleep 100"}}]})
+            {"type": "tool_use", "id": "toolu_a", "name": "write_file",
+             "input": {"path": "a.txt", "content": "x"}},
+            {"type": "tool_use", "id": "toolu_b", "name": "bash",
+             "input": {"command": "sleep 100"}}]})
         raise ToolsInterrupted(results)
 
     assert run_cli("s99_fake", "A fake lesson.", agent_loop, argv=[]) == 0
@@ -446,8 +487,10 @@ def _run_fake_lesson(monkeypatch, workdir, results, stdin="go\nagain\nq\n"):
 
 def test_ctrl_c_in_a_batch_keeps_the_calls_that_ran(monkeypatch, capsys, workdir):
     from harness.cli import NOT_RUN
-    results = [{"type": "tool_result", "tool_use_id": "toolu_a", "content": "Wrote 1 bytes to a.txt"},
-               {"type": "tool_result", "tool_use_id": "toolu_b", "content": NOT_RUN, "is_error": True}]
+    results = [{"type": "tool_result", "tool_use_id": "toolu_a",
+                "content": "Wrote 1 bytes to a.txt"},
+               {"type": "tool_result", "tool_use_id": "toolu_b", "content": NOT_RUN,
+                "is_error": True}]
     seen = _run_fake_lesson(monkeypatch, workdir, results)
     assert [m["role"] for m in seen[1]] == ["user", "assistant", "user", "user"]
     assert seen[1][2] == {"role": "user", "content": results} and seen[1][3]["content"] == "again"
@@ -466,11 +509,13 @@ def test_ctrl_c_before_any_call_of_a_batch_ran_forgets_the_turn(monkeypatch, cap
 # ---------------------------------------------------------------- the key stays with the client
 
 def test_the_key_from_dotenv_never_reaches_a_command(run_main, workdir):
-    (workdir / ".env").write_text("ANTHROPIC_API_KEY=sk-from-dotenv\nANTHROPIC_AUTH_TOKEN=tok-from-dotenv\n")
-    script = [reply(tool("bash", {"command": "echo key=${ANTHROPIC_API_KEY:-none} token=${ANTHROPIC_AUTH_TOKEN:-none}"})),
-              reply(text("done"))]
+    (workdir / ".env").write_text("ANTHROPIC_API_KEY=sk-from-dotenv\n"
+                                  "ANTHROPIC_AUTH_TOKEN=tok-from-dotenv\n")
+    command = "echo key=${ANTHROPIC_API_KEY:-none} token=${ANTHROPIC_AUTH_TOKEN:-none}"
+    script = [reply(tool("bash", {"command": command})), reply(text("done"))]
     code, out, err, api = run_main(s03_todo, "hi", script=script, key=None)
-    sent = api.headers[0].get("x-api-key") or api.headers[0].get("authorization", "").removeprefix("Bearer ")
+    headers = api.headers[0]
+    sent = headers.get("x-api-key") or headers.get("authorization", "").removeprefix("Bearer ")
     assert code == 0 and sent == "sk-from-dotenv"
     assert tool_results(api.requests[1])[0]["content"].strip() == "key=none token=none"
 

@@ -25,11 +25,13 @@ BULKY = "seq -s ' ' 1 5000"   # about 24,000 characters, 6,000 tokens: more than
 
 def run_s06_repl(workdir, stdin, script):
     """s06 with no prompt (the REPL), fed `stdin`, against a stand-in with a WINDOW-token window."""
-    with StandInAPI(script, summary="never used: the summary call is refused", context_window=WINDOW) as api:
-        env = clean_env(workdir.parent / "home", ANTHROPIC_BASE_URL=api.url, ANTHROPIC_API_KEY="test-key",
-                        COMPACT_THRESHOLD=THRESHOLD)
+    with StandInAPI(script, summary="never used: the summary call is refused",
+                    context_window=WINDOW) as api:
+        env = clean_env(workdir.parent / "home", ANTHROPIC_BASE_URL=api.url,
+                        ANTHROPIC_API_KEY="test-key", COMPACT_THRESHOLD=THRESHOLD)
         proc = subprocess.run([sys.executable, str(ROOT / "s06_compact.py")], cwd=workdir, env=env,
-                              input=stdin, capture_output=True, text=True, encoding="utf-8", timeout=60)
+                              input=stdin, capture_output=True, text=True, encoding="utf-8",
+                              timeout=60)
     return proc, api
 
 
@@ -37,7 +39,8 @@ def too_long(request):
     return f"prompt is too long: {prompt_tokens(request)} tokens > {WINDOW} maximum"
 
 
-def test_a_conversation_over_the_window_fails_to_compact_in_one_line_keeps_its_history_and_goes_on(workdir):
+def test_a_conversation_over_the_window_fails_to_compact_in_one_line_keeps_its_history_and_goes_on(
+        workdir):
     # Turn 1 runs the bulky command, then compaction (layer 2) and the next call both overflow.
     # Turn 2 overflows too. /compact (layer 3) fails the same way. q still ends the session.
     script = [reply(tool("bash", {"command": BULKY}))]
@@ -54,12 +57,15 @@ def test_a_conversation_over_the_window_fails_to_compact_in_one_line_keeps_its_h
     # transcript is; nothing else about it is printed.
     failed = [line for line in proc.stderr.splitlines() if "compaction" in line]
     assert len(failed) == 2
-    for line, request in zip(failed, (summary, manual)):
-        assert line.startswith("[compaction failed, history kept: the API refused the request (400 ")
-        assert f"({'400 ' + too_long(request)})" in line and "transcript .transcripts/transcript_" in line
+    for line, request in zip(failed, (summary, manual), strict=True):
+        assert line.startswith(
+            "[compaction failed, history kept: the API refused the request (400 ")
+        assert f"({'400 ' + too_long(request)})" in line
+        assert "transcript .transcripts/transcript_" in line
     # The turns that overflow say so in one error line each, and say what was kept.
     errors = [line for line in proc.stderr.splitlines() if line.startswith("error:")]
-    assert errors == [f"error: the API refused the request (400 {too_long(r)})" for r in (turn1, turn2)]
+    assert errors == [f"error: the API refused the request (400 {too_long(r)})"
+                      for r in (turn1, turn2)]
     assert "[turn failed after 1 tool call: they are kept in the conversation" in proc.stderr
     assert "[turn failed; the conversation is as it was before it]" in proc.stderr
 
@@ -73,7 +79,8 @@ def test_a_conversation_over_the_window_fails_to_compact_in_one_line_keeps_its_h
     assert len(transcripts) == 2
     for path in transcripts:
         lines = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
-        assert [m["role"] for m in lines] == ["user", "assistant", "user"] and "4999 5000" in json.dumps(lines[2])
+        assert [m["role"] for m in lines] == ["user", "assistant", "user"]
+        assert "4999 5000" in json.dumps(lines[2])
 
 
 # ---------------------------------------------------------------- /context and the window

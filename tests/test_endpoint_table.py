@@ -35,17 +35,21 @@ def sent_assistant(api, call=1):
 
 @pytest.mark.parametrize("stop_reason", ["end_turn", None])
 def test_a_complete_call_beside_end_turn_or_no_stop_reason_is_run(run_main, workdir, stop_reason):
-    step = {**reply(tool("write_file", {"path": "a.txt", "content": "x"})), "stop_reason": stop_reason}
+    step = {**reply(tool("write_file", {"path": "a.txt", "content": "x"})),
+            "stop_reason": stop_reason}
     code, out, err, api = run_main(s03_todo, "write a.txt", script=[step, reply(text("done"))])
     assert code == 0 and out.strip() == "done" and api.violations == []
-    assert (workdir / "a.txt").read_text() == "x" and not tool_results(api.requests[1])[0].get("is_error")
+    assert (workdir / "a.txt").read_text() == "x"
+    assert not tool_results(api.requests[1])[0].get("is_error")
 
 
 def test_an_empty_reply_becomes_no_text_and_the_history_stays_valid(run_main):
     code, out, err, api = run_main(s03_todo, stdin="first\nsecond\nq\n",
                                    script=[reply(), reply(text("fine"))])
-    assert code == 0 and "(the model returned no text)" in out and "fine" in out and api.violations == []
-    assert sent_assistant(api) == [{"type": "text", "text": "(no text)"}]   # the API refuses empty content
+    assert code == 0 and "(the model returned no text)" in out and "fine" in out
+    assert api.violations == []
+    # the API refuses empty content
+    assert sent_assistant(api) == [{"type": "text", "text": "(no text)"}]
 
 
 def test_a_whole_tool_input_sent_as_json_text_runs_as_if_sent_properly(run_main, workdir):
@@ -69,8 +73,10 @@ def test_tool_input_that_is_not_an_object_is_an_error_result_and_the_history_hol
 
 
 def test_redacted_thinking_goes_back_to_the_api_unchanged(run_main):
-    redacted = {"type": "redacted_thinking", "data": "EmwKAhgBEgy3va3pzix/LafPsn4aDFIT2Xlxh0L5L8rLVyIw"}
-    thinking = {"type": "thinking", "thinking": "The list comes first.", "signature": "c2lnbmF0dXJl"}
+    redacted = {"type": "redacted_thinking",
+                "data": "EmwKAhgBEgy3va3pzix/LafPsn4aDFIT2Xlxh0L5L8rLVyIw"}
+    thinking = {"type": "thinking", "thinking": "The list comes first.",
+                "signature": "c2lnbmF0dXJl"}
     script = [reply(thinking, redacted, tool("bash", {"command": "echo hi"})), reply(text("done"))]
     code, out, err, api = run_main(s03_todo, "go", script=script)
     assert code == 0 and out.strip() == "done" and api.violations == []
@@ -80,7 +86,8 @@ def test_redacted_thinking_goes_back_to_the_api_unchanged(run_main):
 
 def test_a_block_of_a_type_nobody_knows_is_left_out_with_a_note(run_main):
     unknown = {"type": "hologram_2031", "payload": {"frames": 3}}
-    script = [reply(text("Look:"), unknown, tool("bash", {"command": "echo hi"})), reply(text("done"))]
+    script = [reply(text("Look:"), unknown, tool("bash", {"command": "echo hi"})),
+              reply(text("done"))]
     code, out, err, api = run_main(s03_todo, "go", script=script)
     assert code == 0 and out.strip() == "done" and api.violations == [] and "Traceback" not in err
     assert [b["type"] for b in sent_assistant(api)] == ["text", "tool_use"]
@@ -95,7 +102,7 @@ def test_text_after_a_tool_call_keeps_its_place_and_the_results_still_come_first
     assert [b["type"] for b in sent_assistant(api)] == ["tool_use", "text", "tool_use"]
     answer = api.requests[1]["messages"][-1]["content"]
     assert [b["type"] for b in answer[:2]] == ["tool_result", "tool_result"]
-    assert [b["content"] for b in answer[:2]] == ["one", "two"]            # in the order of the calls
+    assert [b["content"] for b in answer[:2]] == ["one", "two"]    # in the order of the calls
 
 
 # ---------------------------------------------------------------- rows -> tests
@@ -104,10 +111,12 @@ ROWS = {
     '`stop_reason: "end_turn"` (or none) beside complete `tool_use` blocks':
         [test_a_complete_call_beside_end_turn_or_no_stop_reason_is_run,
          test_s03_e2e.test_a_complete_tool_call_is_run_even_when_stop_reason_says_end_turn],
-    "a reply cut by `max_tokens` that ends in a tool call (llama-server returns several parsed calls so)":
+    "a reply cut by `max_tokens` that ends in a tool call "
+    "(llama-server returns several parsed calls so)":
         [test_s03_e2e.test_complete_tool_calls_before_the_cut_one_run_and_the_cut_one_does_not,
          test_s03_e2e.test_a_tool_call_cut_by_max_tokens_is_not_run],
-    "fewer input tokens counted than the tool definitions hold (a local chat template without tools)":
+    "fewer input tokens counted than the tool definitions hold "
+    "(a local chat template without tools)":
         [test_cli.test_an_endpoint_that_dropped_the_tools_is_named_once],
     "content empty, only whitespace, or `null`":
         [test_an_empty_reply_becomes_no_text_and_the_history_stays_valid,
@@ -138,8 +147,10 @@ ROWS = {
 def test_every_row_has_a_test_and_every_test_a_row():
     rows = readme_rows()
     assert len(rows) >= 10, rows                     # the table was found and read
-    assert [row for row in rows if row not in ROWS] == [], "a README row has no test: add one to ROWS"
-    assert [row for row in ROWS if row not in rows] == [], "ROWS names a row the README no longer has"
+    untested = [row for row in rows if row not in ROWS]
+    assert untested == [], "a README row has no test: add one to ROWS"
+    gone = [row for row in ROWS if row not in rows]
+    assert gone == [], "ROWS names a row the README no longer has"
     assert all(test.__name__.startswith("test_") for tests in ROWS.values() for test in tests)
     assert "Each line has a test that plays it through the stand-in" in " ".join(README.split())
 
@@ -149,4 +160,5 @@ def test_the_rows_tests_are_collected_by_pytest():
     for tests in ROWS.values():
         for test in tests:
             module = __import__(test.__module__)
-            assert getattr(module, test.__name__) is test and re.fullmatch(r"test_\w+", test.__module__)
+            assert getattr(module, test.__name__) is test
+            assert re.fullmatch(r"test_\w+", test.__module__)

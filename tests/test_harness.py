@@ -25,7 +25,8 @@ def test_a_tool_call_is_one_short_line_and_a_preview(capsys):
     harness.show_tool_result("\n".join(f"line {n}" for n in range(20)), True)
     harness.show_tool_result("\n".join(f"line {n}" for n in range(14)), False)
     err = capsys.readouterr().err.splitlines()
-    assert err[:2] == ['> task_create subject="Design data model"', "  = Created task #1: Design data model"]
+    assert err[:2] == ['> task_create subject="Design data model"',
+                       "  = Created task #1: Design data model"]
     assert len(err[2]) < 100 and "…[500 characters]…" in err[2]      # long arguments are cut
     assert err[3] == "  ! line 0" and err[8] == "    … (15 more lines)"   # a long one: its head
     assert err[9:] == ["  = line 0"] + [f"    line {n}" for n in range(1, 14)]  # a short one: whole

@@ -148,8 +148,9 @@ def test_a_placeholder_is_made_once_and_stays_the_same_text():
 def test_the_cache_point_keeps_the_prefix_read_when_a_batch_starts_far_back():
     """The API looks back at most 20 blocks from a breakpoint: without a second one, clearing
     a result 30 blocks back writes the whole request again, tools and system included."""
+    calls = [("bash", {"command": f"cat {n}" + " " * 400}) for n in range(20)]
     body = {"model": "m", "system": "s" * 8_000, "cache_control": {"type": "ephemeral"},
-            "messages": history(*[("bash", {"command": f"cat {n}" + " " * 400}) for n in range(20)])}
+            "messages": history(*calls)}
     changed = copy.deepcopy(body["messages"])
     changed[4]["content"][0]["content"] = "[Previous: used bash]"      # 36 blocks from the end
     for point, read_at_least in ((None, 0), ("t1", 2_000)):

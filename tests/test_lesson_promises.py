@@ -103,7 +103,7 @@ def layer_statements(loop) -> list:
 def test_each_layer_is_on_its_own_marked_lines_of_the_loop(lesson):
     statements = layer_statements(lesson.agent_loop)
     marks = []
-    for line, stmt, calls in statements:
+    for line, _stmt, calls in statements:
         assert len(calls) == 1, f"two layers' work in one statement: {line.strip()}"
         mark = re.search(r"# layer ([123])( \S.*)?$", line)
         assert mark, f"an unmarked layer line: {line.strip()}"
@@ -260,3 +260,37 @@ def test_a_compact_call_refused_by_its_schema_does_not_compact(run_main):
     code, out, err, api = run_main(s06, "go", script=script, summary="SUMMARY")
     assert code == 0 and "compacted" not in err and api.violations == []
     assert not any("<summary-request>" in json.dumps(r["messages"]) for r in api.requests)
+
+
+# ---------------------------------------------------------------- s06: the layers agree
+
+def test_layer_2_does_not_compact_what_layer_1_has_just_cleared(capsys):
+    """The API's count for the last call still holds the results a batch has just cleared:
+    layer 2 measures the view, so it must not see them and summarise for nothing."""
+    messages = history(("bash", {"command": "big"}, BIG), *NEWEST)
+    s06.CONTEXT.threshold = 10_000
+    s06.CONTEXT.record(Usage(input_tokens=11_000, output_tokens=10), messages)
+    view = s06.micro_compact(messages)
+    assert shown(view)[0].startswith("[Previous: used bash")        # layer 1 cleared it
+    assert not s06.needs_compaction(view)
+    assert s06.CONTEXT.estimate(view) < 10_000
+
+
+def test_a_new_result_under_an_old_cleared_id_is_shown_whole():
+    """An endpoint that numbers its ids afresh (after a compaction, or /clear) reuses an id
+    layer 1 cleared: the new result is not the old one, and the model must see it."""
+    old = history(("bash", {"command": "big"}, BIG), *NEWEST)
+    s06.micro_compact(old)
+    assert shown(s06.micro_compact(old))[0].startswith("[Previous:")
+    new = history(("bash", {"command": "again"}, "NEW OUTPUT"), *NEWEST)     # the same ids
+    assert shown(s06.micro_compact(new))[0] == "NEW OUTPUT"
+
+
+def test_a_summary_cut_at_its_limit_says_so(run_main):
+    script = [reply(tool("compact", {})),
+              reply(text("Summary: the first half"), stop_reason="max_tokens"),   # the summary
+              reply(text("after"))]
+    code, out, err, api = run_main(s06, "go", script=script)
+    assert code == 0 and api.violations == [], err
+    first = api.requests[-1]["messages"][0]["content"]
+    assert "Summary: the first half\n[this summary was cut at SUMMARY_MAX_TOKENS]" in first

@@ -35,7 +35,8 @@ def test_the_repl_shows_what_another_agent_did_before_the_next_prompt(run_main, 
 
 
 def test_task_import_puts_a_checklist_on_the_board_in_order(run_main, workdir):
-    (workdir / "plan.md").write_text("# Plan\n- [x] Sketch the API\n- [ ] Build it\n- [ ] Test it\n")
+    (workdir / "plan.md").write_text(
+        "# Plan\n- [x] Sketch the API\n- [ ] Build it\n- [ ] Test it\n")
     code, out, err, api = run_main(s07_task_system, stdin="/task import plan.md\n/tasks\nq\n")
     assert code == 0 and api.requests == [] and "error" not in err
     assert "[x] #1: Sketch the API" in out and "[ ] #3: Test it" in out
@@ -52,7 +53,8 @@ def test_every_demo_writes_one_session_page_with_one_bar_per_model_call(run_main
     (page,) = (workdir / "demo" / ".transcripts").glob("session_*.html")
     assert f"[session page: demo/.transcripts/{page.name} (open it in a browser)]" in err
     bars = re.findall(r'<g class="call[^"]*" data-call="(\d+)"', page.read_text(encoding="utf-8"))
-    assert bars == [str(n) for n in range(1, calls + 1)] and calls >= 10     # in order, none missing
+    # in order, none missing
+    assert bars == [str(n) for n in range(1, calls + 1)] and calls >= 10
 
 
 def test_cost_and_context_answer_in_the_repl_without_a_model_call(run_main):

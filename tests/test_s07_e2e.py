@@ -40,7 +40,8 @@ def test_the_board_survives_compaction_and_a_restart(run_lesson, workdir):
     # After the compaction the first message is the summary plus the board, fresh from disk ...
     assert "<summary-request>" in json.dumps(reqs[5]["messages"][-1])
     first = reqs[6]["messages"][0]["content"]
-    assert len(reqs[6]["messages"]) == 1 and "SUMMARY: planned four tasks" in first and board_before in first
+    assert len(reqs[6]["messages"]) == 1
+    assert "SUMMARY: planned four tasks" in first and board_before in first
     # ... and task_list gives the same board as before.
     assert tool_results(reqs[7])[0]["content"] == board_before
     done = tool_results(reqs[8])[0]["content"]
@@ -49,10 +50,12 @@ def test_the_board_survives_compaction_and_a_restart(run_lesson, workdir):
     assert on_disk["task_1.json"]["status"] == "completed"
     assert on_disk["task_2.json"]["blockedBy"] == [] and on_disk["task_3.json"]["blockedBy"] == []
     assert on_disk["task_4.json"]["blockedBy"] == [2]
-    assert "> task_create subject=\"Design data model\"" in proc.stderr and "[compacted: " in proc.stderr
+    assert "> task_create subject=\"Design data model\"" in proc.stderr
+    assert "[compacted: " in proc.stderr
 
     # A second process in the same folder continues the board.
-    again = [reply(tool("task_list", {}), tool("task_create", {"subject": "Release"})), reply(text("ok"))]
+    again = [reply(tool("task_list", {}), tool("task_create", {"subject": "Release"})),
+             reply(text("ok"))]
     proc, api = run_lesson("s07_task_system", "what is left?", script=again)
     assert proc.returncode == 0 and api.violations == []
     board, created = (r["content"] for r in tool_results(api.requests[1]))
@@ -63,7 +66,8 @@ def test_the_board_survives_compaction_and_a_restart(run_lesson, workdir):
 def test_the_repl_prints_the_board_and_compacts_on_command(run_main, workdir):
     script = [reply(tool("task_create", {"subject": "Only task"})), reply(text("created")),
               reply(text("SUMMARY: one task"))]
-    code, out, err, api = run_main(s07_task_system, stdin="make a task\n/tasks\n/compact\n/tasks\nq\n",
+    code, out, err, api = run_main(s07_task_system,
+                                   stdin="make a task\n/tasks\n/compact\n/tasks\nq\n",
                                    script=script)
     assert code == 0 and api.violations == [], err
     assert len(api.requests) == 3                          # /tasks made no model call
@@ -73,9 +77,12 @@ def test_the_repl_prints_the_board_and_compacts_on_command(run_main, workdir):
 
 def test_importing_a_lesson_does_nothing(workdir):
     env = clean_env(workdir.parent / "home")
-    code = ("import sys, s03_todo, s06_compact, s07_task_system, harness.cli, harness.stand_in_api\n"
-            "assert 'anthropic._client' not in sys.modules, 'the SDK loads on first use, not on import'")
-    proc = subprocess.run([sys.executable, "-c", code], cwd=workdir, env=env, capture_output=True, text=True)
+    code = ("import sys, s03_todo, s06_compact, s07_task_system, harness.cli, "
+            "harness.stand_in_api\n"
+            "assert 'anthropic._client' not in sys.modules, "
+            "'the SDK loads on first use, not on import'")
+    proc = subprocess.run([sys.executable, "-c", code], cwd=workdir, env=env,
+                          capture_output=True, text=True)
     assert proc.returncode == 0 and proc.stdout == "" and proc.stderr == "", proc.stderr
     assert list(workdir.iterdir()) == []  # no .tasks/, no .transcripts/, nothing
 
@@ -87,10 +94,12 @@ def test_an_automatic_compaction_also_brings_the_board_back(run_main, workdir):
               reply(tool("read_file", {"path": "big.txt"})),
               reply(tool("task_list", {})),
               reply(text("done"))]
-    code, out, err, api = run_main(s07_task_system, "go", script=script, summary="SUMMARY: read it twice",
+    code, out, err, api = run_main(s07_task_system, "go", script=script,
+                                   summary="SUMMARY: read it twice",
                                    env={"COMPACT_THRESHOLD": "2500"})
     assert code == 0 and api.violations == [], err
-    summary_at = next(i for i, r in enumerate(api.requests) if "<summary-request>" in json.dumps(r["messages"][-1]))
+    summary_at = next(i for i, r in enumerate(api.requests)
+                      if "<summary-request>" in json.dumps(r["messages"][-1]))
     first = api.requests[summary_at + 1]["messages"][0]["content"]
     assert "SUMMARY: read it twice" in first and "[ ] #1: Read the big file" in first
     assert tool_results(api.requests[-1])[0]["content"].startswith("[ ] #1: Read the big file")
@@ -124,38 +133,43 @@ def test_the_demo_says_it_ignores_a_threshold_of_yours_and_runs_as_written(run_m
 
 
 def test_every_task_command_works_in_the_repl_as_a_user_runs_it(run_lesson, workdir):
-    stdin = ("/task add Design\n/task add Build\n/task add Docs\n/task block 2 1 3\n/task unblock 2 3\n"
-             "/task order\n/task ready\n/task start 1\n/task show 1\n/task done 1\n/task delete 3\n"
+    stdin = ("/task add Design\n/task add Build\n/task add Docs\n"
+             "/task block 2 1 3\n/task unblock 2 3\n/task order\n/task ready\n"
+             "/task start 1\n/task show 1\n/task done 1\n/task delete 3\n"
              "/task\n/tasks\n/task help\n/task show 99\n/task block 2\nq\n")
     proc, api = run_lesson("s07_task_system", stdin=stdin, env={"AGENT_NAME": "dora"})
     out, err = proc.stdout, proc.stderr
     assert proc.returncode == 0 and api.requests == [], err       # no model call for any of them
     assert "(agent dora)" in err
     assert "Created task #3: Docs" in out
-    assert "Updated [ ] #2: Build blocked by #1, #3\ns07 >> Updated [ ] #2: Build blocked by #1\n" in out
+    assert ("Updated [ ] #2: Build blocked by #1, #3\n"
+            "s07 >> Updated [ ] #2: Build blocked by #1\n") in out
     assert "Order: #1 → #2 → #3" in out and "Ready to start: #1 Design, #3 Docs" in out
     assert "Updated [>] #1: Design (owner: dora)" in out
     assert json.loads(out[out.index("{"):out.index("}") + 1])["blocks"] == [2]     # /task show 1
     assert "Unblocked: #2 Build" in out and "Updated [-] #3: Docs" in out       # done 1, delete 3
     assert json.loads((workdir / ".tasks" / "task_3.json").read_text())["status"] == "deleted"
     board = "[x] #1: Design (owner: dora)\n[ ] #2: Build\nReady to start: #2 Build\n"
-    assert out.count(board) == 2                                   # /task and /tasks show the same board
+    assert out.count(board) == 2                   # /task and /tasks show the same board
     assert "/task unblock N BY..." in out                          # /task help
     assert "error: no task #99; existing tasks: #1, #2, #3" in err
     assert "error: /task block needs a task id and its blockers" in err
     assert "Traceback" not in err
 
 
-def test_an_agent_is_named_owns_what_it_starts_and_a_person_can_take_it_over(run_lesson, run_main, workdir):
-    start = [reply(tool("task_create", {"subject": "Ship it"}), tool("task_update", {"task_id": 1,
-                                                                                     "status": "in_progress"})),
+def test_an_agent_is_named_owns_what_it_starts_and_a_person_can_take_it_over(
+        run_lesson, run_main, workdir):
+    start = [reply(tool("task_create", {"subject": "Ship it"}),
+                   tool("task_update", {"task_id": 1, "status": "in_progress"})),
              reply(text("started"))]
     first, _ = run_lesson("s07_task_system", "start shipping", script=start)
     owner = json.loads((workdir / ".tasks" / "task_1.json").read_text())["owner"]
-    assert first.returncode == 0 and owner                          # no --name: a default, recorded as owner
+    assert first.returncode == 0 and owner       # no --name: a default, recorded as owner
     run_main(s07_task_system, "--name", owner, stdin="q\n")      # a named run before does not stick
-    code, out, err, api = run_main(s07_task_system, "finish shipping", script=[   # another process: this one
-        reply(tool("task_update", {"task_id": 1, "status": "completed"})), reply(text("it is taken"))])
+    # another process: this one
+    code, out, err, api = run_main(s07_task_system, "finish shipping", script=[
+        reply(tool("task_update", {"task_id": 1, "status": "completed"})),
+        reply(text("it is taken"))])
     refused = tool_results(api.requests[1])[0]
     assert refused["is_error"] is True and f"#1 is in progress by {owner}" in refused["content"]
     code, out, err, api = run_main(s07_task_system, "--name", "pat", stdin="/task start 1\nq\n")

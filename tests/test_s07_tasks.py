@@ -8,7 +8,6 @@ import pytest
 
 from conftest import call_tool
 
-import s03_todo
 import s07_task_system as s07
 from harness.board import open_store
 from harness.board.record import parse_task_id
@@ -44,7 +43,8 @@ def test_a_task_file_is_readable_utf8_json_with_the_documented_fields(tasks):
     raw = (tasks.store.dir / "task_1.json").read_text(encoding="utf-8")
     assert "Écrire la doc ✓" in raw and "\\u" not in raw and raw.startswith('{\n  "id": 1,')
     task = json.loads(raw)
-    assert {k: task[k] for k in ("id", "subject", "description", "status", "blockedBy", "owner")} == {
+    fields = ("id", "subject", "description", "status", "blockedBy", "owner")
+    assert {k: task[k] for k in fields} == {
         "id": 1, "subject": "Écrire la doc ✓", "description": "für alle", "status": "pending",
         "blockedBy": [], "owner": None}
     assert task["created_at"] and task["updated_at"]
@@ -53,8 +53,9 @@ def test_a_task_file_is_readable_utf8_json_with_the_documented_fields(tasks):
 def test_ids_continue_from_the_largest_file_in_a_new_manager(tasks):
     tasks.create("a")
     tasks.create("b")
-    (tasks.store.dir / "task_9.json").write_text(json.dumps({"id": 9, "subject": "x", "status": "pending",
-                                                        "blockedBy": []}))
+    (tasks.store.dir / "task_9.json").write_text(json.dumps({"id": 9, "subject": "x",
+                                                            "status": "pending",
+                                                            "blockedBy": []}))
     assert TaskManager(tasks.store.dir).create("next") == "Created task #10: next"
 
 
@@ -107,21 +108,26 @@ def test_completing_a_task_unblocks_its_dependents_and_says_so(tasks):
 def test_deleting_a_blocker_clears_it_and_says_it_was_not_done(tasks):
     plan(tasks)
     out = tasks.update(2, status="deleted")
-    assert "#4 Write tests no longer waits for #2 (it was deleted, not done)" in out and "Unblocked" not in out
+    assert "#4 Write tests no longer waits for #2 (it was deleted, not done)" in out
+    assert "Unblocked" not in out
     assert on_disk(tasks, 4)["blockedBy"] == []
 
 
 def test_completing_one_of_several_blockers_removes_exactly_that_blocker(tasks):
-    """_clear_dependency drops the finished id, wherever it stands in blockedBy: not the last, not all."""
+    """_clear_dependency drops the finished id, wherever it stands in blockedBy: not the last,
+    not all."""
     for subject in ["first", "second", "third", "waits for all three", "waits for the third"]:
         tasks.create(subject)
     tasks.update(4, add_blocked_by=[1, 2, 3])
     tasks.update(5, add_blocked_by=[3])
-    assert "Unblocked" not in tasks.update(2, status="completed")    # the middle one: #4 still waits
+    # the middle one: #4 still waits
+    assert "Unblocked" not in tasks.update(2, status="completed")
     assert on_disk(tasks, 4)["blockedBy"] == [1, 3] and on_disk(tasks, 5)["blockedBy"] == [3]
-    assert tasks.update(3, status="completed").splitlines()[-1] == "Unblocked: #5 waits for the third"
+    last = tasks.update(3, status="completed").splitlines()[-1]
+    assert last == "Unblocked: #5 waits for the third"
     assert on_disk(tasks, 4)["blockedBy"] == [1] and on_disk(tasks, 5)["blockedBy"] == []
-    assert tasks.update(1, status="completed").splitlines()[-1] == "Unblocked: #4 waits for all three"
+    last = tasks.update(1, status="completed").splitlines()[-1]
+    assert last == "Unblocked: #4 waits for all three"
     assert on_disk(tasks, 4)["blockedBy"] == []
 
 
@@ -131,9 +137,11 @@ def test_reopening_a_finished_task_restores_no_blocker_and_says_so(tasks):
     assert on_disk(tasks, 1)["unblocked"] == [2, 3]            # remembered for a reopen
     out = tasks.update(1, status="pending")
     assert out.splitlines() == ["Updated [ ] #1: Design data model",
-                                "Reopened #1: #2, #3 stopped waiting for it when it finished and do not wait "
-                                "again; to make one wait, task_update it with addBlockedBy [1]"]
-    assert on_disk(tasks, 2)["blockedBy"] == [] and on_disk(tasks, 3)["blockedBy"] == []  # nothing restored
+                                "Reopened #1: #2, #3 stopped waiting for it when it finished and "
+                                "do not wait again; to make one wait, task_update it with "
+                                "addBlockedBy [1]"]
+    # nothing restored
+    assert on_disk(tasks, 2)["blockedBy"] == [] and on_disk(tasks, 3)["blockedBy"] == []
     assert "unblocked" not in on_disk(tasks, 1)                # said once
     assert "Unblocked" not in tasks.update(1, status="completed")   # nothing waits for it now
     assert tasks.update(1, status="pending") == "Updated [ ] #1: Design data model"  # and no note
@@ -144,8 +152,8 @@ def test_deleting_a_blocker_frees_its_dependents_without_saying_unblocked(tasks)
     tasks.create("Review")                                     # #5 waits for #1 and #4
     tasks.update(5, add_blocked_by=[1, 4])
     out = tasks.update(1, status="deleted")
-    assert out.splitlines()[1:] == ["#2 Implement API, #3 Write docs, #5 Review no longer wait for #1 "
-                                    "(it was deleted, not done)"]
+    assert out.splitlines()[1:] == ["#2 Implement API, #3 Write docs, #5 Review no longer wait "
+                                    "for #1 (it was deleted, not done)"]
     assert [on_disk(tasks, n)["blockedBy"] for n in (2, 3, 4, 5)] == [[], [], [2], [4]]
     assert "unblocked" not in on_disk(tasks, 1)                # a deleted task is never reopened
     assert tasks.list_all().splitlines()[-1] == "Ready to start: #2 Implement API, #3 Write docs"
@@ -165,11 +173,13 @@ def test_status_owner_and_nothing_to_update(tasks):
     with pytest.raises(ValueError, match="start #1 in your own name"):  # a claim is never forged
         tasks.update("#1", status="in_progress", owner="alice")
     tasks.agent = "alice"
-    assert tasks.update("#1", status="in_progress", owner="alice") == "Updated [>] #1: a (owner: alice)"
+    started = tasks.update("#1", status="in_progress", owner="alice")
+    assert started == "Updated [>] #1: a (owner: alice)"
     assert on_disk(tasks, 1)["owner"] == "alice"
     tasks.agent = "bob"
     for change in ({"owner": ""}, {"add_blocked_by": [1]}, {"status": "completed"}):
-        with pytest.raises(ValueError, match="in progress by alice"):   # alice's until she hands it on
+        # alice's until she hands it on
+        with pytest.raises(ValueError, match="in progress by alice"):
             tasks.update(1, **change)
     tasks.agent = "alice"
     tasks.update(1, owner="")
@@ -217,8 +227,8 @@ def test_an_edge_that_closes_a_cycle_is_refused_and_named(tasks):
 def test_a_refused_call_changes_nothing_on_disk(tasks):
     plan(tasks)
     before = snapshot(tasks)
-    for kwargs in [{"add_blocked_by": [3, 99]}, {"add_blocked_by": [3, "x"]}, {"remove_blocked_by": [3]},
-                   {"add_blocked_by": [3], "status": "completed"}]:
+    for kwargs in [{"add_blocked_by": [3, 99]}, {"add_blocked_by": [3, "x"]},
+                   {"remove_blocked_by": [3]}, {"add_blocked_by": [3], "status": "completed"}]:
         with pytest.raises(ValueError):
             tasks.update(4, **kwargs)
     assert snapshot(tasks) == before
@@ -251,7 +261,8 @@ def test_list_all_orders_numerically_and_names_what_can_start(tasks):
     tasks.update(1, status="completed")
     lines = tasks.list_all().splitlines()
     assert lines[0] == "[x] #1: task 1" and lines[8] == "[ ] #9: task 9"
-    assert lines[9] == "[>] #10: task 10 (owner: bob)" and lines[10] == "[ ] #11: task 11 blocked by #9, #10"
+    assert lines[9] == "[>] #10: task 10 (owner: bob)"
+    assert lines[10] == "[ ] #11: task 11 blocked by #9, #10"
     assert lines[-1] == "Ready to start: " + ", ".join(f"#{n} task {n}" for n in range(2, 10))
 
 
@@ -276,7 +287,8 @@ def test_a_corrupt_file_never_takes_the_board_down(tasks):
     bad = tasks.store.dir / "task_5.json"
     bad.write_text('{"id": 5, "subject": "half wri')
     (tasks.store.dir / "task_6.json").write_bytes(b"\xff\xfe not utf-8")
-    (tasks.store.dir / "task_7.json").write_text('{"id": 99, "subject": "wrong id", "status": "pending", "blockedBy": []}')
+    (tasks.store.dir / "task_7.json").write_text(
+        '{"id": 99, "subject": "wrong id", "status": "pending", "blockedBy": []}')
     board = tasks.list_all()
     assert "#1: Design data model" in board and "#4: Write tests" in board
     for name in ("task_5.json", "task_6.json", "task_7.json"):
@@ -295,11 +307,12 @@ def test_a_corrupt_file_never_takes_the_board_down(tasks):
 
 def test_a_board_of_only_unreadable_files_does_not_say_it_is_empty(tasks):
     tasks.create("only one")
-    (tasks.store.dir / "task_1.json").write_text('{"id": 1, "subject": "hand edited", "status": "pending", '
-                                           '"blockedBy": ["1", 1.5]}')
+    (tasks.store.dir / "task_1.json").write_text('{"id": 1, "subject": "hand edited", '
+                                                 '"status": "pending", "blockedBy": ["1", 1.5]}')
     board = tasks.list_all()
     assert "No tasks yet." not in board
-    assert board.splitlines()[-1] == "No readable tasks: 1 file above could not be used; fix or remove it, then list again"
+    assert board.splitlines()[-1] == ("No readable tasks: 1 file above could not be used; "
+                                      "fix or remove it, then list again")
 
 
 # ---------------------------------------------------------------- through the tool dispatcher
@@ -364,13 +377,15 @@ def test_completing_a_blocker_keeps_a_hand_edit_of_the_task_it_frees(tasks):
     path = tasks.store.dir / "task_2.json"
     path.write_text(path.read_text().replace('"description": ""', '"description": "added by hand"'))
     assert "Unblocked: #2 Implement API" in tasks.update(1, status="completed")
-    assert on_disk(tasks, 2)["description"] == "added by hand" and on_disk(tasks, 2)["blockedBy"] == []
+    assert on_disk(tasks, 2)["description"] == "added by hand"
+    assert on_disk(tasks, 2)["blockedBy"] == []
 
 
 def test_a_board_replaced_under_a_manager_is_a_new_board(tasks):
     tasks.create("a")
     tasks.create("b")
-    shutil.rmtree(tasks.store.dir)                              # the folder goes, another process starts afresh
+    # the folder goes, another process starts afresh
+    shutil.rmtree(tasks.store.dir)
     TaskManager(tasks.store.dir).create("fresh")
     # The next id comes from the board as it is now (a rescan), not from what this manager saw.
     assert tasks.create("next") == "Created task #2: next"
@@ -378,7 +393,7 @@ def test_a_board_replaced_under_a_manager_is_a_new_board(tasks):
 
 
 def test_a_long_chain_is_ordered_blockers_first(tasks):
-    size = 400                                            # task n waits for n+1: the order runs backwards
+    size = 400                  # task n waits for n+1: the order runs backwards
     for n in range(1, size + 1):
         tasks.create(f"step {n}")
     for n in range(1, size):

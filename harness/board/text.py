@@ -1,8 +1,8 @@
 """How s07's board reads as text: a line per task, names, the board, and the board cut to size.
 
 Relied on by s07 (every TaskManager answer, the board after a compaction) and by the REPL's
-/task commands. The lesson decides what is true (what can start, what a task waits for);
-this module only words it. Without each piece:
+/task commands. The lesson decides what can start; graph.py what a task waits for; this
+module words it. Without each piece:
 - line / names / one_line: a newline in a subject or an owner forges a line of the board
   ("[x] #9 done").
 - board: a board whose every record is unreadable says "No tasks yet", and a model plans
@@ -18,6 +18,7 @@ this module only words it. Without each piece:
 
 import json
 
+from harness.board.graph import waiting_on
 from harness.board.record import FINISHED, STATUSES, one_line
 from harness.session.blocks import BOARD_END, BOARD_START   # /context and the page find it
 
@@ -60,9 +61,7 @@ def board(tasks: dict, problems: list, order: str, ready: str) -> str:
     live = [t for t in tasks.values() if t["status"] != "deleted"]
     lines = []
     for task in live:
-        waiting = [b for b in task["blockedBy"]
-                   if tasks.get(b, {}).get("status") not in FINISHED]
-        lines.append(line(task, waiting))
+        lines.append(line(task, waiting_on(task, tasks)))
     lines += [f"! {p}" for p in problems]
     if not live and problems:      # not "No tasks yet": a model would plan it all again
         return "\n".join(lines + [_none_readable(len(problems))])
@@ -74,7 +73,8 @@ def board(tasks: dict, problems: list, order: str, ready: str) -> str:
 
 def _none_readable(n: int) -> str:
     if n == 1:
-        return "No readable tasks: 1 file above could not be used; fix or remove it, then list again"
+        return ("No readable tasks: 1 file above could not be used; fix or remove it, then "
+                "list again")
     return (f"No readable tasks: {n} files above could not be used; fix or remove them, then "
             "list again")
 
@@ -154,9 +154,7 @@ def brief(tasks: dict, problems: list, ready: str, limit: int) -> str:
     lines = [f"({len(unfinished)} unfinished, {len(live) - len(unfinished)} done; "
              "task_list shows all)"]
     for task in unfinished:
-        waiting = [b for b in task["blockedBy"]
-                   if tasks.get(b, {}).get("status") not in FINISHED]
-        lines.append(line(task, waiting))
+        lines.append(line(task, waiting_on(task, tasks)))
     lines += [f"! {p}" for p in problems]
     return fit("\n".join(lines + [ready]), limit)
 

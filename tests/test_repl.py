@@ -1,0 +1,129 @@
+"""The REPL as a user meets it: without a key, line editing and history on a terminal, /clear,
+a budget read before anything is written, and a turn that fails after a compaction."""
+
+import json
+import os
+import pty
+import select
+import subprocess
+import sys
+import time
+
+import pytest
+
+import s06_compact
+import s07_task_system
+from conftest import ROOT, clean_env
+from harness.stand_in_api import error, reply, text, tool
+
+
+# ---------------------------------------------------------------- without a key
+
+def test_without_a_key_the_repl_opens_and_its_commands_work(run_main, workdir):
+    stdin = "/task add Design the model\n/task add Build it\n/task block 2 1\n/tasks\n" \
+            "/context\nplan the work\n/cost\nq\n"
+    code, out, err, api = run_main(s07_task_system, stdin=stdin, key=None)
+    assert code == 0 and api.requests == []
+    assert "[ ] #2: Build it blocked by #1" in out and "Ready to start: #1 Design the model" in out
+    assert "context now: ~" in out and "window" in out and "free" in out
+    refusal = [line for line in err.splitlines() if line.startswith("error: no model")]
+    assert len(refusal) == 1                      # the typed prompt: one line, and the REPL goes on
+    assert all(word in refusal[0] for word in ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL",
+                                               "--demo"))
+    assert "session so far: 0 model calls" in out
+    assert json.loads((workdir / ".tasks" / "task_2.json").read_text())["blockedBy"] == [1]
+
+
+def test_a_one_shot_run_without_a_key_exits_non_zero_with_that_line(run_main):
+    code, out, err, api = run_main(s07_task_system, "plan the work", key=None)
+    assert code == 1 and api.requests == [] and err.count("\n") == 1
+    assert "ANTHROPIC_API_KEY" in err and "ANTHROPIC_BASE_URL" in err and "--demo" in err
+
+
+# ---------------------------------------------------------------- a shell's manners
+
+def test_clear_starts_a_fresh_conversation_and_the_board_stays(run_main, workdir):
+    script = [reply(tool("task_create", {"subject": "Keep me"})), reply(text("made")),
+              reply(text("fresh"))]
+    code, out, err, api = run_main(s07_task_system, stdin="make a task\n/clear\nhello\nq\n",
+                                   script=script)
+    assert code == 0 and api.violations == []
+    assert api.requests[-1]["messages"] == [{"role": "user", "content": "hello"}]
+    assert "a fresh conversation" in err and "task board (s07) are as they were" in err
+    assert (workdir / ".tasks" / "task_1.json").exists()
+
+
+def test_a_bad_max_steps_is_refused_before_anything_is_written(run_main, workdir):
+    code, out, err, api = run_main(s06_compact, "go", env={"MAX_STEPS": "many"})
+    assert code == 1 and api.requests == [] and err.count("\n") == 1
+    assert "MAX_STEPS must be a positive whole number of model calls" in err
+    assert list(workdir.iterdir()) == []            # no session log was started
+
+
+def read_until(fd: int, wanted: bytes, seconds: float = 20) -> bytes:
+    """What a terminal shows until `wanted` appears (or the time is up)."""
+    seen, deadline = b"", time.monotonic() + seconds
+    while wanted not in seen and time.monotonic() < deadline:
+        if select.select([fd], [], [], 0.2)[0]:
+            try:
+                seen += os.read(fd, 4096)
+            except OSError:
+                break
+    return seen
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="no pseudo-terminals on Windows")
+def test_on_a_terminal_the_up_arrow_brings_back_the_last_prompt_and_history_is_kept(workdir):
+    """readline: arrow keys edit and recall, not print ^[[A; the history goes in .transcripts/."""
+    env = clean_env(workdir.parent / "home", TERM="xterm")
+    main, child = pty.openpty()
+    proc = subprocess.Popen([sys.executable, str(ROOT / "s07_task_system.py")], cwd=workdir,
+                            env=env, stdin=child, stdout=child, stderr=child)
+    os.close(child)
+    try:
+        read_until(main, b"s07 >> ")
+        os.write(main, b"/task add First\r")
+        read_until(main, b"s07 >> ")
+        os.write(main, b"\x1b[A\r")                  # up: the same command again
+        shown = read_until(main, b"s07 >> ")
+        os.write(main, b"q\r")
+        proc.wait(timeout=20)
+    finally:
+        proc.kill()
+        os.close(main)
+    assert b"Created task #2: First" in shown and b"^[[A" not in shown
+    assert "/task add First" in (workdir / ".transcripts" / "repl_history").read_text()
+
+
+# ---------------------------------------------------------------- a turn that fails late
+
+@pytest.mark.parametrize("failure", ["an API error", "Ctrl-C in a tool"])
+def test_a_turn_that_fails_after_a_compaction_leaves_a_history_the_api_accepts(
+        run_main, monkeypatch, failure):
+    """The compaction replaced the history in the middle of the turn: the turn cannot be undone,
+    but what is kept must be valid, so the next prompt works."""
+    if failure == "an API error":
+        script = [error(400, "refused after the summary"), reply(text("second answer"))]
+    else:
+        def interrupted(command):
+            raise KeyboardInterrupt
+        monkeypatch.setitem(s06_compact.TOOL_HANDLERS, "bash", interrupted)
+        script = [reply(tool("bash", {"command": "sleep 5"})), reply(text("second answer"))]
+    code, out, err, api = run_main(s06_compact, stdin="first\nsecond\nq\n", script=script,
+                                   summary="Summary: the first turn",
+                                   env={"COMPACT_THRESHOLD": "200"})
+    assert code == 0 and api.violations == [], err
+    assert "second answer" in out
+    assert "after a compaction; the conversation goes on from its summary" in err
+    last = api.requests[-1]["messages"]
+    assert "Summary: the first turn" in json.dumps(last[0]) and last[-1]["content"] == "second"
+
+
+def test_a_summary_holding_half_an_emoji_is_stored_clean(run_main):
+    script = [reply(tool("compact", {})), reply(text("after")), reply(text("again"))]
+    code, out, err, api = run_main(s06_compact, stdin="go\nmore\nq\n", script=script,
+                                   summary="Summary: done \ud83d")
+    assert code == 0 and api.violations == [], err
+    assert "again" in out
+    summary = api.requests[-1]["messages"][0]["content"]
+    assert "Summary: done \ufffd" in summary
