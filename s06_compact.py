@@ -34,10 +34,10 @@ large batches, and the summary call repeats the conversation's prefix.
 Key insight: the conversation is working memory, not storage. Summaries keep the thread; the
 transcript (and every big result, saved whole) keeps every detail for whoever needs it.
 
-New since s03: the three layers (on marked lines in the loop), ContextSize, /compact. The
-todo tool is gone: an in-memory plan does not survive a compaction; s07 brings it back, on
-disk. The placeholders, and what a batch frees and rewrites, are counted in
-harness/layer1.py; the transcript files are written by harness/transcripts.py.
+New since s03: the three layers (marked lines in the loop), ContextSize, /compact. The todo
+tool is gone: an in-memory plan does not survive a compaction (s07 brings it back, on disk).
+Placeholders, and what a batch frees and rewrites: harness/layer1.py; transcripts:
+harness/transcripts.py.
 
 Run it:   python s06_compact.py "run the tests, fix what fails, and run them again"
           COMPACT_THRESHOLD=5000 python s06_compact.py      (a REPL; /compact, /context)
@@ -52,6 +52,7 @@ from pathlib import Path
 import s03_todo as s03
 from harness import cli, config, demos, endpoints, errors, layer1, transcripts
 from harness.session import log as session_log
+from harness.session import record as session_record
 from harness.session import views
 
 MAX_STEPS = 200            # model calls a turn may make: compaction lets it go on
@@ -264,6 +265,7 @@ def start(args, system: str = SYSTEM, tools: list = TOOLS) -> None:
     starts with (the system prompt and the tools)."""
     CONTEXT.threshold = config.positive_int("COMPACT_THRESHOLD", DEFAULT_THRESHOLD, "tokens")
     CONTEXT.prefix = estimate_tokens([system, tools])
+    session_record.RECORD.threshold(CONTEXT.threshold)   # the session page draws it
 
 
 def main(argv: list = None) -> int:

@@ -435,8 +435,7 @@ def _run_demo(demo, agent_loop):
     DEMO.mkdir(exist_ok=True)
     os.chdir(DEMO)
     try:
-        terminal.show_note(f"[demo] it runs in {DEMO}/: its files, board and .transcripts/ are "
-                           "there")
+        terminal.show_note(f"[demo] it runs in {DEMO}/: everything it writes goes there")
         script, prompt, summary = demo()
         with StandInAPI(script, summary=summary) as api:
             terminal.show_note(f"[demo] a SCRIPTED stand-in model answers on {api.url}: no "

@@ -21,6 +21,7 @@ import sys
 
 from harness import terminal
 from harness.board import open_store
+from harness.session.record import RECORD
 from harness.stand_in_api import reply, text, tool
 
 S06_THRESHOLD = 9_500     # tokens: low, so that s06's layer 2 fires within its ten calls
@@ -83,7 +84,7 @@ def s06_demo(context) -> tuple:
         reply(tool("write_file", {"path": "notes.md",
                                   "content": "# Notes\n" + "- a finding\n" * 30})),
         reply(tool("read_file", {"path": "notes.md"})),
-        reply(tool("bash", {"command": "ls -la"})),
+        reply(tool("bash", {"command": "ls -l notes.md"})),
         narrate,
         reply(tool("bash", {"command": "seq -s ' ' 30000 33000"})),
         reply(text("I go on from the summary layer 2 wrote."),
@@ -201,6 +202,7 @@ def _plan_ids(listing: str):
 def _set_threshold(context, tokens: int, why: str) -> None:
     """The demo's COMPACT_THRESHOLD, said, and a user's own said to be ignored."""
     context.threshold = tokens
+    RECORD.threshold(tokens)                  # the session page draws it
     terminal.show_note(f"[demo] COMPACT_THRESHOLD is {tokens:,} tokens for this demo: {why}")
     mine = os.environ.get("COMPACT_THRESHOLD", "").strip()
     if mine:

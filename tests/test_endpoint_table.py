@@ -1,8 +1,9 @@
-"""Every row of the README's "What compatible endpoints bend" table, played through a lesson's loop.
+"""Every row of the "What compatible endpoints bend" table (docs/endpoints.md), played
+through a loop.
 
-The README says "Each line has a test that plays it through the stand-in". ROWS maps each row,
+The page says "Each line has a test that plays it through the stand-in". ROWS maps each row,
 by the text of its first cell, to the tests that play it: the new ones here, or ones elsewhere
-in the suite. A row added to the README without a test here fails test_every_row_has_a_test.
+in the suite. A row added to the table without a test here fails test_every_row_has_a_test.
 """
 
 import json
@@ -16,13 +17,13 @@ import test_s03_e2e
 from conftest import ROOT, tool_results
 from harness.stand_in_api import reply, text, tool
 
-README = (ROOT / "README.md").read_text(encoding="utf-8")
+PAGE = (ROOT / "docs" / "endpoints.md").read_text(encoding="utf-8")
 TABLE_HEAD = "| what arrives | what the loop does |"
 
 
 def readme_rows() -> list[str]:
     """The first cell of each row of the table, as written."""
-    table = README.split(TABLE_HEAD, 1)[1].split("\n\n", 1)[0]
+    table = PAGE.split(TABLE_HEAD, 1)[1].split("\n\n", 1)[0]
     return [line.split(" | ")[0].removeprefix("| ") for line in table.strip().splitlines()[1:]]
 
 
@@ -148,11 +149,11 @@ def test_every_row_has_a_test_and_every_test_a_row():
     rows = readme_rows()
     assert len(rows) >= 10, rows                     # the table was found and read
     untested = [row for row in rows if row not in ROWS]
-    assert untested == [], "a README row has no test: add one to ROWS"
+    assert untested == [], "a row has no test: add one to ROWS"
     gone = [row for row in ROWS if row not in rows]
-    assert gone == [], "ROWS names a row the README no longer has"
+    assert gone == [], "ROWS names a row the table no longer has"
     assert all(test.__name__.startswith("test_") for tests in ROWS.values() for test in tests)
-    assert "Each line has a test that plays it through the stand-in" in " ".join(README.split())
+    assert "Each line has a test that plays it through the stand-in" in " ".join(PAGE.split())
 
 
 def test_the_rows_tests_are_collected_by_pytest():

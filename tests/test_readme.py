@@ -4,10 +4,14 @@ A checked block is compared with the output as a terminal shows it, line by line
 (the rules are in readme_blocks.py): stdout and stderr go to one pipe, the way a terminal
 interleaves them, and PYTHONUNBUFFERED=1 makes each write reach it when it is made, as a
 terminal's line buffering would (a pipe would hold stdout back until the program exits).
+Each `$` line of a block is run as written (a VAR=value before it is set for that run), fed
+the lines typed at its prompts. The model, where a block needs one, is the loopback stand-in
+with a script; no test needs a key.
 """
 
 import json
 import re
+import shlex
 import subprocess
 import sys
 
@@ -19,50 +23,60 @@ from readme_blocks import assert_matches, checked_block, mismatch, runs, termina
 
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 PROMPT = "s07 >> "          # what the s07 REPL prints before it reads a line
-LESSON_COMMAND = re.compile(r"python (s0\d_\w+)\.py ?(.*)")
+NO_MODEL = "[no model to talk to: "   # the REPL's first line without a key
+LESSON = re.compile(r"python (s0\d_\w+)\.py")
 
 
-@pytest.fixture
-def terminal(workdir):
-    """terminal("s07_task_system", "--demo", inputs=[...]) -> (exit code, what a terminal shows)."""
-    def run(lesson, *args, script=(), summary=None, inputs=None, key="test-key"):
-        with StandInAPI(script, summary=summary) as api:
-            extra = {"ANTHROPIC_BASE_URL": api.url, "PYTHONUNBUFFERED": "1"}
-            if key:
-                extra["ANTHROPIC_API_KEY"] = key
-            typed = None if inputs is None else "".join(f"{line}\n" for line in inputs)
-            proc = subprocess.run([sys.executable, str(ROOT / f"{lesson}.py"), *args], cwd=workdir,
-                                  env=clean_env(workdir.parent / "home", **extra), input=typed,
-                                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                  text=True, encoding="utf-8", timeout=60)
-        assert api.violations == [], api.violations
-        return proc.returncode, terminal_view(proc.stdout, PROMPT, inputs or [])
-    return run
+def command_of(line):
+    """`A=1 python s07_task_system.py --demo` -> ("s07_task_system", ["--demo"], {"A": "1"})."""
+    words = shlex.split(line)
+    env = {}
+    while words and re.fullmatch(r"[A-Z_]+=.*", words[0]):
+        name, _, value = words.pop(0).partition("=")
+        env[name] = value
+    found = LESSON.fullmatch(" ".join(words[:2]))
+    assert found, f"the block runs {line!r}, which is not a lesson"
+    return found[1], words[2:], env
 
 
-def lesson_of(command):
-    """`python s07_task_system.py --demo` -> ("s07_task_system", ["--demo"])."""
-    found = LESSON_COMMAND.fullmatch(command)
-    assert found, f"the README runs {command!r}, which is not a lesson"
-    return found[1], found[2].split()
+def shown_by(command, cwd, script=(), summary=None, inputs=None, key="test-key", env=None):
+    """Run a block's `$` command in cwd: (exit code, what a terminal shows)."""
+    lesson, args, settings = command_of(command)
+    with StandInAPI(script, summary=summary) as api:
+        extra = {"ANTHROPIC_BASE_URL": api.url, "PYTHONUNBUFFERED": "1", **(env or {}),
+                 **settings}
+        if key:
+            extra["ANTHROPIC_API_KEY"] = key
+        typed = None if inputs is None else "".join(f"{line}\n" for line in inputs)
+        proc = subprocess.run([sys.executable, str(ROOT / f"{lesson}.py"), *args], cwd=cwd,
+                              env=clean_env(cwd.parent / "home", **extra), input=typed,
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                              text=True, encoding="utf-8", timeout=60)
+    assert api.violations == [], api.violations
+    return proc.returncode, terminal_view(proc.stdout, PROMPT, inputs or [])
+
+
+def files_in(folder):
+    """Every file under folder, relative, with its bytes."""
+    return {str(p.relative_to(folder)): p.read_bytes() for p in folder.rglob("*") if p.is_file()}
 
 
 # ---------------------------------------------------------------- the matcher itself
 
+COMPACTED = "[compacted: 1,763 → 169 tokens · transcript .transcripts/transcript_{}.jsonl]"
 BOARD = ["> task_update task_id=1 status=\"completed\"",
          "  = Updated [x] #1: Design the data model (owner: demo)",
          "    Unblocked: #2 Implement the API, #3 Write the docs",
-         "[compacted: 1,763 → 169 tokens · transcript .transcripts/transcript_20261203-141659.jsonl]",
+         COMPACTED.format("20261203-141659"),
          "Order: #1 → #2 → #3 → #4"]
-QUOTED = BOARD[:3] + ["[compacted: 1,763 → 169 tokens · transcript .transcripts/transcript_….jsonl]",
-                      BOARD[4]]
+QUOTED = BOARD[:3] + [COMPACTED.format("…"), BOARD[4]]
 
 
 def test_the_matcher_accepts_the_output_it_quotes_with_wildcards_for_what_varies():
     assert mismatch(QUOTED, BOARD) is None
     assert mismatch(["…", BOARD[1], "  …"], BOARD) is None          # a `…` line skips any lines
     assert mismatch(["…", *QUOTED, "…"], BOARD) is None             # ... none included
-    assert mismatch([line + "   " for line in QUOTED], BOARD) is None  # trailing spaces do not count
+    assert mismatch([line + "   " for line in QUOTED], BOARD) is None  # trailing spaces: ignored
 
 
 def test_the_matcher_catches_a_changed_number():
@@ -81,16 +95,17 @@ def test_the_matcher_catches_a_line_moved():
 
 def test_the_matcher_catches_a_line_rewritten_shorter():
     shorter = QUOTED[:2] + ["    Unblocked: #2"] + QUOTED[3:]
-    assert mismatch(shorter, BOARD) == ("block line 3 '    Unblocked: #2' was expected, the program printed "
-                                        "'    Unblocked: #2 Implement the API, #3 Write the docs' (line 3)")
-    assert mismatch(["Unblocked: #2 Implement the API, #3 Write the docs"], [BOARD[2]])  # indentation counts
+    assert mismatch(shorter, BOARD) == (
+        "block line 3 '    Unblocked: #2' was expected, the program printed "
+        "'    Unblocked: #2 Implement the API, #3 Write the docs' (line 3)")
+    assert mismatch(["Unblocked: #2 Implement the API, #3 Write the docs"], [BOARD[2]])  # indent
 
 
 def test_the_matcher_catches_an_extra_line_where_none_is_allowed():
     extra = BOARD[:2] + ["  [tokens: 0 in · 1,096 from cache · 115 to cache · 68 out]"] + BOARD[2:]
     assert "block line 3" in mismatch(QUOTED, extra)
-    assert mismatch(QUOTED, BOARD + ["one more"]) == ("the output goes on after the block's last line: "
-                                                      "'one more'")
+    assert mismatch(QUOTED, BOARD + ["one more"]) == ("the output goes on after the block's last "
+                                                      "line: 'one more'")
     assert "printed nothing more" in mismatch(QUOTED + ["gone"], BOARD)
 
 
@@ -98,144 +113,214 @@ def test_a_block_splits_into_runs_and_typed_lines_come_back_after_each_prompt():
     block = ["$ python s07_task_system.py", "s07 >> /tasks", "No tasks yet.", "s07 >> q",
              "$ cat .tasks/task_1.json", "{"]
     first, second = runs(block, (PROMPT,))
-    assert (first.command, first.inputs, first.lines) == ("python s07_task_system.py", ["/tasks", "q"],
-                                                          ["s07 >> /tasks", "No tasks yet.", "s07 >> q"])
+    assert (first.command, first.inputs) == ("python s07_task_system.py", ["/tasks", "q"])
+    assert first.lines == ["s07 >> /tasks", "No tasks yet.", "s07 >> q"]
     assert (second.command, second.inputs, second.lines) == ("cat .tasks/task_1.json", [], ["{"])
     piped = "banner\ns07 >> No tasks yet.\ns07 >> "          # a pipe: prompts, no echo
-    assert terminal_view(piped, PROMPT, ["/tasks", "q"]) == "banner\ns07 >> /tasks\nNo tasks yet.\ns07 >> q\n"
-    assert terminal_view("s07 >> ", PROMPT, []) == "s07 >> "     # end of input: the prompt stays bare
+    assert terminal_view(piped, PROMPT, ["/tasks", "q"]) == ("banner\ns07 >> /tasks\n"
+                                                             "No tasks yet.\ns07 >> q\n")
+    assert terminal_view("s07 >> ", PROMPT, []) == "s07 >> "     # end of input: the prompt stays
 
 
-# ---------------------------------------------------------------- the blocks
-
-def test_the_readme_shows_the_two_setup_commands_first():
-    first_block = re.search(r"```sh\n(.*?)```", README, re.S)[1].strip().splitlines()
-    assert first_block == ["pip install -r requirements.txt && python s07_task_system.py --demo",
-                           "python -m pytest -q"]
-
-
-def test_the_s07_demo_matches_the_readme_and_a_second_run_continues_the_board(terminal, workdir):
-    code, shown = terminal("s07_task_system", "--demo", key=None)
-    assert code == 0, shown
-    assert_matches("s07-demo", checked_block(README, "s07-demo"), shown)
-    assert sorted(p.name for p in (workdir / ".tasks").glob("task_*.json")) == [f"task_{n}.json"
-                                                                                for n in range(1, 5)]
-    assert len(list((workdir / ".transcripts").glob("transcript_*.jsonl"))) == 1
-
-    code, shown = terminal("s07_task_system", "--demo", key=None)
-    assert code == 0, shown
-    board_first = shown.split("> task_list", 1)[1].split("Planning four tasks.")[0]
-    assert "[x] #1: Design the data model (owner: demo)" in board_first
-    assert "Ready to start: #2 Implement the API, #3 Write the docs" in board_first
-    assert "Created task #5: Design the data model" in shown
-    assert len(list((workdir / ".tasks").glob("task_*.json"))) == 8
+def test_a_command_in_a_block_is_read_with_its_settings():
+    assert command_of('PRICE_PER_MTOK=3 python s07_task_system.py --max-steps 3 "count to 3"') \
+        == ("s07_task_system", ["--max-steps", "3", "count to 3"], {"PRICE_PER_MTOK": "3"})
+    with pytest.raises(AssertionError, match="not a lesson"):
+        command_of("cat .tasks/task_1.json")
 
 
-@pytest.mark.parametrize("lesson, block, writes", [("s03_todo", "s03-demo", [".transcripts", "demo"]),
-                                                   ("s06_compact", "s06-demo", [".transcripts", "demo"])])
-def test_the_other_demos_match_the_readme(terminal, workdir, lesson, block, writes):
-    code, shown = terminal(lesson, "--demo", key=None)
-    assert code == 0, shown
-    assert_matches(block, checked_block(README, block), shown)
-    assert sorted(p.name for p in workdir.iterdir()) == writes
+# ---------------------------------------------------------------- start here
+
+def test_the_readme_stays_short_enough_to_read_in_ten_minutes():
+    """Issue 28: at most 250 lines; everything else has its page in docs/."""
+    assert len(README.splitlines()) <= 250
 
 
-WALKTHROUGH_PLAN = [("Design the data model", "tables and fields"), ("Implement the API", ""),
-                    ("Write the docs", ""), ("Write the API tests", "")]
-WALKTHROUGH_MODEL = [reply(text("I'll put the plan on the board."),
-                           *[tool("task_create", {"subject": s, "description": d})
-                             for s, d in WALKTHROUGH_PLAN]),
-                     reply(tool("task_update", {"task_id": 2, "addBlockedBy": [1]}),
-                           tool("task_update", {"task_id": 3, "addBlockedBy": [1]}),
-                           tool("task_update", {"task_id": 4, "addBlockedBy": [2]})),
-                     reply(text("The board has four tasks; #1 can start now."))]
+def sh_blocks():
+    return [block.strip().splitlines() for block in re.findall(r"```sh\n(.*?)```", README, re.S)]
 
 
-def test_the_persistence_walkthrough_and_the_task_file_match_the_readme(terminal, workdir):
-    """Each `$` run of the block is run as written, fed the lines typed at its prompts."""
-    first, second = runs(checked_block(README, "walkthrough"), (PROMPT,))
-    for run, model in zip((first, second), (WALKTHROUGH_MODEL, [])):  # the restart calls no model
-        lesson, args = lesson_of(run.command)
-        code, shown = terminal(lesson, *args, script=model, summary="Summary: four tasks planned.",
-                               inputs=run.inputs)
+def test_the_readme_advises_a_virtual_environment_before_the_two_commands():
+    venv, commands = sh_blocks()[:2]
+    assert venv == ["python3 -m venv .venv && . .venv/bin/activate"]
+    assert commands == ["pip install -r requirements.txt && python s07_task_system.py --demo",
+                        "python -m pytest -q"]
+    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")     # CI runs the same two
+    assert "-r requirements.txt && python s07_task_system.py --demo\n" in ci
+    assert "\n  python -m pytest -q\n" in ci
+
+
+def test_the_packages_and_pythons_the_readme_names_are_the_projects():
+    named = re.search(r"the three packages \((.*?)\)", README)[1]
+    required = [line.split(">=")[0] for line in
+                (ROOT / "requirements.txt").read_text(encoding="utf-8").splitlines()
+                if line and not line.startswith("#")]
+    assert named == ", ".join(f"`{name}`" for name in required)
+    ruff = (ROOT / "ruff.toml").read_text(encoding="utf-8")
+    assert "Python 3.10 or newer" in README and 'target-version = "py310"' in ruff
+    assert "for version in 3.10 3.13; do" in (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    assert "on Python 3.10 and 3.13" in README
+
+
+# ---------------------------------------------------------------- the demos
+
+def test_two_s07_demos_continue_one_board_and_leave_your_own_files_alone(workdir):
+    """The user's own board and files are where the demo would write if it ran here."""
+    (workdir / ".tasks").mkdir()
+    (workdir / ".tasks" / "task_1.json").write_text('{"mine": true}\n', encoding="utf-8")
+    (workdir / "notes.md").write_text("my notes\n", encoding="utf-8")
+    mine = files_in(workdir)
+    first, second = runs(checked_block(README, "s07-demo"))
+    for run in (first, second):
+        assert run.command == "python s07_task_system.py --demo"
+        code, shown = shown_by(run.command, workdir, key=None)
         assert code == 0, shown
-        assert_matches(f"walkthrough, {run.command}", run.lines, shown)
-    assert any(line.startswith("[ ] #4:") for line in second.lines)   # the restart shows the board
-
-    (cat,) = runs(checked_block(README, "task-file"))
-    assert cat.command == "cat .tasks/task_1.json"
-    task_file = (workdir / ".tasks" / "task_1.json").read_text(encoding="utf-8")
-    assert_matches("task-file", cat.lines, task_file)
-    assert set(json.loads(task_file)) == {"id", "subject", "description", "status", "blockedBy", "owner",
-                                          "created_at", "updated_at"}
+        assert_matches(f"s07-demo, {run.command}", run.lines, shown)
+    assert "Created task" not in shown                              # the second run planned nothing
+    assert {name: data for name, data in files_in(workdir).items()
+            if not name.startswith("demo/")} == mine
+    assert sorted(p.name for p in (workdir / "demo" / ".tasks").glob("task_*.json")) == \
+        [f"task_{n}.json" for n in range(1, 5)]
 
 
-# ---------------------------------------------------------------- the constants the README quotes
-# (The token table and its figures moved to docs/cost.md: tests/test_bench_tokens.py checks them.)
-
-def test_the_constants_the_readme_quotes_are_the_codes():
+def test_the_s03_demo_matches_the_readme_and_writes_only_under_demo(workdir):
+    code, shown = shown_by("python s03_todo.py --demo", workdir, key=None)
+    assert code == 0, shown
+    assert_matches("s03-demo", checked_block(README, "s03-demo"), shown)
+    assert [p.name for p in workdir.iterdir()] == ["demo"]
+    assert "after 3 rounds without `todo`" in README
     import s03_todo
-    import s06_compact
-    import s07_task_system
-    from harness import bash, cli, config, layer1, spill, terminal
-    phrases = [f"{s03_todo.NAG_AFTER} rounds without todo -> <reminder>",
-               f"it had dropped the {len(s07_task_system.TOOLS)} tool definitions",f"gives up after\n{s03_todo.MAX_STEPS} model calls in a turn",
-               "at least `CLEAR_AT_LEAST` tokens at once, never the newest "
-               + ("result," if s06_compact.KEEP_RECENT == 1 else f"{s06_compact.KEEP_RECENT} results,"),
-               f"batches of at least {s06_compact.CLEAR_AT_LEAST:,}\ntokens (`CLEAR_AT_LEAST`)",
-               f"`COMPACT_THRESHOLD` (default {s06_compact.DEFAULT_THRESHOLD:,} tokens)",
-               f"compact above this many tokens (default {s06_compact.DEFAULT_THRESHOLD:,})",
-               f"between two pieces of a reply (default {config.DEFAULT_TIMEOUT})",
-               f"`bash` keeps the first {s03_todo.KEEP_UP_TO:,} characters of a command's output (the "
-               f"model sees {s03_todo.OUTPUT_CAP:,} of them",
-               f"stops a command that writes more than {bash.FLOOD_BYTES // 1_000_000} MB beyond them",
-               f"A tool result longer than the cap ({s03_todo.OUTPUT_CAP:,} characters)",
-               f"last {int(s03_todo.OUTPUT_CAP * spill.SHOWN_SHARE):,} characters",
-               f"until `.transcripts/results/` passes **{spill.MAX_TOTAL_BYTES // 1_000_000} MB or "
-               f"{spill.MAX_FILES:,} files**",
-               f"a result of {spill.SAVE_WHEN_CLEARED:,} characters or more",
-               f"The default is {s06_compact.MAX_STEPS} in s06 and s07",
-               f"s03 keeps {s03_todo.MAX_STEPS}",
-               f"exits with **status {cli.STEPS_RAN_OUT}**",
-               f"a shell command is shown whole up to {terminal.COMMAND_CHARS:,}",
-               f"at most {layer1.THRESHOLD_SHARE} of it",
-               f"| `MODEL_ID` | the model (default `{config.DEFAULT_MODEL}`) |"]
-    flat = " ".join(README.split())             # a phrase may wrap anywhere in the README
-    assert [p for p in phrases if " ".join(p.split()) not in flat] == []
+    assert s03_todo.NAG_AFTER == 3
 
 
-# ---------------------------------------------------------------- the other tables and the loop diff
-
-def test_the_readme_benchmark_table_names_what_the_benchmark_measures():
-    sys.path.insert(0, str(ROOT / "bench"))
-    import bench_tasks
-    measured = bench_tasks.bench(40)  # a small board: this checks the script runs, not its speed
-    table = re.search(r"\| operation \| 1,000 tasks \| 10,000 tasks \|\n\|[-|]+\|\n(.*?)\n\n", README, re.S)[1]
-    rows = {line.split("|")[1].strip(): line for line in table.splitlines()}
-    assert list(rows) == list(measured)
-    assert all(value >= 0 for value in measured.values())
-    assert "2-core AMD EPYC" in README  # the machine the figures came from
+def call_inputs(page):
+    """{call number: input tokens} from the bars' tooltips of a session page."""
+    found = re.findall(r"<title>call (\d+) \([^)]*\): ([\d,]+) input", page)
+    return {int(number): int(tokens.replace(",", "")) for number, tokens in found}
 
 
-def test_the_readme_comparison_table_names_what_the_benchmark_compares(tmp_path):
-    sys.path.insert(0, str(ROOT / "bench"))
-    import bench_tasks
-    measured = bench_tasks.compare(60, tmp_path)  # a small board: the script runs, not its speed
-    table = re.search(r"\| operation \| 1,000: s07 \| unsafe \| ratio \|.*?\n\|[-|]+\|\n(.*?)\n\n", README, re.S)[1]
-    assert [line.split("|")[1].strip() for line in table.splitlines()] == list(measured)
-    assert all(set(row) == {"s07", "unsafe"} for row in measured.values())
+def test_the_s06_demo_matches_the_readme_and_its_page_marks_the_batch_where_it_says(workdir):
+    code, shown = shown_by("python s06_compact.py --demo", workdir, key=None)
+    assert code == 0, shown
+    assert_matches("s06-demo", checked_block(README, "s06-demo"), shown)
+    assert [p.name for p in workdir.iterdir()] == ["demo"]
+    (page,) = (workdir / "demo" / ".transcripts").glob("session_s06_*.html")
+    html = page.read_text(encoding="utf-8")
+    (marked,) = re.findall(r'<g class="cleared" data-call="(\d+)"', html)    # one batch: one ▲
+    said = re.search(r"the ▲ under call (\d+) marks layer 1's batch: that call sends about a "
+                     r"tenth of what call (\d+) sent", " ".join(README.split()))
+    assert said and said[1] == marked and int(said[2]) == int(marked) - 1
+    inputs = call_inputs(html)
+    assert 0.05 < inputs[int(marked)] / inputs[int(marked) - 1] < 0.15, inputs
 
 
-def test_s07s_loop_is_s06s_with_the_board_lines_only():
-    """The README's diff: the loop is repeated on purpose, and s07 changes only the compaction lines."""
-    import difflib
+# ---------------------------------------------------------------- watch the task state persist
 
-    def loop(name):
-        text = (ROOT / name).read_text(encoding="utf-8")
-        return text[text.index("def agent_loop"):text.index("    return step_limit(steps)", text.index("def agent_loop"))]
-    s06, s07 = loop("s06_compact.py").splitlines(), loop("s07_task_system.py").splitlines()
-    changed = [line for line in difflib.ndiff(s06, s07) if line[:1] in "+-"]
-    assert len(changed) == 6, changed        # the docstring and the two compactions, each side
-    assert all("compact_with_board" in c or '"""' in c or c.strip("+ ").startswith("#")
-               for c in changed if c.startswith("+"))
-    assert "three changed\nlines from s06 to s07" in README
+WALK_MODEL = [reply(text("First, the board."), tool("task_list", {})),
+              reply(text("#1 is ready; starting it."),
+                    tool("task_update", {"task_id": 1, "status": "in_progress"})),
+              reply(text("The data model is designed; marking #1 done."),
+                    tool("task_update", {"task_id": 1, "status": "completed"})),
+              reply(text("#1 is done, and #2 Implement the API can start now."))]
+WALK_SUMMARY = "Summary: #1 is done; #2 Implement the API is next."
+# The default agent name holds the host and the terminal, and the model reads it in every
+# owner; one fixed name keeps the token counts the same on every machine.
+NAME = {"AGENT_NAME": "alice"}
+
+
+def plan_by_hand(cwd, key):
+    """The walkthrough's first block, run as written: (its runs, what each showed)."""
+    block = runs(checked_block(README, "walkthrough"), (PROMPT,))
+    shown = []
+    for run in block:
+        code, out = shown_by(run.command, cwd, inputs=run.inputs, key=key, env=NAME)
+        assert code == 0, out
+        shown.append(out)
+    return block, shown
+
+
+def test_the_board_planned_by_hand_outlives_the_process_without_a_key(workdir):
+    block, shown = plan_by_hand(workdir, key=None)
+    for run, out in zip(block, shown, strict=True):
+        assert_matches(f"walkthrough, {run.command}", run.lines, out)
+    assert [line for line in block[1].lines if line.startswith("[ ] #2:")]   # the board came back
+    (cat,) = runs(checked_block(README, "task-file"))
+    name = cat.command.removeprefix("cat ")
+    assert cat.command.startswith("cat .tasks/task_")
+    task_file = (workdir / name).read_text(encoding="utf-8")
+    assert_matches("task-file", cat.lines, task_file)
+    assert set(json.loads(task_file)) == {"id", "subject", "description", "status", "blockedBy",
+                                          "owner", "created_at", "updated_at"}
+
+
+def test_with_a_key_the_same_steps_print_the_same_lines_but_the_first(workdir):
+    """The README says so: with a key, the no-model line is not there and the rest is the same.
+    (The first run is enough: with a key, each run loads the SDK, which takes seconds.)"""
+    run = runs(checked_block(README, "walkthrough"), (PROMPT,))[0]
+    code, shown = shown_by(run.command, workdir, inputs=run.inputs, env=NAME)
+    assert code == 0, shown
+    keyed = [line for line in run.lines if not line.startswith(NO_MODEL)]
+    assert len(keyed) == len(run.lines) - 1
+    assert_matches(f"walkthrough with a key, {run.command}", keyed, shown)
+
+
+def test_the_steps_that_need_a_model_match_the_readme_with_a_scripted_model(workdir):
+    plan_by_hand(workdir, key=None)
+    (run,) = runs(checked_block(README, "walkthrough-model"), (PROMPT,))
+    code, shown = shown_by(run.command, workdir, script=WALK_MODEL, summary=WALK_SUMMARY,
+                           inputs=run.inputs, env=NAME)
+    assert code == 0, shown
+    assert_matches("walkthrough-model", run.lines, shown)
+
+
+def test_without_a_model_those_steps_are_refused_in_one_line_each(workdir):
+    plan_by_hand(workdir, key=None)
+    (with_model,) = runs(checked_block(README, "walkthrough-model"), (PROMPT,))
+    (without,) = runs(checked_block(README, "walkthrough-no-model"), (PROMPT,))
+    # The block types what needs a model, as the steps above typed it.
+    assert without.inputs == [line for line in with_model.inputs if line in
+                              ("start the next ready task, then mark it done", "/compact")]
+    assert without.inputs == [with_model.inputs[0], "/compact"]
+    code, shown = shown_by(with_model.command, workdir, inputs=without.inputs, key=None,
+                           env=NAME)
+    assert code == 0, shown
+    assert_matches("walkthrough-no-model", ["…", *without.lines, "…"], shown)
+    assert len(list((workdir / ".tasks").glob("task_*.json"))) == 2     # nothing else changed
+
+
+# ---------------------------------------------------------------- what the README says of the code
+
+def loop_of(name):
+    """A lesson's agent_loop, as text."""
+    source = (ROOT / name).read_text(encoding="utf-8")
+    start = source.index("def agent_loop")
+    return source[start:source.index("\n\n\n", start)]
+
+
+def test_each_lesson_holds_its_own_loop_and_marks_the_lines_it_adds():
+    loops = {name: loop_of(name) for name in ("s03_todo.py", "s06_compact.py",
+                                               "s07_task_system.py")}
+    assert all("for step in range(max_steps):" in loop for loop in loops.values())
+    assert "# layer 1" in loops["s06_compact.py"] and "# layer 2 + board" in loops[
+        "s07_task_system.py"]
+    assert "each lesson holds its own loop, and the lines it adds carry a comment (`# layer 1`, " \
+           "`# layer 2 + board`)" in " ".join(README.split())
+
+
+def test_the_settings_the_readme_lists_are_the_ones_the_docs_and_env_example_have():
+    listed = re.search(r"Settings come from the environment or from `./.env` \(the environment "
+                       r"wins\): (.*?); `.env.example` has the common ones\.", README)[1]
+    names = re.findall(r"`([A-Z_]+)`", listed)
+    example = re.findall(r"^#? ?([A-Z_]+)=", (ROOT / ".env.example").read_text(encoding="utf-8"),
+                         re.M)
+    assert set(example) <= set(names), set(example) - set(names)
+    documented = re.findall(r"^\| `([A-Z_]+)` \|",
+                            (ROOT / "docs" / "real-use.md").read_text(encoding="utf-8"), re.M)
+    assert [name for name in names if name not in documented] == []
+
+
+def test_the_readme_links_the_reading_guide_and_repeats_no_module_table():
+    assert "[`harness/__init__.py`](harness/__init__.py)" in README
+    import harness
+    assert "This is the reading guide; the README links here." in harness.__doc__
+    assert "| `harness/" not in README            # the guide exists once, in the package

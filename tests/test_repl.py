@@ -127,3 +127,16 @@ def test_a_summary_holding_half_an_emoji_is_stored_clean(run_main):
     assert "again" in out
     summary = api.requests[-1]["messages"][0]["content"]
     assert "Summary: done \ufffd" in summary
+
+
+def test_a_repl_that_never_asked_the_model_leaves_no_session_for_continue(run_main, workdir):
+    script = [reply(text("first answer"))]
+    code, out, err, api = run_main(s06_compact, "hello", script=script)
+    assert code == 0
+    code, out, err, api = run_main(s06_compact, stdin="/context\nq\n", key=None)
+    assert code == 0
+    assert len(list((workdir / ".transcripts").glob("session_*.jsonl"))) == 1
+    code, out, err, api = run_main(s06_compact, "--continue", "go on",
+                                   script=[reply(text("went on"))])
+    assert code == 0 and "went on" in out
+    assert api.requests[0]["messages"][0]["content"] == "hello"

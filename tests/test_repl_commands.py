@@ -64,3 +64,14 @@ def test_cost_and_context_answer_in_the_repl_without_a_model_call(run_main):
     billed = api.billing()
     assert "2 calls" in out + err and f"{billed['cache_write']:,}" in out + err
     assert "context now:" in out + err and "COMPACT_THRESHOLD 50,000" in out + err
+
+
+def test_the_s07_demos_page_draws_the_board_and_the_s06_demos_the_threshold(run_main, workdir):
+    code, out, err, api = run_main(s07_task_system, "--demo", key=None)
+    assert code == 0
+    (page,) = (workdir / "demo" / ".transcripts").glob("session_s07_*.html")
+    html = page.read_text(encoding="utf-8")
+    assert '<svg class="board"' in html and 'data-task="4"' in html
+    code, out, err, api = run_main(s06_compact, "--demo", key=None)
+    (page,) = (workdir / "demo" / ".transcripts").glob("session_s06_*.html")
+    assert '<g class="threshold">' in page.read_text(encoding="utf-8")

@@ -19,6 +19,7 @@ from harness.board import open_store
 from harness.board.checklist import import_checklist
 from harness.board.live import BoardWatcher
 from harness.board.record import agent_name, default_agent_name
+from harness.session.record import RECORD
 
 HELP = """/task commands (no model call; the same rules as the model's tools):
   /task                 the board (same as /tasks)
@@ -87,6 +88,8 @@ def choose_board(tasks, default, args) -> str:
     tasks.store = open_store(args.board or os.environ.get("TASK_BOARD") or default)
     name = agent_name(args.name or os.environ.get("AGENT_NAME") or "")
     tasks.agent = name or default_agent_name()
+    # The session page draws the board: read at each compaction and at the end of the run.
+    RECORD.watch_board(lambda: tasks.store.scan()[0])
     return f"agent {tasks.agent}"
 
 

@@ -155,9 +155,14 @@ class SessionLog:
         self._write_record({"tool_result": block})
 
     def close(self) -> None:
+        """Close the file; one that holds nothing (a REPL that never asked the model) is
+        removed, so that --continue finds the last session that did something."""
         if self._fd is not None:
+            empty = os.fstat(self._fd).st_size == 0
             os.close(self._fd)
             self._fd = None
+            if empty:
+                self.path.unlink(missing_ok=True)
 
     def _write_record(self, record: dict) -> None:
         line = json.dumps(record, ensure_ascii=False, default=str) + "\n"
@@ -190,7 +195,8 @@ def latest(folder: Path = FOLDER) -> Path | None:
     """The session in folder written to most recently, or None."""
     if not folder.is_dir():
         return None
-    sessions = [p for p in folder.glob(PATTERN) if p.is_file()]
+    # An empty file is a session that recorded nothing (or was killed before it did).
+    sessions = [p for p in folder.glob(PATTERN) if p.is_file() and p.stat().st_size > 0]
     if not sessions:
         return None
     return max(sessions, key=lambda p: (_modified(p), _order(p)))

@@ -96,8 +96,8 @@ def _kinds_of(tools: list, threshold: Optional[int], sums: dict) -> dict:
 
 def _cache_line(cached: Optional[int], total: int) -> str:
     if cached is None:
-        return ("  in the cache   unknown: no call since the history was last replaced, or the "
-                "cache has expired (5 minutes)")
+        return ("  in the cache   unknown: no model call yet for this history, or the cache "
+                "has expired (5 minutes)")
     shown = min(cached, total)
     cols = round(BAR_WIDTH * shown / total) if total else 0
     share = f"{shown / total:.0%}" if total else "0%"
@@ -198,7 +198,7 @@ def _saving(billed: float, sent: int) -> str:
     change = 1 - billed / sent
     if change >= 0:
         return f"caching saved {change:.0%}"
-    return f"caching cost {-change:.0%} more (writes are 1.25x)"
+    return f"caching cost {-change:.0%} more: cache writes are billed at 1.25x"
 
 
 def _price_line(billed: float, sent: int, output: int, price_in: Optional[float],

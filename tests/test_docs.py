@@ -1,0 +1,276 @@
+"""The pages in docs/: what they quote is run again, and what they say of the code is the code's.
+
+Every block marked `<!-- checked: NAME -->`, in README.md or in docs/*.md, has tests here or
+elsewhere that compare it with what a program prints (CHECKED says which; a marker without a
+test fails). Links between the pages resolve, and every page is linked from the README. The
+settings, defaults and bounds the pages quote are read from the code, so each phrase can fail.
+"""
+
+import io
+import re
+import sys
+from contextlib import redirect_stdout
+
+import pytest
+
+import test_bench_tokens
+import test_readme
+from conftest import ROOT
+from harness.stand_in_api import reply, text, tool
+from readme_blocks import assert_matches, checked_block, markers, quoting_files, runs
+from test_board_contract import pg_board, pg_url  # noqa: F401  (fixtures: a server, a schema)
+
+DOCS = ROOT / "docs"
+
+
+def page(name):
+    return (DOCS / name).read_text(encoding="utf-8")
+
+
+def flat(text):
+    """Text with every run of spaces and newlines as one space: a phrase may wrap anywhere."""
+    return " ".join(text.split())
+
+
+# ---------------------------------------------------------------- the blocks of docs/
+
+def test_context_and_cost_match_the_session_page_after_the_walkthroughs_plan(workdir):
+    test_readme.plan_by_hand(workdir, key=None)
+    (run,) = runs(checked_block(page("session.md"), "context-and-cost"), (test_readme.PROMPT,))
+    code, shown = test_readme.shown_by(run.command, workdir, script=test_readme.WALK_MODEL,
+                                       summary=test_readme.WALK_SUMMARY, inputs=run.inputs,
+                                       env=test_readme.NAME)
+    assert code == 0, shown
+    assert_matches("context-and-cost", run.lines, shown)
+    from harness.session import views
+    assert views.BAR_WIDTH == 60 and "one letter per sixtieth of the request" in page("session.md")
+
+
+COUNTING = [reply(text(f"Counting: {n}."), tool("bash", {"command": f"echo {n}"}))
+            for n in (1, 2, 3)]
+
+
+def test_a_turn_out_of_budget_exits_3_and_continue_goes_on(workdir):
+    stopped, resumed = runs(checked_block(page("long-sessions.md"), "budget"))
+    code, shown = test_readme.shown_by(stopped.command, workdir, script=COUNTING)
+    assert code == 3, shown
+    assert_matches(f"budget, {stopped.command}", stopped.lines, shown)
+    code, shown = test_readme.shown_by(resumed.command, workdir,
+                                       script=[reply(text("Three. Done."))])
+    assert code == 0, shown
+    assert_matches(f"budget, {resumed.command}", resumed.lines, shown)
+    import harness.cli
+    assert harness.cli.STEPS_RAN_OUT == 3 and "exits with **status 3**" in page("long-sessions.md")
+
+
+def test_what_bob_sees_of_alices_work_on_a_postgresql_board(pg_board, tmp_path):  # noqa: F811
+    """In process, as bob's REPL does it: a watcher made before alice acts, read after."""
+    from harness.board.checklist import import_checklist
+    from harness.board.live import BoardWatcher
+    from s07_task_system import TaskManager
+    plan = tmp_path / "plan.md"
+    plan.write_text("# Plan\n- [ ] Design the data model\n- [ ] Implement the API\n"
+                    "- [ ] Write the docs\n", encoding="utf-8")
+    bob = TaskManager(pg_board, agent="bob")
+    watcher = BoardWatcher(bob.store, "bob")
+    try:
+        assert watcher.changes() == []
+        alice = TaskManager(pg_board, agent="alice")
+        import_checklist(alice, str(plan))
+        alice.update(2, add_blocked_by=[1])
+        alice.update(3, add_blocked_by=[1])
+        alice.update(1, status="in_progress")
+        seen = watcher.changes(wait=5)
+        with pytest.raises(ValueError) as refused:
+            bob.update(1, status="completed")
+        alice.update(1, status="completed")
+        seen += watcher.changes(wait=5)
+    finally:
+        watcher.close()
+    doc = page("many-machines.md")
+    assert_matches("live-board", checked_block(doc, "live-board"), "\n".join(seen))
+    assert f"was refused: `{refused.value}`" in flat(doc)
+
+
+def test_a_board_server_that_is_down_is_one_line_without_its_password(workdir):
+    pytest.importorskip("psycopg")      # without it, the line says to install it instead
+    (run,) = runs(checked_block(page("many-machines.md"), "board-unreachable"))
+    assert "PASSWORD@" in run.command and all("PASSWORD" not in line for line in run.lines)
+    code, shown = test_readme.shown_by(run.command, workdir, key=None)
+    assert code == 1, shown
+    assert_matches("board-unreachable", run.lines, shown)
+
+
+def masked(lines):
+    """Lines with every number as # and spaces as one: a timing differs on every run, and the
+    columns' widths with it; the rows, the columns and their order do not."""
+    return "\n".join(" ".join(re.sub(r"\d[\d,.]*", "#", line).split()) for line in lines)
+
+
+def bench_prints(bench_tasks, argv, monkeypatch):
+    monkeypatch.setattr(sys, "argv", argv)
+    out = io.StringIO()
+    with redirect_stdout(out):
+        bench_tasks.main()
+    return out.getvalue()
+
+
+def test_the_quoted_benchmark_runs_print_what_the_benchmark_prints_today(pg_url, monkeypatch):  # noqa: F811
+    """The figures are one run's, on the machine its first line names; the rows, columns and
+    sections are the bench's own, printed here by a run on a small board (timings not compared)."""
+    sys.path.insert(0, str(ROOT / "bench"))
+    import bench_tasks
+    monkeypatch.setattr(bench_tasks, "postgres_server", lambda: (pg_url, lambda: None))
+    stores = bench_prints(bench_tasks, ["bench_tasks.py", "--stores", "60", "80"], monkeypatch)
+    monkeypatch.setattr(bench_tasks, "compare_stores", lambda sizes: None)   # run above
+    full = bench_prints(bench_tasks, ["bench_tasks.py", "60", "80"], monkeypatch)
+    doc = page("performance.md")
+    for name, command, output in (("bench-tasks", "python bench/bench_tasks.py", full),
+                                  ("bench-stores", "python bench/bench_tasks.py --stores", stores)):
+        (run,) = runs(checked_block(doc, name))
+        assert run.command == command
+        assert_matches(name, masked(run.lines).splitlines(), masked(output.splitlines()))
+    assert "[1, 1, 1, 1, 1]" in stores                  # one winner in every round, on both
+
+
+# ---------------------------------------------------------------- every quote has a test
+
+R, T = test_readme, test_bench_tokens
+CHECKED = {
+    ("README.md", "s07-demo"):
+        [test_readme.test_two_s07_demos_continue_one_board_and_leave_your_own_files_alone],
+    ("README.md", "s03-demo"):
+        [test_readme.test_the_s03_demo_matches_the_readme_and_writes_only_under_demo],
+    ("README.md", "s06-demo"):
+        [R.test_the_s06_demo_matches_the_readme_and_its_page_marks_the_batch_where_it_says],
+    ("README.md", "walkthrough"):
+        [test_readme.test_the_board_planned_by_hand_outlives_the_process_without_a_key,
+         test_readme.test_with_a_key_the_same_steps_print_the_same_lines_but_the_first],
+    ("README.md", "task-file"):
+        [test_readme.test_the_board_planned_by_hand_outlives_the_process_without_a_key],
+    ("README.md", "walkthrough-model"):
+        [test_readme.test_the_steps_that_need_a_model_match_the_readme_with_a_scripted_model],
+    ("README.md", "walkthrough-no-model"):
+        [test_readme.test_without_a_model_those_steps_are_refused_in_one_line_each],
+    ("docs/cost.md", "cost-table"):
+        [T.test_the_docs_describe_the_constants_s06_has,
+         T.test_a_made_up_shapes_row_in_the_docs_is_what_the_bench_prints_for_it,
+         T.test_a_real_sessions_s06_figures_in_the_docs_are_what_the_bench_measures,
+         T.test_the_docs_worst_and_median_lines_follow_from_its_rows],
+    ("docs/cost.md", "cost-sweep"):
+        [T.test_a_tiny_sweep_runs_and_its_line_for_the_table_constants_agrees_with_the_table,
+         T.test_the_docs_sweep_covers_the_grid_and_agrees_with_the_table],
+    ("docs/session.md", "context-and-cost"):
+        [test_context_and_cost_match_the_session_page_after_the_walkthroughs_plan],
+    ("docs/long-sessions.md", "budget"): [test_a_turn_out_of_budget_exits_3_and_continue_goes_on],
+    ("docs/many-machines.md", "live-board"):
+        [test_what_bob_sees_of_alices_work_on_a_postgresql_board],
+    ("docs/many-machines.md", "board-unreachable"):
+        [test_a_board_server_that_is_down_is_one_line_without_its_password],
+    ("docs/performance.md", "bench-tasks"):
+        [test_the_quoted_benchmark_runs_print_what_the_benchmark_prints_today],
+    ("docs/performance.md", "bench-stores"):
+        [test_the_quoted_benchmark_runs_print_what_the_benchmark_prints_today],
+}
+
+
+def quoted_blocks():
+    """(file, name) of every checked block, and every ```text block that has no marker."""
+    found, unmarked = [], []
+    for path in quoting_files():
+        source = path.read_text(encoding="utf-8")
+        name = str(path.relative_to(ROOT))
+        found += [(name, marker) for marker in markers(source)]
+        for before, _ in re.findall(r"(.*)\n```text\n(.*?)```", source):
+            if not re.fullmatch(r"<!-- checked: [\w-]+ -->", before):
+                unmarked.append((name, before))
+    return found, unmarked
+
+
+def test_every_quoted_output_block_is_checked_by_a_test_and_every_test_has_its_block():
+    found, unmarked = quoted_blocks()
+    assert len(found) >= 10, found                    # the markers were found and read
+    assert unmarked == [], "an output block without a checked marker"
+    assert [block for block in found if block not in CHECKED] == [], "a block has no test"
+    assert [block for block in CHECKED if block not in found] == [], "a test names no block"
+    assert len(set(found)) == len(found), "two blocks with one name"
+    for tests in CHECKED.values():
+        for test in tests:
+            module = __import__(test.__module__)
+            assert getattr(module, test.__name__) is test    # collected by pytest, by that name
+
+
+# ---------------------------------------------------------------- links and pages
+
+def test_every_link_between_the_pages_resolves_and_every_page_is_linked_from_the_readme():
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    for path in quoting_files():
+        for target in re.findall(r"\]\(([^)#]+)(?:#[^)]*)?\)", path.read_text(encoding="utf-8")):
+            if not target.startswith(("http://", "https://")):
+                assert (path.parent / target).exists(), f"{path.name} links to {target}"
+    linked = set(re.findall(r"\]\(docs/([\w.-]+\.md)\)", readme))
+    assert linked == {p.name for p in DOCS.glob("*.md")}
+
+
+# ---------------------------------------------------------------- what the pages say of the code
+
+def settings_read_by_the_code():
+    """The environment variables the lessons and the harness read, from their source."""
+    names = set()
+    for path in [*ROOT.glob("s0*.py"), *(ROOT / "harness").rglob("*.py")]:
+        if path.name == "stand_in_api.py":
+            continue
+        source = path.read_text(encoding="utf-8")
+        names |= set(re.findall(r'environ\.get\("([A-Z_]+)"', source))
+        names |= set(re.findall(r'(?:positive_int|secret)\(\s*"([A-Z_]+)"', source))
+        names |= set(re.findall(r'\("(PRICE_PER_MTOK\w*)", "(?:input|output)"\)', source))
+    return names - {"USER"}      # the default agent name's part, not a setting
+
+
+def test_the_settings_table_lists_every_setting_the_code_reads():
+    table = re.findall(r"^\| `([A-Z_]+)` \|", page("real-use.md"), re.M)
+    read = settings_read_by_the_code()
+    assert {"ANTHROPIC_API_KEY", "MAX_STEPS", "PRICE_PER_MTOK_OUT", "NO_COLOR"} <= read
+    assert sorted(read - set(table)) == [] and sorted(set(table) - read) == []
+
+
+def test_the_defaults_and_bounds_the_pages_quote_are_the_codes():
+    import s03_todo
+    import s06_compact
+    from harness import bash, config, spill, terminal
+    real_use, long_sessions, limits = page("real-use.md"), page("long-sessions.md"), page(
+        "limits.md")
+    quoted = {
+        real_use: [f"the model (default `{config.DEFAULT_MODEL}`)",
+                   f"between two pieces of a reply (default {config.DEFAULT_TIMEOUT})",
+                   f"above this many tokens (default {s06_compact.DEFAULT_THRESHOLD:,})",
+                   f"(default {config.DEFAULT_WINDOW:,}, the default model's)",
+                   f"default {s03_todo.MAX_STEPS} in s03, {s06_compact.MAX_STEPS} in s06 and s07"],
+        long_sessions: [
+            f"The default is {s06_compact.MAX_STEPS} in s06 and s07",
+            f"s03 keeps {s03_todo.MAX_STEPS}",
+            f"`COMPACT_THRESHOLD` (default {s06_compact.DEFAULT_THRESHOLD:,} tokens)",
+            f"longer than the cap ({s03_todo.OUTPUT_CAP:,} characters)",
+            f"its first and last {int(s03_todo.OUTPUT_CAP * spill.SHOWN_SHARE):,} characters",
+            f"keeps the first {bash.KEEP_UP_TO:,} characters of a command's output, and stops a "
+            f"command that writes more than {bash.FLOOD_BYTES // 1_000_000} MB beyond them",
+            f"passes **{spill.MAX_TOTAL_BYTES // 1_000_000} MB or {spill.MAX_FILES:,} files**",
+            f"a result of {spill.SAVE_WHEN_CLEARED:,} characters or more"],
+        limits: [f"a shell command is shown whole up to {terminal.COMMAND_CHARS:,} characters",
+                 f"keeps the first {bash.KEEP_UP_TO:,} characters",
+                 f"a result over {s03_todo.OUTPUT_CAP:,} characters is saved whole",
+                 f"If it was {spill.SAVE_WHEN_CLEARED:,} characters or more",
+                 "(the three newest, `KEEP_RECENT` in s06)"],
+    }
+    missing = [phrase for text, phrases in quoted.items() for phrase in phrases
+               if flat(phrase) not in flat(text)]
+    assert missing == []
+    assert s06_compact.KEEP_RECENT == 3        # "the three newest" in limits.md
+
+
+def test_the_cache_minimum_the_docs_quote_is_s06s_with_its_source():
+    import s06_compact
+    doc = flat(s06_compact.__doc__)
+    assert "1,024 for Sonnet 5 (platform.claude.com/docs/en/build-with-claude/prompt-caching" in doc
+    assert "below the model's minimum for caching, 1,024 tokens for the default model" in flat(
+        page("session.md"))
