@@ -14,7 +14,7 @@ import pytest
 
 import s03_todo
 from harness import files
-from test_s07_durability import crash_at_byte
+from test_s07_durability import crash_at_byte, crash_inside_target
 
 OLD = "old line\n" * 300            # 2,700 bytes
 NEW = "the new line\n" * 300        # 3,900 bytes: a crash anywhere in it is in the middle
@@ -42,6 +42,16 @@ def folder(tmp_path, monkeypatch):
 def test_a_crash_inside_write_file_leaves_the_old_file_or_the_new(folder, limit):
     (folder / "notes.txt").write_text(OLD, encoding="utf-8")
     crash_at_byte(limit, SETUP, f"s03_todo.run_write('notes.txt', {NEW!r})", folder)
+    assert_whole(folder / "notes.txt", limit, OLD, NEW)
+
+
+@pytest.mark.parametrize("limit", [1, len(NEW) // 2])
+def test_a_crash_while_the_file_is_put_in_place_leaves_the_old_file_or_the_new(folder, limit):
+    """The final step: a copy of the temp file over notes.txt, killed halfway, would leave half
+    of it; os.replace never writes into notes.txt at all."""
+    (folder / "notes.txt").write_text(OLD, encoding="utf-8")
+    crash_inside_target("notes.txt", limit, SETUP, f"s03_todo.run_write('notes.txt', {NEW!r})",
+                        folder)
     assert_whole(folder / "notes.txt", limit, OLD, NEW)
 
 

@@ -11,6 +11,7 @@ import os
 import secrets
 import subprocess
 import sys
+import threading
 import tracemalloc
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
@@ -219,6 +220,30 @@ def test_of_eight_concurrent_starters_exactly_one_wins_each_round(board):
         assert setup.store.load(task_id)["owner"] == winners[0]
 
 
+def test_while_one_agent_changes_the_board_another_agents_change_waits_for_it(board):
+    """a holds the board's lock and starts #1 within it; b, starting #1 meanwhile, waits for the
+    lock, then reads #1 as a left it and is refused. Without the lock, b would read #1 as
+    pending and both would think they had it."""
+    a, b = TaskManager(board, agent="a"), TaskManager(board, agent="b")
+    a.create("Design")
+    outcome = []
+
+    def b_starts():
+        try:
+            outcome.append(b.update(1, status="in_progress"))
+        except ValueError as exc:
+            outcome.append(str(exc))
+    thread = threading.Thread(target=b_starts, daemon=True)
+    with a.store.locked():
+        thread.start()
+        thread.join(0.5)
+        assert outcome == []                         # b waits for the board
+        a.store.write({**a.store.load(1), "status": "in_progress", "owner": "a"})
+    thread.join(10)
+    assert len(outcome) == 1 and outcome[0].startswith("#1 is in progress by a;")
+    assert a.store.load(1)["owner"] == "a"
+
+
 def test_a_non_owner_cannot_complete_and_a_person_can_force_a_takeover(board):
     alice, bob = TaskManager(board, agent="alice"), TaskManager(board, agent="bob")
     alice.create("a")
@@ -339,6 +364,21 @@ def test_unknown_self_and_cyclic_blockers_are_refused_and_change_nothing(board):
         with pytest.raises(ValueError, match=message):
             tasks.update(task_id, add_blocked_by=[blocker])
     assert TaskManager(board).store.scan(validate=True) == before
+
+
+def test_a_blocker_removed_by_hand_still_holds_its_task_back(board):
+    """A blocker that is gone (or cannot be read) is not finished: the task waiting for it is
+    neither ready nor "Unblocked" when its other blocker completes, and cannot start."""
+    tasks = TaskManager(board)
+    tasks.create("Design")
+    tasks.create("Review")
+    tasks.create("Build", blocked_by=[1, 2])
+    remove_by_hand(board, 1)
+    assert tasks.update(2, status="completed") == "Updated [x] #2: Review"
+    assert tasks.list_all().splitlines()[-1] == ("Ready to start: none (the rest are in "
+                                                 "progress or blocked)")
+    with pytest.raises(ValueError, match="#3 is blocked by #1"):
+        tasks.update(3, status="in_progress")
 
 
 def test_a_blocked_task_cannot_start(board):

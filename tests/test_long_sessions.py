@@ -14,6 +14,7 @@ import s03_todo
 import s07_task_system
 from harness.stand_in_api import StandInAPI, reply, text, tool
 from conftest import ROOT, clean_env, tool_results
+from test_s03_e2e import popen_taking_ctrl_c
 
 
 def test_a_200_call_turn_runs_to_its_end_by_default_in_s07(run_main):
@@ -106,9 +107,9 @@ def stop_in_the_middle_of_a_batch(workdir, signum):
              tool("bash", {"command": "echo three > three.txt"})]
     with StandInAPI([reply(*calls)]) as api:
         env = clean_env(workdir.parent / "home", ANTHROPIC_API_KEY="k", ANTHROPIC_BASE_URL=api.url)
-        proc = subprocess.Popen([sys.executable, str(ROOT / "s03_todo.py"), "three steps"],
-                                cwd=workdir, env=env,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        proc = popen_taking_ctrl_c([sys.executable, str(ROOT / "s03_todo.py"), "three steps"],
+                                   cwd=workdir, env=env,
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         pid_file, deadline = workdir / "shell.pid", time.time() + 20
         while not (pid_file.exists() and pid_file.read_text().strip()) and time.time() < deadline:
             time.sleep(0.05)

@@ -38,18 +38,21 @@ def test_todo_rendering_reminder_and_refused_second_in_progress(run_lesson, work
     assert tool_results(reqs[1])[0]["content"] == "[>] #1: step 1\n[ ] #2: step 2\n(0/2 completed)"
     refused = tool_results(reqs[2])[0]
     assert refused["is_error"] is True and "only one may be in_progress" in refused["content"]
-    # Three rounds without todo (write, bash, read): the reminder follows the results, once they are all there.
+    # Three rounds without todo (write, bash, read): the reminder follows the results, once
+    # they are all there.
     for n in (3, 4):
         assert all(b["type"] == "tool_result" for b in reqs[n]["messages"][-1]["content"])
     last = reqs[5]["messages"][-1]["content"]
     assert [b["type"] for b in last] == ["tool_result", "tool_result", "text"]
     assert "<reminder>" in last[2]["text"] and last[1]["is_error"] is True
-    assert all(b["type"] == "tool_result" for b in reqs[6]["messages"][-1]["content"])  # todo used: no nag
+    # todo used: no nag
+    assert all(b["type"] == "tool_result" for b in reqs[6]["messages"][-1]["content"])
     assert (workdir / "hello.py").read_text() == "print('hi')\n"
     assert "> todo items=" in proc.stderr and "[tokens:" in proc.stderr
     assert "Traceback" not in proc.stderr
     # Each request carries the base tools and todo; the system prompt; the configured model.
-    assert [t["name"] for t in reqs[0]["tools"]] == ["bash", "read_file", "write_file", "edit_file", "todo"]
+    assert [t["name"] for t in reqs[0]["tools"]] == ["bash", "read_file", "write_file",
+                                                      "edit_file", "todo"]
     assert reqs[0]["model"] == "claude-sonnet-5-5"
 
 
@@ -65,8 +68,9 @@ def test_a_tool_call_cut_by_max_tokens_is_not_run(run_main, workdir):
 
 
 def test_complete_tool_calls_before_the_cut_one_run_and_the_cut_one_does_not(run_main, workdir):
-    """llama-server, asked for tools, returned five parsed calls with stop_reason max_tokens: only the
-    last block can be half-written, so the calls before it run and the model is told about the last."""
+    """llama-server, asked for tools, returned five parsed calls with stop_reason max_tokens:
+    only the last block can be half-written, so the calls before it run and the model is told
+    about the last."""
     cut = reply(tool("write_file", {"path": "a.txt", "content": "whole"}),
                 tool("write_file", {"path": "b.txt", "content": "par"}), stop_reason="max_tokens")
     code, out, err, api = run_main(s03_todo, "go", script=[cut, reply(text("done"))])
@@ -97,7 +101,8 @@ def test_the_step_limit_ends_the_turn_with_a_clear_message(run_main):
 def test_no_key_is_one_line_and_makes_no_request(run_lesson):
     proc, api = run_lesson("s03_todo", "hi", key=None)
     assert proc.returncode == 1 and api.requests == []
-    assert proc.stderr.count("\n") == 1 and "ANTHROPIC_API_KEY" in proc.stderr and ".env.example" in proc.stderr
+    assert proc.stderr.count("\n") == 1 and "ANTHROPIC_API_KEY" in proc.stderr
+    assert ".env.example" in proc.stderr
 
 
 def test_a_bad_key_is_one_line_and_exit_1(run_lesson):
@@ -108,17 +113,22 @@ def test_a_bad_key_is_one_line_and_exit_1(run_lesson):
 
 
 def test_api_failures_are_one_line_and_exit_1(run_main):
-    for script, expected in [([error(400, "max_tokens too large")], "refused the request (400 max_tokens too large)"),
-                             ([error(429, "slow down")] * 3, "rate limited (429 slow down) even after retries"),
-                             ([error(529, "Overloaded")] * 3, "failed (529 Overloaded) even after retries"),
-                             ([error(404, "model: x")], "not found (404 model: x): check MODEL_ID")]:
+    for script, expected in [([error(400, "max_tokens too large")],
+                              "refused the request (400 max_tokens too large)"),
+                             ([error(429, "slow down")] * 3,
+                              "rate limited (429 slow down) even after retries"),
+                             ([error(529, "Overloaded")] * 3,
+                              "failed (529 Overloaded) even after retries"),
+                             ([error(404, "model: x")],
+                              "not found (404 model: x): check MODEL_ID")]:
         code, out, err, api = run_main(s03_todo, "hi", script=script)
         assert code == 1 and expected in err, (expected, err)
         assert err.count("\n") == 1 and "Traceback" not in err
 
 
 def test_transient_failures_are_retried_and_the_turn_completes(run_main):
-    code, out, err, api = run_main(s03_todo, "hi", script=[error(529), error(500), reply(text("fine"))])
+    script = [error(529), error(500), reply(text("fine"))]
+    code, out, err, api = run_main(s03_todo, "hi", script=script)
     assert code == 0 and out.strip() == "fine" and len(api.requests) == 3
 
 
@@ -136,7 +146,8 @@ def test_dotenv_is_read_and_the_real_environment_wins(run_main, workdir):
     (workdir / ".env").write_text("ANTHROPIC_API_KEY=from-dotenv\nMODEL_ID=model-from-dotenv\n")
     code, out, err, api = run_main(s03_todo, "hi", script=[reply(text("a"))], key=None)
     assert code == 0 and api.requests[0]["model"] == "model-from-dotenv"
-    code, out, err, api = run_main(s03_todo, "hi", script=[reply(text("a"))], env={"MODEL_ID": "model-from-env"})
+    code, out, err, api = run_main(s03_todo, "hi", script=[reply(text("a"))],
+                                   env={"MODEL_ID": "model-from-env"})
     assert api.requests[0]["model"] == "model-from-env"
 
 
@@ -149,13 +160,15 @@ def test_every_lesson_has_help_and_the_no_key_line(run_main, lesson, commands):
     code, out, err, api = run_main(module, "--help")
     assert code == 0 and f"python {lesson}.py" in out and "open a REPL" in " ".join(out.split())
     assert "--demo" in out
-    assert "ANTHROPIC_API_KEY" in out and (f"In the REPL: {commands}." in " ".join(out.split())) == bool(commands)
+    assert "ANTHROPIC_API_KEY" in out
+    assert (f"In the REPL: {commands}." in " ".join(out.split())) == bool(commands)
     code, out, err, api = run_main(module, "hi", key=None)
     assert code == 1 and api.requests == [] and err.count("\n") == 1 and "ANTHROPIC_API_KEY" in err
 
 
 def test_the_repl_keeps_the_conversation_and_quits(run_lesson):
-    script = [reply(text("first answer")), reply(tool("bash", {"command": "echo hi"})), reply(text("second"))]
+    script = [reply(text("first answer")), reply(tool("bash", {"command": "echo hi"})),
+              reply(text("second"))]
     proc, api = run_lesson("s03_todo", script=script, stdin="one\n\ntwo\nq\n")
     assert proc.returncode == 0 and api.violations == []
     assert "s03 >> " in proc.stdout and "first answer" in proc.stdout and "second" in proc.stdout
@@ -172,12 +185,31 @@ def test_the_repl_survives_an_api_error_and_keeps_a_valid_history(run_main):
     assert api.requests[1]["messages"] == [{"role": "user", "content": "two"}]
 
 
+def popen_taking_ctrl_c(*args, **kwargs) -> subprocess.Popen:
+    """subprocess.Popen, with a child that takes Ctrl-C (SIGINT) as from a terminal, even when
+    this suite was started with SIGINT ignored (`pytest &` in a shell without job control): an
+    ignored signal stays ignored through exec, and the child would never see the test's Ctrl-C;
+    a handled one is reset to the default there."""
+    saved = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        return subprocess.Popen(*args, **kwargs)
+    finally:
+        if saved is not None:
+            signal.signal(signal.SIGINT, saved)
+
+
+def repl_taking_ctrl_c(workdir, env) -> subprocess.Popen:
+    """s03's REPL, with pipes for stdin, stdout and stderr."""
+    return popen_taking_ctrl_c([sys.executable, str(ROOT / "s03_todo.py")], cwd=workdir,
+                               env=env, text=True, stdin=subprocess.PIPE,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+
 def test_ctrl_c_during_a_turn_abandons_it_and_the_next_prompt_works(workdir):
     script = [reply(tool("bash", {"command": "sleep 30"})), reply(text("after interrupt"))]
     with StandInAPI(script) as api:
         env = clean_env(workdir.parent / "home", ANTHROPIC_API_KEY="k", ANTHROPIC_BASE_URL=api.url)
-        proc = subprocess.Popen([sys.executable, str(ROOT / "s03_todo.py")], cwd=workdir, env=env, text=True,
-                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        proc = repl_taking_ctrl_c(workdir, env)
         proc.stdin.write("start a long job\n")
         proc.stdin.flush()
         deadline = time.time() + 20
@@ -213,7 +245,8 @@ def test_the_repl_survives_every_kind_of_api_failure(run_main):
     code, out, err, api = run_main(s03_todo, script=script, stdin="a\nb\nc\nd\nq\n")
     assert code == 0 and "still here" in out and "Traceback" not in err
     assert "rejected the key (401" in err and "rate limited (429" in err and "failed (529" in err
-    assert api.requests[-1]["messages"] == [{"role": "user", "content": "d"}]  # failed turns left nothing behind
+    # The failed turns left nothing behind.
+    assert api.requests[-1]["messages"] == [{"role": "user", "content": "d"}]
 
 
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP])
@@ -221,8 +254,9 @@ def test_a_closed_terminal_or_sigterm_kills_the_running_command_too(workdir, sig
     script = [reply(tool("bash", {"command": "echo $$ > shell.pid; sleep 30"}))]
     with StandInAPI(script) as api:
         env = clean_env(workdir.parent / "home", ANTHROPIC_API_KEY="k", ANTHROPIC_BASE_URL=api.url)
-        proc = subprocess.Popen([sys.executable, str(ROOT / "s03_todo.py"), "start a long job"], cwd=workdir,
-                                env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        proc = subprocess.Popen([sys.executable, str(ROOT / "s03_todo.py"), "start a long job"],
+                                cwd=workdir, env=env, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE)
         pid_file, deadline = workdir / "shell.pid", time.time() + 20
         while not (pid_file.exists() and pid_file.read_text().strip()) and time.time() < deadline:
             time.sleep(0.05)
@@ -249,8 +283,10 @@ def test_a_complete_tool_call_is_run_even_when_stop_reason_says_end_turn(run_mai
 
 
 
-def test_tool_input_sent_as_json_text_or_a_list_is_handled_and_the_history_stays_valid(run_main, workdir):
-    items = '[{"id": "1", "text": "write a.txt", "status": "in_progress"}]'   # an array sent as a string
+def test_tool_input_sent_as_json_text_or_a_list_is_handled_and_the_history_stays_valid(
+        run_main, workdir):
+    # an array sent as a string
+    items = '[{"id": "1", "text": "write a.txt", "status": "in_progress"}]'
     script = [reply(tool("todo", {"items": items}), tool("bash", ["ls"])), reply(text("done"))]
     code, out, err, api = run_main(s03_todo, "go", script=script)
     assert code == 0 and "Traceback" not in err and api.violations == []
@@ -265,8 +301,7 @@ def test_ctrl_c_while_the_model_is_still_answering_abandons_the_turn(workdir):
     script = [reply(text("a slow model"), delay=20), reply(text("after interrupt"))]
     with StandInAPI(script) as api:
         env = clean_env(workdir.parent / "home", ANTHROPIC_API_KEY="k", ANTHROPIC_BASE_URL=api.url)
-        proc = subprocess.Popen([sys.executable, str(ROOT / "s03_todo.py")], cwd=workdir, env=env, text=True,
-                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        proc = repl_taking_ctrl_c(workdir, env)
         proc.stdin.write("a question\n")
         proc.stdin.flush()
         deadline = time.time() + 20
@@ -276,5 +311,6 @@ def test_ctrl_c_while_the_model_is_still_answering_abandons_the_turn(workdir):
         os.kill(proc.pid, signal.SIGINT)
         out, err = proc.communicate("next prompt\nq\n", timeout=30)
     assert proc.returncode == 0, err
-    assert "turn abandoned; the conversation is as it was before it" in err and "after interrupt" in out
+    assert "turn abandoned; the conversation is as it was before it" in err
+    assert "after interrupt" in out
     assert api.requests[1]["messages"] == [{"role": "user", "content": "next prompt"}]

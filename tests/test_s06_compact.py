@@ -9,15 +9,20 @@ import pytest
 
 import s06_compact as s06
 from harness import layer1, transcripts
-from harness.stand_in_api import StandInAPI, check_request, error, reply, text, tool
+from conftest import tool_results
+from harness.stand_in_api import (StandInAPI, check_request, error, reply, text,
+                                    tool)
 
 
 def history_with_results(*calls):
-    """A valid history: one assistant tool_use and its result per (tool name, result content[, input])."""
+    """A valid history: one assistant tool_use and its result per (tool name, result
+    content[, input])."""
     messages = [{"role": "user", "content": "go"}]
     for n, (name, content, *args) in enumerate(calls):
-        messages.append({"role": "assistant", "content": [tool(name, args[0] if args else {}, id=f"t{n}")]})
-        messages.append({"role": "user", "content": [{"type": "tool_result", "tool_use_id": f"t{n}", "content": content}]})
+        call = tool(name, args[0] if args else {}, id=f"t{n}")
+        result = {"type": "tool_result", "tool_use_id": f"t{n}", "content": content}
+        messages.append({"role": "assistant", "content": [call]})
+        messages.append({"role": "user", "content": [result]})
     return messages
 
 
@@ -41,17 +46,20 @@ def contents(view):
 # ---------------------------------------------------------------- layer 1
 
 def test_layer1_clears_old_long_results_in_one_worthwhile_batch_and_keeps_the_newest(capsys):
-    history = history_with_results(("bash", BIG), ("bash", "short"), ("edit_file", LONG, {"path": "a.py"}),
+    history = history_with_results(("bash", BIG), ("bash", "short"),
+                                   ("edit_file", LONG, {"path": "a.py"}),
                                    ("bash", LONG), ("bash", LONG), ("bash", LONG))
     original = copy.deepcopy(history)
     view = s06.micro_compact(history)
     first, *rest = contents(view)
     kept = s06.KEEP_RECENT                          # of the three long bash results at the end
-    assert rest == ["short", "[Previous: used edit_file]"] + ["[Previous: used bash]"] * (3 - kept) + [LONG] * kept
+    cleared = ["[Previous: used bash]"] * (3 - kept)
+    assert rest == ["short", "[Previous: used edit_file]"] + cleared + [LONG] * kept
     saved = first.removeprefix("[Previous: used bash; the whole result is in ").removesuffix("]")
     assert Path(saved).read_text() == BIG           # cleared from the context, kept whole on disk
     assert history == original                      # the history keeps every result
-    assert check_request({"model": "m", "max_tokens": 1, "messages": view}) is None  # pairing intact
+    # The calls and results still pair up.
+    assert check_request({"model": "m", "max_tokens": 1, "messages": view}) is None
     ids = lambda msgs: [(b.get("id"), b.get("tool_use_id")) for m in msgs[1:] for b in m["content"]]
     assert ids(view) == ids(history)
     note = capsys.readouterr().err
@@ -62,13 +70,15 @@ def test_layer1_clears_old_long_results_in_one_worthwhile_batch_and_keeps_the_ne
 
 def test_layer1_never_clears_what_the_model_has_not_answered_yet():
     """Calls made at once come back in one message: the model has seen none of those results,
-    and wrote those inputs in its newest turn, so none is cleared, whatever KEEP_RECENT says."""
+    and wrote those inputs in its newest turn, so none is cleared, whatever KEEP_RECENT says:
+    here the turn holds more calls than KEEP_RECENT, its first results big enough to clear."""
     history = history_with_results(("bash", BIG), ("bash", BIG))
-    turn = [tool("bash", {}, id="p0"), tool("write_file", {"path": "a.py", "content": LONG}, id="p1"),
-            tool("bash", {}, id="p2")]
-    history += [{"role": "assistant", "content": turn},
-                {"role": "user", "content": [{"type": "tool_result", "tool_use_id": b["id"], "content": LONG}
-                                             for b in turn]}]
+    turn = [tool("bash", {}, id="p0"),
+            tool("write_file", {"path": "a.py", "content": BIG}, id="p1")]
+    turn += [tool("bash", {}, id=f"p{n}") for n in range(2, s06.KEEP_RECENT + 2)]
+    results = [{"type": "tool_result", "tool_use_id": b["id"], "content": LONG} for b in turn]
+    results[0]["content"] = BIG
+    history += [{"role": "assistant", "content": turn}, {"role": "user", "content": results}]
     view = s06.micro_compact(history)
     assert view[1:5] != history[1:5]                       # the old results went in this batch
     assert view[-2:] == history[-2:]                       # the newest turn and its results did not
@@ -99,8 +109,10 @@ def test_clearing_a_calls_input_keeps_its_short_result_and_claims_nothing_about_
     assert view[2]["content"][0]["content"] == "Error: outside the workspace"
     assert view[4]["content"][0]["content"] == "Error: old_text not found in b.py"
     written, edited = view[1]["content"][0]["input"], view[3]["content"][0]["input"]
-    assert written["content"].startswith("[cleared from the context") and "written" not in written["content"]
-    assert all("read_file shows the file as it is now" in edited[k] for k in ("old_text", "new_text"))
+    assert written["content"].startswith("[cleared from the context")
+    assert "written" not in written["content"]
+    for field in ("old_text", "new_text"):
+        assert "read_file shows the file as it is now" in edited[field]
 
 
 def test_only_a_whole_read_or_write_that_worked_makes_an_earlier_read_stale():
@@ -108,18 +120,22 @@ def test_only_a_whole_read_or_write_that_worked_makes_an_earlier_read_stale():
     history = history_with_results(("read_file", whole, {"path": "a.py"}),
                                    ("read_file", "line\n" * 100, {"path": "a.py", "offset": 50}),
                                    ("read_file", whole, {"path": "b.py"}),
-                                   ("write_file", "Error: the disk is full", {"path": "b.py", "content": "y"}),
+                                   ("write_file", "Error: the disk is full",
+                                    {"path": "b.py", "content": "y"}),
                                    ("read_file", whole, {"path": "c.py"}),
-                                   ("write_file", "Wrote 1 bytes", {"path": "c.py", "content": "y"}),
+                                   ("write_file", "Wrote 1 bytes",
+                                    {"path": "c.py", "content": "y"}),
                                    ("read_file", whole, {"path": "d.py"}),
                                    ("read_file", "(no lines)", {"path": "d.py", "limit": 0}),
                                    ("read_file", whole, {"path": "e.py", "offset": 900}),
-                                   ("read_file", whole + "... (9 more lines; read on with offset=2001)",
+                                   ("read_file",
+                                    whole + "... (9 more lines; read on with offset=2001)",
                                     {"path": "e.py"}),
                                    ("bash", BIG), ("bash", "ok"))
     history[8]["content"][0]["is_error"] = True
     gone = layer1.no_longer_needed(history, 1, s06.KEEP_CHARS, layer1.Cleared()).results
-    assert "t0" not in gone and "t2" not in gone     # a part read, a failed write: a.py, b.py still whole
+    # A part read, a failed write: a.py and b.py are still whole.
+    assert "t0" not in gone and "t2" not in gone
     assert "t4" in gone                              # c.py was written anew
     assert "t6" not in gone                          # a read of no lines of d.py
     assert "t8" not in gone                          # a read cut short shows only the start of e.py
@@ -137,6 +153,17 @@ def test_layer1_never_clears_a_batch_smaller_than_clear_at_least():
     assert contents(s06.micro_compact(history))[0].startswith("[Previous: used bash")
 
 
+def test_a_batch_waits_while_clearing_it_would_rewrite_more_cache_than_it_frees():
+    """An old result worth CLEAR_AT_LEAST, followed by three times as much: clearing it would
+    make the API write all that again (1.25 x) to free less than REWRITE_SHARE x of it. With a
+    cold cache (nothing counted yet: a resumed session's first call) nothing is lost: it goes."""
+    history = history_with_results(("bash", BIG), *[("bash", BIG + str(n)) for n in range(3)])
+    s06.CONTEXT.record(Usage(40_000, 100), history)          # the API has read all of it
+    assert contents(s06.micro_compact(history)) == [BIG] + [BIG + str(n) for n in range(3)]
+    s06.CONTEXT.reported = None                              # a cold cache
+    assert contents(s06.micro_compact(history))[0].startswith("[Previous: used bash")
+
+
 def test_layer1_waits_until_a_batch_is_worth_the_cache_it_throws_away():
     history = history_with_results(*[("bash", LONG)] * 8)        # 5 old results of ~100 tokens each
     assert s06.micro_compact(history) == history
@@ -150,17 +177,19 @@ def test_between_batches_every_request_repeats_the_last_one_as_its_prefix():
         history += history_with_results(("bash", LONG))[1:]
         history[-2]["content"][0]["id"] = history[-1]["content"][0]["tool_use_id"] = f"more{n}"
     assert contents(views[0])[0].startswith("[Previous: used bash")
-    for before, after in zip(views, views[1:]):
-        assert after[:len(before)] == before     # byte for byte: the API reads it all from its cache
+    for before, after in zip(views, views[1:], strict=False):
+        # Byte for byte: the API reads it all from its cache.
+        assert after[:len(before)] == before
 
 
 def test_a_file_stays_visible_until_a_later_read_or_write_supersedes_it():
-    history = history_with_results(("read_file", BIG, {"path": "a.py"}), ("read_file", LONG, {"path": "b.py"}),
+    history = history_with_results(("read_file", BIG, {"path": "a.py"}),
+                                   ("read_file", LONG, {"path": "b.py"}),
                                    ("write_file", "Wrote", {"path": "./a.py"}),
                                    ("bash", "1"), ("bash", "2"), ("bash", "3"))
     view = contents(s06.micro_compact(history))
     assert view[0] == "[Previous: read a.py; a later read or write of it follows]"
-    assert view[1] == LONG                         # b.py was never read again: its contents are current
+    assert view[1] == LONG          # b.py was never read again: its contents are current
 
 
 # ---------------------------------------------------------------- the summary call
@@ -168,16 +197,19 @@ def test_a_file_stays_visible_until_a_later_read_or_write_supersedes_it():
 def test_the_summary_call_repeats_the_loops_prefix_and_asks_for_no_tool(in_tmp):
     history = history_with_results(("bash", LONG), ("bash", "done"))
     view = s06.micro_compact(history)
-    with StandInAPI([reply(tool("bash", {"command": "ls"}), text("SUMMARY: ran bash twice"))]) as api:
+    answer = reply(tool("bash", {"command": "ls"}), text("SUMMARY: ran bash twice"))
+    with StandInAPI([answer]) as api:
         client = anthropic.Anthropic(api_key="k", base_url=api.url)
         assert s06.auto_compact(history, client, focus="the bash runs") is True
     (request,) = api.requests
-    assert request["system"] == s06.SYSTEM and request["tools"] == s06.TOOLS and "tool_choice" not in request
+    assert request["system"] == s06.SYSTEM and request["tools"] == s06.TOOLS
+    assert "tool_choice" not in request
     assert request["messages"][:-1] == view[:-1]          # the cached prefix, unchanged
     last = request["messages"][-1]["content"]
     assert last[:-1] == view[-1]["content"] and "<summary-request>" in last[-1]["text"]
     assert "Above all, preserve: the bash runs" in last[-1]["text"]
-    assert len(history) == 1 and "SUMMARY: ran bash twice" in history[0]["content"]   # the tool call is ignored
+    # The tool call is ignored.
+    assert len(history) == 1 and "SUMMARY: ran bash twice" in history[0]["content"]
     assert ".transcripts/transcript_" in history[0]["content"]
     (transcript,) = (in_tmp / ".transcripts").iterdir()
     assert len(transcript.read_text().splitlines()) == 5
@@ -231,10 +263,12 @@ def test_transcripts_are_jsonl_of_plain_data_and_never_overwritten(in_tmp):
     assert first != second and first.parent.name == ".transcripts"
     lines = first.read_text(encoding="utf-8").splitlines()
     assert [json.loads(line) for line in lines] == history and "héllo ✓" in lines[2]
-    assert [json.loads(line) for line in second.read_text(encoding="utf-8").splitlines()] == history[:1]
+    lines = second.read_text(encoding="utf-8").splitlines()
+    assert [json.loads(line) for line in lines] == history[:1]
 
 
-@pytest.mark.parametrize("answer", [error(400, "prompt is too long"), reply()], ids=["api-error", "empty"])
+@pytest.mark.parametrize("answer", [error(400, "prompt is too long"), reply()],
+                         ids=["api-error", "empty"])
 def test_a_failed_summary_loses_nothing(in_tmp, capsys, answer):
     history = history_with_results(("bash", LONG))
     before = copy.deepcopy(history)
@@ -251,7 +285,8 @@ def test_a_failed_summary_loses_nothing(in_tmp, capsys, answer):
 
 def test_the_model_calls_compact_mid_task_and_keeps_working(run_lesson, workdir):
     script = [reply(tool("bash", {"command": "seq 1 100"})),
-              reply(tool("write_file", {"path": "a.txt", "content": "A"}), tool("compact", {"focus": "a.txt"})),
+              reply(tool("write_file", {"path": "a.txt", "content": "A"}),
+                    tool("compact", {"focus": "a.txt"})),
               reply(text("SUMMARY: wrote a.txt"), stop_reason="end_turn"),   # the summary call
               reply(tool("read_file", {"path": "a.txt"})),
               reply(text("finished after compaction"))]
@@ -259,8 +294,10 @@ def test_the_model_calls_compact_mid_task_and_keeps_working(run_lesson, workdir)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "finished after compaction" and api.violations == []
     summary_req, after = api.requests[2], api.requests[3]
-    assert "<summary-request>" in json.dumps(summary_req["messages"][-1]) and summary_req["tools"] == api.requests[0]["tools"]
-    assert after["messages"][0]["role"] == "user" and "SUMMARY: wrote a.txt" in after["messages"][0]["content"]
+    assert "<summary-request>" in json.dumps(summary_req["messages"][-1])
+    assert summary_req["tools"] == api.requests[0]["tools"]
+    assert after["messages"][0]["role"] == "user"
+    assert "SUMMARY: wrote a.txt" in after["messages"][0]["content"]
     assert len(after["messages"]) == 1
     assert "[compacted: " in proc.stderr and "transcript .transcripts/transcript_" in proc.stderr
     assert len(list((workdir / ".transcripts").glob("transcript_*.jsonl"))) == 1
@@ -272,7 +309,8 @@ def test_a_low_threshold_triggers_auto_compact_and_the_turn_completes(run_lesson
     for n in range(10):
         (workdir / f"big{n}.txt").write_text("word " * 5000)
     script = ([reply(tool("bash", {"command": "seq 1 6000"})) for _ in range(4)]
-              + [reply(tool("read_file", {"path": f"big{n}.txt"})) for n in range(10)] + [reply(text("done"))])
+              + [reply(tool("read_file", {"path": f"big{n}.txt"})) for n in range(10)]
+              + [reply(text("done"))])
     proc, api = run_lesson("s06_compact", "work", script=script, summary="SUMMARY: printed numbers",
                            env={"COMPACT_THRESHOLD": "60000"})
     assert proc.returncode == 0, proc.stderr
@@ -283,7 +321,8 @@ def test_a_low_threshold_triggers_auto_compact_and_the_turn_completes(run_lesson
     assert "SUMMARY: printed numbers" in after["messages"][0]["content"]
     # Layer 1 was at work too: old bash results went to the model as placeholders.
     first_compaction = api.requests.index(summaries[0])
-    assert any("[Previous: used bash" in json.dumps(r["messages"]) for r in api.requests[:first_compaction])
+    before = api.requests[:first_compaction]
+    assert any("[Previous: used bash" in json.dumps(r["messages"]) for r in before)
     assert "micro_compact: " in proc.stderr
 
 
@@ -295,7 +334,8 @@ def test_slash_compact_in_the_repl_and_a_failing_summary_in_a_turn(run_main, wor
     assert code == 0 and api.violations == [], err
     assert "first" in out and "second" in out
     assert "SUMMARY of the first turn" in api.requests[3]["messages"][0]["content"]
-    assert "compaction failed, history kept: the API refused the request (400 summary refused)" in err
+    assert ("compaction failed, history kept: the API refused the request (400 summary "
+            "refused)") in err
     # The failed compaction kept the whole history, and the turn went on.
     assert [m["role"] for m in api.requests[5]["messages"]] == ["user", "user", "assistant", "user"]
 
@@ -315,7 +355,8 @@ def test_usage_with_null_fields_counts_as_zero():
     size = s06.ContextSize()
     messages = [{"role": "user", "content": "hi"}]
     size.record(Usage(None, None), messages)
-    assert size.estimate(messages) == s06.estimate_tokens(messages)   # nothing reported: the estimate
+    # Nothing reported: the estimate.
+    assert size.estimate(messages) == s06.estimate_tokens(messages)
     size.record(Usage(10, 5, cache_read=None, cache_creation=7), messages)
     assert size.estimate(messages) == 22
 
@@ -329,14 +370,37 @@ def test_layer2_does_not_compact_again_until_new_work_has_grown_the_context(in_t
     assert "the summary alone is over COMPACT_THRESHOLD" in capsys.readouterr().err
     assert not s06.needs_compaction(history)        # still over 40 tokens, but nothing new was done
     history.append({"role": "assistant", "content": [text("more work " * 10)]})
-    assert s06.needs_compaction(history)            # the context grew by half a threshold: compact again
+    assert s06.needs_compaction(history)        # grown by half a threshold: compact again
+
+
+def test_at_a_new_prompt_the_three_newest_results_stay_whole_and_older_ones_are_cleared(
+        run_main):
+    """A turn whose calls came back in one message: while the model answers them, all stay (the
+    newest turn). At the next prompt they are old, and KEEP_RECENT alone decides: the three
+    newest stay whole; the two big ones before them become placeholders."""
+    commands = ["printf '%20000s' | tr ' ' a", "printf '%20000s' | tr ' ' b",
+                "seq 1 500", "seq 2 501", "seq 3 502"]
+    script = [reply(*[tool("bash", {"command": c}) for c in commands]),
+              reply(text("looked at all five")), reply(text("the second answer"))]
+    code, out, err, api = run_main(s06, stdin="look at the logs\nand now?\nq\n", script=script)
+    assert code == 0 and api.violations == [], err
+    answered, next_prompt = api.requests[1], api.requests[2]
+    whole = [r["content"] for r in tool_results(answered)]
+    assert [len(w) for w in whole[:2]] == [20_000, 20_000]      # the turn's own: all whole
+    shown = [r["content"] for r in tool_results(next_prompt, 2)]
+    assert shown[2:] == whole[2:]
+    assert all(s.startswith("[Previous: used bash; the whole result is in ") for s in shown[:2])
+    assert next_prompt["messages"][-1] == {"role": "user", "content": "and now?"}
+    assert "micro_compact: 2 old tool results (or inputs) are now placeholders" in err
 
 
 def test_every_request_is_streamed_and_cacheable_and_the_next_call_reads_the_prefix(run_main):
-    script = [reply(tool("bash", {"command": "seq 1 2000"})), reply(tool("bash", {"command": "echo hi"})),
-              reply(text("done"))]
+    script = [reply(tool("bash", {"command": "seq 1 2000"})),
+              reply(tool("bash", {"command": "echo hi"})), reply(text("done"))]
     code, out, err, api = run_main(s06, "go", script=script)
-    assert code == 0 and all(r["stream"] and r["cache_control"] == {"type": "ephemeral"} for r in api.requests)
+    assert code == 0
+    assert all(r["stream"] and r["cache_control"] == {"type": "ephemeral"} for r in api.requests)
     first, second, third = api.usages
-    assert first["cache_creation_input_tokens"] == 0     # under the 1,024-token minimum: nothing cached
-    assert third["cache_read_input_tokens"] == second["cache_creation_input_tokens"] > 1024  # the whole prefix
+    # Under the 1,024-token minimum: nothing cached; then the whole prefix.
+    assert first["cache_creation_input_tokens"] == 0
+    assert third["cache_read_input_tokens"] == second["cache_creation_input_tokens"] > 1024

@@ -95,6 +95,42 @@ def crash_at_byte(limit: int, setup: str, action: str, cwd: Path) -> None:
                             "this folder")
 
 
+# A crash inside the final step. A temp file and then os.replace never writes into the target
+# itself; a copy over it (shutil.copyfile) or a write in place does. Here an audit hook arms the
+# byte limit the moment a file of the target's name is opened for writing, so the child dies at
+# byte `limit` of the target, inside that final step; where nothing writes into the target, the
+# child finishes. Either way the target must then hold the old version or the new, whole.
+CRASH_IN_TARGET = """
+import os, resource, signal, sys
+sys.dont_write_bytecode = True
+sys.path.insert(0, {root!r})
+{setup}
+signal.signal(signal.SIGXFSZ, signal.SIG_DFL)
+resource.setrlimit(resource.RLIMIT_CORE, (0, resource.getrlimit(resource.RLIMIT_CORE)[1]))
+HARD = resource.getrlimit(resource.RLIMIT_FSIZE)[1]
+
+def arm(event, args):
+    if event != "open" or not isinstance(args[0], (str, bytes, os.PathLike)):
+        return
+    writes = args[2] & (os.O_WRONLY | os.O_RDWR)
+    if writes and os.path.basename(os.fsdecode(args[0])) == {target!r}:
+        resource.setrlimit(resource.RLIMIT_FSIZE, ({limit}, HARD))
+
+sys.addaudithook(arm)
+{action}
+"""
+
+
+def crash_inside_target(target: str, limit: int, setup: str, action: str, cwd: Path) -> None:
+    """Run `action` in a child that dies at byte `limit` of any write into a file named
+    `target`, and finishes if nothing writes into it."""
+    script = CRASH_IN_TARGET.format(root=str(ROOT), setup=setup, action=action, limit=limit,
+                                    target=target)
+    proc = subprocess.run([sys.executable, "-c", script], cwd=cwd, capture_output=True, text=True,
+                          timeout=30)
+    assert proc.returncode in (0, -signal.SIGXFSZ), (limit, proc.returncode, proc.stderr)
+
+
 def task_files(tasks_dir, limit):
     """Every task file, parsed; AssertionError naming a half-written one."""
     found = {}
@@ -145,3 +181,14 @@ def test_a_crash_at_any_byte_of_a_create_leaves_no_half_task(tmp_path):
         assert all(t["description"] == "y" * 1_000 for n, t in now.items() if n != "task_1.json")
     made = TaskManager(tasks.store.dir).create("next")
     assert made in ("Created task #2: next", "Created task #3: next")
+
+
+@pytest.mark.parametrize("limit", [1, 600])
+def test_a_crash_while_a_task_file_is_put_in_place_leaves_the_old_task_or_the_new(tmp_path, limit):
+    tasks = TaskManager(tmp_path / ".tasks", agent="crash")
+    tasks.create("big", "x" * 3_000)
+    old = without_time(tasks.store.load(1))
+    crash_inside_target("task_1.json", limit, BOARD, "tasks.update(1, status='in_progress')",
+                        tmp_path)
+    now = without_time(task_files(tasks.store.dir, limit)["task_1.json"])
+    assert now in (old, {**old, "status": "in_progress", "owner": "crash"})
