@@ -10,9 +10,9 @@ same. Without each piece:
 - the row lock on task_board's one row (SELECT ... FOR UPDATE), the board's lock: two agents
   completing blockers at once each rewrite the same dependent, and one clear is lost. The
   server drops it at commit, at rollback and when a connection dies, so a killed agent never
-  leaves the board locked. What guards it: the tests where 8 agents start one task at once
-  (exactly one wins) and two complete blockers at once (no clear lost), and the busy-board
-  test, where a session holding that row makes an agent wait and say so. It is the only lock:
+  leaves the board locked. What guards it: the test where one agent's change waits while
+  another holds the board, and the one where 8 agents start one task at once (exactly one
+  wins); tests/mutate.py removes the FOR UPDATE and both fail. It is the only lock:
   an advisory lock beside it (there was one) added nothing, since every agent takes the row
   first, and the row also holds off a hand edit made in psql (its trigger must update the row).
 - lock_timeout and statement_timeout on every connection: a session left open in psql with a
