@@ -115,7 +115,8 @@ def bench_prints(bench_tasks, argv, monkeypatch):
     return out.getvalue()
 
 
-def test_the_quoted_benchmark_runs_print_what_the_benchmark_prints_today(pg_url, monkeypatch):  # noqa: F811
+def test_the_quoted_benchmark_runs_print_what_the_benchmark_prints_today(
+        pg_url, monkeypatch):  # noqa: F811
     """The figures are one run's, on the machine its first line names; the rows, columns and
     sections are the bench's own, printed here by a run on a small board (timings not compared)."""
     sys.path.insert(0, str(ROOT / "bench"))

@@ -74,7 +74,8 @@ QUOTED = BOARD[:3] + [COMPACTED.format("…"), BOARD[4]]
 
 def test_the_matcher_accepts_the_output_it_quotes_with_wildcards_for_what_varies():
     assert mismatch(QUOTED, BOARD) is None
-    assert mismatch(["…", BOARD[1], "  …"], BOARD) is None          # a `…` line skips any lines
+    # a `…` line skips any lines
+    assert mismatch(["…", BOARD[1], "  …"], BOARD) is None
     assert mismatch(["…", *QUOTED, "…"], BOARD) is None             # ... none included
     assert mismatch([line + "   " for line in QUOTED], BOARD) is None  # trailing spaces: ignored
 
@@ -83,14 +84,17 @@ def test_the_matcher_catches_a_changed_number():
     for wrong in ("1,800 → 169", "1,763 → 85", "1,763 → 16"):
         changed = QUOTED[:3] + [QUOTED[3].replace("1,763 → 169", wrong), QUOTED[4]]
         assert "block line 4" in mismatch(changed, BOARD)
-    assert mismatch(["[compacted: …763 → 169 tokens …]"], [BOARD[3].replace("1,763", "21,763")])
-    assert mismatch(["…", "[compacted: 1,763 → …]"], ["[compacted: 11,763 → 2]"])  # whole numbers
+    assert mismatch(["[compacted: …763 → 169 tokens …]"],
+                    [BOARD[3].replace("1,763", "21,763")])
+    # whole numbers
+    assert mismatch(["…", "[compacted: 1,763 → …]"], ["[compacted: 11,763 → 2]"])
 
 
 def test_the_matcher_catches_a_line_moved():
     moved = [QUOTED[4]] + QUOTED[:4]
     assert "block line 1 'Order: #1 → #2 → #3 → #4' was expected" in mismatch(moved, BOARD)
-    assert mismatch(["…", QUOTED[4], "…", QUOTED[0], "…"], BOARD)   # in order, even across skips
+    # in order, even across skips
+    assert mismatch(["…", QUOTED[4], "…", QUOTED[0], "…"], BOARD)
 
 
 def test_the_matcher_catches_a_line_rewritten_shorter():
@@ -102,7 +106,8 @@ def test_the_matcher_catches_a_line_rewritten_shorter():
 
 
 def test_the_matcher_catches_an_extra_line_where_none_is_allowed():
-    extra = BOARD[:2] + ["  [tokens: 0 in · 1,096 from cache · 115 to cache · 68 out]"] + BOARD[2:]
+    tokens_line = "  [tokens: 0 in · 1,096 from cache · 115 to cache · 68 out]"
+    extra = BOARD[:2] + [tokens_line] + BOARD[2:]
     assert "block line 3" in mismatch(QUOTED, extra)
     assert mismatch(QUOTED, BOARD + ["one more"]) == ("the output goes on after the block's last "
                                                       "line: 'one more'")

@@ -137,7 +137,8 @@ def test_an_unreachable_endpoint_is_one_line(run_main):
     with socket.socket() as s:  # a loopback port nobody listens on
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    code, out, err, api = run_main(s03_todo, "hi", env={"ANTHROPIC_BASE_URL": f"http://127.0.0.1:{port}"})
+    url = f"http://127.0.0.1:{port}"
+    code, out, err, api = run_main(s03_todo, "hi", env={"ANTHROPIC_BASE_URL": url})
     assert code == 1 and err.count("\n") == 1
     assert f"cannot reach the API at http://127.0.0.1:{port}" in err
 

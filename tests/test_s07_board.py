@@ -95,7 +95,8 @@ def test_the_order_is_topological_on_a_diamond_and_survives_a_corrupt_file(board
     TaskManager(board).create("waits for 9")   # a new manager's max-scan counts the corrupt #9: #10
     path = board / "task_10.json"
     path.write_text(path.read_text().replace('"blockedBy": []', '"blockedBy": [9]'))
-    assert tasks.order().startswith("Order: #1 → #2 → #3 → #4 (then #10: waiting for tasks that "
+    assert tasks.order().startswith("Order: #1 → #2 → #3 → #4 (then #10: waiting for tasks "
+                                    "that "
                                     "cannot be read)")
 
 

@@ -224,7 +224,8 @@ def default_agent_name() -> str:
 
 
 def agent_name(raw: str):
-    """--name or AGENT_NAME, NFKC-normalised (a full-width ａｌｉｃｅ is alice); None if empty."""
+    """--name or AGENT_NAME, NFKC-normalised (a full-width ａｌｉｃｅ is alice); None if
+    empty."""
     name = unicodedata.normalize("NFKC", raw).strip()
     if name and not re.fullmatch(r"[\w.@-]{1,40}", name):
         raise SetupError(f"an agent name is 1-40 letters, digits or . _ @ -; got {name!r}")

@@ -289,7 +289,8 @@ def _tool_table(record: SessionRecord) -> str:
             continue
         lines = t.output.splitlines() or [""]
         if len(lines) > PREVIEW_LINES:
-            lines = lines[:PREVIEW_LINES - 1] + [f"… ({len(lines) - PREVIEW_LINES + 1} more lines)"]
+            more = len(lines) - PREVIEW_LINES + 1
+            lines = lines[:PREVIEW_LINES - 1] + [f"… ({more} more lines)"]
         mark = '<span class="err">error</span> ' if t.is_error else ""
         rows.append(f'<tr class="{"error" if t.is_error else "ok"}"><td>{number}</td>'
                     f'<td>{t.after_call}</td><td><code>{text(t.name)}</code></td>'
@@ -375,7 +376,8 @@ def end_of_run(recorder: Recorder = RECORD, folder: Path = TRANSCRIPTS,
     except OSError as exc:
         show_note(f"[no session page: cannot write in {folder}/ ({reason(exc)})]")
         return None
-    except Exception as exc:  # noqa: BLE001 - a bug in the page must not end the run with a traceback
+    # A bug in the page must not end the run with a traceback.
+    except Exception as exc:  # noqa: BLE001
         show_note(f"[no session page: {type(exc).__name__}: {exc}]")
         return None
     shown = Path(os.path.relpath(path.resolve(), seen_from)) if seen_from else path

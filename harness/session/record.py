@@ -72,7 +72,7 @@ class SentBlock:
     tokens: int                 # estimated, as /context estimates it
     cleared: bool = False       # a layer-1 placeholder
     error: bool = False         # a tool result marked is_error
-    board: str = ""             # s07's <task-board>…</task-board>, out of `text`, cut the same way
+    board: str = ""             # s07's <task-board> block, out of `text`, cut the same way
     board_chars: int = 0
     kept: bool = True           # False: SENT_CHARS was spent; only the sizes are known
 
