@@ -9,7 +9,6 @@ the lessons' state put back after a run.
 """
 
 import json
-import os
 import re
 import statistics
 import sys
@@ -49,13 +48,11 @@ def quoted_row(name):
 
 
 def real_sessions():
-    """The real sessions' shapes; skipped where the data is not beside the repository (CI has
-    it: there a missing file fails)."""
+    """The real sessions' shapes; skipped, with the reason, where the data is not beside the
+    repository. It stays outside the project (sizes of other people's sessions), and a clean
+    clone somewhere else has no ../shared: nothing .ci/run could install brings it."""
     if not bench_tokens.SESSIONS:
-        where = bench_tokens.REAL_SESSIONS
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"{where} is missing: CI runs with ../shared beside the repository")
-        pytest.skip(f"no real sessions here ({where} is missing)")
+        pytest.skip(f"no real sessions here ({bench_tokens.REAL_SESSIONS} is missing)")
     return bench_tokens.SESSIONS
 
 
