@@ -5,7 +5,6 @@ s03's todos live in memory: a compaction hides them, an exit destroys them,
 and they have no order. s07 moves the plan out of the conversation, as a graph.
 
     .tasks/task_1.json  {"id": 1, "subject": "Design the data model", "status": "completed", ...}
-    .tasks/task_2.json  {"id": 2, "subject": "Implement the API",     "blockedBy": [], ...}
     .tasks/task_4.json  {"id": 4, "subject": "Write the API tests",   "blockedBy": [2], ...}
 
         #1 Design the data model --+--> #2 Implement the API --> #4 Write the API tests
@@ -21,11 +20,11 @@ board back whenever it needs it; compaction and restarts cannot lose what was ne
 
 The rules, in TaskManager: ids by max-scan, never reused; a blocked task cannot start or
 complete; completing one frees its dependents; a blocker must exist and close no cycle; a
-task another agent has started is theirs (board/claims.py). What every store must do:
+task another agent has in progress is theirs (board/claims.py). What a store must do:
 harness/board/record.py.
 
-New since s06: TaskManager, the task_* tools, the board after every compaction, agent names
-and --board; in the REPL /tasks, /task and what other agents did ([board: bob started #3]).
+New since s06: TaskManager, its tools, the board after each compaction, agent names, --board;
+in the REPL /tasks, /task and other agents' news ([board: bob started #3]).
 
 Run it:   python s07_task_system.py "plan a refactor: the data model, then the API and the docs"
           python s07_task_system.py --name alice     (a REPL: /tasks, /task help, /compact)
@@ -42,22 +41,22 @@ from harness.board import claims, graph, record, text
 from harness.board import commands as commands_for
 from harness.session import log as session_log
 
-TASKS_DIR = ".tasks"        # relative: the board belongs to the folder you run in
+TASKS_DIR = ".tasks"        # relative: the board of the folder you run in
 BOARD_CHARS = 12_000        # the board after a compaction: less than it replaced
 FINISHED = record.FINISHED  # completed or deleted: a finished task blocks nobody
 
 
 class TaskManager:
-    """The board: tasks with blockers, kept in a store that is the only truth. Every
-    call reads what it needs, so our next call sees another agent's writes."""
+    """The board: tasks with blockers, in a store that is the only truth. Every
+    call reads what it needs, so it sees other agents' writes."""
 
     def __init__(self, location, agent=None):
         self.store = board.open_store(location)   # a folder or a postgresql:// URL
         self.agent = agent or record.default_agent_name()  # who owns what we start
 
     def next_id(self) -> int:
-        """Max-scan: one more than the largest id the board has ever held. A task
-        deleted by hand keeps its id: the store keeps a high-water mark too."""
+        """Max-scan: one more than the largest id the board ever held (the store
+        keeps a high-water mark: a task deleted by hand keeps its id)."""
         return self.store.largest_id() + 1
 
     def create(self, subject, description="", blocked_by=None) -> str:
@@ -66,7 +65,8 @@ class TaskManager:
         with self.store.locked():        # one writer at a time, across processes
             blocked, notes = self.check_blockers(None, [], blocked_by or [])
             task = record.new_task(self.next_id(), subject, description, blocked)
-            # A file made outside the lock (by hand) may hold that id: take the next.
+            # reserve() writes the task if its id is free; a file made by hand
+            # (outside the lock) may hold it: then take the next id.
             while not self.store.reserve(task):
                 task["id"] = self.next_id()
         return text.created(task, notes)
@@ -102,7 +102,7 @@ class TaskManager:
             self.store.write(task)
         if finished["status"] == "deleted":   # never done: not "Unblocked"
             return text.no_longer_waiting(freed, finished)
-        # Kept, so that reopening the task can say who stopped waiting for it.
+        # Kept, so that reopening it can say who stopped waiting.
         finished["unblocked"] = [t["id"] for t in freed]
         self.store.write(finished)
         tasks = self.store.scan()[0]
@@ -115,7 +115,7 @@ class TaskManager:
         return task["status"] == "pending" and not waiting
 
     def list_all(self) -> str:
-        """The board: every live task, an order, what can start now."""
+        """The board: every live task, an order (if any waits), what can start."""
         tasks, problems = self.store.scan(validate=True)
         order, ready = self.order(tasks), self.ready(tasks)
         return text.board(tasks, problems, order, ready)
@@ -147,8 +147,9 @@ class TaskManager:
         if add and new_status in FINISHED:
             raise ValueError(f"#{tid} is {new_status}; set it back to pending "
                              "before giving it blockers")
-        # Starting a task claims it; one another agent started is theirs, unless a
-        # person takes it over (force); back to pending frees it (board/claims.py).
+        # The new status and owner (board/claims.py): starting claims it, never
+        # in another's name; another agent's task in progress is theirs unless a
+        # person takes it over (force); back to pending frees it.
         change, notes = claims.check(task, status, owner, self.agent, force)
         blocked, more = self.check_blockers(tid, task["blockedBy"], add or [])
         for dep in record.ids(remove or []):   # a missing one can go too
@@ -169,10 +170,10 @@ class TaskManager:
 
     def check_blockers(self, tid, blocked, add) -> tuple:
         """blocked + add, checked: each exists, is live, is not tid, and closes
-        no cycle; (the blockers, notes) or ValueError."""
+        no cycle (a finished one is only noted); (blockers, notes) or ValueError."""
         blocked, notes = list(blocked), []
         for dep in record.ids(add):
-            other = self.store.load(dep)     # ValueError if there is none
+            other = self.store.load(dep)
             if other["status"] == "deleted":
                 raise ValueError(f"task #{dep} was deleted; it cannot block "
                                  "anything")
@@ -223,7 +224,7 @@ TASK_TOOLS = [
 TASKS = TaskManager(TASKS_DIR)   # touches no file until it is used
 
 
-# The model's names for the arguments (as the schemas say), then Python's.
+# The schemas' argument names, handed on as Python's.
 
 def task_create(subject, description="", blockedBy=None):
     return TASKS.create(subject, description, blockedBy)
@@ -255,8 +256,8 @@ SYSTEM = ("You are a coding agent working in the current folder. Plan "
 # ---------------------------------------------------------------- the loop
 
 def board_message() -> str:
-    """The board for the model after a compaction: task_list's answer, read
-    fresh; one over BOARD_CHARS is cut, its unfinished tasks first."""
+    """After a compaction: task_list's answer, read fresh; a board over
+    BOARD_CHARS comes back as its unfinished tasks, cut."""
     name = TASKS.store.name
     terminal.show_note(f"  [the board, read from {name}, was added to the summary]")
     return text.board_message(TASKS, BOARD_CHARS)
@@ -291,18 +292,19 @@ def agent_loop(messages, client, max_steps=s06.MAX_STEPS) -> str:
 # ---------------------------------------------------------------- main
 
 def start(args) -> str:
-    """When a run starts: s06's settings, for s07's prompt and tools; the
-    board (--board, TASK_BOARD) and our name on it (--name, AGENT_NAME)."""
+    """At the start of a run: s06's settings for s07, the board (--board) and
+    our name on it (--name)."""
     s06.start(args, SYSTEM, TOOLS)
     return commands_for.choose_board(TASKS, TASKS_DIR, args)
 
 
 def main(argv=None) -> int:
-    # /tasks and /task: a person works the board by the same rules.
+    # /tasks and /task: a person works the board by the same rules (start,
+    # done and delete take a task over on purpose).
     commands = commands_for.repl_commands(TASKS)
     commands.update(s06.repl_commands(SYSTEM, TOOLS, compact_with_board))
     demo = functools.partial(demos.s07_demo, TASKS, s06.CONTEXT)
-    # --board, --name, /task help, and what other agents did, before a prompt.
+    # --board, --name, /task help, other agents' news before each prompt.
     board_options = commands_for.cli_options(TASKS)
     return cli.run_cli("s07_task_system", __doc__, agent_loop, argv=argv,
                        demo=demo, commands=commands, on_start=start,

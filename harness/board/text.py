@@ -147,8 +147,8 @@ def fit(text: str, limit: int) -> str:
 
 
 def brief(tasks: dict, problems: list, ready: str, limit: int) -> str:
-    """A big board after a compaction: the counts, the unfinished tasks first, what can start
-    now; cut to limit characters."""
+    """A big board after a compaction: the counts, then only the unfinished tasks and what can
+    start now; cut to about limit characters."""
     live = [t for t in tasks.values() if t["status"] != "deleted"]
     unfinished = [t for t in live if t["status"] not in FINISHED]
     lines = [f"({len(unfinished)} unfinished, {len(live) - len(unfinished)} done; "
