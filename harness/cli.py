@@ -79,7 +79,7 @@ def run_cli(name, doc, agent_loop, commands=None, demo=None, argv=None, options=
     (script, prompt, summary), played by the loopback stand-in with no key; summary answers
     compaction calls (None if the lesson does not compact).
     """
-    commands = {**(commands or {}), "/cost": cost, "/clear": clear}
+    commands = {**(commands or {}), "/cost": views.cost_command, "/clear": clear}
     parser = _parser(name, doc, commands, demo, options, help_extra)
     args = parser.parse_args(argv)  # before the SDK loads, so --help is instant
     if args.prompt is not None and not args.prompt.strip():
@@ -241,11 +241,6 @@ def _repl(name, client, agent_loop, budget, commands, banner, history, before_pr
         else:
             _run_turn(history, client, agent_loop, budget, query)
         session_log.record(history)      # saved as it goes: --continue picks it up
-
-
-def cost(messages: list, client, arg: str = "") -> None:
-    """/cost in any lesson's REPL: the record of this run, priced only if the user set a price."""
-    print(views.cost_report(RECORD.data, *views.prices_from_env()))
 
 
 def clear(messages: list, client, arg: str = "") -> None:

@@ -124,7 +124,7 @@ def test_a_hung_endpoint_ends_after_api_timeout_with_one_line(run_main):
     assert time.monotonic() - start < 15
 
 
-def test_empty_or_whitespace_content_and_text_after_a_tool_call_keep_the_history_valid(
+def test_empty_content_or_text_after_a_call_keeps_the_history_valid(
         run_main, workdir):
     script = [reply(tool("write_file", {"path": "a.txt", "content": "x"}), text("and now I wait")),
               reply(text("   ")), reply(text("fine"))]

@@ -121,12 +121,12 @@ ROWS = {
         [test_cli.test_an_endpoint_that_dropped_the_tools_is_named_once],
     "content empty, only whitespace, or `null`":
         [test_an_empty_reply_becomes_no_text_and_the_history_stays_valid,
-         test_cli.test_empty_or_whitespace_content_and_text_after_a_tool_call_keep_the_history_valid,
+         test_cli.test_empty_content_or_text_after_a_call_keeps_the_history_valid,
          test_cli.test_a_live_endpoint_that_is_not_the_messages_api_is_one_line],
     "`usage` missing, or fields `null`":
         [test_cli.test_usage_that_is_missing_or_null_never_crashes],
     'tool arguments JSON-encoded as a string (`"items": "[...]"`, or the whole input)':
-        [test_s03_e2e.test_tool_input_sent_as_json_text_or_a_list_is_handled_and_the_history_stays_valid,
+        [test_s03_e2e.test_tool_input_as_json_text_or_a_list_keeps_the_history_valid,
          test_a_whole_tool_input_sent_as_json_text_runs_as_if_sent_properly],
     "tool input that is a list, a number, or text that is not JSON":
         [test_tool_input_that_is_not_an_object_is_an_error_result_and_the_history_holds_an_object],

@@ -284,7 +284,7 @@ def test_a_complete_tool_call_is_run_even_when_stop_reason_says_end_turn(run_mai
 
 
 
-def test_tool_input_sent_as_json_text_or_a_list_is_handled_and_the_history_stays_valid(
+def test_tool_input_as_json_text_or_a_list_keeps_the_history_valid(
         run_main, workdir):
     # an array sent as a string
     items = '[{"id": "1", "text": "write a.txt", "status": "in_progress"}]'
