@@ -129,17 +129,25 @@ def _stream(client, **request):
     """Run a streamed request, showing it as it arrives; the final Message, or EndpointError."""
     where = str(client.base_url).rstrip("/")    # the URL actually used, for every message
     live = terminal.LiveReply(urlsplit(where).netloc)
+    began = False
     try:
         with client.messages.stream(**request) as stream:
+            # The endpoint answered: a failure from here on dropped a reply under way.
+            began = True
             for event in stream:
                 live.show(event)
             message = stream.get_final_message()
+    except (anthropic.APIConnectionError, httpx.TransportError) as exc:
+        # Told apart by when it happened, not by its class: SDK 2.17 wraps a read that fails
+        # mid-stream in APIConnectionError, where 2.16 let httpx's own error through.
+        if not began:
+            raise EndpointError(api_error_line(exc, client)) from None
+        cause = exc.__cause__ or exc
+        raise EndpointError(dropped(cause, where, api_timeout())) from None
     except anthropic.APIError as exc:
         raise EndpointError(api_error_line(exc, client)) from None
     except UnicodeEncodeError as exc:   # a ValueError, but ours: the request cannot be encoded
         raise EndpointError(unsendable(exc)) from None
-    except httpx.TransportError as exc:   # lost mid-reply: the SDK does not wrap it
-        raise EndpointError(dropped(exc, where, api_timeout())) from None
     except (ValueError, TypeError, KeyError, AttributeError, AssertionError,
             RuntimeError) as exc:
         raise EndpointError(f"the endpoint at {where} did not answer like the Messages "
