@@ -134,6 +134,20 @@ def test_the_quoted_benchmark_runs_print_what_the_benchmark_prints_today(
     assert "[1, 1, 1, 1, 1]" in stores                  # one winner in every round, on both
 
 
+def test_the_quoted_continue_benchmark_prints_what_the_benchmark_prints_today():
+    """The rows and columns of bench_continue's quoted run, printed here by a run on small logs
+    (timings not compared: the linear cost is checked in test_session_log.py)."""
+    sys.path.insert(0, str(ROOT / "bench"))
+    import bench_continue
+    out = io.StringIO()
+    with redirect_stdout(out):
+        assert bench_continue.main(["600", "2400"]) == 0
+    (run,) = runs(checked_block(page("performance.md"), "bench-continue"))
+    assert run.command == "python bench/bench_continue.py"
+    assert_matches("bench-continue", masked(run.lines).splitlines(),
+                   masked(out.getvalue().splitlines()))
+
+
 # ---------------------------------------------------------------- every quote has a test
 
 R, T = test_readme, test_bench_tokens
@@ -172,6 +186,8 @@ CHECKED = {
         [test_the_quoted_benchmark_runs_print_what_the_benchmark_prints_today],
     ("docs/performance.md", "bench-stores"):
         [test_the_quoted_benchmark_runs_print_what_the_benchmark_prints_today],
+    ("docs/performance.md", "bench-continue"):
+        [test_the_quoted_continue_benchmark_prints_what_the_benchmark_prints_today],
 }
 
 

@@ -326,6 +326,23 @@ def test_a_low_threshold_triggers_auto_compact_and_the_turn_completes(run_lesson
     assert "micro_compact: " in proc.stderr
 
 
+def test_a_session_shorter_than_keep_recent_loses_nothing(run_lesson, workdir):
+    """Two calls, fewer than KEEP_RECENT: however big the first one's input, every request
+    sends it whole (layer 1 keeps the newest KEEP_RECENT, and here that is all of them)."""
+    big = "line of the report\n" * 2_000          # about 9,500 tokens: a batch worth clearing
+    script = [reply(tool("write_file", {"path": "report.txt", "content": big})),
+              reply(tool("write_file", {"path": "notes.txt", "content": "short"})),
+              reply(text("both written"))]
+    proc, api = run_lesson("s06_compact", "write the report", script=script)
+    assert proc.returncode == 0 and api.violations == [], proc.stderr
+    assert len(api.requests) == 3 and s06.KEEP_RECENT > 2
+    for request in api.requests[1:]:
+        (write,) = [b for b in request["messages"][1]["content"] if b["type"] == "tool_use"]
+        assert write["input"]["content"] == big
+    assert "micro_compact" not in proc.stderr
+    assert (workdir / "report.txt").read_text() == big
+
+
 def test_slash_compact_in_the_repl_and_a_failing_summary_in_a_turn(run_main, workdir):
     script = [reply(tool("bash", {"command": "seq 1 50"})), reply(text("first")),
               reply(text("SUMMARY of the first turn")),                                 # /compact
