@@ -527,6 +527,18 @@ def test_the_key_from_dotenv_never_reaches_a_command(run_main, workdir):
     assert tool_results(api.requests[1])[0]["content"].strip() == "key=none token=none"
 
 
+def test_the_key_in_the_real_environment_never_reaches_a_command(run_lesson):
+    """The lesson needs the key for its client; the commands the model runs do not, and one
+    that echoed it (or a script that uploaded it) would hand it to the model."""
+    command = "echo key=${ANTHROPIC_API_KEY:-none} token=${ANTHROPIC_AUTH_TOKEN:-none}"
+    script = [reply(tool("bash", {"command": command})), reply(text("done"))]
+    proc, api = run_lesson("s03_todo", "hi", script=script, key="sk-from-env",
+                           env={"ANTHROPIC_AUTH_TOKEN": "tok-from-env"})
+    assert proc.returncode == 0 and api.violations == [], proc.stderr
+    assert tool_results(api.requests[1])[0]["content"] == "key=none token=none"
+    assert "sk-from-env" not in json.dumps(api.requests) and "sk-from-env" not in proc.stderr
+
+
 def test_child_env_leaves_out_the_credentials_of_the_real_environment(monkeypatch):
     from harness.config import child_env
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-real")
