@@ -12,16 +12,23 @@ The PostgreSQL tests need a server (tests/pg_server.py); without one they skip w
 and with CI=true they fail.
 """
 
+import json
+import os
 import secrets
+import subprocess
+import sys
 from types import SimpleNamespace
 from urllib.parse import urlsplit
 
 import pytest
 
+from conftest import ROOT, clean_env, tool_results
+from harness import config
 from harness.board import open_store
 from harness.board.folder import TaskFiles
+from harness.board.postgres import PostgresTasks
 from harness.errors import SetupError
-from harness.stand_in_api import reply, text
+from harness.stand_in_api import StandInAPI, reply, text, tool
 from s07_task_system import TaskManager
 import test_board_contract as contract
 from test_board_postgres import role_with_schema
@@ -62,6 +69,7 @@ def test_a_postgresql_url_in_any_case_or_with_a_sqlalchemy_driver_opens_the_data
         agent, scheme, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     tasks = TaskManager(agent.url(scheme))
+    assert isinstance(tasks.store, PostgresTasks)
     assert tasks.create("Design") == "Created task #1: Design"
     assert subjects(agent) == ["Design"]
     assert list(tmp_path.iterdir()) == []                     # no folder named after the URL
@@ -136,3 +144,82 @@ def test_a_refused_board_in_the_flag_stops_s07_with_one_line(run_lesson, workdir
                                    "(.tasks) or postgresql://user@host/database; write ./NAME "
                                    "for a folder whose name holds ://")
     assert list(workdir.iterdir()) == []
+
+
+# ---------------------------------------------------------------- bash's environment
+
+@pytest.fixture
+def nothing_hidden_yet(monkeypatch):
+    """A process that has learnt no secret yet: what one test hides stays out of the others."""
+    monkeypatch.setattr(config, "_LEARNT_SECRETS", set())
+
+
+def test_child_env_drops_the_harness_settings_and_any_variable_holding_a_secret(
+        monkeypatch, nothing_hidden_yet):
+    key = "sk-ant-" + secrets.token_hex(20)
+    password = "pw" + secrets.token_hex(8)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", key)
+    monkeypatch.setenv("MY_OLD_KEY", key)                          # the key, by another name
+    monkeypatch.setenv("TASK_BOARD", "/some/folder")               # the harness's own setting
+    monkeypatch.setenv("DATABASE_URL", f"postgresql://agents:{password}@db/board")
+    monkeypatch.setenv("PGPASSWORD", password)
+    monkeypatch.setenv("APP_DSN", f"host=db password={password} dbname=app")
+    monkeypatch.setenv("OTHER_URL", "postgresql://app:another-password@db/app")   # the user's
+    monkeypatch.setenv("PGPASSFILE", "/home/me/.pgpass")          # where, not what: the user's
+    monkeypatch.setenv("PATH", f"/opt/{password[:4]}/bin:" + os.environ["PATH"])
+    config.hide_from_commands(password)
+    env = config.child_env()
+    for name in ("ANTHROPIC_API_KEY", "MY_OLD_KEY", "TASK_BOARD", "DATABASE_URL", "PGPASSWORD",
+                 "APP_DSN"):
+        assert name not in env, name
+    for name in ("OTHER_URL", "PGPASSFILE", "PATH", "HOME"):
+        assert env.get(name) == os.environ.get(name), name
+    assert not any(password in value or key in value for value in env.values())
+
+
+def test_a_short_board_password_hides_the_variables_that_hold_it_and_only_those(
+        monkeypatch, nothing_hidden_yet):
+    config.hide_from_commands("postgres")         # a common password, and a common word
+    monkeypatch.setenv("PATH", "/usr/lib/postgresql/15/bin:" + os.environ["PATH"])
+    monkeypatch.setenv("DATABASE_URL", "postgres://postgres:postgres@localhost/postgres")
+    monkeypatch.setenv("PGPASSWORD", "postgres")
+    env = config.child_env()
+    assert env["PATH"] == os.environ["PATH"]        # bash still finds its commands
+    assert "DATABASE_URL" not in env and "PGPASSWORD" not in env
+
+
+def env_seen_by_the_model(agent, args, env, workdir):
+    """s07 run as a user runs it, whose model asks bash for `env`: what the API received."""
+    script = [reply(tool("task_create", {"subject": "Design"})),
+              reply(tool("bash", {"command": "env"})),
+              reply(text("done"))]
+    with StandInAPI(script) as api:
+        extra = {"ANTHROPIC_BASE_URL": api.url, "ANTHROPIC_API_KEY": "test-key",
+                 "SEEN_BY_BASH": "yes", **env}
+        proc = subprocess.run([sys.executable, str(ROOT / "s07_task_system.py"), *args,
+                               "plan it"], cwd=workdir,
+                              env=clean_env(workdir.parent / "home", **extra),
+                              capture_output=True, text=True, encoding="utf-8", timeout=60)
+    assert proc.returncode == 0 and proc.stdout.strip() == "done", proc.stderr
+    assert subjects(agent) == ["Design"]                    # the board was the database
+    shown_env = tool_results(api.requests[2])[0]["content"]
+    assert "SEEN_BY_BASH=yes" in shown_env                  # the model did see bash's env
+    return json.dumps(api.requests), proc
+
+
+@pytest.mark.parametrize("how", ["TASK_BOARD", ".env", "--board and DATABASE_URL",
+                                 "PGPASSWORD"])
+def test_the_board_password_never_reaches_the_model_through_bash(agent, how, workdir):
+    args, env = [], {}
+    if how == "TASK_BOARD":
+        env["TASK_BOARD"] = agent.url()
+    if how == ".env":
+        (workdir / ".env").write_text(f"TASK_BOARD={agent.url()}\n", encoding="utf-8")
+    if how == "--board and DATABASE_URL":
+        args = ["--board", agent.url("postgresql+psycopg")]
+        env["DATABASE_URL"] = agent.url("postgresql+psycopg")
+    if how == "PGPASSWORD":
+        env = {"TASK_BOARD": agent.url(with_password=False), "PGPASSWORD": agent.password}
+    requests, proc = env_seen_by_the_model(agent, args, env, workdir)
+    assert agent.password not in requests
+    assert agent.password not in proc.stdout + proc.stderr

@@ -30,6 +30,8 @@ same. Without each piece:
   read fresh, instead of fetching the board.
 - the schema made (or brought up to date) under an advisory lock of the session: two agents
   starting at once on an empty database would both CREATE, and one would fail.
+- config.hide_from_commands(the password libpq used): the model's `env` showed it, in
+  TASK_BOARD, or in a DATABASE_URL or PGPASSWORD that held it.
 - one-line errors, the password never in them (shown() and _secrets()): a server that is down,
   a wrong password, a missing database or a missing psycopg would be a traceback, and a URL
   whose password holds ? # or / would be shown with that password.
@@ -65,6 +67,7 @@ from contextlib import contextmanager
 from typing import Iterator, Optional
 from urllib.parse import unquote
 
+from harness import config
 from harness.errors import SetupError, connect_problem, first_line
 from harness.board.record import (DESCRIPTION_MAX, MAX_ID, SUBJECT_MAX, STATUSES, Task, now,
                                   task_problem)
@@ -259,6 +262,9 @@ class PostgresTasks:
                             "write a / or @ in the user name or password as %2F or %40") from None
             raise error(connect_problem(exc, self.name, _secrets(self._url))) from None
         self.backend_pids.add(conn.info.backend_pid)
+        # The password libpq used, wherever it found it (the URL, PGPASSWORD, a password file,
+        # a service file): no command the agent runs may see a variable that holds it.
+        config.hide_from_commands(conn.info.password)
         # Waits and statements are bounded: a lock held by a session left open is reported.
         conn.execute("SELECT set_config('lock_timeout', %s, false), "
                      "set_config('statement_timeout', %s, false)",
