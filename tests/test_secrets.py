@@ -17,6 +17,7 @@ import os
 import secrets
 import subprocess
 import sys
+from pathlib import Path
 from types import SimpleNamespace
 from urllib.parse import urlsplit
 
@@ -108,6 +109,15 @@ def test_a_postgresql_address_misspelt_is_refused_without_showing_it(address, sa
     assert says in line and "postgresql://" in line and "\n" not in line
     assert "Tr0" not in line and "ub4dor" not in line
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_postgresql_url_a_parser_cannot_read_is_one_line_without_its_password(run_lesson,
+                                                                              workdir):
+    board = "postgresql://me:Tr0ub4dor@[::1/board"          # the ] of the IPv6 address is missing
+    proc, api = run_lesson("s07_task_system", "plan it", env={"TASK_BOARD": board})
+    assert proc.returncode == 1 and api.requests == [] and "Traceback" not in proc.stderr
+    assert proc.stderr.strip().count("\n") == 0 and "Tr0ub4dor" not in proc.stderr
+    assert proc.stderr.startswith("error: cannot open the board postgresql://me:***@[::1/board")
 
 
 def test_a_folder_whose_name_holds_a_colon_and_slashes_is_written_as_a_path(tmp_path, monkeypatch):
@@ -223,3 +233,81 @@ def test_the_board_password_never_reaches_the_model_through_bash(agent, how, wor
     requests, proc = env_seen_by_the_model(agent, args, env, workdir)
     assert agent.password not in requests
     assert agent.password not in proc.stdout + proc.stderr
+
+
+# ---------------------------------------------------------------- the password out of `ps`
+
+def run_s07(workdir, args, env, script):
+    with StandInAPI(script) as api:
+        extra = {"ANTHROPIC_BASE_URL": api.url, "ANTHROPIC_API_KEY": "test-key", **env}
+        proc = subprocess.run([sys.executable, str(ROOT / "s07_task_system.py"), *args],
+                              cwd=workdir, env=clean_env(workdir.parent / "home", **extra),
+                              capture_output=True, text=True, encoding="utf-8", timeout=60)
+    return proc
+
+
+CREATE = [reply(tool("task_create", {"subject": "Design"})), reply(text("planned"))]
+WARNING = ("warning: a password in --board shows in `ps` to every user of this machine: give "
+           "it in TASK_BOARD, ~/.pgpass or a service file (docs/many-machines.md)")
+
+
+def test_a_password_in_the_board_flag_is_one_warning_line_and_the_run_goes_on(agent, workdir):
+    proc = run_s07(workdir, ["--board", agent.url(), "plan it"], {}, CREATE)
+    assert proc.returncode == 0 and proc.stdout.strip() == "planned", proc.stderr
+    lines = proc.stderr.splitlines()
+    assert lines.count(WARNING) == 1 and agent.password not in proc.stderr
+    assert subjects(agent) == ["Design"]
+
+
+def test_a_board_flag_without_a_password_gives_no_warning(agent, workdir):
+    proc = run_s07(workdir, ["--board", agent.url(with_password=False), "plan it"],
+                   {"PGPASSWORD": agent.password}, CREATE)
+    assert proc.returncode == 0 and "warning" not in proc.stderr, proc.stderr
+
+
+def write_private(path: Path, content: str, mode: int = 0o600) -> Path:
+    path.write_text(content, encoding="utf-8")
+    path.chmod(mode)
+    return path
+
+
+def test_a_password_file_gives_the_board_its_password_off_the_command_line(agent, workdir):
+    passfile = write_private(workdir.parent / "pgpass",
+                             f"{agent.host}:{agent.port}:*:{agent.role}:{agent.password}\n")
+    board = agent.url(with_password=False)
+    proc = run_s07(workdir, ["--board", board, "plan it"], {"PGPASSFILE": str(passfile)},
+                   CREATE)
+    assert proc.returncode == 0 and proc.stdout.strip() == "planned", proc.stderr
+    assert "warning" not in proc.stderr and agent.password not in board
+    assert subjects(agent) == ["Design"]
+
+
+def test_a_service_file_gives_the_board_its_whole_address_off_the_command_line(agent, workdir):
+    service = write_private(workdir.parent / "pg_service.conf",
+                            f"[board]\nhost={agent.host}\nport={agent.port}\n"
+                            f"dbname={agent.database}\nuser={agent.role}\n"
+                            f"password={agent.password}\noptions=-csearch_path={agent.schema}\n")
+    proc = run_s07(workdir, ["--board", "postgresql://?service=board", "plan it"],
+                   {"PGSERVICEFILE": str(service)}, CREATE)
+    assert proc.returncode == 0 and proc.stdout.strip() == "planned", proc.stderr
+    assert "warning" not in proc.stderr
+    assert subjects(agent) == ["Design"]
+
+
+def test_a_password_file_others_can_read_is_named_with_how_to_fix_it(agent, workdir):
+    passfile = write_private(workdir.parent / "pgpass",
+                             f"{agent.host}:{agent.port}:*:{agent.role}:{agent.password}\n",
+                             mode=0o644)
+    proc = run_s07(workdir, ["--board", agent.url(with_password=False), "plan it"],
+                   {"PGPASSFILE": str(passfile)}, CREATE)
+    assert proc.returncode == 1 and proc.stderr.strip().count("\n") == 0, proc.stderr
+    assert f"the password file {passfile} is ignored" in proc.stderr
+    assert f"chmod 600 {passfile}" in proc.stderr
+
+
+def test_no_password_anywhere_says_where_to_put_one(agent, workdir):
+    proc = run_s07(workdir, ["--board", agent.url(with_password=False), "plan it"],
+                   {"PGPASSFILE": str(workdir.parent / "none")}, CREATE)
+    assert proc.returncode == 1 and proc.stderr.strip().count("\n") == 0, proc.stderr
+    assert "needs a password and none was given" in proc.stderr
+    assert "~/.pgpass" in proc.stderr and "TASK_BOARD" in proc.stderr
