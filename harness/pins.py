@@ -3,7 +3,7 @@
 Relied on by spill.py, and so by s06's layer 1, whose placeholders name saved results: a
 prune, in whichever process it runs, leaves every file a running session has pinned.
 
-    .transcripts/results/.pins-3f9a1c2b7d4e5f60      one file a session, a name a line:
+    .transcripts/results/.pins/3f9a1c2b7d4e5f60      one file a session, a name a line:
       bash_0123456789abcdef.txt
       read_file_fedcba9876543210.txt
 
@@ -18,6 +18,8 @@ Without each piece:
   the making and the locking would find the lock free and remove a live session's pins.
 - one write a name, appended: a prune reading meanwhile sees whole lines, and a last line
   without its newline is not taken for a name.
+- a folder of their own (.pins): a prune lists a handful of pin files, not the 1,000 results
+  beside them (listing those twice made a prune twice as slow).
 - read with care: a regular file only, never through a link, at most MAX_BYTES of it.
 """
 
@@ -30,8 +32,8 @@ import stat
 
 from harness import writer
 
-PREFIX = ".pins-"
-PIN_FILE = re.compile(r"\.pins-[0-9a-f]{16}")   # a temporary .pins-<hex>.tmp is not one yet
+FOLDER = ".pins"                          # in the results folder
+PIN_FILE = re.compile(r"[0-9a-f]{16}")    # a temporary <hex>.tmp is not one yet
 MAX_BYTES = 10_000_000   # read of one pin file: about 250,000 names (one per cleared result)
 
 
@@ -48,7 +50,13 @@ class Pins:
         info = os.fstat(folder)
         key = (info.st_dev, info.st_ino)
         if key not in self.files:
-            self.files[key] = _new_pin_file(folder)
+            with contextlib.suppress(FileExistsError):
+                os.mkdir(FOLDER, dir_fd=folder)
+            pins = os.open(FOLDER, writer.FOLDER, dir_fd=folder)   # never through a link
+            try:
+                self.files[key] = _new_pin_file(pins)
+            finally:
+                os.close(pins)
         os.write(self.files[key], f"{name}\n".encode("utf-8"))
 
     def release(self) -> None:
@@ -60,7 +68,7 @@ class Pins:
 
 def _new_pin_file(folder: int) -> int:
     """A new pin file in folder, open for appending, and locked before it has its name."""
-    temporary = f"{PREFIX}{secrets.token_hex(8)}.tmp"
+    temporary = f"{secrets.token_hex(8)}.tmp"
     fd = writer.open_new_in(folder, temporary, writer.PRIVATE)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
@@ -77,12 +85,18 @@ def _new_pin_file(folder: int) -> int:
 def held(folder: int) -> set:
     """The names pinned in `folder` (an open fd) by sessions still running, in any process.
     The pin files of sessions that have ended are removed."""
-    with os.scandir(folder) as entries:
-        pin_files = [entry.name for entry in entries if PIN_FILE.fullmatch(entry.name)]
-    names = set()
-    for pin_file in pin_files:
-        names |= _names_if_held(folder, pin_file)
-    return names
+    try:
+        pins = os.open(FOLDER, writer.FOLDER, dir_fd=folder)
+    except OSError:             # none yet (nothing pinned here), or not a real folder
+        return set()
+    try:
+        names = set()
+        for pin_file in os.listdir(pins):
+            if PIN_FILE.fullmatch(pin_file):
+                names |= _names_if_held(pins, pin_file)
+        return names
+    finally:
+        os.close(pins)
 
 
 def _names_if_held(folder: int, pin_file: str) -> set:
@@ -93,13 +107,14 @@ def _names_if_held(folder: int, pin_file: str) -> set:
     except OSError:             # removed meanwhile, or a link: it pins nothing
         return set()
     with os.fdopen(fd, "rb") as f:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
             return set()
         try:
             fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
         except BlockingIOError:   # its session holds it: it runs
-            whole_lines = f.read(MAX_BYTES).split(b"\n")[:-1]
-            return {line.decode("utf-8", "replace") for line in whole_lines}
+            text = f.read(min(info.st_size, MAX_BYTES)).decode("utf-8", "replace")
+            return set(text.split("\n")[:-1])
         with contextlib.suppress(OSError):
             os.unlink(pin_file, dir_fd=folder)
     return set()

@@ -191,8 +191,10 @@ def latest(folder: Path = FOLDER) -> Path | None:
     """The session in folder written to most recently, or None."""
     if not folder.is_dir():
         return None
-    # An empty file is a session that recorded nothing (or was killed before it did).
-    sessions = [p for p in folder.glob(PATTERN) if p.is_file() and p.stat().st_size > 0]
+    # An empty file is a session that recorded nothing (or was killed before it did); a link
+    # is none of ours (the writer never makes one), and what it points to is never read.
+    sessions = [p for p in folder.glob(PATTERN)
+                if not p.is_symlink() and p.is_file() and p.stat().st_size > 0]
     if not sessions:
         return None
     return max(sessions, key=lambda p: (_modified(p), _order(p)))
