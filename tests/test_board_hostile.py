@@ -19,6 +19,7 @@ import pytest
 from conftest import within, call_tool
 
 import s07_task_system as s07
+from harness.board import open_store
 from harness.board.record import DESCRIPTION_MAX, SUBJECT_MAX, Task, agent_name, default_agent_name
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -97,7 +98,7 @@ def test_an_agent_cannot_add_a_blocker_to_another_agents_task_in_progress(agents
 
 
 def test_an_agent_cannot_remove_a_blocker_from_another_agents_task_in_progress(agents, board):
-    agents["alice"].update(3, add_blocked_by=[1])     # alice makes her own task wait
+    hand_edit(board, 3, blockedBy=[1])     # an open blocker on a task in progress: by hand only
     with pytest.raises(ValueError, match="in progress by alice"):
         agents["bob"].update(3, remove_blocked_by=[1])
     assert task_file(board, 3)["blockedBy"] == [1]
@@ -196,7 +197,7 @@ def test_a_link_at_the_boards_lock_is_refused_and_nothing_is_written_through_it(
         manager(board).create("Design the data model")
     assert keys.read_text() == KEYS
     assert [p.name for p in board.iterdir()] == [".lock"]           # no task was written
-    monkeypatch.chdir(tmp_path)                     # the model's task_create: told, not crashed
+    monkeypatch.setattr(s07.TASKS, "store", open_store(board))   # the model's task_create
     message, is_error = call_tool("task_create", {"subject": "Design"}, s07.TOOLS,
                                   s07.TOOL_HANDLERS)
     assert is_error and ".lock is a symbolic link" in message
