@@ -3,11 +3,16 @@
 Relied on by s07 (TaskManager reaches it through the TaskStore interface in record.py), by
 live.py and checklist.py. Without each piece:
 - the lock (.tasks/.lock) around every read-modify-write: two agents completing blockers at
-  once each rewrite the same dependent, and one clear is lost.
-- atomic writes (a temp file, then os.replace): a kill -9 mid-write leaves half a JSON file,
-  and that task is gone.
-- the exclusive reservation of a new id (os.link refuses a taken name): 8 concurrent creators
-  hand out the same id and overwrite each other.
+  once each rewrite the same dependent, and one clear is lost. Opened only as a regular file
+  (writer.open_shared): a link there was followed, and creating a task wrote the board's
+  stamp into an SSH authorized_keys; a FIFO there ended the call in a traceback.
+- atomic writes (writer.replace_in: a temp file under a random name, then os.replace, in the
+  folder whose lock we hold): a kill -9 mid-write leaves half a JSON file, and that task is
+  gone; a link planted at the old guessable temp name (.tmp_<id>_<pid>_<thread>) was
+  written through.
+- the exclusive reservation of a new id (writer.create_in: os.link refuses a taken name, and
+  O_EXCL does where the file system has no hard links): 8 concurrent creators hand out the
+  same id and overwrite each other.
 - undoing the reservations of a locked() that fails (Ctrl-C included): a /task import that
   stops at item 3 leaves items 1 and 2, and importing the file again makes them twice.
 - the high-water mark (the largest id ever given, kept in .lock after the stamp, and written
@@ -18,10 +23,11 @@ live.py and checklist.py. Without each piece:
   after every change anyway. Only a holder of the lock reads or writes .lock, and a process
   killed mid-pwrite leaves the old bytes or the new.
 - validation: a corrupt or hand-broken file takes the board down, or is rewritten and lost.
-- regular files only, read with a cap: a FIFO named task_2.json hangs /tasks, a symlink to
-  /dev/zero reads gigabytes.
-- the cache of parsed files and of the largest id: a board of 10,000 tasks takes a second to
-  list, and creating thousands of tasks lists the folder once per task (quadratic).
+- regular files only, never through a link, read with a cap: a FIFO named task_2.json hangs
+  /tasks, a symlink to /dev/zero reads gigabytes, and a link to another board's task showed
+  that task as this board's.
+- the cache of parsed files and of the ids: a board of 10,000 tasks takes a second to list,
+  and creating thousands of tasks lists the folder once per task (quadratic).
 fcntl is POSIX: like the bash tool, this harness expects Linux or macOS. A folder shared over a
 network file system is not safe (its locks are unreliable): use a postgresql:// board there.
 """
@@ -35,6 +41,7 @@ import threading
 from contextlib import contextmanager
 from pathlib import Path
 
+from harness import writer
 from harness.errors import reason
 from harness.files import read_bytes
 from harness.board.record import MAX_ID, now, task_problem
@@ -43,6 +50,7 @@ TASK_FILE = re.compile(r"task_([1-9][0-9]*)\.json", re.ASCII)   # the only names
 TASK_FILE_MAX = 1_000_000   # bytes: a task is a title and some details; a bigger file is not one
 STAMP_BYTES = 32            # .lock: the generation stamp (a random token per change) ...
 MARK_BYTES = 16             # ... then the high-water mark, the largest id ever given, in digits
+LOCK_MODE = 0o644           # .lock, less the umask: every agent opens it for writing
 
 
 class TaskFiles:
@@ -54,10 +62,11 @@ class TaskFiles:
         self.agent = None               # who writes: unused here (a file does not say who wrote it)
         self._mutex = threading.Lock()  # the file lock is per process; this orders our own threads
         self._lock_fd = None            # open while we hold the lock
+        self._folder_fd = None          # the folder holding that .lock: every write goes in it
         self._cache = {}                # file name -> ((size, mtime_ns, inode), task)
         self._tasks = {}                # id -> task, in id order: as scan() returns them
         self._stamp = None              # the board's generation when our cache was last complete
-        self._largest = None            # [generation, largest id among the names, the mark]
+        self._known = None              # under the lock: the ids and the mark, as of a generation
         self._made = []                 # the files reserve() made under the lock we hold
         self.board = None               # which board we last locked: (device, inode) of its .lock
         self._wrote = False
@@ -70,17 +79,18 @@ class TaskFiles:
         """Hold the board's lock. Not re-entrant, by contract: only TaskManager's public methods
         take it. If the body raises (Ctrl-C too), the tasks reserve() made in it are removed."""
         with self._mutex:
-            fd = self._open_lock()
+            folder, fd = self._open_lock()
             self._wrote, self._made = False, []     # (a Ctrl-C in flock must stamp nothing)
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX)      # waits for other processes
                 st = os.fstat(fd)                   # which board, in one call (resolve(): many)
                 self._lock_fd, self.board = fd, (st.st_dev, st.st_ino)
+                self._folder_fd = folder
                 stamp = self._read_stamp()
                 if self._stamp != stamp:
                     self._stamp = None              # another process wrote since: revalidate first
-                if self._largest is not None and self._largest[0] != stamp:
-                    self._largest = None
+                if self._known is not None and self._known.generation != stamp:
+                    self._known = None
                 if self._swept != self.board:
                     self._sweep_temp_files()
                 try:
@@ -94,19 +104,20 @@ class TaskFiles:
                         self._new_stamp(fd)         # "changed"
                 finally:                            # even when the stamp fails (a full disk):
                     self._lock_fd = None            # else the lock stays held and every agent
-                                                    # on the board hangs
+                    self._folder_fd = None          # on the board hangs
                     self._made = []
                     os.close(fd)                    # closing releases the lock
+                    os.close(folder)
 
     def _new_stamp(self, fd):
         """A new token in .lock; after it, in the same pwrite, the mark if it grew."""
         new = secrets.token_hex(STAMP_BYTES // 2).encode()
-        grew = self._largest is not None and self._largest[1] > self._largest[2]
-        mark = str(self._largest[1]).rjust(MARK_BYTES).encode() if grew else b""
+        grew = self._known is not None and self._known.largest > self._known.mark
+        mark = str(self._known.largest).rjust(MARK_BYTES).encode() if grew else b""
         try:
             os.pwrite(fd, new + mark, 0)
         except OSError as exc:
-            self._stamp = self._largest = None      # we scan afresh next time
+            self._stamp = self._known = None        # we scan afresh next time
             try:
                 os.ftruncate(fd, 0)                 # needs no space; an empty stamp matches no
             except OSError:                         # token, so others scan afresh too (the
@@ -116,25 +127,32 @@ class TaskFiles:
                              "space") from None
         if self._stamp is not None:                 # our cache was complete; our writes kept it
             self._stamp = (self._stamp[0], new)
-        if self._largest is not None:
-            self._largest[0] = (self.board, new)
-            self._largest[2] = max(self._largest[1], self._largest[2])
+        if self._known is not None:
+            self._known.generation = (self.board, new)
+            self._known.mark = max(self._known.largest, self._known.mark)
 
     def _read_stamp(self):
         """The board's generation: which board, and the token its last writer left in .lock."""
         return (self.board, os.pread(self._lock_fd, STAMP_BYTES, 0))
 
     def _open_lock(self):
-        """Open .lock; only when that fails, make the folder or say what is in the way (that
-        order saves 3 calls)."""
-        for attempt in (1, 2):
+        """(the board's folder, its .lock), both open. The folder is made only when opening
+        it fails (that order saves 3 calls), and taken as named, a link too: it may be how a
+        board is shared. Inside it, nothing is opened through a link."""
+        try:
+            folder = writer.open_folder(self.dir, make=False, follow=True)
+        except OSError:
+            self._ensure_folder()                   # says what is in the way, or makes it
             try:
-                return os.open(self.dir / ".lock", os.O_RDWR | os.O_CREAT, 0o644)
+                folder = writer.open_folder(self.dir, make=False, follow=True)
             except OSError as exc:
-                if attempt == 2:
-                    raise ValueError(f"cannot lock the board in {self.dir}: "
-                                     f"{reason(exc)}") from None
-                self._ensure_folder()
+                raise ValueError(f"cannot open the board folder {self.dir}: "
+                                 f"{reason(exc)}") from None
+        try:
+            return folder, writer.open_shared(folder, ".lock", LOCK_MODE)
+        except OSError as exc:
+            os.close(folder)
+            raise ValueError(f"cannot lock the board in {self.dir}: {reason(exc)}") from None
 
     def _ensure_folder(self):
         if self.dir.exists() and not self.dir.is_dir():
@@ -146,10 +164,12 @@ class TaskFiles:
             raise ValueError(f"cannot create the board folder {self.dir}: {reason(exc)}") from None
 
     def _sweep_temp_files(self):
-        """Under the lock nobody is mid-write: a .tmp_* left is from a writer that was killed."""
+        """Under the lock nobody is mid-write: a temp file left is from a writer that was killed
+        (.task_<n>.json.<random>.tmp, or .tmp_* from a harness before writer.py)."""
         self._swept = self.board
-        for tmp in self.dir.glob(".tmp_*"):
-            tmp.unlink(missing_ok=True)
+        for pattern in (".task_*.tmp", ".tmp_*"):
+            for tmp in self.dir.glob(pattern):
+                tmp.unlink(missing_ok=True)
 
     def _undo_reservations(self):
         """Remove the files reserve() made under this lock: the failed operation leaves none.
@@ -162,7 +182,7 @@ class TaskFiles:
             self._cache.pop(path.name, None)
             self._tasks.pop(int(TASK_FILE.fullmatch(path.name)[1]), None)
         if self._made:
-            self._stamp = self._largest = None      # our cache had them: read the folder again
+            self._stamp = self._known = None        # our cache had them: read the folder again
 
     # ------------------------------------------------------------ the high-water mark
 
@@ -173,7 +193,8 @@ class TaskFiles:
             if self._lock_fd is not None:
                 raw = os.pread(self._lock_fd, MARK_BYTES, STAMP_BYTES)
             else:                                   # outside the lock: a look, no lock taken
-                raw = read_bytes(self.dir / ".lock", ".lock", STAMP_BYTES + MARK_BYTES)
+                raw = read_bytes(self.dir / ".lock", ".lock", STAMP_BYTES + MARK_BYTES,
+                                 follow=False)
                 raw = raw[STAMP_BYTES:]
         except (OSError, ValueError):               # no .lock yet (or not a file): no mark
             return 0
@@ -188,16 +209,16 @@ class TaskFiles:
         """Replace a task's file atomically: a reader or a kill -9 sees old or new, never half."""
         # No fsync: a kill -9 cannot tear a file, but a power cut may lose the last writes
         # (a production store would fsync the file and the folder).
-        self._put(task, lambda tmp, path: os.replace(tmp, path))
+        self._put(task, writer.replace_in)
 
     def reserve(self, task):
         """Create a task's file only if its id is free (os.link never replaces). False if taken."""
-        if self._largest is None:
-            self.largest_id()                       # known, so that the mark follows this task
+        if self._known is None:
+            self.ids()                              # known, so that the mark follows this task
         try:
-            self._put(task, os.link)
+            self._put(task, writer.create_in)
         except FileExistsError:
-            self._largest = None                    # a name we did not know: list the folder again
+            self._known = None                      # a name we did not know: list the folder again
             return False
         self._made.append(self.dir / f"task_{task['id']}.json")
         return True
@@ -215,48 +236,49 @@ class TaskFiles:
             raise ValueError("the task contains characters that are not valid text "
                              "(a lone surrogate)") from None
         path = self.dir / f"task_{task['id']}.json"
-        tmp = self.dir / f".tmp_{task['id']}_{os.getpid()}_{threading.get_ident()}"  # not task_*
-        try:
-            with open(tmp, "wb") as f:
-                f.write(data)
-                f.flush()
-                st = os.fstat(f.fileno())  # scan()'s key: place() keeps size, mtime, inode
-            place(tmp, path)
+        try:   # st: scan()'s key; placing the file keeps its size, mtime and inode
+            st = place(self._folder_fd, path.name, data, None)   # None: the umask's mode
         except FileExistsError:
             raise
         except OSError as exc:
             raise ValueError(f"could not save task #{task['id']} in {self.dir}: "
                              f"{reason(exc)}") from None
-        finally:
-            tmp.unlink(missing_ok=True)
         self._wrote = True
         self._cache[path.name] = ((st.st_size, st.st_mtime_ns, st.st_ino), task)
         below = self._tasks and task["id"] < next(reversed(self._tasks))
         if below and task["id"] not in self._tasks:
             self._stamp = None              # an id below ours appeared: the next scan sorts again
         self._tasks[task["id"]] = task
-        if self._largest is not None:
-            self._largest[1] = max(self._largest[1], task["id"])
+        if self._known is not None:
+            self._known.add(task["id"])
 
     # ------------------------------------------------------------ reading
 
-    def largest_id(self):
-        """The larger of the max-scan (the largest id among the file names: a corrupt file still
-        holds its id) and the high-water mark (ids of files deleted by hand).
+    def ids(self):
+        """The id of every task file, a corrupt one included (its name still holds its id): what
+        s07's max-scan takes the largest of. A read-only view, in no order.
 
-        A name past MAX_ID (task_1000000000000000.json) is ignored, and scan() flags it: else
+        A name past MAX_ID (task_1000000000000000.json) is left out, and scan() flags it: else
         the next id would be one that every tool refuses, and the board could take no new task.
         Under the lock, when no other manager wrote since we last listed the folder (the stamp
         says so), the answer is remembered: creating thousands of tasks lists the folder once.
         """
-        if self._lock_fd is not None and self._largest is not None:
-            return max(self._largest[1], self._largest[2])
-        names = max((int(TASK_FILE.fullmatch(name)[1]) for name in self._names()
-                     if _is_task_name(name)), default=0)
-        mark = self._read_mark()
+        if self._lock_fd is not None and self._known is not None:
+            return self._known.ids.keys()
+        found = {}
+        for name in self._names():
+            if _is_task_name(name):
+                found[int(TASK_FILE.fullmatch(name)[1])] = None
         if self._lock_fd is not None:
-            self._largest = [self._read_stamp(), names, mark]
-        return max(names, mark)
+            self._known = _Known(self._read_stamp(), found, self._read_mark())
+        return found.keys()
+
+    def high_water(self):
+        """The largest id this board ever gave (kept in .lock), or 0: a task file deleted by
+        hand must not give its id to a new task."""
+        if self._lock_fd is not None and self._known is not None:
+            return self._known.mark
+        return self._read_mark()
 
     def load(self, task_id):
         """One task, read from its file now, or ValueError saying what is wrong."""
@@ -336,6 +358,19 @@ class TaskFiles:
             raise ValueError(f"the board {self.dir} cannot be read: {reason(exc)}") from None
 
 
+class _Known:
+    """What the folder held as of one generation of the board: the ids of its task files (a
+    dict used as an ordered set), the largest of them, and the high-water mark in .lock."""
+
+    def __init__(self, generation, ids, mark):
+        self.generation, self.ids, self.mark = generation, ids, mark
+        self.largest = max(ids, default=0)
+
+    def add(self, task_id):
+        self.ids[task_id] = None
+        self.largest = max(self.largest, task_id)
+
+
 def _is_task_name(name):
     m = TASK_FILE.fullmatch(name)
     return bool(m) and len(m[1]) < 16 and int(m[1]) < MAX_ID
@@ -345,7 +380,8 @@ def read_task(path):
     """A task from its file, or ValueError naming the file and the field. Never repairs or
     deletes it."""
     try:
-        data = read_bytes(path, "it", TASK_FILE_MAX + 1)  # a FIFO or /dev/zero is refused, unread
+        # A FIFO, /dev/zero or a link is refused, unread
+        data = read_bytes(path, "it", TASK_FILE_MAX + 1, follow=False)
         if len(data) > TASK_FILE_MAX:
             raise ValueError(f"it is over {TASK_FILE_MAX:,} bytes: too big for a task")
         task = json.loads(data)  # bytes: json decodes UTF-8 itself
