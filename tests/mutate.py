@@ -119,13 +119,38 @@ MUTATIONS = [
              "            output = output[:OUTPUT_CAP]",
              ["tests/test_long_sessions.py::test_a_300000_character_output_is_read_back_whole_"
               "after_layer_1_clears_it"]),
-    Mutation("write_file copies its temp file over the file instead of os.replace",
-             "harness/files.py",
-             "        os.replace(tmp, path)\n",
-             "        shutil.copyfile(tmp, path)\n"
-             "        os.unlink(tmp)\n",
+    Mutation("a file is put in place by writing into it, not renamed over it", "harness/writer.py",
+             "    temporary, made = _write_temporary(where, name, data, mode)\n"
+             "    try:\n"
+             "        os.replace(temporary, name, src_dir_fd=where, dst_dir_fd=where)\n",
+             "    temporary, made = _write_temporary(where, name, data, mode)\n"
+             "    try:\n"
+             "        fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o666, "
+             "dir_fd=where)\n"
+             "        with os.fdopen(fd, 'wb') as f:\n"
+             "            f.write(data)\n"
+             "        os.unlink(temporary, dir_fd=where)\n",
              ["tests/test_atomic_file_tools.py::test_a_crash_while_the_file_is_put_in_place_"
-              "leaves_the_old_file_or_the_new"]),
+              "leaves_the_old_file_or_the_new",
+              DURABILITY + "::test_a_crash_while_a_task_file_is_put_in_place_leaves_the_old_task_"
+                           "or_the_new"]),
+    Mutation("a file is written in place, with no temporary file", "harness/writer.py",
+             "    temporary, made = _write_temporary(where, name, data, mode)\n"
+             "    try:\n"
+             "        os.replace(temporary, name, src_dir_fd=where, dst_dir_fd=where)\n"
+             "    except BaseException:\n"
+             "        _remove(where, temporary)\n"
+             "        raise\n"
+             "    return made\n",
+             "    fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o666, dir_fd=where)\n"
+             "    with os.fdopen(fd, 'wb') as f:\n"
+             "        f.write(data)\n"
+             "        f.flush()\n"
+             "        return os.fstat(f.fileno())\n",
+             ["tests/test_atomic_file_tools.py::test_a_crash_inside_write_file_leaves_the_old_"
+              "file_or_the_new",
+              DURABILITY + "::test_a_crash_at_any_byte_of_an_update_leaves_the_old_task_or_the_"
+                           "new"]),
     Mutation("the workspace check compares strings: work-evil counts as inside work",
              "harness/files.py",
              "    if not resolved.is_relative_to(folder):",
@@ -138,9 +163,8 @@ MUTATIONS = [
              ["tests/test_hostile_files.py::test_old_text_written_with_newlines_matches_a_crlf_"
               "file"]),
     Mutation("a command the agent runs sees the API key", "harness/config.py",
-             "    return {name: value for name, value in os.environ.items() if name not in "
-             "SECRETS}",
-             "    return dict(os.environ)",
+             "        if name in HARNESS_ONLY or any(_holds(value, s) for s in hidden):",
+             "        if False:",
              ["tests/test_cli.py::test_the_key_in_the_real_environment_never_reaches_a_"
               "command"]),
     Mutation("a command is left running when its tool call is stopped", "harness/bash.py",
@@ -345,9 +369,14 @@ MUTATIONS = [
 
     # ---------------------------------------------------------------- s07: the file board
     Mutation("the high-water mark is ignored: a new task takes an id deleted by hand",
+             "s07_task_system.py",
+             "        largest = max(largest, self.store.high_water())",
+             "        pass",
+             [CONTRACT + "::test_an_id_removed_by_hand_is_not_given_to_a_new_task"]),
+    Mutation("the folder's high-water mark is never read: an id deleted by hand is given again",
              "harness/board/folder.py",
-             "        return max(names, mark)",
-             "        return names",
+             "        return int(text)",
+             "        return 0",
              [CONTRACT + "::test_an_id_removed_by_hand_is_not_given_to_a_new_task"]),
     Mutation("the cross-process stamp check is removed: a warm cache misses another's task",
              "harness/board/folder.py",
@@ -372,37 +401,13 @@ MUTATIONS = [
                          "since"]),
     Mutation("a new task's file replaces one made by hand with the same id",
              "harness/board/folder.py",
-             "            self._put(task, os.link)",
-             "            self._put(task, os.replace)",
+             "            self._put(task, writer.create_in)",
+             "            self._put(task, writer.replace_in)",
              [RESERVE_TAKEN]),
     Mutation("the folder's lock is not taken", "harness/board/folder.py",
              "                fcntl.flock(fd, fcntl.LOCK_EX)      # waits for other processes",
              "                pass",
              [WAITS]),
-    Mutation("a task file is written in place, not through a temp file and os.replace",
-             "harness/board/folder.py",
-             '            with open(tmp, "wb") as f:\n'
-             "                f.write(data)\n"
-             "                f.flush()\n"
-             "                st = os.fstat(f.fileno())  # scan()'s key: place() keeps size, "
-             "mtime, inode\n"
-             "            place(tmp, path)\n",
-             '            with open(tmp if place is os.link else path, "wb") as f:\n'
-             "                f.write(data)\n"
-             "                f.flush()\n"
-             "                st = os.fstat(f.fileno())\n"
-             "            if place is os.link:\n"
-             "                place(tmp, path)\n",
-             [DURABILITY + "::test_a_crash_at_any_byte_of_an_update_leaves_the_old_task_or_the_"
-                           "new"]),
-    Mutation("a task file is copied over from its temp file instead of os.replace",
-             "harness/board/folder.py",
-             "        self._put(task, lambda tmp, path: os.replace(tmp, path))",
-             "        self._put(task, lambda tmp, path: shutil.copyfile(tmp, path))",
-             [DURABILITY + "::test_a_crash_while_a_task_file_is_put_in_place_leaves_the_old_task_"
-                           "or_the_new"]),
-
-    # ---------------------------------------------------------------- s07: the PostgreSQL board
     Mutation("PostgreSQL writes unblocked as NULL: a reopening cannot say who stopped waiting",
              "harness/board/postgres.py",
              '                  task["blockedBy"], task["owner"], task.get("unblocked"), '
@@ -426,8 +431,8 @@ MUTATIONS = [
              [CONTRACT + "::test_a_missing_task_names_the_tasks_another_agent_has_just_added"]),
     Mutation("PostgreSQL's high-water mark is ignored: a new task takes an id deleted by hand",
              "harness/board/postgres.py",
-             '"FROM task_board WHERE high_water BETWEEN 0 AND %(max)s - 1), 0)")',
-             '"FROM task_board WHERE false), 0)")',
+             '"WHERE high_water BETWEEN 0 AND %(max)s - 1), 0)")',
+             '"WHERE false), 0)")',
              [CONTRACT + "::test_an_id_removed_by_hand_is_not_given_to_a_new_task"]),
     Mutation("the board's URL is shown with its password", "harness/board/postgres.py",
              '        rest = f"{user}:***@{host_part}"',
