@@ -200,7 +200,7 @@ class _Assembly:
         self.answer_type = answer_type    # the response's content type, for a stream of nothing
         self.start = None                 # message_start's message, as plain data
         self.blocks = []                  # the content blocks so far, as plain data
-        self.json = {}                    # block index -> its tool input as JSON text so far
+        self.json = {}                    # block index -> the pieces of its tool input's JSON
         self.ended = False                # message_delta or message_stop arrived
 
     def add(self, event) -> list:
@@ -238,7 +238,8 @@ class _Assembly:
         if self.start is None:
             raise self._bad(f"no message_start (the answer was {self.answer_type}, with no "
                             "event of the Messages API)")
-        for index, text in self.json.items():
+        for index, pieces in self.json.items():
+            text = "".join(pieces)
             if not text.strip():
                 continue                  # deltas of "" only: the input is the block start's
             # json.loads, not the SDK's parser: it takes half an emoji, which clean_json mends.
@@ -322,7 +323,7 @@ class _Assembly:
         if not isinstance(value, wanted):
             raise self._bad(f"{_a(kind)} whose {field} is {json.dumps(value)}")
         if kind == "input_json_delta":
-            self.json[data["index"]] = self.json.get(data["index"], "") + value
+            self.json.setdefault(data["index"], []).append(value)
             return [_shown("input_json", partial_json=value)]
         if kind == "citations_delta":
             block["citations"] = (block.get("citations") or []) + [value]
