@@ -30,6 +30,11 @@ same. Without each piece:
   read fresh, instead of fetching the board.
 - the schema made (or brought up to date) under an advisory lock of the session: two agents
   starting at once on an empty database would both CREATE, and one would fail.
+- config.hide_from_commands(the password libpq used): the model's `env` showed it, in
+  TASK_BOARD, or in a DATABASE_URL or PGPASSWORD that held it.
+- _loose_password_file: a ~/.pgpass that others can read is ignored by libpq, which writes
+  its own warning to the terminal, and the user is told "no password supplied"; now one line
+  says which file and chmod 600.
 - one-line errors, the password never in them (shown() and _secrets()): a server that is down,
   a wrong password, a missing database or a missing psycopg would be a traceback, and a URL
   whose password holds ? # or / would be shown with that password.
@@ -59,12 +64,16 @@ and one server that agents on many machines reach (a folder shared over a networ
 has unreliable locks).
 """
 
+import os
 import re
+import stat
 import threading
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Iterator, Optional
-from urllib.parse import unquote
+from urllib.parse import parse_qs, unquote, urlsplit
 
+from harness import config
 from harness.errors import SetupError, connect_problem, first_line
 from harness.board.record import (DESCRIPTION_MAX, MAX_ID, SUBJECT_MAX, STATUSES, Task, now,
                                   task_problem)
@@ -211,6 +220,35 @@ def _unreadable(url: str) -> bool:
     return ":" in user_part and ("/" in user_part or "@" in user_part)
 
 
+def password_in(url: str) -> bool:
+    """Whether the URL holds a password (user:password@, or a password= in its query)."""
+    return bool(_secrets(url))
+
+
+def _loose_password_file(url: str) -> Optional[Path]:
+    """The password file libpq would read for this URL, when others can read it: libpq then
+    ignores it, writes a warning of its own to the terminal, and the server's answer is "no
+    password supplied". libpq reads it only when no password was given otherwise (the URL,
+    PGPASSWORD, a service file, which may hold one: then this is left to libpq)."""
+    try:
+        query = parse_qs(urlsplit(url).query)
+    except ValueError:           # a URL urlsplit cannot read (http://[::1): libpq says why
+        return None
+    given = ("password" in query or "service" in query or password_in(url)
+             or os.environ.get("PGPASSWORD") or os.environ.get("PGSERVICE"))
+    if given:
+        return None
+    named = query.get("passfile", [""])[-1] or os.environ.get("PGPASSFILE")
+    path = Path(named or os.path.expanduser("~/.pgpass"))   # no home: "~/.pgpass", not found
+    try:
+        mode = path.stat().st_mode
+    except OSError:              # no such file (libpq goes on without one), or not ours to read
+        return None
+    if stat.S_ISREG(mode) and mode & 0o077:
+        return path
+    return None
+
+
 def _psycopg(name: str):
     try:
         import psycopg
@@ -237,6 +275,10 @@ class PostgresTasks:
         self._in_sync = False            # under locked(): the cache is the board, our writes in it
         self._wrote = False              # under locked(): a row was written in this transaction
         self._largest = None             # under locked(): largest_id(), once asked
+        loose = _loose_password_file(url)
+        if loose:
+            raise SetupError(f"the password file {loose} is ignored: others can read it; "
+                             f"chmod 600 {loose}, and it gives the board {self.name} its password")
         self._conn = self._open(SetupError)
         self._ensure_schema()
         with self._talking("find the tables"):
@@ -259,6 +301,9 @@ class PostgresTasks:
                             "write a / or @ in the user name or password as %2F or %40") from None
             raise error(connect_problem(exc, self.name, _secrets(self._url))) from None
         self.backend_pids.add(conn.info.backend_pid)
+        # The password libpq used, wherever it found it (the URL, PGPASSWORD, a password file,
+        # a service file): no command the agent runs may see a variable that holds it.
+        config.hide_from_commands(conn.info.password)
         # Waits and statements are bounded: a lock held by a session left open is reported.
         conn.execute("SELECT set_config('lock_timeout', %s, false), "
                      "set_config('statement_timeout', %s, false)",
