@@ -1,10 +1,12 @@
 """Text that can be sent: every lone surrogate (half an emoji, a stray byte) repaired.
 
-Relied on by endpoints (each reply is cleaned before it joins the history), cli (each prompt),
-terminal (what it shows) and the session log. Without it: a model's stream can carry half an
-emoji ("\\ud83d" in its JSON), and a prompt read with surrogateescape carries a stray byte as a
-lone surrogate. Neither can be encoded as UTF-8, so the next request fails, and so does every
-later one of the session, because the bad text stays in the history.
+Relied on by endpoints (each reply, and a tool input decoded from JSON text, is cleaned before
+it joins the history), tool_calls (each tool result), cli (each prompt), terminal (what it
+shows) and the session log. Without it: a model's stream can carry half an emoji ("\\ud83d" in
+its JSON), a prompt read with surrogateescape carries a stray byte as a lone surrogate, and so
+does a file name that is not UTF-8 in a tool's result. None can be encoded as UTF-8, so the
+next request fails, and so does every later one of the session, because the bad text stays in
+the history.
 """
 
 import re
