@@ -3,8 +3,8 @@
 Relied on by all three lessons (through cli.run_cli) and by the tests. Without each piece:
 - load_env: a key kept in ./.env is not found, or a UTF-16 .env becomes a traceback; and a
   key put into os.environ is inherited by every command the agent runs (`env` shows it).
-  The credentials from .env stay here, for make_client only; child_env() is the environment
-  for a command, without them, wherever they came from.
+  The credentials from .env are returned, kept on the run (run.secrets) for make_client
+  only; child_env() is the environment for a command, without them, wherever they came from.
 - make_client: a typo'd API_TIMEOUT (or inf), a missing key, or a base URL without its
   http:// fails at the first request, deep in the SDK, or says "cannot reach" while the
   server is up; a local server on 127.0.0.1 is sent through HTTP_PROXY and never answers.
@@ -36,19 +36,16 @@ SECRETS = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN")   # for the client; no c
 
 # ---------------------------------------------------------------- configuration
 
-_DOTENV_SECRETS = {}   # the credentials read from ./.env: make_client's, never os.environ's
-
-
-def load_env():
+def load_env() -> dict:
     """Read ./.env; a variable already set in the real environment wins, unless it is empty.
 
-    Settings go into os.environ; the credentials (SECRETS) stay in this module, so that no
-    child process inherits a key it was never given.
+    Settings go into os.environ; the credentials (SECRETS) are returned instead, for
+    make_client, so that no child process inherits a key it was never given.
     """
-    _DOTENV_SECRETS.clear()          # a second run in one process reads its own .env afresh
+    secrets = {}
     path = Path.cwd() / ".env"
     if not path.is_file():
-        return
+        return secrets
     try:
         path.read_bytes().decode("utf-8")
     except UnicodeDecodeError:  # Notepad and PowerShell often save UTF-16
@@ -58,14 +55,16 @@ def load_env():
         if value is None or os.environ.get(name):  # `export ANTHROPIC_API_KEY=` counts as unset
             continue
         if name in SECRETS:
-            _DOTENV_SECRETS[name] = value
+            secrets[name] = value
         else:
             os.environ[name] = value
+    return secrets
 
 
-def secret(name: str) -> str | None:
-    """A credential: the real environment's (unless empty), else the one read from ./.env."""
-    return os.environ.get(name) or _DOTENV_SECRETS.get(name) or None
+def secret(name: str, secrets: dict) -> str | None:
+    """A credential: the real environment's (unless empty), else the one read from ./.env
+    (secrets, as load_env returned them)."""
+    return os.environ.get(name) or secrets.get(name) or None
 
 
 def child_env() -> dict:
@@ -111,12 +110,14 @@ def check_base_url(url: str) -> None:
                          "like http://127.0.0.1:8080")
 
 
-def make_client(base_url=None, api_key=None):
-    """Build the Anthropic client, or raise SetupError before any request is made."""
+def make_client(base_url=None, api_key=None, secrets=None):
+    """Build the Anthropic client, or raise SetupError before any request is made. secrets:
+    the credentials read from ./.env (load_env), for a key the environment does not give."""
     auth_token = None
+    secrets = secrets or {}
     if api_key is None:
-        api_key = secret("ANTHROPIC_API_KEY")
-        auth_token = None if api_key else secret("ANTHROPIC_AUTH_TOKEN")
+        api_key = secret("ANTHROPIC_API_KEY", secrets)
+        auth_token = None if api_key else secret("ANTHROPIC_AUTH_TOKEN", secrets)
         if not (api_key or auth_token):
             raise NoKey("no API key: set ANTHROPIC_API_KEY in your environment or in ./.env "
                         "(copy .env.example), or try --demo, which needs no key")

@@ -15,6 +15,7 @@ import time
 import pytest
 
 from harness import endpoints
+from harness.run import Run
 import s03_todo
 import s07_task_system
 from conftest import ROOT, clean_env, tool_results
@@ -156,7 +157,7 @@ def test_a_terminal_sees_the_wait_the_text_live_and_a_tool_call_growing(monkeypa
     with StandInAPI([reply(text("Writing the app now."), big, delay=1.5)]) as api:
         monkeypatch.setenv("ANTHROPIC_BASE_URL", api.url)
         client = anthropic.Anthropic(api_key="k", base_url=api.url)
-        reply_ = endpoints.ask(client, "s", [], [{"role": "user", "content": "hi"}], 9)
+        reply_ = endpoints.ask(Run(client), "s", [], [{"role": "user", "content": "hi"}], 9)
     shown = re.sub(r"\x1b\[[0-9;]*[mK]", "", screen.getvalue())      # colours and line clearing
     assert "waiting for the model at 127.0.0.1" in shown and "· 1 s" in shown
     assert "Writing the app now." in shown and re.search(r"> write_file … 3\.\d kB so far", shown)
@@ -167,6 +168,22 @@ def test_nothing_of_the_stream_goes_to_a_pipe_and_the_answer_is_printed_once(run
     code, out, err, api = run_main(s03_todo, "hi", script=[reply(text("the answer"))])
     assert out == "the answer\n" and "the answer" not in err and "waiting" not in err
     assert "[session: 1 call · " in err and "from cache" in err
+
+
+def test_a_second_run_in_one_process_keeps_its_own_count_log_and_page(run_main, workdir):
+    """Each main() makes its own Run: nothing of the first run is counted, logged or drawn in
+    the second's (a test suite, or a program calling main() twice)."""
+    first = run_main(s03_todo, "one", script=[reply(tool("bash", {"command": "echo 1"})),
+                                              reply(text("first"))])
+    code, out, err, api = run_main(s03_todo, "two", script=[reply(text("second"))])
+    assert first[0] == code == 0 and "[session: 2 calls · " in first[2]
+    assert "[session: 1 call · " in err
+    folder = workdir / ".transcripts"
+    logs = sorted(folder.glob("session_*.jsonl"), key=lambda p: p.stat().st_mtime_ns)
+    pages = sorted(folder.glob("session_s03_*.html"), key=lambda p: p.stat().st_mtime_ns)
+    assert [json.loads(line)["content"] for line in logs[-1].read_text().splitlines()] == [
+        "two", [{"type": "text", "text": "second"}]]
+    assert len(logs) == len(pages) == 2 and "echo 1" not in pages[-1].read_text()
 
 
 # ---------------------------------------------------------------- the REPL
@@ -391,9 +408,9 @@ def test_a_request_that_cannot_be_encoded_names_the_real_cause():
     from harness.errors import EndpointError
     from harness.stand_in_api import StandInAPI
     with StandInAPI([reply(text("never"))]) as api:
-        client = anthropic.Anthropic(api_key="k", base_url=api.url)
+        run = Run(anthropic.Anthropic(api_key="k", base_url=api.url))
         with pytest.raises(EndpointError, match="not valid Unicode") as raised:
-            endpoints.ask(client, "s", [], [{"role": "user", "content": "half an emoji \ud83d"}], 9)
+            endpoints.ask(run, "s", [], [{"role": "user", "content": "half an emoji \ud83d"}], 9)
     assert "'\\ud83d'" in str(raised.value) and "did not answer like" not in str(raised.value)
     assert api.requests == []
 
@@ -463,14 +480,14 @@ def test_a_triple_quoted_block_cut_off_by_the_end_of_input_is_sent_with_a_note(r
 def _run_fake_lesson(monkeypatch, workdir, results, stdin="go\nagain\nq\n"):
     """run_cli with an agent_loop that runs two tool calls and is interrupted in the batch."""
     import copy
-    from harness.cli import ToolsInterrupted, run_cli
+    from harness.cli import Lesson, ToolsInterrupted, run_cli
     monkeypatch.chdir(workdir)
     monkeypatch.setenv("ANTHROPIC_API_KEY", "k")
     monkeypatch.setenv("ANTHROPIC_BASE_URL", "http://127.0.0.1:9")    # never called
     monkeypatch.setattr("sys.stdin", io.StringIO(stdin))
     seen = []
 
-    def agent_loop(messages, client):
+    def agent_loop(messages, run):
         seen.append(copy.deepcopy(messages))
         if len(seen) > 1:
             return "the next turn"
@@ -481,12 +498,12 @@ def _run_fake_lesson(monkeypatch, workdir, results, stdin="go\nagain\nq\n"):
              "input": {"command": "sleep 100"}}]})
         raise ToolsInterrupted(results)
 
-    assert run_cli("s99_fake", "A fake lesson.", agent_loop, argv=[]) == 0
+    assert run_cli(Lesson("s99_fake", "A fake lesson.", agent_loop), argv=[]) == 0
     return seen
 
 
 def test_ctrl_c_in_a_batch_keeps_the_calls_that_ran(monkeypatch, capsys, workdir):
-    from harness.cli import NOT_RUN
+    from harness.pairing import NOT_RUN
     results = [{"type": "tool_result", "tool_use_id": "toolu_a",
                 "content": "Wrote 1 bytes to a.txt"},
                {"type": "tool_result", "tool_use_id": "toolu_b", "content": NOT_RUN,
@@ -498,7 +515,7 @@ def test_ctrl_c_in_a_batch_keeps_the_calls_that_ran(monkeypatch, capsys, workdir
 
 
 def test_ctrl_c_before_any_call_of_a_batch_ran_forgets_the_turn(monkeypatch, capsys, workdir):
-    from harness.cli import NOT_RUN
+    from harness.pairing import NOT_RUN
     results = [{"type": "tool_result", "tool_use_id": t, "content": NOT_RUN, "is_error": True}
                for t in ("toolu_a", "toolu_b")]
     seen = _run_fake_lesson(monkeypatch, workdir, results)
