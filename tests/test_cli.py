@@ -537,6 +537,20 @@ def test_the_key_from_dotenv_never_reaches_a_command(run_main, workdir):
     assert tool_results(api.requests[1])[0]["content"].strip() == "key=none token=none"
 
 
+def test_a_copy_of_the_dotenv_key_under_another_name_never_reaches_a_command(run_main,
+                                                                              workdir):
+    key = "sk-ant-from-dotenv-" + "k" * 20
+    (workdir / ".env").write_text(f"ANTHROPIC_API_KEY={key}\n")
+    command = "echo old=${MY_OLD_KEY:-none}"
+    script = [reply(tool("bash", {"command": command})), reply(text("done"))]
+    code, out, err, api = run_main(s03_todo, "hi", script=script, key=None,
+                                   env={"MY_OLD_KEY": key})
+    headers = api.headers[0]
+    sent = headers.get("x-api-key") or headers.get("authorization", "").removeprefix("Bearer ")
+    assert code == 0 and sent == key                        # the client has it
+    assert tool_results(api.requests[1])[0]["content"].strip() == "old=none"
+
+
 def test_child_env_leaves_out_the_credentials_of_the_real_environment(monkeypatch):
     from harness.config import child_env
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-real")
