@@ -479,6 +479,8 @@ def play(lesson, shape, mode="built", setting=None):
                 if api.violations or lesson is not s03_todo or "too long" not in str(exc):
                     raise
                 return None
+            finally:
+                run.close()
         if api.violations or api.script:
             unplayed = f"{len(api.script)} steps unplayed"
             sys.exit(f"bench_tokens.py: {lesson.__name__} on {shape.name}: "

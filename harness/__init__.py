@@ -12,7 +12,8 @@ of its pieces. This is the reading guide; the README links here.
                 pairing        every tool_use gets one tool_result: ids, cut calls, Ctrl-C,
                                a failed turn, a resumed session repaired
                 bash, files    the hardened tools: process groups, floods, FIFOs, atomic writes
-                spill          big results saved whole; the model sees head, tail and path
+                spill, pins    big results saved whole; the model sees head, tail and path;
+                               a running session's files are pinned against any prune
                 clean          text that can be sent (half an emoji repaired)
     after s06   layer1         which old results and inputs a batch clears, the placeholders
                 transcripts    layer 2's transcript, summary message and notes
@@ -22,6 +23,8 @@ of its pieces. This is the reading guide; the README links here.
     everywhere  cli            one-shot runs, the REPL, --demo, --continue, the budget
                 config, errors settings and the client; every error and the line it becomes
                 terminal       what reaches the screen, control characters escaped
+                writer         every file the harness makes: whole, never through a link,
+                               0600 where it holds the conversation
                 session/       log (--continue), record (counts), views (/context, /cost),
                                page (the session page) and its parts: blocks, sent,
                                board_picture, markup

@@ -10,8 +10,8 @@ process starts with, so there is nothing to reset. Without each piece:
 - recorder (session/record.py): the session page, /context and /cost have nothing to show.
 - log (session/log.py): --continue finds nothing, and a failed turn cannot tell which calls
   of its last reply ran. Without a file (SessionLog()) it keeps the bookkeeping only.
-- saved (spill.SavedTexts): making room for a new saved result removes files that layer 1's
-  placeholders still name.
+- saved (spill.SavedTexts): making room for a new saved result, in this process or another,
+  removes files that layer 1's placeholders still name. close() lets its pins go.
 - screen (terminal.Screen): on a terminal the final answer, already shown live, is shown
   twice.
 - secrets: the credentials read from ./.env (config.load_env), for the client; put in
@@ -35,3 +35,9 @@ class Run:
         self.saved = spill.SavedTexts()
         self.screen = terminal.Screen()
         self.secrets = secrets or {}
+
+    def close(self) -> None:
+        """The end of the run: its log closed (one that holds nothing is removed), its pins
+        let go (the next prune, in any process, may remove the files they kept)."""
+        self.log.close()
+        self.saved.release()

@@ -54,8 +54,10 @@ def run_lesson(workdir):
 @pytest.fixture
 def run():
     """A fresh Run (harness/run.py) without a client: what a new process starts with, its
-    record, log (no file) and saved results empty."""
-    return Run()
+    record, log (no file) and saved results empty. Closed after the test (its pins let go)."""
+    made = Run()
+    yield made
+    made.close()
 
 
 @pytest.fixture
