@@ -26,7 +26,9 @@ What it models:
   conversation, empty text (in a tool_result too), a thinking block with an empty
   signature, an unknown block type, more than 4 cache breakpoints, ... What a model's reply
   may carry is accepted back (thinking with its signature, redacted_thinking, server tool
-  blocks), and so are consecutive user messages.
+  blocks), and so are consecutive user messages. The pairing of tool_use and tool_result is
+  checked here on its own, separately from harness/pairing.py on purpose: the stand-in plays
+  the real API, an independent judge, and a check of the keeper by the keeper catches nothing.
 - The context window: a prompt over context_window tokens gets "prompt is too long:
   N tokens > M maximum". One that fits but leaves less room than max_tokens is accepted,
   as the docs say of current models: the reply stops when the window is full, with

@@ -17,12 +17,13 @@ import time
 import pytest
 
 from harness import endpoints
+from harness.run import Run
 import s03_todo
 import s07_task_system
 from conftest import (ROOT, batch_of_three, clean_env, group_ends, popen_taking_ctrl_c,
                       running_command, tool_results)
 from harness.stand_in_api import StandInAPI, error, message, raw, reply, text, tool
-from harness.tool_calls import INTERRUPTED, NOT_RUN
+from harness.pairing import INTERRUPTED, NOT_RUN
 
 
 class Terminal(io.StringIO):
@@ -195,7 +196,7 @@ def test_a_terminal_sees_the_wait_the_text_live_and_a_tool_call_growing(monkeypa
     with StandInAPI([reply(text("Writing the app now."), big, delay=1.5)]) as api:
         monkeypatch.setenv("ANTHROPIC_BASE_URL", api.url)
         client = anthropic.Anthropic(api_key="k", base_url=api.url)
-        reply_ = endpoints.ask(client, "s", [], [{"role": "user", "content": "hi"}], 9)
+        reply_ = endpoints.ask(Run(client), "s", [], [{"role": "user", "content": "hi"}], 9)
     shown = re.sub(r"\x1b\[[0-9;]*[mK]", "", screen.getvalue())      # colours and line clearing
     assert "waiting for the model at 127.0.0.1" in shown and "· 1 s" in shown
     assert "Writing the app now." in shown and re.search(r"> write_file … 3\.\d kB so far", shown)
@@ -206,6 +207,22 @@ def test_nothing_of_the_stream_goes_to_a_pipe_and_the_answer_is_printed_once(run
     code, out, err, api = run_main(s03_todo, "hi", script=[reply(text("the answer"))])
     assert out == "the answer\n" and "the answer" not in err and "waiting" not in err
     assert "[session: 1 call · " in err and "from cache" in err
+
+
+def test_a_second_run_in_one_process_keeps_its_own_count_log_and_page(run_main, workdir):
+    """Each main() makes its own Run: nothing of the first run is counted, logged or drawn in
+    the second's (a test suite, or a program calling main() twice)."""
+    first = run_main(s03_todo, "one", script=[reply(tool("bash", {"command": "echo 1"})),
+                                              reply(text("first"))])
+    code, out, err, api = run_main(s03_todo, "two", script=[reply(text("second"))])
+    assert first[0] == code == 0 and "[session: 2 calls · " in first[2]
+    assert "[session: 1 call · " in err
+    folder = workdir / ".transcripts"
+    logs = sorted(folder.glob("session_*.jsonl"), key=lambda p: p.stat().st_mtime_ns)
+    pages = sorted(folder.glob("session_s03_*.html"), key=lambda p: p.stat().st_mtime_ns)
+    assert [json.loads(line)["content"] for line in logs[-1].read_text().splitlines()] == [
+        "two", [{"type": "text", "text": "second"}]]
+    assert len(logs) == len(pages) == 2 and "echo 1" not in pages[-1].read_text()
 
 
 # ---------------------------------------------------------------- the REPL
@@ -430,9 +447,9 @@ def test_a_request_that_cannot_be_encoded_names_the_real_cause():
     from harness.errors import EndpointError
     from harness.stand_in_api import StandInAPI
     with StandInAPI([reply(text("never"))]) as api:
-        client = anthropic.Anthropic(api_key="k", base_url=api.url)
+        run = Run(anthropic.Anthropic(api_key="k", base_url=api.url))
         with pytest.raises(EndpointError, match="not valid Unicode") as raised:
-            endpoints.ask(client, "s", [], [{"role": "user", "content": "half an emoji \ud83d"}], 9)
+            endpoints.ask(run, "s", [], [{"role": "user", "content": "half an emoji \ud83d"}], 9)
     assert "'\\ud83d'" in str(raised.value) and "did not answer like" not in str(raised.value)
     assert api.requests == []
 
@@ -573,6 +590,20 @@ def test_the_key_in_the_real_environment_never_reaches_a_command(run_lesson):
     assert proc.returncode == 0 and api.violations == [], proc.stderr
     assert tool_results(api.requests[1])[0]["content"] == "key=none token=none"
     assert "sk-from-env" not in json.dumps(api.requests) and "sk-from-env" not in proc.stderr
+
+
+def test_a_copy_of_the_dotenv_key_under_another_name_never_reaches_a_command(run_main,
+                                                                              workdir):
+    key = "sk-ant-from-dotenv-" + "k" * 20
+    (workdir / ".env").write_text(f"ANTHROPIC_API_KEY={key}\n")
+    command = "echo old=${MY_OLD_KEY:-none}"
+    script = [reply(tool("bash", {"command": command})), reply(text("done"))]
+    code, out, err, api = run_main(s03_todo, "hi", script=script, key=None,
+                                   env={"MY_OLD_KEY": key})
+    headers = api.headers[0]
+    sent = headers.get("x-api-key") or headers.get("authorization", "").removeprefix("Bearer ")
+    assert code == 0 and sent == key                        # the client has it
+    assert tool_results(api.requests[1])[0]["content"].strip() == "old=none"
 
 
 def test_child_env_leaves_out_the_credentials_of_the_real_environment(monkeypatch):
