@@ -23,7 +23,8 @@ of its pieces. This is the reading guide; the README links here.
                                board_picture, markup
                 sdk            the anthropic SDK, loaded on first use
                 demos          the scripted sessions behind --demo
-                stand_in_api   the loopback Messages API the demos and tests talk to
+                stand_in/      the loopback Messages API the demos and tests talk to:
+                               script, rules, usage (the cache, the bill), sse, server
 
 Nothing here imports a lesson, and no module imports inside a function except psycopg (an
 optional dependency, for a postgresql:// board).

@@ -40,7 +40,7 @@ from harness.sdk import anthropic
 from harness.session import log as session_log
 from harness.session import page, views
 from harness.session.record import RECORD
-from harness.stand_in_api import StandInAPI
+from harness.stand_in import StandInAPI
 from harness.tool_calls import NOT_RUN, ToolsInterrupted
 
 try:

@@ -13,7 +13,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from harness import endpoints, spill  # noqa: E402
-from harness.stand_in_api import StandInAPI  # noqa: E402
+from harness.stand_in import StandInAPI  # noqa: E402
 
 
 def clean_env(home, **extra):

@@ -6,7 +6,7 @@ import re
 
 import s06_compact
 import s07_task_system
-from harness.stand_in_api import reply, text, tool
+from harness.stand_in.script import reply, text, tool
 from s07_task_system import TaskManager
 
 

@@ -12,7 +12,7 @@ import pytest
 from harness.session import log as session_log
 from harness.errors import SetupError
 from harness.session.log import SessionLog, latest, load, read_session, repair
-from harness.stand_in_api import check_request
+from harness.stand_in.rules import check_request
 
 from conftest import ROOT
 

@@ -158,7 +158,8 @@ def test_prices_come_from_the_environment_and_are_absent_by_default(monkeypatch)
 def test_the_cost_matches_what_the_stand_in_api_bills():
     """The same usage, read by the real client: /cost adds it up as the API's prices do."""
     anthropic = pytest.importorskip("anthropic")
-    from harness.stand_in_api import StandInAPI, reply, text
+    from harness.stand_in import StandInAPI
+    from harness.stand_in.script import reply, text
     rec = Recorder()
     big = "notes " * 1_500                   # above the caching minimum, so the cache is used
     with StandInAPI([reply(text("one")), reply(text("two")), reply(text("three"))]) as api:
