@@ -9,7 +9,8 @@ of its pieces. This is the reading guide; the README links here.
                 tool_calls     around each tool call: shown, logged at once, Ctrl-C kept
                 bash, files    the hardened tools: process groups, floods, FIFOs, atomic writes
                 spill          big results saved whole; the model sees head, tail and path
-                clean          text that can be sent (half an emoji repaired)
+                clean          text that can be sent and shown (half an emoji repaired,
+                               control characters escaped)
     after s06   layer1         which old results and inputs a batch clears, the placeholders
                 transcripts    layer 2's transcript, summary message and notes
     after s07   board/         record (the Task, its checks, the TaskStore), folder, postgres,
@@ -18,6 +19,7 @@ of its pieces. This is the reading guide; the README links here.
     everywhere  cli            one-shot runs, the REPL, --demo, --continue, the budget
                 config, errors settings and the client; every error and the line it becomes
                 terminal       what reaches the screen, control characters escaped
+                excerpt        long text cut to fit a line, a box or a preview, one way
                 session/       log (--continue), record (counts), views (/context, /cost),
                                page (the session page) and its parts: blocks, sent,
                                board_picture, markup

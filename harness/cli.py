@@ -49,7 +49,7 @@ except ImportError:     # Windows without pyreadline: input() still works, witho
     readline = None
 
 STEPS_RAN_OUT = 3     # a one-shot run's exit status when the turn's budget ran out (README)
-HISTORY = Path(".transcripts") / "repl_history"   # the REPL's earlier prompts (up and down)
+HISTORY = config.TRANSCRIPTS / "repl_history"   # the REPL's earlier prompts (up and down)
 HISTORY_LINES = 1000  # prompts kept in it
 DEMO = Path("demo")   # where --demo runs: nothing it writes lands beside your own files
 NO_MODEL = ("no model to talk to: set ANTHROPIC_API_KEY in your environment or in ./.env (copy "

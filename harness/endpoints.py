@@ -42,7 +42,7 @@ import json
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
-from harness import terminal
+from harness import excerpt, terminal
 from harness.clean import clean_json
 from harness.config import api_error_line, api_timeout, model_id
 from harness.errors import EndpointError, dropped, unsendable
@@ -151,7 +151,7 @@ def _stream(client, **request):
     except (ValueError, TypeError, KeyError, AttributeError, AssertionError,
             RuntimeError) as exc:
         raise EndpointError(f"the endpoint at {where} did not answer like the Messages "
-                            f"API ({type(exc).__name__}: {terminal.short(exc, 120)})") from None
+                            f"API ({type(exc).__name__}: {excerpt.one_line(exc, 120)})") from None
     finally:
         live.close()
     if not isinstance(getattr(message, "content", None), list):

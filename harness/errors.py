@@ -16,6 +16,7 @@ tools return them to the model, the board and the endpoints raise them. Without 
 import errno
 from urllib.parse import urlsplit
 
+from harness import excerpt
 from harness.sdk import anthropic
 
 
@@ -90,8 +91,9 @@ def dropped(exc: Exception, where: str, timeout: float) -> str:
     if "Timeout" in type(exc).__name__:
         return (f"the endpoint at {where} went silent in the middle of its reply for "
                 f"API_TIMEOUT={timeout:g}s: the turn was abandoned; try again")
+    why = excerpt.one_line(exc, 120)
     return (f"the connection to {where} dropped in the middle of the reply "
-            f"({type(exc).__name__}: {_short(exc, 120)}): the turn was abandoned; try again")
+            f"({type(exc).__name__}: {why}): the turn was abandoned; try again")
 
 
 def unsendable(exc: UnicodeEncodeError) -> str:
@@ -100,11 +102,6 @@ def unsendable(exc: UnicodeEncodeError) -> str:
     return (f"the request could not be sent: the conversation holds text that is not valid Unicode "
             f"({bad}: {exc.reason}), such as half an emoji from a model or a byte that is not "
             "UTF-8")
-
-
-def _short(s, limit):
-    s = " ".join(str(s).split())
-    return s if len(s) <= limit else s[: limit - 1] + "…"
 
 
 def first_line(exc: BaseException) -> str:

@@ -56,10 +56,11 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from harness import config
 from harness.errors import SetupError, reason
 from harness.terminal import show_note
 
-FOLDER = Path(".transcripts")   # relative: a session belongs to the folder you run in
+FOLDER = config.TRANSCRIPTS     # relative: a session belongs to the folder you run in
 PATTERN = "session_*.jsonl"     # what latest() looks for; transcript_*.jsonl (s06) is not a session
 MAX_NAMES_PER_SECOND = 1000     # sessions started in one second before start() gives up
 INTERRUPTED = "interrupted; it may have acted"   # the result of a call running at the stop
