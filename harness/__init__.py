@@ -11,7 +11,8 @@ of its pieces. This is the reading guide; the README links here.
                 spill          big results saved whole; the model sees head, tail and path
                 clean          text that can be sent and shown (half an emoji repaired,
                                control characters escaped)
-    after s06   layer1         which old results and inputs a batch clears, the placeholders
+    after s06   tokens         the one token estimate, about 4 characters a token
+                layer1         which old results and inputs a batch clears, the placeholders
                 transcripts    layer 2's transcript, summary message and notes
     after s07   board/         record (the Task, its checks, the TaskStore), folder, postgres,
                                claims (who may change a task another agent holds), graph,

@@ -22,7 +22,7 @@ import sys
 import threading
 import time
 
-from harness import clean, excerpt
+from harness import clean, excerpt, tokens
 
 PREVIEW_CHARS = 100                  # width of a tool result's preview in the terminal
 WHOLE_LINES = 14                     # a result this short is shown whole (a task file, a board)
@@ -129,7 +129,7 @@ def warn_if_tools_dropped(counted, tools):
     (seen with llama-server: 132 input tokens counted for s07's first request, 1,214 with a
     template that has tools). The model then cannot call a tool and answers in prose.
     """
-    expected = len(json.dumps(tools)) // 4          # about 4 characters per token
+    expected = tokens.estimate(tools)
     if 0 < counted < expected // 2:                 # 0: the endpoint sent no usage at all
         show_note(f"[the endpoint counted {counted:,} input tokens, fewer than the tool "
                   f"definitions alone (about {expected:,}): it seems to have dropped the "

@@ -26,7 +26,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
-from harness import excerpt
+from harness import excerpt, tokens
 from harness.session import blocks
 
 ARGS_CHARS = 300            # a tool call's arguments kept for the page (a write_file can be huge)
@@ -88,6 +88,7 @@ class Request:
     system: Optional[bytes]     # the key of the system prompt; None when not given
     tools: Optional[bytes]      # the key of the tool definitions; None when not given
     tokens: int                 # estimated size of the whole request, system and tools included
+                                # (tokens.request: the number /context and layer 2 give)
 
 
 @dataclass
@@ -237,10 +238,9 @@ class Recorder:
         self._previous = messages
         system_key = None if system is None else self._keep_block(system, "system")
         tools_key = None if tools is None else self._keep_block(tools, "tools")
-        keys = [k for _, ks in messages for k in ks] + [k for k in (system_key, tools_key) if k]
-        tokens = sum(self.data.blocks[k].tokens for k in keys)
+        size = tokens.request(system, tools, sent)     # as /context and layer 2 count it
         call.request = Request(same, tuple(messages[same:]), len(messages), system_key, tools_key,
-                               tokens)
+                               size)
 
     def _keep_block(self, block: object, kind: Optional[str] = None) -> bytes:
         """The key of block in data.blocks, adding it the first time it is sent."""
@@ -254,8 +254,8 @@ class Recorder:
     def _sent_block(self, block: object, raw: str, kind: Optional[str]) -> SentBlock:
         kind, label, shown, error = _readable(block, raw, kind)
         rest, board = blocks.split_board(shown) if kind == "text" else (shown, "")
-        # the whole block as the request sends it (a system prompt as its text, as /context does)
-        tokens = blocks.estimate(shown if kind == "system" else raw)
+        # the whole block as the request sends it, as /context counts it
+        size = tokens.estimate(block)
         kept_text = excerpt.head_and_tail(rest, HEAD_CHARS, TAIL_CHARS)
         kept_board = excerpt.head_and_tail(board, HEAD_CHARS, TAIL_CHARS)
         kept = self.data.sent_chars + len(kept_text) + len(kept_board) <= SENT_CHARS
@@ -263,7 +263,7 @@ class Recorder:
             self.data.sent_chars += len(kept_text) + len(kept_board)
         else:
             kept_text, kept_board = "", ""
-        return SentBlock(kind, label, kept_text, len(rest), tokens, blocks.is_cleared(block), error,
+        return SentBlock(kind, label, kept_text, len(rest), size, blocks.is_cleared(block), error,
                          kept_board, len(board), kept)
 
     @_never_raises

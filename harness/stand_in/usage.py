@@ -5,11 +5,11 @@ counted here), the tests that check cache hits by hand, and bench/bench_tokens.p
 tables (quoted in docs/cost.md) are these bills.
 
 A token is 4 characters of a block's JSON, at least 1 a block (count_tokens). It is the API's
-count in this play, so it is the stand-in's own and not the harness's estimate, though the
-two divide alike today: the harness sets its estimate beside the API's count (/context,
-layer 2, the warning about dropped tools), and one function on both sides would check the
-estimate against itself; a change to the estimate would also move the bills docs/cost.md
-quotes.
+count in this play, so it is the stand-in's own and not the harness's estimate
+(harness/tokens.py), though the two divide alike today: the harness sets its estimate beside
+the API's count (/context, layer 2, the warning about dropped tools), and one function on
+both sides would check the estimate against itself; a change to the estimate would also move
+the bills docs/cost.md quotes.
 
 The cache (PromptCache), as documented for the real API: the prefix is tools, system, then
 every message block; breakpoints are blocks with cache_control plus the top-level
