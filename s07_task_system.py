@@ -55,9 +55,14 @@ class TaskManager:
         self.agent = agent or record.default_agent_name()  # who owns what we start
 
     def next_id(self) -> int:
-        """Max-scan: one more than the largest id the board ever held (the store
-        keeps a high-water mark: a task deleted by hand keeps its id)."""
-        return self.store.largest_id() + 1
+        """Max-scan: one more than the largest id on the board."""
+        # The id of every task file (task_3.json holds #3), or of every row.
+        largest = max(self.store.ids(), default=0)
+        # A task file deleted by hand must not give its id to a new task: a
+        # task still waiting for the old one would wait for a stranger. So
+        # the store also keeps the largest id it ever gave.
+        largest = max(largest, self.store.high_water())
+        return largest + 1
 
     def create(self, subject, description="", blocked_by=None) -> str:
         subject = record.check_text(subject, "subject")
@@ -165,6 +170,14 @@ class TaskManager:
             names = text.described(waiting, self.store)
             raise ValueError(f"#{tid} is blocked by {names}; finish those "
                              "first (or removeBlockedBy)")
+        # Nor can a task stay in progress with an open blocker just added:
+        # it would be in progress and blocked at once.
+        added = record.ids(add or [])
+        opened = [dep for dep in waiting if dep in added]
+        if new_status == "in_progress" and opened:
+            raise ValueError(f"#{tid} is in progress; to make it wait for "
+                             f"{text.described(opened, self.store)}, give it "
+                             "status pending in the same call (that frees it)")
         change["blockedBy"] = blocked
         return change, notes + more
 

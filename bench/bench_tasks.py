@@ -17,7 +17,7 @@ none of those, so it is a floor, not a competitor. Both run on real files in
 a temporary folder, the same operations, the same sizes, in the same run.
 
 Creating a board of N tasks the way s07's create does it at the store level (under the lock,
-largest_id() + 1, then reserve()) is timed by quarter of the run: a cost per create that grows
+TaskManager.next_id(), then reserve()) is timed by quarter of the run: a cost per create that grows
 from the first quarter to the last would make creating a big board quadratic.
 """
 
@@ -34,7 +34,6 @@ from functools import partial
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from harness.board import open_store  # noqa: E402
 from harness.board.record import new_task  # noqa: E402
 from s07_task_system import TaskManager  # noqa: E402
 
@@ -195,15 +194,17 @@ def bench(size):
 
 def store_creates(location, size):
     """ms per create in each quarter of creating `size` tasks at the store level, as s07 does:
-    one lock per task, largest_id() + 1, reserve(). Flat quarters: creating a board is O(N)."""
-    store = open_store(location)
+    one lock per task, next_id() (the max-scan), reserve(). Flat quarters: creating a board is
+    O(N)."""
+    manager = TaskManager(location)
+    store = manager.store
     ends = []
     start = time.perf_counter()
     for n in range(size):
         with store.locked():
-            task = new_task(store.largest_id() + 1, f"task {n}", DESCRIPTION, [])
+            task = new_task(manager.next_id(), f"task {n}", DESCRIPTION, [])
             while not store.reserve(task):
-                task["id"] = store.largest_id() + 1
+                task["id"] = manager.next_id()
         if (n + 1) % (size // 4) == 0:
             ends.append(time.perf_counter() - start)
     quarters = [ends[0]] + [b - a for a, b in zip(ends[:-1], ends[1:], strict=True)]
@@ -212,7 +213,7 @@ def store_creates(location, size):
 
 def print_store_creates(results):
     """results: {(store, size): [ms per create in each quarter]}."""
-    print("\ncreating a board at the store level (largest_id() + 1, reserve), ms per create, "
+    print("\ncreating a board at the store level (next_id(), reserve), ms per create, "
           "by quarter of the run")
     for (name, size), quarters in results.items():
         print(f"  {name:<9}{size:>7,} tasks: " + "  ".join(f"{q:6.2f}" for q in quarters))

@@ -10,8 +10,9 @@ real machine. Without each piece:
 - the flood stop: a command that writes without end is never stopped.
 - _signals_raise: SIGTERM or a closed terminal (SIGHUP) kills Python at once and leaves the
   command running as an orphan.
-- child_env (config.py): the API key is handed to every command the model runs (`env` printed
-  it, and the model saw it), and to every install script those commands start.
+- child_env (config.py): the API key and the board's password (TASK_BOARD, or a DATABASE_URL
+  that holds it) are handed to every command the model runs (`env` printed them, and the
+  model saw them), and to every install script those commands start.
 This is not a sandbox: a command runs with your rights. Run the lessons in a scratch folder.
 """
 

@@ -3,8 +3,11 @@
 Relied on by all three lessons (through cli.run_cli) and by the tests. Without each piece:
 - load_env: a key kept in ./.env is not found, or a UTF-16 .env becomes a traceback; and a
   key put into os.environ is inherited by every command the agent runs (`env` shows it).
-  The credentials from .env stay here, for make_client only; child_env() is the environment
-  for a command, without them, wherever they came from.
+  The credentials from .env stay here, for make_client only.
+- child_env: the environment for a command the agent runs. Without it, `env` showed the model
+  (and so the API) the API key, and TASK_BOARD with the board's password; without its look at
+  the values, a DATABASE_URL or PGPASSWORD that holds the board's password, or a copy of the
+  key under another name, still did.
 - make_client: a typo'd API_TIMEOUT (or inf), a missing key, or a base URL without its
   http:// fails at the first request, deep in the SDK, or says "cannot reach" while the
   server is up; a local server on 127.0.0.1 is sent through HTTP_PROXY and never answers.
@@ -19,8 +22,9 @@ so importing a lesson needs neither (the SDK alone takes about 2 s to import).
 
 import math
 import os
+import re
 from pathlib import Path
-from urllib.parse import urlsplit
+from urllib.parse import quote, urlsplit
 
 from dotenv import dotenv_values
 
@@ -35,6 +39,11 @@ DEFAULT_TIMEOUT = 300                # seconds of silence before giving up (API_
 MAX_RETRIES = 2                      # for 429/5xx and dropped connections; the SDK waits between
 LOOPBACK = {"127.0.0.1", "localhost", "::1", "[::1]"}
 SECRETS = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN")   # for the client; no command needs them
+HARNESS_ONLY = SECRETS + ("TASK_BOARD",)   # and the board's address, which may hold its password
+# Characters: a secret this long (an API key) is hidden wherever a variable holds it; a shorter
+# one ("postgres" is a common password and a common word) only where it is the whole value,
+# a URL's :password@ or a password=, so that PATH=/usr/lib/postgresql/... is kept.
+LONG_SECRET = 16
 # What a run keeps, in the folder it runs in: s06's transcripts, the session log and page, big
 # results saved whole, the REPL's history. One folder: a user finds (or deletes) all of it.
 TRANSCRIPTS = Path(".transcripts")
@@ -74,9 +83,42 @@ def secret(name: str) -> str | None:
     return os.environ.get(name) or _DOTENV_SECRETS.get(name) or None
 
 
+_LEARNT_SECRETS = set()   # secrets learnt as the harness runs: the board's password
+
+
+def hide_from_commands(value: str) -> None:
+    """From now on, no command the agent runs gets a variable that holds this secret, as it is
+    or percent-encoded (as a URL holds it). The board calls it with its password."""
+    if value:
+        _LEARNT_SECRETS.update({value, quote(value, safe="")})
+
+
 def child_env() -> dict:
-    """The environment for a command the agent runs: this one, without the API credentials."""
-    return {name: value for name, value in os.environ.items() if name not in SECRETS}
+    """The environment for a command the agent runs: this one, without the harness's secrets.
+
+    Left out: the API key and token and TASK_BOARD, by name; and any variable that holds the
+    key, the token or the board's password (hide_from_commands), whatever its name: a
+    DATABASE_URL or PGPASSWORD that is the board's, a copy of the key. Kept: the user's own
+    settings, PGPASSFILE and PGSERVICEFILE among them (they say where a password is, not what;
+    a command can read any file you can, so leaving them out would protect nothing), and a
+    DATABASE_URL of another database, which the user's own programs need.
+    """
+    hidden = [secret(name) for name in SECRETS] + sorted(_LEARNT_SECRETS)
+    hidden = [value for value in hidden if value]
+    env = {}
+    for name, value in os.environ.items():
+        if name in HARNESS_ONLY or any(_holds(value, s) for s in hidden):
+            continue
+        env[name] = value
+    return env
+
+
+def _holds(value: str, hidden: str) -> bool:
+    """Whether a variable's value holds a secret (LONG_SECRET says how closely it looks)."""
+    if len(hidden) >= LONG_SECRET:
+        return hidden in value
+    as_password = rf"(?i)password\s*=\s*['\"]?{re.escape(hidden)}(?=$|[\s&'\"])"
+    return value == hidden or f":{hidden}@" in value or bool(re.search(as_password, value))
 
 
 def model_id():

@@ -119,10 +119,17 @@ def connect_problem(exc: BaseException, name: str, hidden: tuple = ()) -> str:
     text = str(exc)
     for secret in sorted(hidden, key=len, reverse=True):   # the longest first: a part of one
         text = text.replace(secret, "***")                 # must not leave the rest showing
-    database = urlsplit(name).path.lstrip("/") or "(the default)"
-    if "password authentication failed" in text or "no password supplied" in text:
+    try:
+        database = urlsplit(name).path.lstrip("/") or "(the default)"
+    except ValueError:       # [::1 without its ]: libpq's own reason, below, says what is wrong
+        database = "(the default)"
+    if "password authentication failed" in text:
         return (f"the PostgreSQL server refused the password for the board {name}: check the "
-                "URL's password")
+                "password (in the URL, PGPASSWORD, ~/.pgpass or the service file)")
+    if "no password supplied" in text:
+        return (f"the PostgreSQL server of the board {name} needs a password and none was given: "
+                "put it in ~/.pgpass (or the file PGPASSFILE names), a service file, or the URL "
+                "in TASK_BOARD")
     if "does not exist" in text and "database" in text:
         return (f"the database {database!r} does not exist on the server of the board {name}: "
                 f"create it (createdb {database}) or fix the URL")

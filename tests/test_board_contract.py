@@ -178,10 +178,10 @@ def test_reserve_refuses_a_taken_id_and_dependents_are_read_fresh(board):
     store = tasks.store
     with store.locked():
         assert store.reserve(new_task(2, "taken", "", [])) is False
-        assert store.largest_id() == 3
+        assert sorted(store.ids()) == [1, 2, 3] and tasks.next_id() == 4
         waiting = store.dependents(1)
         assert store.reserve(new_task(4, "free", "", [])) is True
-        assert store.largest_id() == 4
+        assert sorted(store.ids()) == [1, 2, 3, 4] and tasks.next_id() == 5
     assert [(t["id"], t["description"]) for t in waiting] == [(2, ""), (3, "by hand")]
     assert store.load(2)["subject"] == "Build" and store.load(4)["subject"] == "free"
 
@@ -388,6 +388,28 @@ def test_a_blocked_task_cannot_start(board):
     with pytest.raises(ValueError, match="#2 is blocked by #1 design"):
         tasks.update(2, status="in_progress")
     assert tasks.store.load(2)["status"] == "pending"
+
+
+def test_a_task_in_progress_takes_an_open_blocker_only_when_set_back_to_pending(board):
+    """A task cannot be in progress and blocked at once: an open blocker is refused while it
+    stays in progress, and taken in the call that sets it back to pending (which frees it)."""
+    tasks = TaskManager(board, agent="alice")
+    tasks.create("Design")
+    tasks.create("Build")
+    tasks.create("Review")
+    tasks.update(2, status="in_progress")
+    tasks.update(3, status="completed")
+    before = tasks.store.scan(validate=True)
+    with pytest.raises(ValueError, match="#2 is in progress.*status pending in the same call"):
+        tasks.update(2, add_blocked_by=[1])
+    assert TaskManager(board).store.scan(validate=True) == before
+    # A finished blocker holds nothing back: it is only noted, and the task stays in progress.
+    assert "#3 is already completed, so it does not block #2" in tasks.update(2, add_blocked_by=[3])
+    assert tasks.store.load(2)["status"] == "in_progress"
+    assert tasks.update(2, status="pending", add_blocked_by=[1]) == (
+        "Updated [ ] #2: Build blocked by #1")
+    build = tasks.store.load(2)
+    assert build["blockedBy"] == [1] and build["owner"] is None
 
 
 # ---------------------------------------------------------------- compaction and the REPL
@@ -754,7 +776,8 @@ def test_many_bad_lines_give_a_short_refusal_with_a_count(tmp_path):
 
 
 def test_creating_many_tasks_lists_the_folder_once(tmp_path, monkeypatch):
-    store = TaskManager(tmp_path / ".tasks").store
+    tasks = TaskManager(tmp_path / ".tasks")
+    store = tasks.store
     listed, real = [], os.listdir
 
     def listdir(path):
@@ -762,6 +785,6 @@ def test_creating_many_tasks_lists_the_folder_once(tmp_path, monkeypatch):
         return real(path)
     monkeypatch.setattr(os, "listdir", listdir)
     for n in range(1, 51):
-        with store.locked():                        # as s07 creates: largest_id() + 1, reserved
-            assert store.reserve(new_task(store.largest_id() + 1, f"task {n}", "", []))
-    assert len(listed) <= 2 and store.largest_id() == 50
+        with store.locked():                        # as s07 creates: next_id(), reserved
+            assert store.reserve(new_task(tasks.next_id(), f"task {n}", "", []))
+    assert len(listed) <= 2 and tasks.next_id() == 51

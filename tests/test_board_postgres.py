@@ -12,6 +12,7 @@ import json
 import re
 import secrets
 import time
+from contextlib import contextmanager
 from urllib.parse import urlsplit
 
 import pytest
@@ -218,24 +219,32 @@ def test_a_url_libpq_cannot_read_is_refused_without_its_password(password):
     assert "Tr0u" not in line and "b4dor" not in line, line
 
 
-@pytest.fixture
-def board_with_password(pg_url):
-    """A board reached as a role whose password holds ? and #, where a URL parser cuts."""
+@contextmanager
+def role_with_schema(pg_url, password):
+    """A login role with this password, owning a schema of its own: (role, schema), both
+    dropped afterwards."""
     psycopg = psycopg_or_skip()
     role, schema = f"agent_{secrets.token_hex(4)}", f"board_{secrets.token_hex(6)}"
-    password = "Tr0ub4?dor#St4ple"
     try:
         with psycopg.connect(pg_url, autocommit=True) as conn:
             conn.execute(f"CREATE ROLE {role} LOGIN PASSWORD '{password}'")
             conn.execute(f"CREATE SCHEMA {schema} AUTHORIZATION {role}")
     except psycopg.Error as exc:
         pg_server.skip_or_fail(f"TEST_DATABASE_URL cannot create a role ({exc})")
-    server = urlsplit(pg_url)
-    yield (f"postgresql://{role}:{password}@{server.hostname}:{server.port}{server.path}"
-           f"?options=-csearch_path%3D{schema}"), password
+    yield role, schema
     with psycopg.connect(pg_url, autocommit=True) as conn:
         conn.execute(f"DROP SCHEMA {schema} CASCADE")
         conn.execute(f"DROP ROLE {role}")
+
+
+@pytest.fixture
+def board_with_password(pg_url):
+    """A board reached as a role whose password holds ? and #, where a URL parser cuts."""
+    password = "Tr0ub4?dor#St4ple"
+    with role_with_schema(pg_url, password) as (role, schema):
+        server = urlsplit(pg_url)
+        yield (f"postgresql://{role}:{password}@{server.hostname}:{server.port}{server.path}"
+               f"?options=-csearch_path%3D{schema}"), password
 
 
 def test_the_board_password_reaches_neither_the_model_nor_any_file_nor_the_terminal(

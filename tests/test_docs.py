@@ -101,6 +101,14 @@ def test_a_board_server_that_is_down_is_one_line_without_its_password(workdir):
     assert_matches("board-unreachable", run.lines, shown)
 
 
+def test_a_password_given_with_the_board_flag_is_one_warning_line(workdir):
+    (run,) = runs(checked_block(page("many-machines.md"), "board-password-warning"))
+    assert "--board postgresql://agents:PASSWORD@" in run.command
+    code, shown = test_readme.shown_by(run.command, workdir, key=None)
+    assert code == 1, shown
+    assert_matches("board-password-warning", run.lines, shown)
+
+
 def masked(lines):
     """Lines with every number as # and spaces as one: a timing differs on every run, and the
     columns' widths with it; the rows, the columns and their order do not."""
@@ -168,6 +176,8 @@ CHECKED = {
         [test_what_bob_sees_of_alices_work_on_a_postgresql_board],
     ("docs/many-machines.md", "board-unreachable"):
         [test_a_board_server_that_is_down_is_one_line_without_its_password],
+    ("docs/many-machines.md", "board-password-warning"):
+        [test_a_password_given_with_the_board_flag_is_one_warning_line],
     ("docs/performance.md", "bench-tasks"):
         [test_the_quoted_benchmark_runs_print_what_the_benchmark_prints_today],
     ("docs/performance.md", "bench-stores"):

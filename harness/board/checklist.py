@@ -99,11 +99,11 @@ def import_checklist(manager, path) -> str:
         store.agent = manager.agent      # PostgreSQL names the importer to the other agents
     with store.locked():
         for done, subject in items:
-            task = new_task(store.largest_id() + 1, subject, "", [])
+            task = new_task(manager.next_id(), subject, "", [])
             if done:
                 task["status"] = "completed"
             while not store.reserve(task):       # another process took that id: the next one
-                task["id"] = store.largest_id() + 1
+                task["id"] = manager.next_id()
             mark = "[x]" if done else "[ ]"
             made.append(f"  #{task['id']} {mark} {subject}")
             if len(made) % PROGRESS_EVERY == 0 and len(made) < len(items):

@@ -8,14 +8,15 @@ person cannot do what an agent may not, except taking a task over on purpose (st
 and delete are forced: "took #3 over from bob"). Without it, fixing one task on the board
 costs a model call and a prompt; without live(), a person at the REPL does not see what the
 other agents on a shared board are doing; without choose_board(), every agent is on ./.tasks
-under one name.
+under one name; without its warning, a password given with --board is seen in `ps` by every
+user of the machine, and nothing says so.
 """
 
 import atexit
 import os
 
 from harness import terminal
-from harness.board import open_store
+from harness.board import open_store, postgres
 from harness.board.checklist import import_checklist
 from harness.board.live import BoardWatcher
 from harness.board.record import agent_name, default_agent_name
@@ -39,6 +40,9 @@ OPTIONS = [  # s07's flags, for cli.run_cli
                            "host and terminal)"}),
     (("--board",), {"help": "the board: a folder (default: TASK_BOARD, else .tasks) or a "
                             "postgresql:// URL"})]
+PASSWORD_WARNING = ("warning: a password in --board shows in `ps` to every user of this "
+                    "machine: give it in TASK_BOARD, ~/.pgpass or a service file "
+                    "(docs/many-machines.md)")
 NEEDS = {"show": 1, "start": 1, "done": 1, "delete": 1, "block": 2, "unblock": 2, "add": 1,
          "import": 1}
 
@@ -85,6 +89,9 @@ def cli_options(tasks) -> dict:
 def choose_board(tasks, default, args) -> str:
     """--board or TASK_BOARD (else default): which board; --name or AGENT_NAME: who we are.
     Set anew on every run. Returns the word for the REPL's banner."""
+    # A command line shows in `ps` to every user of this machine; the environment does not.
+    if args.board and postgres.password_in(args.board):
+        terminal.show_note(PASSWORD_WARNING)
     tasks.store = open_store(args.board or os.environ.get("TASK_BOARD") or default)
     name = agent_name(args.name or os.environ.get("AGENT_NAME") or "")
     tasks.agent = name or default_agent_name()

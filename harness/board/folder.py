@@ -20,8 +20,8 @@ live.py and checklist.py. Without each piece:
 - validation: a corrupt or hand-broken file takes the board down, or is rewritten and lost.
 - regular files only, read with a cap: a FIFO named task_2.json hangs /tasks, a symlink to
   /dev/zero reads gigabytes.
-- the cache of parsed files and of the largest id: a board of 10,000 tasks takes a second to
-  list, and creating thousands of tasks lists the folder once per task (quadratic).
+- the cache of parsed files and of the ids: a board of 10,000 tasks takes a second to list,
+  and creating thousands of tasks lists the folder once per task (quadratic).
 fcntl is POSIX: like the bash tool, this harness expects Linux or macOS. A folder shared over a
 network file system is not safe (its locks are unreliable): use a postgresql:// board there.
 """
@@ -57,7 +57,7 @@ class TaskFiles:
         self._cache = {}                # file name -> ((size, mtime_ns, inode), task)
         self._tasks = {}                # id -> task, in id order: as scan() returns them
         self._stamp = None              # the board's generation when our cache was last complete
-        self._largest = None            # [generation, largest id among the names, the mark]
+        self._known = None              # under the lock: the ids and the mark, as of a generation
         self._made = []                 # the files reserve() made under the lock we hold
         self.board = None               # which board we last locked: (device, inode) of its .lock
         self._wrote = False
@@ -79,8 +79,8 @@ class TaskFiles:
                 stamp = self._read_stamp()
                 if self._stamp != stamp:
                     self._stamp = None              # another process wrote since: revalidate first
-                if self._largest is not None and self._largest[0] != stamp:
-                    self._largest = None
+                if self._known is not None and self._known.generation != stamp:
+                    self._known = None
                 if self._swept != self.board:
                     self._sweep_temp_files()
                 try:
@@ -101,12 +101,12 @@ class TaskFiles:
     def _new_stamp(self, fd):
         """A new token in .lock; after it, in the same pwrite, the mark if it grew."""
         new = secrets.token_hex(STAMP_BYTES // 2).encode()
-        grew = self._largest is not None and self._largest[1] > self._largest[2]
-        mark = str(self._largest[1]).rjust(MARK_BYTES).encode() if grew else b""
+        grew = self._known is not None and self._known.largest > self._known.mark
+        mark = str(self._known.largest).rjust(MARK_BYTES).encode() if grew else b""
         try:
             os.pwrite(fd, new + mark, 0)
         except OSError as exc:
-            self._stamp = self._largest = None      # we scan afresh next time
+            self._stamp = self._known = None        # we scan afresh next time
             try:
                 os.ftruncate(fd, 0)                 # needs no space; an empty stamp matches no
             except OSError:                         # token, so others scan afresh too (the
@@ -116,9 +116,9 @@ class TaskFiles:
                              "space") from None
         if self._stamp is not None:                 # our cache was complete; our writes kept it
             self._stamp = (self._stamp[0], new)
-        if self._largest is not None:
-            self._largest[0] = (self.board, new)
-            self._largest[2] = max(self._largest[1], self._largest[2])
+        if self._known is not None:
+            self._known.generation = (self.board, new)
+            self._known.mark = max(self._known.largest, self._known.mark)
 
     def _read_stamp(self):
         """The board's generation: which board, and the token its last writer left in .lock."""
@@ -162,7 +162,7 @@ class TaskFiles:
             self._cache.pop(path.name, None)
             self._tasks.pop(int(TASK_FILE.fullmatch(path.name)[1]), None)
         if self._made:
-            self._stamp = self._largest = None      # our cache had them: read the folder again
+            self._stamp = self._known = None        # our cache had them: read the folder again
 
     # ------------------------------------------------------------ the high-water mark
 
@@ -192,12 +192,12 @@ class TaskFiles:
 
     def reserve(self, task):
         """Create a task's file only if its id is free (os.link never replaces). False if taken."""
-        if self._largest is None:
-            self.largest_id()                       # known, so that the mark follows this task
+        if self._known is None:
+            self.ids()                              # known, so that the mark follows this task
         try:
             self._put(task, os.link)
         except FileExistsError:
-            self._largest = None                    # a name we did not know: list the folder again
+            self._known = None                      # a name we did not know: list the folder again
             return False
         self._made.append(self.dir / f"task_{task['id']}.json")
         return True
@@ -235,28 +235,36 @@ class TaskFiles:
         if below and task["id"] not in self._tasks:
             self._stamp = None              # an id below ours appeared: the next scan sorts again
         self._tasks[task["id"]] = task
-        if self._largest is not None:
-            self._largest[1] = max(self._largest[1], task["id"])
+        if self._known is not None:
+            self._known.add(task["id"])
 
     # ------------------------------------------------------------ reading
 
-    def largest_id(self):
-        """The larger of the max-scan (the largest id among the file names: a corrupt file still
-        holds its id) and the high-water mark (ids of files deleted by hand).
+    def ids(self):
+        """The id of every task file, a corrupt one included (its name still holds its id): what
+        s07's max-scan takes the largest of. A read-only view, in no order.
 
-        A name past MAX_ID (task_1000000000000000.json) is ignored, and scan() flags it: else
+        A name past MAX_ID (task_1000000000000000.json) is left out, and scan() flags it: else
         the next id would be one that every tool refuses, and the board could take no new task.
         Under the lock, when no other manager wrote since we last listed the folder (the stamp
         says so), the answer is remembered: creating thousands of tasks lists the folder once.
         """
-        if self._lock_fd is not None and self._largest is not None:
-            return max(self._largest[1], self._largest[2])
-        names = max((int(TASK_FILE.fullmatch(name)[1]) for name in self._names()
-                     if _is_task_name(name)), default=0)
-        mark = self._read_mark()
+        if self._lock_fd is not None and self._known is not None:
+            return self._known.ids.keys()
+        found = {}
+        for name in self._names():
+            if _is_task_name(name):
+                found[int(TASK_FILE.fullmatch(name)[1])] = None
         if self._lock_fd is not None:
-            self._largest = [self._read_stamp(), names, mark]
-        return max(names, mark)
+            self._known = _Known(self._read_stamp(), found, self._read_mark())
+        return found.keys()
+
+    def high_water(self):
+        """The largest id this board ever gave (kept in .lock), or 0: a task file deleted by
+        hand must not give its id to a new task."""
+        if self._lock_fd is not None and self._known is not None:
+            return self._known.mark
+        return self._read_mark()
 
     def load(self, task_id):
         """One task, read from its file now, or ValueError saying what is wrong."""
@@ -334,6 +342,19 @@ class TaskFiles:
                              "folder") from None
         except OSError as exc:
             raise ValueError(f"the board {self.dir} cannot be read: {reason(exc)}") from None
+
+
+class _Known:
+    """What the folder held as of one generation of the board: the ids of its task files (a
+    dict used as an ordered set), the largest of them, and the high-water mark in .lock."""
+
+    def __init__(self, generation, ids, mark):
+        self.generation, self.ids, self.mark = generation, ids, mark
+        self.largest = max(ids, default=0)
+
+    def add(self, task_id):
+        self.ids[task_id] = None
+        self.largest = max(self.largest, task_id)
 
 
 def _is_task_name(name):

@@ -30,6 +30,11 @@ same. Without each piece:
   read fresh, instead of fetching the board.
 - the schema made (or brought up to date) under an advisory lock of the session: two agents
   starting at once on an empty database would both CREATE, and one would fail.
+- config.hide_from_commands(the password libpq used): the model's `env` showed it, in
+  TASK_BOARD, or in a DATABASE_URL or PGPASSWORD that held it.
+- _loose_password_file: a ~/.pgpass that others can read is ignored by libpq, which writes
+  its own warning to the terminal, and the user is told "no password supplied"; now one line
+  says which file and chmod 600.
 - one-line errors, the password never in them (shown() and _secrets()): a server that is down,
   a wrong password, a missing database or a missing psycopg would be a traceback, and a URL
   whose password holds ? # or / would be shown with that password.
@@ -59,12 +64,16 @@ and one server that agents on many machines reach (a folder shared over a networ
 has unreliable locks).
 """
 
+import os
 import re
+import stat
 import threading
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Iterator, Optional
-from urllib.parse import unquote
+from urllib.parse import parse_qs, unquote, urlsplit
 
+from harness import config
 from harness.errors import SetupError, connect_problem, first_line
 from harness.board.record import (DESCRIPTION_MAX, MAX_ID, SUBJECT_MAX, STATUSES, Task, now,
                                   task_problem)
@@ -170,8 +179,10 @@ FINGERPRINT = f"SELECT {SUMS}"
 # Outside the lock: the generation, and with it (validate) the fingerprint, in one round trip.
 GENERATION = "SELECT (SELECT generation FROM task_board)"
 CHANGED = f"SELECT (SELECT generation FROM task_board), {SUMS}"
-LARGEST = ("SELECT greatest((SELECT max(id) FROM tasks WHERE id < %(max)s), (SELECT high_water "
-           "FROM task_board WHERE high_water BETWEEN 0 AND %(max)s - 1), 0)")
+# What s07's max-scan needs, in one round trip: every id (an unusable row's too) and the mark.
+NUMBERS = ("SELECT (SELECT coalesce(array_agg(id), '{}') FROM tasks WHERE id < %(max)s), "
+           "coalesce((SELECT high_water FROM task_board "
+           "WHERE high_water BETWEEN 0 AND %(max)s - 1), 0)")
 # Who holds a lock on the board's tables (for the one line a busy board gives).
 HOLDERS = ("SELECT a.pid, a.usename, a.application_name, a.state FROM pg_stat_activity a "
            "WHERE a.pid <> pg_backend_pid() AND a.pid IN (SELECT l.pid FROM pg_locks l "
@@ -211,6 +222,35 @@ def _unreadable(url: str) -> bool:
     return ":" in user_part and ("/" in user_part or "@" in user_part)
 
 
+def password_in(url: str) -> bool:
+    """Whether the URL holds a password (user:password@, or a password= in its query)."""
+    return bool(_secrets(url))
+
+
+def _loose_password_file(url: str) -> Optional[Path]:
+    """The password file libpq would read for this URL, when others can read it: libpq then
+    ignores it, writes a warning of its own to the terminal, and the server's answer is "no
+    password supplied". libpq reads it only when no password was given otherwise (the URL,
+    PGPASSWORD, a service file, which may hold one: then this is left to libpq)."""
+    try:
+        query = parse_qs(urlsplit(url).query)
+    except ValueError:           # a URL urlsplit cannot read (http://[::1): libpq says why
+        return None
+    given = ("password" in query or "service" in query or password_in(url)
+             or os.environ.get("PGPASSWORD") or os.environ.get("PGSERVICE"))
+    if given:
+        return None
+    named = query.get("passfile", [""])[-1] or os.environ.get("PGPASSFILE")
+    path = Path(named or os.path.expanduser("~/.pgpass"))   # no home: "~/.pgpass", not found
+    try:
+        mode = path.stat().st_mode
+    except OSError:              # no such file (libpq goes on without one), or not ours to read
+        return None
+    if stat.S_ISREG(mode) and mode & 0o077:
+        return path
+    return None
+
+
 def _psycopg(name: str):
     try:
         import psycopg
@@ -236,7 +276,11 @@ class PostgresTasks:
         self._locked_at = None           # under locked(): the generation when we took the lock
         self._in_sync = False            # under locked(): the cache is the board, our writes in it
         self._wrote = False              # under locked(): a row was written in this transaction
-        self._largest = None             # under locked(): largest_id(), once asked
+        self._ids = None                 # ids() and high_water(), as of a generation (or None)
+        loose = _loose_password_file(url)
+        if loose:
+            raise SetupError(f"the password file {loose} is ignored: others can read it; "
+                             f"chmod 600 {loose}, and it gives the board {self.name} its password")
         self._conn = self._open(SetupError)
         self._ensure_schema()
         with self._talking("find the tables"):
@@ -259,6 +303,9 @@ class PostgresTasks:
                             "write a / or @ in the user name or password as %2F or %40") from None
             raise error(connect_problem(exc, self.name, _secrets(self._url))) from None
         self.backend_pids.add(conn.info.backend_pid)
+        # The password libpq used, wherever it found it (the URL, PGPASSWORD, a password file,
+        # a service file): no command the agent runs may see a variable that holds it.
+        config.hide_from_commands(conn.info.password)
         # Waits and statements are bounded: a lock held by a session left open is reported.
         conn.execute("SELECT set_config('lock_timeout', %s, false), "
                      "set_config('statement_timeout', %s, false)",
@@ -369,28 +416,31 @@ class PostgresTasks:
                     yield
                     committing = True    # the body is done: what fails now is the COMMIT
             except psycopg.Error as exc:
-                self._generation = None  # our cache holds writes that were rolled back
+                self._generation = self._ids = None   # they hold writes that were rolled back
                 if committing:
                     tail = "the change may or may not have been saved: list the board to see"
                     raise ValueError(self._problem(exc, "commit the change", tail)) from None
                 raise ValueError(self._problem(exc, "make the change")) from None
             except BaseException:
-                self._generation = None  # our cache holds writes that were just rolled back
+                self._generation = self._ids = None   # they hold writes just rolled back
                 raise
             finally:
                 in_sync, wrote, self._locked_at = self._in_sync, self._wrote, None
                 self._in_sync = self._wrote = False
-                self._largest = None
         if in_sync and wrote:            # the trigger moved the generation once for our commit
             self._generation += 1
+        if wrote and self._ids is not None:
+            self._ids["generation"] += 1     # likewise: the ids hold our own writes
 
     def _hold(self, conn) -> None:
         row = conn.execute(HOLD, (self.agent or "",)).fetchone()
         if row is None:                  # its one row was deleted by hand: make it again
             conn.execute(REMAKE)
             row = conn.execute(HOLD, (self.agent or "",)).fetchone()
-        self._locked_at, self._wrote, self._largest = row[0], False, None
+        self._locked_at, self._wrote = row[0], False
         self._in_sync = self._generation == row[0]
+        if self._ids is not None and self._ids["generation"] != row[0]:
+            self._ids = None             # another agent changed the board since
 
     # ------------------------------------------------------------ writing
 
@@ -414,11 +464,11 @@ class PostgresTasks:
         with self._talking(f"save task #{task['id']}"):
             row = self._connection().execute(sql, params).fetchone()
         if row is None:                  # reserve() lost: that id is taken, by a row we did not
-            self._largest = None         # count: ask the table again
+            self._ids = None             # count: ask the table again
             return False
         self._wrote = True
-        if self._largest is not None:
-            self._largest = max(self._largest, task["id"])
+        if self._ids is not None:
+            self._ids["ids"][task["id"]] = None
         if self._in_sync:                # the cache is the board: keep it so, fingerprint too
             self._remember(task, row[0])
         return True
@@ -437,17 +487,29 @@ class PostgresTasks:
 
     # ------------------------------------------------------------ reading
 
-    def largest_id(self) -> int:
-        """The larger of the max-scan (the largest id in the table, unusable rows included) and
-        the high-water mark (the largest id that ever left it); one indexed query, and under
-        the lock none after the first (only our own reserve() can move it then)."""
-        if self._locked_at is not None and self._largest is not None:
-            return self._largest
-        with self._mutex, self._talking("find the largest task id"):
-            value = self._connection().execute(LARGEST, {"max": MAX_ID}).fetchone()[0]
+    def ids(self):
+        """The id of every row, unusable ones included: what s07's max-scan takes the largest
+        of. A read-only view, in no order. One query, then remembered under the lock, and
+        across locks while no other agent changes the board (the generation says so): creating
+        thousands of tasks asks the table once, not once per task."""
+        return self._numbers()["ids"].keys()
+
+    def high_water(self) -> int:
+        """The largest id that ever left the table (the trigger keeps it), or 0: a row deleted
+        by hand must not give its id to a new task."""
+        return self._numbers()["mark"]
+
+    def _numbers(self) -> dict:
+        """{"generation", "ids", "mark"}, remembered under the lock (see ids())."""
+        if self._locked_at is not None and self._ids is not None:
+            return self._ids
+        with self._mutex, self._talking("find the task ids"):
+            ids, mark = self._connection().execute(NUMBERS, {"max": MAX_ID}).fetchone()
+        numbers = {"generation": self._locked_at, "ids": dict.fromkeys(ids), "mark": mark}
+        # Outside the lock nothing is remembered: the board may change at any moment.
         if self._locked_at is not None:
-            self._largest = value
-        return value
+            self._ids = numbers
+        return numbers
 
     def load(self, task_id: int) -> Task:
         """One task, read now (never from the cache), or ValueError: missing (and which exist),

@@ -21,7 +21,7 @@ import socket
 import unicodedata
 from contextlib import AbstractContextManager
 from datetime import datetime, timezone
-from typing import Optional, Protocol, TypedDict
+from typing import Collection, Optional, Protocol, TypedDict
 
 from harness.errors import SetupError
 
@@ -170,7 +170,7 @@ class TaskStore(Protocol):
       replaced one at a time, atomically each).
     - write(task) replaces a task whole; a reader never sees half of it. Only under locked().
     - reserve(task) creates a task only if its id is free: False if another process took that
-      id first (then ask largest_id() again). Only under locked(). ("Claim" is another thing:
+      id first (then work out the next id again). Only under locked(). ("Claim" is another thing:
       taking ownership of a task, s07's rule.)
     - load(id) reads it now, or raises ValueError (missing, or corrupt: the message says which).
     - try_load(id) is load() or None. status_of(id) is its status or None.
@@ -180,11 +180,13 @@ class TaskStore(Protocol):
     - scan(validate) -> (every readable task by id, in id order; the problems found as lines).
       A record that cannot be used is a problem line, never an exception and never repaired.
       validate=True also sees what was changed behind the store's back (a hand edit).
-    - largest_id(): the largest id ever given on this board: the larger of the max-scan (the
-      largest id any record has, corrupt ones included) and a high-water mark kept beside the
-      tasks, so that a task removed by hand does not give its id to a new, unrelated task.
-      A mark that is missing or hand-edited is ignored where it would send ids backwards or
-      past MAX_ID. Cheap when nothing changed: s07 asks it before every create.
+    - ids(): the id of every record, corrupt ones included, below MAX_ID: a read-only view,
+      in no order. s07's max-scan takes the largest. Cheap when nothing changed: s07 asks
+      before every create.
+    - high_water(): the largest id this board ever gave, kept beside the tasks, so that a task
+      removed by hand does not give its id to a new, unrelated task; 0 when there is none. A
+      mark that is missing or hand-edited is ignored where it would send ids backwards or past
+      MAX_ID.
     - board is which board was last locked (it changes when a relative folder follows the cwd);
       name is how to show it to a user (a URL's password as ***); agent is who writes, when
       known (PostgreSQL tells other agents' live boards).
@@ -202,7 +204,8 @@ class TaskStore(Protocol):
     def status_of(self, task_id: int) -> Optional[str]: ...
     def dependents(self, task_id: int) -> list: ...
     def scan(self, validate: bool = False) -> tuple: ...
-    def largest_id(self) -> int: ...
+    def ids(self) -> Collection[int]: ...
+    def high_water(self) -> int: ...
 
 
 def default_agent_name() -> str:

@@ -1,0 +1,314 @@
+"""Where the harness's secrets may go: the board's address, bash's environment, the command line.
+
+- A board address is a folder, a PostgreSQL URL (any case, SQLAlchemy's +driver too) or one
+  clear line: never a folder named after a URL, password and all, that the model then reads.
+- No command the agent runs inherits a secret of the harness: the API key and token, TASK_BOARD,
+  or any variable that holds the board's password (checked through s07 run as a user runs it:
+  the model's `env` must not carry the password to the API).
+- The board's password can be given without the command line (TASK_BOARD, a password file, a
+  service file), and `--board` with a password says so in one line.
+
+The PostgreSQL tests need a server (tests/pg_server.py); without one they skip with one line,
+and with CI=true they fail.
+"""
+
+import json
+import os
+import secrets
+import subprocess
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+from urllib.parse import urlsplit
+
+import pytest
+
+from conftest import ROOT, clean_env, tool_results
+from harness import config
+from harness.board import open_store
+from harness.board.folder import TaskFiles
+from harness.board.postgres import PostgresTasks
+from harness.errors import SetupError
+from harness.stand_in import StandInAPI
+from harness.stand_in.script import reply, text, tool
+from s07_task_system import TaskManager
+import test_board_contract as contract
+from test_board_postgres import role_with_schema
+
+pg_url = contract.pg_url      # the fixture: a server for the session
+sql = contract.sql
+
+
+@pytest.fixture
+def agent(pg_url):
+    """A role of its own, with a password, that owns a schema of its own: a board no other test
+    shares. url(...) spells its address; the password is long and random, so that finding it
+    anywhere means it leaked."""
+    password = f"pw{secrets.token_hex(12)}"
+    with role_with_schema(pg_url, password) as (role, schema):
+        server = urlsplit(pg_url)
+        where = f"{server.hostname}:{server.port}{server.path}?options=-csearch_path%3D{schema}"
+
+        def url(scheme="postgresql", with_password=True):
+            user = f"{role}:{password}" if with_password else role
+            return f"{scheme}://{user}@{where}"
+        yield SimpleNamespace(role=role, password=password, schema=schema, url=url,
+                              host=server.hostname, port=server.port,
+                              database=server.path.lstrip("/"),
+                              admin=f"{pg_url}?options=-csearch_path%3D{schema}")
+
+
+def subjects(agent):
+    """The subjects of the tasks on the agent's board, read by the server's superuser."""
+    return [row[0] for row in sql(agent.admin, "SELECT subject FROM tasks ORDER BY id")]
+
+
+# ---------------------------------------------------------------- the board's address
+
+@pytest.mark.parametrize("scheme", ["postgresql+psycopg", "PostgreSQL", "POSTGRES",
+                                    "postgres+psycopg2", "postgresql+asyncpg"])
+def test_a_postgresql_url_in_any_case_or_with_a_sqlalchemy_driver_opens_the_database(
+        agent, scheme, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    tasks = TaskManager(agent.url(scheme))
+    assert isinstance(tasks.store, PostgresTasks)
+    assert tasks.create("Design") == "Created task #1: Design"
+    assert subjects(agent) == ["Design"]
+    assert list(tmp_path.iterdir()) == []                     # no folder named after the URL
+    assert tasks.store.name.startswith(f"postgresql://{agent.role}:***@")
+
+
+@pytest.mark.parametrize("address, shown", [
+    ("mysql://me:Tr0ub4dor@db.example/board", "mysql://me:***@db.example/board"),
+    ("https://me:Tr0ub4dor@db.example/board", "https://me:***@db.example/board"),
+    ("sqlite:///tasks.db", "sqlite:///tasks.db"),
+    ("odd://name", "odd://name"),
+])
+def test_an_address_with_another_scheme_is_refused_in_one_line_and_makes_no_folder(
+        address, shown, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SetupError) as caught:
+        TaskManager(address)
+    line = str(caught.value)
+    assert line.startswith(f"the board {shown} is neither a folder nor a PostgreSQL URL")
+    assert "./NAME" in line and "\n" not in line and "Tr0ub4dor" not in line
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("address, says", [
+    ("postgresql:/me:Tr0ub4dor@db.example/board", "begins postgresql: without //"),
+    ("Postgres:me:Tr0ub4dor@db.example/board", "begins Postgres: without //"),
+    ("host=db.example user=me password=Tr0ub4dor dbname=board", "a libpq keyword=value string"),
+    ("  dbname=board password='Tr0 ub4dor'", "a libpq keyword=value string"),
+])
+def test_a_postgresql_address_misspelt_is_refused_without_showing_it(address, says, tmp_path,
+                                                                     monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SetupError) as caught:
+        TaskManager(address)
+    line = str(caught.value)
+    assert says in line and "postgresql://" in line and "\n" not in line
+    assert "Tr0" not in line and "ub4dor" not in line
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_postgresql_url_a_parser_cannot_read_is_one_line_without_its_password(run_lesson,
+                                                                              workdir):
+    board = "postgresql://me:Tr0ub4dor@[::1/board"          # the ] of the IPv6 address is missing
+    proc, api = run_lesson("s07_task_system", "plan it", env={"TASK_BOARD": board})
+    assert proc.returncode == 1 and api.requests == [] and "Traceback" not in proc.stderr
+    assert proc.stderr.strip().count("\n") == 0 and "Tr0ub4dor" not in proc.stderr
+    assert proc.stderr.startswith("error: cannot open the board postgresql://me:***@[::1/board")
+
+
+def test_a_folder_whose_name_holds_a_colon_and_slashes_is_written_as_a_path(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    for address in ("./odd://name", str(tmp_path / "abs://name"), "sub/dir://x", ".tasks"):
+        tasks = TaskManager(address)
+        assert isinstance(tasks.store, TaskFiles)
+        tasks.create("Design")
+    # A path's // is one /: ./odd://name is the folder name inside the folder odd:
+    made = sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("task_1.json"))
+    assert made == [".tasks/task_1.json", "abs:/name/task_1.json", "odd:/name/task_1.json",
+                    "sub/dir:/x/task_1.json"]
+
+
+def test_a_path_object_is_always_a_folder(tmp_path):
+    assert isinstance(open_store(tmp_path / "postgresql:" / "x"), TaskFiles)
+
+
+def test_a_refused_board_in_task_board_stops_s07_before_any_request_or_folder(run_lesson, workdir):
+    board = "mysql://me:Tr0ub4dor@db.example/board"
+    proc, api = run_lesson("s07_task_system", "plan it", env={"TASK_BOARD": board},
+                           script=[reply(text("never asked"))])
+    assert proc.returncode == 1 and api.requests == [] and "Traceback" not in proc.stderr
+    assert proc.stderr.strip().count("\n") == 0 and "Tr0ub4dor" not in proc.stderr
+    assert "error: the board mysql://me:***@db.example/board is neither" in proc.stderr
+    assert list(workdir.iterdir()) == []
+
+
+def test_a_refused_board_in_the_flag_stops_s07_with_one_line(run_lesson, workdir):
+    proc, api = run_lesson("s07_task_system", "--board", "ftp://db.example/board", "plan it")
+    assert proc.returncode == 1 and api.requests == []
+    assert proc.stderr.strip() == ("error: the board ftp://db.example/board is neither a folder "
+                                   "nor a PostgreSQL URL (ftp:// is not a board): give a folder "
+                                   "(.tasks) or postgresql://user@host/database; write ./NAME "
+                                   "for a folder whose name holds ://")
+    assert list(workdir.iterdir()) == []
+
+
+# ---------------------------------------------------------------- bash's environment
+
+@pytest.fixture
+def nothing_hidden_yet(monkeypatch):
+    """A process that has learnt no secret yet: what one test hides stays out of the others."""
+    monkeypatch.setattr(config, "_LEARNT_SECRETS", set())
+
+
+def test_child_env_drops_the_harness_settings_and_any_variable_holding_a_secret(
+        monkeypatch, nothing_hidden_yet):
+    key = "sk-ant-" + secrets.token_hex(20)
+    password = "pw" + secrets.token_hex(8)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", key)
+    monkeypatch.setenv("MY_OLD_KEY", key)                          # the key, by another name
+    monkeypatch.setenv("TASK_BOARD", "/some/folder")               # the harness's own setting
+    monkeypatch.setenv("DATABASE_URL", f"postgresql://agents:{password}@db/board")
+    monkeypatch.setenv("PGPASSWORD", password)
+    monkeypatch.setenv("APP_DSN", f"host=db password={password} dbname=app")
+    monkeypatch.setenv("OTHER_URL", "postgresql://app:another-password@db/app")   # the user's
+    monkeypatch.setenv("PGPASSFILE", "/home/me/.pgpass")          # where, not what: the user's
+    monkeypatch.setenv("PATH", f"/opt/{password[:4]}/bin:" + os.environ["PATH"])
+    config.hide_from_commands(password)
+    env = config.child_env()
+    for name in ("ANTHROPIC_API_KEY", "MY_OLD_KEY", "TASK_BOARD", "DATABASE_URL", "PGPASSWORD",
+                 "APP_DSN"):
+        assert name not in env, name
+    for name in ("OTHER_URL", "PGPASSFILE", "PATH", "HOME"):
+        assert env.get(name) == os.environ.get(name), name
+    assert not any(password in value or key in value for value in env.values())
+
+
+def test_a_short_board_password_hides_the_variables_that_hold_it_and_only_those(
+        monkeypatch, nothing_hidden_yet):
+    config.hide_from_commands("postgres")         # a common password, and a common word
+    monkeypatch.setenv("PATH", "/usr/lib/postgresql/15/bin:" + os.environ["PATH"])
+    monkeypatch.setenv("DATABASE_URL", "postgres://postgres:postgres@localhost/postgres")
+    monkeypatch.setenv("PGPASSWORD", "postgres")
+    env = config.child_env()
+    assert env["PATH"] == os.environ["PATH"]        # bash still finds its commands
+    assert "DATABASE_URL" not in env and "PGPASSWORD" not in env
+
+
+def env_seen_by_the_model(agent, args, env, workdir):
+    """s07 run as a user runs it, whose model asks bash for `env`: what the API received."""
+    script = [reply(tool("task_create", {"subject": "Design"})),
+              reply(tool("bash", {"command": "env"})),
+              reply(text("done"))]
+    with StandInAPI(script) as api:
+        extra = {"ANTHROPIC_BASE_URL": api.url, "ANTHROPIC_API_KEY": "test-key",
+                 "SEEN_BY_BASH": "yes", **env}
+        proc = subprocess.run([sys.executable, str(ROOT / "s07_task_system.py"), *args,
+                               "plan it"], cwd=workdir,
+                              env=clean_env(workdir.parent / "home", **extra),
+                              capture_output=True, text=True, encoding="utf-8", timeout=60)
+    assert proc.returncode == 0 and proc.stdout.strip() == "done", proc.stderr
+    assert subjects(agent) == ["Design"]                    # the board was the database
+    shown_env = tool_results(api.requests[2])[0]["content"]
+    assert "SEEN_BY_BASH=yes" in shown_env                  # the model did see bash's env
+    return json.dumps(api.requests), proc
+
+
+@pytest.mark.parametrize("how", ["TASK_BOARD", ".env", "--board and DATABASE_URL",
+                                 "PGPASSWORD"])
+def test_the_board_password_never_reaches_the_model_through_bash(agent, how, workdir):
+    args, env = [], {}
+    if how == "TASK_BOARD":
+        env["TASK_BOARD"] = agent.url()
+    if how == ".env":
+        (workdir / ".env").write_text(f"TASK_BOARD={agent.url()}\n", encoding="utf-8")
+    if how == "--board and DATABASE_URL":
+        args = ["--board", agent.url("postgresql+psycopg")]
+        env["DATABASE_URL"] = agent.url("postgresql+psycopg")
+    if how == "PGPASSWORD":
+        env = {"TASK_BOARD": agent.url(with_password=False), "PGPASSWORD": agent.password}
+    requests, proc = env_seen_by_the_model(agent, args, env, workdir)
+    assert agent.password not in requests
+    assert agent.password not in proc.stdout + proc.stderr
+
+
+# ---------------------------------------------------------------- the password out of `ps`
+
+def run_s07(workdir, args, env, script):
+    with StandInAPI(script) as api:
+        extra = {"ANTHROPIC_BASE_URL": api.url, "ANTHROPIC_API_KEY": "test-key", **env}
+        proc = subprocess.run([sys.executable, str(ROOT / "s07_task_system.py"), *args],
+                              cwd=workdir, env=clean_env(workdir.parent / "home", **extra),
+                              capture_output=True, text=True, encoding="utf-8", timeout=60)
+    return proc
+
+
+CREATE = [reply(tool("task_create", {"subject": "Design"})), reply(text("planned"))]
+WARNING = ("warning: a password in --board shows in `ps` to every user of this machine: give "
+           "it in TASK_BOARD, ~/.pgpass or a service file (docs/many-machines.md)")
+
+
+def test_a_password_in_the_board_flag_is_one_warning_line_and_the_run_goes_on(agent, workdir):
+    proc = run_s07(workdir, ["--board", agent.url(), "plan it"], {}, CREATE)
+    assert proc.returncode == 0 and proc.stdout.strip() == "planned", proc.stderr
+    lines = proc.stderr.splitlines()
+    assert lines.count(WARNING) == 1 and agent.password not in proc.stderr
+    assert subjects(agent) == ["Design"]
+
+
+def test_a_board_flag_without_a_password_gives_no_warning(agent, workdir):
+    proc = run_s07(workdir, ["--board", agent.url(with_password=False), "plan it"],
+                   {"PGPASSWORD": agent.password}, CREATE)
+    assert proc.returncode == 0 and "warning" not in proc.stderr, proc.stderr
+
+
+def write_private(path: Path, content: str, mode: int = 0o600) -> Path:
+    path.write_text(content, encoding="utf-8")
+    path.chmod(mode)
+    return path
+
+
+def test_a_password_file_gives_the_board_its_password_off_the_command_line(agent, workdir):
+    passfile = write_private(workdir.parent / "pgpass",
+                             f"{agent.host}:{agent.port}:*:{agent.role}:{agent.password}\n")
+    board = agent.url(with_password=False)
+    proc = run_s07(workdir, ["--board", board, "plan it"], {"PGPASSFILE": str(passfile)},
+                   CREATE)
+    assert proc.returncode == 0 and proc.stdout.strip() == "planned", proc.stderr
+    assert "warning" not in proc.stderr and agent.password not in board
+    assert subjects(agent) == ["Design"]
+
+
+def test_a_service_file_gives_the_board_its_whole_address_off_the_command_line(agent, workdir):
+    service = write_private(workdir.parent / "pg_service.conf",
+                            f"[board]\nhost={agent.host}\nport={agent.port}\n"
+                            f"dbname={agent.database}\nuser={agent.role}\n"
+                            f"password={agent.password}\noptions=-csearch_path={agent.schema}\n")
+    proc = run_s07(workdir, ["--board", "postgresql://?service=board", "plan it"],
+                   {"PGSERVICEFILE": str(service)}, CREATE)
+    assert proc.returncode == 0 and proc.stdout.strip() == "planned", proc.stderr
+    assert "warning" not in proc.stderr
+    assert subjects(agent) == ["Design"]
+
+
+def test_a_password_file_others_can_read_is_named_with_how_to_fix_it(agent, workdir):
+    passfile = write_private(workdir.parent / "pgpass",
+                             f"{agent.host}:{agent.port}:*:{agent.role}:{agent.password}\n",
+                             mode=0o644)
+    proc = run_s07(workdir, ["--board", agent.url(with_password=False), "plan it"],
+                   {"PGPASSFILE": str(passfile)}, CREATE)
+    assert proc.returncode == 1 and proc.stderr.strip().count("\n") == 0, proc.stderr
+    assert f"the password file {passfile} is ignored" in proc.stderr
+    assert f"chmod 600 {passfile}" in proc.stderr
+
+
+def test_no_password_anywhere_says_where_to_put_one(agent, workdir):
+    proc = run_s07(workdir, ["--board", agent.url(with_password=False), "plan it"],
+                   {"PGPASSFILE": str(workdir.parent / "none")}, CREATE)
+    assert proc.returncode == 1 and proc.stderr.strip().count("\n") == 0, proc.stderr
+    assert "needs a password and none was given" in proc.stderr
+    assert "~/.pgpass" in proc.stderr and "TASK_BOARD" in proc.stderr
