@@ -97,8 +97,7 @@ def test_an_agent_cannot_add_a_blocker_to_another_agents_task_in_progress(agents
 
 
 def test_an_agent_cannot_remove_a_blocker_from_another_agents_task_in_progress(agents, board):
-    # alice's task in progress waits on #1, by hand: s07 adds an open blocker to a task in
-    # progress only in the call that sets it back to pending
+    # A task in progress takes no open blocker through the tools: this one came by hand.
     hand_edit(board, 3, blockedBy=[1])
     with pytest.raises(ValueError, match="in progress by alice"):
         agents["bob"].update(3, remove_blocked_by=[1])
