@@ -8,7 +8,8 @@ of its pieces. This is the reading guide; the README links here.
                                compatible servers (JSON-text inputs, cut calls, pause_turn)
                 tool_calls     around each tool call: shown, logged at once, Ctrl-C kept
                 bash, files    the hardened tools: process groups, floods, FIFOs, atomic writes
-                spill          big results saved whole; the model sees head, tail and path
+                spill, pins    big results saved whole; the model sees head, tail and path;
+                               a running session's files are pinned against any prune
                 clean          text that can be sent and shown (half an emoji repaired,
                                control characters escaped)
     after s06   tokens         the one token estimate, about 4 characters a token
@@ -21,6 +22,8 @@ of its pieces. This is the reading guide; the README links here.
                 config, errors settings and the client; every error and the line it becomes
                 terminal       what reaches the screen, control characters escaped
                 excerpt        long text cut to fit a line, a box or a preview, one way
+                writer         every file the harness makes: whole, never through a link,
+                               0600 where it holds the conversation
                 session/       log (--continue), record (counts), views (/context, /cost),
                                page (the session page) and its parts: blocks, sent,
                                board_picture, markup

@@ -14,11 +14,16 @@ Relied on by all three lessons: each main() is one call to run_cli. Without each
   wrote files), and does them again; or, after a compaction in that turn, the history is
   left with a tool call and no result, and the API refuses every later request.
 - _read_prompt and readline: a pasted block of several lines becomes several prompts;
-  arrow keys print ^[[A and there is no history of earlier prompts.
+  arrow keys print ^[[A and there is no history of earlier prompts. The history is read and
+  written by us (_start_history, _save_history): readline truncated the target of a link
+  planted there, hung on a FIFO before the first prompt, and gave the terminal the escape
+  codes a planted line held.
 - _clean_prompt and _tolerate_stray_bytes: a prompt with a byte that is not UTF-8 (a
   Latin-1 é) ends the REPL with a traceback, or makes every later request unsendable.
 - _reader_gone: `python sNN.py "..." | head -1` ends in a BrokenPipeError traceback.
-- _run_demo: without it a learner needs a key to see a lesson run.
+- _run_demo: without it a learner needs a key to see a lesson run. Its folder is opened
+  without following a link: `demo` as a file or a dangling link ended in a traceback, and a
+  link to a folder would send the demo's files there.
 - --continue and the session log: a stopped run cannot be resumed; its work is redone.
 - before_prompt (s07's live board): a person at the REPL does not see what other agents did.
 - end_of_run: no session total and no session page (session/page.py) at the end of a run.
@@ -33,9 +38,9 @@ import sys
 import textwrap
 from pathlib import Path
 
-from harness import config, terminal
+from harness import config, files, terminal, writer
 from harness.clean import clean_json, clean_text
-from harness.errors import EndpointError, NoKey, SetupError
+from harness.errors import EndpointError, NoKey, SetupError, reason
 from harness.sdk import anthropic
 from harness.session import log as session_log
 from harness.session import page, views
@@ -51,6 +56,7 @@ except ImportError:     # Windows without pyreadline: input() still works, witho
 STEPS_RAN_OUT = 3     # a one-shot run's exit status when the turn's budget ran out (README)
 HISTORY = config.TRANSCRIPTS / "repl_history"   # the REPL's earlier prompts (up and down)
 HISTORY_LINES = 1000  # prompts kept in it
+HISTORY_BYTES = 4_000_000   # read of it at most: a thousand prompts of 4 kB
 DEMO = Path("demo")   # where --demo runs: nothing it writes lands beside your own files
 NO_MODEL = ("no model to talk to: set ANTHROPIC_API_KEY in your environment or in ./.env (copy "
             ".env.example; any value will do for a local server at ANTHROPIC_BASE_URL), or try "
@@ -357,22 +363,32 @@ def _read_block():
 
 def _start_history() -> None:
     """Earlier prompts for the up and down keys, from .transcripts/ (not on Windows, and only
-    on a terminal: a pipe has no keys to press)."""
+    on a terminal: a pipe has no keys to press). Read by us, not by readline (which follows a
+    link and waits on a FIFO): a regular file only; a line holding a control character is
+    left out, since the up key would send it to the terminal."""
     if readline is None or os.name == "nt" or not sys.stdin.isatty():
         return
-    readline.set_history_length(HISTORY_LINES)
     try:
-        readline.read_history_file(HISTORY)
-    except OSError:          # none yet, or unreadable: start without
-        pass
+        saved = files.read_bytes(HISTORY, str(HISTORY), HISTORY_BYTES, follow=False)
+    except ValueError as exc:
+        if os.path.lexists(HISTORY):     # a link, a FIFO: said; the end of the REPL replaces it
+            terminal.show_note(f"[earlier prompts not loaded: {exc}]")
+        return
+    for line in saved.decode("utf-8", "replace").splitlines()[-HISTORY_LINES:]:
+        if not terminal.CONTROL.search(line):
+            readline.add_history(line)
 
 
 def _save_history() -> None:
+    """The last HISTORY_LINES prompts, through the writer: whole, 0600, never through a link."""
     if readline is None or os.name == "nt" or not sys.stdin.isatty():
         return
+    count = readline.get_current_history_length()
+    first = max(count - HISTORY_LINES, 0) + 1
+    lines = [readline.get_history_item(n) or "" for n in range(first, count + 1)]
+    data = "".join(f"{line}\n" for line in lines).encode("utf-8", "replace")
     try:
-        HISTORY.parent.mkdir(parents=True, exist_ok=True)
-        readline.write_history_file(HISTORY)
+        writer.replace(HISTORY, data, writer.PRIVATE)
     except OSError:          # a read-only folder: the REPL goes on without saved history
         pass
 
@@ -427,8 +443,11 @@ def _run_demo(demo, agent_loop):
     """The lesson's script through its real loop, inside demo/: whatever the demo writes (its
     files, s07's board, .transcripts/) is there, and nothing of the user's is touched."""
     home = Path.cwd()
-    DEMO.mkdir(exist_ok=True)
-    os.chdir(DEMO)
+    try:
+        with writer.folder(DEMO) as folder:   # a real folder: not a link, not a file
+            os.fchdir(folder)
+    except OSError as exc:
+        raise SetupError(f"--demo cannot run in {DEMO}/: {reason(exc)}") from None
     try:
         terminal.show_note(f"[demo] it runs in {DEMO}/: everything it writes goes there")
         script, prompt, summary = demo()

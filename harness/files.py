@@ -5,15 +5,18 @@ are s06's and s07's). Without each piece:
 - inside(): a model's "../../etc/passwd" or a symlink pointing out of the folder is read or
   overwritten. (bash can still do anything you can: this stops accidents, it is no sandbox.)
 - open_regular(): read_file on a FIFO hangs for ever, a symlink to /dev/zero is read until the
-  memory runs out, and a folder is reported as "no such file".
+  memory runs out, and a folder is reported as "no such file". With follow=False (the
+  harness's own files: a task, the board's lock, the REPL history), a link is not opened at
+  all: a task file linked to another board's showed that board's task.
 - read_lines(): `limit=10` on a 2 GB file reads all of it (24 s, 4.3 GB of memory), and a binary
   file reaches the model as 50,000 NUL characters. Stopping within the cap: a read of a 300 kB
   file that passed it was cut again by s03's call_tool, and its "read on with offset=835"
   skipped the 168 lines cut from its middle, for good.
 - write_atomic(): on a full disk, writing over a file leaves half of it (a 20 kB config.json
-  was cut in two, and an edit truncated a 21 kB file), and the model is not told. Its random
-  temporary name, made with O_EXCL | O_NOFOLLOW: a file planted at a guessable name blocked
-  every write of that file (and without O_EXCL, a link there is written through).
+  was cut in two, and an edit truncated a 21 kB file), and the model is not told. It writes
+  through harness/writer.py, whose random temporary names are made with O_EXCL | O_NOFOLLOW:
+  a file planted at a guessable name blocked every write of that file (and without O_EXCL,
+  a link there is written through).
 - edit_text(): a one-line edit of a CRLF file turns every line ending into LF.
 - encode(): a lone surrogate from a model's JSON fails after the file was opened, leaving an
   empty file behind.
@@ -21,14 +24,13 @@ are s06's and s07's). Without each piece:
 """
 
 import codecs
-import contextlib
 import itertools
 import os
-import secrets
 import shlex
 import stat
 from pathlib import Path
 
+from harness import writer
 from harness.errors import reason
 
 SNIFF_BYTES = 8192           # a NUL in the first 8 kB marks a binary file (as git decides)
@@ -37,11 +39,6 @@ EDIT_MAX = 10_000_000        # bytes: edit_file holds the whole file in memory; 
 READ_ON = "read on with offset="   # how a read that stops before the end says so (layer 1 reads it)
 NOTES_ROOM = 200             # characters of read_file's cap kept for its closing notes
 CUT_STEP = 20_000            # characters of a long line a note says to read at once: within the cap
-
-TEMP_FILE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC   # a new file only
-
-KINDS = [(stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO (named pipe)"),
-         (stat.S_ISCHR, "a device"), (stat.S_ISBLK, "a device"), (stat.S_ISSOCK, "a socket")]
 
 
 def inside(folder: Path, path: str) -> Path:
@@ -52,32 +49,32 @@ def inside(folder: Path, path: str) -> Path:
     return resolved
 
 
-def kind_of(mode: int) -> str:
-    return next((name for test, name in KINDS if test(mode)), "not a regular file")
-
-
-def open_regular(path: Path, shown: str) -> int:
+def open_regular(path: Path, shown: str, follow: bool = True) -> int:
     """An fd open for reading on a regular file, or ValueError saying what the path is instead.
 
     O_NONBLOCK: opening a FIFO for reading would wait for a writer for ever; fstat then refuses it
-    (and devices and folders) before a byte is read.
+    (and devices and folders) before a byte is read. follow=False: a symbolic link at path is
+    refused too, unopened.
     """
+    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        fd = os.open(path, flags if follow else flags | os.O_NOFOLLOW)
     except FileNotFoundError:
         raise ValueError(f"{shown}: no such file") from None
     except OSError as exc:
+        if not follow and os.path.islink(path):
+            raise ValueError(f"{shown} is a symbolic link, not a regular file") from None
         raise ValueError(f"{shown}: {reason(exc)}") from None
     mode = os.fstat(fd).st_mode
     if not stat.S_ISREG(mode):
         os.close(fd)
-        raise ValueError(f"{shown} is {kind_of(mode)}, not a regular file")
+        raise ValueError(f"{shown} is {writer.kind_of(mode)}, not a regular file")
     return fd
 
 
-def read_bytes(path: Path, shown: str, limit: int) -> bytes:
-    """At most `limit` bytes of a regular file."""
-    with os.fdopen(open_regular(path, shown), "rb") as f:
+def read_bytes(path: Path, shown: str, limit: int, follow: bool = True) -> bytes:
+    """At most `limit` bytes of a regular file (follow=False: not through a link)."""
+    with os.fdopen(open_regular(path, shown, follow), "rb") as f:
         return f.read(limit)
 
 
@@ -225,41 +222,32 @@ def write_atomic(path: Path, content, shown: str, field: str = "content") -> int
     a kill -9 leaves the old file, never half.
 
     content is text (encoded first: text that cannot be stored is refused before any file is
-    opened; `field` names it in the error) or bytes. A temp file in the same folder (os.replace
-    is atomic only within one file system) under a random name, made with O_EXCL | O_NOFOLLOW:
-    a link planted where it is made is never written through, and a file planted at a
-    guessable name cannot block the write. It gets the old file's mode through its own fd.
-    Replacing breaks a hard link to the old file; a symlink was resolved before.
+    opened; `field` names it in the error) or bytes. writer.replace() puts a temporary file in
+    the same folder (os.replace is atomic only within one file system) under a random name,
+    made with O_EXCL | O_NOFOLLOW: a link planted where it is made is never written through,
+    and a file planted at a guessable name cannot block the write. It gets the old file's mode
+    through its own fd. Replacing breaks a hard link to the old file; a symlink was resolved
+    before (inside()), so a link swapped in at the folder since is refused.
     """
     data = content if isinstance(content, bytes) else encode(content, field)
-    tmp = path.parent / f".{path.name[:100]}.{secrets.token_hex(8)}.tmp"
     try:
         mode = _mode_for(path, shown)   # in the try: a file in the way of a folder is said in words
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(tmp, TEMP_FILE, 0o600)
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            os.fchmod(f.fileno(), mode)   # by fd: a path could be swapped for a link meanwhile
-        os.replace(tmp, path)
+        writer.replace(path, data, mode)
     except OSError as exc:
-        with contextlib.suppress(OSError):   # the folder may not even exist (a file in the way)
-            tmp.unlink(missing_ok=True)
         kept = "the file is unchanged" if path.exists() else "nothing was written"
         raise ValueError(f"could not write {shown}: {reason(exc)}; {kept}") from None
     return len(data)
 
 
-def _mode_for(path: Path, shown: str) -> int:
-    """The existing file's permission bits, or the default a new file gets (0o666 less umask)."""
+def _mode_for(path: Path, shown: str) -> int | None:
+    """The existing file's permission bits, or None for a new file (0o666 less the umask)."""
     try:
         st = os.stat(path)
     except FileNotFoundError:
-        umask = os.umask(0)
-        os.umask(umask)
-        return 0o666 & ~umask
+        return None
     if not stat.S_ISREG(st.st_mode):  # writing to a FIFO would block; to a device, worse
-        raise ValueError(f"{shown} is {kind_of(st.st_mode)}, not a regular file; nothing was "
-                         "written")
+        raise ValueError(f"{shown} is {writer.kind_of(st.st_mode)}, not a regular file; "
+                         "nothing was written")
     return stat.S_IMODE(st.st_mode)
 
 

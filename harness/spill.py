@@ -21,14 +21,16 @@ Without each piece:
   and a text is written once, however often it is saved.
 - the bounds (MAX_TOTAL_BYTES, MAX_FILES; oldest removed first): a long session that
   greps a big tree every few minutes would fill the disk.
-- the pins (SAVED): layer 1 clears hundreds of results; with no pins the bounds removed files
-  its placeholders still named (99 of 1,500 did), and each call saved them again.
+- the pins (SAVED, and on disk through pins.py): layer 1 clears hundreds of results; with no
+  pins the bounds removed files its placeholders still named (99 of 1,500 did), and each call
+  saved them again. Pins kept in memory alone did not stop another session's prune.
 - the folder reached without following a symlink, and marked (MARKER): with
   .transcripts/results linked to a folder of 1,200 notes, one 60 kB output deleted 201 of
   them. Only a real folder inside the workspace is used, and only files named as the harness
   names them (NAME), in a folder it made or found empty and marked, are ever removed.
-- temporary files made with O_EXCL | O_NOFOLLOW under a random name: a link planted at a
-  guessable name was written through, to wherever it pointed.
+- writing through harness/writer.py (temporary files made with O_EXCL | O_NOFOLLOW under a
+  random name; 0600): a link planted at a guessable name was written through, to wherever it
+  pointed, and every tool output was readable by every user of the machine.
 - the fallback: a full disk, a read-only folder or a refused one must cost the model the
   middle of one output, with a note saying so, never the whole turn.
 """
@@ -37,11 +39,10 @@ import contextlib
 import hashlib
 import os
 import re
-import secrets
 import stat
 from pathlib import Path
 
-from harness import config
+from harness import config, pins, writer
 from harness.errors import reason
 
 RESULTS = config.TRANSCRIPTS / "results"   # in the workspace, so read_file and bash can open it
@@ -54,8 +55,6 @@ MARKER = ".saved-results"       # in a results folder the harness made: only the
 NAME = re.compile(r"[A-Za-z0-9_-]{1,40}_[0-9a-f]{%d}\.txt" % HASH_CHARS)   # a file it saved
 NOTE = re.compile(r"^\[the whole (?:output|result) \([\d,]+ characters[^)]*\) is saved in "
                   r"(?P<path>.+?\.txt); ")
-DIRECTORY = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
-NEW_FILE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 MARKER_TEXT = (f"Tool results saved whole by harness/spill.py. Files named <tool>_<hash>.txt here "
                f"are removed, oldest first, past {MAX_TOTAL_BYTES:,} bytes or {MAX_FILES:,} "
                "files; other files are left alone. Delete the folder whenever you like.\n")
@@ -68,8 +67,8 @@ class SavedTexts:
     process lives, and it does not count toward the bounds (MAX_TOTAL_BYTES, MAX_FILES),
     which hold for the other files. So a session that clears 1,500 results keeps those
     1,500 files on top of the bounds, each a result of at most the tool cap (or the saved
-    output a result named), until it ends; the next process prunes them like any other.
-    Pins are this process's own: a second agent in the same folder does not see them.
+    output a result named), until it ends; the next prune removes them like any other.
+    The pins are on disk too (pins.py), so another session's prune leaves them as well.
     """
 
     def __init__(self) -> None:
@@ -78,11 +77,13 @@ class SavedTexts:
         # the length and the 64-bit hash tell texts apart (two of one length: 1 in 2**64).
         self.paths: dict[tuple, str] = {}
         self.pinned: set[str] = set()
+        self.pins = pins.Pins()     # the same, on disk: seen by a prune in any process
 
     def clear(self) -> None:
         """Forget everything, as a new process starts (tests, bench)."""
         self.paths.clear()
         self.pinned.clear()
+        self.pins.release()
 
 
 SAVED = SavedTexts()
@@ -143,6 +144,9 @@ def save_for_placeholder(text: str, tool_name: str, folder: Path = RESULTS) -> s
         except OSError:
             return None          # not remembered: a later call may find the disk freed
     SAVED.pinned.add(named)
+    with contextlib.suppress(OSError):   # not on disk: still pinned against this process's prunes
+        with _results_folder(Path(named).parent) as fd:
+            SAVED.pins.add(fd, Path(named).name)
     SAVED.paths[key] = named
     return named
 
@@ -177,9 +181,12 @@ def prune(folder: Path = RESULTS) -> None:
 def _prune(fd: int, folder: Path, keep: str | None) -> None:
     """Only regular files named as the harness names them, never `keep` nor a pinned one."""
     files, where = [], f"{folder}{os.sep}"      # a pin is a path as saved_path_in gives it
+    held = pins.held(fd)                        # pinned by a session running anywhere
     with os.scandir(fd) as entries:
         for entry in entries:
             if where + entry.name in SAVED.pinned or not NAME.fullmatch(entry.name):
+                continue
+            if entry.name in held:
                 continue
             try:
                 info = entry.stat(follow_symlinks=False)
@@ -202,22 +209,9 @@ def _prune(fd: int, folder: Path, keep: str | None) -> None:
 
 
 def _write_new(fd: int, name: str, data: bytes) -> None:
-    """Write data to a temporary file, then rename it to name: a reader sees none or all of it.
-
-    The temporary name is random and made with O_EXCL | O_NOFOLLOW, so nothing planted there
-    is written through; the rename replaces whatever holds the name (a planted link itself,
-    never what it points to).
-    """
-    temporary = f".{name}.{secrets.token_hex(8)}.tmp"
-    out = os.open(temporary, NEW_FILE, 0o644, dir_fd=fd)
-    try:
-        with os.fdopen(out, "wb") as f:
-            f.write(data)
-        os.replace(temporary, name, src_dir_fd=fd, dst_dir_fd=fd)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(temporary, dir_fd=fd)
-        raise
+    """data in name, whole, readable by this user alone (writer.replace_in: nothing planted at
+    its temporary name is written through; a link at name is replaced, never followed)."""
+    writer.replace_in(fd, name, data, writer.PRIVATE)
 
 
 def _same_file_saved(fd: int, name: str, size: int) -> bool:
@@ -246,7 +240,7 @@ def _results_folder(folder: Path):
     Made if missing, and marked; a folder the harness did not mark is used only if empty.
     """
     parts = _parts_inside_workspace(folder)
-    fd = os.open(".", DIRECTORY)
+    fd = os.open(".", writer.FOLDER)
     try:
         made = False
         for n, part in enumerate(parts):
@@ -283,7 +277,7 @@ def _make_folder(fd: int, part: str) -> bool:
 
 def _open_folder(fd: int, part: str, shown: Path) -> int:
     try:
-        return os.open(part, DIRECTORY, dir_fd=fd)
+        return os.open(part, writer.FOLDER, dir_fd=fd)
     except OSError:
         info = os.stat(part, dir_fd=fd, follow_symlinks=False)
         if stat.S_ISLNK(info.st_mode):
@@ -304,6 +298,4 @@ def _mark(fd: int, folder: Path, made: bool) -> None:
         raise OSError(f"{folder} holds files the harness did not save (it has no {MARKER}); "
                       "move them, or remove the folder")
     with contextlib.suppress(FileExistsError):     # another agent marked it just now
-        marker = os.open(MARKER, NEW_FILE, 0o644, dir_fd=fd)
-        with os.fdopen(marker, "w", encoding="utf-8") as f:
-            f.write(MARKER_TEXT)
+        writer.create_in(fd, MARKER, MARKER_TEXT.encode("utf-8"), 0o644)

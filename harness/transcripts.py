@@ -2,7 +2,9 @@
 
 Relied on by s06's auto_compact (and so by s07's compact_with_board). Without each piece:
 - save: two compactions in one second overwrite each other's transcript, and a full disk
-  leaves a truncated transcript (or an empty file) that looks like a complete one.
+  leaves a truncated transcript (or an empty file) that looks like a complete one. Written
+  through harness/writer.py: a link planted at its old temporary name (.transcript.tmp-<pid>)
+  received the whole conversation, and the transcript was readable by every local user.
 - ask_at_end: the summary request is sent as a new user message after a user message that
   ends in tool results; the API merges them, but the cached prefix then ends one block sooner.
 - summary_message: the model, after a compaction, does not know where the details went.
@@ -14,11 +16,10 @@ Relied on by s06's auto_compact (and so by s07's compact_with_board). Without ea
 """
 
 import json
-import os
 import time
 from pathlib import Path
 
-from harness import terminal
+from harness import terminal, writer
 from harness.errors import EndpointError, reason
 from harness.session.record import RECORD
 
@@ -41,25 +42,13 @@ def save_new(folder: Path, stem: str, lines) -> Path:
     the summary message that names it (and the token counts after it) do not depend on when
     two compactions fall.
 
-    The text goes to a temp file first; os.link then gives it its name only if that name is
-    free. On any failure the temp file is removed, so no partial transcript is left behind.
+    writer.numbered writes a temporary file (a random name, never through a link planted
+    there), then gives it the first free name; on any failure nothing is left behind. The
+    file is readable by this user alone: it holds the whole conversation.
     """
-    folder.mkdir(exist_ok=True)
-    tmp = folder / f".{stem}.tmp-{os.getpid()}"
-    try:
-        with tmp.open("w", encoding="utf-8") as f:
-            f.writelines(lines)
-        stamp = time.strftime("%Y%m%d-%H%M%S")
-        for n in range(1, 1000):
-            path = folder / f"{stem}_{stamp}_{n}.jsonl"   # one length, whatever the second
-            try:
-                os.link(tmp, path)
-                return path
-            except FileExistsError:
-                continue
-        raise FileExistsError(f"too many transcripts named {stem}_{stamp}*")
-    finally:
-        tmp.unlink(missing_ok=True)
+    data = "".join(lines).encode("utf-8")    # text that cannot be stored fails before a file
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    return writer.numbered(folder, f"{stem}_{stamp}", ".jsonl", data, writer.PRIVATE)
 
 
 def ask_at_end(view: list, text: str) -> list:

@@ -19,6 +19,7 @@ import pytest
 from conftest import within, call_tool
 
 import s07_task_system as s07
+from harness.board import open_store
 from harness.board.record import DESCRIPTION_MAX, SUBJECT_MAX, Task, agent_name, default_agent_name
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -168,6 +169,48 @@ def test_a_symlink_to_dev_zero_is_flagged_without_reading_it(board):
     flagged = [line for line in listing.splitlines() if line.startswith("!")]
     assert len(flagged) == 1 and "task_2.json" in flagged[0]
     assert "#1: Design the data model" in listing
+
+
+def test_a_link_named_like_a_task_is_flagged_and_what_it_points_to_is_not_read(board, tmp_path):
+    other = manager(tmp_path / "another_board")
+    other.create("Plans")
+    other.create("Secret plans")
+    manager(board).create("Design the data model")
+    (board / "task_2.json").symlink_to(tmp_path / "another_board" / "task_2.json")
+    listing = manager(board).list_all()
+    assert "Secret plans" not in listing and "#1: Design the data model" in listing
+    flagged = [line for line in listing.splitlines() if line.startswith("!")]
+    assert len(flagged) == 1 and "task_2.json" in flagged[0] and "symbolic link" in flagged[0]
+
+
+KEYS = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIKx user@laptop\n"
+
+
+def test_a_link_at_the_boards_lock_is_refused_and_nothing_is_written_through_it(board, tmp_path,
+                                                                             monkeypatch):
+    """QA linked .tasks/.lock to an SSH authorized_keys: creating a task wrote the lock's
+    stamp into it, and the task went on as if the board were locked."""
+    keys = tmp_path / "authorized_keys"
+    keys.write_text(KEYS)
+    board.mkdir()
+    (board / ".lock").symlink_to(keys)
+    with pytest.raises(ValueError, match=r"\.lock is a symbolic link"):
+        manager(board).create("Design the data model")
+    assert keys.read_text() == KEYS
+    assert [p.name for p in board.iterdir()] == [".lock"]           # no task was written
+    monkeypatch.setattr(s07.TASKS, "store", open_store(board))   # the model's task_create
+    message, is_error = call_tool("task_create", {"subject": "Design"}, s07.TOOLS,
+                                  s07.TOOL_HANDLERS)
+    assert is_error and ".lock is a symbolic link" in message
+    assert keys.read_text() == KEYS
+
+
+def test_a_fifo_at_the_boards_lock_is_refused_without_hanging(board):
+    board.mkdir()
+    os.mkfifo(board / ".lock")
+    with pytest.raises(ValueError, match=r"\.lock is a FIFO"):
+        within(DEADLINE, lambda: manager(board).create("Design the data model"))
+    assert [p.name for p in board.iterdir()] == [".lock"]
 
 
 def test_a_hand_edited_unblocked_that_is_not_a_list_is_flagged_not_a_type_error(board):

@@ -1,6 +1,7 @@
 """The CLI and the REPL under hostile conditions: set-up mistakes, odd endpoints, a person at the
 keyboard."""
 
+import errno
 import io
 import json
 import os
@@ -50,6 +51,41 @@ def test_help_is_instant_and_needs_no_sdk(workdir):
 def test_an_empty_prompt_or_a_prompt_with_demo_is_refused_locally(run_main, args, message):
     code, out, err, api = run_main(s03_todo, *args)
     assert code == 2 and message in err and api.requests == [] and "Traceback" not in err
+
+
+@pytest.mark.parametrize("in_the_way", ["a file", "a dangling link", "a link to a folder"])
+def test_demo_where_demo_cannot_be_its_folder_is_one_line_and_exit_1(run_lesson, workdir,
+                                                                     in_the_way):
+    elsewhere = workdir.parent / "elsewhere"
+    elsewhere.mkdir()
+    if in_the_way == "a file":
+        (workdir / "demo").write_text("my notes on the demo")
+    elif in_the_way == "a dangling link":
+        (workdir / "demo").symlink_to(workdir.parent / "nowhere")
+    else:
+        (workdir / "demo").symlink_to(elsewhere)
+    proc, api = run_lesson("s03_todo", "--demo", key=None)
+    assert proc.returncode == 1 and api.requests == [] and proc.stdout == ""
+    assert proc.stderr.count("\n") == 1 and proc.stderr.startswith("error: --demo "), proc.stderr
+    said = {"a file": "demo is a file, not a folder", "a dangling link": "demo is a symbolic link",
+            "a link to a folder": "demo is a symbolic link"}[in_the_way]
+    assert said in proc.stderr
+    assert sorted(p.name for p in workdir.iterdir()) == ["demo"]      # nothing else written
+    assert list(elsewhere.iterdir()) == []
+    if in_the_way == "a file":
+        assert (workdir / "demo").read_text() == "my notes on the demo"
+
+
+def test_demo_in_a_folder_where_nothing_can_be_made_is_one_line_and_exit_1(run_main, workdir,
+                                                                          monkeypatch):
+    """A read-only folder (the permission is faked: the tests may run as root, who may write
+    anywhere)."""
+    def refuse(path, *args, **kwargs):
+        raise PermissionError(errno.EACCES, "Permission denied", str(path))
+    monkeypatch.setattr(os, "mkdir", refuse)
+    code, out, err, api = run_main(s03_todo, "--demo", key=None)
+    assert code == 1 and api.requests == [] and err.count("\n") == 1
+    assert err == "error: --demo cannot run in demo/: permission denied\n"
 
 
 def test_a_dotenv_that_is_not_utf8_is_one_line(run_main, workdir):

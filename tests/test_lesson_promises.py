@@ -8,6 +8,7 @@ keeps what can start. s03: the loop runs exactly the calls it chose.
 
 import ast
 import inspect
+import io
 import json
 import re
 import textwrap
@@ -167,12 +168,12 @@ class NoCalls:
 
 def test_a_transcript_cut_by_a_full_disk_leaves_no_file_and_the_compaction_is_skipped(
         monkeypatch, capsys):
-    real_open = Path.open
+    real_open = io.open
 
-    def open_on_full_disk(self, mode="r", *args, **kwargs):
-        f = real_open(self, mode, *args, **kwargs)
+    def open_on_full_disk(file, mode="r", *args, **kwargs):
+        f = real_open(file, mode, *args, **kwargs)
         return FullDisk(f) if "w" in mode or "x" in mode else f
-    monkeypatch.setattr(Path, "open", open_on_full_disk)
+    monkeypatch.setattr(io, "open", open_on_full_disk)
     messages = history(*[("bash", {"command": f"step {n}"}, BIG) for n in range(6)])
     before = json.dumps(messages)
     assert s06.auto_compact(messages, NoCalls()) is False

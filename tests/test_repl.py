@@ -95,6 +95,66 @@ def test_on_a_terminal_the_up_arrow_brings_back_the_last_prompt_and_history_is_k
     assert "/task add First" in (workdir / ".transcripts" / "repl_history").read_text()
 
 
+def type_at_the_prompt(workdir, *lines: bytes, seconds: float = 20) -> bytes:
+    """s07's REPL on a pseudo-terminal: each line typed once its prompt is shown; what the
+    terminal showed. Fails if a prompt does not come within `seconds`."""
+    env = clean_env(workdir.parent / "home", TERM="xterm")
+    main, child = pty.openpty()
+    proc = subprocess.Popen([sys.executable, str(ROOT / "s07_task_system.py")], cwd=workdir,
+                            env=env, stdin=child, stdout=child, stderr=child)
+    os.close(child)
+    shown = b""
+    try:
+        for line in lines:
+            seen = read_until(main, b"s07 >> ", seconds)
+            shown += seen
+            assert b"s07 >> " in seen, f"no prompt within {seconds} s: {shown[-300:]!r}"
+            os.write(main, line)
+        shown += read_until(main, b"session so far", seconds)
+        proc.wait(timeout=seconds)
+    finally:
+        proc.kill()
+        os.close(main)
+    return shown
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="no pseudo-terminals on Windows")
+def test_a_link_at_the_history_file_is_not_followed_and_its_target_is_kept(workdir):
+    """QA linked .transcripts/repl_history to a file of theirs: the REPL truncated it and wrote
+    its prompts there."""
+    victim = workdir.parent / "bashrc"
+    victim.write_text("export EDITOR=vi\n")
+    (workdir / ".transcripts").mkdir()
+    (workdir / ".transcripts" / "repl_history").symlink_to(victim)
+    shown = type_at_the_prompt(workdir, b"/task add First\r", b"q\r")
+    assert victim.read_text() == "export EDITOR=vi\n"
+    assert b"Created task #1: First" in shown and b"Traceback" not in shown
+    assert shown.count(b"repl_history is a symbolic link") == 1     # said once, at the start
+    history = workdir / ".transcripts" / "repl_history"
+    assert not history.is_symlink() and history.read_text() == "/task add First\n"
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="no pseudo-terminals on Windows")
+def test_a_fifo_at_the_history_file_does_not_hang_the_repl(workdir):
+    (workdir / ".transcripts").mkdir()
+    os.mkfifo(workdir / ".transcripts" / "repl_history")
+    shown = type_at_the_prompt(workdir, b"/task add First\r", b"q\r", seconds=10)
+    assert b"Created task #1: First" in shown and b"repl_history is a FIFO" in shown
+    assert (workdir / ".transcripts" / "repl_history").read_text() == "/task add First\n"
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="no pseudo-terminals on Windows")
+def test_control_codes_in_the_history_file_never_reach_the_terminal(workdir):
+    """A history file is text anyone who can write the folder may have put there: a line with
+    an escape sequence (here, an OSC 52 clipboard write) is not brought back by the up key."""
+    (workdir / ".transcripts").mkdir()
+    (workdir / ".transcripts" / "repl_history").write_text(
+        "/task add Safe\n/task add \x1b]52;c;ZWNobyBoaQ==\x07Evil\n")
+    shown = type_at_the_prompt(workdir, b"\x1b[A\r", b"\x1b[A\x1b[A\r", b"q\r")
+    assert b"\x1b]52" not in shown and b"Evil" not in shown
+    assert shown.count(b"Created task #") == 2 and b"Created task #2: Safe" in shown
+
+
 # ---------------------------------------------------------------- a turn that fails late
 
 @pytest.mark.parametrize("failure", ["an API error", "Ctrl-C in a tool"])

@@ -2,6 +2,7 @@
 
 import copy
 import json
+import os
 from pathlib import Path
 
 import anthropic
@@ -350,6 +351,23 @@ def test_a_compaction_that_cannot_save_its_transcript_keeps_the_history(in_tmp, 
         assert s06.auto_compact(history, client) is False
     assert history == original and api.requests == []           # no summary call, nothing lost
     assert "compaction skipped, history kept: cannot save the transcript" in capsys.readouterr().err
+
+
+def test_a_compaction_never_writes_its_transcript_through_a_link_planted_for_it(in_tmp):
+    """QA planted .transcripts/.transcript.tmp-<pid> (the name was guessable) -> a file of
+    theirs; the compaction wrote the whole conversation into it."""
+    victim = in_tmp / "victim.txt"
+    victim.write_text("the user's file")
+    (in_tmp / ".transcripts").mkdir()
+    (in_tmp / ".transcripts" / f".transcript.tmp-{os.getpid()}").symlink_to(victim)
+    history = history_with_results(("bash", LONG), ("bash", "done"))
+    with StandInAPI([reply(text("SUMMARY: ran bash twice"))]) as api:
+        client = anthropic.Anthropic(api_key="k", base_url=api.url)
+        assert s06.auto_compact(history, client) is True
+    assert victim.read_text() == "the user's file"
+    (saved,) = (in_tmp / ".transcripts").glob("transcript_*.jsonl")
+    assert len(saved.read_text().splitlines()) == 5
+    assert f".transcripts/{saved.name}" in history[0]["content"]
 
 
 def test_usage_with_null_fields_counts_as_zero():

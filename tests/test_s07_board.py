@@ -166,7 +166,8 @@ def test_unreadable_boards_say_so_and_nothing_is_left_behind(tmp_path):
         tasks.create("a")
     good = TaskManager(tmp_path / "ok")
     good.create("a")
-    (tmp_path / "ok" / ".tmp_1_999_1").write_text("from a killed writer")
+    (tmp_path / "ok" / ".task_1.json.0123456789abcdef.tmp").write_text("from a killed writer")
+    (tmp_path / "ok" / ".tmp_1_999_1").write_text("from a killed writer, before writer.py")
     with pytest.raises(ValueError, match="lone surrogate"):
         TaskManager(tmp_path / "ok").create("bad \ud800")
     TaskManager(tmp_path / "ok").create("b")          # under the lock, a stray temp file is swept

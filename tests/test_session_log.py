@@ -155,6 +155,20 @@ def test_latest_is_the_session_written_last_and_none_when_there_is_none(tmp_path
     assert latest(tmp_path) == first.path
 
 
+def test_continue_never_resumes_from_a_link_planted_among_the_sessions(tmp_path):
+    """A link named like the newest session, to a file elsewhere: --continue would send that
+    file to the model as the conversation."""
+    folder, elsewhere = tmp_path / ".transcripts", tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    mine = SessionLog.start(folder)
+    mine.append({"role": "user", "content": "my own session"})
+    planted = SessionLog.start(elsewhere)
+    planted.append({"role": "user", "content": "what the link holds"})
+    os.utime(mine.path, ns=(1, 1))                       # the link's target is newer
+    (folder / "session_20991231-235959_1.jsonl").symlink_to(planted.path)
+    assert latest(folder) == mine.path
+
+
 def test_continue_starts_a_new_log_with_the_repaired_history_and_keeps_the_old_file(tmp_path,
                                                                                     capsys):
     old = SessionLog.start(tmp_path)

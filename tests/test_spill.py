@@ -93,7 +93,7 @@ def test_a_full_disk_falls_back_to_a_plain_cut_with_a_clear_note(results, monkey
     assert spill.saved_path_in(shown) is None
     assert spill.save_for_placeholder(text, "bash") is None
     assert list(Path(results).glob("*.txt")) == []       # no empty or partial file left behind
-    assert [p.name for p in Path(results).iterdir()] == [spill.MARKER]
+    assert list(Path(results).iterdir()) == []           # not even half a marker
 
 
 def test_a_cleared_result_is_saved_once_and_named_the_same_way_every_time(results):
@@ -220,6 +220,45 @@ def test_a_placeholders_file_is_never_pruned_while_this_process_names_it(results
         spill.keep_whole(big_output(60_000 + n), CAP, "bash")
     assert all(Path(p).is_file() for p in named)
     assert len(list(Path(results).glob("*.txt"))) == 5 + 3   # the bounds hold for the rest
+
+
+PINNING_SESSION = """
+import sys
+from harness import spill
+for n in range(3):
+    print(spill.save_for_placeholder(f"cleared by the first session {n} " * 100, "bash"))
+sys.stdout.flush()
+sys.stdin.read()          # runs until the test closes its input
+"""
+
+
+@pytest.mark.parametrize("how", ["ends", "is killed"])
+def test_a_running_sessions_placeholder_files_survive_another_sessions_pruning(results,
+                                                                             monkeypatch, how):
+    """Two sessions in one folder: the first's placeholders name saved files; the second
+    saves big outputs past the bounds. The first's files stay while it runs, and are pruned
+    like any other once it has stopped (a kill -9 too)."""
+    first = subprocess.Popen([sys.executable, "-c", PINNING_SESSION], cwd=Path.cwd(),
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                             env={**os.environ, "PYTHONPATH": str(ROOT)})
+    try:
+        named = [first.stdout.readline().strip() for _ in range(3)]
+        assert all(Path(p).is_file() for p in named), named
+        for n, path in enumerate(named):                 # the oldest in the folder
+            os.utime(path, ns=(n * 10**9, n * 10**9))
+        monkeypatch.setattr(spill, "MAX_FILES", 2)
+        for n in range(6):                               # this process: the second session
+            spill.keep_whole(big_output(60_000 + n), CAP, "bash")
+        assert all(Path(p).is_file() for p in named)
+    finally:
+        if how == "is killed":
+            first.kill()
+        first.stdin.close()
+        first.wait(timeout=30)
+    spill.keep_whole(big_output(70_000), CAP, "bash")    # the first session has stopped
+    assert not any(Path(p).exists() for p in named)
+    assert len(list(Path(results).glob("*.txt"))) == 2
+    assert list((Path(results) / ".pins").iterdir()) == []              # no pins left
 
 
 def test_a_placeholder_naming_a_kept_whole_file_keeps_that_file(results, monkeypatch):

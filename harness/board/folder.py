@@ -3,11 +3,16 @@
 Relied on by s07 (TaskManager reaches it through the TaskStore interface in record.py), by
 live.py and checklist.py. Without each piece:
 - the lock (.tasks/.lock) around every read-modify-write: two agents completing blockers at
-  once each rewrite the same dependent, and one clear is lost.
-- atomic writes (a temp file, then os.replace): a kill -9 mid-write leaves half a JSON file,
-  and that task is gone.
-- the exclusive reservation of a new id (os.link refuses a taken name): 8 concurrent creators
-  hand out the same id and overwrite each other.
+  once each rewrite the same dependent, and one clear is lost. Opened only as a regular file
+  (writer.open_shared): a link there was followed, and creating a task wrote the board's
+  stamp into an SSH authorized_keys; a FIFO there ended the call in a traceback.
+- atomic writes (writer.replace_in: a temp file under a random name, then os.replace, in the
+  folder whose lock we hold): a kill -9 mid-write leaves half a JSON file, and that task is
+  gone; a link planted at the old guessable temp name (.tmp_<id>_<pid>_<thread>) was
+  written through.
+- the exclusive reservation of a new id (writer.create_in: os.link refuses a taken name, and
+  O_EXCL does where the file system has no hard links): 8 concurrent creators hand out the
+  same id and overwrite each other.
 - undoing the reservations of a locked() that fails (Ctrl-C included): a /task import that
   stops at item 3 leaves items 1 and 2, and importing the file again makes them twice.
 - the high-water mark (the largest id ever given, kept in .lock after the stamp, and written
@@ -18,8 +23,9 @@ live.py and checklist.py. Without each piece:
   after every change anyway. Only a holder of the lock reads or writes .lock, and a process
   killed mid-pwrite leaves the old bytes or the new.
 - validation: a corrupt or hand-broken file takes the board down, or is rewritten and lost.
-- regular files only, read with a cap: a FIFO named task_2.json hangs /tasks, a symlink to
-  /dev/zero reads gigabytes.
+- regular files only, never through a link, read with a cap: a FIFO named task_2.json hangs
+  /tasks, a symlink to /dev/zero reads gigabytes, and a link to another board's task showed
+  that task as this board's.
 - the cache of parsed files and of the ids: a board of 10,000 tasks takes a second to list,
   and creating thousands of tasks lists the folder once per task (quadratic).
 fcntl is POSIX: like the bash tool, this harness expects Linux or macOS. A folder shared over a
@@ -35,6 +41,7 @@ import threading
 from contextlib import contextmanager
 from pathlib import Path
 
+from harness import writer
 from harness.errors import reason
 from harness.files import read_bytes
 from harness.board.record import MAX_ID, now, task_problem
@@ -43,6 +50,7 @@ TASK_FILE = re.compile(r"task_([1-9][0-9]*)\.json", re.ASCII)   # the only names
 TASK_FILE_MAX = 1_000_000   # bytes: a task is a title and some details; a bigger file is not one
 STAMP_BYTES = 32            # .lock: the generation stamp (a random token per change) ...
 MARK_BYTES = 16             # ... then the high-water mark, the largest id ever given, in digits
+LOCK_MODE = 0o644           # .lock, less the umask: every agent opens it for writing
 
 
 class TaskFiles:
@@ -54,6 +62,7 @@ class TaskFiles:
         self.agent = None               # who writes: unused here (a file does not say who wrote it)
         self._mutex = threading.Lock()  # the file lock is per process; this orders our own threads
         self._lock_fd = None            # open while we hold the lock
+        self._folder_fd = None          # the folder holding that .lock: every write goes in it
         self._cache = {}                # file name -> ((size, mtime_ns, inode), task)
         self._tasks = {}                # id -> task, in id order: as scan() returns them
         self._stamp = None              # the board's generation when our cache was last complete
@@ -70,12 +79,13 @@ class TaskFiles:
         """Hold the board's lock. Not re-entrant, by contract: only TaskManager's public methods
         take it. If the body raises (Ctrl-C too), the tasks reserve() made in it are removed."""
         with self._mutex:
-            fd = self._open_lock()
+            folder, fd = self._open_lock()
             self._wrote, self._made = False, []     # (a Ctrl-C in flock must stamp nothing)
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX)      # waits for other processes
                 st = os.fstat(fd)                   # which board, in one call (resolve(): many)
                 self._lock_fd, self.board = fd, (st.st_dev, st.st_ino)
+                self._folder_fd = folder
                 stamp = self._read_stamp()
                 if self._stamp != stamp:
                     self._stamp = None              # another process wrote since: revalidate first
@@ -94,9 +104,10 @@ class TaskFiles:
                         self._new_stamp(fd)         # "changed"
                 finally:                            # even when the stamp fails (a full disk):
                     self._lock_fd = None            # else the lock stays held and every agent
-                                                    # on the board hangs
+                    self._folder_fd = None          # on the board hangs
                     self._made = []
                     os.close(fd)                    # closing releases the lock
+                    os.close(folder)
 
     def _new_stamp(self, fd):
         """A new token in .lock; after it, in the same pwrite, the mark if it grew."""
@@ -125,16 +136,23 @@ class TaskFiles:
         return (self.board, os.pread(self._lock_fd, STAMP_BYTES, 0))
 
     def _open_lock(self):
-        """Open .lock; only when that fails, make the folder or say what is in the way (that
-        order saves 3 calls)."""
-        for attempt in (1, 2):
+        """(the board's folder, its .lock), both open. The folder is made only when opening
+        it fails (that order saves 3 calls), and taken as named, a link too: it may be how a
+        board is shared. Inside it, nothing is opened through a link."""
+        try:
+            folder = writer.open_folder(self.dir, make=False, follow=True)
+        except OSError:
+            self._ensure_folder()                   # says what is in the way, or makes it
             try:
-                return os.open(self.dir / ".lock", os.O_RDWR | os.O_CREAT, 0o644)
+                folder = writer.open_folder(self.dir, make=False, follow=True)
             except OSError as exc:
-                if attempt == 2:
-                    raise ValueError(f"cannot lock the board in {self.dir}: "
-                                     f"{reason(exc)}") from None
-                self._ensure_folder()
+                raise ValueError(f"cannot open the board folder {self.dir}: "
+                                 f"{reason(exc)}") from None
+        try:
+            return folder, writer.open_shared(folder, ".lock", LOCK_MODE)
+        except OSError as exc:
+            os.close(folder)
+            raise ValueError(f"cannot lock the board in {self.dir}: {reason(exc)}") from None
 
     def _ensure_folder(self):
         if self.dir.exists() and not self.dir.is_dir():
@@ -146,10 +164,12 @@ class TaskFiles:
             raise ValueError(f"cannot create the board folder {self.dir}: {reason(exc)}") from None
 
     def _sweep_temp_files(self):
-        """Under the lock nobody is mid-write: a .tmp_* left is from a writer that was killed."""
+        """Under the lock nobody is mid-write: a temp file left is from a writer that was killed
+        (.task_<n>.json.<random>.tmp, or .tmp_* from a harness before writer.py)."""
         self._swept = self.board
-        for tmp in self.dir.glob(".tmp_*"):
-            tmp.unlink(missing_ok=True)
+        for pattern in (".task_*.tmp", ".tmp_*"):
+            for tmp in self.dir.glob(pattern):
+                tmp.unlink(missing_ok=True)
 
     def _undo_reservations(self):
         """Remove the files reserve() made under this lock: the failed operation leaves none.
@@ -173,7 +193,8 @@ class TaskFiles:
             if self._lock_fd is not None:
                 raw = os.pread(self._lock_fd, MARK_BYTES, STAMP_BYTES)
             else:                                   # outside the lock: a look, no lock taken
-                raw = read_bytes(self.dir / ".lock", ".lock", STAMP_BYTES + MARK_BYTES)
+                raw = read_bytes(self.dir / ".lock", ".lock", STAMP_BYTES + MARK_BYTES,
+                                 follow=False)
                 raw = raw[STAMP_BYTES:]
         except (OSError, ValueError):               # no .lock yet (or not a file): no mark
             return 0
@@ -188,14 +209,14 @@ class TaskFiles:
         """Replace a task's file atomically: a reader or a kill -9 sees old or new, never half."""
         # No fsync: a kill -9 cannot tear a file, but a power cut may lose the last writes
         # (a production store would fsync the file and the folder).
-        self._put(task, lambda tmp, path: os.replace(tmp, path))
+        self._put(task, writer.replace_in)
 
     def reserve(self, task):
         """Create a task's file only if its id is free (os.link never replaces). False if taken."""
         if self._known is None:
             self.ids()                              # known, so that the mark follows this task
         try:
-            self._put(task, os.link)
+            self._put(task, writer.create_in)
         except FileExistsError:
             self._known = None                      # a name we did not know: list the folder again
             return False
@@ -215,20 +236,13 @@ class TaskFiles:
             raise ValueError("the task contains characters that are not valid text "
                              "(a lone surrogate)") from None
         path = self.dir / f"task_{task['id']}.json"
-        tmp = self.dir / f".tmp_{task['id']}_{os.getpid()}_{threading.get_ident()}"  # not task_*
-        try:
-            with open(tmp, "wb") as f:
-                f.write(data)
-                f.flush()
-                st = os.fstat(f.fileno())  # scan()'s key: place() keeps size, mtime, inode
-            place(tmp, path)
+        try:   # st: scan()'s key; placing the file keeps its size, mtime and inode
+            st = place(self._folder_fd, path.name, data, None)   # None: the umask's mode
         except FileExistsError:
             raise
         except OSError as exc:
             raise ValueError(f"could not save task #{task['id']} in {self.dir}: "
                              f"{reason(exc)}") from None
-        finally:
-            tmp.unlink(missing_ok=True)
         self._wrote = True
         self._cache[path.name] = ((st.st_size, st.st_mtime_ns, st.st_ino), task)
         below = self._tasks and task["id"] < next(reversed(self._tasks))
@@ -366,7 +380,8 @@ def read_task(path):
     """A task from its file, or ValueError naming the file and the field. Never repairs or
     deletes it."""
     try:
-        data = read_bytes(path, "it", TASK_FILE_MAX + 1)  # a FIFO or /dev/zero is refused, unread
+        # A FIFO, /dev/zero or a link is refused, unread
+        data = read_bytes(path, "it", TASK_FILE_MAX + 1, follow=False)
         if len(data) > TASK_FILE_MAX:
             raise ValueError(f"it is over {TASK_FILE_MAX:,} bytes: too big for a task")
         task = json.loads(data)  # bytes: json decodes UTF-8 itself

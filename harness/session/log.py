@@ -19,6 +19,8 @@ Without each piece:
 - one os.write of a whole line on an O_APPEND descriptor: a kill -9 in the middle of a
   write could leave half a line in the middle of the file, or (with a rewrite of the
   whole file) no file at all. Now it can only tear the last line, and load skips it.
+- a new file made by harness/writer.py, 0600: the log holds the whole conversation and every
+  tool output, and was readable by every user of the machine (0644).
 - the reply recorded before its calls run, and a tool_result line for each call as it
   finishes: Ctrl-C, a closed terminal or kill -9 in the middle of a batch would lose every
   call that ran in it (their results were only in memory), and --continue would do that
@@ -56,13 +58,12 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness import config
+from harness import config, writer
 from harness.errors import SetupError, reason
 from harness.terminal import show_note
 
 FOLDER = config.TRANSCRIPTS     # relative: a session belongs to the folder you run in
 PATTERN = "session_*.jsonl"     # what latest() looks for; transcript_*.jsonl (s06) is not a session
-MAX_NAMES_PER_SECOND = 1000     # sessions started in one second before start() gives up
 INTERRUPTED = "interrupted; it may have acted"   # the result of a call running at the stop
 MAX_DEPTH = 100   # levels of nesting a record may have; a real message has about ten. Deeper is
                   # garbage, and JSON nested ~1,000 deep makes json raise RecursionError
@@ -82,17 +83,11 @@ class SessionLog:
 
     @classmethod
     def start(cls, folder: Path = FOLDER) -> "SessionLog":
-        """A new session_<time>_<n>.jsonl in folder; never opens an existing file."""
-        folder.mkdir(parents=True, exist_ok=True)
+        """A new session_<time>_<n>.jsonl in folder, 0600; never opens an existing file (nor
+        a link: writer.open_numbered)."""
         stamp = time.strftime("%Y%m%d-%H%M%S")
-        for n in range(1, MAX_NAMES_PER_SECOND + 1):
-            path = folder / f"session_{stamp}_{n}.jsonl"
-            try:   # O_EXCL: fail rather than share or overwrite another session's file
-                fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND, 0o644)
-            except FileExistsError:
-                continue
-            return cls(path, fd)
-        raise OSError(f"too many sessions named session_{stamp}_*.jsonl in {folder}")
+        path, fd = writer.open_numbered(folder, f"session_{stamp}", ".jsonl", writer.PRIVATE)
+        return cls(path, fd)
 
     @classmethod
     def continued(cls, earlier: Path, history: list[dict], folder: Path = FOLDER) -> "SessionLog":
@@ -196,8 +191,10 @@ def latest(folder: Path = FOLDER) -> Path | None:
     """The session in folder written to most recently, or None."""
     if not folder.is_dir():
         return None
-    # An empty file is a session that recorded nothing (or was killed before it did).
-    sessions = [p for p in folder.glob(PATTERN) if p.is_file() and p.stat().st_size > 0]
+    # An empty file is a session that recorded nothing (or was killed before it did); a link
+    # is none of ours (the writer never makes one), and what it points to is never read.
+    sessions = [p for p in folder.glob(PATTERN)
+                if not p.is_symlink() and p.is_file() and p.stat().st_size > 0]
     if not sessions:
         return None
     return max(sessions, key=lambda p: (_modified(p), _order(p)))

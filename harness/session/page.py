@@ -16,18 +16,19 @@ task board as a graph (board_picture.py). Without each piece:
   is an estimate.
 - prefers-color-scheme: the chart is unreadable in a dark browser.
 - _write_new: an interrupted write leaves half a page, or replaces an earlier session's page;
-  the lesson in the name tells the pages of s03, s06 and s07 apart.
+  the lesson in the name tells the pages of s03, s06 and s07 apart. Through
+  harness/writer.py, 0600 like the session log: the page shows every request and tool output
+  (the browser reads it as you), and where hard links fail it is still written.
 """
 
 import math
 import os
 import re
-import tempfile
 import time
 from pathlib import Path
 from typing import Optional
 
-from harness import config, excerpt
+from harness import config, excerpt, writer
 from harness.errors import reason
 from harness.session import board_picture, sent
 from harness.session.markup import n, text
@@ -339,26 +340,9 @@ def _lesson_tag(lesson: str) -> str:
 
 
 def _write_new(folder: Path, stem: str, page: str) -> Path:
-    """Atomically: a temporary file, then a hard link to a free name (never replacing a page)."""
-    folder.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".session-", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(page)
-        for number in range(1, 1000):
-            path = folder / f"{stem}_{number}.html"
-            try:
-                os.link(tmp, path)           # fails if the name is taken: no page is overwritten
-                return path
-            except FileExistsError:
-                continue
-            except OSError:                  # no hard links on this file system: replace if free
-                if not path.exists():
-                    os.replace(tmp, path)
-                    return path
-        raise OSError(f"too many session pages named {stem}_*.html")
-    finally:
-        Path(tmp).unlink(missing_ok=True)
+    """Whole, under the first free name (writer.numbered: never replacing a page, never through
+    a link), readable by this user alone: the page holds the conversation."""
+    return writer.numbered(folder, stem, ".html", page.encode("utf-8"), writer.PRIVATE)
 
 
 def end_of_run(recorder: Recorder = RECORD, folder: Path = config.TRANSCRIPTS,

@@ -1,0 +1,237 @@
+"""The one writer: every file the harness makes or replaces, never through a link.
+
+Relied on by every lesson through the modules that keep something on disk: s03's write_file
+and edit_file (files.write_atomic), big results saved whole (spill) and their pins (pins),
+s06's transcripts, the session log and the session page (session/), the REPL history and
+--demo's folder (cli), and s07's task files and their lock (board/folder.py). Six modules
+used to create files under three different rules, and a fix to one reached none of the
+others. Without each piece:
+- open_folder(): a link at the folder's name (.transcripts, demo) sends every file to
+  wherever it points, and a file in the way ends --demo in a traceback. The folder is opened
+  once, and the temporary file and its final name are made in it by its fd: a folder
+  swapped for a link in between cannot split them.
+- random temporary names made with O_EXCL | O_NOFOLLOW (NEW_FILE): a link planted at a
+  guessable name (.transcript.tmp-<pid>, .tmp_<id>_<pid>_<thread>) was written through, to
+  wherever it pointed; a file planted there blocked every write.
+- replace_in(): a temporary file, then a rename over the name: a reader, a full disk or a
+  kill -9 sees the old file or the new, never half. The rename replaces whatever held the
+  name (a planted link itself, never what it points to).
+- create_in() and numbered(): a hard link gives the file its name only if the name is free,
+  so no earlier task, transcript or page is replaced. Where the file system has no hard
+  links (some FAT, FUSE and SMB mounts), the name is first reserved with O_EXCL, then
+  replaced: still never another file, but a reader may see it empty for a moment, and a
+  kill in between leaves it empty.
+- modes set by the fd: session logs, transcripts, pages, saved results and the REPL history
+  hold the whole conversation and every tool output: PRIVATE (0600), whatever the umask.
+  A file meant to be shared (a task, a file the tools write) gets the mode open() gives a
+  new file (mode None: 0o666 less the umask).
+- open_shared(): the board's .lock, opened by every agent at once: a link there was followed
+  and the board's stamp written into an SSH authorized_keys; a FIFO there ended the call in
+  a traceback ("Illegal seek").
+"""
+
+import contextlib
+import os
+import secrets
+import stat
+from pathlib import Path
+
+PRIVATE = 0o600      # what holds the conversation: its owner alone reads it
+NEW_FILE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC   # made here, now
+SHARED = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC   # a FIFO: no wait
+FOLDER = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+MOST_NUMBERS = 1000  # numbered names tried for one stem (<stem>_1 .. _1000) before giving up
+
+KINDS = [(stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO (named pipe)"),
+         (stat.S_ISCHR, "a device"), (stat.S_ISBLK, "a device"), (stat.S_ISSOCK, "a socket"),
+         (stat.S_ISLNK, "a symbolic link")]
+
+
+def kind_of(mode: int) -> str:
+    """What a file that is not a regular one is, in words."""
+    return next((name for test, name in KINDS if test(mode)), "not a regular file")
+
+
+# ---------------------------------------------------------------- the folder
+
+def open_folder(path: Path, make: bool = True, follow: bool = False) -> int:
+    """path open as a folder (an fd, to close), made first if missing and `make`.
+
+    A symbolic link at its own name is refused unless `follow` (a folder the user named, such
+    as a board's, may be a link on purpose); the folders above it are taken as they are.
+    """
+    flags = FOLDER if not follow else FOLDER & ~os.O_NOFOLLOW
+    for attempt in (1, 2):
+        try:
+            return os.open(path, flags)
+        except FileNotFoundError:
+            if not make or attempt == 2:
+                raise
+        except OSError as exc:
+            raise _in_the_way(path, exc) from None
+        try:                                  # missing: made, with the folders above it
+            Path(path).mkdir(parents=True, exist_ok=True)
+        except OSError as exc:                # a dangling link: mkdir finds the name taken
+            raise _in_the_way(path, exc) from None
+
+
+@contextlib.contextmanager
+def folder(path: Path, make: bool = True, follow: bool = False):
+    """open_folder() for a with block: the fd is closed at its end."""
+    fd = open_folder(path, make, follow)
+    try:
+        yield fd
+    finally:
+        os.close(fd)
+
+
+def _in_the_way(path: Path, exc: OSError) -> OSError:
+    """What is at path instead of a folder, in words; else the error as it came."""
+    try:
+        mode = os.lstat(path).st_mode
+    except OSError:
+        return exc
+    if stat.S_ISLNK(mode):
+        return OSError(f"{path} is a symbolic link; the harness writes only into a real folder "
+                       "(remove the link, or run elsewhere)")
+    if not stat.S_ISDIR(mode):
+        return OSError(f"{path} is a file, not a folder")
+    return exc
+
+
+# ---------------------------------------------------------------- whole files
+
+def replace(path: Path, data: bytes, mode: int | None) -> os.stat_result:
+    """path holds data, whole; see replace_in(). Its folder is made if missing."""
+    with folder(path.parent) as where:
+        return replace_in(where, path.name, data, mode)
+
+
+def replace_in(where: int, name: str, data: bytes, mode: int | None) -> os.stat_result:
+    """where/name (where: an open folder) holds data, whole: a temporary file, then a rename.
+
+    Returns the new file's stat. mode: the file's permission bits; None gives what open()
+    would (0o666 less the umask).
+    """
+    temporary, made = _write_temporary(where, name, data, mode)
+    try:
+        os.replace(temporary, name, src_dir_fd=where, dst_dir_fd=where)
+    except BaseException:
+        _remove(where, temporary)
+        raise
+    return made
+
+
+def create_in(where: int, name: str, data: bytes, mode: int | None) -> os.stat_result:
+    """replace_in(), only if the name is free: FileExistsError if it is taken."""
+    temporary, made = _write_temporary(where, name, data, mode)
+    try:
+        _link(where, temporary, name)
+    finally:
+        _remove(where, temporary)
+    return made
+
+
+def numbered(path: Path, stem: str, suffix: str, data: bytes, mode: int = PRIVATE) -> Path:
+    """data, whole, in path/<stem>_<n><suffix>: n the first number whose name is free, so
+    no earlier file is ever replaced. Returns the new file's path."""
+    with folder(path) as where:
+        temporary, _ = _write_temporary(where, stem, data, mode)
+        try:
+            for n in range(1, MOST_NUMBERS + 1):
+                name = f"{stem}_{n}{suffix}"
+                with contextlib.suppress(FileExistsError):
+                    _link(where, temporary, name)
+                    return path / name
+        finally:
+            _remove(where, temporary)
+    raise FileExistsError(f"{path} already holds {MOST_NUMBERS} files named {stem}_<n>{suffix}")
+
+
+def _write_temporary(where: int, name: str, data: bytes, mode: int | None) -> tuple:
+    """(the random name of a new file in where holding data, and its stat)."""
+    temporary = f".{name[:100]}.{secrets.token_hex(8)}.tmp"
+    fd = os.open(temporary, NEW_FILE, 0o666 if mode is None else PRIVATE, dir_fd=where)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            if mode is not None:
+                os.fchmod(f.fileno(), mode)     # by the fd: the name could be swapped meanwhile
+            made = os.fstat(f.fileno())
+    except BaseException:
+        _remove(where, temporary)
+        raise
+    return temporary, made
+
+
+def _link(where: int, temporary: str, name: str) -> None:
+    """The temporary file under name too, only if name is free (FileExistsError if not)."""
+    try:
+        os.link(temporary, name, src_dir_fd=where, dst_dir_fd=where)
+        return
+    except FileExistsError:
+        raise
+    except OSError:                   # no hard links on this file system
+        pass
+    os.close(os.open(name, NEW_FILE, PRIVATE, dir_fd=where))   # reserved: fails if taken
+    try:
+        os.replace(temporary, name, src_dir_fd=where, dst_dir_fd=where)
+    except BaseException:
+        _remove(where, name)          # the empty file reserved just now, ours
+        raise
+
+
+def _remove(where: int, name: str) -> None:
+    with contextlib.suppress(OSError):     # gone already (renamed), or the folder refuses
+        os.unlink(name, dir_fd=where)
+
+
+# ---------------------------------------------------------------- files kept open
+
+def open_numbered(path: Path, stem: str, suffix: str, mode: int = PRIVATE) -> tuple:
+    """(path/<stem>_<n><suffix>, an fd open for appending to it): a new, empty file, n the
+    first number whose name is free."""
+    with folder(path) as where:
+        for n in range(1, MOST_NUMBERS + 1):
+            name = f"{stem}_{n}{suffix}"
+            try:
+                return path / name, open_new_in(where, name, mode)
+            except FileExistsError:
+                continue
+    raise FileExistsError(f"{path} already holds {MOST_NUMBERS} files named {stem}_<n>{suffix}")
+
+
+def open_new_in(where: int, name: str, mode: int = PRIVATE) -> int:
+    """A new, empty where/name, open for appending (FileExistsError if the name is taken)."""
+    fd = os.open(name, NEW_FILE | os.O_APPEND, PRIVATE, dir_fd=where)
+    os.fchmod(fd, mode)
+    return fd
+
+
+def open_shared(where: int, name: str, mode: int) -> int:
+    """where/name open for reading and writing, made (mode, less the umask) if missing: a file
+    several processes open at once. Only a regular file, and never through a link."""
+    try:
+        fd = os.open(name, SHARED, mode, dir_fd=where)
+    except OSError:
+        if not _is_link(where, name):
+            raise
+        raise _not_regular(name, stat.S_IFLNK) from None
+    found = os.fstat(fd).st_mode
+    if not stat.S_ISREG(found):
+        os.close(fd)
+        raise _not_regular(name, found)
+    return fd
+
+
+def _is_link(where: int, name: str) -> bool:
+    try:
+        return stat.S_ISLNK(os.stat(name, dir_fd=where, follow_symlinks=False).st_mode)
+    except OSError:
+        return False
+
+
+def _not_regular(name: str, mode: int) -> OSError:
+    return OSError(f"{name} is {kind_of(mode)}, not a regular file; remove it (the harness "
+                   "makes its own)")
