@@ -1,8 +1,9 @@
 """Text hygiene: text that can be sent (every lone surrogate repaired), and text that can be
 shown without being obeyed (every control character escaped).
 
-Relied on by endpoints (each reply is cleaned before it joins the history), cli (each prompt),
-terminal (what it shows) and the session page (markup.py). Without each piece:
+Relied on by endpoints (each reply is cleaned before it joins the history), cli (each prompt;
+an earlier prompt holding a control character is not loaded for the up key), terminal (what it
+shows) and the session page (markup.py). Without each piece:
 - clean_text / clean_json: a model's stream can carry half an emoji ("\\ud83d" in its JSON),
   and a prompt read with surrogateescape carries a stray byte as a lone surrogate. Neither
   can be encoded as UTF-8, so the next request fails, and so does every later one of the

@@ -38,8 +38,7 @@ import sys
 import textwrap
 from pathlib import Path
 
-from harness import config, files, terminal, writer
-from harness.clean import clean_json, clean_text
+from harness import clean, config, files, terminal, writer
 from harness.errors import EndpointError, NoKey, SetupError, reason
 from harness.sdk import anthropic
 from harness.session import log as session_log
@@ -308,14 +307,14 @@ def _keep_completed(history, saved, prompt, what, results=None):
     start = 0 if compacted else saved + 1
     done = _ran_calls(history[start:])
     if compacted:
-        history[:] = clean_json(history) or []
+        history[:] = clean.clean_json(history) or []
         terminal.show_note(f"[{what} after a compaction; the conversation goes on from its "
                            f"summary ({terminal.plural(done, 'tool call')} since it kept)]")
     elif not done:
         del history[saved:]
         terminal.show_note(f"[{what}; the conversation is as it was before it]")
     else:
-        history[saved:] = clean_json(history[saved:])
+        history[saved:] = clean.clean_json(history[saved:])
         terminal.show_note(f"[{what} after {terminal.plural(done, 'tool call')}: they are "
                            "kept in the conversation, so the model knows what was done]")
 
@@ -375,7 +374,7 @@ def _start_history() -> None:
             terminal.show_note(f"[earlier prompts not loaded: {exc}]")
         return
     for line in saved.decode("utf-8", "replace").splitlines()[-HISTORY_LINES:]:
-        if not terminal.CONTROL.search(line):
+        if not clean.CONTROL.search(line):
             readline.add_history(line)
 
 
@@ -402,7 +401,7 @@ def _tolerate_stray_bytes():
 
 def _clean_prompt(text: str) -> str:
     """The prompt with each lone surrogate (a stray byte, half an emoji) as U+FFFD, said once."""
-    cleaned = clean_text(text)
+    cleaned = clean.clean_text(text)
     if cleaned.count("\ufffd") > text.count("\ufffd"):
         terminal.show_note("[the prompt held bytes that are not UTF-8 text; each is sent as "
                            "\ufffd]")
