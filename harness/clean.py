@@ -1,13 +1,15 @@
 """Text hygiene: text that can be sent (every lone surrogate repaired), and text that can be
 shown without being obeyed (every control character escaped).
 
-Relied on by endpoints (each reply is cleaned before it joins the history), cli (each prompt;
-an earlier prompt holding a control character is not loaded for the up key), terminal (what it
-shows) and the session page (markup.py). Without each piece:
-- clean_text / clean_json: a model's stream can carry half an emoji ("\\ud83d" in its JSON),
-  and a prompt read with surrogateescape carries a stray byte as a lone surrogate. Neither
-  can be encoded as UTF-8, so the next request fails, and so does every later one of the
-  session, because the bad text stays in the history.
+Relied on by endpoints (each reply, and a tool input decoded from JSON text, is cleaned before
+it joins the history), tool_calls (each tool result), cli (each prompt; an earlier prompt
+holding a control character is not loaded for the up key), terminal (what it shows) and the
+session page (markup.py). Without each piece:
+- clean_text / clean_json: a model's stream can carry half an emoji ("\\ud83d" in its JSON), a
+  prompt read with surrogateescape carries a stray byte as a lone surrogate, and so does a
+  file name that is not UTF-8 in a tool's result. None can be encoded as UTF-8, so the next
+  request fails, and so does every later one of the session, because the bad text stays in
+  the history.
 - escaped: text from a model, a file or a command reaches a terminal or a browser raw and is
   obeyed: OSC 52 puts a command on the clipboard, ESC[2J clears the screen, U+202E shows
   the text after it in another order than it runs. Each such character is written as its

@@ -9,7 +9,7 @@ it), and gets back one Reply with named parts:
                     is_error result instead of running it)
     reply.text      the final text, saying why the turn ended when that was not normal
     reply.said      the model's own words only ("" if none): a summary, say
-    reply.stop_reason  why the reply ended (max_tokens: it was cut)
+    reply.stop_reason  why the reply ended (max_tokens, or ENDED_EARLY: it was cut)
     reply.notes     text blocks for the next user message (a call cut off, and so not run)
     reply.usage     the API's token counts (s06 measures the context with them)
 
@@ -17,18 +17,23 @@ The stream, the usage line and every quirk of compatible endpoints live behind a
 reference API never needs most of this; proxies, gateways, llama-server and small models do.
 Without each piece:
 - streaming (_stream): a slow model shows nothing for minutes, then a wall of text.
+- _Assembly, the reply put together event by event: the SDK's helper trusts the events, so a
+  delta before its block, a call without an id or a null text is a traceback, half an emoji
+  in a call's JSON fails the turn, and a stream that closes inside a call runs the call as
+  far as it got (task #1 completed while the model was writing #17).
 - pause_turn: a turn the server paused looks finished; ask() resumes it (up to MAX_RESUMES).
 - errors as one line (EndpointError): a dropped connection, HTML from a wrong URL, text
   that cannot be encoded, or an API error ends in a traceback or a misleading line.
 - _assistant_message: the SDK's objects (None fields, unknown and server blocks, a str input,
   a lone surrogate from half an emoji) go back into the history, and the next request is
   refused, or fails to encode, for every later call of the session.
-- cut calls: a reply cut by max_tokens ends in a half-written call; running it writes half a
-  file. It is left out of the history; when other calls ran, reply.notes tells the model,
-  and when it was the only one, the turn ends and reply.text says the answer was cut.
+- cut calls: a reply cut by max_tokens, or by a stream that ended before message_delta,
+  ends in a half-written call; running it writes half a file. It is left out of the history;
+  when other calls ran, reply.notes tells the model, and when it was the only one, the turn
+  ends and reply.text says the answer was cut.
 - _decode_input / _check_input: a tool input sent as JSON text ('{"command": "ls"}') is
   refused though the model meant exactly that; a missing or mistyped argument becomes a
-  TypeError deep in a tool.
+  TypeError deep in a tool; half an emoji escaped in that text poisons the history.
 - complete calls whatever stop_reason says: a server that says end_turn beside a tool call
   loses that call.
 - unique ids (session_log.unique_ids): an endpoint that numbers its tool_use ids from 1
@@ -39,13 +44,14 @@ Without each piece:
 """
 
 import json
+import types
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
 from harness import excerpt, terminal
 from harness.clean import clean_json
 from harness.config import api_error_line, api_timeout, model_id
-from harness.errors import EndpointError, dropped, unsendable
+from harness.errors import EndpointError, dropped, error_event, malformed, unsendable
 from harness.sdk import anthropic, httpx
 from harness.session import log as session_log
 from harness.session.record import RECORD, usage_counts
@@ -54,12 +60,23 @@ MAX_RESUMES = 10      # pause_turn continuations of one round before it is retur
 CACHE = {"type": "ephemeral"}   # the top-level breakpoint: the API caches the prefix (s06)
 JSON_TYPES = {"string": str, "integer": int, "number": (int, float), "boolean": bool,
               "array": list, "object": dict}
-CUT = {"max_tokens", "model_context_window_exceeded"}   # the reply stopped mid-way
+# A stream that ended before message_delta: no stop_reason of the API says so, and the notes
+# quote this one in a sentence ("cut off by an early end of the stream").
+ENDED_EARLY = "an early end of the stream"
+CUT = {"max_tokens", "model_context_window_exceeded", ENDED_EARLY}   # the reply stopped mid-way
 KEEP_BLOCKS = {"text", "tool_use", "thinking", "redacted_thinking"}   # what is sent back
 ENDED = {"max_tokens": "[answer cut: the model reached max_tokens]",
          "model_context_window_exceeded": "[answer cut: the conversation filled the context "
                                           "window]",
+         ENDED_EARLY: "[answer cut: the endpoint ended the stream before the reply was complete]",
          "refusal": "[the model refused to continue with this request]"}
+# Each delta of a stream: the blocks it belongs to, and the field that carries it.
+DELTAS = {"text_delta": (("text",), "text"), "citations_delta": (("text",), "citation"),
+          "thinking_delta": (("thinking",), "thinking"),
+          "signature_delta": (("thinking",), "signature"),
+          "input_json_delta": (("tool_use", "server_tool_use"), "partial_json")}
+KNOWN_BLOCKS = {"text", "thinking", "redacted_thinking", "tool_use", "server_tool_use"}
+TEXT_FIELDS = {"text": "text", "thinking": "thinking"}   # a block's text: a string, never null
 
 
 @dataclass
@@ -131,12 +148,14 @@ def _stream(client, **request):
     live = terminal.LiveReply(urlsplit(where).netloc)
     began = False
     try:
-        with client.messages.stream(**request) as stream:
+        with client.messages.create(stream=True, **request) as events:
             # The endpoint answered: a failure from here on dropped a reply under way.
             began = True
-            for event in stream:
-                live.show(event)
-            message = stream.get_final_message()
+            reply = _Assembly(where, events.response.headers.get("content-type", "no type"))
+            for event in events:
+                for shown in reply.add(event):
+                    live.show(shown)
+            return reply.message()
     except (anthropic.APIConnectionError, httpx.TransportError) as exc:
         # Told apart by when it happened, not by its class: SDK 2.17 wraps a read that fails
         # mid-stream in APIConnectionError, where 2.16 let httpx's own error through.
@@ -144,20 +163,206 @@ def _stream(client, **request):
             raise EndpointError(api_error_line(exc, client)) from None
         cause = exc.__cause__ or exc
         raise EndpointError(dropped(cause, where, api_timeout())) from None
+    except anthropic.APIStatusError as exc:
+        # After the answer began, an error can only be an error event in the stream.
+        if began:
+            raise EndpointError(error_event(exc, where)) from None
+        raise EndpointError(api_error_line(exc, client)) from None
     except anthropic.APIError as exc:
         raise EndpointError(api_error_line(exc, client)) from None
+    except json.JSONDecodeError as exc:     # the SDK parses each event's data line
+        raise EndpointError(malformed(where, "an event whose data is not JSON: "
+                                             f"{excerpt.one_line(exc.doc, 80)}")) from None
     except UnicodeEncodeError as exc:   # a ValueError, but ours: the request cannot be encoded
         raise EndpointError(unsendable(exc)) from None
-    except (ValueError, TypeError, KeyError, AttributeError, AssertionError,
+    except (ValueError, TypeError, LookupError, AttributeError, AssertionError,
             RuntimeError) as exc:
         raise EndpointError(f"the endpoint at {where} did not answer like the Messages "
                             f"API ({type(exc).__name__}: {excerpt.one_line(exc, 120)})") from None
     finally:
         live.close()
-    if not isinstance(getattr(message, "content", None), list):
-        raise EndpointError(f"the endpoint at {where} sent a reply without content "
-                            "(is ANTHROPIC_BASE_URL the Messages API?)")
-    return message
+
+
+class _Assembly:
+    """One streamed reply put together from its events, each checked as it arrives.
+
+    The SDK's own helper (messages.stream) trusts the events: a delta before its block is an
+    IndexError, a null text a TypeError, half an emoji in a tool's JSON a ValueError, and a
+    stream that closes in the middle of a call hands back the call as far as it got. Here what
+    breaks the rules is one EndpointError that names the endpoint and what it sent; event and
+    delta types the API adds later are skipped, as its docs ask; and a reply whose stream
+    ended before message_delta (which follows every block) comes back cut: stop_reason
+    ENDED_EARLY, so its last call is never run.
+    """
+
+    def __init__(self, where: str, answer_type: str):
+        self.where = where
+        self.answer_type = answer_type    # the response's content type, for a stream of nothing
+        self.start = None                 # message_start's message, as plain data
+        self.blocks = []                  # the content blocks so far, as plain data
+        self.json = {}                    # block index -> the pieces of its tool input's JSON
+        self.ended = False                # message_delta or message_stop arrived
+
+    def add(self, event) -> list:
+        """Take one event in; return what the live display shows for it."""
+        if not hasattr(event, "to_dict"):     # the SDK makes an object of JSON objects only
+            raise self._bad(f"an event whose data is {excerpt.one_line(json.dumps(event), 60)}, "
+                            "not a JSON object")
+        data = event.to_dict(warnings=False)
+        kind = data.get("type")
+        if kind == "message_start":
+            self._begin(data.get("message"))
+            return []
+        if kind not in ("content_block_start", "content_block_delta", "content_block_stop",
+                        "message_delta", "message_stop"):
+            return []                     # an event type added after this harness was written
+        if self.start is None:
+            raise self._bad(f"a {kind} before message_start")
+        if kind == "content_block_start":
+            self._block_start(data)
+            return [event]
+        if kind == "content_block_delta":
+            return self._delta(data)
+        if kind == "content_block_stop":
+            self._block_at(data, kind)
+            return [event]
+        if kind == "message_delta":
+            self._message_delta(data)
+        # message_delta follows every block, and message_stop ends the stream: either says
+        # the reply is whole.
+        self.ended = True
+        return []
+
+    def message(self):
+        """The reply as the SDK's Message (what ask() reads), every string sendable."""
+        if self.start is None:
+            raise self._bad(f"no message_start (the answer was {self.answer_type}, with no "
+                            "event of the Messages API)")
+        for index, pieces in self.json.items():
+            text = "".join(pieces)
+            if not text.strip():
+                continue                  # deltas of "" only: the input is the block start's
+            # json.loads, not the SDK's parser: it takes half an emoji, which clean_json mends.
+            # Text that is not JSON stays text: make_call tells the model so.
+            parsed = _json_or_none(text)
+            self.blocks[index]["input"] = text if parsed is None else parsed
+        blocks = clean_json(self.blocks)
+        stop_reason = self.start.get("stop_reason")
+        if not self.ended:
+            stop_reason = ENDED_EARLY
+            # The last block stopped wherever the stream did. Text is kept as far as it went;
+            # a tool call is left to _cut_call; anything else (a thinking block without its
+            # signature) the API would refuse.
+            if blocks and blocks[-1]["type"] not in ("text", "tool_use"):
+                blocks = blocks[:-1]
+        reply = {**self.start, "content": blocks, "stop_reason": stop_reason}
+        return anthropic.types.Message.construct(**reply)
+
+    def _begin(self, message) -> None:
+        if not isinstance(message, dict):
+            raise self._bad("a message_start without a message")
+        if not isinstance(message.get("content"), list):
+            raise self._bad("a message_start without content (is ANTHROPIC_BASE_URL the "
+                            "Messages API?)")
+        self.start = message
+        for block in message["content"]:     # a server may send whole blocks here
+            self.blocks.append(self._checked(block))
+
+    def _block_start(self, data: dict) -> None:
+        index = data.get("index")
+        if index != len(self.blocks) or isinstance(index, bool):
+            raise self._bad(f"content block {json.dumps(index)} where block "
+                            f"{len(self.blocks)} comes next")
+        self.blocks.append(self._checked(data.get("content_block")))
+
+    def _checked(self, block) -> dict:
+        """A content block, or EndpointError if it lacks what the history needs of it."""
+        if not isinstance(block, dict) or not isinstance(block.get("type"), str):
+            raise self._bad("a content_block_start without a block")
+        field = TEXT_FIELDS.get(block["type"])
+        if field and not isinstance(block.get(field), str):
+            raise self._bad(f"a {block['type']} block whose {field} is "
+                            f"{json.dumps(block.get(field))}")
+        if block["type"] == "tool_use":
+            self._check_call(block)
+        return dict(block)
+
+    def _check_call(self, block: dict) -> None:
+        """A call's id pairs it with its result, and its name picks the tool: both strings."""
+        for part in ("id", "name"):
+            value = block.get(part)
+            if value in (None, ""):
+                raise self._bad(f"a tool_use block without {_a(part)}")
+            if not isinstance(value, str):
+                raise self._bad(f"a tool_use block whose {part} is {json.dumps(value)}")
+
+    def _block_at(self, data: dict, kind: str) -> dict:
+        """The block a content_block_delta or _stop names, which must have started."""
+        index = data.get("index")
+        started = isinstance(index, int) and not isinstance(index, bool)
+        if not started or not 0 <= index < len(self.blocks):
+            raise self._bad(f"a {kind} for block {json.dumps(index)} before its "
+                            "content_block_start")
+        return self.blocks[index]
+
+    def _delta(self, data: dict) -> list:
+        block = self._block_at(data, "content_block_delta")
+        delta = data.get("delta")
+        if not isinstance(delta, dict):
+            raise self._bad("a content_block_delta without a delta")
+        kind = delta.get("type")
+        if kind not in DELTAS:
+            return []                     # a delta type added after this harness was written
+        owners, field = DELTAS[kind]
+        if block["type"] not in owners:
+            if block["type"] in KNOWN_BLOCKS:
+                raise self._bad(f"{_a(kind)} for {_a(block['type'])} block")
+            return []                     # a block type of its own: left out of the history
+        value = delta.get(field)
+        wanted = dict if kind == "citations_delta" else str
+        if not isinstance(value, wanted):
+            raise self._bad(f"{_a(kind)} whose {field} is {json.dumps(value)}")
+        if kind == "input_json_delta":
+            self.json.setdefault(data["index"], []).append(value)
+            return [_shown("input_json", partial_json=value)]
+        if kind == "citations_delta":
+            block["citations"] = (block.get("citations") or []) + [value]
+        elif kind == "signature_delta":
+            block["signature"] = value
+        else:
+            block[field] += value
+        if kind == "text_delta":
+            return [_shown("text", text=value)]
+        return []
+
+    def _message_delta(self, data: dict) -> None:
+        """The stop reason and the final usage counts (each optional, as some servers send)."""
+        delta = data.get("delta")
+        if isinstance(delta, dict) and "stop_reason" in delta:
+            self.start["stop_reason"] = delta["stop_reason"]
+        usage = data.get("usage")
+        if isinstance(usage, dict):
+            counts = self.start.get("usage")
+            counts = dict(counts) if isinstance(counts, dict) else {}
+            for name, value in usage.items():
+                if value is not None:     # a count left out keeps message_start's
+                    counts[name] = value
+            self.start["usage"] = counts
+
+    def _bad(self, what: str) -> EndpointError:
+        return EndpointError(malformed(self.where, what))
+
+
+def _a(word: str) -> str:
+    """'a text block', 'an input_json_delta'."""
+    article = "an" if word[0] in "aeiou" else "a"
+    return f"{article} {word}"
+
+
+def _shown(kind: str, **fields):
+    """An event as terminal.LiveReply reads it: the shape of the SDK's own text and input_json
+    events."""
+    return types.SimpleNamespace(type=kind, **fields)
 
 
 def _count(usage, label: str, sent: list, system: str, tools: list) -> None:
@@ -290,7 +495,9 @@ def _is_a(value, kind: str) -> bool:
 
 
 def _json_or_none(text: str):
+    """The data of a JSON text, every string sendable (its escapes may hold half an emoji,
+    "\\ud83d"), or None."""
     try:
-        return json.loads(text)
+        return clean_json(json.loads(text))
     except ValueError:
         return None

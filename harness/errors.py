@@ -6,6 +6,8 @@ tools return them to the model, the board and the endpoints raise them. Without 
   line and exit status 1.
 - EndpointError: an endpoint that answers, but not like the Messages API (HTML, other JSON, no
   content, a connection dropped mid-reply), is a traceback deep in the SDK.
+- malformed / error_event: a stream that breaks the rules (a delta before its block, a call
+  without an id) or sends an error mid-reply is a traceback, or a line that blames the key.
 - describe_api_error: a user sees a traceback instead of one line that says what to fix;
   a base URL ending in /v1 (the SDK adds /v1/messages) gets a 404 blamed on MODEL_ID.
 - reason: "[Errno 28]" where "the disk is full" says what to do.
@@ -94,6 +96,20 @@ def dropped(exc: Exception, where: str, timeout: float) -> str:
     why = excerpt.one_line(exc, 120)
     return (f"the connection to {where} dropped in the middle of the reply "
             f"({type(exc).__name__}: {why}): the turn was abandoned; try again")
+
+
+def malformed(where: str, what: str) -> str:
+    """A stream that breaks the Messages API's rules, naming what the endpoint sent."""
+    return f"the endpoint at {where} did not answer like the Messages API: it sent {what}"
+
+
+def error_event(exc, where: str) -> str:
+    """An error event in the middle of a streamed reply (overloaded_error, say)."""
+    body = getattr(exc, "body", None)
+    error = body.get("error") if isinstance(body, dict) else None
+    kind = error.get("type") if isinstance(error, dict) else "error"
+    return (f"the endpoint at {where} sent an error in the middle of the reply ({kind}: "
+            f"{excerpt.one_line(_error_message(exc), 120)}): the turn was abandoned; try again")
 
 
 def unsendable(exc: UnicodeEncodeError) -> str:

@@ -7,6 +7,8 @@ piece:
   reaches the session log only when the whole batch is done, so a kill -9, a closed
   terminal or Ctrl-C in the middle of a batch loses the calls that already ran, and
   --continue runs them again.
+- clean_text in result(): a file name or a command's output that is not UTF-8 (a file in
+  .tasks/) holds lone surrogates; in the history, they make every later request fail.
 - keep_on_ctrl_c() and ToolsInterrupted: Ctrl-C in the middle of a batch would lose every
   result of it. Instead the REPL gets one result per call: those that ran, the one that was
   running ("interrupted while it ran; it may have acted": it may have written a file), and
@@ -16,6 +18,7 @@ piece:
 from contextlib import contextmanager
 
 from harness import terminal
+from harness.clean import clean_text
 from harness.session import log as session_log
 from harness.session.record import RECORD
 
@@ -38,6 +41,9 @@ class ToolsInterrupted(KeyboardInterrupt):
 def result(call, output: str, is_error: bool) -> dict:
     """The tool_result for a call that ran: shown, recorded, and logged at once."""
     output = output or "(no output)"      # the API refuses an empty result
+    # A file name or a command's bytes that are not UTF-8 arrive as lone surrogates: mended
+    # here, where every result passes, or the next request could not be encoded.
+    output = clean_text(output)
     terminal.show_tool_result(output, is_error)
     RECORD.tool(call.name, call.input, output, is_error)    # for the session page
     block = {"type": "tool_result", "tool_use_id": call.id, "content": output}

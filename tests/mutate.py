@@ -45,6 +45,8 @@ class Mutation:
 
 S03_E2E = "tests/test_s03_e2e.py"
 S06 = "tests/test_s06_compact.py"
+STREAMS = "tests/test_stream_shapes.py"
+SENDABLE = "tests/test_sendable_text.py"
 CONTRACT = "tests/test_board_contract.py"
 DURABILITY = "tests/test_s07_durability.py"
 WAITS = CONTRACT + "::test_while_one_agent_changes_the_board_another_agents_change_waits_for_it"
@@ -68,9 +70,33 @@ MUTATIONS = [
              "        results = reply.notes + run_tool_calls(reply.calls, TOOL_HANDLERS)",
              [S03_E2E]),
     Mutation("a tool call cut by max_tokens is run anyway", "harness/endpoints.py",
-             'CUT = {"max_tokens", "model_context_window_exceeded"}',
-             'CUT = {"model_context_window_exceeded"}',
+             'CUT = {"max_tokens", "model_context_window_exceeded", ENDED_EARLY}',
+             'CUT = {"model_context_window_exceeded", ENDED_EARLY}',
              [S03_E2E]),
+    Mutation("a tool call cut by an early end of the stream is run anyway",
+             "harness/endpoints.py",
+             'CUT = {"max_tokens", "model_context_window_exceeded", ENDED_EARLY}',
+             'CUT = {"max_tokens", "model_context_window_exceeded"}',
+             [STREAMS + "::test_a_task_update_cut_off_inside_its_input_is_not_run"]),
+    Mutation("a stream that ended before message_delta is taken as a whole reply",
+             "harness/endpoints.py",
+             "        if not self.ended:",
+             "        if False:",
+             [STREAMS]),
+    Mutation("a delta is taken for the block it names without checking that block started",
+             "harness/endpoints.py",
+             "        if not started or not 0 <= index < len(self.blocks):",
+             "        if not started:",
+             [STREAMS]),
+    Mutation("a tool input sent as JSON text is decoded without mending half an emoji",
+             "harness/endpoints.py",
+             "        return clean_json(json.loads(text))",
+             "        return json.loads(text)",
+             [SENDABLE]),
+    Mutation("a tool result joins the history without being mended", "harness/tool_calls.py",
+             "    output = clean_text(output)\n",
+             "",
+             [SENDABLE + "::test_a_task_file_name_that_is_not_utf8_leaves_the_session_working"]),
     Mutation("a result over OUTPUT_CAP is cut, not saved whole", "s03_todo.py",
              "            output = spill.keep_whole(output, OUTPUT_CAP, call.name)",
              "            output = output[:OUTPUT_CAP]",

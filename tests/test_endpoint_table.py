@@ -14,6 +14,8 @@ import pytest
 import s03_todo
 import test_cli
 import test_s03_e2e
+import test_sendable_text
+import test_stream_shapes
 from conftest import ROOT, tool_results
 from harness.stand_in.script import reply, text, tool
 
@@ -142,6 +144,24 @@ ROWS = {
         [test_cli.test_a_hung_endpoint_ends_after_api_timeout_with_one_line,
          test_cli.test_a_terminal_sees_the_wait_the_text_live_and_a_tool_call_growing,
          test_s03_e2e.test_ctrl_c_while_the_model_is_still_answering_abandons_the_turn],
+    "a stream that closes cleanly before its `message_delta` (in the middle of a tool call's "
+    "input, say)":
+        [test_stream_shapes.test_a_task_update_cut_off_inside_its_input_is_not_run,
+         test_stream_shapes.test_the_calls_before_a_cut_one_run_and_the_model_is_told_which_was_cut,
+         test_stream_shapes.test_a_call_runs_only_from_a_reply_that_reached_its_end,
+         test_stream_shapes.test_a_text_reply_cut_off_keeps_what_arrived_and_says_it_was_cut,
+         test_stream_shapes.test_whatever_block_a_stream_ended_in_the_next_request_is_accepted],
+    "a stream that breaks the rules: a delta before its block, a `tool_use` without an id, a "
+    "`null` text, a delta for another kind of block, data that is not JSON, an `error` event":
+        [test_stream_shapes.test_a_stream_that_breaks_the_rules_is_one_line_naming_what_it_sent,
+         test_stream_shapes.test_data_not_json_an_error_event_or_no_event_at_all_is_one_line,
+         test_stream_shapes.test_after_a_malformed_stream_the_repl_keeps_the_conversation],
+    "event and delta types nobody knows, a `message_delta` without `usage`":
+        [test_stream_shapes.test_unknown_types_and_a_message_delta_without_usage_do_no_harm],
+    "half an emoji (`\\ud83d`) escaped in a tool input's JSON, or in a whole input sent as JSON "
+    "text":
+        [test_sendable_text.test_half_an_emoji_in_a_streamed_tool_input_runs_the_call,
+         test_sendable_text.test_half_an_emoji_in_a_tool_input_sent_as_json_text_is_mended],
 }
 
 

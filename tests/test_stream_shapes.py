@@ -1,0 +1,242 @@
+"""Streams an endpoint cuts short or bends, played byte for byte through the real SDK.
+
+Each stand-in step here is raw server-sent events: a stream that closes cleanly in the middle
+of a reply (no content_block_stop, message_delta or message_stop), or one that breaks the
+Messages API's rules. What a user relies on: a call whose input did not arrive whole never
+runs, the model is told which call was cut, a malformed stream is one line naming the endpoint
+and what it sent, and the next request of the session is accepted.
+"""
+
+import json
+
+import pytest
+
+import s03_todo
+import s07_task_system
+from conftest import tool_results
+from harness.stand_in.script import raw, reply, text, tool
+
+CUT_NOTE = "[answer cut: the endpoint ended the stream before the reply was complete]"
+
+
+def sse(*events) -> str:
+    """Server-sent events as the API frames them: the event's type, then its data."""
+    return "".join(f"event: {e['type']}\ndata: {json.dumps(e)}\n\n" for e in events)
+
+
+def stream(*events) -> dict:
+    """A stand-in step that sends exactly these events, then closes the stream cleanly."""
+    return raw(200, sse(*events), "text/event-stream")
+
+
+# Enough input tokens that no test here is told the endpoint dropped the tools.
+START = {"type": "message_start",
+         "message": {"id": "msg_cut", "type": "message", "role": "assistant", "model": "m",
+                     "content": [], "stop_reason": None, "stop_sequence": None,
+                     "usage": {"input_tokens": 5000, "output_tokens": 1}}}
+STOP_EVENT = {"type": "message_stop"}
+
+
+def ended(stop_reason: str) -> list:
+    """The events that end a whole reply: message_delta with its stop reason, message_stop."""
+    return [{"type": "message_delta", "delta": {"stop_reason": stop_reason, "stop_sequence": None},
+             "usage": {"output_tokens": 9}}, STOP_EVENT]
+
+
+def block_stop(index: int) -> dict:
+    return {"type": "content_block_stop", "index": index}
+
+
+def text_block(index: int, *pieces: str) -> list:
+    """A text block's start and deltas (its content_block_stop is the caller's to add)."""
+    events = [{"type": "content_block_start", "index": index,
+               "content_block": {"type": "text", "text": ""}}]
+    for piece in pieces:
+        events.append({"type": "content_block_delta", "index": index,
+                       "delta": {"type": "text_delta", "text": piece}})
+    return events
+
+
+def tool_block(index: int, name: str, call_id: str, *pieces: str) -> list:
+    """A tool_use block's start and its input as JSON text in pieces (no content_block_stop)."""
+    events = [{"type": "content_block_start", "index": index,
+               "content_block": {"type": "tool_use", "id": call_id, "name": name, "input": {}}}]
+    for piece in pieces:
+        events.append({"type": "content_block_delta", "index": index,
+                       "delta": {"type": "input_json_delta", "partial_json": piece}})
+    return events
+
+
+def assistant_blocks(api, request: int) -> list:
+    """Every block of every assistant message the loop sent in request `request`."""
+    messages = api.requests[request]["messages"]
+    return [b for m in messages if m["role"] == "assistant" for b in m["content"]]
+
+
+# ---------------------------------------------------------------- a stream cut short
+
+def test_a_task_update_cut_off_inside_its_input_is_not_run(run_main, workdir):
+    """The model was writing task #17; the stream closed after `"task_id": 1`. Parsed as it
+    stood, that input completes task #1."""
+    cut = stream(START, *tool_block(0, "task_update", "toolu_cut",
+                                    '{"status": "completed", ', '"task_id": 1'))
+    script = [reply(tool("task_create", {"subject": "Design the data model"})),
+              reply(text("Created.")), cut, reply(text("Still here."))]
+    code, out, err, api = run_main(s07_task_system, stdin="plan\nfinish it\nand now?\nq\n",
+                                   script=script)
+    assert code == 0 and api.violations == [] and "Traceback" not in err
+    task = json.loads((workdir / ".tasks" / "task_1.json").read_text())
+    assert task["status"] == "pending"
+    assert CUT_NOTE in out and "Still here." in out
+    assert "cut off by an early end of the stream inside a task_update call" in err
+    # The next request holds no trace of the call: a tool_use there would need a result.
+    assert "toolu_cut" not in json.dumps(api.requests[-1]["messages"])
+
+
+def test_the_calls_before_a_cut_one_run_and_the_model_is_told_which_was_cut(run_main, workdir):
+    whole = json.dumps({"path": "a.txt", "content": "whole"})
+    cut = stream(START, *tool_block(0, "write_file", "toolu_whole", whole), block_stop(0),
+                 *tool_block(1, "edit_file", "toolu_cut", '{"path": "a.txt", "old_text": "wh'))
+    code, out, err, api = run_main(s03_todo, "go", script=[cut, reply(text("done"))])
+    assert code == 0 and out.strip() == "done" and api.violations == []
+    assert (workdir / "a.txt").read_text() == "whole"
+    assert [b["id"] for b in assistant_blocks(api, 1) if b["type"] == "tool_use"] == ["toolu_whole"]
+    answer = api.requests[1]["messages"][-1]["content"]
+    assert [r["tool_use_id"] for r in tool_results(api.requests[1])] == ["toolu_whole"]
+    note = answer[-1]["text"]
+    assert "your edit_file call was cut off by an early end of the stream" in note
+    assert "it was not run" in note
+
+
+@pytest.mark.parametrize("after_the_input, runs", [
+    ([], False),                                   # the JSON is whole, its block never ended
+    ([block_stop(0)], False),                      # the block ended, the reply did not
+    ([block_stop(0), *ended("tool_use")[:1]], True),   # all but message_stop arrived
+    ([*ended("tool_use")], True),                  # no content_block_stop, the reply ended
+])
+def test_a_call_runs_only_from_a_reply_that_reached_its_end(run_main, workdir,
+                                                            after_the_input, runs):
+    """What ends a reply is message_delta (it follows every block and carries the stop reason);
+    without it, the last call may be the first of several, or half of itself."""
+    whole = json.dumps({"path": "a.txt", "content": "x"})
+    events = [START, *tool_block(0, "write_file", "toolu_1", whole), *after_the_input]
+    code, out, err, api = run_main(s03_todo, stdin="go\nagain\nq\n",
+                                   script=[stream(*events), reply(text("ok")), reply(text("ok"))])
+    assert code == 0 and api.violations == [] and "Traceback" not in err
+    assert (workdir / "a.txt").exists() == runs
+    assert (CUT_NOTE in out) != runs
+
+
+def test_a_text_reply_cut_off_keeps_what_arrived_and_says_it_was_cut(run_main):
+    cut = stream(START, *text_block(0, "The answer is ", "fo"))
+    code, out, err, api = run_main(s03_todo, stdin="question\nsay it again\nq\n",
+                                   script=[cut, reply(text("42"))])
+    assert code == 0 and api.violations == []
+    assert f"The answer is fo\n{CUT_NOTE}" in out and "42" in out
+    assert assistant_blocks(api, 1) == [{"type": "text", "text": "The answer is fo"}]
+
+
+@pytest.mark.parametrize("inside", [
+    [],                                                        # only message_start arrived
+    text_block(0),                                             # a text block, no text yet
+    [{"type": "content_block_start", "index": 0,               # thinking, before its signature
+      "content_block": {"type": "thinking", "thinking": ""}},
+     {"type": "content_block_delta", "index": 0,
+      "delta": {"type": "thinking_delta", "thinking": "First the list"}}],
+])
+def test_whatever_block_a_stream_ended_in_the_next_request_is_accepted(run_main, inside):
+    code, out, err, api = run_main(s03_todo, stdin="go\nagain\nq\n",
+                                   script=[stream(START, *inside), reply(text("fine"))])
+    assert code == 0 and CUT_NOTE in out and "fine" in out
+    assert api.violations == [] and len(api.requests) == 2
+
+
+# ---------------------------------------------------------------- a stream that breaks the rules
+
+MALFORMED = [
+    ([START, {"type": "content_block_delta", "index": 0,
+              "delta": {"type": "text_delta", "text": "hi"}}, *ended("end_turn")],
+     "a content_block_delta for block 0 before its content_block_start"),
+    ([START, {"type": "content_block_start", "index": 0,
+              "content_block": {"type": "tool_use", "name": "bash", "input": {}}},
+      block_stop(0), *ended("tool_use")],
+     "a tool_use block without an id"),
+    ([START, {"type": "content_block_start", "index": 0,
+              "content_block": {"type": "tool_use", "id": "toolu_1", "input": {}}},
+      block_stop(0), *ended("tool_use")],
+     "a tool_use block without a name"),
+    ([START, {"type": "content_block_start", "index": 0,
+              "content_block": {"type": "text", "text": None}},
+      {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "hi"}},
+      block_stop(0), *ended("end_turn")],
+     "a text block whose text is null"),
+    ([START, {"type": "content_block_start", "index": 0,
+              "content_block": {"type": "text", "text": None}}, block_stop(0), *ended("end_turn")],
+     "a text block whose text is null"),
+    ([START, *text_block(0), {"type": "content_block_delta", "index": 0,
+                              "delta": {"type": "text_delta", "text": None}}],
+     "a text_delta whose text is null"),
+    ([START, *text_block(0, "hi"), block_stop(3), *ended("end_turn")],
+     "a content_block_stop for block 3 before its content_block_start"),
+    ([START, *text_block(0), {"type": "content_block_delta", "index": 0,
+                              "delta": {"type": "input_json_delta", "partial_json": "{}"}}],
+     "an input_json_delta for a text block"),
+    ([START, *tool_block(0, "bash", "toolu_1"), {"type": "content_block_delta", "index": 0,
+                                                 "delta": {"type": "text_delta", "text": "ls"}}],
+     "a text_delta for a tool_use block"),
+    ([START, *text_block(1, "hi"), block_stop(1), *ended("end_turn")],
+     "content block 1 where block 0 comes next"),
+    ([*text_block(0, "hi"), block_stop(0), *ended("end_turn")],
+     "a content_block_start before message_start"),
+    ([{"type": "message_start", "message": None}, *ended("end_turn")],
+     "a message_start without a message"),
+    ([START, {"type": "content_block_start", "index": 0, "content_block": None}],
+     "a content_block_start without a block"),
+    ([START, {"type": "content_block_delta", "index": 0, "delta": None}],
+     "a content_block_delta for block 0 before its content_block_start"),
+    ([START, *text_block(0), {"type": "content_block_delta", "index": 0, "delta": None}],
+     "a content_block_delta without a delta"),
+]
+
+
+@pytest.mark.parametrize("events, said", MALFORMED)
+def test_a_stream_that_breaks_the_rules_is_one_line_naming_what_it_sent(run_main, events, said):
+    code, out, err, api = run_main(s03_todo, "hi", script=[stream(*events)])
+    assert code == 1 and "Traceback" not in err and err.count("\n") == 1, err
+    assert f"the endpoint at {api.url} did not answer like the Messages API: it sent {said}" in err
+
+
+@pytest.mark.parametrize("body, said", [
+    (sse(START) + "event: content_block_start\ndata: {not json\n\n",
+     "did not answer like the Messages API: it sent an event whose data is not JSON: {not json"),
+    (sse(START) + 'event: error\ndata: {"type": "error", "error": {"type": "overloaded_error", '
+                  '"message": "Overloaded"}}\n\n',
+     "sent an error in the middle of the reply (overloaded_error: Overloaded)"),
+    ("", "it sent no message_start (the answer was text/event-stream, with no event of the"),
+])
+def test_data_not_json_an_error_event_or_no_event_at_all_is_one_line(run_main, body, said):
+    code, out, err, api = run_main(s03_todo, "hi", script=[raw(200, body, "text/event-stream")])
+    assert code == 1 and "Traceback" not in err and err.count("\n") == 1, err
+    assert f"the endpoint at {api.url}" in err and said in err
+
+
+def test_after_a_malformed_stream_the_repl_keeps_the_conversation(run_main):
+    bad = stream(START, {"type": "content_block_delta", "index": 0,
+                         "delta": {"type": "text_delta", "text": "hi"}})
+    code, out, err, api = run_main(s03_todo, stdin="first\nsecond\nq\n",
+                                   script=[bad, reply(text("fine"))])
+    assert code == 0 and "fine" in out and api.violations == [] and "Traceback" not in err
+    assert "before its content_block_start" in err
+    assert [m["content"] for m in api.requests[1]["messages"]] == ["second"]
+
+
+def test_unknown_types_and_a_message_delta_without_usage_do_no_harm(
+        run_main):
+    """The API adds event and delta types over time, and says to ignore the unknown ones."""
+    events = [START, {"type": "hologram_2031", "frames": 3}, *text_block(0, "Hello"),
+              {"type": "content_block_delta", "index": 0,
+               "delta": {"type": "sparkle_delta", "sparkle": 1}},
+              block_stop(0),
+              {"type": "message_delta", "delta": {"stop_reason": "end_turn"}}, STOP_EVENT]
+    code, out, err, api = run_main(s03_todo, "hi", script=[stream(*events)])
+    assert code == 0 and out.strip() == "Hello" and "Traceback" not in err, err
