@@ -26,7 +26,8 @@ is the rendered list.
 Read it top to bottom: the base tools (harness/bash.py and files.py keep them
 safe on a real machine), TodoManager (the idea), the dispatch table, the loop.
 One model call is endpoints.ask(): it streams the reply, and hands back what
-the loop needs, whatever a compatible server bends.
+the loop needs, whatever a compatible server bends. The loop is given a run
+(harness/run.py): the client, and this run's log and record of every call.
 
 Limits: the todos live in memory, so they die with the program, and s06's
 compaction hides them from the model; s07 fixes that.
@@ -40,7 +41,6 @@ import sys
 from pathlib import Path
 
 from harness import bash, cli, demos, endpoints, files, spill, terminal, tool_calls
-from harness.session import log as session_log
 from harness.session import views
 
 MAX_TOKENS = 8000      # per model call: enough for a file's worth of code
@@ -202,7 +202,7 @@ def call_tool(call: endpoints.Call, handlers: dict) -> tuple:
         return f"{type(exc).__name__}: {exc}", True
 
 
-def run_tool_calls(calls: list, handlers: dict) -> list:
+def run_tool_calls(run, calls: list, handlers: dict) -> list:
     """One tool_result per call, in order. Ctrl-C keeps what ran and marks the
     rest, so the model does not do it twice (harness/tool_calls.py)."""
     results = []
@@ -211,26 +211,26 @@ def run_tool_calls(calls: list, handlers: dict) -> list:
             terminal.show_tool_call(call.name, call.input)
             output, is_error = call_tool(call, handlers)
             # Over OUTPUT_CAP, the whole is saved (harness/spill.py).
-            output = spill.keep_whole(output, OUTPUT_CAP, call.name)
+            output = spill.keep_whole(output, OUTPUT_CAP, call.name, run.saved)
             # Shown, and logged for --continue, at once.
-            results.append(tool_calls.result(call, output, is_error))
+            results.append(tool_calls.result(run, call, output, is_error))
     return results
 
 
 REMINDER = "<reminder>Update your todos.</reminder>"
 
 
-def agent_loop(messages: list, client, max_steps: int = MAX_STEPS) -> str:
+def agent_loop(messages: list, run, max_steps: int = MAX_STEPS) -> str:
     rounds_without_todo = 0
     for _ in range(max_steps):
         # One model call, streamed to the screen as it is written.
-        reply = endpoints.ask(client, SYSTEM, TOOLS, messages, MAX_TOKENS)
+        reply = endpoints.ask(run, SYSTEM, TOOLS, messages, MAX_TOKENS)
         messages.append(reply.message)
-        session_log.record(messages)          # on disk before its calls run
+        run.log.record(messages)              # on disk before its calls run
         if not reply.calls:
             return reply.text
         # + a note for a call cut off by max_tokens (it was not run)
-        results = run_tool_calls(reply.calls, TOOL_HANDLERS) + reply.notes
+        results = run_tool_calls(run, reply.calls, TOOL_HANDLERS) + reply.notes
         # The nag: after NAG_AFTER rounds without `todo` (any todo call resets
         # it), a reminder goes along with every round.
         if any(call.name == "todo" for call in reply.calls):
@@ -246,8 +246,9 @@ def agent_loop(messages: list, client, max_steps: int = MAX_STEPS) -> str:
 
 def main(argv: list = None) -> int:
     context = views.context_command(SYSTEM, TOOLS)      # /context: what fills it
-    return cli.run_cli("s03_todo", __doc__, agent_loop, demo=demos.s03_demo,
-                       argv=argv, commands={"/context": context})
+    lesson = cli.Lesson("s03_todo", __doc__, agent_loop, demo=demos.s03_demo,
+                        commands={"/context": context})
+    return cli.run_cli(lesson, argv)
 
 
 if __name__ == "__main__":

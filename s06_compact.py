@@ -50,8 +50,6 @@ from pathlib import Path
 
 import s03_todo as s03
 from harness import cli, config, demos, endpoints, errors, layer1, tokens, transcripts
-from harness.session import log as session_log
-from harness.session import record as session_record
 from harness.session import views
 
 MAX_STEPS = 200            # model calls a turn may make: compaction lets it go on
@@ -73,15 +71,15 @@ SYSTEM = ("You are a coding agent working in the current folder. Use the tools t
 CLEARED = layer1.Cleared()   # what layer 1 has cleared: once cleared, always (the cache)
 
 
-def micro_compact(messages: list, batch: bool = True) -> list:
+def micro_compact(messages: list, run, batch: bool = True) -> list:
     """What the model will see: the history with everything layer 1 cleared shown as its
     placeholder. A copy: the history keeps all. batch=False starts no new batch."""
     if batch:
-        clear_new_batch(messages)
+        clear_new_batch(messages, run)
     return layer1.view(messages, CLEARED)
 
 
-def clear_new_batch(messages: list) -> None:
+def clear_new_batch(messages: list, run) -> None:
     """Clear what the model can do without, if the batch pays for the cache it rewrites."""
     # Not needed any more: results older than the newest KEEP_RECENT and over KEEP_CHARS
     # (a read_file result only once a later whole read or write of that file follows); big
@@ -97,8 +95,8 @@ def clear_new_batch(messages: list) -> None:
     at_least = min(CLEAR_AT_LEAST, CONTEXT.threshold * 2 // 5)
     if batch.tokens < at_least or batch.tokens < REWRITE_SHARE * rewritten:
         return
-    CLEARED.add(batch, messages)
-    layer1.announce(batch)
+    CLEARED.add(run, batch, messages)
+    layer1.announce(run, batch)
     # The API's last count still holds what was just cleared: layer 2 must not see it.
     if CONTEXT.reported is not None:
         CONTEXT.reported -= batch.tokens
@@ -152,14 +150,14 @@ current state; decisions made and why; open next steps. Be concrete: names, path
 </summary-request>"""
 
 
-def summarize(messages: list, client, focus: str, system: str, tools: list) -> str:
+def summarize(messages: list, run, focus: str, system: str, tools: list) -> str:
     """The model's summary. The request goes at the end of the loop's own view, with the
     loop's system and tools: the API reads all of that from the cache."""
     if focus:
         focus = f"\nAbove all, preserve: {focus}"
-    view = micro_compact(messages, batch=False)
+    view = micro_compact(messages, run, batch=False)
     view = transcripts.ask_at_end(view, SUMMARY_REQUEST.format(focus=focus))
-    reply = endpoints.ask(client, system, tools, view, SUMMARY_MAX_TOKENS,
+    reply = endpoints.ask(run, system, tools, view, SUMMARY_MAX_TOKENS,
                           label="summary call")
     if not reply.said:
         raise ValueError("the summary came back empty")
@@ -168,13 +166,13 @@ def summarize(messages: list, client, focus: str, system: str, tools: list) -> s
     return reply.said
 
 
-def auto_compact(messages: list, client, focus: str = "", system: str = SYSTEM,
+def auto_compact(messages: list, run, focus: str = "", system: str = SYSTEM,
                  tools: list = None, attach=None) -> bool:
     """Save the history, summarise it, replace it; False if that failed, and then the
     history is exactly as it was. attach() gives text to add after the summary (s07: the
     board); system and tools are the loop's, so that the summary call is cached."""
     tools = tools or TOOLS
-    before = CONTEXT.estimate(micro_compact(messages, batch=False))
+    before = CONTEXT.estimate(micro_compact(messages, run, batch=False))
     counted = CONTEXT.reported          # the part of `before` the API counted, if any
     # If it fails, wait for more work before trying again.
     CONTEXT.after_compaction = before
@@ -182,7 +180,7 @@ def auto_compact(messages: list, client, focus: str = "", system: str = SYSTEM,
     try:
         # Without its transcript, a compaction would lose details for good.
         path = transcripts.save(TRANSCRIPTS, messages)
-        summary = summarize(messages, client, focus, system, tools)
+        summary = summarize(messages, run, focus, system, tools)
     except (OSError, ValueError, errors.EndpointError) as exc:
         return transcripts.compaction_failed(exc, TRANSCRIPTS, path)
     text = transcripts.summary_message(summary, path)
@@ -193,7 +191,7 @@ def auto_compact(messages: list, client, focus: str = "", system: str = SYSTEM,
     CONTEXT.reported = None            # the API has not counted the new history yet
     after = CONTEXT.estimate(messages)
     CONTEXT.after_compaction = after
-    transcripts.announce(before, after, CONTEXT.threshold, summary, path, counted)
+    transcripts.announce(run, before, after, CONTEXT.threshold, summary, path, counted)
     return True
 
 
@@ -220,11 +218,11 @@ TOOL_HANDLERS = {**s03.BASE_HANDLERS, "compact": compact_tool}
 COMPACTION_FAILED = "[the compaction did not happen; the conversation goes on as it was]"
 
 
-def compact_if_asked(calls: list, messages: list, client, compact=auto_compact) -> None:
+def compact_if_asked(calls: list, messages: list, run, compact=auto_compact) -> None:
     """Compact if a `compact` call asked with a valid input; if it fails, tell the model."""
     for call in calls:
         if call.name == "compact" and not call.problem:
-            if not compact(messages, client, str(call.input.get("focus", ""))):
+            if not compact(messages, run, str(call.input.get("focus", ""))):
                 note = {"type": "text", "text": COMPACTION_FAILED}
                 messages[-1]["content"].append(note)
             return
@@ -232,22 +230,22 @@ def compact_if_asked(calls: list, messages: list, client, compact=auto_compact) 
 
 # ---------------------------------------------------------------- the loop
 
-def agent_loop(messages: list, client, max_steps: int = MAX_STEPS) -> str:
+def agent_loop(messages: list, run, max_steps: int = MAX_STEPS) -> str:
     """s03's loop, plus the three layers on their marked lines."""
     for _ in range(max_steps):
-        view = micro_compact(messages)                                   # layer 1
+        view = micro_compact(messages, run)                              # layer 1
         if needs_compaction(view):                                       # layer 2
-            auto_compact(messages, client)                               # layer 2
-            view = micro_compact(messages)                               # layer 1
-        reply = endpoints.ask(client, SYSTEM, TOOLS, view, s03.MAX_TOKENS)
+            auto_compact(messages, run)                                  # layer 2
+            view = micro_compact(messages, run)                          # layer 1
+        reply = endpoints.ask(run, SYSTEM, TOOLS, view, s03.MAX_TOKENS)
         messages.append(reply.message)
-        session_log.record(messages)          # on disk before its calls run
+        run.log.record(messages)              # on disk before its calls run
         CONTEXT.record(reply.usage, messages)                            # layer 2 measures
         if not reply.calls:
             return reply.text
-        results = s03.run_tool_calls(reply.calls, TOOL_HANDLERS) + reply.notes
+        results = s03.run_tool_calls(run, reply.calls, TOOL_HANDLERS) + reply.notes
         messages.append({"role": "user", "content": results})
-        compact_if_asked(reply.calls, messages, client)                  # layer 3
+        compact_if_asked(reply.calls, messages, run)                     # layer 3
     return cli.step_limit(max_steps)
 
 
@@ -259,18 +257,19 @@ def repl_commands(system: str, tools: list, compact=auto_compact) -> dict:
             "/context": views.context_command(system, tools, micro_compact, CONTEXT)}
 
 
-def start(args, system: str = SYSTEM, tools: list = TOOLS) -> None:
+def start(run, args, system: str = SYSTEM, tools: list = TOOLS) -> None:
     """When a run starts (after ./.env is read): COMPACT_THRESHOLD, and what every request
     starts with (the system prompt and the tools)."""
     CONTEXT.threshold = config.positive_int("COMPACT_THRESHOLD", DEFAULT_THRESHOLD, "tokens")
     CONTEXT.prefix = estimate_tokens([system, tools])
-    session_record.RECORD.threshold(CONTEXT.threshold)   # the session page draws it
+    run.recorder.threshold(CONTEXT.threshold)      # the session page draws it
 
 
 def main(argv: list = None) -> int:
     demo = functools.partial(demos.s06_demo, CONTEXT)
-    return cli.run_cli("s06_compact", __doc__, agent_loop, demo=demo, argv=argv,
-                       commands=repl_commands(SYSTEM, TOOLS), on_start=start)
+    lesson = cli.Lesson("s06_compact", __doc__, agent_loop, demo=demo,
+                        commands=repl_commands(SYSTEM, TOOLS), on_start=start)
+    return cli.run_cli(lesson, argv)
 
 
 if __name__ == "__main__":

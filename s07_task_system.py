@@ -39,7 +39,6 @@ import s06_compact as s06
 from harness import board, cli, demos, endpoints, terminal
 from harness.board import claims, graph, record, text
 from harness.board import commands as commands_for
-from harness.session import log as session_log
 
 TASKS_DIR = ".tasks"        # relative: the board of the folder you run in
 BOARD_CHARS = 12_000        # the board after a compaction: less than it replaced
@@ -276,39 +275,39 @@ def board_message() -> str:
     return text.board_message(TASKS, BOARD_CHARS)
 
 
-def compact_with_board(messages, client, focus="") -> bool:
+def compact_with_board(messages, run, focus="") -> bool:
     """s06's compaction, with the board, read fresh, after the summary."""
-    return s06.auto_compact(messages, client, focus, SYSTEM, TOOLS,
+    return s06.auto_compact(messages, run, focus, SYSTEM, TOOLS,
                             attach=board_message)
 
 
-def agent_loop(messages, client, max_steps=s06.MAX_STEPS) -> str:
+def agent_loop(messages, run, max_steps=s06.MAX_STEPS) -> str:
     """s06's loop with s07's tools: after a compaction the board comes back."""
     for _ in range(max_steps):
-        view = s06.micro_compact(messages)                     # layer 1
+        view = s06.micro_compact(messages, run)                # layer 1
         if s06.needs_compaction(view):                         # layer 2
-            compact_with_board(messages, client)               # layer 2 + board
-            view = s06.micro_compact(messages)                 # layer 1
-        reply = endpoints.ask(client, SYSTEM, TOOLS, view, s03.MAX_TOKENS)
+            compact_with_board(messages, run)                  # layer 2 + board
+            view = s06.micro_compact(messages, run)            # layer 1
+        reply = endpoints.ask(run, SYSTEM, TOOLS, view, s03.MAX_TOKENS)
         messages.append(reply.message)
-        session_log.record(messages)          # on disk before its calls run
+        run.log.record(messages)              # on disk before its calls run
         s06.CONTEXT.record(reply.usage, messages)              # layer 2 measures
         if not reply.calls:
             return reply.text
-        results = s03.run_tool_calls(reply.calls, TOOL_HANDLERS) + reply.notes
+        results = s03.run_tool_calls(run, reply.calls, TOOL_HANDLERS) + reply.notes
         messages.append({"role": "user", "content": results})
-        s06.compact_if_asked(reply.calls, messages, client,    # layer 3 + board
+        s06.compact_if_asked(reply.calls, messages, run,       # layer 3 + board
                              compact_with_board)
     return cli.step_limit(max_steps)
 
 
 # ---------------------------------------------------------------- main
 
-def start(args) -> str:
+def start(run, args) -> str:
     """At the start of a run: s06's settings for s07, the board (--board) and
     our name on it (--name)."""
-    s06.start(args, SYSTEM, TOOLS)
-    return commands_for.choose_board(TASKS, TASKS_DIR, args)
+    s06.start(run, args, SYSTEM, TOOLS)
+    return commands_for.choose_board(run, TASKS, TASKS_DIR, args)
 
 
 def main(argv=None) -> int:
@@ -319,9 +318,9 @@ def main(argv=None) -> int:
     demo = functools.partial(demos.s07_demo, TASKS, s06.CONTEXT)
     # --board, --name, /task help, other agents' news before each prompt.
     board_options = commands_for.cli_options(TASKS)
-    return cli.run_cli("s07_task_system", __doc__, agent_loop, argv=argv,
-                       demo=demo, commands=commands, on_start=start,
-                       **board_options)
+    lesson = cli.Lesson("s07_task_system", __doc__, agent_loop, demo=demo,
+                        commands=commands, on_start=start, **board_options)
+    return cli.run_cli(lesson, argv)
 
 
 if __name__ == "__main__":

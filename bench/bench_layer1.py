@@ -29,6 +29,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import s06_compact  # noqa: E402
+from harness.run import Run  # noqa: E402
 
 
 def result_text(n: int, rng: random.Random) -> str:
@@ -44,6 +45,7 @@ def main(count: int) -> int:
         s06_compact.CLEARED.__init__()
         s06_compact.CONTEXT.__init__()
         s06_compact.CONTEXT.reported = 1          # a warm cache: batches must pay for themselves
+        run = Run()                               # one run: its saved results pinned throughout
         messages = [{"role": "user", "content": "work through the project"}]
         times, previous, stable, batches = [], None, True, 0
         for n in range(count):
@@ -56,7 +58,7 @@ def main(count: int) -> int:
             cleared_before = len(s06_compact.CLEARED.results)
             with redirect_stderr(io.StringIO()):         # layer 1's notes, one a batch
                 start = time.perf_counter()
-                view = s06_compact.micro_compact(messages)
+                view = s06_compact.micro_compact(messages, run)
                 times.append(time.perf_counter() - start)
             sent = json.dumps(view, ensure_ascii=False)
             if len(s06_compact.CLEARED.results) != cleared_before:

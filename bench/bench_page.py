@@ -37,8 +37,7 @@ def usage(read, written, uncached, out):
 
 def session(calls: int) -> Recorder:
     """An s06-like run: every call adds a tool call and its result (1 in 10 adds four)."""
-    rec = Recorder()
-    rec.reset("s06_compact")
+    rec = Recorder("s06_compact")
     rec.threshold(50_000)
     history, cleared = [{"role": "user", "content": "work through the backlog"}], 0
     for n in range(1, calls + 1):
@@ -113,8 +112,7 @@ def measure_board() -> str:
                  "blockedBy": list(range(n + 1, min(n + 31, 3_001))), "owner": None}
              for n in range(1, 3_001)}
     board[1]["blockedBy"] = list(range(2, 3_001))
-    rec = Recorder()
-    rec.reset("s07_task_system")
+    rec = Recorder("s07_task_system")
     rec.watch_board(lambda: board)
     rec.call(usage(0, 0, 1_000, 10))
     for n in range(6):

@@ -60,7 +60,8 @@ import anthropic  # noqa: E402
 import s03_todo  # noqa: E402
 import s06_compact  # noqa: E402
 import s07_task_system  # noqa: E402
-from harness import errors, spill  # noqa: E402
+from harness import errors  # noqa: E402
+from harness.run import Run  # noqa: E402
 from harness.stand_in import StandInAPI, script, sse, usage  # noqa: E402
 from harness.stand_in.script import error, reply, text, tool  # noqa: E402
 
@@ -302,7 +303,7 @@ def prose(n):
 
 # ---------------------------------------------------------------- the old baseline
 
-def per_call_micro_compact(messages, batch=True):
+def per_call_micro_compact(messages, run=None, batch=True):
     """The published lesson's layer 1 (for comparison only): on every call the newest 3 results
     stay and every older one but read_file's becomes a placeholder, so the prefix changes."""
     names = {b["id"]: b["name"] for m in messages if m["role"] == "assistant"
@@ -348,7 +349,7 @@ class WithoutCaching:
 INPUT_TEXTS = {"write_file": ("content",), "edit_file": ("old_text", "new_text")}
 
 
-def seen_once(messages, batch=True):
+def seen_once(messages, run=None, batch=True):
     """The floor (for comparison only): each result longer than KEEP_CHARS, and each long text a
     write_file or edit_file sent, is shown whole in one request, never written to the cache, and
     a placeholder from the next on. A layer 1 that lets the model see every result whole at
@@ -416,7 +417,6 @@ def lesson_state(mode="built", setting=None):
     def reset():
         s06_compact.CLEARED.__init__()     # the same objects s07 uses through s06
         s06_compact.CONTEXT.__init__()
-        spill.SAVED.clear()                # a result saved in another run's folder is not here
 
     reset()
     in_force = {**built, **(setting or {})}
@@ -467,17 +467,20 @@ def play(lesson, shape, mode="built", setting=None):
         steps = [within_window(step) for turn in turns for step in turn]
         with StandInAPI(steps, summary="Summary: the work so far, files and results.") as api:
             client = anthropic.Anthropic(api_key="bench", base_url=api.url, max_retries=0)
+            caller = client if mode == "built" else WithoutCaching(client)
+            run = Run(caller)      # one run, as one process plays every turn
             messages = []
             try:
                 with redirect_stderr(io.StringIO()):
                     for _ in turns:
                         messages.append({"role": "user", "content": PROMPT})
-                        caller = client if mode == "built" else WithoutCaching(client)
-                        lesson.agent_loop(messages, caller, max_steps=MAX_STEPS)
+                        lesson.agent_loop(messages, run, max_steps=MAX_STEPS)
             except errors.EndpointError as exc:
                 if api.violations or lesson is not s03_todo or "too long" not in str(exc):
                     raise
                 return None
+            finally:
+                run.close()
         if api.violations or api.script:
             unplayed = f"{len(api.script)} steps unplayed"
             sys.exit(f"bench_tokens.py: {lesson.__name__} on {shape.name}: "

@@ -4,9 +4,13 @@ Read the lessons first (s03, s06, s07). Then, to see how a piece is made safe, o
 the lesson's line names; each opens by saying who relies on it and what breaks without each
 of its pieces. This is the reading guide; the README links here.
 
-    after s03   endpoints      one model round, ask(): the stream, and every quirk of
+    after s03   run            the loop's second parameter: the client, and this run's
+                               record, log, saved results and screen
+                endpoints      one model round, ask(): the stream, and every quirk of
                                compatible servers (JSON-text inputs, cut calls, pause_turn)
                 tool_calls     around each tool call: shown, logged at once, Ctrl-C kept
+                pairing        every tool_use gets one tool_result: ids, cut calls, Ctrl-C,
+                               a failed turn, a resumed session repaired
                 bash, files    the hardened tools: process groups, floods, FIFOs, atomic writes
                 spill, pins    big results saved whole; the model sees head, tail and path;
                                a running session's files are pinned against any prune

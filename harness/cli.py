@@ -1,6 +1,8 @@
 """The command line every lesson shares: one-shot runs, the REPL, and --demo.
 
-Relied on by all three lessons: each main() is one call to run_cli. Without each piece:
+Relied on by all three lessons: each main() hands its Lesson (its loop, its commands, its
+demo, its start) to run_cli, which makes the Run (harness/run.py) where a run starts and
+gives it to the loop. Without each piece:
 - parsing before the SDK loads: --help takes seconds, and fails without the SDK.
 - the budget (--max-steps, MAX_STEPS, StepLimit, STEPS_RAN_OUT): a turn that ran out of
   model calls exits 0 as if done, and a script cannot tell it from a finished one (it exits
@@ -9,10 +11,11 @@ Relied on by all three lessons: each main() is one call to run_cli. Without each
   a typed prompt gets one line saying how to reach one.
 - _repl's error handling (_run_turn, _run_command): one failed call, or a connection dropped
   in the middle of a reply, ends the session and loses the conversation.
-- _keep_completed and ToolsInterrupted: after a failed or abandoned turn (Ctrl-C in the
-  middle of a batch of tool calls) the model forgets the tool calls that already ran (and
-  wrote files), and does them again; or, after a compaction in that turn, the history is
-  left with a tool call and no result, and the API refuses every later request.
+- _keep_completed (pairing.keep_completed) and ToolsInterrupted: after a failed or abandoned
+  turn (Ctrl-C in the middle of a batch of tool calls) the model forgets the tool calls that
+  already ran (and wrote files), and does them again; or, after a compaction in that turn,
+  the history is left with a tool call and no result, and the API refuses every later
+  request. The user is told which happened.
 - _read_prompt and readline: a pasted block of several lines becomes several prompts;
   arrow keys print ^[[A and there is no history of earlier prompts. The history is read and
   written by us (_start_history, _save_history): readline truncated the target of a link
@@ -27,9 +30,12 @@ Relied on by all three lessons: each main() is one call to run_cli. Without each
 - --continue and the session log: a stopped run cannot be resumed; its work is redone.
 - before_prompt (s07's live board): a person at the REPL does not see what other agents did.
 - end_of_run: no session total and no session page (session/page.py) at the end of a run.
+- a new Run for every run: a second main() in one process (a test) would count, log and pin
+  on the first one's record, log and saved results.
 """
 
 import argparse
+import dataclasses
 import difflib
 import io
 import os
@@ -37,15 +43,16 @@ import select
 import sys
 import textwrap
 from pathlib import Path
+from typing import Callable, Optional
 
-from harness import clean, config, files, terminal, writer
+from harness import clean, config, files, pairing, terminal, writer
 from harness.errors import EndpointError, NoKey, SetupError, reason
+from harness.run import Run
 from harness.sdk import anthropic
 from harness.session import log as session_log
 from harness.session import page, views
-from harness.session.record import RECORD
 from harness.stand_in import StandInAPI
-from harness.tool_calls import NOT_RUN, ToolsInterrupted
+from harness.tool_calls import ToolsInterrupted
 
 try:
     import readline     # line editing and history for input(), where the platform has it
@@ -73,50 +80,66 @@ def step_limit(steps: int) -> StepLimit:
                      "'continue' to go on, or raise --max-steps]")
 
 
-def run_cli(name, doc, agent_loop, commands=None, demo=None, argv=None, options=(),
-            on_start=None, help_extra="", before_prompt=None):
-    """`sNN.py "prompt"` runs one turn; `sNN.py` opens a REPL; `--demo` plays a script.
+@dataclasses.dataclass(frozen=True)
+class Lesson:
+    """What a lesson hands run_cli: its name, its docstring (for --help) and its loop, and the
+    pieces of its REPL and its start it has.
 
-    agent_loop(messages, client, max_steps=...) -> the final text. commands: {"/x": fn(messages,
-    client, arg)}, arg being the rest of the line (client is None without a key). options:
-    [(flags, add_argument kwargs)]. on_start(args) runs after .env is read and may return a
-    word for the REPL banner. before_prompt() runs before each REPL prompt. demo: () ->
+    loop(messages, run, max_steps=...) -> the final text. commands: {"/x": fn(messages, run,
+    arg)}, arg being the rest of the line (run.client is None without a key). demo(run) ->
     (script, prompt, summary), played by the loopback stand-in with no key; summary answers
-    compaction calls (None if the lesson does not compact).
+    compaction calls (None if the lesson does not compact). on_start(run, args) runs after
+    .env is read and may return a word for the REPL banner. before_prompt() runs before each
+    REPL prompt. options: [(flags, add_argument kwargs)]; help_extra ends --help.
     """
-    commands = {**(commands or {}), "/cost": views.cost_command, "/clear": clear}
-    parser = _parser(name, doc, commands, demo, options, help_extra)
+    name: str
+    doc: str
+    loop: Callable
+    commands: dict = dataclasses.field(default_factory=dict)
+    demo: Optional[Callable] = None
+    on_start: Optional[Callable] = None
+    before_prompt: Optional[Callable] = None
+    options: tuple = ()
+    help_extra: str = ""
+
+
+def run_cli(lesson: Lesson, argv: list = None) -> int:
+    """`sNN.py "prompt"` runs one turn; `sNN.py` opens a REPL; `--demo` plays a script."""
+    commands = {**lesson.commands, "/cost": views.cost_command, "/clear": clear}
+    lesson = dataclasses.replace(lesson, commands=commands)
+    parser = _parser(lesson)
     args = parser.parse_args(argv)  # before the SDK loads, so --help is instant
     if args.prompt is not None and not args.prompt.strip():
         parser.error("the prompt is empty; give a prompt, or none for the REPL")
-    if demo and args.demo and args.prompt is not None:
+    if lesson.demo and args.demo and args.prompt is not None:
         parser.error("--demo plays its own scripted prompt; leave out the prompt (or drop --demo)")
-    if demo and args.demo and args.continue_:
+    if lesson.demo and args.demo and args.continue_:
         parser.error("--demo always starts afresh; drop --continue")
     if anthropic is None:
         terminal.show_error("the anthropic package is not installed here: run  "
                             "python -m pip install -r requirements.txt")
         return 1
     try:
-        code = _run(name, args, agent_loop, commands, demo, on_start, before_prompt)
+        code = _run(lesson, args)
         sys.stdout.flush()         # here, not at exit, so a reader that has gone is caught below
         return code
     except BrokenPipeError:
         return _reader_gone()
 
 
-def _parser(name, doc, commands, demo, options, help_extra):
-    repl_help = f" In the REPL: {', '.join(['/help', *commands])}." if commands else ""
+def _parser(lesson: Lesson):
+    repl_help = f" In the REPL: {', '.join(['/help', *lesson.commands])}."
     epilog = textwrap.fill("Set ANTHROPIC_API_KEY (or put it in ./.env); ANTHROPIC_BASE_URL, "
                            f"MODEL_ID and API_TIMEOUT are optional.{repl_help}", 79)
-    if help_extra:
-        epilog += f"\n\n{help_extra}"
-    parser = argparse.ArgumentParser(prog=f"python {name}.py",
-                                     description=doc.strip().splitlines()[0], epilog=epilog,
+    if lesson.help_extra:
+        epilog += f"\n\n{lesson.help_extra}"
+    parser = argparse.ArgumentParser(prog=f"python {lesson.name}.py",
+                                     description=lesson.doc.strip().splitlines()[0],
+                                     epilog=epilog,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("prompt", nargs="?", help="none: open a REPL (q or exit to quit); "
                                                   "a prompt: run one turn with it and exit")
-    if demo:
+    if lesson.demo:
         parser.add_argument("--demo", action="store_true",
                             help="play a scripted session through the real loop and tools; "
                                  "no key, no network; it writes only under demo/")
@@ -126,24 +149,25 @@ def _parser(name, doc, commands, demo, options, help_extra):
     parser.add_argument("--max-steps", type=_steps, metavar="N",
                         help="model calls a turn may make before it stops (default: "
                              "MAX_STEPS, else the lesson's own)")
-    for flags, kwargs in options:
+    for flags, kwargs in lesson.options:
         parser.add_argument(*flags, **kwargs)
     return parser
 
 
-def _run(name, args, agent_loop, commands, demo, on_start, before_prompt):
-    RECORD.reset(name)                  # before on_start: s07 registers its board there
+def _run(lesson: Lesson, args) -> int:
+    run = Run(lesson=lesson.name)       # before on_start: s07 registers its board on it
     try:
-        config.load_env()
+        run.secrets = config.load_env()
         budget = _budget(args)          # before any file is written: a bad value is one line
-        banner = on_start(args) if on_start else None
-        if demo and args.demo:
-            return _run_demo(demo, agent_loop)
-        client = _client_or_none(args)
-        history = session_log.open_session(args.continue_)   # [] or the resumed one
+        banner = lesson.on_start(run, args) if lesson.on_start else None
+        if lesson.demo and args.demo:
+            return _run_demo(lesson, run)
+        run.client = _client_or_none(args, run.secrets)
+        # The run's log, and the history: [] or the resumed one.
+        run.log, history = session_log.open_session(args.continue_)
         if args.prompt is not None:
             prompt = _clean_prompt(args.prompt)
-            return _one_shot(name, history, client, agent_loop, budget, prompt)
+            return _one_shot(lesson, run, history, budget, prompt)
     except (SetupError, EndpointError) as exc:
         terminal.show_error(str(exc))
         return 1
@@ -151,9 +175,9 @@ def _run(name, args, agent_loop, commands, demo, on_start, before_prompt):
         terminal.show_error("interrupted")
         return 130
     try:
-        return _repl(name, client, agent_loop, budget, commands, banner, history, before_prompt)
+        return _repl(lesson, run, budget, banner, history)
     finally:
-        end_of_run()
+        end_of_run(run)
 
 
 def _budget(args) -> dict:
@@ -162,10 +186,10 @@ def _budget(args) -> dict:
     return {"max_steps": steps} if steps else {}
 
 
-def _client_or_none(args):
+def _client_or_none(args, secrets: dict):
     """The client; without a key, None for the REPL (its commands need no model)."""
     try:
-        return config.make_client()
+        return config.make_client(secrets=secrets)
     except NoKey:
         if args.prompt is not None:
             raise SetupError(NO_MODEL) from None
@@ -173,19 +197,19 @@ def _client_or_none(args):
         return None
 
 
-def _one_shot(name, history, client, agent_loop, budget, prompt) -> int:
+def _one_shot(lesson: Lesson, run: Run, history, budget, prompt) -> int:
     """One turn; 0 when it finished, STEPS_RAN_OUT when its budget ran out (says how to go on)."""
     history.append({"role": "user", "content": prompt})
     try:
-        answer = agent_loop(history, client, **budget)
+        answer = lesson.loop(history, run, **budget)
         if isinstance(answer, StepLimit):    # a one-shot run cannot be told 'continue'
             answer = StepLimit(answer.split(";")[0] + "]")
-        terminal.print_answer(answer)
+        terminal.print_answer(answer, run.screen)
     finally:
-        session_log.record(history)
-        end_of_run()
+        run.log.record(history)
+        end_of_run(run)
     if isinstance(answer, StepLimit):
-        terminal.show_note(f'[to go on: python {name}.py --continue "go on"  (or raise '
+        terminal.show_note(f'[to go on: python {lesson.name}.py --continue "go on"  (or raise '
                            "--max-steps)]")
         return STEPS_RAN_OUT
     return 0
@@ -212,16 +236,17 @@ def _reader_gone() -> int:
 
 # ---------------------------------------------------------------- the REPL
 
-def _repl(name, client, agent_loop, budget, commands, banner, history, before_prompt):
-    label = name.split("_")[0]
+def _repl(lesson: Lesson, run: Run, budget, banner, history):
+    commands = lesson.commands
+    label = lesson.name.split("_")[0]
     names = ["q/exit", "/help", *commands]
     _tolerate_stray_bytes()
     _start_history()
     about = f" ({banner})" if banner else ""
-    terminal.show(f"{name}{about}: type a prompt ({', '.join(names)})")
+    terminal.show(f"{lesson.name}{about}: type a prompt ({', '.join(names)})")
     while True:
-        if before_prompt:
-            _run_command(lambda *_: before_prompt(), "(board news)", history, client, "")
+        if lesson.before_prompt:
+            _run_command(lambda *_: lesson.before_prompt(), "(board news)", history, run, "")
         try:
             prompt = terminal.colour("36", f"{label} >> ", sys.stdout)
             query = _clean_prompt(_read_prompt(prompt))
@@ -238,26 +263,26 @@ def _repl(name, client, agent_loop, budget, commands, banner, history, before_pr
         _save_history()
         word, _, arg = query.strip().partition(" ")
         if word.lower() in commands:
-            _run_command(commands[word.lower()], word.lower(), history, client, arg.strip())
+            _run_command(commands[word.lower()], word.lower(), history, run, arg.strip())
         elif _is_command_word(word):     # answered here: a typo must not cost a model call
             _unknown_command(word, commands)
-        elif client is None:
+        elif run.client is None:
             terminal.show_error(NO_MODEL)
         else:
-            _run_turn(history, client, agent_loop, budget, query)
-        session_log.record(history)      # saved as it goes: --continue picks it up
+            _run_turn(lesson, run, history, budget, query)
+        run.log.record(history)          # saved as it goes: --continue picks it up
 
 
-def clear(messages: list, client, arg: str = "") -> None:
+def clear(messages: list, run, arg: str = "") -> None:
     """/clear: a fresh conversation. What the tools did (files, s07's board) stays."""
     messages.clear()
     terminal.show_note("[a fresh conversation: the model remembers nothing of the last one; "
                        "files and the task board (s07) are as they were]")
 
 
-def _run_command(command, word, history, client, arg):
+def _run_command(command, word, history, run, arg):
     try:
-        command(history, client, arg)
+        command(history, run, arg)
     except (SetupError, ValueError) as exc:  # a command's refusal, or a setting to fix
         terminal.show_error(str(exc))
     except BrokenPipeError:                  # stdout's reader has gone: run_cli ends quietly
@@ -268,67 +293,44 @@ def _run_command(command, word, history, client, arg):
         terminal.show_note("[command interrupted]")
 
 
-def _run_turn(history, client, agent_loop, budget, query):
+def _run_turn(lesson: Lesson, run: Run, history, budget, query):
     """One prompt through the loop; a failed or abandoned turn keeps what was done in it."""
     saved = len(history)
     prompt = {"role": "user", "content": query}
     try:
         history.append(prompt)
-        terminal.print_answer(agent_loop(history, client, **budget))
+        terminal.print_answer(lesson.loop(history, run, **budget), run.screen)
     except ToolsInterrupted as exc:
-        _keep_completed(history, saved, prompt, "turn abandoned", exc.results)
+        _keep_completed(run, history, saved, prompt, "turn abandoned", exc.results)
     except KeyboardInterrupt:
-        _keep_completed(history, saved, prompt, "turn abandoned")
+        _keep_completed(run, history, saved, prompt, "turn abandoned")
     except (EndpointError, SetupError, ValueError) as exc:
         terminal.show_error(str(exc))
-        _keep_completed(history, saved, prompt, "turn failed")
+        _keep_completed(run, history, saved, prompt, "turn failed")
     except BrokenPipeError:                  # stdout's reader has gone: run_cli ends quietly
         raise
     except Exception as exc:                 # a bug, or an endpoint odder than any above
         terminal.show_error(f"the turn failed: {type(exc).__name__}: {exc}")
-        _keep_completed(history, saved, prompt, "turn failed")
+        _keep_completed(run, history, saved, prompt, "turn failed")
 
 
-def _keep_completed(history, saved, prompt, what, results=None):
+def _keep_completed(run, history, saved, prompt, what, results=None):
     """After a failed turn, a history the API accepts that keeps what was done: every tool
-    call that ran, with its result. The files those tools wrote are on disk either way;
-    forgetting them would make the model redo (or duplicate) them.
-
-    results (from ToolsInterrupted) answer every call of the last assistant message. An
-    assistant message at the end whose calls got no result never ran them: it is dropped.
-    If a compaction replaced the history during the turn (the prompt is no longer in it),
-    the turn cannot be undone: the history goes on from the summary.
-    """
-    if results and history and history[-1]["role"] == "assistant":
-        history.append({"role": "user", "content": results})
-    # Calls without a result: answered from the log, the one running marked (session/log.py).
-    history[:] = session_log.repair_live(history)[0]
-    compacted = not any(m is prompt for m in history)
-    start = 0 if compacted else saved + 1
-    done = _ran_calls(history[start:])
+    call that ran, with its result (pairing.keep_completed), and a note saying so. The files
+    those tools wrote are on disk either way; forgetting them would make the model redo (or
+    duplicate) them. results: from ToolsInterrupted; the calls without one are answered from
+    what the run's log was given."""
+    ran = list(run.log.ran.values())
+    compacted, done = pairing.keep_completed(history, saved, prompt, results, ran)
+    calls = terminal.plural(done, "tool call")
     if compacted:
-        history[:] = clean.clean_json(history) or []
         terminal.show_note(f"[{what} after a compaction; the conversation goes on from its "
-                           f"summary ({terminal.plural(done, 'tool call')} since it kept)]")
+                           f"summary ({calls} since it kept)]")
     elif not done:
-        del history[saved:]
         terminal.show_note(f"[{what}; the conversation is as it was before it]")
     else:
-        history[saved:] = clean.clean_json(history[saved:])
-        terminal.show_note(f"[{what} after {terminal.plural(done, 'tool call')}: they are "
-                           "kept in the conversation, so the model knows what was done]")
-
-
-def _ran_calls(messages: list) -> int:
-    """Tool results of calls that ran (one Ctrl-C kept from running says NOT_RUN)."""
-    count = 0
-    for message in messages:
-        content = message.get("content") if message["role"] == "user" else None
-        for block in content if isinstance(content, list) else []:
-            if isinstance(block, dict) and block.get("type") == "tool_result" \
-                    and block.get("content") != NOT_RUN:
-                count += 1
-    return count
+        terminal.show_note(f"[{what} after {calls}: they are kept in the conversation, so the "
+                           "model knows what was done]")
 
 
 def _read_prompt(prompt):
@@ -428,17 +430,17 @@ def _unknown_command(word, commands):
 
 # ---------------------------------------------------------------- the end of a run, the demo
 
-def end_of_run(seen_from: Path = None) -> None:
-    """The session's total, its page (session/page.py) with the path, the log closed.
-    seen_from: the user's folder, when the run was in demo/."""
-    session_log.close_session()
-    totals = RECORD.totals()
+def end_of_run(run: Run, seen_from: Path = None) -> None:
+    """The run's total, its page (session/page.py) with the path, the run closed (its log,
+    its pins). seen_from: the user's folder, when the run was in demo/."""
+    run.close()
+    totals = run.recorder.totals()
     terminal.show_session(totals["calls"], totals["fresh"], totals["read"], totals["written"],
                           totals["out"])
-    page.end_of_run(seen_from=seen_from)
+    page.end_of_run(run.recorder, seen_from=seen_from)
 
 
-def _run_demo(demo, agent_loop):
+def _run_demo(lesson: Lesson, run: Run):
     """The lesson's script through its real loop, inside demo/: whatever the demo writes (its
     files, s07's board, .transcripts/) is there, and nothing of the user's is touched."""
     home = Path.cwd()
@@ -449,16 +451,16 @@ def _run_demo(demo, agent_loop):
         raise SetupError(f"--demo cannot run in {DEMO}/: {reason(exc)}") from None
     try:
         terminal.show_note(f"[demo] it runs in {DEMO}/: everything it writes goes there")
-        script, prompt, summary = demo()
+        script, prompt, summary = lesson.demo(run)
         with StandInAPI(script, summary=summary) as api:
             terminal.show_note(f"[demo] a SCRIPTED stand-in model answers on {api.url}: no "
                                "key, no network.")
             terminal.show_note("[demo] the loop, the tools and the files they write are real.")
             terminal.show(f">> {prompt}", "36", sys.stdout)
-            client = config.make_client(base_url=api.url, api_key="demo-no-key")
+            run.client = config.make_client(base_url=api.url, api_key="demo-no-key")
             messages = [{"role": "user", "content": prompt}]
-            terminal.print_answer(agent_loop(messages, client))
-        end_of_run(seen_from=home)
+            terminal.print_answer(lesson.loop(messages, run), run.screen)
+        end_of_run(run, seen_from=home)
     finally:
         os.chdir(home)
     if api.violations:

@@ -3,7 +3,8 @@
 Relied on by all three lessons (through cli.run_cli) and by the tests. Without each piece:
 - load_env: a key kept in ./.env is not found, or a UTF-16 .env becomes a traceback; and a
   key put into os.environ is inherited by every command the agent runs (`env` shows it).
-  The credentials from .env stay here, for make_client only.
+  The credentials from .env are returned, kept on the run (run.secrets) for make_client
+  only, and their values are hidden from commands (hide_from_commands).
 - child_env: the environment for a command the agent runs. Without it, `env` showed the model
   (and so the API) the API key, and TASK_BOARD with the board's password; without its look at
   the values, a DATABASE_URL or PGPASSWORD that holds the board's password, or a copy of the
@@ -51,19 +52,17 @@ TRANSCRIPTS = Path(".transcripts")
 
 # ---------------------------------------------------------------- configuration
 
-_DOTENV_SECRETS = {}   # the credentials read from ./.env: make_client's, never os.environ's
-
-
-def load_env():
+def load_env() -> dict:
     """Read ./.env; a variable already set in the real environment wins, unless it is empty.
 
-    Settings go into os.environ; the credentials (SECRETS) stay in this module, so that no
-    child process inherits a key it was never given.
+    Settings go into os.environ; the credentials (SECRETS) are returned instead, for
+    make_client, so that no child process inherits a key it was never given, and their values
+    are hidden from commands: a copy of the key under another name is left out too.
     """
-    _DOTENV_SECRETS.clear()          # a second run in one process reads its own .env afresh
+    secrets = {}
     path = Path.cwd() / ".env"
     if not path.is_file():
-        return
+        return secrets
     try:
         path.read_bytes().decode("utf-8")
     except UnicodeDecodeError:  # Notepad and PowerShell often save UTF-16
@@ -73,17 +72,20 @@ def load_env():
         if value is None or os.environ.get(name):  # `export ANTHROPIC_API_KEY=` counts as unset
             continue
         if name in SECRETS:
-            _DOTENV_SECRETS[name] = value
+            secrets[name] = value
+            hide_from_commands(value)
         else:
             os.environ[name] = value
+    return secrets
 
 
-def secret(name: str) -> str | None:
-    """A credential: the real environment's (unless empty), else the one read from ./.env."""
-    return os.environ.get(name) or _DOTENV_SECRETS.get(name) or None
+def secret(name: str, secrets: dict) -> str | None:
+    """A credential: the real environment's (unless empty), else the one read from ./.env
+    (secrets, as load_env returned them)."""
+    return os.environ.get(name) or secrets.get(name) or None
 
 
-_LEARNT_SECRETS = set()   # secrets learnt as the harness runs: the board's password
+_LEARNT_SECRETS = set()   # secrets learnt as the harness runs: the board's password, .env's key
 
 
 def hide_from_commands(value: str) -> None:
@@ -103,7 +105,7 @@ def child_env() -> dict:
     a command can read any file you can, so leaving them out would protect nothing), and a
     DATABASE_URL of another database, which the user's own programs need.
     """
-    hidden = [secret(name) for name in SECRETS] + sorted(_LEARNT_SECRETS)
+    hidden = [os.environ.get(name) for name in SECRETS] + sorted(_LEARNT_SECRETS)
     hidden = [value for value in hidden if value]
     env = {}
     for name, value in os.environ.items():
@@ -159,12 +161,14 @@ def check_base_url(url: str) -> None:
                          "like http://127.0.0.1:8080")
 
 
-def make_client(base_url=None, api_key=None):
-    """Build the Anthropic client, or raise SetupError before any request is made."""
+def make_client(base_url=None, api_key=None, secrets=None):
+    """Build the Anthropic client, or raise SetupError before any request is made. secrets:
+    the credentials read from ./.env (load_env), for a key the environment does not give."""
     auth_token = None
+    secrets = secrets or {}
     if api_key is None:
-        api_key = secret("ANTHROPIC_API_KEY")
-        auth_token = None if api_key else secret("ANTHROPIC_AUTH_TOKEN")
+        api_key = secret("ANTHROPIC_API_KEY", secrets)
+        auth_token = None if api_key else secret("ANTHROPIC_AUTH_TOKEN", secrets)
         if not (api_key or auth_token):
             raise NoKey("no API key: set ANTHROPIC_API_KEY in your environment or in ./.env "
                         "(copy .env.example), or try --demo, which needs no key")

@@ -1,8 +1,9 @@
 """The scripted sessions behind each lesson's --demo: what the stand-in model says, step by step.
 
-Each lesson's main() hands one of these to cli.run_cli, which plays it through the real loop,
-tools and files against harness/stand_in/, inside the folder demo/ (cli changes into it
-for the run): no key, no network, and nothing of yours is touched. They are data (a list of
+Each lesson's main() hands one of these to cli.run_cli, which calls it with the run
+(harness/run.py) and plays it through the real loop, tools and files against
+harness/stand_in/, inside the folder demo/ (cli changes into it for the run): no key,
+no network, and nothing of yours is touched. They are data (a list of
 replies, some a function of the request so far, so the script reacts to what really
 happened), and this module imports no lesson. Without each piece:
 - the demos at all: a learner needs a key, and money, to see a lesson run once.
@@ -21,7 +22,6 @@ import sys
 
 from harness import terminal
 from harness.board import open_store
-from harness.session.record import RECORD
 from harness.stand_in.script import reply, text, tool
 
 S06_THRESHOLD = 9_500     # tokens: low, so that s06's layer 2 fires within its ten calls
@@ -32,7 +32,7 @@ PLAN = [("Design the data model", "tables and fields"),
         ("Write the API tests", "one per endpoint")]
 
 
-def s03_demo() -> tuple:
+def s03_demo(run) -> tuple:
     """A plan, a refused second in_progress, the nag, a finished plan."""
     def todos(*statuses):
         steps = ["Write hello.py", "Run it", "Add a docstring"]
@@ -57,11 +57,12 @@ def s03_demo() -> tuple:
     return script, "write hello.py, run it, add a docstring, and track your steps", None
 
 
-def s06_demo(context) -> tuple:
+def s06_demo(context, run) -> tuple:
     """Each layer in turn: placeholders, an automatic compaction, a manual one.
 
     context: s06's ContextSize; its threshold is set low for the demo, and said so."""
-    _set_threshold(context, S06_THRESHOLD, "low, so that layer 2 compacts within ten calls")
+    _set_threshold(run, context, S06_THRESHOLD, "low, so that layer 2 compacts within ten "
+                   "calls")
 
     def first_result_cleared(body):
         for message in body["messages"]:
@@ -99,7 +100,7 @@ def s06_demo(context) -> tuple:
     return script, "produce some bulky output, take notes in notes.md, and keep working", summary
 
 
-def s07_demo(tasks, context) -> tuple:
+def s07_demo(tasks, context, run) -> tuple:
     """Plan four tasks (or, on a later run, pick up the next ready one), be refused, compact,
     see the board come back, complete a task and see what waited for it freed, on disk.
 
@@ -108,7 +109,7 @@ def s07_demo(tasks, context) -> tuple:
                        "alone)")
     tasks.store = open_store(".tasks")      # relative: cli runs the demo inside demo/
     tasks.agent = "demo"
-    _set_threshold(context, S07_THRESHOLD, "the demo compacts on purpose, not by size")
+    _set_threshold(run, context, S07_THRESHOLD, "the demo compacts on purpose, not by size")
     summary = ("Summary: the plan is on the task board (data model, then the API and the "
                "docs; the tests after the API). Next: finish the task in progress.")
     return _script(_s07_steps()), "plan a small project on the task board, with dependencies", \
@@ -199,10 +200,10 @@ def _plan_ids(listing: str):
     return None if None in ids else ids
 
 
-def _set_threshold(context, tokens: int, why: str) -> None:
+def _set_threshold(run, context, tokens: int, why: str) -> None:
     """The demo's COMPACT_THRESHOLD, said, and a user's own said to be ignored."""
     context.threshold = tokens
-    RECORD.threshold(tokens)                  # the session page draws it
+    run.recorder.threshold(tokens)            # the session page draws it
     terminal.show_note(f"[demo] COMPACT_THRESHOLD is {tokens:,} tokens for this demo: {why}")
     mine = os.environ.get("COMPACT_THRESHOLD", "").strip()
     if mine:

@@ -1,7 +1,8 @@
-"""One model round: `reply = endpoints.ask(client, system, tools, messages, max_tokens)`.
+"""One model round: `reply = endpoints.ask(run, system, tools, messages, max_tokens)`.
 
 Every lesson's loop makes this one call per round (s03 defines the loop; s06 and s07 repeat
-it), and gets back one Reply with named parts:
+it), and gets back one Reply with named parts. The run (harness/run.py) holds the client,
+and the screen and the record the round is shown and counted on.
 
     reply.message   the assistant message to append: plain dicts, safe to send again
     reply.calls     the tool calls to run, each with .id .name .input, and .problem when
@@ -9,7 +10,7 @@ it), and gets back one Reply with named parts:
                     is_error result instead of running it)
     reply.text      the final text, saying why the turn ended when that was not normal
     reply.said      the model's own words only ("" if none): a summary, say
-    reply.stop_reason  why the reply ended (max_tokens, or ENDED_EARLY: it was cut)
+    reply.stop_reason  why the reply ended (max_tokens, or pairing.ENDED_EARLY: it was cut)
     reply.notes     text blocks for the next user message (a call cut off, and so not run)
     reply.usage     the API's token counts (s06 measures the context with them)
 
@@ -27,20 +28,20 @@ Without each piece:
 - _assistant_message: the SDK's objects (None fields, unknown and server blocks, a str input,
   a lone surrogate from half an emoji) go back into the history, and the next request is
   refused, or fails to encode, for every later call of the session.
-- cut calls: a reply cut by max_tokens, or by a stream that ended before message_delta,
-  ends in a half-written call; running it writes half a file. It is left out of the history;
-  when other calls ran, reply.notes tells the model, and when it was the only one, the turn
-  ends and reply.text says the answer was cut.
+- cut calls (pairing.cut_call): a reply cut by max_tokens, or by a stream that ended before
+  message_delta, ends in a half-written call; running it writes half a file. It is left out
+  of the history; when other calls ran, reply.notes tells the model, and when it was the
+  only one, the turn ends and reply.text says the answer was cut.
 - _decode_input / _check_input: a tool input sent as JSON text ('{"command": "ls"}') is
   refused though the model meant exactly that; a missing or mistyped argument becomes a
   TypeError deep in a tool; half an emoji escaped in that text poisons the history.
 - complete calls whatever stop_reason says: a server that says end_turn beside a tool call
   loses that call.
-- unique ids (session_log.unique_ids): an endpoint that numbers its tool_use ids from 1
+- unique ids (pairing.unique_ids): an endpoint that numbers its tool_use ids from 1
   again (after --continue, say) reuses an earlier call's id; the API refuses the request, and
   layer 1 would show the new result as the old one's placeholder.
-- the usage line and the record (session/record.py): the cost of a session is invisible, and
-  a local server that silently dropped the tools goes unnoticed.
+- the usage line and the run's record (session/record.py): the cost of a session is
+  invisible, and a local server that silently dropped the tools goes unnoticed.
 """
 
 import json
@@ -48,27 +49,23 @@ import types
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
-from harness import excerpt, terminal
+from harness import excerpt, pairing, terminal
 from harness.clean import clean_json
 from harness.config import api_error_line, api_timeout, model_id
 from harness.errors import EndpointError, dropped, error_event, malformed, unsendable
 from harness.sdk import anthropic, httpx
-from harness.session import log as session_log
-from harness.session.record import RECORD, usage_counts
+from harness.session.record import usage_counts
 
 MAX_RESUMES = 10      # pause_turn continuations of one round before it is returned as it is
 CACHE = {"type": "ephemeral"}   # the top-level breakpoint: the API caches the prefix (s06)
 JSON_TYPES = {"string": str, "integer": int, "number": (int, float), "boolean": bool,
               "array": list, "object": dict}
-# A stream that ended before message_delta: no stop_reason of the API says so, and the notes
-# quote this one in a sentence ("cut off by an early end of the stream").
-ENDED_EARLY = "an early end of the stream"
-CUT = {"max_tokens", "model_context_window_exceeded", ENDED_EARLY}   # the reply stopped mid-way
 KEEP_BLOCKS = {"text", "tool_use", "thinking", "redacted_thinking"}   # what is sent back
 ENDED = {"max_tokens": "[answer cut: the model reached max_tokens]",
          "model_context_window_exceeded": "[answer cut: the conversation filled the context "
                                           "window]",
-         ENDED_EARLY: "[answer cut: the endpoint ended the stream before the reply was complete]",
+         pairing.ENDED_EARLY: "[answer cut: the endpoint ended the stream before the reply was "
+                              "complete]",
          "refusal": "[the model refused to continue with this request]"}
 # Each delta of a stream: the blocks it belongs to, and the field that carries it.
 DELTAS = {"text_delta": (("text",), "text"), "citations_delta": (("text",), "citation"),
@@ -98,27 +95,28 @@ class Reply:
     stop_reason: str = ""
 
 
-def ask(client, system: str, tools: list, messages: list, max_tokens: int,
+def ask(run, system: str, tools: list, messages: list, max_tokens: int,
         label: str = "tokens") -> Reply:
-    """One model round, streamed to the screen; EndpointError (one line) if it failed.
+    """One model round with run.client, streamed to the screen and counted in run.recorder;
+    EndpointError (one line) if it failed.
 
     label names the call in the usage line and the session record ("summary call" for a
     compaction's summary)."""
     sent = list(messages)
     content = []
     for _ in range(MAX_RESUMES + 1):
-        response = _stream(client, model=model_id(), system=system, tools=tools, messages=sent,
-                           max_tokens=max_tokens, cache_control=CACHE)
-        _count(response.usage, label, sent, system, tools)
+        response = _stream(run.client, run.screen, model=model_id(), system=system,
+                           tools=tools, messages=sent, max_tokens=max_tokens, cache_control=CACHE)
+        _count(run.recorder, response.usage, label, sent, system, tools)
         content += list(response.content)
         if response.stop_reason != "pause_turn":
             break
         # The server paused a long turn: send what it wrote so far back, and it goes on.
         sent = sent + [_assistant_message(response.content, None)]
-    cut = _cut_call(content, response.stop_reason)
+    cut = pairing.cut_call(content, response.stop_reason)
     message = _assistant_message(content, cut, response.stop_reason)
     # An endpoint that numbers its ids from 1 again would reuse an earlier call's id.
-    message = session_log.unique_ids(messages, message)
+    message = pairing.unique_ids(messages, message)
     calls = _calls(content, cut, tools)
     uses = [b for b in message["content"] if b["type"] == "tool_use"]
     for call, block in zip(calls, uses, strict=True):
@@ -129,9 +127,7 @@ def ask(client, system: str, tools: list, messages: list, max_tokens: int,
     text = _final_text(said, response.stop_reason)
     notes = []
     if cut is not None:
-        notes.append({"type": "text", "text": f"[your {cut.name} call was cut off by "
-                      f"{response.stop_reason} before it was complete, so it was not run; "
-                      "send it again, in smaller pieces if it is long]"})
+        notes.append(pairing.cut_note(cut.name, response.stop_reason))
     return Reply(message, calls, text, notes, response.usage, said, response.stop_reason)
 
 
@@ -142,10 +138,11 @@ def total_tokens(usage) -> int:
 
 # ---------------------------------------------------------------- the stream
 
-def _stream(client, **request):
-    """Run a streamed request, showing it as it arrives; the final Message, or EndpointError."""
+def _stream(client, screen, **request):
+    """Run a streamed request, showing it as it arrives on the run's screen; the final
+    Message, or EndpointError."""
     where = str(client.base_url).rstrip("/")    # the URL actually used, for every message
-    live = terminal.LiveReply(urlsplit(where).netloc)
+    live = terminal.LiveReply(urlsplit(where).netloc, screen)
     began = False
     try:
         with client.messages.create(stream=True, **request) as events:
@@ -192,7 +189,7 @@ class _Assembly:
     breaks the rules is one EndpointError that names the endpoint and what it sent; event and
     delta types the API adds later are skipped, as its docs ask; and a reply whose stream
     ended before message_delta (which follows every block) comes back cut: stop_reason
-    ENDED_EARLY, so its last call is never run.
+    pairing.ENDED_EARLY, so its last call is never run.
     """
 
     def __init__(self, where: str, answer_type: str):
@@ -249,9 +246,9 @@ class _Assembly:
         blocks = clean_json(self.blocks)
         stop_reason = self.start.get("stop_reason")
         if not self.ended:
-            stop_reason = ENDED_EARLY
+            stop_reason = pairing.ENDED_EARLY
             # The last block stopped wherever the stream did. Text is kept as far as it went;
-            # a tool call is left to _cut_call; anything else (a thinking block without its
+            # a tool call is left to pairing.cut_call; anything else (a thinking block without its
             # signature) the API would refuse.
             if blocks and blocks[-1]["type"] not in ("text", "tool_use"):
                 blocks = blocks[:-1]
@@ -365,24 +362,16 @@ def _shown(kind: str, **fields):
     return types.SimpleNamespace(type=kind, **fields)
 
 
-def _count(usage, label: str, sent: list, system: str, tools: list) -> None:
-    """The usage line, the session record, and once a session the dropped-tools warning."""
+def _count(recorder, usage, label: str, sent: list, system: str, tools: list) -> None:
+    """The usage line, the run's record, and once a session the dropped-tools warning."""
     counts = usage_counts(usage)
     terminal.show_usage(counts, label)
-    RECORD.call(usage, label, sent=sent, system=system, tools=tools)
-    if tools and len(RECORD.data.calls) == 1:
+    recorder.call(usage, label, sent=sent, system=system, tools=tools)
+    if tools and len(recorder.data.calls) == 1:
         terminal.warn_if_tools_dropped(sum(counts[:3]), tools)
 
 
 # ---------------------------------------------------------------- the reply as history
-
-def _cut_call(content: list, stop_reason: str):
-    """The tool call a cut reply stopped inside, or None. Only the last block can be
-    half-written (llama-server returns several parsed calls with stop_reason max_tokens)."""
-    if stop_reason in CUT and content and content[-1].type == "tool_use":
-        return content[-1]
-    return None
-
 
 def _assistant_message(content: list, cut, stop_reason: str = "max_tokens") -> dict:
     """The assistant message as plain dicts, safe to send again and to write as JSON."""
@@ -405,8 +394,7 @@ def _assistant_message(content: list, cut, stop_reason: str = "max_tokens") -> d
             kept.append(block)
     for block in kept:     # the history must hold an object as a tool call's input
         if block["type"] == "tool_use" and not isinstance(block.get("input"), dict):
-            decoded = _json_or_none(str(block.get("input")))
-            block["input"] = decoded if isinstance(decoded, dict) else {}
+            block["input"] = pairing.input_object(block.get("input")) or {}
     return {"role": "assistant", "content": kept or [{"type": "text", "text": "(no text)"}]}
 
 

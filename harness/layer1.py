@@ -2,6 +2,8 @@
 
 Relied on by s06's micro_compact and clear_new_batch (and so s07's loop). The rule itself, a
 batch must pay for the cache it rewrites, is written in s06; the pieces it weighs are here.
+A clearing acts on the run it is given (harness/run.py): each saved copy is pinned in
+run.saved, and the session page learns of the batch through run.recorder.
 
     history (kept whole)                 what the model is sent (the view)
     [a: bash "pytest"]                   [a: bash "pytest"]
@@ -43,7 +45,6 @@ import os
 from harness import spill, terminal, tokens
 from harness.files import READ_ON          # how read_file ends a read it cut short
 from harness.session.blocks import INPUT_PLACEHOLDER    # how /context and the page tell them
-from harness.session.record import RECORD
 
 INPUT_FIELDS = {"write_file": ("content",), "edit_file": ("old_text", "new_text")}
 SHOW_WHOLE_FILE = {"read_file", "write_file"}   # an edit shows only a part of a file
@@ -83,12 +84,14 @@ class Cleared:
         self.blocks = {}           # tool_use id -> the blocks cleared under that id
         self.batch_start = None    # the first id of the latest batch: a breakpoint goes before it
 
-    def add(self, batch: Batch, messages: list) -> None:
+    def add(self, run, batch: Batch, messages: list) -> None:
+        """Clear the batch: each result's placeholder made now, its saved copy pinned in
+        run.saved."""
         calls = _calls_by_id(messages)
         for block in _results(messages):
             tid = block["tool_use_id"]
             if tid in batch.results:
-                self.results[tid] = _placeholder(block, calls.get(tid, {}))
+                self.results[tid] = _placeholder(block, calls.get(tid, {}), run.saved)
                 self.blocks.setdefault(tid, []).append(block)
         for tid in batch.inputs:
             self.blocks.setdefault(tid, []).append(calls[tid])
@@ -153,7 +156,7 @@ def view(messages: list, cleared: Cleared) -> list:
     return _with_cache_point(shown, cleared.batch_start)
 
 
-def announce(batch: Batch) -> None:
+def announce(run, batch: Batch) -> None:
     """Layer 1 cleared a batch: a note for the user, a mark for the session page."""
     count = len(batch.ids)
     what = "an old tool result is now a placeholder"
@@ -161,7 +164,7 @@ def announce(batch: Batch) -> None:
         what = f"{count} old tool results (or inputs) are now placeholders"
     terminal.show_note(f"  [micro_compact: {what} (about {batch.tokens:,} tokens cleared); "
                        "the history keeps every result]")
-    RECORD.cleared(count, batch.tokens)
+    run.recorder.cleared(count, batch.tokens)
 
 
 # ---------------------------------------------------------------- reading the history
@@ -243,15 +246,15 @@ def first_message_with(messages: list, ids: set) -> int:
 
 # ---------------------------------------------------------------- placeholders
 
-def _placeholder(block: dict, call: dict) -> str:
+def _placeholder(block: dict, call: dict, saved: spill.SavedTexts) -> str:
     """A cleared result's text, made once. A read_file says which file a later read or write
     shows; anything else names the file its whole text was saved to, when it was worth one."""
     name = call.get("name", "a tool")
     if name == "read_file":
         return f"[Previous: read {path_of(call)}; a later read or write of it follows]"
-    saved = spill.save_for_placeholder(block.get("content"), name)
-    if saved:
-        return f"[Previous: used {name}; the whole result is in {saved}]"
+    path = spill.save_for_placeholder(block.get("content"), name, saved)
+    if path:
+        return f"[Previous: used {name}; the whole result is in {path}]"
     return f"[Previous: used {name}]"
 
 

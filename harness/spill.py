@@ -2,7 +2,7 @@
 
 Relied on by s03's run_tool_calls (every result over the cap goes through keep_whole, so s06
 and s07 get it too) and by s06's layer 1, whose placeholders name the saved copy
-(save_for_placeholder).
+(save_for_placeholder). Both are given the run's SavedTexts (run.saved, harness/run.py).
 
     a 300,000-character bash output, cap 50,000
       -> .transcripts/results/bash_3f9a1c2b7d4e5f60.txt   (the whole text; the name is its hash)
@@ -21,9 +21,10 @@ Without each piece:
   and a text is written once, however often it is saved.
 - the bounds (MAX_TOTAL_BYTES, MAX_FILES; oldest removed first): a long session that
   greps a big tree every few minutes would fill the disk.
-- the pins (SAVED, and on disk through pins.py): layer 1 clears hundreds of results; with no
-  pins the bounds removed files its placeholders still named (99 of 1,500 did), and each call
-  saved them again. Pins kept in memory alone did not stop another session's prune.
+- the pins (SavedTexts, one a run, and on disk through pins.py): layer 1 clears hundreds of
+  results; with no pins the bounds removed files its placeholders still named (99 of 1,500
+  did), and each call saved them again. Pins kept in memory alone did not stop another
+  session's prune.
 - the folder reached without following a symlink, and marked (MARKER): with
   .transcripts/results linked to a folder of 1,200 notes, one 60 kB output deleted 201 of
   them. Only a real folder inside the workspace is used, and only files named as the harness
@@ -61,14 +62,14 @@ MARKER_TEXT = (f"Tool results saved whole by harness/spill.py. Files named <tool
 
 
 class SavedTexts:
-    """What this process saved for layer 1's placeholders: each text's path, and the pins.
+    """What a run saved for layer 1's placeholders: each text's path, and the pins.
 
-    A pinned file is one a placeholder of this process names: it is never removed while the
-    process lives, and it does not count toward the bounds (MAX_TOTAL_BYTES, MAX_FILES),
-    which hold for the other files. So a session that clears 1,500 results keeps those
-    1,500 files on top of the bounds, each a result of at most the tool cap (or the saved
-    output a result named), until it ends; the next prune removes them like any other.
-    The pins are on disk too (pins.py), so another session's prune leaves them as well.
+    A pinned file is one a placeholder of this run names: it is never removed while the run
+    lasts, and it does not count toward the bounds (MAX_TOTAL_BYTES, MAX_FILES), which hold
+    for the other files. So a session that clears 1,500 results keeps those 1,500 files on
+    top of the bounds, each a result of at most the tool cap (or the saved output a result
+    named), until it ends; the next prune removes them like any other. The pins are on disk
+    too (pins.py), so another session's prune leaves them as well.
     """
 
     def __init__(self) -> None:
@@ -79,22 +80,20 @@ class SavedTexts:
         self.pinned: set[str] = set()
         self.pins = pins.Pins()     # the same, on disk: seen by a prune in any process
 
-    def clear(self) -> None:
-        """Forget everything, as a new process starts (tests, bench)."""
-        self.paths.clear()
-        self.pinned.clear()
+    def release(self) -> None:
+        """Let the pins on disk go, as the end of the run (or of the process) does: the next
+        prune, in any process, may remove these files."""
         self.pins.release()
 
 
-SAVED = SavedTexts()
-
-
-def keep_whole(text: str, cap: int, tool_name: str, folder: Path = RESULTS) -> str:
-    """text itself if it fits the cap; else its head and tail, naming the file holding all of it."""
+def keep_whole(text: str, cap: int, tool_name: str, saved: SavedTexts,
+               folder: Path = RESULTS) -> str:
+    """text itself if it fits the cap; else its head and tail, naming the file holding all of
+    it (saved: the run's pins, which making room for it never removes)."""
     if len(text) <= cap:
         return text
     try:
-        path = save_result(text, tool_name, folder)
+        path = save_result(text, tool_name, saved, folder)
     except OSError as exc:
         return (text[:cap] + f"\n... [output cut: {len(text) - cap:,} more characters; the whole "
                 f"output could not be saved in {folder}/ ({reason(exc)})]")
@@ -119,35 +118,36 @@ def saved_path_in(text: str) -> str | None:
     return match["path"] if match else None
 
 
-def save_for_placeholder(text: str, tool_name: str, folder: Path = RESULTS) -> str | None:
+def save_for_placeholder(text: str, tool_name: str, saved: SavedTexts,
+                         folder: Path = RESULTS) -> str | None:
     """The path where the whole of a result layer 1 clears can be read again, or None.
 
     None when it is too short to be worth a file (SAVE_WHEN_CLEARED), or cannot be saved:
     the placeholder then names no file. A result that names its saved output (keep_whole)
     gets that file's path, if the file is still there. Else the path depends on the text and
     the tool alone, so it is the same in every call and every process; the file is written
-    once. Either is pinned: never removed while this process lives, and outside the bounds
-    (SavedTexts says what that costs). Asking again for the same text returns at once,
+    once. Either is pinned in saved: never removed while the run lasts, and outside the
+    bounds (SavedTexts says what that costs). Asking again for the same text returns at once,
     without touching the disk.
     """
     if not isinstance(text, str) or len(text) < SAVE_WHEN_CLEARED:
         return None
     # Which folder: a relative one is another folder after a change of directory (--demo).
     key = (os.getcwd(), str(folder), tool_name, len(text), hash(text))
-    known = SAVED.paths.get(key)
+    known = saved.paths.get(key)
     if known is not None:
         return known
     named = saved_path_in(text)
     if named is None or not _is_regular_file(named):   # its saved output may have been removed
         try:
-            named = str(save_result(text, tool_name, folder))
+            named = str(save_result(text, tool_name, saved, folder))
         except OSError:
             return None          # not remembered: a later call may find the disk freed
-    SAVED.pinned.add(named)
-    with contextlib.suppress(OSError):   # not on disk: still pinned against this process's prunes
+    saved.pinned.add(named)
+    with contextlib.suppress(OSError):   # not on disk: still pinned against this run's prunes
         with _results_folder(Path(named).parent) as fd:
-            SAVED.pins.add(fd, Path(named).name)
-    SAVED.paths[key] = named
+            saved.pins.add(fd, Path(named).name)
+    saved.paths[key] = named
     return named
 
 
@@ -155,9 +155,10 @@ def save_for_placeholder(text: str, tool_name: str, folder: Path = RESULTS) -> s
 
 # ---------------------------------------------------------------- saving and the bounds
 
-def save_result(text: str, tool_name: str, folder: Path = RESULTS) -> Path:
+def save_result(text: str, tool_name: str, saved: SavedTexts, folder: Path = RESULTS) -> Path:
     """Save text as folder/<tool>_<hash>.txt, atomically; a text saved before is not written
-    again (its file is made young, so it is pruned last)."""
+    again (its file is made young, so it is pruned last). Making room never removes a file
+    pinned in saved."""
     data = text.encode("utf-8", errors="replace")
     if len(data) > MAX_TOTAL_BYTES:
         raise OSError(f"{len(data):,} bytes is more than the {MAX_TOTAL_BYTES:,} bytes kept")
@@ -168,23 +169,23 @@ def save_result(text: str, tool_name: str, folder: Path = RESULTS) -> Path:
             os.utime(name, dir_fd=fd, follow_symlinks=False)
         else:
             _write_new(fd, name, data)
-            _prune(fd, folder, keep=name)
+            _prune(fd, folder, saved.pinned, keep=name)
     return folder / name
 
 
-def prune(folder: Path = RESULTS) -> None:
+def prune(saved: SavedTexts, folder: Path = RESULTS) -> None:
     """Remove the oldest saved results until the folder is within both bounds."""
     with _results_folder(folder) as fd:
-        _prune(fd, folder, keep=None)
+        _prune(fd, folder, saved.pinned, keep=None)
 
 
-def _prune(fd: int, folder: Path, keep: str | None) -> None:
+def _prune(fd: int, folder: Path, pinned: set, keep: str | None) -> None:
     """Only regular files named as the harness names them, never `keep` nor a pinned one."""
     files, where = [], f"{folder}{os.sep}"      # a pin is a path as saved_path_in gives it
     held = pins.held(fd)                        # pinned by a session running anywhere
     with os.scandir(fd) as entries:
         for entry in entries:
-            if where + entry.name in SAVED.pinned or not NAME.fullmatch(entry.name):
+            if where + entry.name in pinned or not NAME.fullmatch(entry.name):
                 continue
             if entry.name in held:
                 continue

@@ -3,6 +3,7 @@
 Relied on by all three lessons (the tool-call lines, notes) and by endpoints (the live reply,
 the usage line) and cli (the answer, errors). It draws what it is given: no transport, no
 accounting. Progress goes to stderr, so `python sNN.py "..." > answer.txt` keeps the answer.
+What a run has shown is kept on its Screen (run.screen, harness/run.py), not in this module.
 Without each piece:
 - printable and show: text from a model, a file, a command or a task board reaches the
   terminal raw, and the terminal obeys it: OSC 52 puts a command on the clipboard, ESC[2J
@@ -11,6 +12,8 @@ Without each piece:
   show() to stdout, for what a lesson prints itself).
 - LiveReply: a slow model shows nothing for minutes, then a wall of text; a local model
   that takes a minute to start gives no sign that anything is happening.
+- Screen and print_answer: on a terminal the final answer, already streamed live, is shown
+  a second time.
 - _argument: a long command is cut, and what it does at its end is never shown.
 - _colour: colour codes end up in log files and pipes.
 - the usage line and show_session: the cost of a session is invisible.
@@ -149,15 +152,21 @@ def show_session(calls: int, fresh: int, read: int, written: int, out: int):
 
 # ---------------------------------------------------------------- the live reply
 
+class Screen:
+    """What one run has shown: the text of its last reply as the live reply drew it."""
+
+    def __init__(self) -> None:
+        self.last_shown = ""    # print_answer does not show it again
+
+
 class LiveReply:
     """One streamed reply as it arrives, on a terminal: a waiting line with the seconds until
     the first token, the text live, and a tool call being written as
     `> write_file … 2.1 kB so far`. Elsewhere (a pipe, a log) it draws nothing: the loop
-    prints the finished text and tool calls."""
+    prints the finished text and tool calls. What it drew is left on the run's screen."""
 
-    last_shown = ""    # the last reply's text as shown live: print_answer does not repeat it
-
-    def __init__(self, where: str):
+    def __init__(self, where: str, screen: Screen):
+        self.screen = screen
         self.live = sys.stderr.isatty()
         self.waiting = _Waiting(where) if self.live else None
         self.shown, self.tool, self.size = [], None, 0
@@ -187,7 +196,7 @@ class LiveReply:
     def close(self) -> None:
         if self.waiting:
             self.waiting = self.waiting.stop()
-        LiveReply.last_shown = "".join(self.shown).strip()
+        self.screen.last_shown = "".join(self.shown).strip()
 
 
 class _Waiting:
@@ -214,9 +223,9 @@ class _Waiting:
         return None
 
 
-def print_answer(answer):
+def print_answer(answer, screen: Screen):
     """The final answer to stdout; on a terminal, only what the live reply has not shown."""
-    shown, LiveReply.last_shown = LiveReply.last_shown, ""
+    shown, screen.last_shown = screen.last_shown, ""
     if shown and sys.stdout.isatty() and sys.stderr.isatty() and answer.startswith(shown):
         answer = answer[len(shown):].strip()
         if not answer:

@@ -1,29 +1,25 @@
 """What happens around each tool call of s03's run_tool_calls (and so s06's and s07's).
 
-The lesson runs a call through its dispatch table; this module does the rest. Without each
-piece:
+The lesson runs a call through its dispatch table; this module does the rest, through the
+run (harness/run.py) the loop was given. Without each piece:
 - result(): the model's tool_result is built by hand in three lessons; the user does not see
-  the result; the session page cannot say which calls made the context grow; and a result
-  reaches the session log only when the whole batch is done, so a kill -9, a closed
-  terminal or Ctrl-C in the middle of a batch loses the calls that already ran, and
-  --continue runs them again.
+  the result; the session page (run.recorder) cannot say which calls made the context grow;
+  and a result reaches the session log (run.log) only when the whole batch is done, so a
+  kill -9, a closed terminal or Ctrl-C in the middle of a batch loses the calls that already
+  ran, and --continue runs them again.
 - clean_text in result(): a file name or a command's output that is not UTF-8 (a file in
   .tasks/) holds lone surrogates; in the history, they make every later request fail.
 - keep_on_ctrl_c() and ToolsInterrupted: Ctrl-C in the middle of a batch would lose every
-  result of it. Instead the REPL gets one result per call: those that ran, the one that was
-  running ("interrupted while it ran; it may have acted": it may have written a file), and
-  the rest ("not run"), so the history stays valid and the model does not redo the work.
+  result of it. Instead the REPL gets one result per call (pairing.after_ctrl_c): those that
+  ran, the one that was running ("interrupted while it ran; it may have acted": it may have
+  written a file), and the rest ("not run"), so the history stays valid and the model does
+  not redo the work.
 """
 
 from contextlib import contextmanager
 
-from harness import terminal
+from harness import pairing, terminal
 from harness.clean import clean_text
-from harness.session import log as session_log
-from harness.session.record import RECORD
-
-INTERRUPTED = "interrupted by the user while it ran: it may have acted (check before redoing it)"
-NOT_RUN = "not run: interrupted by the user"
 
 
 class ToolsInterrupted(KeyboardInterrupt):
@@ -38,24 +34,19 @@ class ToolsInterrupted(KeyboardInterrupt):
         self.results = results
 
 
-def result(call, output: str, is_error: bool) -> dict:
-    """The tool_result for a call that ran: shown, recorded, and logged at once."""
+def result(run, call, output: str, is_error: bool) -> dict:
+    """The tool_result for a call that ran: shown, recorded in the run, and logged at once."""
     output = output or "(no output)"      # the API refuses an empty result
     # A file name or a command's bytes that are not UTF-8 arrive as lone surrogates: mended
     # here, where every result passes, or the next request could not be encoded.
     output = clean_text(output)
     terminal.show_tool_result(output, is_error)
-    RECORD.tool(call.name, call.input, output, is_error)    # for the session page
+    run.recorder.tool(call.name, call.input, output, is_error)    # for the session page
     block = {"type": "tool_result", "tool_use_id": call.id, "content": output}
     if is_error:
         block["is_error"] = True
-    session_log.tool_result(block)        # on disk now: a kill -9 does not lose it
+    run.log.tool_result(block)            # on disk now: a kill -9 does not lose it
     return block
-
-
-def stopped(call, what: str) -> dict:
-    """The tool_result of a call Ctrl-C interrupted (INTERRUPTED) or kept from running."""
-    return {"type": "tool_result", "tool_use_id": call.id, "content": what, "is_error": True}
 
 
 @contextmanager
@@ -64,8 +55,4 @@ def keep_on_ctrl_c(calls: list, results: list):
     try:
         yield
     except KeyboardInterrupt:
-        done = len(results)
-        rest = [stopped(calls[done], INTERRUPTED)] if done < len(calls) else []
-        for call in calls[done + 1:]:
-            rest.append(stopped(call, NOT_RUN))
-        raise ToolsInterrupted(results + rest) from None
+        raise ToolsInterrupted(pairing.after_ctrl_c(calls, results)) from None

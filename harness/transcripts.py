@@ -12,7 +12,7 @@ Relied on by s06's auto_compact (and so by s07's compact_with_board). Without ea
   a traceback.
 - announce: the user does not see what layer 2 did, nor that a summary over
   COMPACT_THRESHOLD will not be compacted again until the context grows; the session page
-  (session/page.py) has no mark where it acted.
+  (session/page.py, through the run's recorder) has no mark where it acted.
 """
 
 import json
@@ -21,7 +21,7 @@ from pathlib import Path
 
 from harness import terminal, writer
 from harness.errors import EndpointError, reason
-from harness.session.record import RECORD
+
 
 def save(folder: Path, messages: list) -> Path:
     """The history as JSONL, one message per line, in a new transcript_<time>_<n>.jsonl."""
@@ -78,15 +78,16 @@ def compaction_failed(exc: Exception, folder: Path, path=None) -> bool:
     return False
 
 
-def announce(before: int, after: int, threshold: int, summary: str, path: Path,
+def announce(run, before: int, after: int, threshold: int, summary: str, path: Path,
              counted=None) -> None:
-    """Layer 2 compacted: a note (and a warning if the summary alone is over the threshold).
-    Both sizes are what the next request sends, system prompt and tools included; counted is
-    the part of `before` the API counted (None: all of it estimated)."""
+    """Layer 2 compacted: a note (and a warning if the summary alone is over the threshold),
+    and a mark in run.recorder for the session page. Both sizes are what the next request
+    sends, system prompt and tools included; counted is the part of `before` the API counted
+    (None: all of it estimated)."""
     terminal.show_note(f"[compacted: {before:,} → ~{after:,} tokens (estimated: the next call "
                        f"counts it) · transcript {path}]")
     if after > threshold:
         terminal.show_note(f"[the summary alone is over COMPACT_THRESHOLD ({after:,} > "
                            f"{threshold:,} tokens): no new compaction until the context grows "
                            "by half that; raise COMPACT_THRESHOLD]")
-    RECORD.compacted(before, after, summary, path, counted=counted)
+    run.recorder.compacted(before, after, summary, path, counted=counted)

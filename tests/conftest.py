@@ -12,7 +12,8 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from harness import endpoints, spill  # noqa: E402
+from harness import endpoints, layer1, spill  # noqa: E402
+from harness.run import Run  # noqa: E402
 from harness.stand_in import StandInAPI  # noqa: E402
 
 
@@ -50,12 +51,29 @@ def run_lesson(workdir):
     return run
 
 
-def fresh_process() -> None:
-    """What a new process starts with: s06's layer state (what layer 1 cleared, what layer 2
-    measured) lives on module objects, and one test's run must not leave it to the next."""
+@pytest.fixture
+def run():
+    """A fresh Run (harness/run.py) without a client: what a new process starts with, its
+    record, log (no file) and saved results empty. Closed after the test (its pins let go)."""
+    made = Run()
+    yield made
+    made.close()
+
+
+@pytest.fixture
+def fresh_layers(monkeypatch, tmp_path):
+    """s06's layer state is the lesson's own, on two module objects: what layer 1 cleared
+    (CLEARED) and what layer 2 measured (CONTEXT). The test gets new ones, as a new process
+    does, and runs in its own tmp folder (whatever a layer saves lands there). Returns the
+    function that makes them new again: run_main calls it before each run."""
     import s06_compact
-    s06_compact.CLEARED.__init__()
-    s06_compact.CONTEXT.__init__()
+
+    def renew() -> None:
+        monkeypatch.setattr(s06_compact, "CLEARED", layer1.Cleared())
+        monkeypatch.setattr(s06_compact, "CONTEXT", s06_compact.ContextSize())
+    renew()
+    monkeypatch.chdir(tmp_path)
+    return renew
 
 
 def tool_results(request, index=-1):
@@ -65,10 +83,11 @@ def tool_results(request, index=-1):
 
 
 @pytest.fixture
-def run_main(workdir, monkeypatch, capsys):
+def run_main(fresh_layers, workdir, monkeypatch, capsys):
     """In-process twin of run_lesson, for edge cases: calls lesson.main(argv) with the real client.
 
-    Cheaper than a subprocess (the anthropic import is paid once), same code path.
+    Cheaper than a subprocess (the anthropic import is paid once), same code path; each run
+    starts as a new process would (main() makes its own Run; s06's layers are made new).
     Returns (exit code, stdout, stderr, StandInAPI).
     """
     import io
@@ -76,7 +95,7 @@ def run_main(workdir, monkeypatch, capsys):
     monkeypatch.chdir(workdir)
 
     def run(lesson, *args, script=(), summary=None, stdin="", env=None, key="test-key"):
-        fresh_process()
+        fresh_layers()
         os.environ.clear()
         os.environ.update(clean_env(workdir.parent / "home"))
         with StandInAPI(script, summary=summary) as api:
@@ -152,4 +171,4 @@ def call_tool(name, args, tools, handlers):
     import s03_todo
     call = endpoints.make_call("toolu_test", name, args, tools)
     output, is_error = s03_todo.call_tool(call, handlers)
-    return spill.keep_whole(output, s03_todo.OUTPUT_CAP, name), is_error
+    return spill.keep_whole(output, s03_todo.OUTPUT_CAP, name, spill.SavedTexts()), is_error

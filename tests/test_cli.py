@@ -16,6 +16,7 @@ import time
 import pytest
 
 from harness import endpoints
+from harness.run import Run
 import s03_todo
 import s07_task_system
 from conftest import ROOT, clean_env, tool_results
@@ -192,7 +193,7 @@ def test_a_terminal_sees_the_wait_the_text_live_and_a_tool_call_growing(monkeypa
     with StandInAPI([reply(text("Writing the app now."), big, delay=1.5)]) as api:
         monkeypatch.setenv("ANTHROPIC_BASE_URL", api.url)
         client = anthropic.Anthropic(api_key="k", base_url=api.url)
-        reply_ = endpoints.ask(client, "s", [], [{"role": "user", "content": "hi"}], 9)
+        reply_ = endpoints.ask(Run(client), "s", [], [{"role": "user", "content": "hi"}], 9)
     shown = re.sub(r"\x1b\[[0-9;]*[mK]", "", screen.getvalue())      # colours and line clearing
     assert "waiting for the model at 127.0.0.1" in shown and "· 1 s" in shown
     assert "Writing the app now." in shown and re.search(r"> write_file … 3\.\d kB so far", shown)
@@ -203,6 +204,22 @@ def test_nothing_of_the_stream_goes_to_a_pipe_and_the_answer_is_printed_once(run
     code, out, err, api = run_main(s03_todo, "hi", script=[reply(text("the answer"))])
     assert out == "the answer\n" and "the answer" not in err and "waiting" not in err
     assert "[session: 1 call · " in err and "from cache" in err
+
+
+def test_a_second_run_in_one_process_keeps_its_own_count_log_and_page(run_main, workdir):
+    """Each main() makes its own Run: nothing of the first run is counted, logged or drawn in
+    the second's (a test suite, or a program calling main() twice)."""
+    first = run_main(s03_todo, "one", script=[reply(tool("bash", {"command": "echo 1"})),
+                                              reply(text("first"))])
+    code, out, err, api = run_main(s03_todo, "two", script=[reply(text("second"))])
+    assert first[0] == code == 0 and "[session: 2 calls · " in first[2]
+    assert "[session: 1 call · " in err
+    folder = workdir / ".transcripts"
+    logs = sorted(folder.glob("session_*.jsonl"), key=lambda p: p.stat().st_mtime_ns)
+    pages = sorted(folder.glob("session_s03_*.html"), key=lambda p: p.stat().st_mtime_ns)
+    assert [json.loads(line)["content"] for line in logs[-1].read_text().splitlines()] == [
+        "two", [{"type": "text", "text": "second"}]]
+    assert len(logs) == len(pages) == 2 and "echo 1" not in pages[-1].read_text()
 
 
 # ---------------------------------------------------------------- the REPL
@@ -427,9 +444,9 @@ def test_a_request_that_cannot_be_encoded_names_the_real_cause():
     from harness.errors import EndpointError
     from harness.stand_in import StandInAPI
     with StandInAPI([reply(text("never"))]) as api:
-        client = anthropic.Anthropic(api_key="k", base_url=api.url)
+        run = Run(anthropic.Anthropic(api_key="k", base_url=api.url))
         with pytest.raises(EndpointError, match="not valid Unicode") as raised:
-            endpoints.ask(client, "s", [], [{"role": "user", "content": "half an emoji \ud83d"}], 9)
+            endpoints.ask(run, "s", [], [{"role": "user", "content": "half an emoji \ud83d"}], 9)
     assert "'\\ud83d'" in str(raised.value) and "did not answer like" not in str(raised.value)
     assert api.requests == []
 
@@ -499,14 +516,14 @@ def test_a_triple_quoted_block_cut_off_by_the_end_of_input_is_sent_with_a_note(r
 def _run_fake_lesson(monkeypatch, workdir, results, stdin="go\nagain\nq\n"):
     """run_cli with an agent_loop that runs two tool calls and is interrupted in the batch."""
     import copy
-    from harness.cli import ToolsInterrupted, run_cli
+    from harness.cli import Lesson, ToolsInterrupted, run_cli
     monkeypatch.chdir(workdir)
     monkeypatch.setenv("ANTHROPIC_API_KEY", "k")
     monkeypatch.setenv("ANTHROPIC_BASE_URL", "http://127.0.0.1:9")    # never called
     monkeypatch.setattr("sys.stdin", io.StringIO(stdin))
     seen = []
 
-    def agent_loop(messages, client):
+    def agent_loop(messages, run):
         seen.append(copy.deepcopy(messages))
         if len(seen) > 1:
             return "the next turn"
@@ -517,12 +534,12 @@ def _run_fake_lesson(monkeypatch, workdir, results, stdin="go\nagain\nq\n"):
              "input": {"command": "sleep 100"}}]})
         raise ToolsInterrupted(results)
 
-    assert run_cli("s99_fake", "A fake lesson.", agent_loop, argv=[]) == 0
+    assert run_cli(Lesson("s99_fake", "A fake lesson.", agent_loop), argv=[]) == 0
     return seen
 
 
 def test_ctrl_c_in_a_batch_keeps_the_calls_that_ran(monkeypatch, capsys, workdir):
-    from harness.cli import NOT_RUN
+    from harness.pairing import NOT_RUN
     results = [{"type": "tool_result", "tool_use_id": "toolu_a",
                 "content": "Wrote 1 bytes to a.txt"},
                {"type": "tool_result", "tool_use_id": "toolu_b", "content": NOT_RUN,
@@ -534,7 +551,7 @@ def test_ctrl_c_in_a_batch_keeps_the_calls_that_ran(monkeypatch, capsys, workdir
 
 
 def test_ctrl_c_before_any_call_of_a_batch_ran_forgets_the_turn(monkeypatch, capsys, workdir):
-    from harness.cli import NOT_RUN
+    from harness.pairing import NOT_RUN
     results = [{"type": "tool_result", "tool_use_id": t, "content": NOT_RUN, "is_error": True}
                for t in ("toolu_a", "toolu_b")]
     seen = _run_fake_lesson(monkeypatch, workdir, results)
@@ -554,6 +571,20 @@ def test_the_key_from_dotenv_never_reaches_a_command(run_main, workdir):
     sent = headers.get("x-api-key") or headers.get("authorization", "").removeprefix("Bearer ")
     assert code == 0 and sent == "sk-from-dotenv"
     assert tool_results(api.requests[1])[0]["content"].strip() == "key=none token=none"
+
+
+def test_a_copy_of_the_dotenv_key_under_another_name_never_reaches_a_command(run_main,
+                                                                              workdir):
+    key = "sk-ant-from-dotenv-" + "k" * 20
+    (workdir / ".env").write_text(f"ANTHROPIC_API_KEY={key}\n")
+    command = "echo old=${MY_OLD_KEY:-none}"
+    script = [reply(tool("bash", {"command": command})), reply(text("done"))]
+    code, out, err, api = run_main(s03_todo, "hi", script=script, key=None,
+                                   env={"MY_OLD_KEY": key})
+    headers = api.headers[0]
+    sent = headers.get("x-api-key") or headers.get("authorization", "").removeprefix("Bearer ")
+    assert code == 0 and sent == key                        # the client has it
+    assert tool_results(api.requests[1])[0]["content"].strip() == "old=none"
 
 
 def test_child_env_leaves_out_the_credentials_of_the_real_environment(monkeypatch):

@@ -90,9 +90,8 @@ def test_a_conversation_over_the_window_fails_to_compact_in_one_line_keeps_its_h
 def context_with_window(monkeypatch, capsys, window, reported):
     """/context as s06 prints it, with CONTEXT_WINDOW=window and the API's count `reported`."""
     monkeypatch.setenv("CONTEXT_WINDOW", str(window))
-    monkeypatch.setattr(views, "RECORD", Recorder())
     history = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]
-    views.print_context("system", [], history,
+    views.print_context(Recorder(), "system", [], history,
                         SimpleNamespace(threshold=THRESHOLD, reported=reported, seen=2))
     return capsys.readouterr().out
 
@@ -112,6 +111,5 @@ def test_context_says_when_the_context_no_longer_fits_the_window(monkeypatch, ca
 
 def test_the_window_is_the_default_models_without_context_window(monkeypatch, capsys):
     monkeypatch.delenv("CONTEXT_WINDOW", raising=False)
-    monkeypatch.setattr(views, "RECORD", Recorder())
-    views.print_context("system", [], [{"role": "user", "content": "hi"}])
+    views.print_context(Recorder(), "system", [], [{"role": "user", "content": "hi"}])
     assert f"of {config.DEFAULT_WINDOW:,} tokens used" in capsys.readouterr().out

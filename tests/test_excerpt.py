@@ -14,8 +14,7 @@ TWENTY_LINES = "\n".join(f"line {n}" for n in range(20))
 def test_a_long_result_is_previewed_alike_on_the_screen_and_on_the_page(capsys):
     terminal.show_tool_result(TWENTY_LINES, False)
     screen = [line[4:] for line in capsys.readouterr().err.splitlines()]
-    record = Recorder()
-    record.reset("s03_todo")
+    record = Recorder("s03_todo")
     usage = SimpleNamespace(input_tokens=10, output_tokens=5)
     record.call(usage)
     record.tool("bash", {"command": "seq 20"}, TWENTY_LINES, False)

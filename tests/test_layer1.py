@@ -6,6 +6,7 @@ import pytest
 
 import s06_compact as s06
 from harness import layer1
+from harness.run import Run
 from harness.stand_in.rules import check_request
 from harness.stand_in.script import tool
 from harness.stand_in.usage import PromptCache
@@ -31,15 +32,11 @@ def cleared_inputs(messages, ids):
     cleared = layer1.Cleared()
     batch = layer1.Batch()
     batch.inputs = dict.fromkeys(ids, 1)
-    cleared.add(batch, messages)
+    cleared.add(Run(), batch, messages)
     return cleared
 
 
-@pytest.fixture(autouse=True)
-def fresh_layers(monkeypatch, tmp_path):
-    monkeypatch.setattr(s06, "CLEARED", layer1.Cleared())
-    monkeypatch.setattr(s06, "CONTEXT", s06.ContextSize())
-    monkeypatch.chdir(tmp_path)
+pytestmark = pytest.mark.usefixtures("fresh_layers")    # s06's layers new, in a tmp folder
 
 
 def test_old_big_writes_and_edits_are_worth_clearing_and_the_newest_calls_are_not():
@@ -83,7 +80,7 @@ def test_an_input_that_is_not_text_is_left_alone():
     assert layer1.view(messages, cleared_inputs(messages, {"t0"}))[1] == messages[1]
 
 
-def test_a_batch_must_free_enough_and_a_fair_share_of_what_it_rewrites(monkeypatch):
+def test_a_batch_must_free_enough_and_a_fair_share_of_what_it_rewrites(monkeypatch, run):
     """s06's rule: at least CLEAR_AT_LEAST, and REWRITE_SHARE times what it writes again."""
     monkeypatch.setattr(s06, "KEEP_RECENT", 1)
     monkeypatch.setattr(s06, "CLEAR_AT_LEAST", 1_000)
@@ -96,7 +93,7 @@ def test_a_batch_must_free_enough_and_a_fair_share_of_what_it_rewrites(monkeypat
         messages[2] = copy.deepcopy(old)
         s06.CLEARED = layer1.Cleared()
         s06.CONTEXT.reported = 1               # a warm cache: the rewrite costs something
-        s06.micro_compact(messages)
+        s06.micro_compact(messages, run)
         return "t0" in s06.CLEARED.results
     monkeypatch.setattr(s06, "REWRITE_SHARE", 1.0)
     assert cleared_with(4_000)                  # rewrites about a quarter of what it frees
@@ -105,19 +102,19 @@ def test_a_batch_must_free_enough_and_a_fair_share_of_what_it_rewrites(monkeypat
     assert not cleared_with(4_000)              # frees too little, however cheap
 
 
-def test_a_small_compact_threshold_makes_smaller_batches_worth_it(monkeypatch):
+def test_a_small_compact_threshold_makes_smaller_batches_worth_it(monkeypatch, run):
     monkeypatch.setattr(s06, "KEEP_RECENT", 1)
     messages = history(("bash", {"command": "a"}), ("bash", {"command": "b"}))
     messages[2]["content"][0]["content"] = "o" * 4 * 5_000        # 5,000 tokens: under 8,000
     s06.CONTEXT.reported = 1
-    s06.micro_compact(messages)
+    s06.micro_compact(messages, run)
     assert s06.CLEARED.results == {}
     s06.CONTEXT.threshold = 9_500                                  # 0.4 x 9,500 = 3,800
-    s06.micro_compact(messages)
+    s06.micro_compact(messages, run)
     assert set(s06.CLEARED.results) == {"t0"}
 
 
-def test_a_cold_cache_clears_what_is_worth_it_without_counting_a_rewrite(monkeypatch):
+def test_a_cold_cache_clears_what_is_worth_it_without_counting_a_rewrite(monkeypatch, run):
     """The first call of a resumed session sends everything at full price anyway: a batch
     that frees enough is cleared, whatever comes after it."""
     monkeypatch.setattr(s06, "KEEP_RECENT", 1)
@@ -125,20 +122,20 @@ def test_a_cold_cache_clears_what_is_worth_it_without_counting_a_rewrite(monkeyp
                        ("bash", {"command": "c"}))
     messages[2]["content"][0]["content"] = "o" * 40_000
     s06.CONTEXT.reported = 1
-    s06.micro_compact(messages)
+    s06.micro_compact(messages, run)
     assert s06.CLEARED.results == {}               # warm: it would rewrite far more than it frees
     s06.CONTEXT.reported = None
-    s06.micro_compact(messages)
+    s06.micro_compact(messages, run)
     assert set(s06.CLEARED.results) == {"t0"}      # cold: nothing to lose
 
 
-def test_a_placeholder_is_made_once_and_stays_the_same_text():
+def test_a_placeholder_is_made_once_and_stays_the_same_text(run):
     messages = history(("bash", {"command": "a"}), ("bash", {"command": "b"}),
                        ("bash", {"command": "c"}))
     messages[2]["content"][0]["content"] = "o" * 40_000
     cleared = layer1.Cleared()
     batch = layer1.no_longer_needed(messages, 1, 400, cleared)
-    cleared.add(batch, messages)
+    cleared.add(run, batch, messages)
     first = layer1.view(messages, cleared)
     messages += history(("bash", {"command": "d"}))[1:]
     messages[-2]["content"][0]["id"] = messages[-1]["content"][0]["tool_use_id"] = "t9"

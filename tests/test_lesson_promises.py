@@ -21,8 +21,9 @@ import s06_compact as s06
 import s07_task_system as s07
 from conftest import FullDisk
 from harness.stand_in.script import reply, text, tool
-from harness import endpoints
+from harness import endpoints, pairing
 from harness.board import open_store
+from harness.run import Run
 from s03_todo import run_tool_calls, schema
 
 BIG = "y" * (4 * s06.CLEAR_AT_LEAST)   # one result worth a whole batch of layer 1
@@ -31,13 +32,7 @@ LAYER_WORK = {"micro_compact", "needs_compaction", "auto_compact", "compact_if_a
               "s06.compact_if_asked", "s06.CONTEXT.record"}
 
 
-@pytest.fixture(autouse=True)
-def fresh_layers(monkeypatch, tmp_path):
-    """Layer 1's cleared ids and layer 2's measure are module state: each test starts afresh,
-    in a tmp folder (whatever a layer saves lands there)."""
-    monkeypatch.setattr(s06, "CLEARED", s06.layer1.Cleared())
-    monkeypatch.setattr(s06, "CONTEXT", s06.ContextSize())
-    monkeypatch.chdir(tmp_path)
+pytestmark = pytest.mark.usefixtures("fresh_layers")    # s06's layers new, in a tmp folder
 
 
 def history(*calls) -> list:
@@ -60,23 +55,23 @@ NEWEST = [("bash", {"command": "ls"}, "1"), ("bash", {"command": "ls"}, "2"),
           ("bash", {"command": "ls"}, "3")]
 
 
-def test_an_edit_does_not_hide_the_read_of_the_file_it_edits():
+def test_an_edit_does_not_hide_the_read_of_the_file_it_edits(run):
     view = shown(s06.micro_compact(history(
         ("read_file", {"path": "a.txt"}, BIG),
         ("edit_file", {"path": "a.txt", "old_text": "y", "new_text": "z"},
          "Edited a.txt: replaced 1 occurrence"),
-        ("bash", {"command": "cat log"}, BIG), *NEWEST)))
+        ("bash", {"command": "cat log"}, BIG), *NEWEST), run))
     assert view[2].startswith("[Previous: used bash")   # a batch did happen
     assert view[0] == BIG                           # the read stays in sight
 
 
 @pytest.mark.parametrize("later", [("read_file", {"path": "./a.txt"}, BIG),
                                    ("write_file", {"path": "a.txt", "content": "new"}, "Wrote")])
-def test_a_later_read_or_write_of_the_file_does_supersede_the_read(later):
+def test_a_later_read_or_write_of_the_file_does_supersede_the_read(later, run):
     view = shown(s06.micro_compact(history(
         ("read_file", {"path": "a.txt"}, BIG * 3),    # worth more than all that follows it
         ("edit_file", {"path": "a.txt", "old_text": "y", "new_text": "z"}, "Edited a.txt"),
-        later, *NEWEST)))
+        later, *NEWEST), run))
     assert view[0] == "[Previous: read a.txt; a later read or write of it follows]"
     assert view[2] == later[2]                      # the newer one stays
 
@@ -176,7 +171,7 @@ def test_a_transcript_cut_by_a_full_disk_leaves_no_file_and_the_compaction_is_sk
     monkeypatch.setattr(io, "open", open_on_full_disk)
     messages = history(*[("bash", {"command": f"step {n}"}, BIG) for n in range(6)])
     before = json.dumps(messages)
-    assert s06.auto_compact(messages, NoCalls()) is False
+    assert s06.auto_compact(messages, Run(NoCalls())) is False
     assert json.dumps(messages) == before               # the history is kept as it was
     assert [p.name for p in Path(".transcripts").iterdir()] == []   # no half file, no empty one
     assert "compaction skipped" in capsys.readouterr().err
@@ -233,10 +228,10 @@ def response(content: list, stop_reason: str) -> Message:
                    usage=Usage(input_tokens=1, output_tokens=1))
 
 
-def test_run_tool_calls_runs_exactly_the_calls_it_is_given(capsys):
+def test_run_tool_calls_runs_exactly_the_calls_it_is_given(capsys, run):
     ran = []
     calls = [endpoints.Call(f"toolu_{n}", "probe", {"n": n}) for n in (1, 3)]
-    results = run_tool_calls(calls, {"probe": lambda n: ran.append(n) or "ok"})
+    results = run_tool_calls(run, calls, {"probe": lambda n: ran.append(n) or "ok"})
     assert ran == [1, 3]
     assert [r["tool_use_id"] for r in results] == ["toolu_1", "toolu_3"]
 
@@ -248,7 +243,7 @@ def test_run_tool_calls_runs_exactly_the_calls_it_is_given(capsys):
     ([TextBlock(text="ok", type="text"), call(1)], "end_turn", [1]),     # end_turn beside a call
     ([call(1), call(2)], "tool_use", [1, 2])])
 def test_only_a_cut_last_call_is_left_out_of_the_reply(content, stop_reason, kept):
-    cut = endpoints._cut_call(content, stop_reason)
+    cut = pairing.cut_call(content, stop_reason)
     tools = [{"name": "probe", "input_schema": schema(["n"], n={"type": "integer"})}]
     assert [c.input["n"] for c in endpoints._calls(content, cut, tools)] == kept
     message = endpoints._assistant_message(content, cut)
@@ -265,26 +260,26 @@ def test_a_compact_call_refused_by_its_schema_does_not_compact(run_main):
 
 # ---------------------------------------------------------------- s06: the layers agree
 
-def test_layer_2_does_not_compact_what_layer_1_has_just_cleared(capsys):
+def test_layer_2_does_not_compact_what_layer_1_has_just_cleared(capsys, run):
     """The API's count for the last call still holds the results a batch has just cleared:
     layer 2 measures the view, so it must not see them and summarise for nothing."""
     messages = history(("bash", {"command": "big"}, BIG), *NEWEST)
     s06.CONTEXT.threshold = 10_000
     s06.CONTEXT.record(Usage(input_tokens=11_000, output_tokens=10), messages)
-    view = s06.micro_compact(messages)
+    view = s06.micro_compact(messages, run)
     assert shown(view)[0].startswith("[Previous: used bash")        # layer 1 cleared it
     assert not s06.needs_compaction(view)
     assert s06.CONTEXT.estimate(view) < 10_000
 
 
-def test_a_new_result_under_an_old_cleared_id_is_shown_whole():
+def test_a_new_result_under_an_old_cleared_id_is_shown_whole(run):
     """An endpoint that numbers its ids afresh (after a compaction, or /clear) reuses an id
     layer 1 cleared: the new result is not the old one, and the model must see it."""
     old = history(("bash", {"command": "big"}, BIG), *NEWEST)
-    s06.micro_compact(old)
-    assert shown(s06.micro_compact(old))[0].startswith("[Previous:")
+    s06.micro_compact(old, run)
+    assert shown(s06.micro_compact(old, run))[0].startswith("[Previous:")
     new = history(("bash", {"command": "again"}, "NEW OUTPUT"), *NEWEST)     # the same ids
-    assert shown(s06.micro_compact(new))[0] == "NEW OUTPUT"
+    assert shown(s06.micro_compact(new, run))[0] == "NEW OUTPUT"
 
 
 def test_a_summary_cut_at_its_limit_says_so(run_main):

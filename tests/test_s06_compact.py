@@ -10,6 +10,7 @@ import pytest
 
 import s06_compact as s06
 from harness import layer1, transcripts
+from harness.run import Run
 from conftest import tool_results
 from harness.stand_in import StandInAPI
 from harness.stand_in.rules import check_request
@@ -28,13 +29,9 @@ def history_with_results(*calls):
     return messages
 
 
-@pytest.fixture(autouse=True)
-def fresh_layers(monkeypatch, tmp_path):
-    """Layer 1's cleared results and layer 2's measure live on two objects: each test starts
-    with new ones, in a tmp folder (a cleared result is saved whole under .transcripts/)."""
-    monkeypatch.setattr(s06, "CLEARED", layer1.Cleared())
-    monkeypatch.setattr(s06, "CONTEXT", s06.ContextSize())
-    monkeypatch.chdir(tmp_path)
+# Each test with s06's layers made new, in a tmp folder (a cleared result is saved whole
+# under .transcripts/ there).
+pytestmark = pytest.mark.usefixtures("fresh_layers")
 
 
 LONG = "x" * 401                     # just over KEEP_CHARS
@@ -47,12 +44,12 @@ def contents(view):
 
 # ---------------------------------------------------------------- layer 1
 
-def test_layer1_clears_old_long_results_in_one_worthwhile_batch_and_keeps_the_newest(capsys):
+def test_layer1_clears_old_long_results_in_one_worthwhile_batch_and_keeps_the_newest(capsys, run):
     history = history_with_results(("bash", BIG), ("bash", "short"),
                                    ("edit_file", LONG, {"path": "a.py"}),
                                    ("bash", LONG), ("bash", LONG), ("bash", LONG))
     original = copy.deepcopy(history)
-    view = s06.micro_compact(history)
+    view = s06.micro_compact(history, run)
     first, *rest = contents(view)
     kept = s06.KEEP_RECENT                          # of the three long bash results at the end
     cleared = ["[Previous: used bash]"] * (3 - kept)
@@ -70,7 +67,7 @@ def test_layer1_clears_old_long_results_in_one_worthwhile_batch_and_keeps_the_ne
             f"(about {freed:,} tokens cleared)") in note
 
 
-def test_layer1_never_clears_what_the_model_has_not_answered_yet():
+def test_layer1_never_clears_what_the_model_has_not_answered_yet(run):
     """Calls made at once come back in one message: the model has seen none of those results,
     and wrote those inputs in its newest turn, so none is cleared, whatever KEEP_RECENT says:
     here the turn holds more calls than KEEP_RECENT, its first results big enough to clear."""
@@ -81,22 +78,22 @@ def test_layer1_never_clears_what_the_model_has_not_answered_yet():
     results = [{"type": "tool_result", "tool_use_id": b["id"], "content": LONG} for b in turn]
     results[0]["content"] = BIG
     history += [{"role": "assistant", "content": turn}, {"role": "user", "content": results}]
-    view = s06.micro_compact(history)
+    view = s06.micro_compact(history, run)
     assert view[1:5] != history[1:5]                       # the old results went in this batch
     assert view[-2:] == history[-2:]                       # the newest turn and its results did not
 
 
-def test_a_call_whose_result_and_input_are_both_cleared_counts_both(capsys):
+def test_a_call_whose_result_and_input_are_both_cleared_counts_both(capsys, run):
     """One id clears both a result and its call's input: what the batch frees is their sum."""
     history = history_with_results(("write_file", LONG, {"path": "a.py", "content": BIG}),
                                    *[("bash", "ok")] * s06.KEEP_RECENT)
-    s06.micro_compact(history)
+    s06.micro_compact(history, run)
     input_freed = layer1.no_longer_needed(history, 0, s06.KEEP_CHARS, layer1.Cleared()).inputs["t0"]
     freed = s06.estimate_tokens(LONG) + input_freed
     assert f"(about {freed:,} tokens cleared)" in capsys.readouterr().err
 
 
-def test_clearing_a_calls_input_keeps_its_short_result_and_claims_nothing_about_the_file():
+def test_clearing_a_calls_input_keeps_its_short_result_and_claims_nothing_about_the_file(run):
     """The content of a write that failed, and the texts of an edit, are cleared from view; the
     short results saying what happened ("old_text not found") stay, and the placeholder of the
     input does not say the file was written."""
@@ -107,7 +104,7 @@ def test_clearing_a_calls_input_keeps_its_short_result_and_claims_nothing_about_
                                     {"path": "b.py", "old_text": BIG, "new_text": BIG + "!"}),
                                    *[("bash", "ok")] * s06.KEEP_RECENT)
     history[2]["content"] = [failed]
-    view = s06.micro_compact(history)
+    view = s06.micro_compact(history, run)
     assert view[2]["content"][0]["content"] == "Error: outside the workspace"
     assert view[4]["content"][0]["content"] == "Error: old_text not found in b.py"
     written, edited = view[1]["content"][0]["input"], view[3]["content"][0]["input"]
@@ -144,38 +141,38 @@ def test_only_a_whole_read_or_write_that_worked_makes_an_earlier_read_stale():
     assert "t10" in gone
 
 
-def test_layer1_never_clears_a_batch_smaller_than_clear_at_least():
+def test_layer1_never_clears_a_batch_smaller_than_clear_at_least(run):
     """Even where a rewrite would be cheap (small results after it), a batch under CLEAR_AT_LEAST
     waits: each batch throws the cache away from its first block, so batches must be rare."""
     just_under = "z" * (4 * s06.CLEAR_AT_LEAST - 200)        # one old result a little under
     history = history_with_results(("bash", just_under), *[("bash", "ok")] * s06.KEEP_RECENT)
-    assert contents(s06.micro_compact(history))[0] == just_under
+    assert contents(s06.micro_compact(history, run))[0] == just_under
     history = history_with_results(("bash", just_under + "z" * 400),
                                    *[("bash", "ok")] * s06.KEEP_RECENT)
-    assert contents(s06.micro_compact(history))[0].startswith("[Previous: used bash")
+    assert contents(s06.micro_compact(history, run))[0].startswith("[Previous: used bash")
 
 
-def test_a_batch_waits_while_clearing_it_would_rewrite_more_cache_than_it_frees():
+def test_a_batch_waits_while_clearing_it_would_rewrite_more_cache_than_it_frees(run):
     """An old result worth CLEAR_AT_LEAST, followed by three times as much: clearing it would
     make the API write all that again (1.25 x) to free less than REWRITE_SHARE x of it. With a
     cold cache (nothing counted yet: a resumed session's first call) nothing is lost: it goes."""
     history = history_with_results(("bash", BIG), *[("bash", BIG + str(n)) for n in range(3)])
     s06.CONTEXT.record(Usage(40_000, 100), history)          # the API has read all of it
-    assert contents(s06.micro_compact(history)) == [BIG] + [BIG + str(n) for n in range(3)]
+    assert contents(s06.micro_compact(history, run)) == [BIG] + [BIG + str(n) for n in range(3)]
     s06.CONTEXT.reported = None                              # a cold cache
-    assert contents(s06.micro_compact(history))[0].startswith("[Previous: used bash")
+    assert contents(s06.micro_compact(history, run))[0].startswith("[Previous: used bash")
 
 
-def test_layer1_waits_until_a_batch_is_worth_the_cache_it_throws_away():
+def test_layer1_waits_until_a_batch_is_worth_the_cache_it_throws_away(run):
     history = history_with_results(*[("bash", LONG)] * 8)        # 5 old results of ~100 tokens each
-    assert s06.micro_compact(history) == history
+    assert s06.micro_compact(history, run) == history
 
 
-def test_between_batches_every_request_repeats_the_last_one_as_its_prefix():
+def test_between_batches_every_request_repeats_the_last_one_as_its_prefix(run):
     history = history_with_results(("bash", BIG), ("bash", LONG), ("bash", LONG), ("bash", LONG))
     views = []
     for n in range(6):                    # six more calls, each adding a result too small to batch
-        views.append(s06.micro_compact(history))
+        views.append(s06.micro_compact(history, run))
         history += history_with_results(("bash", LONG))[1:]
         history[-2]["content"][0]["id"] = history[-1]["content"][0]["tool_use_id"] = f"more{n}"
     assert contents(views[0])[0].startswith("[Previous: used bash")
@@ -184,25 +181,25 @@ def test_between_batches_every_request_repeats_the_last_one_as_its_prefix():
         assert after[:len(before)] == before
 
 
-def test_a_file_stays_visible_until_a_later_read_or_write_supersedes_it():
+def test_a_file_stays_visible_until_a_later_read_or_write_supersedes_it(run):
     history = history_with_results(("read_file", BIG, {"path": "a.py"}),
                                    ("read_file", LONG, {"path": "b.py"}),
                                    ("write_file", "Wrote", {"path": "./a.py"}),
                                    ("bash", "1"), ("bash", "2"), ("bash", "3"))
-    view = contents(s06.micro_compact(history))
+    view = contents(s06.micro_compact(history, run))
     assert view[0] == "[Previous: read a.py; a later read or write of it follows]"
     assert view[1] == LONG          # b.py was never read again: its contents are current
 
 
 # ---------------------------------------------------------------- the summary call
 
-def test_the_summary_call_repeats_the_loops_prefix_and_asks_for_no_tool(in_tmp):
+def test_the_summary_call_repeats_the_loops_prefix_and_asks_for_no_tool(in_tmp, run):
     history = history_with_results(("bash", LONG), ("bash", "done"))
-    view = s06.micro_compact(history)
+    view = s06.micro_compact(history, run)
     answer = reply(tool("bash", {"command": "ls"}), text("SUMMARY: ran bash twice"))
     with StandInAPI([answer]) as api:
-        client = anthropic.Anthropic(api_key="k", base_url=api.url)
-        assert s06.auto_compact(history, client, focus="the bash runs") is True
+        run.client = anthropic.Anthropic(api_key="k", base_url=api.url)
+        assert s06.auto_compact(history, run, focus="the bash runs") is True
     (request,) = api.requests
     assert request["system"] == s06.SYSTEM and request["tools"] == s06.TOOLS
     assert "tool_choice" not in request
@@ -276,7 +273,7 @@ def test_a_failed_summary_loses_nothing(in_tmp, capsys, answer):
     before = copy.deepcopy(history)
     with StandInAPI([answer]) as api:
         client = anthropic.Anthropic(api_key="k", base_url=api.url, max_retries=0)
-        assert s06.auto_compact(history, client) is False
+        assert s06.auto_compact(history, Run(client)) is False
     assert history == before
     assert len(list((in_tmp / ".transcripts").iterdir())) == 1
     err = capsys.readouterr().err
@@ -348,7 +345,7 @@ def test_a_compaction_that_cannot_save_its_transcript_keeps_the_history(in_tmp, 
     original = copy.deepcopy(history)
     with StandInAPI([]) as api:
         client = anthropic.Anthropic(api_key="k", base_url=api.url)
-        assert s06.auto_compact(history, client) is False
+        assert s06.auto_compact(history, Run(client)) is False
     assert history == original and api.requests == []           # no summary call, nothing lost
     assert "compaction skipped, history kept: cannot save the transcript" in capsys.readouterr().err
 
@@ -363,7 +360,7 @@ def test_a_compaction_never_writes_its_transcript_through_a_link_planted_for_it(
     history = history_with_results(("bash", LONG), ("bash", "done"))
     with StandInAPI([reply(text("SUMMARY: ran bash twice"))]) as api:
         client = anthropic.Anthropic(api_key="k", base_url=api.url)
-        assert s06.auto_compact(history, client) is True
+        assert s06.auto_compact(history, Run(client)) is True
     assert victim.read_text() == "the user's file"
     (saved,) = (in_tmp / ".transcripts").glob("transcript_*.jsonl")
     assert len(saved.read_text().splitlines()) == 5
@@ -385,7 +382,7 @@ def test_layer2_does_not_compact_again_until_new_work_has_grown_the_context(in_t
     history = history_with_results(("bash", LONG))
     with StandInAPI([reply(text("SUMMARY " + "s" * 400))]) as api:
         client = anthropic.Anthropic(api_key="k", base_url=api.url)
-        assert s06.needs_compaction(history) and s06.auto_compact(history, client)
+        assert s06.needs_compaction(history) and s06.auto_compact(history, Run(client))
     assert "the summary alone is over COMPACT_THRESHOLD" in capsys.readouterr().err
     assert not s06.needs_compaction(history)        # still over 40 tokens, but nothing new was done
     history.append({"role": "assistant", "content": [text("more work " * 10)]})

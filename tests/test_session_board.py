@@ -11,8 +11,7 @@ PAGE_LIMIT = 5_000_000      # bytes: the page must open quickly in any browser, 
 
 def board_page(board, compactions=0):
     """A page whose board is `board`, drawn at `compactions` compactions and at the end."""
-    rec = Recorder()
-    rec.reset("s07_task_system")
+    rec = Recorder("s07_task_system")
     rec.watch_board(lambda: board)
     rec.call(usage(uncached=10))
     for n in range(compactions):

@@ -1,4 +1,4 @@
-"""The session log: saved as it goes, survives kill -9, rebuilt valid for the API."""
+"""The session log: saved as it goes, survives kill -9, read back valid for the API."""
 
 import json
 import os
@@ -11,45 +11,10 @@ import pytest
 
 from harness.session import log as session_log
 from harness.errors import SetupError
-from harness.session.log import SessionLog, latest, load, read_session, repair
-from harness.stand_in.rules import check_request
+from harness.session.log import SessionLog, latest, load, read_session
 
 from conftest import ROOT
-
-
-def valid(messages):
-    """None if the real API would accept this history, else the rule it breaks."""
-    return check_request({"model": "m", "max_tokens": 1, "messages": messages},
-                         context_window=10 ** 9)
-
-
-def call(id, name="bash", **input):
-    return {"type": "tool_use", "id": id, "name": name, "input": input or {"command": "ls"}}
-
-
-def result(id, content="ok"):
-    return {"type": "tool_result", "tool_use_id": id, "content": content}
-
-
-def interrupted(id):
-    """The result a call gets when it was running as the session stopped."""
-    return {"type": "tool_result", "tool_use_id": id, "content": "interrupted; it may have acted",
-            "is_error": True}
-
-
-def session(n_calls):
-    """A history as the loop builds it: a prompt, then a call and its result, n times, an answer."""
-    history = [{"role": "user", "content": "fix the tests"}]
-    for n in range(n_calls):
-        history += [{"role": "assistant", "content": [call(f"t{n}")]},
-                    {"role": "user", "content": [result(f"t{n}", f"output {n}")]}]
-    return history + [{"role": "assistant", "content": [{"type": "text", "text": "Done."}]}]
-
-
-@pytest.fixture(autouse=True)
-def no_active_log():
-    yield
-    session_log.close_session()
+from helpers import call, interrupted, result, session, valid
 
 
 def test_every_appended_message_is_one_line_and_loads_back_exactly(tmp_path):
@@ -78,40 +43,6 @@ def test_a_torn_last_line_is_skipped_and_the_rest_is_kept(tmp_path):
     assert found.messages == session(2)[:-1] and valid(found.messages) is None
 
 
-def test_the_last_batch_without_results_marks_its_first_call_interrupted_and_drops_the_rest():
-    history = session(2)[:-1] + [{"role": "assistant", "content": [
-        {"type": "text", "text": "Running two more."}, call("a"), call("b")]}]
-    repaired, dropped = repair(history)
-    assert dropped == 1 and valid(repaired) is None
-    assert repaired[:-2] == history[:-1]                       # t0 and t1 ran: kept with results
-    assert repaired[-2]["content"] == [{"type": "text", "text": "Running two more."}, call("a")]
-    assert repaired[-1] == {"role": "user", "content": [interrupted("a")]}   # a may have run
-
-
-def test_of_two_calls_in_one_message_only_the_answered_one_stays():
-    history = [{"role": "user", "content": "go"},
-               {"role": "assistant", "content": [call("a"), call("b")]},
-               {"role": "user", "content": [result("a"), result("a", "again")]},  # b lost, a twice
-               {"role": "user", "content": [result("zzz"), {"type": "text", "text": "more"}]}]
-    repaired, dropped = repair(history)
-    assert dropped == 1 and valid(repaired) is None
-    assert repaired[1]["content"] == [call("a")]
-    assert repaired[2]["content"] == [result("a")]             # one result per id
-    assert repaired[3]["content"] == [{"type": "text", "text": "more"}]   # an orphan result goes
-
-
-def test_the_first_message_is_the_users_and_empty_text_is_left_out():
-    history = [{"role": "assistant", "content": [call("x")]},
-               {"role": "user", "content": [result("x")]},
-               {"role": "user", "content": "  "}, {"role": "user", "content": "start here"},
-               {"role": "assistant", "content": [{"type": "text", "text": ""}, call("y")]},
-               {"role": "user", "content": [result("y")]}]
-    repaired, _ = repair(history)
-    assert valid(repaired) is None
-    assert repaired[0] == {"role": "user", "content": "start here"}
-    assert repaired[1]["content"] == [call("y")]
-
-
 def test_a_compacted_session_resumes_from_its_summary(tmp_path):
     log = SessionLog.start(tmp_path)
     for message in session(4)[:-1]:
@@ -124,22 +55,22 @@ def test_a_compacted_session_resumes_from_its_summary(tmp_path):
     assert load(log.path) == [summary] + after
 
 
-def test_sync_records_new_messages_a_compaction_and_a_rolled_back_turn(tmp_path):
+def test_record_writes_new_messages_a_compaction_and_a_rolled_back_turn(tmp_path):
     log = SessionLog.start(tmp_path)
     history = []
-    for message in session(2)[:-1]:                # the loop appends, then sync
+    for message in session(2)[:-1]:                # the loop appends, then records
         history.append(message)
-        log.sync(history)
+        log.record(history)
     assert load(log.path) == history
     history.append({"role": "user", "content": "a turn that fails"})
     history.append({"role": "assistant", "content": [call("lost")]})
-    log.sync(history)
+    log.record(history)
     del history[5:]                                # the cli undoes the failed turn
-    log.sync(history)
+    log.record(history)
     assert load(log.path) == history
     history[:] = [{"role": "user", "content": "Summary so far."}]   # auto_compact's replacement
     history += session(1)[1:]
-    log.sync(history)
+    log.record(history)
     assert load(log.path) == history
     assert len(log.path.read_text(encoding="utf-8").splitlines()) == 5 + 2 + 1 + 1 + 3
 
@@ -176,7 +107,7 @@ def test_continue_starts_a_new_log_with_the_repaired_history_and_keeps_the_old_f
         old.append(message)
     old.close()
     before = old.path.read_bytes()
-    history = session_log.open_session(continue_latest=True, folder=tmp_path)
+    log, history = session_log.open_session(continue_latest=True, folder=tmp_path)
     assert history == session(2)[:-1] + [{"role": "assistant", "content": [call("cut")]},
                                          {"role": "user", "content": [interrupted("cut")]}]
     assert valid(history) is None
@@ -184,9 +115,10 @@ def test_continue_starts_a_new_log_with_the_repaired_history_and_keeps_the_old_f
     assert (f"continuing {old.path}: 7 messages (1 tool call stopped while it ran: its result "
             "says it may have acted)") in note
     history.append({"role": "user", "content": "go on"})
-    session_log.record(history)
+    log.record(history)
+    log.close()
     new = latest(tmp_path)
-    assert new != old.path and old.path.read_bytes() == before
+    assert new == log.path != old.path and old.path.read_bytes() == before
     assert load(new) == history
 
 
@@ -257,16 +189,16 @@ LOOP_WRITER = r"""
 import sys, time
 from pathlib import Path
 from harness.session import log as session_log
-session_log.open_session(folder=Path(sys.argv[1]))
+log, _ = session_log.open_session(folder=Path(sys.argv[1]))
 finished = int(sys.argv[2])          # calls that finish before the kill
 messages = [{"role": "user", "content": "make three files"}]
-session_log.record(messages)         # a round starts
+log.record(messages)                 # a round starts
 calls = [{"type": "tool_use", "id": f"call_{n}", "name": "bash", "input": {"command": f"touch {n}"}}
          for n in "abc"]
 messages.append({"role": "assistant", "content": calls})
-session_log.record(messages)         # the reply is on disk before its first call runs
+log.record(messages)                 # the reply is on disk before its first call runs
 for call in calls[:finished]:        # each result is recorded the moment it exists
-    session_log.tool_result({"type": "tool_result", "tool_use_id": call["id"], "content": "done"})
+    log.tool_result({"type": "tool_result", "tool_use_id": call["id"], "content": "done"})
 print("killing time", flush=True)    # the next call "runs" until the kill
 time.sleep(60)
 """
@@ -295,62 +227,50 @@ def test_a_session_killed_mid_batch_resumes_with_every_call_that_ran(tmp_path, f
 
 
 def test_results_recorded_one_by_one_and_then_as_a_message_load_once(tmp_path):
-    session_log.open_session(folder=tmp_path)
+    log = SessionLog.start(tmp_path)
     messages = session(1)[:-1]
-    session_log.record(messages)
+    log.record(messages)
     messages.append({"role": "assistant", "content": [call("a"), call("b")]})
     for id in ("a", "b"):
-        session_log.tool_result(result(id, f"output of {id}"))
+        log.tool_result(result(id, f"output of {id}"))
     messages.append({"role": "user", "content": [result("a", "output of a"),
                                                  result("b", "output of b")]})
-    session_log.record(messages)
+    log.record(messages)
     messages.append({"role": "assistant", "content": [{"type": "text", "text": "Both done."}]})
-    session_log.record(messages)
-    assert load(latest(tmp_path)) == messages
+    log.record(messages)
+    log.close()
+    assert load(log.path) == messages
 
 
 def test_a_call_reaches_the_log_before_its_result_even_if_the_loop_did_not_record_it(tmp_path):
-    session_log.open_session(folder=tmp_path)
+    log = SessionLog.start(tmp_path)
     messages = [{"role": "user", "content": "go"}]
-    session_log.record(messages)
+    log.record(messages)
     messages.append({"role": "assistant", "content": [call("a")]})   # no record() in between
-    session_log.tool_result(result("a"))
-    assert load(latest(tmp_path)) == messages + [{"role": "user", "content": [result("a")]}]
+    log.tool_result(result("a"))
+    log.close()
+    assert load(log.path) == messages + [{"role": "user", "content": [result("a")]}]
 
 
-# ---------------------------------------------------------------- a failed turn's live history
-
-def test_a_failed_turn_keeps_the_calls_that_ran_and_marks_the_one_that_was_running(tmp_path):
-    session_log.open_session(folder=tmp_path)
-    summary = "[This conversation was compacted.]\n\nSummary: two files written."
-    messages = [{"role": "user", "content": summary}]           # a compaction happened this turn
-    session_log.record(messages)
-    messages.append({"role": "assistant", "content": [call("a"), call("b"), call("c")]})
-    session_log.tool_result(result("a", "wrote a"))
-    repaired, dropped = session_log.repair_live(messages)     # b was running when the turn failed
-    assert dropped == 1 and valid(repaired) is None
-    assert repaired == [{"role": "user", "content": summary},   # a plain string stays one
-                        {"role": "assistant", "content": [call("a"), call("b")]},
-                        {"role": "user", "content": [result("a", "wrote a"), interrupted("b")]}]
-    messages[:] = repaired
-    session_log.record(messages)
-    assert load(latest(tmp_path)) == messages
+def test_the_log_knows_which_calls_of_the_last_reply_ran_until_the_history_moves_on(tmp_path):
+    """What the cli answers a failed turn's calls from (pairing.keep_completed)."""
+    for log in (SessionLog.start(tmp_path), SessionLog()):      # with a file and without one
+        messages = [{"role": "user", "content": "go"}]
+        log.record(messages)
+        messages.append({"role": "assistant", "content": [call("a"), call("b")]})
+        log.tool_result(result("a", "wrote a"))
+        assert list(log.ran.values()) == [result("a", "wrote a")]
+        messages.append({"role": "user", "content": [result("a", "wrote a"), result("b")]})
+        log.record(messages)
+        assert log.ran == {}
+        log.close()
+    assert SessionLog().path is None and list(tmp_path.iterdir()) == [log_path(tmp_path)]
 
 
-def test_a_failed_turn_with_no_result_marks_its_first_call_and_drops_the_calls_never_run():
-    messages = [{"role": "user", "content": "Summary so far."},
-                {"role": "assistant", "content": [call("a"), call("b")]}]
-    repaired, dropped = session_log.repair_live(messages)     # no log: nothing known to have run
-    assert dropped == 1 and valid(repaired) is None
-    assert repaired[1:] == [{"role": "assistant", "content": [call("a")]},
-                            {"role": "user", "content": [interrupted("a")]}]
-
-
-def test_a_turn_that_failed_before_any_reply_keeps_its_prompt_and_every_message_object():
-    messages = session(2) + [{"role": "user", "content": "and now the docs"}]
-    repaired, dropped = session_log.repair_live(messages)
-    assert dropped == 0 and repaired == messages
-    assert all(a is b for a, b in zip(repaired, messages, strict=True))   # record(): no rewrite
+def log_path(folder):
+    """The one session file in folder."""
+    (path,) = folder.glob("session_*.jsonl")
+    return path
 
 
 # ---------------------------------------------------------------- hostile session files
@@ -365,7 +285,8 @@ def test_garbage_lines_even_deeply_nested_ones_count_as_torn_and_the_rest_loads(
     (tmp_path / "session_20260101-000000_1.jsonl").write_text("\n".join(lines) + "\n")
     found = read_session(tmp_path / "session_20260101-000000_1.jsonl")
     assert found.messages == session(1)[:-1] and found.torn_lines == 5
-    session_log.open_session(continue_latest=True, folder=tmp_path)
+    log, _ = session_log.open_session(continue_latest=True, folder=tmp_path)
+    log.close()
     assert "(5 torn lines skipped)" in capsys.readouterr().err
 
 
@@ -389,52 +310,6 @@ def test_odd_blocks_in_well_formed_lines_never_break_loading_or_the_next_request
                               {"role": "user", "content": [result("a")]}, odd[-1]]
 
 
-def test_a_tool_input_saved_as_json_text_is_decoded_and_an_undecodable_one_left_out(tmp_path):
-    history = [{"role": "user", "content": "go"},
-               {"role": "assistant", "content": [
-                   {"type": "tool_use", "id": "a", "name": "bash", "input": '{"command": "ls"}'},
-                   {"type": "tool_use", "id": "b", "name": "bash", "input": "ls -l"},
-                   {"type": "tool_use", "id": "c", "name": "bash", "input": ["ls"]}]},
-               {"role": "user", "content": [result("a"), result("b", "Error"),
-                                            result("c", "Error")]}]
-    repaired, dropped = repair(history)
-    assert dropped == 2 and valid(repaired) is None
-    assert repaired[1:] == [{"role": "assistant", "content": [call("a")]},
-                            {"role": "user", "content": [result("a")]}]
-
-
-def test_reused_tool_use_ids_in_a_saved_session_are_renamed_call_and_result_together():
-    history = [{"role": "user", "content": "go"},
-               {"role": "assistant", "content": [call("toolu_01"), call("toolu_02")]},
-               {"role": "user", "content": [result("toolu_01", "1"), result("toolu_02", "2")]},
-               {"role": "assistant", "content": [call("toolu_01", command="pwd")]},  # from 1 again
-               {"role": "user", "content": [result("toolu_01", "3")]},
-               {"role": "assistant", "content": [call("toolu_05"), call("toolu_05")]},  # in one
-               {"role": "user", "content": [result("toolu_05", "4"), result("toolu_05", "5")]}]
-    repaired, dropped = repair(history)
-    assert dropped == 0 and valid(repaired) is None
-    assert repaired[:3] == history[:3]
-    again = repaired[3]["content"][0]
-    assert again["id"] != "toolu_01" and again["input"] == {"command": "pwd"}
-    assert repaired[4]["content"] == [result(again["id"], "3")]      # the result follows its call
-    first, second = (b["id"] for b in repaired[5]["content"])
-    assert first == "toolu_05" and second != first
-    assert repaired[6]["content"] == [result(first, "4"), result(second, "5")]
-
-
-def test_a_new_reply_reusing_an_earlier_id_gets_a_fresh_one_and_others_are_left_alone():
-    history = session(2)                                    # t0 and t1 are taken
-    fresh = {"role": "assistant", "content": [call("t9")]}
-    assert session_log.unique_ids(history, fresh) is fresh and fresh["content"] == [call("t9")]
-    reused = {"role": "assistant", "content": [{"type": "text", "text": "Again."}, call("t1"),
-                                               call("t5"), call("t5")]}
-    renamed = session_log.unique_ids(history, reused)
-    ids = [b["id"] for b in renamed["content"][1:]]
-    assert ids[1] == "t5" and len(set(ids + ["t0", "t1"])) == 5
-    answered = history + [renamed, {"role": "user", "content": [result(id) for id in ids]}]
-    assert valid(answered) is None
-
-
 def test_continue_where_no_new_file_can_be_made_resumes_without_a_log(tmp_path, monkeypatch,
                                                                         capsys):
     old = SessionLog.start(tmp_path)
@@ -445,11 +320,12 @@ def test_continue_where_no_new_file_can_be_made_resumes_without_a_log(tmp_path, 
     def read_only(folder=None):
         raise PermissionError(13, "Permission denied")
     monkeypatch.setattr(SessionLog, "start", read_only)
-    history = session_log.open_session(continue_latest=True, folder=tmp_path)
+    log, history = session_log.open_session(continue_latest=True, folder=tmp_path)
     assert history == session(1)
     note = capsys.readouterr().err
     assert f"continuing {old.path}: 4 messages" in note and note.count("\n") == 1
     assert "no session log" in note and "permission denied" in note
     history.append({"role": "user", "content": "go on"})
-    session_log.record(history)                             # no log: nothing to write, no error
+    log.record(history)                                     # no file: nothing to write, no error
+    log.close()
     assert list(tmp_path.iterdir()) == [old.path]

@@ -47,8 +47,7 @@ def synthetic_record(subject="Write the API tests", summary="Summary: planned fo
     """Six calls, each with the request it sent: layer 1 clears before call 3 (its request
     holds the placeholder), call 4 is a summary that compacts, call 5 starts from the summary
     with s07's board after it; the board is read at the compaction and at the end."""
-    rec = Recorder()
-    rec.reset("s07_task_system")
+    rec = Recorder("s07_task_system")
     board = {**BOARD, 4: {**BOARD[4], "subject": subject}}
     rec.watch_board(lambda: board)
     rec.threshold(9_000)
@@ -162,8 +161,7 @@ def test_a_compactions_sizes_say_which_is_the_apis_count_and_which_is_estimated(
 
 
 def test_the_legend_explains_only_the_marks_the_lesson_can_make():
-    s03 = Recorder()
-    s03.reset("s03_todo")
+    s03 = Recorder("s03_todo")
     s03.call(usage(uncached=500, out=20))
     legend = " ".join(parsed(s03).text)
     assert "read from the cache" in legend and "output" in legend

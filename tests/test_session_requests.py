@@ -80,8 +80,7 @@ def test_hostile_text_in_a_request_is_shown_as_text():
 def long_session(calls, result_chars, clear_every=10, compact_every=50):
     """A session of `calls` calls, each adding a tool call and a result of result_chars; layer 1
     clears the older results every clear_every calls; a compaction every compact_every calls."""
-    rec = Recorder()
-    rec.reset("s06_compact")
+    rec = Recorder("s06_compact")
     rec.threshold(50_000)
     history, cleared = [{"role": "user", "content": "work through the backlog"}], 0
     for n in range(1, calls + 1):

@@ -6,6 +6,7 @@ from types import SimpleNamespace
 import pytest
 
 from harness import layer1
+from harness.run import Run
 from harness.errors import SetupError
 from harness.session import views
 from harness.session.record import Recorder
@@ -73,7 +74,7 @@ def test_context_counts_a_cleared_write_as_a_placeholder_not_as_a_call():
     batch = layer1.Batch()
     batch.inputs = {"t0": 1}
     done = layer1.Cleared()
-    done.add(batch, history)
+    done.add(Run(), batch, history)
     cleared = layer1.view(history, done)
     report = context_report("", [], cleared, 50_000, None, None)
     assert row(report, "cleared placeholders") > 10 and row(report, "tool calls") == 0
@@ -93,18 +94,17 @@ def test_context_uses_the_apis_count_where_known_and_shows_the_cached_prefix():
 
 
 def test_context_in_s03_counts_with_the_last_call_and_estimates_only_what_came_after(
-        monkeypatch, capsys):
+        capsys):
     """s03 has no ContextSize: the record's last call says what the API counted, and how many
     messages that count covers (those it sent, and its reply)."""
     record = Recorder()
-    monkeypatch.setattr(views, "RECORD", record)
     sent = [{"role": "user", "content": "read big.txt"}]
     record.call(usage(uncached=900, out=100), sent=sent, system="s", tools=[])
     after = [*sent, {"role": "assistant", "content": [{"type": "tool_use", "id": "t1",
                                                         "name": "read_file", "input": {}}]},
              {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1",
                                            "content": "x" * 4_000}]}]
-    views.print_context("s", [], after)
+    views.print_context(record, "s", [], after)
     report = capsys.readouterr().out
     tokens, estimated = total(report)
     assert not estimated and 1_000 + 1_000 <= tokens <= 1_000 + 1_030   # the result is ~1,000
@@ -113,11 +113,10 @@ def test_context_in_s03_counts_with_the_last_call_and_estimates_only_what_came_a
 
 
 def test_context_in_s06_takes_the_threshold_and_count_from_the_lessons_context(
-        monkeypatch, capsys):
-    monkeypatch.setattr(views, "RECORD", Recorder())
+        capsys):
     history = compacted_history()
     context = SimpleNamespace(threshold=5_000, reported=3_000, seen=len(history))
-    views.print_context("", [], history, context)
+    views.print_context(Recorder(), "", [], history, context)
     report = capsys.readouterr().out
     assert total(report) == (3_000, False)
     assert "COMPACT_THRESHOLD 5,000: 2,000 tokens to go" in report
@@ -128,16 +127,14 @@ def test_context_gives_the_size_layer_2_compares_with_its_threshold(monkeypatch,
     """With or without the API's count, /context's total is s06's ContextSize.estimate of the
     same view: the number layer 2 compacts on, and the one `[compacted: A → ~B]` gives."""
     import s06_compact as s06
-    from harness.session import record as session_record
-    monkeypatch.setattr(views, "RECORD", Recorder())
-    monkeypatch.setattr(session_record, "RECORD", Recorder())
+    run = Run()
     monkeypatch.setattr(s06, "CONTEXT", s06.ContextSize())
     system, tools = "You are a coding agent. " * 10, s06.TOOLS
-    s06.start(None, system, tools)             # the system prompt and tools, as a run counts them
+    s06.start(run, None, system, tools)      # the system prompt and tools, as a run counts them
     history = compacted_history()
     for reported, seen in ((None, 0), (2_000, 1), (2_000, len(history))):
         s06.CONTEXT.reported, s06.CONTEXT.seen = reported, seen
-        views.print_context(system, tools, history, s06.CONTEXT)
+        views.print_context(run.recorder, system, tools, history, s06.CONTEXT)
         shown, estimated = total(capsys.readouterr().out)
         assert shown == s06.CONTEXT.estimate(history) and estimated == (reported is None)
 

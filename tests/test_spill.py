@@ -19,7 +19,6 @@ ROOT = Path(__file__).resolve().parent.parent
 @pytest.fixture
 def results(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    spill.SAVED.clear()                 # as a new process starts
     return spill.RESULTS
 
 
@@ -28,9 +27,9 @@ def big_output(chars=300_000):
     return "\n".join(lines)[:chars]
 
 
-def test_a_300000_character_output_can_be_read_back_in_full_from_the_saved_file(results):
+def test_a_300000_character_output_can_be_read_back_in_full_from_the_saved_file(results, run):
     text = big_output()
-    shown = spill.keep_whole(text, CAP, "bash")
+    shown = spill.keep_whole(text, CAP, "bash", run.saved)
     assert len(shown) <= CAP + 500                     # what the model sees stays near the cap
     assert shown.startswith(text[:20_000]) and text[-20_000:] in shown
     path = spill.saved_path_in(shown)
@@ -45,65 +44,67 @@ def test_a_300000_character_output_can_be_read_back_in_full_from_the_saved_file(
     assert not list(Path(results).glob(".*.tmp"))        # no temporary file left behind
 
 
-def test_a_result_within_the_cap_is_left_alone_and_saves_nothing(results):
-    assert spill.keep_whole("short", CAP, "bash") == "short"
+def test_a_result_within_the_cap_is_left_alone_and_saves_nothing(results, run):
+    assert spill.keep_whole("short", CAP, "bash", run.saved) == "short"
     assert spill.saved_path_in("short") is None
     assert not Path(results).exists()
 
 
-def test_only_the_note_on_the_last_line_names_a_saved_file(results):
-    shown = spill.keep_whole(big_output(80_000), CAP, "read_file")
+def test_only_the_note_on_the_last_line_names_a_saved_file(results, run):
+    shown = spill.keep_whole(big_output(80_000), CAP, "read_file", run.saved)
     path = spill.saved_path_in(shown)
     assert path and "/read_file_" in path
     assert spill.saved_path_in(shown + "\nmore output") is None     # a quoted note is not ours
 
 
-def test_the_oldest_saved_results_go_first_past_the_file_count(results, monkeypatch):
+def test_the_oldest_saved_results_go_first_past_the_file_count(results, monkeypatch, run):
     monkeypatch.setattr(spill, "MAX_FILES", 3)
     paths = []
     for n in range(5):
-        paths.append(spill.save_result(f"result {n} " + "z" * 5_000, "bash"))
+        paths.append(spill.save_result(f"result {n} " + "z" * 5_000, "bash", run.saved))
         os.utime(paths[-1], ns=(n * 10**9, n * 10**9))       # distinct ages, oldest first
     assert [p.exists() for p in paths] == [False, False, True, True, True]
     assert len(set(paths)) == 5        # a removed file's name is not given to another output
 
 
-def test_the_oldest_saved_results_go_first_past_the_total_size(results, monkeypatch):
+def test_the_oldest_saved_results_go_first_past_the_total_size(results, monkeypatch, run):
     monkeypatch.setattr(spill, "MAX_TOTAL_BYTES", 25_000)
     paths = []
     for n in range(4):
-        paths.append(Path(spill.save_result(f"{n}" * 10_000, "bash")))
+        paths.append(Path(spill.save_result(f"{n}" * 10_000, "bash", run.saved)))
         os.utime(paths[-1], ns=(n * 10**9, n * 10**9))
-    spill.prune()
+    spill.prune(run.saved)
     assert [p.exists() for p in paths] == [False, False, True, True]
-    newest = spill.save_result("n" * 24_000, "bash")       # the newest is kept, whatever its size
+    # The newest is kept, whatever its size.
+    newest = spill.save_result("n" * 24_000, "bash", run.saved)
     assert newest.exists() and sum(p.exists() for p in paths) == 0
 
 
-def test_a_full_disk_falls_back_to_a_plain_cut_with_a_clear_note(results, monkeypatch):
+def test_a_full_disk_falls_back_to_a_plain_cut_with_a_clear_note(results, monkeypatch, run):
     real_open = io.open
     monkeypatch.setattr(io, "open", lambda file, mode="r", *args, **kwargs: (
         FullDisk(real_open(file, mode, *args, **kwargs)) if "w" in mode
         else real_open(file, mode, *args, **kwargs)))
     text = big_output()
-    shown = spill.keep_whole(text, CAP, "bash")
+    shown = spill.keep_whole(text, CAP, "bash", run.saved)
     assert shown.startswith(text[:CAP])
     assert shown.endswith(f"[output cut: {len(text) - CAP:,} more characters; the whole output "
                           f"could not be saved in {results}/ (the disk is full)]")
     assert spill.saved_path_in(shown) is None
-    assert spill.save_for_placeholder(text, "bash") is None
+    assert spill.save_for_placeholder(text, "bash", run.saved) is None
     assert list(Path(results).glob("*.txt")) == []       # no empty or partial file left behind
     assert list(Path(results).iterdir()) == []           # not even half a marker
 
 
-def test_a_cleared_result_is_saved_once_and_named_the_same_way_every_time(results):
+def test_a_cleared_result_is_saved_once_and_named_the_same_way_every_time(results, run):
     text = "x" * 3_000
-    first = spill.save_for_placeholder(text, "bash")
-    assert first == spill.save_for_placeholder(text, "bash")      # same text, same file
+    first = spill.save_for_placeholder(text, "bash", run.saved)
+    assert first == spill.save_for_placeholder(text, "bash", run.saved)      # same text, same file
     assert Path(first).read_text() == text
-    assert spill.save_for_placeholder("tiny", "bash") is None      # cheaper to run again
-    shown = spill.keep_whole(big_output(), CAP, "bash")
-    assert spill.save_for_placeholder(shown, "bash") == spill.saved_path_in(shown)   # no copy
+    assert spill.save_for_placeholder("tiny", "bash", run.saved) is None      # cheaper to run again
+    shown = spill.keep_whole(big_output(), CAP, "bash", run.saved)
+    # No copy: the file keep_whole saved.
+    assert spill.save_for_placeholder(shown, "bash", run.saved) == spill.saved_path_in(shown)
     assert len(list(Path(results).glob("*.txt"))) == 2
 
 
@@ -119,54 +120,55 @@ def notes_folder(where: Path, count: int = 30) -> Path:
 
 
 def test_a_results_folder_linked_elsewhere_is_refused_and_no_note_is_deleted(results, tmp_path,
-                                                                             monkeypatch):
+                                                                             monkeypatch, run):
     monkeypatch.setattr(spill, "MAX_FILES", 10)
     notes = notes_folder(tmp_path.parent / f"{tmp_path.name}-notes")
     Path(".transcripts").mkdir()
     Path(results).symlink_to(notes)
     text = big_output(60_000)
-    shown = spill.keep_whole(text, CAP, "bash")
+    shown = spill.keep_whole(text, CAP, "bash", run.saved)
     assert len(list(notes.iterdir())) == 30                           # none deleted, none added
     assert shown.startswith(text[:CAP]) and spill.saved_path_in(shown) is None
     assert "symbolic link" in shown.splitlines()[-1]                  # the cut says why
 
 
-def test_a_link_on_the_way_to_the_results_folder_is_refused_too(results, tmp_path):
+def test_a_link_on_the_way_to_the_results_folder_is_refused_too(results, tmp_path, run):
     notes = tmp_path.parent / f"{tmp_path.name}-elsewhere"
     (notes / "results").mkdir(parents=True)
     Path(".transcripts").symlink_to(notes)
-    shown = spill.keep_whole(big_output(60_000), CAP, "bash")
+    shown = spill.keep_whole(big_output(60_000), CAP, "bash", run.saved)
     assert spill.saved_path_in(shown) is None and "symbolic link" in shown
     assert list((notes / "results").iterdir()) == []
 
 
-def test_a_folder_of_the_users_own_files_is_not_used_and_not_pruned(results, monkeypatch):
+def test_a_folder_of_the_users_own_files_is_not_used_and_not_pruned(results, monkeypatch, run):
     monkeypatch.setattr(spill, "MAX_FILES", 10)
     Path(".transcripts").mkdir()
     notes = notes_folder(Path(results))            # a real folder, but not one the harness made
-    shown = spill.keep_whole(big_output(60_000), CAP, "bash")
+    shown = spill.keep_whole(big_output(60_000), CAP, "bash", run.saved)
     assert spill.saved_path_in(shown) is None
     assert sorted(p.name for p in notes.iterdir()) == [f"note_{n:04}.txt" for n in range(30)]
 
 
-def test_pruning_removes_only_the_files_the_harness_saved(results, monkeypatch):
+def test_pruning_removes_only_the_files_the_harness_saved(results, monkeypatch, run):
     monkeypatch.setattr(spill, "MAX_FILES", 3)
-    spill.save_result("first " * 1_000, "bash")        # the harness makes (and marks) the folder
+    # The harness makes (and marks) the folder.
+    spill.save_result("first " * 1_000, "bash", run.saved)
     mine = Path(results) / "todo.txt"
     mine.write_text("a file the user put there")
     for n in range(6):
-        spill.save_result(f"result {n} " * 1_000, "bash")
+        spill.save_result(f"result {n} " * 1_000, "bash", run.saved)
     assert mine.read_text() == "a file the user put there"
     assert len([p for p in Path(results).glob("*.txt") if p != mine]) == 3
 
 
 def test_a_symlink_planted_where_the_harness_writes_is_never_written_through(results, tmp_path,
-                                                                            monkeypatch):
+                                                                            monkeypatch, run):
     """As if someone guessed each temporary name the harness writes to and put a link there
     just before: whichever call opens it (a path, or a name in an open folder)."""
     victim = tmp_path.parent / f"{tmp_path.name}-victim.txt"
     victim.write_text("the user's file")
-    spill.save_result("make the folder " * 200, "bash")
+    spill.save_result("make the folder " * 200, "bash", run.saved)
     folder = os.stat(results)
     real_os_open, real_io_open = os.open, io.open
     planted = []
@@ -191,7 +193,7 @@ def test_a_symlink_planted_where_the_harness_writes_is_never_written_through(res
     monkeypatch.setattr(os, "open", os_open)
     monkeypatch.setattr(io, "open", io_open)
     text = big_output(60_000)
-    shown = spill.keep_whole(text, CAP, "bash")
+    shown = spill.keep_whole(text, CAP, "bash", run.saved)
     monkeypatch.undo()
     assert planted                                      # the harness did write a temporary file
     assert victim.read_text() == "the user's file"
@@ -200,11 +202,11 @@ def test_a_symlink_planted_where_the_harness_writes_is_never_written_through(res
 
 # ---------------------------------------------------------------- layer 1's placeholders
 
-def test_a_placeholders_file_is_named_by_its_text_alone_in_any_process(results):
+def test_a_placeholders_file_is_named_by_its_text_alone_in_any_process(results, run):
     text = "the same cleared result\n" * 200
-    here = spill.save_for_placeholder(text, "bash")
+    here = spill.save_for_placeholder(text, "bash", run.saved)
     code = ("import sys; from harness import spill; "
-            "print(spill.save_for_placeholder(sys.stdin.read(), 'bash'))")
+            "print(spill.save_for_placeholder(sys.stdin.read(), 'bash', spill.SavedTexts()))")
     there = subprocess.run([sys.executable, "-c", code], input=text, capture_output=True,
                            text=True, check=True, cwd=Path.cwd(),
                            env={**os.environ, "PYTHONPATH": str(ROOT)}).stdout.strip()
@@ -213,11 +215,11 @@ def test_a_placeholders_file_is_named_by_its_text_alone_in_any_process(results):
     assert len(list(Path(results).glob("*.txt"))) == 1
 
 
-def test_a_placeholders_file_is_never_pruned_while_this_process_names_it(results, monkeypatch):
+def test_a_placeholders_file_is_never_pruned_while_its_run_names_it(results, monkeypatch, run):
     monkeypatch.setattr(spill, "MAX_FILES", 3)
-    named = [spill.save_for_placeholder(f"cleared {n} " * 500, "bash") for n in range(5)]
+    named = [spill.save_for_placeholder(f"cleared {n} " * 500, "bash", run.saved) for n in range(5)]
     for n in range(10):                                  # newer big outputs come and go
-        spill.keep_whole(big_output(60_000 + n), CAP, "bash")
+        spill.keep_whole(big_output(60_000 + n), CAP, "bash", run.saved)
     assert all(Path(p).is_file() for p in named)
     assert len(list(Path(results).glob("*.txt"))) == 5 + 3   # the bounds hold for the rest
 
@@ -225,8 +227,9 @@ def test_a_placeholders_file_is_never_pruned_while_this_process_names_it(results
 PINNING_SESSION = """
 import sys
 from harness import spill
+saved = spill.SavedTexts()  # the first session's run
 for n in range(3):
-    print(spill.save_for_placeholder(f"cleared by the first session {n} " * 100, "bash"))
+    print(spill.save_for_placeholder(f"cleared by the first session {n} " * 100, "bash", saved))
 sys.stdout.flush()
 sys.stdin.read()          # runs until the test closes its input
 """
@@ -234,7 +237,8 @@ sys.stdin.read()          # runs until the test closes its input
 
 @pytest.mark.parametrize("how", ["ends", "is killed"])
 def test_a_running_sessions_placeholder_files_survive_another_sessions_pruning(results,
-                                                                             monkeypatch, how):
+                                                                             monkeypatch, how,
+                                                                             run):
     """Two sessions in one folder: the first's placeholders name saved files; the second
     saves big outputs past the bounds. The first's files stay while it runs, and are pruned
     like any other once it has stopped (a kill -9 too)."""
@@ -248,46 +252,46 @@ def test_a_running_sessions_placeholder_files_survive_another_sessions_pruning(r
             os.utime(path, ns=(n * 10**9, n * 10**9))
         monkeypatch.setattr(spill, "MAX_FILES", 2)
         for n in range(6):                               # this process: the second session
-            spill.keep_whole(big_output(60_000 + n), CAP, "bash")
+            spill.keep_whole(big_output(60_000 + n), CAP, "bash", run.saved)
         assert all(Path(p).is_file() for p in named)
     finally:
         if how == "is killed":
             first.kill()
         first.stdin.close()
         first.wait(timeout=30)
-    spill.keep_whole(big_output(70_000), CAP, "bash")    # the first session has stopped
+    spill.keep_whole(big_output(70_000), CAP, "bash", run.saved)   # the first one has stopped
     assert not any(Path(p).exists() for p in named)
     assert len(list(Path(results).glob("*.txt"))) == 2
     assert list((Path(results) / ".pins").iterdir()) == []              # no pins left
 
 
-def test_a_placeholder_naming_a_kept_whole_file_keeps_that_file(results, monkeypatch):
+def test_a_placeholder_naming_a_kept_whole_file_keeps_that_file(results, monkeypatch, run):
     monkeypatch.setattr(spill, "MAX_FILES", 2)
-    shown = spill.keep_whole(big_output(), CAP, "bash")
-    assert spill.save_for_placeholder(shown, "bash") == spill.saved_path_in(shown)
+    shown = spill.keep_whole(big_output(), CAP, "bash", run.saved)
+    assert spill.save_for_placeholder(shown, "bash", run.saved) == spill.saved_path_in(shown)
     for n in range(5):
-        spill.keep_whole(big_output(60_000 + n), CAP, "bash")
+        spill.keep_whole(big_output(60_000 + n), CAP, "bash", run.saved)
     assert Path(spill.saved_path_in(shown)).read_text() == big_output()
 
 
-def test_the_same_text_again_is_answered_without_touching_the_disk(results, monkeypatch):
+def test_the_same_text_again_is_answered_without_touching_the_disk(results, monkeypatch, run):
     text = "a cleared result " * 1_000
-    first = spill.save_for_placeholder(text, "bash")
+    first = spill.save_for_placeholder(text, "bash", run.saved)
     again = "".join(["a cleared result "] * 1_000)      # equal, but another object
 
     touched = []
     with monkeypatch.context() as patch:
         for name in ("open", "stat", "lstat", "replace", "link", "utime", "scandir", "mkdir"):
             patch.setattr(os, name, lambda *args, _name=name, **kwargs: touched.append(_name))
-        answers = [spill.save_for_placeholder(text, "bash"),
-                   spill.save_for_placeholder(again, "bash")]
+        answers = [spill.save_for_placeholder(text, "bash", run.saved),
+                   spill.save_for_placeholder(again, "bash", run.saved)]
     assert answers == [first, first] and touched == []
 
 
-def test_a_saved_text_is_written_once(results):
+def test_a_saved_text_is_written_once(results, run):
     text = "x" * 5_000
-    path = Path(spill.save_for_placeholder(text, "bash"))
+    path = Path(spill.save_for_placeholder(text, "bash", run.saved))
     before = path.stat()
-    spill.SAVED.clear()                                  # as a new process would start
-    assert spill.save_for_placeholder(text, "bash") == str(path)
+    anew = spill.SavedTexts()                            # as a new run would start
+    assert spill.save_for_placeholder(text, "bash", anew) == str(path)
     assert path.stat().st_ino == before.st_ino           # the same file, not written again

@@ -12,6 +12,7 @@ import pytest
 
 import harness.terminal as terminal
 from harness import endpoints
+from harness.run import Run
 import s03_todo
 from harness.stand_in import StandInAPI
 from harness.stand_in.script import error, reply, text, tool
@@ -73,7 +74,7 @@ def test_a_terminal_sees_the_stream_escaped_and_keeps_the_harness_colours(monkey
     with StandInAPI([reply(text(hostile))]) as api:
         monkeypatch.setenv("ANTHROPIC_BASE_URL", api.url)
         client = anthropic.Anthropic(api_key="k", base_url=api.url)
-        endpoints.ask(client, "s", [], [{"role": "user", "content": "hi"}], 9)
+        endpoints.ask(Run(client), "s", [], [{"role": "user", "content": "hi"}], 9)
     shown = screen.getvalue()
     assert "\x1b[1m" in shown                                   # the harness's own bold remains
     left = HARNESS_CODES.sub("", shown)

@@ -35,7 +35,6 @@ def victim(tmp_path, monkeypatch) -> Path:
     """A file outside the workspace that a planted link points to; the test runs in work/."""
     (tmp_path / "work").mkdir()
     monkeypatch.chdir(tmp_path / "work")
-    spill.SAVED.clear()                                  # as a new process starts
     path = tmp_path / "victim.txt"
     path.write_text(VICTIM)
     return path
@@ -60,8 +59,7 @@ def history(monkeypatch):
 
 
 def a_page_record():
-    rec = Recorder()
-    rec.reset("s03_todo")
+    rec = Recorder("s03_todo")
     usage = SimpleNamespace(input_tokens=100, output_tokens=5, cache_read_input_tokens=0,
                             cache_creation_input_tokens=0)
     rec.call(usage, sent=MESSAGES)
@@ -85,7 +83,8 @@ WRITERS = {
     "a task file and the board's lock": lambda: s07_task_system.TaskManager(".tasks").create(
         "Design the data model"),
     "s06's transcript": lambda: transcripts.save(Path(".transcripts"), MESSAGES),
-    "a saved result": lambda: spill.save_result("a long output\n" * 500, "bash"),
+    "a saved result": lambda: spill.save_result("a long output\n" * 500, "bash",
+                                                spill.SavedTexts()),
     "the session log": start_a_log,
     "the session page": lambda: page.write_page(a_page_record(), Path(".transcripts")),
     "write_file and edit_file": lambda: files.write_atomic(Path.cwd() / "notes.txt",
@@ -138,7 +137,7 @@ def test_a_link_planted_at_each_name_a_writer_makes_is_never_written_through(vic
                                                                              history, write):
     for folder in (".transcripts", ".tasks"):           # the folders exist before the links
         os.mkdir(folder)
-    spill.prune()                                       # makes (and marks) the results folder
+    spill.prune(spill.SavedTexts())                     # makes (and marks) the results folder
     planted = plant_links(monkeypatch, victim)
     with contextlib.suppress(OSError, ValueError):      # a refusal is fine; a traceback is not
         write()
@@ -176,10 +175,10 @@ def test_a_link_at_the_first_numbered_name_is_skipped_not_followed(victim, monke
 
 def test_a_link_at_a_saved_results_name_is_replaced_not_written_through(victim):
     text = "a long output\n" * 500
-    path = spill.save_result(text, "bash")           # the name: the text's hash
+    path = spill.save_result(text, "bash", spill.SavedTexts())   # the name: the text's hash
     path.unlink()
     path.symlink_to(victim)
-    assert spill.save_result(text, "bash") == path
+    assert spill.save_result(text, "bash", spill.SavedTexts()) == path
     assert not path.is_symlink() and path.read_text() == text
     assert victim.read_text() == VICTIM
 

@@ -1,7 +1,8 @@
 """The REPL's /task and /tasks commands, --board and --name: a person works s07's board.
 
 Relied on by s07: main() hands its TaskManager to repl_commands() and cli_options() (the
-flags, /task help, and Live, the board's news before each prompt), start() to choose_board().
+flags, /task help, and Live, the board's news before each prompt), start() to choose_board()
+with the run (harness/run.py), whose record reads the board for the session page.
 This module imports no lesson.
 The commands go through the same TaskManager methods and rules as the model's tools, so a
 person cannot do what an agent may not, except taking a task over on purpose (start, done
@@ -20,7 +21,6 @@ from harness.board import open_store, postgres
 from harness.board.checklist import import_checklist
 from harness.board.live import BoardWatcher
 from harness.board.record import agent_name, default_agent_name
-from harness.session.record import RECORD
 
 HELP = """/task commands (no model call; the same rules as the model's tools):
   /task                 the board (same as /tasks)
@@ -47,7 +47,7 @@ NEEDS = {"show": 1, "start": 1, "done": 1, "delete": 1, "block": 2, "unblock": 2
          "import": 1}
 
 
-def run(tasks, arg: str) -> None:
+def task_command(tasks, arg: str) -> None:
     """/task ARG: parse the words, run the one matching TaskManager call, print its answer."""
     words = arg.split()
     verb, rest = (words[0].lower(), words[1:]) if words else ("list", [])
@@ -75,20 +75,20 @@ def run(tasks, arg: str) -> None:
 
 
 def repl_commands(tasks) -> dict:
-    """/tasks and /task for run_cli: {"/x": fn(messages, client, arg)}."""
-    return {"/tasks": lambda messages, client, arg: run(tasks, ""),
-            "/task": lambda messages, client, arg: run(tasks, arg)}
+    """/tasks and /task for run_cli: {"/x": fn(messages, run, arg)}."""
+    return {"/tasks": lambda messages, run, arg: task_command(tasks, ""),
+            "/task": lambda messages, run, arg: task_command(tasks, arg)}
 
 
 def cli_options(tasks) -> dict:
-    """run_cli's keywords for s07: --board and --name, /task help in --help, and the live
+    """cli.Lesson's keywords for s07: --board and --name, /task help in --help, and the live
     board before each REPL prompt."""
     return {"options": OPTIONS, "help_extra": HELP, "before_prompt": Live(tasks)}
 
 
-def choose_board(tasks, default, args) -> str:
+def choose_board(run, tasks, default, args) -> str:
     """--board or TASK_BOARD (else default): which board; --name or AGENT_NAME: who we are.
-    Set anew on every run. Returns the word for the REPL's banner."""
+    Set anew on every run (harness/run.py). Returns the word for the REPL's banner."""
     # A command line shows in `ps` to every user of this machine; the environment does not.
     if args.board and postgres.password_in(args.board):
         terminal.show_note(PASSWORD_WARNING)
@@ -96,7 +96,7 @@ def choose_board(tasks, default, args) -> str:
     name = agent_name(args.name or os.environ.get("AGENT_NAME") or "")
     tasks.agent = name or default_agent_name()
     # The session page draws the board: read at each compaction and at the end of the run.
-    RECORD.watch_board(lambda: tasks.store.scan()[0])
+    run.recorder.watch_board(lambda: tasks.store.scan()[0])
     return f"agent {tasks.agent}"
 
 

@@ -1,6 +1,7 @@
 """The session page: one self-contained HTML file that shows a run, written when it ends.
 
-Relied on by all three lessons through cli (end_of_run), reading harness/session/record.py.
+Relied on by all three lessons through cli (end_of_run, given the run's recorder), reading
+harness/session/record.py.
 It draws one bar per model call (cache read, cache written and uncached input stacked, then
 output), the compaction threshold, layer 1's clearings, each compaction with its summary and
 its sizes, what the model saw at each call (sent.py), the tool calls in order, and for s07 the
@@ -32,7 +33,7 @@ from harness import config, excerpt, writer
 from harness.errors import reason
 from harness.session import board_picture, sent
 from harness.session.markup import n, text
-from harness.session.record import (BOARDS_KEPT, MAX_TOOL_CALLS, RECORD, Compaction, ModelCall,
+from harness.session.record import (BOARDS_KEPT, MAX_TOOL_CALLS, Compaction, ModelCall,
                                     Recorder, SessionRecord)
 from harness.terminal import show_note
 
@@ -345,7 +346,7 @@ def _write_new(folder: Path, stem: str, page: str) -> Path:
     return writer.numbered(folder, stem, ".html", page.encode("utf-8"), writer.PRIVATE)
 
 
-def end_of_run(recorder: Recorder = RECORD, folder: Path = config.TRANSCRIPTS,
+def end_of_run(recorder: Recorder, folder: Path = config.TRANSCRIPTS,
                seen_from: Optional[Path] = None) -> Optional[Path]:
     """At the end of a run: the last board, the page, and one line saying where it is (or why
     not); seen_from: the folder the user is in, when the run was elsewhere (--demo's demo/)."""

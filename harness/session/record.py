@@ -1,9 +1,10 @@
 """A record of one run, in memory: what the session page, /context and /cost show.
 
-Relied on by all three lessons through a line each (terminal.show_usage records every model
-call with the request it sent, s03's run_tool_calls every tool call, s06 its clearings and
-compactions, s07 its board), by terminal for the session's totals, and by page.py and
-views.py, which only read it. Without each piece:
+Relied on by all three lessons through the Run, which holds one Recorder a run (run.recorder,
+harness/run.py): endpoints.ask records every model call with the request it sent,
+tool_calls.result every tool call, s06 its threshold, clearings (layer1.announce) and
+compactions (transcripts.announce), s07 its board (board/commands.choose_board). cli reads
+the session's totals; page.py and views.py only read it. Without each piece:
 - usage_counts() / totals(): the token line and the session total would each add up usage
   their own way; a missing field or a count sent as "12" by an odd endpoint would break them.
 - call(): the page has no bars and /cost nothing to add up.
@@ -187,16 +188,12 @@ def _never_raises(method):
 
 
 class Recorder:
-    """The methods the lessons call, one line each; the data lives in `self.data`."""
+    """The methods the lessons call, one line each; the data lives in `self.data`. One a run:
+    a second run in one process (a second main(), a test) makes its own."""
 
-    def __init__(self) -> None:
-        self.data = SessionRecord()
-        self._previous = []     # the last kept request's messages, whole: what the next shares
-
-    def reset(self, lesson: str = "") -> None:
-        """At the start of each run: a second main() in one process starts a new record."""
+    def __init__(self, lesson: str = "") -> None:
         self.data = SessionRecord(lesson=lesson)
-        self._previous = []
+        self._previous = []     # the last kept request's messages, whole: what the next shares
 
     @_never_raises
     def call(self, usage: object, label: str = "tokens", sent: Optional[list] = None,
@@ -413,6 +410,3 @@ def _ids(values: object) -> list:
         elif isinstance(value, str) and value.isascii() and value.isdigit():  # "²".isdigit()
             ids.append(int(value))
     return ids
-
-
-RECORD = Recorder()   # the one record of this process's current run

@@ -1,9 +1,10 @@
 """/context and /cost: what fills the context now, and what the session has cost. No model call.
 
-Relied on by the REPL of all three lessons (cli adds /cost; each lesson calls print_context
-with its own system prompt, tools and view, and s06 and s07 with their ContextSize). Reads
-harness/session/record.py; sorts and counts a request with blocks.py, as the session page
-does. Without each piece:
+Relied on by the REPL of all three lessons (cli adds /cost; each lesson makes its /context
+with context_command, from its own system prompt and tools, and s06 and s07 with layer 1
+and their ContextSize). A command is given the run (harness/run.py) and reads its record
+(run.recorder, harness/session/record.py); it sorts and counts a request with blocks.py, as
+the session page does. Without each piece:
 - context_report: a learner cannot see that tool results, not their own words, fill the window,
   nor how much of it the cache already holds, how far layer 2 is, and how much of the model's
   window is free. Its total is the number layer 2 compares with COMPACT_THRESHOLD, and the one
@@ -23,7 +24,7 @@ from harness import config, tokens
 from harness.terminal import show_note
 from harness.errors import SetupError
 from harness.session import blocks
-from harness.session.record import RECORD, SessionRecord
+from harness.session.record import Recorder, SessionRecord
 
 BAR_WIDTH = 60               # characters of each bar /context draws
 WRITE_PRICE, READ_PRICE = 1.25, 0.1   # cache writes and reads, as multiples of the input price
@@ -138,17 +139,20 @@ def _window_line(window: Optional[int], total: int) -> str:
             f"({total / window:.1%}), {free}")
 
 
-def print_context(system: str, tools: list, view: list, context: object = None) -> None:
-    """/context in a lesson's REPL. view is what the next request would send (after layer 1);
-    context is s06's ContextSize (.threshold, .reported, .seen), or None in s03, which has no
-    threshold and whose count comes from the record's last call."""
+def print_context(recorder: Recorder, system: str, tools: list, view: list,
+                  context: object = None) -> None:
+    """/context in a lesson's REPL. recorder is the run's record; view is what the next
+    request would send (after layer 1); context is s06's ContextSize (.threshold, .reported,
+    .seen), or None in s03, which has no threshold and whose count comes from the record's
+    last call."""
     if context is None:
-        threshold, reported, covers = None, RECORD.context_tokens(), RECORD.context_covers()
+        threshold = None
+        reported, covers = recorder.context_tokens(), recorder.context_covers()
     else:
         threshold = context.threshold() if callable(context.threshold) else context.threshold
         reported, covers = context.reported, context.seen
-    print(context_report(system, tools, view, threshold, RECORD.cached_tokens(), reported, covers,
-                         config.context_window()))
+    print(context_report(system, tools, view, threshold, recorder.cached_tokens(), reported,
+                         covers, config.context_window()))
 
 
 # ---------------------------------------------------------------- /cost
@@ -221,26 +225,26 @@ def _price_line(billed: float, sent: int, output: int, price_in: Optional[float]
     return "  price: " + " · ".join(parts) + f" (at {' and '.join(names)})"
 
 
-def cost_command(messages: list, client: object, arg: str = "") -> None:
+def cost_command(messages: list, run, arg: str = "") -> None:
     """/cost in any lesson's REPL: the record of this run, priced only if the user set a price."""
-    print(cost_report(RECORD.data, *prices_from_env()))
+    print(cost_report(run.recorder.data, *prices_from_env()))
 
 
 # ---------------------------------------------------------------- s06's REPL commands
 
-def compact_now(compact, messages: list, client, focus: str) -> None:
+def compact_now(compact, messages: list, run, focus: str) -> None:
     """/compact [focus]: layer 3, typed by a person (compact is s06's or s07's compaction)."""
     if not messages:
         show_note("[nothing to compact yet]")
     else:
-        compact(messages, client, focus)
+        compact(messages, run, focus)
 
 
 def context_command(system: str, tools: list, view_of=None, context=None):
     """/context for a lesson's REPL: what the next request would send (in s06 and s07,
-    view_of is layer 1, micro_compact, as the next call runs it), against the threshold and
-    the window (context: s06's ContextSize). No model call."""
-    def command(messages: list, client, arg: str) -> None:
-        view = view_of(messages) if view_of else messages
-        print_context(system, tools, view, context)
+    view_of(messages, run) is layer 1, micro_compact, as the next call runs it), against the
+    threshold and the window (context: s06's ContextSize). No model call."""
+    def command(messages: list, run, arg: str) -> None:
+        view = view_of(messages, run) if view_of else messages
+        print_context(run.recorder, system, tools, view, context)
     return command

@@ -13,7 +13,10 @@ end-to-end test passes on requests the real API would refuse, and proves nothing
   nothing or a second time, a tool_result after other blocks, a tool_use id used twice in the
   conversation, a thinking block with an empty signature, an unknown block type, a block only
   the other role may send. What a model's reply may carry is accepted back (thinking with its
-  signature, redacted_thinking, server tool blocks), and so are consecutive user messages;
+  signature, redacted_thinking, server tool blocks), and so are consecutive user messages.
+  The pairing of tool_use and tool_result is checked here on its own, apart from
+  harness/pairing.py on purpose: the stand-in plays the real API, an independent judge, and
+  a check of the keeper by the keeper catches nothing;
 - cache_control: its form, never on empty text, and at most 4 breakpoints;
 - the context window: a prompt over context_window tokens (counted by usage.py) gets "prompt
   is too long: N tokens > M maximum". One that fits but leaves less room than max_tokens is

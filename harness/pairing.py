@@ -1,0 +1,326 @@
+"""The history keeper: every tool_use gets exactly one tool_result, in the next message.
+
+The API refuses a whole request (400), on every later turn, for one tool_use without its
+result, a result without its call, a tool_use id used twice, or a tool input that is not a
+JSON object. This module is the one place that keeps that rule. Relied on by endpoints (each
+reply: its ids made unique, a call cut off mid-way left out), tool_calls (the results of a
+batch Ctrl-C interrupted), cli (the history after a failed turn, and the calls that ran in
+it) and session/log.py (a saved session rebuilt valid on --continue). The stand-in API
+(stand_in/rules.py) checks the same rule on every request, on purpose separately: it plays the
+real API, an independent judge, and a check of this module by itself would catch nothing.
+Without each piece:
+- unique_ids: an endpoint that numbers its tool_use ids from 1 in each process reuses them
+  after --continue; the API refuses the request, and layer 1 takes the new result for an old
+  one it already cleared ("[Previous: used bash]").
+- cut_call and cut_note: a reply cut by max_tokens ends in a half-written call; running it
+  writes half a file. It is left out of the history (so it is owed no result), and the model
+  is told which call was not run.
+- input_object: a tool input sent, or saved, as JSON text ('{"command": "ls"}') is not the
+  object the API takes back; the next request is refused.
+- after_ctrl_c (INTERRUPTED, NOT_RUN): Ctrl-C in the middle of a batch would lose every
+  result of it. Instead every call gets one: those that ran their own, the one that was
+  running "it may have acted" (it may have written a file), the rest "not run".
+- ran_calls: after a failed turn the user is told the wrong number of calls kept, and a turn
+  whose calls never ran is kept instead of undone.
+- keep_completed: after a failed or abandoned turn the model forgets the tool calls that
+  already ran (and wrote files), and does them again; or, after a compaction in that turn,
+  the history is left with a tool call and no result.
+- repair (Rebuild, STOPPED): a session that stopped in the middle of a batch, or a hand-edited
+  or torn log, could never be resumed: its history is refused. repair keeps every call that
+  ran with its result, answers the one that was running STOPPED ("it may have acted") so the
+  model checks before doing it again, and leaves out the calls that never ran.
+"""
+
+import json
+
+from harness.clean import clean_json
+
+# A stream that ended before message_delta: no stop_reason of the API says so, and the notes
+# quote this one in a sentence ("cut off by an early end of the stream").
+ENDED_EARLY = "an early end of the stream"
+CUT = {"max_tokens", "model_context_window_exceeded", ENDED_EARLY}   # the reply stopped mid-way
+INTERRUPTED = "interrupted by the user while it ran: it may have acted (check before redoing it)"
+NOT_RUN = "not run: interrupted by the user"
+STOPPED = "interrupted; it may have acted"   # the result of a call running when a session stopped
+
+
+# ---------------------------------------------------------------- a new reply
+
+def unique_ids(history: list[dict], message: dict) -> dict:
+    """message (a new reply), with each tool_use id that history or the message already used
+    renamed; message itself if none is. Call it before appending the reply, and answer each
+    call under the id in the returned message: its tool_use blocks keep their order."""
+    content = message.get("content")
+    if not isinstance(content, list):
+        return message
+    earlier = _ids_in(history)
+    names = _NewIds(earlier | _ids_in([message]))
+    renamed, blocks = False, []
+    for block in content:
+        if isinstance(block, dict) and block.get("type") == "tool_use":
+            if isinstance(block.get("id"), str) and block["id"] in earlier:
+                block = {**block, "id": names.fresh(block["id"])}
+                renamed = True
+            earlier.add(block.get("id"))
+        blocks.append(block)
+    return {**message, "content": blocks} if renamed else message
+
+
+def cut_call(content: list, stop_reason: str):
+    """The tool call a cut reply stopped inside, or None. Only the last block can be
+    half-written (llama-server returns several parsed calls with stop_reason max_tokens)."""
+    if stop_reason in CUT and content and content[-1].type == "tool_use":
+        return content[-1]
+    return None
+
+
+def cut_note(name: str, stop_reason: str) -> dict:
+    """The text block that tells the model its cut call was not run (reply.notes)."""
+    return {"type": "text", "text": f"[your {name} call was cut off by {stop_reason} before "
+            "it was complete, so it was not run; send it again, in smaller pieces if it is long]"}
+
+
+def input_object(given: object) -> dict | None:
+    """A tool input as the API takes it back: the object itself, or decoded from JSON text;
+    None if it is neither (json.loads only parses data: the model's text is never run). Half an
+    emoji escaped in the text ("\\ud83d") is mended, or it would poison the history."""
+    if isinstance(given, dict):
+        return given
+    try:
+        decoded = json.loads(given) if isinstance(given, str) else None
+    except (ValueError, RecursionError):
+        return None
+    return clean_json(decoded) if isinstance(decoded, dict) else None
+
+
+# ---------------------------------------------------------------- a turn that did not finish
+
+def stopped(call, what: str) -> dict:
+    """The tool_result of a call Ctrl-C interrupted (INTERRUPTED) or kept from running."""
+    return {"type": "tool_result", "tool_use_id": call.id, "content": what, "is_error": True}
+
+
+def after_ctrl_c(calls: list, results: list) -> list:
+    """One tool_result for every call of a batch Ctrl-C stopped, in order: the results of the
+    calls that ran, INTERRUPTED for the one running, NOT_RUN for the rest."""
+    done = len(results)
+    rest = [stopped(calls[done], INTERRUPTED)] if done < len(calls) else []
+    for call in calls[done + 1:]:
+        rest.append(stopped(call, NOT_RUN))
+    return results + rest
+
+
+def ran_calls(messages: list) -> int:
+    """Tool results of calls that ran (one Ctrl-C kept from running says NOT_RUN)."""
+    count = 0
+    for message in messages:
+        content = message.get("content") if message["role"] == "user" else None
+        for block in content if isinstance(content, list) else []:
+            if isinstance(block, dict) and block.get("type") == "tool_result" \
+                    and block.get("content") != NOT_RUN:
+                count += 1
+    return count
+
+
+def keep_completed(messages: list, saved: int, prompt: dict, results: list | None,
+                   ran: list) -> tuple[bool, int]:
+    """After a failed turn, in place: a history the API accepts that keeps what was done,
+    every tool call that ran with its result. (compacted, the calls that ran).
+
+    saved: the history's length before the turn, prompt: the turn's own message. results
+    (from ToolsInterrupted) answer every call of the last assistant message; ran: the results
+    the session log was given since its last message (the calls of a last, unanswered reply
+    that ran). The one that was running gets STOPPED, the calls after it are left out. A turn
+    with no call that ran is undone. If a compaction replaced the history during the turn
+    (the prompt is no longer in it), the turn cannot be undone: the history goes on from the
+    summary.
+    """
+    if results and messages and messages[-1]["role"] == "assistant":
+        messages.append({"role": "user", "content": results})
+    messages[:] = repair(messages, ran)[0]
+    compacted = not any(m is prompt for m in messages)
+    start = 0 if compacted else saved + 1
+    done = ran_calls(messages[start:])
+    if compacted:
+        messages[:] = clean_json(messages) or []
+    elif not done:
+        del messages[saved:]
+    else:
+        messages[saved:] = clean_json(messages[saved:])
+    return compacted, done
+
+
+# ---------------------------------------------------------------- repair
+
+def repair(history: list[dict], ran: list[dict] | None = None) -> tuple[list[dict], int]:
+    """(a history the API accepts, tool calls left out).
+
+    A tool_use is kept if the next message answers it. If it is the last message (the batch
+    was running when the session stopped), its calls are answered from ran (the results
+    written one by one), the first call without a result gets STOPPED (it may have acted),
+    and the calls after it are left out: the calls of a batch run one at a time, so those
+    never ran. A tool_result is kept only if it answers the message just before it, once;
+    results come first in their message; the first message is the user's; no empty text; a
+    tool_use id used twice gets a new one (its result too); a tool input saved as JSON text
+    is decoded, and a call whose input is not a JSON object is left out with its result.
+    Messages that need no change are returned as the same objects, so that the session log
+    afterwards writes only what changed.
+    """
+    rebuilt = Rebuild(history, ran or [])
+    return rebuilt.messages, rebuilt.dropped
+
+
+class Rebuild:
+    """repair's work: .messages (valid for the API), .dropped and .interrupted (calls)."""
+
+    def __init__(self, history: list, ran: list):
+        self.messages: list[dict] = []
+        self.dropped = self.interrupted = 0
+        self._used: set = set()               # the ids of the calls kept: each may appear once
+        self._names = _NewIds(_ids_in(history) | _ids_in([{"content": ran}]))
+        owed = None       # the results the last kept reply's calls get, for the next message
+        for n, message in enumerate(history):
+            if not isinstance(message, dict):
+                continue
+            following = history[n + 1] if n + 1 < len(history) else None
+            if message.get("role") == "assistant":
+                owed = self._reply(message, following, ran, running=following is None)
+            elif message.get("role") == "user":
+                self._user(message, owed or [])
+                owed = None
+
+    def _reply(self, message: dict, following, ran: list, running: bool) -> list | None:
+        """Keep the reply with the calls that can be answered; return the results the next
+        message owes them. running: the reply is the last message, so its batch was running."""
+        blocks = _blocks(message.get("content"))
+        if not self.messages:              # the first message must be the user's
+            self.dropped += sum(b["type"] == "tool_use" for b in blocks)
+            return None
+        answers = ran if running else _results_in(following)
+        kept, results = self._calls(blocks, answers, running)
+        if not kept:
+            return None
+        content = message.get("content")
+        if isinstance(content, str) or _same(kept, content):   # nothing changed: the same object
+            self.messages.append(message)
+        else:
+            self.messages.append({**message, "content": kept})
+        if isinstance(following, dict) and following.get("role") == "user":
+            return results
+        if results:                        # no user message follows: one for the results
+            self.messages.append({"role": "user", "content": results})
+        return None
+
+    def _calls(self, blocks: list, answers: list, running: bool) -> tuple[list, list]:
+        """(the blocks kept, the results of their calls in order)."""
+        by_id: dict = {}                   # id -> its results in order (an id twice: two)
+        for block in answers:
+            if isinstance(block.get("tool_use_id"), str) and _sendable_result(block):
+                by_id.setdefault(block["tool_use_id"], []).append(block)
+        kept, results = [], []
+        marked = False                     # STOPPED goes to one call: the one running
+        for block in blocks:
+            if block["type"] == "tool_result":   # only a user message may hold one
+                continue
+            if block["type"] != "tool_use":
+                kept.append(block)
+                continue
+            call = _sendable(block)
+            queue = by_id.get(call["id"], []) if call is not None else []
+            answer = queue.pop(0) if queue else None
+            if call is not None and answer is None and running and not marked:
+                answer = {"type": "tool_result", "tool_use_id": call["id"],
+                          "content": STOPPED, "is_error": True}
+                marked = True
+                self.interrupted += 1
+            if call is None or answer is None:
+                self.dropped += 1
+                continue
+            if call["id"] in self._used:   # an id used before: the call and its result renamed
+                new = self._names.fresh(call["id"])
+                call, answer = {**call, "id": new}, {**answer, "tool_use_id": new}
+            self._used.add(call["id"])
+            kept.append(call)
+            results.append(answer)
+        return kept, results
+
+    def _user(self, message: dict, owed: list) -> None:
+        """Keep a user message: the results owed to the reply before it first, then the rest."""
+        blocks = _blocks(message.get("content"))
+        content = owed + [b for b in blocks if b["type"] not in ("tool_result", "tool_use")]
+        if not content:
+            return
+        text = message.get("content")
+        if isinstance(text, str) or _same(content, text):   # a prompt stays the string it was
+            self.messages.append(message)
+        else:
+            self.messages.append({**message, "content": content})
+
+
+def _blocks(content) -> list[dict]:
+    """The content as a list of blocks, without empty text (which the API refuses)."""
+    if isinstance(content, str):
+        content = [{"type": "text", "text": content}]
+    if not isinstance(content, list):
+        return []
+    return [b for b in content if isinstance(b, dict) and isinstance(b.get("type"), str)
+            and (b["type"] != "text" or (isinstance(b.get("text"), str) and b["text"].strip()))]
+
+
+def _results_in(message) -> list[dict]:
+    """The tool_result blocks of a user message, in order."""
+    if not isinstance(message, dict) or message.get("role") != "user":
+        return []
+    return [b for b in _blocks(message.get("content")) if b["type"] == "tool_result"]
+
+
+def _sendable(call: dict) -> dict | None:
+    """The tool_use as the API takes it (input decoded from JSON text), or None if it cannot be."""
+    if not (isinstance(call.get("id"), str) and call["id"] and isinstance(call.get("name"), str)):
+        return None
+    given = input_object(call.get("input"))
+    if given is None:
+        return None
+    return call if given is call.get("input") else {**call, "input": given}
+
+
+def _sendable_result(block: dict) -> bool:
+    """Whether the API takes this tool_result's content: none, a string or a list of blocks."""
+    return isinstance(block.get("content", ""), (str, list))
+
+
+def _same(blocks: list, content) -> bool:
+    """Whether blocks are content's own blocks, all of them, in order (nothing was changed)."""
+    return (isinstance(content, list) and len(blocks) == len(content)
+            and all(a is b for a, b in zip(blocks, content, strict=True)))
+
+
+def _ids_in(history: list) -> set:
+    """Every tool_use id, and every id a tool_result names, in history."""
+    ids = set()
+    for message in history:
+        content = message.get("content") if isinstance(message, dict) else None
+        for block in content if isinstance(content, list) else []:
+            if not isinstance(block, dict):
+                continue
+            named = block.get("id") if block.get("type") == "tool_use" else block.get("tool_use_id")
+            if isinstance(named, str):
+                ids.add(named)
+    return ids
+
+
+class _NewIds:
+    """New tool_use ids, old_2, old_3, ..., that no message uses (taken grows with each)."""
+
+    def __init__(self, taken: set):
+        self.taken = taken
+        self.next: dict = {}   # old -> the number to try next, so that renaming one id
+                               # many times (an endpoint with one id for all) stays linear
+
+    def fresh(self, old: str) -> str:
+        n = self.next.get(old, 2)
+        while f"{old}_{n}" in self.taken:
+            n += 1
+        self.next[old] = n + 1
+        self.taken.add(f"{old}_{n}")
+        return f"{old}_{n}"

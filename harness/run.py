@@ -1,0 +1,43 @@
+"""One run of a lesson: the client it talks to and what it keeps, on one object.
+
+Relied on by all three lessons: cli makes a Run where a run starts (a one-shot run, the REPL,
+--demo, --continue) and hands it to the lesson's loop as its second parameter. The loop
+passes it on to endpoints.ask and run_tool_calls, which show, record and log each model call
+and tool call through it; s06's layers give it to layer1 and transcripts, which record what
+they did. Tests and benchmarks make their own (Run(client)): a fresh Run is what a new
+process starts with, so there is nothing to reset. Without each piece:
+- client: the loop has no model to ask (None: no key; the REPL's commands still work).
+- recorder (session/record.py): the session page, /context and /cost have nothing to show.
+- log (session/log.py): --continue finds nothing, and a failed turn cannot tell which calls
+  of its last reply ran. Without a file (SessionLog()) it keeps the bookkeeping only.
+- saved (spill.SavedTexts): making room for a new saved result, in this process or another,
+  removes files that layer 1's placeholders still name. close() lets its pins go.
+- screen (terminal.Screen): on a terminal the final answer, already shown live, is shown
+  twice.
+- secrets: the credentials read from ./.env (config.load_env), for the client; put in
+  os.environ instead, they would be inherited by every command the agent runs.
+Kept in module-level singletons, as they were, two runs in one process (the test suite, a
+second main()) shared one record, one log and one set of pins, each reset by hand.
+"""
+
+from harness import spill, terminal
+from harness.session import log as session_log
+from harness.session import record
+
+
+class Run:
+    """One run: what it talks to (client) and what it keeps (recorder, log, saved, screen)."""
+
+    def __init__(self, client=None, lesson: str = "", log=None, secrets=None):
+        self.client = client
+        self.recorder = record.Recorder(lesson)
+        self.log = log if log is not None else session_log.SessionLog()
+        self.saved = spill.SavedTexts()
+        self.screen = terminal.Screen()
+        self.secrets = secrets or {}
+
+    def close(self) -> None:
+        """The end of the run: its log closed (one that holds nothing is removed), its pins
+        let go (the next prune, in any process, may remove the files they kept)."""
+        self.log.close()
+        self.saved.release()

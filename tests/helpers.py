@@ -1,0 +1,36 @@
+"""Helpers shared by the tests (plain functions; the fixtures are in conftest.py).
+
+Histories as the loop builds them, and the stand-in's verdict on them.
+"""
+
+from harness import pairing
+from harness.stand_in.rules import check_request
+
+
+def valid(messages):
+    """None if the real API would accept this history, else the rule it breaks."""
+    return check_request({"model": "m", "max_tokens": 1, "messages": messages},
+                         context_window=10 ** 9)
+
+
+def call(id, name="bash", **input):
+    return {"type": "tool_use", "id": id, "name": name, "input": input or {"command": "ls"}}
+
+
+def result(id, content="ok"):
+    return {"type": "tool_result", "tool_use_id": id, "content": content}
+
+
+def interrupted(id):
+    """The result a call gets when it was running as the session (or the turn) stopped."""
+    return {"type": "tool_result", "tool_use_id": id, "content": pairing.STOPPED,
+            "is_error": True}
+
+
+def session(n_calls):
+    """A history as the loop builds it: a prompt, then a call and its result, n times, an answer."""
+    history = [{"role": "user", "content": "fix the tests"}]
+    for n in range(n_calls):
+        history += [{"role": "assistant", "content": [call(f"t{n}")]},
+                    {"role": "user", "content": [result(f"t{n}", f"output {n}")]}]
+    return history + [{"role": "assistant", "content": [{"type": "text", "text": "Done."}]}]
