@@ -198,7 +198,7 @@ MUTATIONS = [
              "        raise\n",
              ["tests/test_s03_tools.py::test_bash_timeout_kills_the_whole_process_group"]),
     Mutation("control codes from a tool reach the terminal raw", "harness/terminal.py",
-             "    return CONTROL.sub(_escaped, text)",
+             "    return clean.escaped(text)",
              "    return text",
              ["tests/test_terminal.py::test_printable_escapes_control_characters_and_keeps_"
               "newlines_and_tabs"]),

@@ -12,7 +12,8 @@ import pytest
 from harness.session import log as session_log
 from harness.errors import SetupError
 from harness.session.log import SessionLog, latest, load, read_session
-from harness.stand_in_api import StandInAPI, reply, text
+from harness.stand_in import StandInAPI
+from harness.stand_in.script import reply, text
 
 from conftest import (ROOT, batch_of_three, clean_env, end_group, popen_taking_ctrl_c,
                       running_command)
