@@ -60,10 +60,10 @@ import anthropic  # noqa: E402
 import s03_todo  # noqa: E402
 import s06_compact  # noqa: E402
 import s07_task_system  # noqa: E402
-import harness.stand_in_api as stand_in  # noqa: E402
 from harness import errors  # noqa: E402
 from harness.run import Run  # noqa: E402
-from harness.stand_in_api import StandInAPI, error, reply, text, tool  # noqa: E402
+from harness.stand_in import StandInAPI, script, sse, usage  # noqa: E402
+from harness.stand_in.script import error, reply, text, tool  # noqa: E402
 
 LESSONS = (s03_todo, s06_compact, s07_task_system)
 WINDOW = 200_000          # tokens of context a Sonnet-class model takes; past it the API says 400
@@ -485,7 +485,7 @@ def play(lesson, shape, mode="built", setting=None):
             unplayed = f"{len(api.script)} steps unplayed"
             sys.exit(f"bench_tokens.py: {lesson.__name__} on {shape.name}: "
                      f"{api.violations[0] if api.violations else unplayed}")
-        summaries = sum(1 for body in api.requests if stand_in.is_summary_request(body))
+        summaries = sum(1 for body in api.requests if script.is_summary_request(body))
         return {**api.billing(), "compactions": summaries, **results_seen(api.requests)}
 
 
@@ -499,12 +499,12 @@ def results_seen(requests):
     for body in requests:
         for block in _results(body):
             plain = {k: v for k, v in block.items() if k != "cache_control"}
-            size = stand_in.estimate_tokens(plain)
+            size = usage.count_tokens(plain)
             tokens[block["tool_use_id"]] = max(size, tokens.get(block["tool_use_id"], 0))
             whole[block["tool_use_id"]] = max(len(str(block["content"])),
                                               whole.get(block["tool_use_id"], 0))
     for body in requests:
-        if stand_in.is_summary_request(body):
+        if script.is_summary_request(body):
             continue
         for block in _results(body):
             chars = whole[block["tool_use_id"]]
@@ -531,12 +531,12 @@ def run(job):
     # Whole blocks per stream event: the SDK parses each event (a 24 kB write_file in 20-character
     # pieces is 1,200 of them), and the piece size changes no token of the billing. Only for this
     # run: a test that imports the bench must find the stand-in as it was.
-    saved = stand_in.JSON_PIECE, stand_in.TEXT_PIECE
-    stand_in.JSON_PIECE = stand_in.TEXT_PIECE = 1_000_000
+    saved = sse.JSON_PIECE, sse.TEXT_PIECE
+    sse.JSON_PIECE = sse.TEXT_PIECE = 1_000_000
     try:
         return play(sys.modules[lesson], shapes_named([shape])[0], mode, dict(setting))
     finally:
-        stand_in.JSON_PIECE, stand_in.TEXT_PIECE = saved
+        sse.JSON_PIECE, sse.TEXT_PIECE = saved
 
 
 def run_all(jobs):

@@ -14,8 +14,10 @@ of its pieces. This is the reading guide; the README links here.
                 bash, files    the hardened tools: process groups, floods, FIFOs, atomic writes
                 spill, pins    big results saved whole; the model sees head, tail and path;
                                a running session's files are pinned against any prune
-                clean          text that can be sent (half an emoji repaired)
-    after s06   layer1         which old results and inputs a batch clears, the placeholders
+                clean          text that can be sent and shown (half an emoji repaired,
+                               control characters escaped)
+    after s06   tokens         the one token estimate, about 4 characters a token
+                layer1         which old results and inputs a batch clears, the placeholders
                 transcripts    layer 2's transcript, summary message and notes
     after s07   board/         record (the Task, its checks, the TaskStore), folder, postgres,
                                claims (who may change a task another agent holds), graph,
@@ -23,6 +25,7 @@ of its pieces. This is the reading guide; the README links here.
     everywhere  cli            one-shot runs, the REPL, --demo, --continue, the budget
                 config, errors settings and the client; every error and the line it becomes
                 terminal       what reaches the screen, control characters escaped
+                excerpt        long text cut to fit a line, a box or a preview, one way
                 writer         every file the harness makes: whole, never through a link,
                                0600 where it holds the conversation
                 session/       log (--continue), record (counts), views (/context, /cost),
@@ -30,7 +33,8 @@ of its pieces. This is the reading guide; the README links here.
                                board_picture, markup
                 sdk            the anthropic SDK, loaded on first use
                 demos          the scripted sessions behind --demo
-                stand_in_api   the loopback Messages API the demos and tests talk to
+                stand_in/      the loopback Messages API the demos and tests talk to:
+                               script, rules, usage (the cache, the bill), sse, server
 
 Nothing here imports a lesson, and no module imports inside a function except psycopg (an
 optional dependency, for a postgresql:// board).

@@ -45,14 +45,13 @@ import textwrap
 from pathlib import Path
 from typing import Callable, Optional
 
-from harness import config, files, pairing, terminal, writer
-from harness.clean import clean_text
+from harness import clean, config, files, pairing, terminal, writer
 from harness.errors import EndpointError, NoKey, SetupError, reason
 from harness.run import Run
 from harness.sdk import anthropic
 from harness.session import log as session_log
 from harness.session import page, views
-from harness.stand_in_api import StandInAPI
+from harness.stand_in import StandInAPI
 from harness.tool_calls import ToolsInterrupted
 
 try:
@@ -61,7 +60,7 @@ except ImportError:     # Windows without pyreadline: input() still works, witho
     readline = None
 
 STEPS_RAN_OUT = 3     # a one-shot run's exit status when the turn's budget ran out (README)
-HISTORY = Path(".transcripts") / "repl_history"   # the REPL's earlier prompts (up and down)
+HISTORY = config.TRANSCRIPTS / "repl_history"   # the REPL's earlier prompts (up and down)
 HISTORY_LINES = 1000  # prompts kept in it
 HISTORY_BYTES = 4_000_000   # read of it at most: a thousand prompts of 4 kB
 DEMO = Path("demo")   # where --demo runs: nothing it writes lands beside your own files
@@ -377,7 +376,7 @@ def _start_history() -> None:
             terminal.show_note(f"[earlier prompts not loaded: {exc}]")
         return
     for line in saved.decode("utf-8", "replace").splitlines()[-HISTORY_LINES:]:
-        if not terminal.CONTROL.search(line):
+        if not clean.CONTROL.search(line):
             readline.add_history(line)
 
 
@@ -404,7 +403,7 @@ def _tolerate_stray_bytes():
 
 def _clean_prompt(text: str) -> str:
     """The prompt with each lone surrogate (a stray byte, half an emoji) as U+FFFD, said once."""
-    cleaned = clean_text(text)
+    cleaned = clean.clean_text(text)
     if cleaned.count("\ufffd") > text.count("\ufffd"):
         terminal.show_note("[the prompt held bytes that are not UTF-8 text; each is sent as "
                            "\ufffd]")

@@ -14,6 +14,9 @@ Relied on by all three lessons (through cli.run_cli) and by the tests. Without e
   server is up; a local server on 127.0.0.1 is sent through HTTP_PROXY and never answers.
 - describe_api_error: a user sees a traceback instead of one line that says what to fix;
   a base URL ending in /v1 (the SDK adds /v1/messages) gets a 404 blamed on MODEL_ID.
+- TRANSCRIPTS, the folder a run keeps its files in (spill's saved results, the session log
+  and page, cli's REPL history): each would name it apart, and one renamed would scatter a
+  run's files over two folders.
 Nothing runs at import: anthropic and dotenv are imported inside the functions that use them,
 so importing a lesson needs neither (the SDK alone takes about 2 s to import).
 """
@@ -42,6 +45,9 @@ HARNESS_ONLY = SECRETS + ("TASK_BOARD",)   # and the board's address, which may 
 # one ("postgres" is a common password and a common word) only where it is the whole value,
 # a URL's :password@ or a password=, so that PATH=/usr/lib/postgresql/... is kept.
 LONG_SECRET = 16
+# What a run keeps, in the folder it runs in: s06's transcripts, the session log and page, big
+# results saved whole, the REPL's history. One folder: a user finds (or deletes) all of it.
+TRANSCRIPTS = Path(".transcripts")
 
 
 # ---------------------------------------------------------------- configuration

@@ -2,7 +2,7 @@
 
 Each lesson's main() hands one of these to cli.run_cli, which calls it with the run
 (harness/run.py) and plays it through the real loop, tools and files against
-harness/stand_in_api.py, inside the folder demo/ (cli changes into it for the run): no key,
+harness/stand_in/, inside the folder demo/ (cli changes into it for the run): no key,
 no network, and nothing of yours is touched. They are data (a list of
 replies, some a function of the request so far, so the script reacts to what really
 happened), and this module imports no lesson. Without each piece:
@@ -22,7 +22,7 @@ import sys
 
 from harness import terminal
 from harness.board import open_store
-from harness.stand_in_api import reply, text, tool
+from harness.stand_in.script import reply, text, tool
 
 S06_THRESHOLD = 9_500     # tokens: low, so that s06's layer 2 fires within its ten calls
 S07_THRESHOLD = 50_000    # s07's demo compacts on purpose (its compact call), never by size

@@ -50,7 +50,7 @@ import types
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
-from harness import pairing, terminal
+from harness import excerpt, pairing, terminal
 from harness.clean import clean_json
 from harness.config import api_error_line, api_timeout, model_id
 from harness.errors import EndpointError, dropped, error_event, malformed, unsendable
@@ -176,13 +176,13 @@ def _stream(client, screen, **request):
         raise EndpointError(api_error_line(exc, client)) from None
     except json.JSONDecodeError as exc:     # the SDK parses each event's data line
         raise EndpointError(malformed(where, "an event whose data is not JSON: "
-                                             f"{terminal.short(exc.doc, 80)}")) from None
+                                             f"{excerpt.one_line(exc.doc, 80)}")) from None
     except UnicodeEncodeError as exc:   # a ValueError, but ours: the request cannot be encoded
         raise EndpointError(unsendable(exc)) from None
     except (ValueError, TypeError, LookupError, AttributeError, AssertionError,
             RuntimeError) as exc:
         raise EndpointError(f"the endpoint at {where} did not answer like the Messages "
-                            f"API ({type(exc).__name__}: {terminal.short(exc, 120)})") from None
+                            f"API ({type(exc).__name__}: {excerpt.one_line(exc, 120)})") from None
     finally:
         live.close()
 
@@ -210,7 +210,7 @@ class _Assembly:
     def add(self, event) -> list:
         """Take one event in; return what the live display shows for it."""
         if not hasattr(event, "to_dict"):     # the SDK makes an object of JSON objects only
-            raise self._bad(f"an event whose data is {terminal.short(json.dumps(event), 60)}, "
+            raise self._bad(f"an event whose data is {excerpt.one_line(json.dumps(event), 60)}, "
                             "not a JSON object")
         data = event.to_dict(warnings=False)
         kind = data.get("type")

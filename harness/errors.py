@@ -18,6 +18,7 @@ tools return them to the model, the board and the endpoints raise them. Without 
 import errno
 from urllib.parse import urlsplit
 
+from harness import excerpt
 from harness.sdk import anthropic
 
 
@@ -92,8 +93,9 @@ def dropped(exc: Exception, where: str, timeout: float) -> str:
     if "Timeout" in type(exc).__name__:
         return (f"the endpoint at {where} went silent in the middle of its reply for "
                 f"API_TIMEOUT={timeout:g}s: the turn was abandoned; try again")
+    why = excerpt.one_line(exc, 120)
     return (f"the connection to {where} dropped in the middle of the reply "
-            f"({type(exc).__name__}: {_short(exc, 120)}): the turn was abandoned; try again")
+            f"({type(exc).__name__}: {why}): the turn was abandoned; try again")
 
 
 def malformed(where: str, what: str) -> str:
@@ -107,7 +109,7 @@ def error_event(exc, where: str) -> str:
     error = body.get("error") if isinstance(body, dict) else None
     kind = error.get("type") if isinstance(error, dict) else "error"
     return (f"the endpoint at {where} sent an error in the middle of the reply ({kind}: "
-            f"{_short(_error_message(exc), 120)}): the turn was abandoned; try again")
+            f"{excerpt.one_line(_error_message(exc), 120)}): the turn was abandoned; try again")
 
 
 def unsendable(exc: UnicodeEncodeError) -> str:
@@ -116,11 +118,6 @@ def unsendable(exc: UnicodeEncodeError) -> str:
     return (f"the request could not be sent: the conversation holds text that is not valid Unicode "
             f"({bad}: {exc.reason}), such as half an emoji from a model or a byte that is not "
             "UTF-8")
-
-
-def _short(s, limit):
-    s = " ".join(str(s).split())
-    return s if len(s) <= limit else s[: limit - 1] + "…"
 
 
 def first_line(exc: BaseException) -> str:

@@ -36,23 +36,18 @@ Without each piece:
 - the second cache breakpoint just before the batch (view): the API looks for a cached
   prefix at most 20 blocks back from a breakpoint; a batch further back would miss the cache
   altogether, and the whole request, tools and system included, would be written again.
-Simpler than a production agent: tokens are estimated as characters / 4.
+Simpler than a production agent: tokens are estimated as characters / 4 (tokens.estimate,
+the one s06, /context and the session page use).
 """
 
-import json
 import os
 
-from harness import spill, terminal
+from harness import spill, terminal, tokens
 from harness.files import READ_ON          # how read_file ends a read it cut short
 from harness.session.blocks import INPUT_PLACEHOLDER    # how /context and the page tell them
 
 INPUT_FIELDS = {"write_file": ("content",), "edit_file": ("old_text", "new_text")}
 SHOW_WHOLE_FILE = {"read_file", "write_file"}   # an edit shows only a part of a file
-
-
-def tokens(value: object) -> int:
-    """About how many tokens a JSON value is: characters / 4 (s06's estimate)."""
-    return len(json.dumps(value, ensure_ascii=False)) // 4
 
 
 class Batch:
@@ -126,7 +121,7 @@ def no_longer_needed(messages: list, keep_recent: int, keep_chars: int,
         stale = call.get("name") != "read_file" or path_of(call) in later_whole
         long = len(str(block.get("content"))) > keep_chars
         if n < old and long and stale and tid not in newest_turn and not cleared.holds(block):
-            batch.results[tid] = tokens(block.get("content"))
+            batch.results[tid] = tokens.estimate(block.get("content"))
         later_whole |= files_shown_whole(call, block)
     ordered = list(calls.values())
     for call in ordered[:max(len(ordered) - keep_recent, 0)]:
@@ -135,7 +130,7 @@ def no_longer_needed(messages: list, keep_recent: int, keep_chars: int,
         if cleared.holds(call) or tid in newest_turn or not texts:
             continue
         if sum(len(t) for t in texts.values()) > keep_chars:
-            batch.inputs[tid] = tokens(texts) - tokens(_input_placeholders(texts))
+            batch.inputs[tid] = tokens.estimate(texts) - tokens.estimate(_input_placeholders(texts))
     return batch
 
 
@@ -143,7 +138,7 @@ def tokens_after(messages: list, batch: Batch) -> int:
     """The tokens from the batch's first message to the end: what clearing it rewrites."""
     if not batch.ids:
         return 0
-    return tokens(messages[first_message_with(messages, batch.ids):])
+    return tokens.estimate(messages[first_message_with(messages, batch.ids):])
 
 
 def view(messages: list, cleared: Cleared) -> list:

@@ -6,7 +6,7 @@ JSON object. This module is the one place that keeps that rule. Relied on by end
 reply: its ids made unique, a call cut off mid-way left out), tool_calls (the results of a
 batch Ctrl-C interrupted), cli (the history after a failed turn, and the calls that ran in
 it) and session/log.py (a saved session rebuilt valid on --continue). The stand-in API
-(stand_in_api.py) checks the same rule on every request, on purpose separately: it plays the
+(stand_in/rules.py) checks the same rule on every request, on purpose separately: it plays the
 real API, an independent judge, and a check of this module by itself would catch nothing.
 Without each piece:
 - unique_ids: an endpoint that numbers its tool_use ids from 1 in each process reuses them

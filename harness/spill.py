@@ -43,10 +43,10 @@ import re
 import stat
 from pathlib import Path
 
-from harness import pins, writer
+from harness import config, pins, writer
 from harness.errors import reason
 
-RESULTS = Path(".transcripts") / "results"   # in the workspace, so read_file and bash can open it
+RESULTS = config.TRANSCRIPTS / "results"   # in the workspace, so read_file and bash can open it
 MAX_TOTAL_BYTES = 100_000_000   # 100 MB of saved results at most: past it the oldest go first
 MAX_FILES = 1_000               # and at most this many files (a long session makes many small ones)
 SHOWN_SHARE = 0.4               # of the cap, shown from the head and again from the tail

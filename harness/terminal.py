@@ -21,32 +21,22 @@ Without each piece:
 
 import json
 import os
-import re
 import sys
 import threading
 import time
 
-from harness.clean import clean_text
+from harness import clean, excerpt, tokens
 
 PREVIEW_CHARS = 100                  # width of a tool result's preview in the terminal
-PREVIEW_LINES = 6                    # lines of a long result's preview
 WHOLE_LINES = 14                     # a result this short is shown whole (a task file, a board)
 ARGUMENT_CHARS = 60                  # a tool argument's share of the tool-call line
 COMMAND_CHARS = 1000                 # a shell command is shown whole up to this: all of it runs
-# What a terminal would act on instead of showing: C0 controls but newline and tab, DEL, C1
-# (\x9b alone is a CSI), and the bidi controls that make text read in another order than it runs.
-CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 
 
 def printable(text) -> str:
     """text as a terminal should show it, not obey it: each control character as \\x1b."""
-    text = clean_text(str(text)).replace("\r\n", "\n")   # a Windows line end is a line end
-    return CONTROL.sub(_escaped, text)
-
-
-def _escaped(match: re.Match) -> str:
-    code = ord(match.group())
-    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+    text = clean.clean_text(str(text)).replace("\r\n", "\n")   # a Windows line end is a line end
+    return clean.escaped(text)
 
 
 def show(text, code: str | None = None, stream=None, end: str = "\n", redraw: bool = False):
@@ -82,12 +72,6 @@ def colour(code, s, stream=None):
     return f"\033[{code}m{s}\033[0m"
 
 
-def short(s, limit):
-    """s on one line, cut to limit characters with an ellipsis."""
-    s = " ".join(str(s).split())
-    return s if len(s) <= limit else s[: limit - 1] + "…"
-
-
 def plural(n: int, word: str) -> str:
     """'1 tool call', '2 tool calls'."""
     return f"{n:,} {word}" if n == 1 else f"{n:,} {word}s"
@@ -105,7 +89,7 @@ def _argument(value, limit: int) -> str:
         return shown
     size = len(value) if isinstance(value, str) else len(shown)
     head, tail = limit // 2, limit // 4            # the rest of the limit is for the marker
-    return f"{shown[:head]}…[{size:,} characters]…{shown[-tail:]}"
+    return excerpt.head_and_tail(shown, head, tail, size)
 
 
 def show_tool_call(name, args):
@@ -120,12 +104,10 @@ def show_tool_call(name, args):
 
 
 def show_tool_result(output, is_error):
-    lines = str(output).splitlines() or [""]
-    if len(lines) > WHOLE_LINES:
-        lines = lines[: PREVIEW_LINES - 1] + [f"… ({len(lines) - PREVIEW_LINES + 1} more lines)"]
+    lines = excerpt.preview(output, WHOLE_LINES)
     mark, code = ("!", "31") if is_error else ("=", "2")
     for n, line in enumerate(lines):
-        show(f"  {mark if n == 0 else ' '} {short(line, PREVIEW_CHARS)}", code)
+        show(f"  {mark if n == 0 else ' '} {excerpt.one_line(line, PREVIEW_CHARS)}", code)
 
 
 def show_reply_text(text):
@@ -150,7 +132,7 @@ def warn_if_tools_dropped(counted, tools):
     (seen with llama-server: 132 input tokens counted for s07's first request, 1,214 with a
     template that has tools). The model then cannot call a tool and answers in prose.
     """
-    expected = len(json.dumps(tools)) // 4          # about 4 characters per token
+    expected = tokens.estimate(tools)
     if 0 < counted < expected // 2:                 # 0: the endpoint sent no usage at all
         show_note(f"[the endpoint counted {counted:,} input tokens, fewer than the tool "
                   f"definitions alone (about {expected:,}): it seems to have dropped the "

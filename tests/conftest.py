@@ -14,7 +14,7 @@ sys.path.insert(0, str(ROOT))
 
 from harness import endpoints, layer1, spill  # noqa: E402
 from harness.run import Run  # noqa: E402
-from harness.stand_in_api import StandInAPI  # noqa: E402
+from harness.stand_in import StandInAPI  # noqa: E402
 
 
 def clean_env(home, **extra):

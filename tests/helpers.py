@@ -4,7 +4,7 @@ Histories as the loop builds them, and the stand-in's verdict on them.
 """
 
 from harness import pairing
-from harness.stand_in_api import check_request
+from harness.stand_in.rules import check_request
 
 
 def valid(messages):

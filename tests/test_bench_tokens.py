@@ -17,7 +17,9 @@ import pytest
 
 import s06_compact
 from conftest import ROOT
-from harness.stand_in_api import StandInAPI, breakpoints, cache_blocks, is_summary_request
+from harness.stand_in import StandInAPI
+from harness.stand_in.script import is_summary_request
+from harness.stand_in.usage import breakpoints, cache_blocks
 from readme_blocks import checked_block
 
 sys.path.insert(0, str(ROOT / "bench"))

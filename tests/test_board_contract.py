@@ -26,7 +26,7 @@ from harness.board.checklist import import_checklist
 from harness.board.record import new_task
 from harness.errors import SetupError
 from harness.board.live import BoardWatcher
-from harness.stand_in_api import reply, text, tool
+from harness.stand_in.script import reply, text, tool
 from s07_task_system import TaskManager
 
 FORK = multiprocessing.get_context("fork")

@@ -23,7 +23,7 @@ from harness.board import postgres
 from harness.board.live import BoardWatcher
 from harness.board.postgres import shown
 from harness.errors import SetupError
-from harness.stand_in_api import reply, text, tool
+from harness.stand_in.script import reply, text, tool
 from s07_task_system import TaskManager
 import test_board_contract as contract
 

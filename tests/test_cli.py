@@ -20,7 +20,7 @@ from harness.run import Run
 import s03_todo
 import s07_task_system
 from conftest import ROOT, clean_env, tool_results
-from harness.stand_in_api import error, message, raw, reply, text, tool
+from harness.stand_in.script import error, message, raw, reply, text, tool
 
 
 class Terminal(io.StringIO):
@@ -186,7 +186,7 @@ def test_thinking_is_kept_and_unknown_blocks_are_left_out_with_a_note(run_main):
 
 def test_a_terminal_sees_the_wait_the_text_live_and_a_tool_call_growing(monkeypatch):
     import anthropic
-    from harness.stand_in_api import StandInAPI
+    from harness.stand_in import StandInAPI
     screen = Terminal()
     monkeypatch.setattr(sys, "stderr", screen)
     big = tool("write_file", {"path": "app.py", "content": "print('hello')\n" * 200})
@@ -277,7 +277,7 @@ def test_a_paste_of_several_lines_into_a_terminal_is_one_prompt(workdir):
     import os
     import pty
     import select
-    from harness.stand_in_api import StandInAPI
+    from harness.stand_in import StandInAPI
 
     def read_until(fd, needle, timeout=30):
         seen, end = b"", time.monotonic() + timeout
@@ -420,7 +420,7 @@ def test_a_prompt_with_a_stray_byte_is_sent_with_a_replacement_character(run_mai
 
 
 def test_a_typed_latin1_byte_does_not_end_the_repl(workdir):
-    from harness.stand_in_api import StandInAPI
+    from harness.stand_in import StandInAPI
     with StandInAPI([reply(text("understood"))]) as api:
         env = clean_env(workdir.parent / "home", ANTHROPIC_BASE_URL=api.url, ANTHROPIC_API_KEY="k")
         proc = subprocess.run([sys.executable, str(ROOT / "s03_todo.py")], cwd=workdir, env=env,
@@ -442,7 +442,7 @@ def test_half_an_emoji_from_the_model_does_not_break_the_session(run_main, workd
 def test_a_request_that_cannot_be_encoded_names_the_real_cause():
     import anthropic
     from harness.errors import EndpointError
-    from harness.stand_in_api import StandInAPI
+    from harness.stand_in import StandInAPI
     with StandInAPI([reply(text("never"))]) as api:
         run = Run(anthropic.Anthropic(api_key="k", base_url=api.url))
         with pytest.raises(EndpointError, match="not valid Unicode") as raised:
@@ -456,7 +456,7 @@ def test_a_request_that_cannot_be_encoded_names_the_real_cause():
 def test_an_answer_piped_into_a_reader_that_has_gone_ends_quietly(workdir):
     """`python s03_todo.py "go" | head -1`: head leaves after one line; the rest cannot be
     written."""
-    from harness.stand_in_api import StandInAPI
+    from harness.stand_in import StandInAPI
     with StandInAPI([reply(text("line\n" * 2000))]) as api:
         env = clean_env(workdir.parent / "home", ANTHROPIC_BASE_URL=api.url, ANTHROPIC_API_KEY="k")
         reader, writer = os.pipe()
@@ -490,7 +490,7 @@ def test_a_malformed_base_url_is_one_line_naming_what_is_wrong(run_main, url, sa
 
 
 def test_a_base_url_ending_in_v1_is_named_on_its_404(run_main):
-    from harness.stand_in_api import StandInAPI
+    from harness.stand_in import StandInAPI
     with StandInAPI([reply(text("never"))]) as real:
         code, out, err, api = run_main(s03_todo, "hi",
                                        env={"ANTHROPIC_BASE_URL": real.url + "/v1/"})

@@ -16,7 +16,9 @@ from conftest import ROOT, clean_env
 from harness import config
 from harness.session import views
 from harness.session.record import Recorder
-from harness.stand_in_api import StandInAPI, is_summary_request, prompt_tokens, reply, tool
+from harness.stand_in import StandInAPI
+from harness.stand_in.script import is_summary_request, reply, tool
+from harness.stand_in.usage import prompt_tokens
 
 WINDOW = 4_000       # tokens: one bulky tool result overflows it
 THRESHOLD = 4_500    # above the window, so compaction is first tried when it can no longer work

@@ -17,7 +17,7 @@ import test_s03_e2e
 import test_sendable_text
 import test_stream_shapes
 from conftest import ROOT, tool_results
-from harness.stand_in_api import reply, text, tool
+from harness.stand_in.script import reply, text, tool
 
 PAGE = (ROOT / "docs" / "endpoints.md").read_text(encoding="utf-8")
 TABLE_HEAD = "| what arrives | what the loop does |"

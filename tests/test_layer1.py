@@ -7,7 +7,9 @@ import pytest
 import s06_compact as s06
 from harness import layer1
 from harness.run import Run
-from harness.stand_in_api import PromptCache, check_request, tool
+from harness.stand_in.rules import check_request
+from harness.stand_in.script import tool
+from harness.stand_in.usage import PromptCache
 
 BIG = "x = 1\n" * 2_000          # 12,000 characters written
 

@@ -12,7 +12,8 @@ import pytest
 
 import s03_todo
 import s07_task_system
-from harness.stand_in_api import StandInAPI, reply, text, tool
+from harness.stand_in import StandInAPI
+from harness.stand_in.script import reply, text, tool
 from conftest import ROOT, clean_env, tool_results
 from test_s03_e2e import popen_taking_ctrl_c
 

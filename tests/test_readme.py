@@ -18,7 +18,8 @@ import sys
 import pytest
 
 from conftest import ROOT, clean_env
-from harness.stand_in_api import StandInAPI, reply, text, tool
+from harness.stand_in import StandInAPI
+from harness.stand_in.script import reply, text, tool
 from readme_blocks import assert_matches, checked_block, mismatch, runs, terminal_view
 
 README = (ROOT / "README.md").read_text(encoding="utf-8")

@@ -14,7 +14,7 @@ import pytest
 import s06_compact
 import s07_task_system
 from conftest import ROOT, clean_env
-from harness.stand_in_api import error, reply, text, tool
+from harness.stand_in.script import error, reply, text, tool
 
 
 # ---------------------------------------------------------------- without a key

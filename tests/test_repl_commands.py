@@ -6,7 +6,7 @@ import re
 
 import s06_compact
 import s07_task_system
-from harness.stand_in_api import reply, text, tool
+from harness.stand_in.script import reply, text, tool
 from s07_task_system import TaskManager
 
 
@@ -75,3 +75,18 @@ def test_the_s07_demos_page_draws_the_board_and_the_s06_demos_the_threshold(run_
     code, out, err, api = run_main(s06_compact, "--demo", key=None)
     (page,) = (workdir / "demo" / ".transcripts").glob("session_s06_*.html")
     assert '<g class="threshold">' in page.read_text(encoding="utf-8")
+
+
+def test_context_after_compact_gives_the_size_the_compaction_line_and_the_page_gave(run_lesson,
+                                                                                      workdir):
+    script = [reply(tool("task_create", {"subject": "Design the data model"})),
+              reply(text("Created #1."))]
+    proc, api = run_lesson("s07_task_system", stdin="plan it\n/compact\n/context\nq\n",
+                           script=script, summary="SUMMARY: one task created, #1.")
+    assert proc.returncode == 0 and api.violations == [], proc.stderr
+    compacted = re.search(r"\[compacted: [\d,]+ → ~([\d,]+) tokens", proc.stderr)
+    context = re.search(r"context now: ~([\d,]+) tokens \(estimated", proc.stdout)
+    assert compacted and context, proc.stdout + proc.stderr
+    assert context[1] == compacted[1]                      # one estimate, one moment, one number
+    (page,) = (workdir / ".transcripts").glob("session_s07_*.html")
+    assert f"→ ~{compacted[1]} tokens" in page.read_text(encoding="utf-8")

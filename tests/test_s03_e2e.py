@@ -12,7 +12,8 @@ import pytest
 
 import s03_todo
 from conftest import ROOT, clean_env, tool_results
-from harness.stand_in_api import StandInAPI, error, reply, text, tool
+from harness.stand_in import StandInAPI
+from harness.stand_in.script import error, reply, text, tool
 
 
 def todo(*statuses):

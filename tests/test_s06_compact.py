@@ -12,8 +12,9 @@ import s06_compact as s06
 from harness import layer1, transcripts
 from harness.run import Run
 from conftest import tool_results
-from harness.stand_in_api import (StandInAPI, check_request, error, reply, text,
-                                    tool)
+from harness.stand_in import StandInAPI
+from harness.stand_in.rules import check_request
+from harness.stand_in.script import error, reply, text, tool
 
 
 def history_with_results(*calls):

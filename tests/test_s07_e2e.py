@@ -7,7 +7,7 @@ import sys
 import s07_task_system
 from conftest import clean_env, tool_results
 from harness.board import open_store
-from harness.stand_in_api import reply, text, tool
+from harness.stand_in.script import reply, text, tool
 
 PLAN = ["Design data model", "Implement API", "Write docs", "Write API tests"]
 
@@ -78,7 +78,7 @@ def test_the_repl_prints_the_board_and_compacts_on_command(run_main, workdir):
 def test_importing_a_lesson_does_nothing(workdir):
     env = clean_env(workdir.parent / "home")
     code = ("import sys, s03_todo, s06_compact, s07_task_system, harness.cli, "
-            "harness.stand_in_api\n"
+            "harness.stand_in\n"
             "assert 'anthropic._client' not in sys.modules, "
             "'the SDK loads on first use, not on import'")
     proc = subprocess.run([sys.executable, "-c", code], cwd=workdir, env=env,

@@ -29,7 +29,8 @@ from harness.board import open_store
 from harness.board.folder import TaskFiles
 from harness.board.postgres import PostgresTasks
 from harness.errors import SetupError
-from harness.stand_in_api import StandInAPI, reply, text, tool
+from harness.stand_in import StandInAPI
+from harness.stand_in.script import reply, text, tool
 from s07_task_system import TaskManager
 import test_board_contract as contract
 from test_board_postgres import role_with_schema

@@ -13,7 +13,7 @@ import os
 import s03_todo
 import s07_task_system
 from conftest import tool_results
-from harness.stand_in_api import reply, text, tool
+from harness.stand_in.script import reply, text, tool
 
 HALF_AN_EMOJI = "Party \ud83d"
 

@@ -122,6 +122,23 @@ def test_context_in_s06_takes_the_threshold_and_count_from_the_lessons_context(
     assert "COMPACT_THRESHOLD 5,000: 2,000 tokens to go" in report
 
 
+
+def test_context_gives_the_size_layer_2_compares_with_its_threshold(monkeypatch, capsys):
+    """With or without the API's count, /context's total is s06's ContextSize.estimate of the
+    same view: the number layer 2 compacts on, and the one `[compacted: A → ~B]` gives."""
+    import s06_compact as s06
+    run = Run()
+    monkeypatch.setattr(s06, "CONTEXT", s06.ContextSize())
+    system, tools = "You are a coding agent. " * 10, s06.TOOLS
+    s06.start(run, None, system, tools)      # the system prompt and tools, as a run counts them
+    history = compacted_history()
+    for reported, seen in ((None, 0), (2_000, 1), (2_000, len(history))):
+        s06.CONTEXT.reported, s06.CONTEXT.seen = reported, seen
+        views.print_context(run.recorder, system, tools, history, s06.CONTEXT)
+        shown, estimated = total(capsys.readouterr().out)
+        assert shown == s06.CONTEXT.estimate(history) and estimated == (reported is None)
+
+
 # ---------------------------------------------------------------- /cost
 
 def test_cost_splits_the_input_and_prices_it_only_when_asked():
@@ -157,7 +174,8 @@ def test_prices_come_from_the_environment_and_are_absent_by_default(monkeypatch)
 def test_the_cost_matches_what_the_stand_in_api_bills():
     """The same usage, read by the real client: /cost adds it up as the API's prices do."""
     anthropic = pytest.importorskip("anthropic")
-    from harness.stand_in_api import StandInAPI, reply, text
+    from harness.stand_in import StandInAPI
+    from harness.stand_in.script import reply, text
     rec = Recorder()
     big = "notes " * 1_500                   # above the caching minimum, so the cache is used
     with StandInAPI([reply(text("one")), reply(text("two")), reply(text("three"))]) as api:

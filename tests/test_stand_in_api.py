@@ -3,7 +3,9 @@
 import anthropic
 import pytest
 
-from harness.stand_in_api import StandInAPI, check_request, error, reply, text, tool
+from harness.stand_in import StandInAPI
+from harness.stand_in.rules import check_request
+from harness.stand_in.script import error, reply, text, tool
 
 
 def req(messages, tools=None):
@@ -69,13 +71,8 @@ def test_transient_failures_are_retried_by_the_client():
 
 # ------------------------------------------------------------- caching and billing, hand-computed
 
-from harness.stand_in_api import (  # noqa: E402
-    PromptCache,
-    estimate_tokens,
-    is_summary_request,
-    message,
-    raw,
-)
+from harness.stand_in.script import is_summary_request, message, raw  # noqa: E402
+from harness.stand_in.usage import PromptCache, count_tokens  # noqa: E402
 
 SYSTEM = "You are a careful agent. " * 20
 TOOLS = [{"name": "bash", "description": "run a command",
@@ -98,7 +95,7 @@ def body(*user_texts, system=SYSTEM, tool_choice=None, system_mark=False):
 
 
 def tokens(*blocks):
-    return sum(estimate_tokens(b) for b in blocks)
+    return sum(count_tokens(b) for b in blocks)
 
 
 class Clock:
@@ -448,7 +445,7 @@ def test_the_server_reports_all_four_usage_fields_and_defaults_to_a_1024_token_m
     assert (u[1].input_tokens, u[1].cache_read_input_tokens, u[1].cache_creation_input_tokens) == (
         tokens(text(small)), 0, 0)
     assert u[2].cache_creation_input_tokens == u[3].cache_read_input_tokens == tokens(text(large))
-    assert u[3].input_tokens == 0 and u[3].output_tokens == estimate_tokens([text("fine")])
+    assert u[3].input_tokens == 0 and u[3].output_tokens == count_tokens([text("fine")])
 
 
 def test_an_expired_entry_is_written_again_at_exactly_300_seconds():
@@ -494,18 +491,14 @@ def test_a_scripted_usage_is_what_the_client_sees_but_the_cache_still_sees_the_r
         first, second, third = ask(), ask(), ask()
     assert first.usage.input_tokens == 7 and third.usage is None
     assert second.usage.cache_read_input_tokens == tokens(text(SYSTEM), text("the same question"))
-    assert second.usage.output_tokens == estimate_tokens([text("two, with more words")])
+    assert second.usage.output_tokens == count_tokens([text("two, with more words")])
     assert api.billing()["calls"] == 3 and api.billing()["uncached"] == 7
 
 
 # ----------------------------------------------------------- the stricter rules, in the API's words
 
-from harness.stand_in_api import (  # noqa: E402
-    CONTEXT_WINDOW,
-    MAX_OUTPUT_TOKENS,
-    REQUEST_FIELDS,
-    prompt_tokens,
-)
+from harness.stand_in.rules import CONTEXT_WINDOW, MAX_OUTPUT_TOKENS, REQUEST_FIELDS  # noqa: E402
+from harness.stand_in.usage import prompt_tokens  # noqa: E402
 
 HI = {"role": "user", "content": "hi"}
 
@@ -656,5 +649,5 @@ def test_a_prompt_that_fits_is_answered_and_a_reply_that_fills_the_window_stops_
     assert kept == streamed.content[0].text
     assert long_answer.startswith(kept) and 0 < len(kept) < len(long_answer)
     # it filled, not overflowed
-    assert prompt_tokens(req([HI])) + estimate_tokens(text(kept)) <= window
+    assert prompt_tokens(req([HI])) + count_tokens(text(kept)) <= window
     assert api.violations == []

@@ -41,6 +41,7 @@ import json
 import time
 from typing import Optional
 
+from harness import excerpt
 from harness.board.record import FINISHED, STATUSES, is_id, one_line
 from harness.terminal import printable
 
@@ -77,8 +78,7 @@ def decoded(payload: str) -> Optional[dict]:
 
 def shown_name(name: str) -> str:
     """A name as one printable line of at most NAME_CHARS: it cannot start a line of its own."""
-    flat = printable(one_line(name))
-    return flat if len(flat) <= NAME_CHARS else flat[:NAME_CHARS - 1] + "…"
+    return excerpt.cut(printable(one_line(name)), NAME_CHARS)
 
 
 def describe(change: dict) -> list:

@@ -1,10 +1,9 @@
 """The blocks of a request: what kind each is, and about how many tokens it holds.
 
 Relied on by record.py (which keeps each call's request for the session page) and views.py
-(/context), so that the page and /context sort and count a request the same way. Without
+(/context), so that the page and /context sort and count a request the same way: each block
+by tokens.estimate, the harness's one estimate, marked "~" wherever it is shown. Without
 each piece:
-- estimate(): no size where the API has not counted (a resumed session, the blocks since the
-  last call); it is about 4 characters a token, and everything that uses it says "~".
 - plain(): a block from the SDK (an object, not a dict) could not be read or compared, and a
   cache_control mark (an instruction to the API, not something the model reads) would make
   the same block look new.
@@ -13,9 +12,9 @@ each piece:
 """
 
 import json
-import math
 
-CHARS_PER_TOKEN = 4          # the usual estimate where the API has not counted (s06's, rounded up)
+from harness import tokens
+
 # How s06's layer 1 begins a cleared tool result, and a cleared write/edit text (layer1.py
 # writes them from these); how s07 attaches the board after a compaction (board/text.py).
 PLACEHOLDER = "[Previous: "
@@ -31,12 +30,6 @@ KINDS = {"tools": ("T", "tool definitions"), "system": ("S", "system prompt"),
 def as_json(value: object) -> str:
     """value as the request sends it (near enough to measure it)."""
     return json.dumps(value, ensure_ascii=False, default=str)
-
-
-def estimate(value: object) -> int:
-    """About how many tokens a text (or a value sent as JSON) holds."""
-    text = value if isinstance(value, str) else as_json(value)
-    return math.ceil(len(text) / CHARS_PER_TOKEN)
 
 
 def plain(block: object) -> object:
@@ -86,13 +79,13 @@ def parts(block: object) -> list:
     if kind == "text":
         rest, board = split_board(str(block.get("text", "")))
         if not board:
-            return [("text", estimate(rest))]
-        return [("text", estimate(rest)), ("board", estimate(board))]
+            return [("text", tokens.estimate(rest))]
+        return [("text", tokens.estimate(rest)), ("board", tokens.estimate(board))]
     if kind == "tool_use":
-        return [("cleared" if is_cleared(block) else "calls", estimate(block))]
+        return [("cleared" if is_cleared(block) else "calls", tokens.estimate(block))]
     if kind == "tool_result":
-        return [("cleared" if is_cleared(block) else "results", estimate(block))]
-    return [("text", estimate(block))]          # thinking and anything else the model wrote
+        return [("cleared" if is_cleared(block) else "results", tokens.estimate(block))]
+    return [("text", tokens.estimate(block))]     # thinking and anything else the model wrote
 
 
 def message_parts(messages: list) -> list:

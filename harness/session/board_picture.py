@@ -13,8 +13,9 @@ Relied on by page.py, which draws the board kept at each compaction and at the e
 
 from collections import deque
 
+from harness import excerpt
 from harness.board.record import FINISHED
-from harness.session.markup import cut, text
+from harness.session.markup import text
 from harness.session.record import BoardTask
 
 MAX_NODES = 60               # tasks drawn: /tasks lists a bigger board; the picture stays legible
@@ -161,9 +162,9 @@ def _node(task: BoardTask, at: tuple, board: dict, drawn: dict) -> str:
             f'<title>{text(title)}</title>'
             f'<rect x="{x}" y="{y}" width="{NODE_W}" height="{NODE_H}" rx="6"/>'
             f'<text x="{x + 10}" y="{y + 19}" class="subject">'
-            f'{text(cut(f"#{task.id} {task.subject}", LINE_CHARS - 4))}</text>'
+            f'{text(excerpt.cut(f"#{task.id} {task.subject}", LINE_CHARS - 4))}</text>'
             f'<text x="{x + 10}" y="{y + 37}" class="status">'
-            f'{text(cut(task.status.replace("_", " ") + who, LINE_CHARS))}</text>'
+            f'{text(excerpt.cut(task.status.replace("_", " ") + who, LINE_CHARS))}</text>'
             f'<text x="{x + 10}" y="{y + 55}" class="waits">{text(third)}</text></g>')
 
 
@@ -181,6 +182,6 @@ def _third_line(task: BoardTask, board: dict, left_out: int) -> str:
     else:
         line = f"blocked by {len(waiting):,}"
     if not left_out:
-        return cut(line, LINE_CHARS)
+        return excerpt.cut(line, LINE_CHARS)
     count = f"+{left_out:,} not drawn"           # never cut: it is why the arrows are fewer
-    return f"{cut(line, LINE_CHARS - len(count) - 3)} · {count}" if line else count
+    return f"{excerpt.cut(line, LINE_CHARS - len(count) - 3)} · {count}" if line else count

@@ -58,11 +58,11 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness import pairing, writer
+from harness import config, pairing, writer
 from harness.errors import SetupError, reason
 from harness.terminal import show_note
 
-FOLDER = Path(".transcripts")   # relative: a session belongs to the folder you run in
+FOLDER = config.TRANSCRIPTS     # relative: a session belongs to the folder you run in
 PATTERN = "session_*.jsonl"     # what latest() looks for; transcript_*.jsonl (s06) is not a session
 MAX_DEPTH = 100   # levels of nesting a record may have; a real message has about ten. Deeper is
                   # garbage, and JSON nested ~1,000 deep makes json raise RecursionError

@@ -29,15 +29,14 @@ import time
 from pathlib import Path
 from typing import Optional
 
-from harness import writer
+from harness import config, excerpt, writer
 from harness.errors import reason
 from harness.session import board_picture, sent
-from harness.session.markup import cut, n, text
+from harness.session.markup import n, text
 from harness.session.record import (BOARDS_KEPT, MAX_TOOL_CALLS, Compaction, ModelCall,
                                     Recorder, SessionRecord)
 from harness.terminal import show_note
 
-TRANSCRIPTS = Path(".transcripts")   # beside s06's transcripts: one folder holds what a run left
 CHART_WIDTH = 1168                   # the chart's drawing units across: the page's width (1200px
                                      # less its padding), so that at full width a unit is a pixel
 CHART_HEIGHT = 280                   # units of the plot area
@@ -48,7 +47,6 @@ THRESHOLD_ZOOM = 3                   # a threshold this many times the tallest b
 # The page stays near 5 MB, whatever the run: each part has its share (the requests' is in sent.py).
 BOARD_BYTES = 1_200_000              # the pictures of the board: the end's first, then the latest
 TOOL_BYTES = 1_000_000               # the table of tool calls
-PREVIEW_LINES = 6                    # lines of a tool result shown in the table
 TOOLTIP_CHARS = 1_200                # a summary in a mark's tooltip; the full text is listed below
 
 
@@ -171,8 +169,9 @@ def _clearing_mark(cleared, scale: _Scale) -> str:
 
 def _compaction_mark(compaction: Compaction, record: SessionRecord, scale: _Scale) -> str:
     x = scale.x(compaction.after_call + 1)
+    summary = excerpt.cut(compaction.summary, TOOLTIP_CHARS)
     tip = (f"compaction {compaction.number}, by call {compaction.after_call}: "
-           f"{_sizes(compaction, record)}. Summary: {cut(compaction.summary, TOOLTIP_CHARS)}")
+           f"{_sizes(compaction, record)}. Summary: {summary}")
     return (f'<a class="compaction" data-call="{compaction.after_call}" '
             f'href="#compaction-{compaction.number}">'
             f'<title>{text(tip)}</title><line x1="{x:.1f}" x2="{x:.1f}" y1="{scale.TOP - 6}" '
@@ -290,10 +289,7 @@ def _tool_table(record: SessionRecord) -> str:
         if used > TOOL_BYTES:
             left_out += 1
             continue
-        lines = t.output.splitlines() or [""]
-        if len(lines) > PREVIEW_LINES:
-            more = len(lines) - PREVIEW_LINES + 1
-            lines = lines[:PREVIEW_LINES - 1] + [f"… ({more} more lines)"]
+        lines = excerpt.preview(t.output)
         mark = '<span class="err">error</span> ' if t.is_error else ""
         rows.append(f'<tr class="{"error" if t.is_error else "ok"}"><td>{number}</td>'
                     f'<td>{t.after_call}</td><td><code>{text(t.name)}</code></td>'
@@ -331,7 +327,7 @@ def render(record: SessionRecord) -> str:
             f'{_tool_table(record)}\n{problems}</body></html>\n')
 
 
-def write_page(record: SessionRecord, folder: Path = TRANSCRIPTS) -> Path:
+def write_page(record: SessionRecord, folder: Path = config.TRANSCRIPTS) -> Path:
     """Write the page as folder/session_<lesson>_<time>_<n>.html and return it. Raises OSError."""
     stem = f"session_{_lesson_tag(record.lesson)}{time.strftime('%Y%m%d-%H%M%S')}"
     return _write_new(Path(folder), stem, render(record))
@@ -350,7 +346,7 @@ def _write_new(folder: Path, stem: str, page: str) -> Path:
     return writer.numbered(folder, stem, ".html", page.encode("utf-8"), writer.PRIVATE)
 
 
-def end_of_run(recorder: Recorder, folder: Path = TRANSCRIPTS,
+def end_of_run(recorder: Recorder, folder: Path = config.TRANSCRIPTS,
                seen_from: Optional[Path] = None) -> Optional[Path]:
     """At the end of a run: the last board, the page, and one line saying where it is (or why
     not); seen_from: the folder the user is in, when the run was elsewhere (--demo's demo/)."""

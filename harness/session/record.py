@@ -27,6 +27,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
+from harness import excerpt, tokens
 from harness.session import blocks
 
 ARGS_CHARS = 300            # a tool call's arguments kept for the page (a write_file can be huge)
@@ -68,7 +69,7 @@ class SentBlock:
     """One block of a request as the page shows it; kept once, however many requests send it."""
     kind: str                   # text, tool_use, tool_result, thinking, system, tools, or the type
     label: str                  # tool_use: the tool; tool_result: the call it answers; tools: names
-    text: str                   # what the model reads, cut to its head and tail (cut_middle)
+    text: str                   # what the model reads, cut to its head and tail
     chars: int                  # its whole length
     tokens: int                 # estimated, as /context estimates it
     cleared: bool = False       # a layer-1 placeholder
@@ -88,6 +89,7 @@ class Request:
     system: Optional[bytes]     # the key of the system prompt; None when not given
     tools: Optional[bytes]      # the key of the tool definitions; None when not given
     tokens: int                 # estimated size of the whole request, system and tools included
+                                # (tokens.request: the number /context and layer 2 give)
 
 
 @dataclass
@@ -185,17 +187,6 @@ def _never_raises(method):
     return guarded
 
 
-def _cut(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def cut_middle(text: str, head: int = HEAD_CHARS, tail: int = TAIL_CHARS) -> str:
-    """A long text as its head, its whole length and its tail, as the terminal shows arguments."""
-    if len(text) <= head + tail:
-        return text
-    return f"{text[:head]}…[{len(text):,} characters]…{text[-tail:]}"
-
-
 class Recorder:
     """The methods the lessons call, one line each; the data lives in `self.data`. One a run:
     a second run in one process (a second main(), a test) makes its own."""
@@ -244,10 +235,9 @@ class Recorder:
         self._previous = messages
         system_key = None if system is None else self._keep_block(system, "system")
         tools_key = None if tools is None else self._keep_block(tools, "tools")
-        keys = [k for _, ks in messages for k in ks] + [k for k in (system_key, tools_key) if k]
-        tokens = sum(self.data.blocks[k].tokens for k in keys)
+        size = tokens.request(system, tools, sent)     # as /context and layer 2 count it
         call.request = Request(same, tuple(messages[same:]), len(messages), system_key, tools_key,
-                               tokens)
+                               size)
 
     def _keep_block(self, block: object, kind: Optional[str] = None) -> bytes:
         """The key of block in data.blocks, adding it the first time it is sent."""
@@ -261,15 +251,16 @@ class Recorder:
     def _sent_block(self, block: object, raw: str, kind: Optional[str]) -> SentBlock:
         kind, label, shown, error = _readable(block, raw, kind)
         rest, board = blocks.split_board(shown) if kind == "text" else (shown, "")
-        # the whole block as the request sends it (a system prompt as its text, as /context does)
-        tokens = blocks.estimate(shown if kind == "system" else raw)
-        kept_text, kept_board = cut_middle(rest), cut_middle(board)
+        # the whole block as the request sends it, as /context counts it
+        size = tokens.estimate(block)
+        kept_text = excerpt.head_and_tail(rest, HEAD_CHARS, TAIL_CHARS)
+        kept_board = excerpt.head_and_tail(board, HEAD_CHARS, TAIL_CHARS)
         kept = self.data.sent_chars + len(kept_text) + len(kept_board) <= SENT_CHARS
         if kept:
             self.data.sent_chars += len(kept_text) + len(kept_board)
         else:
             kept_text, kept_board = "", ""
-        return SentBlock(kind, label, kept_text, len(rest), tokens, blocks.is_cleared(block), error,
+        return SentBlock(kind, label, kept_text, len(rest), size, blocks.is_cleared(block), error,
                          kept_board, len(board), kept)
 
     @_never_raises
@@ -278,8 +269,9 @@ class Recorder:
             self.data.tools_left_out += 1
             return
         shown = json.dumps(args, ensure_ascii=False, default=str)
-        self.data.tools.append(ToolCall(len(self.data.calls), str(name), _cut(shown, ARGS_CHARS),
-                                        _cut(str(output), OUTPUT_CHARS), bool(is_error)))
+        self.data.tools.append(ToolCall(len(self.data.calls), str(name),
+                                        excerpt.cut(shown, ARGS_CHARS),
+                                        excerpt.cut(str(output), OUTPUT_CHARS), bool(is_error)))
 
     @_never_raises
     def cleared(self, count: int, tokens: int) -> None:
@@ -298,7 +290,7 @@ class Recorder:
         board = self._read_board() if self.data.board_source else None
         self.data.compactions.append(Compaction(
             len(self.data.compactions) + 1, len(self.data.calls), int(before), int(after),
-            _cut(str(summary), SUMMARY_CHARS), str(transcript_path), board,
+            excerpt.cut(str(summary), SUMMARY_CHARS), str(transcript_path), board,
             None if counted is None else int(counted)))
         for older in self.data.compactions[:-BOARDS_KEPT]:
             if older.board is not None:
@@ -374,7 +366,7 @@ def _readable(block: object, raw: str, kind: Optional[str]) -> tuple:
     if kind == "tools":
         names = [t.get("name", "?") for t in block if isinstance(t, dict)] if isinstance(
             block, list) else []
-        return "tools", _cut(", ".join(map(str, names)), ARGS_CHARS), raw, False
+        return "tools", excerpt.cut(", ".join(map(str, names)), ARGS_CHARS), raw, False
     if kind == "system":
         return "system", "", block if isinstance(block, str) else raw, False
     if not isinstance(block, dict):

@@ -13,7 +13,8 @@ that links to the call that sent them before. Without each piece:
 
 from typing import Optional
 
-from harness.session.markup import cut, n, text
+from harness import excerpt
+from harness.session.markup import n, text
 from harness.session.record import MAX_REQUESTS, ModelCall, SentBlock, SessionRecord
 
 SECTION_BYTES = 2_000_000    # of the page (about 5 MB in all) for the requests; then one line
@@ -149,7 +150,7 @@ def _block(block: SentBlock, role: str, index: int, kind: str, body: str, probes
         what += f" {'for ' if block.kind == 'tool_result' else ''}{block.label}"
     if block.error:
         what += " (error)"
-    head = (f'{" ".join(badges)} <b>{text(role or "?")}</b> · {text(cut(what, 80))} '
+    head = (f'{" ".join(badges)} <b>{text(role or "?")}</b> · {text(excerpt.cut(what, 80))} '
             f'· message {index + 1} <span class="size">~{n(block.tokens)} tokens</span>')
     if block.board_chars:
         body += ('<p class="board-note"><span class="badge board">the board</span> s07 added it '

@@ -7,9 +7,10 @@ and their ContextSize). A command is given the run (harness/run.py) and reads it
 the session page does. Without each piece:
 - context_report: a learner cannot see that tool results, not their own words, fill the window,
   nor how much of it the cache already holds, how far layer 2 is, and how much of the model's
-  window is free. Its total is the unit `[compacted: A → B tokens]` and the session page use:
-  what the next request sends, system prompt and tools included, the API's count where there
-  is one, and marked ~ where it is estimated.
+  window is free. Its total is the number layer 2 compares with COMPACT_THRESHOLD, and the one
+  `[compacted: A → ~B tokens]` and the session page give: what the next request sends, system
+  prompt and tools included; the API's count for the last call plus tokens.estimate of what
+  came since, or tokens.request (marked ~) where no count covers this history.
 - cost_report: what caching saved stays a claim; the 1.25x write premium stays hidden.
 - prices_from_env: a price appears only when the user says what the tokens cost; a price made
   up here would be wrong for most models and most currencies.
@@ -19,7 +20,7 @@ import math
 import os
 from typing import Optional
 
-from harness import config
+from harness import config, tokens
 from harness.terminal import show_note
 from harness.errors import SetupError
 from harness.session import blocks
@@ -32,15 +33,15 @@ KINDS = blocks.KINDS
 
 def context_parts(system: str, tools: list, messages: list) -> list:
     """(kind, estimated tokens) in the order of the request: tools, system, then every block."""
-    return [("tools", blocks.estimate(tools)), ("system", blocks.estimate(system)),
+    return [("tools", tokens.estimate(tools)), ("system", tokens.estimate(system)),
             *blocks.message_parts(messages)]
 
 
 def _bar(parts: list, total: int) -> str:
     """One letter per column: the kind found at that point of the request."""
     cells, edges, running = [], [], 0
-    for kind, tokens in parts:
-        running += tokens
+    for kind, size in parts:
+        running += size
         edges.append((running, KINDS[kind][0]))
     for col in range(BAR_WIDTH):
         point = (col + 0.5) * total / BAR_WIDTH
@@ -62,12 +63,13 @@ def context_report(system: str, tools: list, view_messages: list, threshold: Opt
     estimate = sum(t for _, t in parts)
     covers = len(view_messages) if reported_covers is None else reported_covers
     if reported_tokens and covers <= len(view_messages):
-        since = sum(t for _, t in blocks.message_parts(view_messages[covers:]))
+        since = tokens.estimate(view_messages[covers:])
         total = reported_tokens + since
         how = f"the API's count for the last call{f' + ~{since:,} since' if since else ''}"
         shown = f"{total:,}"
     else:
-        total, how = estimate, "estimated: no API count for this context yet"
+        total = tokens.request(system, tools, view_messages)
+        how = "estimated: no API count for this context yet"
         shown = f"~{total:,}"
     lines = [f"context now: {shown} tokens ({how})",
              f"  what fills it  [{_bar(parts, estimate or 1)}]",
@@ -77,7 +79,7 @@ def context_report(system: str, tools: list, view_messages: list, threshold: Opt
     for kind, (letter, name) in _kinds_of(tools, threshold, sums).items():
         share = f"{sums[kind] / estimate:.0%}" if estimate else "0%"
         lines.append(f"    {letter} {name:<22} {'~' + format(sums[kind], ','):>9}  {share:>4}")
-    lines.append(f"  ~ an estimate, about {blocks.CHARS_PER_TOKEN} characters a token · ^ the "
+    lines.append(f"  ~ an estimate, about {tokens.CHARS_PER_TOKEN} characters a token · ^ the "
                  "prefix the cache holds, read at 0.1x if the next request starts the same · "
                  "no model call was made")
     return "\n".join(line for line in lines if line)

@@ -1,0 +1,280 @@
+"""The API's rules: a request the real API refuses gets its 400, in the API's words.
+
+Relied on by server.py (each request is checked before a script step is used; a broken one
+is answered with invalid_request_error and logged in .violations) and by the tests that check
+a history the harness builds or repairs (the session log, layer 1, s06). Without it, an
+end-to-end test passes on requests the real API would refuse, and proves nothing. Checked:
+- the request: an unknown top-level field ("Extra inputs are not permitted"), no model,
+  max_tokens missing or over the model's output limit;
+- the tools: a name the API refuses, a schema that is not an object, duplicate names, a
+  tool_choice in no documented form or naming no tool;
+- the history: a first message not the user's, empty content, empty text (in a tool_result
+  too), a tool_use without its tool_result in the next message, a tool_result answering
+  nothing or a second time, a tool_result after other blocks, a tool_use id used twice in the
+  conversation, a thinking block with an empty signature, an unknown block type, a block only
+  the other role may send. What a model's reply may carry is accepted back (thinking with its
+  signature, redacted_thinking, server tool blocks), and so are consecutive user messages.
+  The pairing of tool_use and tool_result is checked here on its own, apart from
+  harness/pairing.py on purpose: the stand-in plays the real API, an independent judge, and
+  a check of the keeper by the keeper catches nothing;
+- cache_control: its form, never on empty text, and at most 4 breakpoints;
+- the context window: a prompt over context_window tokens (counted by usage.py) gets "prompt
+  is too long: N tokens > M maximum". One that fits but leaves less room than max_tokens is
+  accepted, as the docs say of current models: the reply stops when the window is full
+  (cut_to_window), with stop_reason model_context_window_exceeded. Earlier models refused
+  input + max_tokens over the window with a 400 instead.
+The order is the API's: the request's shape first, its length last. Simpler than the real
+API: one model's limits whatever `model` says; the fields of every model and beta are
+accepted, without looking at the anthropic-beta header.
+"""
+
+import json
+import re
+
+from harness.stand_in import script, usage
+
+TOOL_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
+# Blocks a model's reply may hold that the API accepts back in the history.
+ASSISTANT_ONLY = {"thinking", "redacted_thinking", "server_tool_use", "web_search_tool_result"}
+# The default model's documented limits (claude-sonnet-5-5, harness.config.DEFAULT_MODEL); a
+# StandInAPI may be given others (context_window=, max_output=).
+CONTEXT_WINDOW = 1_000_000   # tokens of input the model reads; more is "prompt is too long"
+MAX_OUTPUT_TOKENS = 128_000  # the largest max_tokens it takes
+# Top-level request fields the API takes; any other is "Extra inputs are not permitted".
+REQUEST_FIELDS = {
+    # what the anthropic SDK (2.16) sends from messages.create and messages.stream
+    "model", "messages", "max_tokens", "system", "tools", "tool_choice", "stream", "metadata",
+    "stop_sequences", "thinking", "cache_control", "service_tier", "container", "output_config",
+    "inference_geo", "speed", "diagnostics",
+    # sampling: documented for older models (newer ones refuse non-default values); not in SDK 2.16
+    "temperature", "top_p", "top_k",
+    # what client.beta.messages.create adds (taken here with or without the anthropic-beta header)
+    "context_management", "mcp_servers", "compaction", "fallbacks", "billing_policy",
+    "fallback_credit_token", "thread", "output_format",
+}
+MAX_BREAKPOINTS = 4          # blocks with cache_control in one request
+
+
+def check_request(body, max_output: int = MAX_OUTPUT_TOKENS,
+                  context_window: int = CONTEXT_WINDOW) -> str | None:
+    """Return the first rule of the real API that this request breaks, or None.
+
+    The order is the API's: the request's shape first, its length last (a prompt that is
+    too long is only counted once it is a valid request)."""
+    if not isinstance(body, dict):
+        return "request body must be a JSON object"
+    return (_check_fields(body, max_output) or _check_tools(body)
+            or _check_system(body.get("system")) or _check_messages(body.get("messages"))
+            or _check_breakpoints(body) or _check_window(body, context_window))
+
+
+def _check_fields(body: dict, max_output: int) -> str | None:
+    """Only documented top-level fields; a model; a max_tokens within the model's output limit."""
+    unknown = sorted(set(body) - REQUEST_FIELDS)
+    if unknown:
+        return f"{unknown[0]}: Extra inputs are not permitted"
+    if not isinstance(body.get("model"), str) or not body["model"]:
+        return "model: field required"
+    limit = body.get("max_tokens")
+    if type(limit) is not int or limit < 1:   # type(), not isinstance: True is an int to Python
+        return "max_tokens: field required and must be a positive integer"
+    if limit > max_output:
+        return (f"max_tokens: {limit} > {max_output}, which is the maximum allowed number of "
+                f"output tokens for {body['model']}")
+    return _check_cache_control(body, "")
+
+
+def _check_tools(body: dict) -> str | None:
+    """Each tool well formed and named once; tool_choice in a documented form, naming a tool."""
+    tools = body.get("tools") or []
+    if not isinstance(tools, list):
+        return "tools: Input should be a valid list"
+    for i, t in enumerate(tools):
+        if not isinstance(t, dict) or not TOOL_NAME.match(str(t.get("name", ""))):
+            return f"tools.{i}.name: String should match pattern '^[a-zA-Z0-9_-]{{1,64}}$'"
+        if not isinstance(t.get("input_schema"), dict) or t["input_schema"].get("type") != "object":
+            return f"tools.{i}.input_schema.type: Input should be 'object'"
+        broken = _check_cache_control(t, f"tools.{i}")
+        if broken:
+            return broken
+    names = [t["name"] for t in tools]
+    if len(set(names)) < len(names):
+        return "tools: Tool names must be unique."
+    choice = body.get("tool_choice")
+    kinds = ("auto", "any", "none", "tool")
+    if choice is not None and (not isinstance(choice, dict) or choice.get("type") not in kinds):
+        return "tool_choice.type: Input should be 'auto', 'any', 'tool' or 'none'"
+    if isinstance(choice, dict) and choice["type"] == "tool":
+        if not isinstance(choice.get("name"), str):
+            return "tool_choice.name: Field required"
+        if choice["name"] not in names:
+            return f"Tool '{choice['name']}' not found in provided tools"
+    return None
+
+
+def _check_system(system) -> str | None:
+    if system is not None and not isinstance(system, (str, list)):
+        return "system: Input should be a valid string or list"
+    for j, b in enumerate(system if isinstance(system, list) else []):
+        if not isinstance(b, dict) or b.get("type") != "text" or not isinstance(b.get("text"), str):
+            return f"system.{j}.type: Input should be 'text'"
+        broken = _check_cache_control(b, f"system.{j}") or (
+            None if b["text"] else f"system.{j}.text: text content blocks must be non-empty")
+        if broken:
+            return broken
+    return None
+
+
+def _check_messages(messages) -> str | None:
+    """The conversation: starts with the user; every tool_use answered in the next message, once."""
+    if not isinstance(messages, list) or not messages:
+        return "messages: at least one message is required"
+    if not all(isinstance(m, dict) for m in messages):
+        return "messages: each message must be an object"
+    if messages[0].get("role") != "user":
+        return "messages.0.role: the first message must use the `user` role"
+    # Consecutive user (or assistant) messages are fine: the API merges them.
+    pending = set()   # the tool_use ids of the previous assistant message, to be answered now
+    used = set()      # every tool_use id so far: an id may appear once in the whole conversation
+    for i, m in enumerate(messages):
+        role, content = m.get("role"), m.get("content")
+        content = [script.text(content)] if isinstance(content, str) else content
+        last_assistant = i == len(messages) - 1 and role == "assistant"
+        if role not in ("user", "assistant"):
+            return f"messages.{i}.role: Input should be 'user' or 'assistant'"
+        if not isinstance(content, list) or (not content and not last_assistant):
+            return (f"messages.{i}: all messages must have non-empty content except for the "
+                    "optional final assistant message")
+        broken = _check_blocks(i, role, content, pending, used)
+        if broken:
+            return broken
+        pending = ({b["id"] for b in content if b.get("type") == "tool_use"}
+                   if role == "assistant" else set())
+    if pending and messages[-1].get("role") == "assistant":
+        return (f"messages.{len(messages) - 1}: `tool_use` ids were found without "
+                f"`tool_result` blocks: {', '.join(sorted(pending))}")
+    return None
+
+
+def _check_blocks(i: int, role: str, content: list, pending: set, used: set) -> str | None:
+    """The blocks of message i. pending: the tool_use ids it must answer; used: ids seen so far."""
+    answered, results_done = set(), False
+    for j, b in enumerate(content):
+        kind = b.get("type") if isinstance(b, dict) else None
+        where = f"messages.{i}.content.{j}"
+        broken = (kind and _check_cache_control(b, where)) or _check_block(where, role, kind, b)
+        if not broken and kind == "tool_use":
+            broken = f"{where}: `tool_use` ids must be unique" if b.get("id") in used else None
+            used.add(b.get("id"))
+        if not broken and kind == "tool_result" and results_done:
+            broken = (f"{where}: tool_result blocks must come first in the content, "
+                      "before any other block")
+        elif not broken and kind == "tool_result":
+            broken = _check_answer(where, b.get("tool_use_id"), pending, answered)
+        if broken:
+            return broken
+        results_done = results_done or kind != "tool_result"
+    if pending - answered:
+        return (f"messages.{i}: `tool_use` ids were found without `tool_result` blocks "
+                f"immediately after: {', '.join(sorted(pending - answered))}. Each `tool_use` "
+                "block must have a corresponding `tool_result` block in the next message.")
+    return None
+
+
+def _check_block(where: str, role: str, kind, b) -> str | None:
+    """One block on its own: its type, who may send it, its required fields."""
+    if kind == "text":
+        if not isinstance(b.get("text"), str) or not b["text"].strip():
+            return f"{where}: text content blocks must contain non-whitespace text"
+    elif kind == "tool_use":
+        if role != "assistant":
+            return f"{where}: tool_use blocks can only be in assistant messages"
+        if not isinstance(b.get("input"), dict):
+            return f"{where}.input: Input should be a valid dictionary"
+    elif kind == "tool_result":
+        if role != "user":
+            return f"{where}: tool_result blocks can only be in user messages"
+        return _check_result_content(where, b.get("content", ""))
+    elif kind in ASSISTANT_ONLY:
+        if role != "assistant":
+            return f"{where}: {kind} blocks can only be in assistant messages"
+        field = {"thinking": "signature", "redacted_thinking": "data"}.get(kind)
+        if field and not isinstance(b.get(field), str):
+            return f"{where}.{kind}.{field}: Field required"
+        if kind == "thinking" and not b["signature"]:   # the API signed it: "" cannot verify
+            return f"{where}: Invalid `signature` in `thinking` block"
+    else:
+        return f"{where}.type: unknown content block type {kind!r}"
+    return None
+
+
+def _check_result_content(where: str, inner) -> str | None:
+    """A tool_result's content: a string (even empty), or blocks, none of them an empty text."""
+    if not isinstance(inner, (str, list)):
+        return f"{where}.content: Input should be a valid string or list"
+    for k, block in enumerate(inner if isinstance(inner, list) else []):
+        if isinstance(block, dict) and block.get("type") == "text" and block.get("text") == "":
+            return f"{where}.content.{k}: text content blocks must be non-empty"
+    return None
+
+
+def _check_answer(where: str, tool_use_id, pending: set, answered: set) -> str | None:
+    """A tool_result answers a tool_use of the previous message, and only one result per id."""
+    if tool_use_id not in pending:
+        return (f"{where}: unexpected `tool_use_id` found in `tool_result` blocks: "
+                f"{tool_use_id}. Each `tool_result` block must have a corresponding "
+                "`tool_use` block in the previous message.")
+    if tool_use_id in answered:
+        return (f"{where}: each tool_use must have a single result. "
+                f"Found multiple `tool_result` blocks with id: {tool_use_id}")
+    answered.add(tool_use_id)
+    return None
+
+
+def _check_breakpoints(body: dict) -> str | None:
+    marks = len(usage.breakpoints(body))
+    if marks > MAX_BREAKPOINTS:
+        return (f"A maximum of {MAX_BREAKPOINTS} blocks with cache_control may be provided. "
+                f"Found {marks}.")
+    return None
+
+
+def _check_window(body: dict, context_window: int) -> str | None:
+    """The prompt alone must fit the window. (One that fits but leaves less room than max_tokens
+    is accepted: the reply stops when the window is full: cut_to_window, from server.py.)"""
+    tokens = usage.prompt_tokens(body)
+    if tokens > context_window:
+        return f"prompt is too long: {tokens} tokens > {context_window} maximum"
+    return None
+
+
+def _check_cache_control(block, where):
+    """cache_control, where present, is {"type": "ephemeral"} (ttl "5m" or "1h"), never on
+    empty text."""
+    mark, where = block.get("cache_control"), f"{where}." if where else ""
+    if mark is None:
+        return None
+    if not isinstance(mark, dict) or mark.get("type") != "ephemeral":
+        return f"{where}cache_control.type: Input should be 'ephemeral'"
+    if mark.get("ttl", "5m") not in ("5m", "1h"):
+        return f"{where}cache_control.ttl: Input should be '5m' or '1h'"
+    if block.get("type") == "text" and block.get("text") == "":
+        return f"{where}text: cache_control cannot be set for empty text blocks"
+    return None
+
+
+def cut_to_window(content: list, room: int) -> list:
+    """The blocks of a reply that fit in `room` output tokens: the block that crosses the limit
+    is the last one, a text cut to the characters that fit, any other block as it began."""
+    kept, used = [], 0
+    for block in content:
+        size = usage.count_tokens(block)
+        if used + size > room:
+            if block.get("type") == "text":   # what fits once the block's own JSON is paid for
+                frame = len(json.dumps({**block, "text": ""}, ensure_ascii=False))
+                block = {**block, "text": block.get("text", "")[:max(0, (room - used) * 4 - frame)]}
+            return kept + [block]
+        kept.append(block)
+        used += size
+    return kept
+
