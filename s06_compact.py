@@ -30,10 +30,11 @@ repeats this one and adds to it, reads all but its new blocks from the cache. Th
 matches byte for byte, and looks for a cached start at most 20 blocks back from a
 breakpoint: when layer 1 clears a block further back, it would find none, so layer 1 adds a
 second breakpoint (a cache_control on the last block of the message before the first one
-cleared). It lives 5 minutes, and keeps nothing under 512 to 4,096 tokens, by model (1,024
-for Sonnet 5: platform.claude.com/docs/en/build-with-claude/prompt-caching, 2026-12). A
-changed block is written again with all after it: so layer 1 clears in rare, large batches,
-and the summary call is sent after the conversation itself.
+cleared). A cache entry lives 5 minutes, and nothing shorter than a minimum that depends on
+the model is cached at all: 512 to 4,096 tokens, 1,024 for Sonnet 5
+(platform.claude.com/docs/en/build-with-claude/prompt-caching, 2026-12). A changed block is
+written again, with all that follows it: so layer 1 clears in rare, large batches, and the
+summary call is sent after the conversation itself, whose start is then read from the cache.
 
 Key insight: the conversation is working memory, not storage. Summaries keep the thread; the
 transcript (and every big result, saved whole) keeps every detail for whoever needs it.
@@ -49,7 +50,6 @@ Run it:   python s06_compact.py "run the tests, fix what fails, and run them aga
 
 import functools
 import sys
-from pathlib import Path
 
 import s03_todo as s03
 from harness import cli, config, demos, endpoints, errors, layer1, tokens, transcripts
@@ -73,7 +73,6 @@ REWRITE_SHARE = 1.5
 DEFAULT_THRESHOLD = 50_000
 # A longer summary is cut, and says so.
 SUMMARY_MAX_TOKENS = 2000
-TRANSCRIPTS = Path(".transcripts")
 
 SYSTEM = ("You are a coding agent working in the current folder. Use the tools to act. "
           "When the context gets long or a phase of work is done, call compact. Be brief.")
@@ -197,10 +196,10 @@ def auto_compact(messages: list, run, focus: str = "", system: str = SYSTEM,
     path = None
     try:
         # Without its transcript, a compaction would lose details for good.
-        path = transcripts.save(TRANSCRIPTS, messages)
+        path = transcripts.save(config.TRANSCRIPTS, messages)
         summary = summarize(messages, run, focus, system, tools)
     except (OSError, ValueError, errors.EndpointError) as exc:
-        return transcripts.compaction_failed(exc, TRANSCRIPTS, path)
+        return transcripts.compaction_failed(exc, config.TRANSCRIPTS, path)
     text = transcripts.summary_message(summary, path)
     if attach:
         text += "\n\n" + attach()
