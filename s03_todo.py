@@ -25,9 +25,23 @@ is the rendered list.
 
 Read it top to bottom: the base tools (harness/bash.py and files.py keep them
 safe on a real machine), TodoManager (the idea), the dispatch table, the loop.
-One model call is endpoints.ask(): it streams the reply, and hands back what
-the loop needs, whatever a compatible server bends. The loop is given a run
-(harness/run.py): the client, and this run's log and record of every call.
+
+One model call is endpoints.ask(). It streams the reply to the screen as it is
+written, and hands back a reply whose parts the loop uses:
+
+    reply.message   the assistant message, to append to the history as it is
+    reply.calls     the tool calls to run, each with .id, .name and .input
+    reply.text      the answer to show the user when there are no calls
+    reply.notes     text for the next user message (a call cut off, not run)
+
+Each call's result goes back to the model in the next user message, as a
+tool_result block that names the call it answers:
+
+    {"type": "tool_result", "tool_use_id": "toolu_01A...", "content": "...",
+     "is_error": True}              (is_error only when the tool failed)
+
+The loop is also given a run (harness/run.py): the client it talks to, and
+this run's session log and record of every call.
 
 Limits: the todos live in memory, so they die with the program, and s06's
 compaction hides them from the model; s07 fixes that.
@@ -43,14 +57,20 @@ from pathlib import Path
 from harness import bash, cli, demos, endpoints, files, spill, terminal, tool_calls
 from harness.session import views
 
-MAX_TOKENS = 8000      # per model call: enough for a file's worth of code
-MAX_STEPS = 50         # model calls a turn may make (--max-steps): s03 cannot
-                       # compact, so its context fills long before s06's 200
-BASH_TIMEOUT = 120     # seconds before a command and all its children are killed
-OUTPUT_CAP = 50_000    # characters of a result the model sees; a longer one is saved
-                       # whole (bash keeps 2,000,000) and it gets the head, tail, path
-MAX_TODOS = 20         # a longer plan belongs on s07's task board
-NAG_AFTER = 3          # rounds of tool use without `todo` before the reminder
+# The model may write this many tokens per call: enough for a file of code.
+MAX_TOKENS = 8000
+# A turn may make this many model calls (--max-steps changes it). s03 cannot
+# compact, so its context fills up long before s06's budget of 200 is spent.
+MAX_STEPS = 50
+# Seconds before a command, and every process it started, is killed.
+BASH_TIMEOUT = 120
+# Characters of one tool result the model sees. A longer result is saved whole
+# in a file, and the model gets its head, its tail and the file's path.
+OUTPUT_CAP = 50_000
+# A plan longer than this belongs on s07's task board.
+MAX_TODOS = 20
+# Rounds of tool calls without a `todo` call before the reminder is added.
+NAG_AFTER = 3
 
 SYSTEM = ("You are a coding agent working in the current folder. Use the tools "
           "to act. Plan multi-step work with the todo tool: mark an item "
@@ -116,13 +136,6 @@ BASE_TOOLS = [
                             old_text=STRING, new_text=STRING)},
 ]
 
-BASE_HANDLERS = {
-    "bash": run_bash,
-    "read_file": run_read,
-    "write_file": run_write,
-    "edit_file": run_edit,
-}
-
 
 # ---------------------------------------------------------------- the todo list
 
@@ -182,18 +195,29 @@ TOOLS = BASE_TOOLS + [
                                               "items": TODO_ITEM})},
 ]
 
-TOOL_HANDLERS = {**BASE_HANDLERS, "todo": TODO.update}
+# The dispatch table: every tool the model is offered, and the function that
+# runs it. A call's input becomes the function's keyword arguments.
+TOOL_HANDLERS = {
+    "bash": run_bash,
+    "read_file": run_read,
+    "write_file": run_write,
+    "edit_file": run_edit,
+    "todo": TODO.update,
+}
 
 
 # ---------------------------------------------------------------- the loop
 
 def call_tool(call: endpoints.Call, handlers: dict) -> tuple:
     """Run one call through the dispatch table: (output, is_error). Any failure
-    goes back to the model, which can try again. (A production agent would also
-    ask the user before a risky call.)"""
+    goes back to the model as an error it can read and act on, so it can try
+    again. (A production agent would also ask the user before a risky call.)"""
     if call.name not in handlers:
         return f"unknown tool {call.name!r}; use one of {list(handlers)}", True
-    # endpoints.ask checked the input against the schema: a misfit is not run.
+    # endpoints.ask checked the input's top level against the tool's schema:
+    # every required argument is there, and each has the right JSON type. Such
+    # a misfit is not run. What is inside an argument (each item of a todo
+    # list, say) is for the tool itself to check.
     if call.problem:
         return call.problem, True
     try:
@@ -203,16 +227,19 @@ def call_tool(call: endpoints.Call, handlers: dict) -> tuple:
 
 
 def run_tool_calls(run, calls: list, handlers: dict) -> list:
-    """One tool_result per call, in order. Ctrl-C keeps what ran and marks the
-    rest, so the model does not do it twice (harness/tool_calls.py)."""
+    """One tool_result per call, in the calls' order. If Ctrl-C stops the batch,
+    the calls that ran keep their results and the rest are marked as not run,
+    so the model does not do the same work twice (harness/tool_calls.py)."""
     results = []
     with tool_calls.keep_on_ctrl_c(calls, results):
         for call in calls:
             terminal.show_tool_call(call.name, call.input)
             output, is_error = call_tool(call, handlers)
-            # Over OUTPUT_CAP, the whole is saved (harness/spill.py).
+            # A result over OUTPUT_CAP is saved whole in a file, and the model
+            # sees its head, its tail and the file's path (harness/spill.py).
             output = spill.keep_whole(output, OUTPUT_CAP, call.name, run.saved)
-            # Shown, and logged for --continue, at once.
+            # The docstring's tool_result block, shown and logged at once: a
+            # kill before the batch ends loses no result that exists.
             results.append(tool_calls.result(run, call, output, is_error))
     return results
 
@@ -221,18 +248,23 @@ REMINDER = "<reminder>Update your todos.</reminder>"
 
 
 def agent_loop(messages: list, run, max_steps: int = MAX_STEPS) -> str:
+    """Until the model answers in words (or max_steps calls are spent)."""
     rounds_without_todo = 0
-    for _ in range(max_steps):
+    steps = 0
+    while steps < max_steps:
+        steps += 1
         # One model call, streamed to the screen as it is written.
         reply = endpoints.ask(run, SYSTEM, TOOLS, messages, MAX_TOKENS)
         messages.append(reply.message)
-        run.log.record(messages)              # on disk before its calls run
+        # On disk before its calls run: --continue can pick the session up.
+        run.log.record(messages)
         if not reply.calls:
             return reply.text
-        # + a note for a call cut off by max_tokens (it was not run)
+        # One result per call, then any note (a call cut off by max_tokens
+        # was not run, and the model is told so).
         results = run_tool_calls(run, reply.calls, TOOL_HANDLERS) + reply.notes
-        # The nag: after NAG_AFTER rounds without `todo` (any todo call resets
-        # it), a reminder goes along with every round.
+        # The nag: a round with any `todo` call resets the count. After
+        # NAG_AFTER rounds without one, every round carries the reminder.
         if any(call.name == "todo" for call in reply.calls):
             rounds_without_todo = 0
         else:
@@ -241,7 +273,8 @@ def agent_loop(messages: list, run, max_steps: int = MAX_STEPS) -> str:
             results.append({"type": "text", "text": REMINDER})
             terminal.show_note(f"  [harness adds: {REMINDER}]")
         messages.append({"role": "user", "content": results})
-    return cli.step_limit(max_steps)    # not finished: the CLI says how to go on
+    # Not finished: the CLI tells the user how to go on.
+    return cli.step_limit(max_steps)
 
 
 def main(argv: list = None) -> int:

@@ -18,26 +18,30 @@ full record on disk so nothing is really lost, and keeps what it sends stable fo
     any time:
       layer 3  `compact` tool or /compact   -> the same as layer 2, now
 
-Prompt caching, the rule layer 1 is built around. The API caches the request's prefix, in
-this order, up to a breakpoint (endpoints.ask puts one on the last block):
+Prompt caching, the rule layer 1 is built around. A request is read in this order, one
+block at a time (a block: a text, a tool call or a tool result in a message):
 
-    tools -> system -> message 1 -> message 2 -> ... -> last block   <- breakpoint
-    |------- read from the cache: 0.1 x price --------|-- new: written, 1.25 x --|
+    tools -> system -> message 1 -> message 2 -> ... -> the last block   <- breakpoint
+    |--- as in the last call: read from the cache, 0.1 x ---|-- new: written, 1.25 x --|
 
-It matches byte for byte, looks back at most 20 blocks from a breakpoint (so layer 1 puts a
-second one just before each batch it clears), lives 5 minutes, and silently
-caches nothing below a minimum that depends on the model: 512 to 4,096 tokens, 1,024 for
-Sonnet 5 (platform.claude.com/docs/en/build-with-claude/prompt-caching, 2026-12).
-Rewriting an early part throws the cache away from there on: so placeholders come in rare,
-large batches, and the summary call repeats the conversation's prefix.
+A breakpoint asks the API to cache all before it. endpoints.ask sends one with every request
+(a top-level cache_control: the API puts it on the last block), so the next call, which
+repeats this one and adds to it, reads all but its new blocks from the cache. The cache
+matches byte for byte, and looks for a cached start at most 20 blocks back from a
+breakpoint: when layer 1 clears a block further back, it would find none, so layer 1 adds a
+second breakpoint (a cache_control on the last block of the message before the first one
+cleared). A cache entry lives 5 minutes, and nothing shorter than a minimum that depends on
+the model is cached at all: 512 to 4,096 tokens, 1,024 for Sonnet 5
+(platform.claude.com/docs/en/build-with-claude/prompt-caching, 2026-12). A changed block is
+written again, with all that follows it: so layer 1 clears in rare, large batches, and the
+summary call is sent after the conversation itself, whose start is then read from the cache.
 
 Key insight: the conversation is working memory, not storage. Summaries keep the thread; the
 transcript (and every big result, saved whole) keeps every detail for whoever needs it.
 
 New since s03: the three layers (marked lines in the loop), ContextSize, /compact. The todo
 tool is gone: an in-memory plan does not survive a compaction (s07 brings it back, on disk).
-Placeholders, and what a batch frees and rewrites: harness/layer1.py; transcripts:
-harness/transcripts.py.
+The details: harness/layer1.py (layer 1) and harness/transcripts.py (layer 2).
 
 Run it:   python s06_compact.py "run the tests, fix what fails, and run them again"
           COMPACT_THRESHOLD=5000 python s06_compact.py      (a REPL; /compact, /context)
@@ -46,21 +50,29 @@ Run it:   python s06_compact.py "run the tests, fix what fails, and run them aga
 
 import functools
 import sys
-from pathlib import Path
 
 import s03_todo as s03
 from harness import cli, config, demos, endpoints, errors, layer1, tokens, transcripts
 from harness.session import views
 
-MAX_STEPS = 200            # model calls a turn may make: compaction lets it go on
-KEEP_RECENT = 3            # the newest results stay whole: the model may still use them
-KEEP_CHARS = 400           # a result this short costs little: it stays
-CLEAR_AT_LEAST = 8_000     # tokens a batch must free (at most 0.4 x the threshold)
-REWRITE_SHARE = 1.5        # and 1.5 x what it makes the API write again: then the saving
-                           # pays the one rewrite back within a few calls (bench_tokens.py)
-DEFAULT_THRESHOLD = 50_000  # tokens; far below the window: room for the summary call
-SUMMARY_MAX_TOKENS = 2000  # a summary longer than this is cut, and says so
-TRANSCRIPTS = Path(".transcripts")
+# Model calls a turn may make: compaction lets it go on far longer.
+MAX_STEPS = 200
+# The newest results stay whole: the model may still be using them.
+KEEP_RECENT = 3
+# A result this short costs little to keep, so it is never cleared.
+KEEP_CHARS = 400
+# A batch is cleared only if it frees at least CLEAR_AT_LEAST tokens (capped at 0.4 x the
+# threshold, so a low COMPACT_THRESHOLD still leaves layer 1 room to act), and at least
+# REWRITE_SHARE x what clearing it makes the API write to the cache again. Example: a batch
+# of 12,000 tokens with 6,000 after it. Kept, it costs 0.1 x 12,000 = 1,200 a call. Cleared,
+# the 6,000 after it are written once at 1.25 x, not read at 0.1 x: 6,900 once. As 12,000 >=
+# 1.5 x 6,000, it is cleared, and pays for itself within 6 calls.
+CLEAR_AT_LEAST = 8_000
+REWRITE_SHARE = 1.5
+# Tokens before layer 2 summarises; far below the window, to leave room for the summary call.
+DEFAULT_THRESHOLD = 50_000
+# A longer summary is cut, and says so.
+SUMMARY_MAX_TOKENS = 2000
 
 SYSTEM = ("You are a coding agent working in the current folder. Use the tools to act. "
           "When the context gets long or a phase of work is done, call compact. Be brief.")
@@ -85,11 +97,12 @@ def clear_new_batch(messages: list, run) -> None:
     # (a read_file result only once a later whole read or write of that file follows); big
     # write/edit inputs by the same rules. The newest turn stays: the model has not seen it.
     batch = layer1.no_longer_needed(messages, KEEP_RECENT, KEEP_CHARS, CLEARED)
-    # Clearing rewrites the request from the batch's first block on: the cache is read up to
-    # there, and all after it, as sent now, is written to the cache again (1.25 x). A cold
-    # cache (a resumed session, or just after a compaction) has nothing to lose.
+    # tokens_after counts from the batch's first message to the end of the request; less
+    # the batch, which is not sent again, that is what the API must write to the cache again.
     sent = layer1.view(messages, CLEARED)
     rewritten = layer1.tokens_after(sent, batch) - batch.tokens
+    # No API count yet for this history (a resumed session, or just after a compaction):
+    # the cache is cold, with nothing in it to lose.
     if CONTEXT.reported is None:
         rewritten = 0
     at_least = min(CLEAR_AT_LEAST, CONTEXT.threshold * 2 // 5)
@@ -159,10 +172,14 @@ def summarize(messages: list, run, focus: str, system: str, tools: list) -> str:
     view = transcripts.ask_at_end(view, SUMMARY_REQUEST.format(focus=focus))
     reply = endpoints.ask(run, system, tools, view, SUMMARY_MAX_TOKENS,
                           label="summary call")
+    # reply.said is the model's own words only; reply.text would add the harness's notes to
+    # the user (such as "[answer cut: ...]"), which do not belong in a summary.
     if not reply.said:
         raise ValueError("the summary came back empty")
-    if reply.stop_reason == "max_tokens":    # the transcript holds what it did not say
-        return reply.said + "\n[this summary was cut at SUMMARY_MAX_TOKENS]"
+    # Cut at SUMMARY_MAX_TOKENS (or by a stream that ended early): the transcript holds
+    # what it did not say, and the model is told.
+    if reply.cut:
+        return reply.said + "\n[this summary was cut before its end]"
     return reply.said
 
 
@@ -179,10 +196,10 @@ def auto_compact(messages: list, run, focus: str = "", system: str = SYSTEM,
     path = None
     try:
         # Without its transcript, a compaction would lose details for good.
-        path = transcripts.save(TRANSCRIPTS, messages)
+        path = transcripts.save(config.TRANSCRIPTS, messages)
         summary = summarize(messages, run, focus, system, tools)
     except (OSError, ValueError, errors.EndpointError) as exc:
-        return transcripts.compaction_failed(exc, TRANSCRIPTS, path)
+        return transcripts.compaction_failed(exc, config.TRANSCRIPTS, path)
     text = transcripts.summary_message(summary, path)
     if attach:
         text += "\n\n" + attach()
@@ -213,7 +230,14 @@ def compact_tool(focus: str = "") -> str:
 
 
 TOOLS = s03.BASE_TOOLS + [COMPACT_TOOL]
-TOOL_HANDLERS = {**s03.BASE_HANDLERS, "compact": compact_tool}
+# The dispatch table: s03's four base tools, and compact (no todo: see the docstring).
+TOOL_HANDLERS = {
+    "bash": s03.run_bash,
+    "read_file": s03.run_read,
+    "write_file": s03.run_write,
+    "edit_file": s03.run_edit,
+    "compact": compact_tool,
+}
 
 COMPACTION_FAILED = "[the compaction did not happen; the conversation goes on as it was]"
 
@@ -232,7 +256,9 @@ def compact_if_asked(calls: list, messages: list, run, compact=auto_compact) -> 
 
 def agent_loop(messages: list, run, max_steps: int = MAX_STEPS) -> str:
     """s03's loop, plus the three layers on their marked lines."""
-    for _ in range(max_steps):
+    steps = 0
+    while steps < max_steps:
+        steps += 1
         view = micro_compact(messages, run)                              # layer 1
         if needs_compaction(view):                                       # layer 2
             auto_compact(messages, run)                                  # layer 2

@@ -4,8 +4,13 @@
 s03's todos live in memory: a compaction hides them, an exit destroys them,
 and they have no order. s07 moves the plan out of the conversation, as a graph.
 
-    .tasks/task_1.json  {"id": 1, "subject": "Design the data model", "status": "completed", ...}
-    .tasks/task_4.json  {"id": 4, "subject": "Write the API tests",   "blockedBy": [2], ...}
+    .tasks/task_1.json  {"id": 1, "subject": "Design the data model", "description": "",
+                         "status": "completed", "blockedBy": [], "owner": "alice",
+                         "created_at": "2026-12-04T16:00:00+00:00", "updated_at": ...}
+    .tasks/task_4.json  {"id": 4, "subject": "Write the API tests", "blockedBy": [2], ...}
+
+    One file per task holds all of it (status: pending, in_progress, completed or deleted;
+    owner: the agent that started it). A change replaces the file whole.
 
         #1 Design the data model --+--> #2 Implement the API --> #4 Write the API tests
                                    +--> #3 Write the docs
@@ -19,9 +24,9 @@ Key insight: state that must outlive the conversation belongs outside it. The mo
 board back whenever it needs it; compaction and restarts cannot lose what was never only in it.
 
 The rules, in TaskManager: ids by max-scan, never reused; a blocked task cannot start or
-complete; completing one frees its dependents; a blocker must exist and close no cycle; a
-task another agent has in progress is theirs (board/claims.py). What a store must do:
-harness/board/record.py.
+complete, and a task in progress takes no open blocker; completing one frees its dependents;
+a blocker must exist and close no cycle; a task another agent has in progress is theirs
+(board/claims.py). What a store must do: harness/board/record.py.
 
 New since s06: TaskManager, its tools, the board after each compaction, agent names, --board;
 in the REPL /tasks, /task and other agents' news ([board: bob started #3]).
@@ -40,9 +45,14 @@ from harness import board, cli, demos, endpoints, terminal
 from harness.board import claims, graph, record, text
 from harness.board import commands as commands_for
 
-TASKS_DIR = ".tasks"        # relative: the board of the folder you run in
-BOARD_CHARS = 12_000        # the board after a compaction: less than it replaced
-FINISHED = record.FINISHED  # completed or deleted: a finished task blocks nobody
+# Relative: each folder you run in has its own board.
+TASKS_DIR = ".tasks"
+# At most this much of the board comes back with a compaction's summary (about 3,000
+# tokens; a bigger board, as its unfinished tasks). It can outgrow the history it
+# replaced: the price of keeping the plan in sight.
+BOARD_CHARS = 12_000
+# Completed or deleted: a finished task blocks nobody.
+FINISHED = record.FINISHED
 
 
 class TaskManager:
@@ -66,11 +76,16 @@ class TaskManager:
     def create(self, subject, description="", blocked_by=None) -> str:
         subject = record.check_text(subject, "subject")
         description = record.check_text(description, "description", empty=True)
-        with self.store.locked():        # one writer at a time, across processes
+        # The board's lock (.tasks/.lock, or a row lock on PostgreSQL): one
+        # change at a time, across processes and machines.
+        with self.store.locked():
             blocked, notes = self.check_blockers(None, [], blocked_by or [])
             task = record.new_task(self.next_id(), subject, description, blocked)
-            # reserve() writes the task if its id is free; a file made by hand
-            # (outside the lock) may hold it: then take the next id.
+            # reserve() creates .tasks/task_<id>.json only if no file has that
+            # name yet: a temporary file, written whole, then given the name by
+            # a hard link, which never replaces a file (on PostgreSQL, an
+            # INSERT that does nothing if the id is taken). A file made by hand
+            # may hold the id: then take the next one.
             while not self.store.reserve(task):
                 task["id"] = self.next_id()
         return text.created(task, notes)
@@ -80,7 +95,7 @@ class TaskManager:
         """load -> check -> write -> _clear_dependency. A refused call changes
         nothing. force: a person takes a task over on purpose (/task start)."""
         task_id = record.parse_task_id(task_id)
-        with self.store.locked():        # one writer at a time, across processes
+        with self.store.locked():
             task = self.store.load(task_id)
             before = task["status"]
             change, notes = self.check_update(task, status, add_blocked_by,
@@ -91,6 +106,9 @@ class TaskManager:
             if before in FINISHED and task["status"] not in FINISHED:
                 unblocked = task.pop("unblocked", [])
                 notes += text.reopened(task, unblocked)
+            # write() replaces .tasks/task_<id>.json atomically: a temporary
+            # file, then a rename over the old one. A reader, or a kill in the
+            # middle, sees the old task or the new, never half of one.
             self.store.write(task)
             lines = [f"Updated {text.line(task)}"] + notes
             if before not in FINISHED and task["status"] in FINISHED:
@@ -153,7 +171,9 @@ class TaskManager:
                              "before giving it blockers")
         # The new status and owner (board/claims.py): starting claims it, never
         # in another's name; another agent's task in progress is theirs unless a
-        # person takes it over (force); back to pending frees it.
+        # person takes it over (force); back to pending frees it. `change` holds
+        # the fields to set, e.g. {"status": "in_progress", "owner": "alice"};
+        # `notes` says what else happened ("took #3 over from bob").
         change, notes = claims.check(task, status, owner, self.agent, force)
         blocked, more = self.check_blockers(tid, task["blockedBy"], add or [])
         for dep in record.ids(remove or []):   # a missing one can go too
@@ -248,8 +268,13 @@ def task_update(task_id, status=None, addBlockedBy=None,
 
 
 TOOLS = s06.TOOLS + TASK_TOOLS
+# The dispatch table: every tool the model is offered, and what runs it.
 TOOL_HANDLERS = {
-    **s06.TOOL_HANDLERS,
+    "bash": s03.run_bash,
+    "read_file": s03.run_read,
+    "write_file": s03.run_write,
+    "edit_file": s03.run_edit,
+    "compact": s06.compact_tool,
     "task_create": task_create,
     "task_update": task_update,
     "task_list": TASKS.list_all,
@@ -283,7 +308,9 @@ def compact_with_board(messages, run, focus="") -> bool:
 
 def agent_loop(messages, run, max_steps=s06.MAX_STEPS) -> str:
     """s06's loop with s07's tools: after a compaction the board comes back."""
-    for _ in range(max_steps):
+    steps = 0
+    while steps < max_steps:
+        steps += 1
         view = s06.micro_compact(messages, run)                # layer 1
         if s06.needs_compaction(view):                         # layer 2
             compact_with_board(messages, run)                  # layer 2 + board

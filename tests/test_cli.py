@@ -283,15 +283,20 @@ def test_a_paste_of_several_lines_into_a_terminal_is_one_prompt(workdir):
     import select
     from harness.stand_in import StandInAPI
 
+    unread = [b""]     # what came from the terminal and was not yet looked for
+
     def read_until(fd, needle, timeout=30):
-        seen, end = b"", time.monotonic() + timeout
+        """Everything up to and including needle; what came after it stays for the next call
+        (a prompt that arrived in the same read as an answer must not be waited for again)."""
+        seen, end = unread[0], time.monotonic() + timeout
         while needle not in seen and time.monotonic() < end:
             if select.select([fd], [], [], 0.2)[0]:
                 try:
                     seen += os.read(fd, 65536)
                 except OSError:                 # the other side closed
                     break
-        return seen
+        head, found, unread[0] = seen.partition(needle)
+        return head + found
 
     with StandInAPI([reply(text("one prompt")), reply(text("second prompt"))]) as api:
         terminal, child = pty.openpty()
@@ -303,7 +308,7 @@ def test_a_paste_of_several_lines_into_a_terminal_is_one_prompt(workdir):
             assert b">> " in read_until(terminal, b">> ")
             os.write(terminal, b"first line of the paste\nsecond line of the paste\n")
             assert b"one prompt" in read_until(terminal, b"one prompt")
-            read_until(terminal, b">> ")
+            assert b">> " in read_until(terminal, b">> ")
             # a line typed on its own is its own prompt
             os.write(terminal, b"typed alone\n")
             assert b"second prompt" in read_until(terminal, b"second prompt")

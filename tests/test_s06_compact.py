@@ -9,7 +9,7 @@ import anthropic
 import pytest
 
 import s06_compact as s06
-from harness import layer1, transcripts
+from harness import config, layer1, transcripts
 from harness.run import Run
 from conftest import tool_results
 from harness.stand_in import StandInAPI
@@ -257,8 +257,8 @@ def in_tmp(tmp_path, monkeypatch):
 
 def test_transcripts_are_jsonl_of_plain_data_and_never_overwritten(in_tmp):
     history = history_with_results(("bash", "héllo ✓"), ("read_file", LONG))
-    first = transcripts.save(s06.TRANSCRIPTS, history)
-    second = transcripts.save(s06.TRANSCRIPTS, history[:1])
+    first = transcripts.save(config.TRANSCRIPTS, history)
+    second = transcripts.save(config.TRANSCRIPTS, history[:1])
     assert first != second and first.parent.name == ".transcripts"
     lines = first.read_text(encoding="utf-8").splitlines()
     assert [json.loads(line) for line in lines] == history and "héllo ✓" in lines[2]
