@@ -1,34 +1,38 @@
-"""Shared fixtures: run a lesson as a user does, against the loopback stand-in."""
+"""Every fixture of the suite, and only fixtures (the helpers are in helpers.py).
+
+- a lesson run as a user runs it (a subprocess, against the loopback stand-in), or in process;
+- a folder to work in;
+- the boards: a folder, a PostgreSQL schema, and `board`, which is each in turn;
+- what a few files need of their own: a busy PostgreSQL board, a board reached with a
+  password, a big log, a browser, a planted link's victim, a REPL history.
+"""
 
 import errno
+import io
 import os
-import signal
+import secrets
+import shutil
 import subprocess
 import sys
-import threading
-import time
 from pathlib import Path
+from types import SimpleNamespace
+from urllib.parse import urlsplit
 
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from harness import endpoints, layer1, spill  # noqa: E402
+import helpers  # noqa: E402
+import pg_server  # noqa: E402
+import s07_task_system as s07  # noqa: E402
+from harness import config, layer1, spill  # noqa: E402
+from harness.board import folder, postgres  # noqa: E402
 from harness.run import Run  # noqa: E402
 from harness.stand_in import StandInAPI  # noqa: E402
-from harness.stand_in.script import reply, tool  # noqa: E402
 
 
-def clean_env(home, **extra):
-    """The environment of a user with no key and nothing configured, plus `extra`."""
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("ANTHROPIC_", "CLAUDE_"))
-           and k not in ("MODEL_ID", "COMPACT_THRESHOLD", "NO_COLOR")}
-    env.update(HOME=str(home), PYTHONIOENCODING="utf-8", PYTHONPATH=str(ROOT))
-    env.update({k: str(v) for k, v in extra.items()})
-    return env
-
+# ---------------------------------------------------------------- a lesson, as a user runs it
 
 @pytest.fixture
 def workdir(tmp_path):
@@ -36,6 +40,14 @@ def workdir(tmp_path):
     (tmp_path / "home").mkdir()
     (tmp_path / "work").mkdir()
     return tmp_path / "work"
+
+
+@pytest.fixture
+def in_tmp(workdir, monkeypatch):
+    """The test runs in workdir: the file tools' workspace, and where anything the harness
+    saves lands. A file may stand outside it, in workdir.parent."""
+    monkeypatch.chdir(workdir)
+    return workdir
 
 
 @pytest.fixture
@@ -48,8 +60,9 @@ def run_lesson(workdir):
             if key:
                 extra["ANTHROPIC_API_KEY"] = key
             proc = subprocess.run([sys.executable, str(ROOT / f"{lesson}.py"), *args], cwd=workdir,
-                                  env=clean_env(workdir.parent / "home", **extra), input=stdin,
-                                  capture_output=True, text=True, encoding="utf-8", timeout=timeout)
+                                  env=helpers.clean_env(workdir.parent / "home", **extra),
+                                  input=stdin, capture_output=True, text=True, encoding="utf-8",
+                                  timeout=timeout)
         return proc, api
     return run
 
@@ -79,66 +92,6 @@ def fresh_layers(monkeypatch, tmp_path):
     return renew
 
 
-def tool_results(request, index=-1):
-    """The tool_result blocks of one message of a recorded request."""
-    content = request["messages"][index]["content"]
-    return [b for b in content if isinstance(b, dict) and b.get("type") == "tool_result"]
-
-
-def popen_taking_ctrl_c(*args, **kwargs) -> subprocess.Popen:
-    """subprocess.Popen, with a child that takes Ctrl-C (SIGINT) as from a terminal, even when
-    this suite was started with SIGINT ignored (`pytest &` in a shell without job control): an
-    ignored signal stays ignored through exec, and the child would never see the test's Ctrl-C;
-    a handled one is reset to the default there."""
-    saved = signal.signal(signal.SIGINT, signal.default_int_handler)
-    try:
-        return subprocess.Popen(*args, **kwargs)
-    finally:
-        if saved is not None:
-            signal.signal(signal.SIGINT, saved)
-
-
-def batch_of_three(running: int) -> dict:
-    """A reply of three bash calls, each writing a file (one.txt, two.txt, three.txt); call
-    number `running` (0, 1 or 2) instead writes its shell's pid to running.pid and sleeps: the
-    call that is running when the test stops the lesson."""
-    commands = [f"echo {n} > {n}.txt; echo wrote {n}" for n in ("one", "two", "three")]
-    commands[running] = "echo $$ > running.pid; sleep 30"
-    return reply(*[tool("bash", {"command": command}) for command in commands])
-
-
-def running_command(workdir: Path, proc: subprocess.Popen, seconds: float = 20) -> int:
-    """The process group of the sleeping command of batch_of_three, once it runs."""
-    pid_file = workdir / "running.pid"
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline and proc.poll() is None:
-        if pid_file.exists() and pid_file.read_text().endswith("\n"):
-            return int(pid_file.read_text())
-        time.sleep(0.05)
-    pytest.fail(f"the lesson never ran the sleeping call (exit code {proc.poll()})")
-
-
-def group_ends(group: int, seconds: float = 5) -> bool:
-    """Whether no process of the group is left within `seconds` (a killed one takes a moment
-    to be reaped)."""
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        try:
-            os.killpg(group, 0)
-        except ProcessLookupError:
-            return True
-        time.sleep(0.05)
-    return False
-
-
-def end_group(group: int) -> None:
-    """Kill a command's process group that its lesson (killed with -9) left running."""
-    try:
-        os.killpg(group, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
-
-
 @pytest.fixture
 def run_main(fresh_layers, workdir, monkeypatch, capsys):
     """In-process twin of run_lesson, for edge cases: calls lesson.main(argv) with the real client.
@@ -147,14 +100,13 @@ def run_main(fresh_layers, workdir, monkeypatch, capsys):
     starts as a new process would (main() makes its own Run; s06's layers are made new).
     Returns (exit code, stdout, stderr, StandInAPI).
     """
-    import io
     saved = dict(os.environ)
     monkeypatch.chdir(workdir)
 
     def run(lesson, *args, script=(), summary=None, stdin="", env=None, key="test-key"):
         fresh_layers()
         os.environ.clear()
-        os.environ.update(clean_env(workdir.parent / "home"))
+        os.environ.update(helpers.clean_env(workdir.parent / "home"))
         with StandInAPI(script, summary=summary) as api:
             os.environ.update({"ANTHROPIC_BASE_URL": api.url, **(env or {})})
             if key:
@@ -173,59 +125,200 @@ def run_main(fresh_layers, workdir, monkeypatch, capsys):
     os.environ.update(saved)
 
 
-def within(seconds: float, fn, unblock=None):
-    """fn() in a thread: its value, or a failure if it is still running after `seconds`."""
-    box = {}
+# ---------------------------------------------------------------- the boards
 
-    def run() -> None:
-        try:
-            box["value"] = fn()
-        except BaseException as exc:  # raised again below, in the test's own thread
-            box["error"] = exc
-    thread = threading.Thread(target=run, daemon=True)
-    thread.start()
-    thread.join(seconds)
-    if thread.is_alive():
-        if unblock:
-            unblock()
-        pytest.fail(f"still running after {seconds} s: it hangs")
-    if "error" in box:
-        raise box["error"]
-    return box["value"]
+@pytest.fixture(scope="session")
+def pg_url():
+    """A PostgreSQL server for the whole session: TEST_DATABASE_URL, or a throwaway cluster
+    (tests/pg_server.py). Without either, or without psycopg, a test that needs it skips with
+    one line (with CI=true it fails)."""
+    why = pg_server.missing()
+    if why:
+        pg_server.skip_or_fail(why)
+    url, stop = pg_server.server()
+    yield url
+    stop()
 
 
-class FullDisk:
-    """A file that stores half of what write() or writelines() is given, then fails as a full
-    disk does (ENOSPC): what a write in place leaves behind when the disk fills."""
-
-    def __init__(self, f) -> None:
-        self._f = f
-
-    def write(self, data) -> int:
-        self._f.write(data[:len(data) // 2])
-        self._f.flush()
-        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
-
-    def writelines(self, lines) -> None:
-        lines = list(lines)
-        self._f.writelines(lines[:len(lines) // 2])
-        self._f.flush()
-        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
-
-    def __getattr__(self, name):
-        return getattr(self._f, name)
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self._f.close()
+@pytest.fixture
+def pg_board(pg_url):
+    """A PostgreSQL board of the test's own: the server's URL, in a fresh schema."""
+    import psycopg
+    schema = f"board_{secrets.token_hex(6)}"
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        conn.execute(f"CREATE SCHEMA {schema}")
+    yield helpers.in_schema(pg_url, schema)
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        conn.execute(f"DROP SCHEMA {schema} CASCADE")
 
 
-def call_tool(name, args, tools, handlers):
-    """One tool call as the loop runs it: the input checked against the tool's schema (as
-    endpoints.ask does), s03's dispatch, and the cap (the whole saved): (output, is_error)."""
-    import s03_todo
-    call = endpoints.make_call("toolu_test", name, args, tools)
-    output, is_error = s03_todo.call_tool(call, handlers)
-    return spill.keep_whole(output, s03_todo.OUTPUT_CAP, name, spill.SavedTexts()), is_error
+@pytest.fixture(params=["files", "postgres"])
+def board(request, tmp_path):
+    """Where a board is, as --board or TASK_BOARD takes it: a folder, then a postgresql:// URL.
+    A test that takes `board` runs on both stores: the rules hold on each."""
+    if request.param == "files":
+        return str(tmp_path / ".tasks")
+    return request.getfixturevalue("pg_board")
+
+
+@pytest.fixture
+def board_dir(tmp_path) -> Path:
+    """A folder board, not made yet: what the folder store writes, read as files."""
+    return tmp_path / ".tasks"
+
+
+@pytest.fixture
+def s07_board(board, monkeypatch):
+    """s07's own TaskManager (the one its tools, its /task and its board after a compaction
+    use), on `board`, for agent alice."""
+    tasks = s07.TaskManager(board, agent="alice")
+    monkeypatch.setattr(s07, "TASKS", tasks)
+    return tasks
+
+
+@pytest.fixture
+def failing_write(board, monkeypatch):
+    """fail(n, exc): the n-th write to the board from now on raises exc, in the middle of an
+    import: a server gone, a full disk, or the user's Ctrl-C."""
+    store = postgres if helpers.on_postgres(board) else folder
+    real = store.now                                 # every write stamps updated_at
+
+    def fail(n, exc):
+        calls = iter(range(1, 10 ** 6))
+
+        def now():
+            if next(calls) == n:
+                raise exc
+            return real()
+        monkeypatch.setattr(store, "now", now)
+    return fail
+
+
+@pytest.fixture
+def next_stamp_fails(monkeypatch):
+    """fail() makes the next os.pwrite (which stamps a folder board's .lock after a write) fail
+    as a full disk does, once; failed() says whether it did."""
+    real, state = os.pwrite, {"armed": False, "failed": False}
+
+    def pwrite(fd, data, offset):
+        if state["armed"]:
+            state.update(armed=False, failed=True)
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        return real(fd, data, offset)
+    monkeypatch.setattr(os, "pwrite", pwrite)
+    return lambda: state.update(armed=True), lambda: state["failed"]
+
+
+BUSY_AFTER = 0.5      # seconds: LOCK_TIMEOUT for the busy board, so that it fails fast
+
+
+@pytest.fixture
+def busy(pg_board, monkeypatch):
+    """hold(statement): another session runs it in a transaction it leaves open (as a person in
+    psql might), until the test ends or release() is called. Returns that session's pid. The
+    board's LOCK_TIMEOUT is BUSY_AFTER."""
+    psycopg = helpers.psycopg_or_skip()
+    monkeypatch.setattr(postgres, "LOCK_TIMEOUT", BUSY_AFTER)
+    sessions = []
+
+    def hold(statement):
+        conn = psycopg.connect(pg_board, application_name="psql")
+        conn.execute(statement)                     # not committed: its locks stay
+        sessions.append(conn)
+        return conn.info.backend_pid
+
+    def release():
+        for conn in sessions:
+            conn.close()
+    yield hold, release
+    release()
+
+
+@pytest.fixture
+def board_with_password(pg_url):
+    """A board reached as a role whose password holds ? and #, where a URL parser cuts."""
+    password = "Tr0ub4?dor#St4ple"
+    with helpers.role_with_schema(pg_url, password) as (role, schema):
+        server = urlsplit(pg_url)
+        yield (f"postgresql://{role}:{password}@{server.hostname}:{server.port}{server.path}"
+               f"?options=-csearch_path%3D{schema}"), password
+
+
+@pytest.fixture
+def agent(pg_url):
+    """A role of its own, with a password, that owns a schema of its own: a board no other test
+    shares. url(...) spells its address; the password is long and random, so that finding it
+    anywhere means it leaked."""
+    password = f"pw{secrets.token_hex(12)}"
+    with helpers.role_with_schema(pg_url, password) as (role, schema):
+        server = urlsplit(pg_url)
+        where = f"{server.hostname}:{server.port}{server.path}?options=-csearch_path%3D{schema}"
+
+        def url(scheme="postgresql", with_password=True):
+            user = f"{role}:{password}" if with_password else role
+            return f"{scheme}://{user}@{where}"
+        yield SimpleNamespace(role=role, password=password, schema=schema, url=url,
+                              host=server.hostname, port=server.port,
+                              database=server.path.lstrip("/"),
+                              admin=f"{pg_url}?options=-csearch_path%3D{schema}")
+
+
+@pytest.fixture
+def nothing_hidden_yet(monkeypatch):
+    """A process that has learnt no secret yet: what one test hides stays out of the others."""
+    monkeypatch.setattr(config, "_LEARNT_SECRETS", set())
+
+
+# ---------------------------------------------------------------- files
+
+@pytest.fixture
+def big_log(in_tmp):
+    """200 MB of text, 2,000,000 lines; removed at once after (pytest keeps tmp folders)."""
+    line = b"x" * 99 + b"\n"
+    with open("big.log", "wb") as f:
+        for _ in range(200):
+            f.write(line * 10_000)
+    yield "big.log"
+    os.unlink("big.log")
+
+
+@pytest.fixture
+def results(in_tmp):
+    """Where big results are saved whole (spill.RESULTS), under the test's own folder."""
+    return spill.RESULTS
+
+
+@pytest.fixture
+def victim(in_tmp) -> Path:
+    """A file outside the workspace that a planted link points to; the test runs in work/."""
+    path = in_tmp.parent / "victim.txt"
+    path.write_text(helpers.VICTIM)
+    return path
+
+
+@pytest.fixture
+def history(monkeypatch):
+    """The REPL's history as on a terminal, emptied before and after (None without readline)."""
+    try:
+        import readline
+    except ImportError:
+        readline = None
+    monkeypatch.setattr(sys, "stdin", SimpleNamespace(isatty=lambda: True))  # a terminal
+    if readline is not None:
+        readline.clear_history()
+    yield readline
+    if readline is not None:
+        readline.clear_history()
+
+
+@pytest.fixture(scope="module")
+def chromium():
+    """The system's Chromium (headless), or a skip saying how to install it (CI=true: a
+    failure)."""
+    for name in ("chromium", "chromium-browser", "google-chrome"):
+        if shutil.which(name):
+            return shutil.which(name)
+    if os.environ.get("CI") == "true":
+        pytest.fail("Chromium is missing on CI: .ci/run must install it "
+                    "(apt-get install -y chromium)")
+    pytest.skip("Chromium is not installed (apt-get install -y chromium)")

@@ -16,7 +16,7 @@ import sys
 import pytest
 
 import s06_compact
-from conftest import ROOT
+from helpers import ROOT
 from harness.stand_in import StandInAPI
 from harness.stand_in.script import is_summary_request
 from harness.stand_in.usage import breakpoints, cache_blocks

@@ -20,7 +20,7 @@ import pytest
 
 import pg_server
 import s07_task_system as s07
-from conftest import ROOT, clean_env, tool_results
+from helpers import ROOT, clean_env, tool_results
 from harness.board import checklist, folder, postgres
 from harness.board.checklist import import_checklist
 from harness.board.record import new_task

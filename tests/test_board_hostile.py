@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import within, call_tool
+from helpers import within, call_tool
 
 import s07_task_system as s07
 from harness.board import open_store

@@ -18,7 +18,7 @@ from urllib.parse import urlsplit
 import pytest
 
 import pg_server
-from conftest import within
+from helpers import within
 from harness.board import postgres
 from harness.board.live import BoardWatcher
 from harness.board.postgres import shown

@@ -20,8 +20,8 @@ from harness import endpoints
 from harness.run import Run
 import s03_todo
 import s07_task_system
-from conftest import (ROOT, batch_of_three, clean_env, group_ends, popen_taking_ctrl_c,
-                      running_command, tool_results)
+from helpers import (ROOT, batch_of_three, clean_env, group_ends, on_a_terminal,
+                     popen_taking_ctrl_c, running_command, tool_results)
 from harness.pairing import INTERRUPTED, NOT_RUN
 from harness.stand_in import StandInAPI
 from harness.stand_in.script import error, message, raw, reply, text, tool
@@ -278,45 +278,19 @@ def test_a_turn_that_fails_after_tool_calls_keeps_them_so_a_retry_does_not_dupli
 def test_a_paste_of_several_lines_into_a_terminal_is_one_prompt(workdir):
     """A real pseudo-terminal: the lines arrive together, as a paste does, and make one model
     call."""
-    import os
-    import pty
-    import select
-    from harness.stand_in import StandInAPI
-
-    unread = [b""]     # what came from the terminal and was not yet looked for
-
-    def read_until(fd, needle, timeout=30):
-        """Everything up to and including needle; what came after it stays for the next call
-        (a prompt that arrived in the same read as an answer must not be waited for again)."""
-        seen, end = unread[0], time.monotonic() + timeout
-        while needle not in seen and time.monotonic() < end:
-            if select.select([fd], [], [], 0.2)[0]:
-                try:
-                    seen += os.read(fd, 65536)
-                except OSError:                 # the other side closed
-                    break
-        head, found, unread[0] = seen.partition(needle)
-        return head + found
-
+    lesson = [sys.executable, str(ROOT / "s03_todo.py")]
     with StandInAPI([reply(text("one prompt")), reply(text("second prompt"))]) as api:
-        terminal, child = pty.openpty()
         env = clean_env(workdir.parent / "home", ANTHROPIC_BASE_URL=api.url, ANTHROPIC_API_KEY="k")
-        proc = subprocess.Popen([sys.executable, str(ROOT / "s03_todo.py")], cwd=workdir, env=env,
-                                stdin=child, stdout=child, stderr=child, close_fds=True)
-        os.close(child)
-        try:
-            assert b">> " in read_until(terminal, b">> ")
-            os.write(terminal, b"first line of the paste\nsecond line of the paste\n")
-            assert b"one prompt" in read_until(terminal, b"one prompt")
-            assert b">> " in read_until(terminal, b">> ")
+        with on_a_terminal(lesson, workdir, env) as (proc, terminal):
+            assert b">> " in terminal.read_until(b">> ")
+            terminal.type(b"first line of the paste\nsecond line of the paste\n")
+            assert b"one prompt" in terminal.read_until(b"one prompt")
+            assert b">> " in terminal.read_until(b">> ")
             # a line typed on its own is its own prompt
-            os.write(terminal, b"typed alone\n")
-            assert b"second prompt" in read_until(terminal, b"second prompt")
-            os.write(terminal, b"q\n")
+            terminal.type(b"typed alone\n")
+            assert b"second prompt" in terminal.read_until(b"second prompt")
+            terminal.type(b"q\n")
             assert proc.wait(15) == 0
-        finally:
-            proc.kill()
-            os.close(terminal)
     prompts = [r["messages"][-1]["content"] for r in api.requests]
     assert prompts == ["first line of the paste\nsecond line of the paste", "typed alone"]
 

@@ -12,7 +12,7 @@ import subprocess
 import sys
 from types import SimpleNamespace
 
-from conftest import ROOT, clean_env
+from helpers import ROOT, clean_env
 from harness import config
 from harness.session import views
 from harness.session.record import Recorder

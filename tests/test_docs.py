@@ -9,17 +9,14 @@ settings, defaults and bounds the pages quote are read from the code, so each ph
 import io
 import re
 import sys
-import time
 from contextlib import redirect_stdout
 
 import pytest
 
-import test_bench_tokens
-import test_readme
-from conftest import ROOT
+from helpers import (NAME, PROMPT, ROOT, WALK_MODEL, WALK_SUMMARY, gather, missing_test,
+                     plan_by_hand, shown_by)
 from harness.stand_in.script import reply, text, tool
 from readme_blocks import assert_matches, checked_block, markers, quoting_files, runs
-from test_board_contract import pg_board, pg_url  # noqa: F401  (fixtures: a server, a schema)
 
 DOCS = ROOT / "docs"
 
@@ -36,11 +33,10 @@ def flat(text):
 # ---------------------------------------------------------------- the blocks of docs/
 
 def test_context_and_cost_match_the_session_page_after_the_walkthroughs_plan(workdir):
-    test_readme.plan_by_hand(workdir, key=None)
-    (run,) = runs(checked_block(page("session.md"), "context-and-cost"), (test_readme.PROMPT,))
-    code, shown = test_readme.shown_by(run.command, workdir, script=test_readme.WALK_MODEL,
-                                       summary=test_readme.WALK_SUMMARY, inputs=run.inputs,
-                                       env=test_readme.NAME)
+    plan_by_hand(workdir, key=None)
+    (run,) = runs(checked_block(page("session.md"), "context-and-cost"), (PROMPT,))
+    code, shown = shown_by(run.command, workdir, script=WALK_MODEL, summary=WALK_SUMMARY,
+                           inputs=run.inputs, env=NAME)
     assert code == 0, shown
     assert_matches("context-and-cost", run.lines, shown)
     from harness.session import views
@@ -53,28 +49,17 @@ COUNTING = [reply(text(f"Counting: {n}."), tool("bash", {"command": f"echo {n}"}
 
 def test_a_turn_out_of_budget_exits_3_and_continue_goes_on(workdir):
     stopped, resumed = runs(checked_block(page("long-sessions.md"), "budget"))
-    code, shown = test_readme.shown_by(stopped.command, workdir, script=COUNTING)
+    code, shown = shown_by(stopped.command, workdir, script=COUNTING)
     assert code == 3, shown
     assert_matches(f"budget, {stopped.command}", stopped.lines, shown)
-    code, shown = test_readme.shown_by(resumed.command, workdir,
-                                       script=[reply(text("Three. Done."))])
+    code, shown = shown_by(resumed.command, workdir, script=[reply(text("Three. Done."))])
     assert code == 0, shown
     assert_matches(f"budget, {resumed.command}", resumed.lines, shown)
     import harness.cli
     assert harness.cli.STEPS_RAN_OUT == 3 and "exits with **status 3**" in page("long-sessions.md")
 
 
-def news(watcher, lines: int) -> list:
-    """The board's news until `lines` lines have come (or 10 s): notifications reach a listener
-    some time after the commit that sent them, and a loaded machine may hand them over in
-    several reads."""
-    seen, deadline = [], time.monotonic() + 10
-    while len(seen) < lines and time.monotonic() < deadline:
-        seen += watcher.changes(wait=0.5)
-    return seen
-
-
-def test_what_bob_sees_of_alices_work_on_a_postgresql_board(pg_board, tmp_path):  # noqa: F811
+def test_what_bob_sees_of_alices_work_on_a_postgresql_board(pg_board, tmp_path):
     """In process, as bob's REPL does it: a watcher made before alice acts, read after."""
     from harness.board.checklist import import_checklist
     from harness.board.live import BoardWatcher
@@ -91,11 +76,11 @@ def test_what_bob_sees_of_alices_work_on_a_postgresql_board(pg_board, tmp_path):
         alice.update(2, add_blocked_by=[1])
         alice.update(3, add_blocked_by=[1])
         alice.update(1, status="in_progress")
-        seen = news(watcher, 6)
+        seen = gather(watcher, 6)
         with pytest.raises(ValueError) as refused:
             bob.update(1, status="completed")
         alice.update(1, status="completed")
-        seen += news(watcher, 3)
+        seen += gather(watcher, 3)
     finally:
         watcher.close()
     doc = page("many-machines.md")
@@ -107,7 +92,7 @@ def test_a_board_server_that_is_down_is_one_line_without_its_password(workdir):
     pytest.importorskip("psycopg")      # without it, the line says to install it instead
     (run,) = runs(checked_block(page("many-machines.md"), "board-unreachable"))
     assert "PASSWORD@" in run.command and all("PASSWORD" not in line for line in run.lines)
-    code, shown = test_readme.shown_by(run.command, workdir, key=None)
+    code, shown = shown_by(run.command, workdir, key=None)
     assert code == 1, shown
     assert_matches("board-unreachable", run.lines, shown)
 
@@ -115,7 +100,7 @@ def test_a_board_server_that_is_down_is_one_line_without_its_password(workdir):
 def test_a_password_given_with_the_board_flag_is_one_warning_line(workdir):
     (run,) = runs(checked_block(page("many-machines.md"), "board-password-warning"))
     assert "--board postgresql://agents:PASSWORD@" in run.command
-    code, shown = test_readme.shown_by(run.command, workdir, key=None)
+    code, shown = shown_by(run.command, workdir, key=None)
     assert code == 1, shown
     assert_matches("board-password-warning", run.lines, shown)
 
@@ -135,7 +120,7 @@ def bench_prints(bench_tasks, argv, monkeypatch):
 
 
 def test_the_quoted_benchmark_runs_print_what_the_benchmark_prints_today(
-        pg_url, monkeypatch):  # noqa: F811
+        pg_url, monkeypatch):
     """The figures are one run's, on the machine its first line names; the rows, columns and
     sections are the bench's own, printed here by a run on a small board (timings not compared)."""
     sys.path.insert(0, str(ROOT / "bench"))
@@ -169,46 +154,48 @@ def test_the_quoted_continue_benchmark_prints_what_the_benchmark_prints_today():
 
 # ---------------------------------------------------------------- every quote has a test
 
-R, T = test_readme, test_bench_tokens
+# Each block's tests, as file::name (named, not imported: a test file imports no other).
+R, T, D = "test_readme.py::", "test_bench_tokens.py::", "test_docs.py::"
 CHECKED = {
     ("README.md", "s07-demo"):
-        [test_readme.test_two_s07_demos_continue_one_board_and_leave_your_own_files_alone],
+        [R + "test_two_s07_demos_continue_one_board_and_leave_your_own_files_alone"],
     ("README.md", "s03-demo"):
-        [test_readme.test_the_s03_demo_matches_the_readme_and_writes_only_under_demo],
+        [R + "test_the_s03_demo_matches_the_readme_and_writes_only_under_demo"],
     ("README.md", "s06-demo"):
-        [R.test_the_s06_demo_matches_the_readme_and_its_page_marks_the_batch_where_it_says],
+        [R + "test_the_s06_demo_matches_the_readme_and_its_page_marks_the_batch_where_it_says"],
     ("README.md", "walkthrough"):
-        [test_readme.test_the_board_planned_by_hand_outlives_the_process_without_a_key,
-         test_readme.test_with_a_key_the_same_steps_print_the_same_lines_but_the_first],
+        [R + "test_the_board_planned_by_hand_outlives_the_process_without_a_key",
+         R + "test_with_a_key_the_same_steps_print_the_same_lines_but_the_first"],
     ("README.md", "task-file"):
-        [test_readme.test_the_board_planned_by_hand_outlives_the_process_without_a_key],
+        [R + "test_the_board_planned_by_hand_outlives_the_process_without_a_key"],
     ("README.md", "walkthrough-model"):
-        [test_readme.test_the_steps_that_need_a_model_match_the_readme_with_a_scripted_model],
+        [R + "test_the_steps_that_need_a_model_match_the_readme_with_a_scripted_model"],
     ("README.md", "walkthrough-no-model"):
-        [test_readme.test_without_a_model_those_steps_are_refused_in_one_line_each],
+        [R + "test_without_a_model_those_steps_are_refused_in_one_line_each"],
     ("docs/cost.md", "cost-table"):
-        [T.test_the_docs_describe_the_constants_s06_has,
-         T.test_a_made_up_shapes_row_in_the_docs_is_what_the_bench_prints_for_it,
-         T.test_a_real_sessions_s06_figures_in_the_docs_are_what_the_bench_measures,
-         T.test_the_docs_worst_and_median_lines_follow_from_its_rows],
+        [T + "test_the_docs_describe_the_constants_s06_has",
+         T + "test_a_made_up_shapes_row_in_the_docs_is_what_the_bench_prints_for_it",
+         T + "test_a_real_sessions_s06_figures_in_the_docs_are_what_the_bench_measures",
+         T + "test_the_docs_worst_and_median_lines_follow_from_its_rows"],
     ("docs/cost.md", "cost-sweep"):
-        [T.test_a_tiny_sweep_runs_and_its_line_for_the_table_constants_agrees_with_the_table,
-         T.test_the_docs_sweep_covers_the_grid_and_agrees_with_the_table],
+        [T + "test_a_tiny_sweep_runs_and_its_line_for_the_table_constants_agrees_with_the_table",
+         T + "test_the_docs_sweep_covers_the_grid_and_agrees_with_the_table"],
     ("docs/session.md", "context-and-cost"):
-        [test_context_and_cost_match_the_session_page_after_the_walkthroughs_plan],
-    ("docs/long-sessions.md", "budget"): [test_a_turn_out_of_budget_exits_3_and_continue_goes_on],
+        [D + "test_context_and_cost_match_the_session_page_after_the_walkthroughs_plan"],
+    ("docs/long-sessions.md", "budget"):
+        [D + "test_a_turn_out_of_budget_exits_3_and_continue_goes_on"],
     ("docs/many-machines.md", "live-board"):
-        [test_what_bob_sees_of_alices_work_on_a_postgresql_board],
+        [D + "test_what_bob_sees_of_alices_work_on_a_postgresql_board"],
     ("docs/many-machines.md", "board-unreachable"):
-        [test_a_board_server_that_is_down_is_one_line_without_its_password],
+        [D + "test_a_board_server_that_is_down_is_one_line_without_its_password"],
     ("docs/many-machines.md", "board-password-warning"):
-        [test_a_password_given_with_the_board_flag_is_one_warning_line],
+        [D + "test_a_password_given_with_the_board_flag_is_one_warning_line"],
     ("docs/performance.md", "bench-tasks"):
-        [test_the_quoted_benchmark_runs_print_what_the_benchmark_prints_today],
+        [D + "test_the_quoted_benchmark_runs_print_what_the_benchmark_prints_today"],
     ("docs/performance.md", "bench-stores"):
-        [test_the_quoted_benchmark_runs_print_what_the_benchmark_prints_today],
+        [D + "test_the_quoted_benchmark_runs_print_what_the_benchmark_prints_today"],
     ("docs/performance.md", "bench-continue"):
-        [test_the_quoted_continue_benchmark_prints_what_the_benchmark_prints_today],
+        [D + "test_the_quoted_continue_benchmark_prints_what_the_benchmark_prints_today"],
 }
 
 
@@ -232,10 +219,8 @@ def test_every_quoted_output_block_is_checked_by_a_test_and_every_test_has_its_b
     assert [block for block in found if block not in CHECKED] == [], "a block has no test"
     assert [block for block in CHECKED if block not in found] == [], "a test names no block"
     assert len(set(found)) == len(found), "two blocks with one name"
-    for tests in CHECKED.values():
-        for test in tests:
-            module = __import__(test.__module__)
-            assert getattr(module, test.__name__) is test    # collected by pytest, by that name
+    named = [test for tests in CHECKED.values() for test in tests]
+    assert [missing_test(test) for test in named if missing_test(test)] == []
 
 
 # ---------------------------------------------------------------- links and pages

@@ -7,16 +7,11 @@ in the suite. A row added to the table without a test here fails test_every_row_
 """
 
 import json
-import re
 
 import pytest
 
 import s03_todo
-import test_cli
-import test_s03_e2e
-import test_sendable_text
-import test_stream_shapes
-from conftest import ROOT, tool_results
+from helpers import ROOT, missing_test, tool_results
 from harness.stand_in.script import reply, text, tool
 
 PAGE = (ROOT / "docs" / "endpoints.md").read_text(encoding="utf-8")
@@ -110,58 +105,62 @@ def test_text_after_a_tool_call_keeps_its_place_and_the_results_still_come_first
 
 # ---------------------------------------------------------------- rows -> tests
 
+# Each row's tests, as file::name (named, not imported: a test file imports no other).
+E, C, S = "test_s03_e2e.py::", "test_cli.py::", "test_stream_shapes.py::"
+X, H = "test_sendable_text.py::", "test_endpoint_table.py::"
 ROWS = {
     '`stop_reason: "end_turn"` (or none) beside complete `tool_use` blocks':
-        [test_a_complete_call_beside_end_turn_or_no_stop_reason_is_run,
-         test_s03_e2e.test_a_complete_tool_call_is_run_even_when_stop_reason_says_end_turn],
+        [H + "test_a_complete_call_beside_end_turn_or_no_stop_reason_is_run",
+         E + "test_a_complete_tool_call_is_run_even_when_stop_reason_says_end_turn"],
     "a reply cut by `max_tokens` that ends in a tool call "
     "(llama-server returns several parsed calls so)":
-        [test_s03_e2e.test_complete_tool_calls_before_the_cut_one_run_and_the_cut_one_does_not,
-         test_s03_e2e.test_a_tool_call_cut_by_max_tokens_is_not_run],
+        [E + "test_complete_tool_calls_before_the_cut_one_run_and_the_cut_one_does_not",
+         E + "test_a_tool_call_cut_by_max_tokens_is_not_run"],
     "fewer input tokens counted than the tool definitions hold "
     "(a local chat template without tools)":
-        [test_cli.test_an_endpoint_that_dropped_the_tools_is_named_once],
+        [C + "test_an_endpoint_that_dropped_the_tools_is_named_once"],
     "content empty, only whitespace, or `null`":
-        [test_an_empty_reply_becomes_no_text_and_the_history_stays_valid,
-         test_cli.test_empty_content_or_text_after_a_call_keeps_the_history_valid,
-         test_cli.test_a_live_endpoint_that_is_not_the_messages_api_is_one_line],
+        [H + "test_an_empty_reply_becomes_no_text_and_the_history_stays_valid",
+         C + "test_empty_content_or_text_after_a_call_keeps_the_history_valid",
+         C + "test_a_live_endpoint_that_is_not_the_messages_api_is_one_line"],
     "`usage` missing, or fields `null`":
-        [test_cli.test_usage_that_is_missing_or_null_never_crashes],
+        [C + "test_usage_that_is_missing_or_null_never_crashes"],
     'tool arguments JSON-encoded as a string (`"items": "[...]"`, or the whole input)':
-        [test_s03_e2e.test_tool_input_as_json_text_or_a_list_keeps_the_history_valid,
-         test_a_whole_tool_input_sent_as_json_text_runs_as_if_sent_properly],
+        [E + "test_tool_input_as_json_text_or_a_list_keeps_the_history_valid",
+         H + "test_a_whole_tool_input_sent_as_json_text_runs_as_if_sent_properly"],
     "tool input that is a list, a number, or text that is not JSON":
-        [test_tool_input_that_is_not_an_object_is_an_error_result_and_the_history_holds_an_object],
+        [H + "test_tool_input_that_is_not_an_object_is_an_error_result_and_the_history_holds_"
+             "an_object"],
     "`thinking`, `redacted_thinking` blocks":
-        [test_cli.test_thinking_is_kept_and_unknown_blocks_are_left_out_with_a_note,
-         test_redacted_thinking_goes_back_to_the_api_unchanged],
+        [C + "test_thinking_is_kept_and_unknown_blocks_are_left_out_with_a_note",
+         H + "test_redacted_thinking_goes_back_to_the_api_unchanged"],
     "server tool blocks and unknown block types":
-        [test_cli.test_thinking_is_kept_and_unknown_blocks_are_left_out_with_a_note,
-         test_a_block_of_a_type_nobody_knows_is_left_out_with_a_note],
+        [C + "test_thinking_is_kept_and_unknown_blocks_are_left_out_with_a_note",
+         H + "test_a_block_of_a_type_nobody_knows_is_left_out_with_a_note"],
     "text after a tool call":
-        [test_text_after_a_tool_call_keeps_its_place_and_the_results_still_come_first],
+        [H + "test_text_after_a_tool_call_keeps_its_place_and_the_results_still_come_first"],
     "a hung endpoint":
-        [test_cli.test_a_hung_endpoint_ends_after_api_timeout_with_one_line,
-         test_cli.test_a_terminal_sees_the_wait_the_text_live_and_a_tool_call_growing,
-         test_s03_e2e.test_ctrl_c_while_the_model_is_still_answering_abandons_the_turn],
+        [C + "test_a_hung_endpoint_ends_after_api_timeout_with_one_line",
+         C + "test_a_terminal_sees_the_wait_the_text_live_and_a_tool_call_growing",
+         E + "test_ctrl_c_while_the_model_is_still_answering_abandons_the_turn"],
     "a stream that closes cleanly before its `message_delta` (in the middle of a tool call's "
     "input, say)":
-        [test_stream_shapes.test_a_task_update_cut_off_inside_its_input_is_not_run,
-         test_stream_shapes.test_the_calls_before_a_cut_one_run_and_the_model_is_told_which_was_cut,
-         test_stream_shapes.test_a_call_runs_only_from_a_reply_that_reached_its_end,
-         test_stream_shapes.test_a_text_reply_cut_off_keeps_what_arrived_and_says_it_was_cut,
-         test_stream_shapes.test_whatever_block_a_stream_ended_in_the_next_request_is_accepted],
+        [S + "test_a_task_update_cut_off_inside_its_input_is_not_run",
+         S + "test_the_calls_before_a_cut_one_run_and_the_model_is_told_which_was_cut",
+         S + "test_a_call_runs_only_from_a_reply_that_reached_its_end",
+         S + "test_a_text_reply_cut_off_keeps_what_arrived_and_says_it_was_cut",
+         S + "test_whatever_block_a_stream_ended_in_the_next_request_is_accepted"],
     "a stream that breaks the rules: a delta before its block, a `tool_use` without an id, a "
     "`null` text, a delta for another kind of block, data that is not JSON, an `error` event":
-        [test_stream_shapes.test_a_stream_that_breaks_the_rules_is_one_line_naming_what_it_sent,
-         test_stream_shapes.test_data_not_json_an_error_event_or_no_event_at_all_is_one_line,
-         test_stream_shapes.test_after_a_malformed_stream_the_repl_keeps_the_conversation],
+        [S + "test_a_stream_that_breaks_the_rules_is_one_line_naming_what_it_sent",
+         S + "test_data_not_json_an_error_event_or_no_event_at_all_is_one_line",
+         S + "test_after_a_malformed_stream_the_repl_keeps_the_conversation"],
     "event and delta types nobody knows, a `message_delta` without `usage`":
-        [test_stream_shapes.test_unknown_types_and_a_message_delta_without_usage_do_no_harm],
+        [S + "test_unknown_types_and_a_message_delta_without_usage_do_no_harm"],
     "half an emoji (`\\ud83d`) escaped in a tool input's JSON, or in a whole input sent as JSON "
     "text":
-        [test_sendable_text.test_half_an_emoji_in_a_streamed_tool_input_runs_the_call,
-         test_sendable_text.test_half_an_emoji_in_a_tool_input_sent_as_json_text_is_mended],
+        [X + "test_half_an_emoji_in_a_streamed_tool_input_runs_the_call",
+         X + "test_half_an_emoji_in_a_tool_input_sent_as_json_text_is_mended"],
 }
 
 
@@ -172,14 +171,10 @@ def test_every_row_has_a_test_and_every_test_a_row():
     assert untested == [], "a row has no test: add one to ROWS"
     gone = [row for row in ROWS if row not in rows]
     assert gone == [], "ROWS names a row the table no longer has"
-    assert all(test.__name__.startswith("test_") for tests in ROWS.values() for test in tests)
     assert "Each line has a test that plays it through the stand-in" in " ".join(PAGE.split())
 
 
 def test_the_rows_tests_are_collected_by_pytest():
-    """A test referenced here must be one pytest runs: defined in its module under its own name."""
-    for tests in ROWS.values():
-        for test in tests:
-            module = __import__(test.__module__)
-            assert getattr(module, test.__name__) is test
-            assert re.fullmatch(r"test_\w+", test.__module__)
+    """A test named here must be one pytest runs: a test_ function of a test_*.py file."""
+    named = [test for tests in ROWS.values() for test in tests]
+    assert [missing_test(test) for test in named if missing_test(test)] == []

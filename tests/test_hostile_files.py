@@ -17,19 +17,16 @@ from pathlib import Path
 
 import pytest
 
-from conftest import FullDisk, within, call_tool
+from helpers import ROOT, FullDisk, call_tool, within
 
 import s03_todo as s03
 
-ROOT = Path(__file__).resolve().parent.parent
 DEADLINE = 5          # seconds: a tool call that takes longer is hanging
 FAST = 1.0            # seconds: "returns at once" for a call that reads only what it shows
 LITTLE_MEMORY = 20_000_000   # bytes of Python allocations: a read that needs only a few lines
 
 
-@pytest.fixture(autouse=True)
-def in_tmp(tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)   # the workspace is the current folder
+pytestmark = pytest.mark.usefixtures("in_tmp")     # the workspace: a folder of each test's own
 
 
 def tool(name: str, **args) -> tuple:
@@ -87,17 +84,6 @@ def test_a_binary_file_is_described_by_its_size_not_sent():
     out, _ = tool("read_file", path="logo.gif")
     assert "\0" not in out and "\x01" not in out
     assert "binary" in out and "1,000 bytes" in out
-
-
-@pytest.fixture
-def big_log():
-    """200 MB of text, 2,000,000 lines; removed at once after (pytest keeps tmp folders)."""
-    line = b"x" * 99 + b"\n"
-    with open("big.log", "wb") as f:
-        for _ in range(200):
-            f.write(line * 10_000)
-    yield "big.log"
-    os.unlink("big.log")
 
 
 def test_read_file_with_a_limit_reads_only_the_lines_it_shows(big_log):

@@ -21,7 +21,7 @@ from anthropic.types import Message, TextBlock, ToolUseBlock, Usage
 import s03_todo as s03
 import s06_compact as s06
 import s07_task_system as s07
-from conftest import FullDisk
+from helpers import FullDisk
 from harness.stand_in.script import reply, text, tool
 from harness import endpoints, pairing
 from harness.board import open_store

@@ -14,8 +14,7 @@ import s03_todo
 import s07_task_system
 from harness.stand_in import StandInAPI
 from harness.stand_in.script import reply, text, tool
-from conftest import ROOT, clean_env, tool_results
-from test_s03_e2e import popen_taking_ctrl_c
+from helpers import ROOT, clean_env, popen_taking_ctrl_c, tool_results
 
 
 def test_a_200_call_turn_runs_to_its_end_by_default_in_s07(run_main):

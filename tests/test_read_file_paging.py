@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import call_tool
+from helpers import call_tool
 
 import s03_todo as s03
 from harness import files
@@ -21,9 +21,7 @@ NEXT = re.compile(r"\n\.\.\. \((?:[\d,]+ more lines|more lines follow[^;]*); rea
 CRLF_NOTE = "\n(this file's lines end in CRLF; edit_file keeps them)"
 
 
-@pytest.fixture(autouse=True)
-def in_tmp(tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)
+pytestmark = pytest.mark.usefixtures("in_tmp")     # each test runs in a folder of its own
 
 
 def read_all(path: str, read, cap: int) -> list:

@@ -11,50 +11,14 @@ with a script; no test needs a key.
 
 import json
 import re
-import shlex
-import subprocess
-import sys
 
 import pytest
 
-from conftest import ROOT, clean_env
-from harness.stand_in import StandInAPI
-from harness.stand_in.script import reply, text, tool
+from helpers import (NAME, PROMPT, README, ROOT, WALK_MODEL, WALK_SUMMARY, command_of,
+                     plan_by_hand, shown_by)
 from readme_blocks import assert_matches, checked_block, mismatch, runs, terminal_view
 
-README = (ROOT / "README.md").read_text(encoding="utf-8")
-PROMPT = "s07 >> "          # what the s07 REPL prints before it reads a line
 NO_MODEL = "[no model to talk to: "   # the REPL's first line without a key
-LESSON = re.compile(r"python (s0\d_\w+)\.py")
-
-
-def command_of(line):
-    """`A=1 python s07_task_system.py --demo` -> ("s07_task_system", ["--demo"], {"A": "1"})."""
-    words = shlex.split(line)
-    env = {}
-    while words and re.fullmatch(r"[A-Z_]+=.*", words[0]):
-        name, _, value = words.pop(0).partition("=")
-        env[name] = value
-    found = LESSON.fullmatch(" ".join(words[:2]))
-    assert found, f"the block runs {line!r}, which is not a lesson"
-    return found[1], words[2:], env
-
-
-def shown_by(command, cwd, script=(), summary=None, inputs=None, key="test-key", env=None):
-    """Run a block's `$` command in cwd: (exit code, what a terminal shows)."""
-    lesson, args, settings = command_of(command)
-    with StandInAPI(script, summary=summary) as api:
-        extra = {"ANTHROPIC_BASE_URL": api.url, "PYTHONUNBUFFERED": "1", **(env or {}),
-                 **settings}
-        if key:
-            extra["ANTHROPIC_API_KEY"] = key
-        typed = None if inputs is None else "".join(f"{line}\n" for line in inputs)
-        proc = subprocess.run([sys.executable, str(ROOT / f"{lesson}.py"), *args], cwd=cwd,
-                              env=clean_env(cwd.parent / "home", **extra), input=typed,
-                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                              text=True, encoding="utf-8", timeout=60)
-    assert api.violations == [], api.violations
-    return proc.returncode, terminal_view(proc.stdout, PROMPT, inputs or [])
 
 
 def files_in(folder):
@@ -221,29 +185,6 @@ def test_the_s06_demo_matches_the_readme_and_its_page_marks_the_batch_where_it_s
 
 
 # ---------------------------------------------------------------- watch the task state persist
-
-WALK_MODEL = [reply(text("First, the board."), tool("task_list", {})),
-              reply(text("#1 is ready; starting it."),
-                    tool("task_update", {"task_id": 1, "status": "in_progress"})),
-              reply(text("The data model is designed; marking #1 done."),
-                    tool("task_update", {"task_id": 1, "status": "completed"})),
-              reply(text("#1 is done, and #2 Implement the API can start now."))]
-WALK_SUMMARY = "Summary: #1 is done; #2 Implement the API is next."
-# The default agent name holds the host and the terminal, and the model reads it in every
-# owner; one fixed name keeps the token counts the same on every machine.
-NAME = {"AGENT_NAME": "alice"}
-
-
-def plan_by_hand(cwd, key):
-    """The walkthrough's first block, run as written: (its runs, what each showed)."""
-    block = runs(checked_block(README, "walkthrough"), (PROMPT,))
-    shown = []
-    for run in block:
-        code, out = shown_by(run.command, cwd, inputs=run.inputs, key=key, env=NAME)
-        assert code == 0, out
-        shown.append(out)
-    return block, shown
-
 
 def test_the_board_planned_by_hand_outlives_the_process_without_a_key(workdir):
     block, shown = plan_by_hand(workdir, key=None)

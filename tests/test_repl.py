@@ -3,18 +3,16 @@ a budget read before anything is written, and a turn that fails after a compacti
 
 import json
 import os
-import pty
-import select
-import subprocess
 import sys
-import time
 
 import pytest
 
 import s06_compact
 import s07_task_system
-from conftest import ROOT, clean_env
+from helpers import ROOT, clean_env, on_a_terminal
 from harness.stand_in.script import error, reply, text, tool
+
+S07 = [sys.executable, str(ROOT / "s07_task_system.py")]   # its REPL, as a user starts it
 
 
 # ---------------------------------------------------------------- without a key
@@ -60,37 +58,18 @@ def test_a_bad_max_steps_is_refused_before_anything_is_written(run_main, workdir
     assert list(workdir.iterdir()) == []            # no session log was started
 
 
-def read_until(fd: int, wanted: bytes, seconds: float = 20) -> bytes:
-    """What a terminal shows until `wanted` appears (or the time is up)."""
-    seen, deadline = b"", time.monotonic() + seconds
-    while wanted not in seen and time.monotonic() < deadline:
-        if select.select([fd], [], [], 0.2)[0]:
-            try:
-                seen += os.read(fd, 4096)
-            except OSError:
-                break
-    return seen
-
-
 @pytest.mark.skipif(sys.platform == "win32", reason="no pseudo-terminals on Windows")
 def test_on_a_terminal_the_up_arrow_brings_back_the_last_prompt_and_history_is_kept(workdir):
     """readline: arrow keys edit and recall, not print ^[[A; the history goes in .transcripts/."""
     env = clean_env(workdir.parent / "home", TERM="xterm")
-    main, child = pty.openpty()
-    proc = subprocess.Popen([sys.executable, str(ROOT / "s07_task_system.py")], cwd=workdir,
-                            env=env, stdin=child, stdout=child, stderr=child)
-    os.close(child)
-    try:
-        read_until(main, b"s07 >> ")
-        os.write(main, b"/task add First\r")
-        read_until(main, b"s07 >> ")
-        os.write(main, b"\x1b[A\r")                  # up: the same command again
-        shown = read_until(main, b"s07 >> ")
-        os.write(main, b"q\r")
+    with on_a_terminal(S07, workdir, env) as (proc, terminal):
+        terminal.read_until(b"s07 >> ")
+        terminal.type(b"/task add First\r")
+        terminal.read_until(b"s07 >> ")
+        terminal.type(b"\x1b[A\r")                  # up: the same command again
+        shown = terminal.read_until(b"s07 >> ")
+        terminal.type(b"q\r")
         proc.wait(timeout=20)
-    finally:
-        proc.kill()
-        os.close(main)
     assert b"Created task #2: First" in shown and b"^[[A" not in shown
     assert "/task add First" in (workdir / ".transcripts" / "repl_history").read_text()
 
@@ -99,22 +78,15 @@ def type_at_the_prompt(workdir, *lines: bytes, seconds: float = 20) -> bytes:
     """s07's REPL on a pseudo-terminal: each line typed once its prompt is shown; what the
     terminal showed. Fails if a prompt does not come within `seconds`."""
     env = clean_env(workdir.parent / "home", TERM="xterm")
-    main, child = pty.openpty()
-    proc = subprocess.Popen([sys.executable, str(ROOT / "s07_task_system.py")], cwd=workdir,
-                            env=env, stdin=child, stdout=child, stderr=child)
-    os.close(child)
     shown = b""
-    try:
+    with on_a_terminal(S07, workdir, env) as (proc, terminal):
         for line in lines:
-            seen = read_until(main, b"s07 >> ", seconds)
+            seen = terminal.read_until(b"s07 >> ", seconds)
             shown += seen
             assert b"s07 >> " in seen, f"no prompt within {seconds} s: {shown[-300:]!r}"
-            os.write(main, line)
-        shown += read_until(main, b"session so far", seconds)
+            terminal.type(line)
+        shown += terminal.read_until(b"session so far", seconds)
         proc.wait(timeout=seconds)
-    finally:
-        proc.kill()
-        os.close(main)
     return shown
 
 

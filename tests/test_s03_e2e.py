@@ -11,7 +11,7 @@ import time
 import pytest
 
 import s03_todo
-from conftest import ROOT, clean_env, popen_taking_ctrl_c, tool_results
+from helpers import ROOT, clean_env, popen_taking_ctrl_c, tool_results
 from harness.stand_in import StandInAPI
 from harness.stand_in.script import error, reply, text, tool
 

@@ -9,18 +9,14 @@ import time
 
 import pytest
 
-from conftest import ROOT, call_tool
+from helpers import ROOT, call_tool
 
 import s03_todo as s03
 from harness import bash
 from s03_todo import TodoManager, run_bash, run_edit, run_read, run_write, safe_path
 
 
-@pytest.fixture(autouse=True)
-def in_tmp(tmp_path, monkeypatch):
-    (tmp_path / "ws").mkdir()
-    monkeypatch.chdir(tmp_path / "ws")
-    return tmp_path / "ws"
+pytestmark = pytest.mark.usefixtures("in_tmp")     # each test runs in a workspace of its own
 
 
 # ---------------------------------------------------------------- confinement

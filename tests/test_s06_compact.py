@@ -11,7 +11,7 @@ import pytest
 import s06_compact as s06
 from harness import config, layer1, transcripts
 from harness.run import Run
-from conftest import tool_results
+from helpers import tool_results
 from harness.stand_in import StandInAPI
 from harness.stand_in.rules import check_request
 from harness.stand_in.script import error, reply, text, tool
@@ -248,12 +248,6 @@ def test_the_threshold_comes_from_the_environment_when_a_run_starts(run_main):
 
 
 # ---------------------------------------------------------------- layer 2
-
-@pytest.fixture
-def in_tmp(tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)
-    return tmp_path
-
 
 def test_transcripts_are_jsonl_of_plain_data_and_never_overwritten(in_tmp):
     history = history_with_results(("bash", "héllo ✓"), ("read_file", LONG))

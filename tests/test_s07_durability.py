@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT
+from helpers import ROOT
 from s07_task_system import TaskManager
 
 PROCESSES = 8

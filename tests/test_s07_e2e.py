@@ -5,7 +5,7 @@ import subprocess
 import sys
 
 import s07_task_system
-from conftest import clean_env, tool_results
+from helpers import clean_env, tool_results
 from harness.board import open_store
 from harness.stand_in.script import reply, text, tool
 

@@ -6,7 +6,7 @@ import shutil
 
 import pytest
 
-from conftest import call_tool
+from helpers import call_tool
 
 import s07_task_system as s07
 from harness.board import open_store

@@ -18,12 +18,10 @@ import secrets
 import subprocess
 import sys
 from pathlib import Path
-from types import SimpleNamespace
-from urllib.parse import urlsplit
 
 import pytest
 
-from conftest import ROOT, clean_env, tool_results
+from helpers import ROOT, clean_env, sql, tool_results
 from harness import config
 from harness.board import open_store
 from harness.board.folder import TaskFiles
@@ -32,30 +30,6 @@ from harness.errors import SetupError
 from harness.stand_in import StandInAPI
 from harness.stand_in.script import reply, text, tool
 from s07_task_system import TaskManager
-import test_board_contract as contract
-from test_board_postgres import role_with_schema
-
-pg_url = contract.pg_url      # the fixture: a server for the session
-sql = contract.sql
-
-
-@pytest.fixture
-def agent(pg_url):
-    """A role of its own, with a password, that owns a schema of its own: a board no other test
-    shares. url(...) spells its address; the password is long and random, so that finding it
-    anywhere means it leaked."""
-    password = f"pw{secrets.token_hex(12)}"
-    with role_with_schema(pg_url, password) as (role, schema):
-        server = urlsplit(pg_url)
-        where = f"{server.hostname}:{server.port}{server.path}?options=-csearch_path%3D{schema}"
-
-        def url(scheme="postgresql", with_password=True):
-            user = f"{role}:{password}" if with_password else role
-            return f"{scheme}://{user}@{where}"
-        yield SimpleNamespace(role=role, password=password, schema=schema, url=url,
-                              host=server.hostname, port=server.port,
-                              database=server.path.lstrip("/"),
-                              admin=f"{pg_url}?options=-csearch_path%3D{schema}")
 
 
 def subjects(agent):
@@ -158,12 +132,6 @@ def test_a_refused_board_in_the_flag_stops_s07_with_one_line(run_lesson, workdir
 
 
 # ---------------------------------------------------------------- bash's environment
-
-@pytest.fixture
-def nothing_hidden_yet(monkeypatch):
-    """A process that has learnt no secret yet: what one test hides stays out of the others."""
-    monkeypatch.setattr(config, "_LEARNT_SECRETS", set())
-
 
 def test_child_env_drops_the_harness_settings_and_any_variable_holding_a_secret(
         monkeypatch, nothing_hidden_yet):

@@ -12,7 +12,7 @@ import os
 
 import s03_todo
 import s07_task_system
-from conftest import tool_results
+from helpers import tool_results
 from harness.stand_in.script import reply, text, tool
 
 HALF_AN_EMOJI = "Party \ud83d"

@@ -4,7 +4,7 @@ import re
 
 from harness.session.page import BOARD_BYTES, render
 from harness.session.record import BOARDS_KEPT, Recorder
-from test_session_page import Elements, synthetic_record, task, usage
+from helpers import Elements, synthetic_record, task, usage
 
 PAGE_LIMIT = 5_000_000      # bytes: the page must open quickly in any browser, whatever the board
 

@@ -7,9 +7,7 @@ show the bars' colours on a matching background and the chart as wide as the pag
 Skipped with a reason when Chromium is missing; a failure when CI=true (.ci/run installs it).
 """
 
-import os
 import re
-import shutil
 import struct
 import subprocess
 import tempfile
@@ -18,24 +16,13 @@ import zlib
 import pytest
 
 from harness.session.page import BAR_WIDTH_MAX, CHART_WIDTH, write_page
-from test_session_page import HOSTILE, Elements, synthetic_record
+from helpers import HOSTILE, Elements, synthetic_record
 
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
          "--disable-background-networking", "--disable-component-update", "--disable-sync",
          "--hide-scrollbars", "--enable-logging=stderr", "--v=0"]
 WRITTEN_LIGHT, WRITTEN_DARK = (0xEF, 0x8A, 0x17), (0xF6, 0xB2, 0x6B)   # "written to the cache"
 PAGE_MAX, PADDING = 1200, 15         # the page's CSS: max-width 1200px, padding 1em (15px)
-
-
-@pytest.fixture(scope="module")
-def chromium():
-    for name in ("chromium", "chromium-browser", "google-chrome"):
-        if shutil.which(name):
-            return shutil.which(name)
-    if os.environ.get("CI") == "true":
-        pytest.fail("Chromium is missing on CI: .ci/run must install it "
-                    "(apt-get install -y chromium)")
-    pytest.skip("Chromium is not installed (apt-get install -y chromium)")
 
 
 def run_chromium(binary, page, *args):

@@ -15,9 +15,8 @@ from harness.session.log import SessionLog, latest, load, read_session
 from harness.stand_in import StandInAPI
 from harness.stand_in.script import reply, text
 
-from conftest import (ROOT, batch_of_three, clean_env, end_group, popen_taking_ctrl_c,
-                      running_command)
-from helpers import call, interrupted, result, session, valid
+from helpers import (ROOT, batch_of_three, call, clean_env, end_group, interrupted,
+                     popen_taking_ctrl_c, result, running_command, session, valid)
 
 sys.path.insert(0, str(ROOT / "bench"))
 import bench_continue  # noqa: E402

@@ -1,105 +1,13 @@
 """The session page on synthetic sessions: what a learner sees there must be true."""
 
 import re
-from html.parser import HTMLParser
 from types import SimpleNamespace
 
 import pytest
 
 from harness.session.page import end_of_run, render, write_page
 from harness.session.record import Recorder
-
-HOSTILE = '<script>alert(1)</script>"><img src=x onerror=alert(2)>\x1b[31m\x00\u202e\ud800'
-
-
-def usage(uncached=0, read=0, written=0, out=0):
-    return SimpleNamespace(input_tokens=uncached, cache_read_input_tokens=read,
-                           cache_creation_input_tokens=written, output_tokens=out)
-
-
-def task(tid, subject, status="pending", blocked=(), owner=None):
-    return {"id": tid, "subject": subject, "status": status, "blockedBy": list(blocked),
-            "owner": owner}
-
-
-BOARD = {1: {**task(1, "Design the data model", "completed", owner="demo"), "unblocked": [2, 3]},
-         2: task(2, "Implement the API", "in_progress", owner="alice"),   # #1 was cleared from both
-         3: task(3, "Write the docs"), 4: task(4, "Write the API tests", blocked=[2]),
-         5: task(5, "Dropped idea", "deleted")}
-
-
-SYSTEM = "You are a coding agent. Plan on the task board."
-TOOLS = [{"name": "bash", "description": "Run a shell command.", "input_schema": {}},
-         {"name": "task_list", "description": "The board.", "input_schema": {}}]
-BOARD_TEXT = "<task-board>\n[>] #2: Implement the API (owner: alice)\n</task-board>"
-
-
-def use(tid, name, **given):
-    return {"type": "tool_use", "id": tid, "name": name, "input": given}
-
-
-def result(tid, content, error=False):
-    return {"type": "tool_result", "tool_use_id": tid, "content": content, "is_error": error}
-
-
-def synthetic_record(subject="Write the API tests", summary="Summary: planned four tasks.",
-                     output="ok"):
-    """Six calls, each with the request it sent: layer 1 clears before call 3 (its request
-    holds the placeholder), call 4 is a summary that compacts, call 5 starts from the summary
-    with s07's board after it; the board is read at the compaction and at the end."""
-    rec = Recorder("s07_task_system")
-    board = {**BOARD, 4: {**BOARD[4], "subject": subject}}
-    rec.watch_board(lambda: board)
-    rec.threshold(9_000)
-    ask = {"role": "user", "content": "plan the project"}
-    seq = [{"role": "assistant", "content": [use("t1", "bash", command="seq 1 5000")]},
-           {"role": "user", "content": [result("t1", "1 2 3 " * 900)]}]
-    rec.call(usage(uncached=1_000, out=50), sent=[ask], system=SYSTEM, tools=TOOLS)
-    rec.tool("bash", {"command": "seq 1 5000"}, "1 2 3 " * 900, False)
-    rec.call(usage(read=1_000, written=6_000, out=40), sent=[ask, *seq], system=SYSTEM, tools=TOOLS)
-    rec.tool("read_file", {"path": "missing.txt"}, "ValueError: missing.txt: no such file", True)
-    rec.cleared(2, 6_500)
-    cleared = {"role": "user", "content": [result("t1", "[Previous: used bash]")]}
-    read = [{"role": "assistant", "content": [use("t2", "read_file", path="missing.txt")]},
-            {"role": "user", "content": [result("t2", "ValueError: missing.txt: no such file",
-                                                True)]}]
-    history = [ask, seq[0], cleared, *read]
-    rec.call(usage(uncached=2_600, out=30), sent=history, system=SYSTEM, tools=TOOLS)
-    rec.call(usage(read=2_500, written=200, out=300), "summary call",
-             sent=[*history, {"role": "user", "content": "Summarize the conversation."}],
-             system=SYSTEM)
-    rec.compacted(9_400, 350, summary, ".transcripts/transcript_1.jsonl", counted=8_200)
-    restart = {"role": "user", "content": f"[compacted] {summary}\n\n{BOARD_TEXT}"}
-    rec.call(usage(uncached=600, out=20), sent=[restart], system=SYSTEM, tools=TOOLS)
-    rec.tool("task_list", {}, output, False)
-    listed = [{"role": "assistant", "content": [use("t3", "task_list")]},
-              {"role": "user", "content": [result("t3", output)]}]
-    rec.call(usage(read=500, written=150, out=10), sent=[restart, *listed], system=SYSTEM,
-             tools=TOOLS)
-    rec.finish()                                     # as end_of_run does: the board at the end
-    return rec
-
-
-class Elements(HTMLParser):
-    """Every start tag with its attributes, and all text, as a browser's parser would see them."""
-
-    def __init__(self, page):
-        super().__init__(convert_charrefs=True)
-        self.tags, self.text = [], []
-        self.feed(page)
-
-    def handle_starttag(self, tag, attrs):
-        self.tags.append((tag, dict(attrs)))
-
-    handle_startendtag = handle_starttag
-
-    def handle_data(self, data):
-        self.text.append(data)
-
-    def having(self, tag, cls=None, **attrs):
-        return [a for t, a in self.tags
-                if t == tag and (cls is None or cls in a.get("class", "").split())
-                and all(a.get(k.replace("_", "-")) == v for k, v in attrs.items())]
+from helpers import HOSTILE, Elements, synthetic_record, usage
 
 
 def parsed(rec):

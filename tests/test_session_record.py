@@ -5,7 +5,7 @@ from types import SimpleNamespace
 import pytest
 
 from harness.session.record import Recorder, usage_counts
-from test_session_page import usage
+from helpers import usage
 
 
 @pytest.mark.parametrize("given, counts", [

@@ -5,7 +5,7 @@ import re
 from harness.session import record as record_module
 from harness.session.page import render
 from harness.session.record import Recorder
-from test_session_page import HOSTILE, SYSTEM, TOOLS, Elements, result, synthetic_record, usage, use
+from helpers import HOSTILE, SYSTEM, TOOLS, Elements, sent_result, synthetic_record, usage, use
 
 PAGE_LIMIT = 5_000_000       # bytes: the page must open quickly in any browser
 
@@ -61,7 +61,7 @@ def test_after_a_compaction_the_summary_and_the_board_are_readable():
 def test_a_long_text_is_cut_to_its_head_and_tail_with_its_whole_length():
     rec = Recorder()
     text = "HEAD-MARK " + "m" * 50_000 + " MIDDLE-MARK " + "m" * 50_000 + " TAIL-MARK"
-    rec.call(usage(uncached=10), sent=[{"role": "user", "content": [result("t1", text)]}])
+    rec.call(usage(uncached=10), sent=[{"role": "user", "content": [sent_result("t1", text)]}])
     page_text = render(rec.data)
     assert "HEAD-MARK" in page_text and "TAIL-MARK" in page_text
     assert "MIDDLE-MARK" not in page_text and f"…[{len(text):,} characters]…" in page_text
@@ -92,13 +92,14 @@ def long_session(calls, result_chars, clear_every=10, compact_every=50):
         if n % clear_every == 0:
             cleared = len(history) - 4
             rec.cleared(cleared // 2, 5_000)
-        view = [{**m, "content": [result(m["content"][0]["tool_use_id"], "[Previous: used bash]")]}
+        view = [{**m, "content": [sent_result(m["content"][0]["tool_use_id"],
+                                              "[Previous: used bash]")]}
                 if i < cleared and m["role"] == "user" and isinstance(m["content"], list) else m
                 for i, m in enumerate(history)]
         rec.call(usage(read=8_000, written=900, out=120), sent=view, system=SYSTEM, tools=TOOLS)
         body = f"result of call {n}: " + f"{n} " * (result_chars // (len(str(n)) + 1))
         history += [{"role": "assistant", "content": [use(f"t{n}", "bash", command=f"step {n}")]},
-                    {"role": "user", "content": [result(f"t{n}", body)]}]
+                    {"role": "user", "content": [sent_result(f"t{n}", body)]}]
         rec.tool("bash", {"command": f"step {n}"}, body, False)
     return rec
 

@@ -11,7 +11,7 @@ from harness.errors import SetupError
 from harness.session import views
 from harness.session.record import Recorder
 from harness.session.views import context_report, cost_report, prices_from_env
-from test_session_page import synthetic_record, usage
+from helpers import synthetic_record, usage
 
 
 def compacted_history():

@@ -9,17 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from conftest import FullDisk
+from helpers import ROOT, FullDisk
 from harness import spill
 
 CAP = 50_000
-ROOT = Path(__file__).resolve().parent.parent
-
-
-@pytest.fixture
-def results(tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)
-    return spill.RESULTS
 
 
 def big_output(chars=300_000):

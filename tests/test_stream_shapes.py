@@ -13,7 +13,7 @@ import pytest
 
 import s03_todo
 import s07_task_system
-from conftest import tool_results
+from helpers import tool_results
 from harness.stand_in.script import raw, reply, text, tool
 
 CUT_NOTE = "[answer cut: the endpoint ended the stream before the reply was complete]"

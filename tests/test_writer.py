@@ -7,7 +7,6 @@ import contextlib
 import io
 import os
 import stat
-import sys
 import time
 from pathlib import Path
 from types import SimpleNamespace
@@ -19,43 +18,15 @@ from harness import cli, files, spill, transcripts, writer
 from harness.session import log as session_log
 from harness.session import page
 from harness.session.record import Recorder
+from helpers import VICTIM
 
 try:
     import readline
 except ImportError:
     readline = None
 
-VICTIM = "the user's file, outside the workspace\n"
 STAMP = "20260101-120000"          # every numbered name, so a test knows the first one
 MESSAGES = [{"role": "user", "content": "fix the tests"}]
-
-
-@pytest.fixture
-def victim(tmp_path, monkeypatch) -> Path:
-    """A file outside the workspace that a planted link points to; the test runs in work/."""
-    (tmp_path / "work").mkdir()
-    monkeypatch.chdir(tmp_path / "work")
-    path = tmp_path / "victim.txt"
-    path.write_text(VICTIM)
-    return path
-
-
-class Terminal:
-    """stdin as a terminal: the REPL keeps its history only there."""
-
-    def isatty(self) -> bool:
-        return True
-
-
-@pytest.fixture
-def history(monkeypatch):
-    """The REPL's history as on a terminal, emptied before and after."""
-    monkeypatch.setattr(sys, "stdin", Terminal())
-    if readline is not None:
-        readline.clear_history()
-    yield readline
-    if readline is not None:
-        readline.clear_history()
 
 
 def a_page_record():
