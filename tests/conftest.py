@@ -27,7 +27,7 @@ import helpers  # noqa: E402
 import pg_server  # noqa: E402
 import s07_task_system as s07  # noqa: E402
 from harness import config, layer1, spill  # noqa: E402
-from harness.board import folder, postgres  # noqa: E402
+from harness.board import folder, open_store, postgres  # noqa: E402
 from harness.run import Run  # noqa: E402
 from harness.stand_in import StandInAPI  # noqa: E402
 
@@ -169,11 +169,12 @@ def board_dir(tmp_path) -> Path:
 
 @pytest.fixture
 def s07_board(board, monkeypatch):
-    """s07's own TaskManager (the one its tools, its /task and its board after a compaction
-    use), on `board`, for agent alice."""
-    tasks = s07.TaskManager(board, agent="alice")
-    monkeypatch.setattr(s07, "TASKS", tasks)
-    return tasks
+    """s07's own TaskManager, s07.TASKS (what its tools and its board after a compaction use),
+    on `board`, for agent alice. Its store and agent are set, as --board and --name set them:
+    the tools' table holds its bound methods, so the object itself stays."""
+    monkeypatch.setattr(s07.TASKS, "store", open_store(board))
+    monkeypatch.setattr(s07.TASKS, "agent", "alice")
+    return s07.TASKS
 
 
 @pytest.fixture
@@ -209,16 +210,13 @@ def next_stamp_fails(monkeypatch):
     return lambda: state.update(armed=True), lambda: state["failed"]
 
 
-BUSY_AFTER = 0.5      # seconds: LOCK_TIMEOUT for the busy board, so that it fails fast
-
-
 @pytest.fixture
 def busy(pg_board, monkeypatch):
     """hold(statement): another session runs it in a transaction it leaves open (as a person in
     psql might), until the test ends or release() is called. Returns that session's pid. The
     board's LOCK_TIMEOUT is BUSY_AFTER."""
     psycopg = helpers.psycopg_or_skip()
-    monkeypatch.setattr(postgres, "LOCK_TIMEOUT", BUSY_AFTER)
+    monkeypatch.setattr(postgres, "LOCK_TIMEOUT", helpers.BUSY_AFTER)
     sessions = []
 
     def hold(statement):

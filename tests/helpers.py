@@ -365,6 +365,9 @@ def session(n_calls):
 
 # ---------------------------------------------------------------- boards
 
+BUSY_AFTER = 0.5      # seconds: LOCK_TIMEOUT of the busy board (conftest.busy): it fails fast
+
+
 def on_postgres(board) -> bool:
     """Whether the board (as --board takes it) is a PostgreSQL URL, not a folder."""
     return str(board).startswith("postgresql://")

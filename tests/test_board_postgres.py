@@ -1,45 +1,42 @@
-"""The PostgreSQL board against what other sessions on the server do: a TRUNCATE, triggers turned
-off, a transaction left open, a dropped connection, forged notifications, and a password that
-a URL parser would cut in two.
+"""The PostgreSQL board (harness/board/postgres.py): what only a server has.
 
-Each test works a board in a schema of its own (test_board_contract's pg_board) through
-TaskManager, as s07's tools do, and checks what a user relies on: the board the agent sees is
-the board the server holds, nothing waits in silence, and the password reaches no one. Without a
-server they skip with one line (with CI=true they fail); the URL tests need no server.
+The rules of the board are tested once, on both stores, in test_board_contract.py. Here: one
+transaction per change, the constraints, what other sessions on the server do (a TRUNCATE,
+triggers turned off, a transaction left open, a dropped connection), agents that start at once
+on an empty database, a server that cannot be reached, the live board's notifications (forged
+ones too), and a password that a URL parser would cut in two.
+
+Each test works a board in a schema of its own (conftest's pg_board) through TaskManager, as
+s07's tools do, and checks what a user relies on: the board the agent sees is the board the
+server holds, nothing waits in silence, and the password reaches no one. Without a server they
+skip with one line (with CI=true they fail); the URL tests need no server.
 """
 
 import json
 import re
-import secrets
+import subprocess
+import sys
 import time
-from contextlib import contextmanager
-from urllib.parse import urlsplit
+from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 
 import pg_server
-from helpers import within
-from harness.board import postgres
+import s07_task_system as s07
 from harness.board.live import BoardWatcher
 from harness.board.postgres import shown
 from harness.errors import SetupError
 from harness.stand_in.script import reply, text, tool
+from helpers import BUSY_AFTER, ROOT, at_once, clean_env, gather, psycopg_or_skip, sql, within
 from s07_task_system import TaskManager
-import test_board_contract as contract
-
-pg_url, pg_board = contract.pg_url, contract.pg_board      # the fixtures: a server, a schema
-gather, sql = contract.gather, contract.sql
 
 DEADLINE = 10         # seconds: an agent call that takes longer is hanging
-BUSY_AFTER = 0.5      # seconds: LOCK_TIMEOUT for these tests, so that a busy board fails fast
 
 
-def psycopg_or_skip():
-    why = pg_server.missing()
-    if why:
-        pg_server.skip_or_fail(why)
-    import psycopg
-    return psycopg
+def listing(tasks):
+    """{id: (status, owner, blockedBy)} of every task, as a validated scan reads them."""
+    board = tasks.store.scan(validate=True)[0]
+    return {t["id"]: (t["status"], t["owner"], t["blockedBy"]) for t in board.values()}
 
 
 # ---------------------------------------------------------------- what other sessions change
@@ -102,28 +99,46 @@ def test_a_board_made_by_the_previous_version_is_brought_up_to_date(pg_board):
     assert tasks.list_all() == "No tasks yet."
 
 
+# ---------------------------------------------------------------- one transaction per change
+
+def test_an_error_after_the_completion_write_undoes_it_on_postgresql(pg_board, monkeypatch):
+    tasks = TaskManager(pg_board)
+    tasks.create("blocker")
+    tasks.create("waits", blocked_by=[1])
+    tasks.create("waits too", blocked_by=[1])
+
+    def broken(self, finished):                          # fails after the completion was written
+        raise ValueError("injected failure in _clear_dependency")
+    monkeypatch.setattr(TaskManager, "_clear_dependency", broken)
+    with pytest.raises(ValueError, match="injected failure"):
+        tasks.update(1, status="completed")
+    monkeypatch.undo()
+    for reader in (tasks, TaskManager(pg_board)):        # our cache and a fresh process agree
+        assert listing(reader) == {1: ("pending", None, []), 2: ("pending", None, [1]),
+                                   3: ("pending", None, [1])}
+    assert "Unblocked: #2 waits, #3 waits too" in tasks.update(1, status="completed")
+
+
+def test_the_live_board_on_postgresql_is_told_and_hears_nothing_rolled_back(pg_board, monkeypatch):
+    alice, bob = TaskManager(pg_board, agent="alice"), TaskManager(pg_board, agent="bob")
+    watcher = BoardWatcher(alice.store, "alice")
+    try:
+        assert watcher._listener is not None             # LISTEN, not a scan
+        BoardWatcher(bob.store, "bob").close()           # bob's REPL names him to the trigger
+        bob.create("Design")
+        bob.create("Build", blocked_by=[1])
+        monkeypatch.setattr(TaskManager, "_clear_dependency", lambda self, t: 1 / 0)
+        with pytest.raises(ZeroDivisionError):
+            bob.update(1, status="completed")            # rolled back: never announced
+        monkeypatch.undo()
+        bob.update(1, status="completed")
+        assert gather(watcher, 4) == ["[board: #1 added by bob]", "[board: #2 added by bob]",
+                                      "[board: bob completed #1]", "[board: #2 is ready to start]"]
+    finally:
+        watcher.close()
+
+
 # ---------------------------------------------------------------- a busy board
-
-@pytest.fixture
-def busy(pg_board, monkeypatch):
-    """hold(statement): another session runs it in a transaction it leaves open (as a person in
-    psql might), until the test ends or release() is called. Returns that session's pid."""
-    psycopg = psycopg_or_skip()
-    monkeypatch.setattr(postgres, "LOCK_TIMEOUT", BUSY_AFTER)
-    sessions = []
-
-    def hold(statement):
-        conn = psycopg.connect(pg_board, application_name="psql")
-        conn.execute(statement)                     # not committed: its locks stay
-        sessions.append(conn)
-        return conn.info.backend_pid
-
-    def release():
-        for conn in sessions:
-            conn.close()
-    yield hold, release
-    release()
-
 
 @pytest.mark.parametrize("statement, call", [
     ("LOCK TABLE tasks IN ACCESS EXCLUSIVE MODE", lambda t: t.update(1, status="in_progress")),
@@ -159,6 +174,120 @@ def test_a_dropped_connection_is_one_line_and_the_next_call_reconnects(pg_board)
     assert "board on the board" not in line and "\n" not in line
     assert line.endswith("nothing was changed")
     assert "[>] #1" in tasks.update(1, status="in_progress")
+
+
+# ---------------------------------------------------------------- rows, errors, and agents starting
+
+def test_the_constraints_refuse_bad_rows(pg_board):
+    import psycopg
+    TaskManager(pg_board).create("good")
+    insert = ("INSERT INTO tasks (id, subject, description, status, blocked_by, created_at, "
+              "updated_at) "
+              "VALUES (%s, %s, '', %s, %s, now(), now())")
+    for row in ((2, "x", "done", []), (0, "x", "pending", []), (3, "  ", "pending", []),
+                (4, "x", "pending", [4]), (5, "x", "pending", [None]), (1, "x", "pending", [])):
+        with pytest.raises(psycopg.IntegrityError):
+            sql(pg_board, insert, row)
+    assert [t["id"] for t in TaskManager(pg_board).store.scan()[0].values()] == [1]
+
+
+def test_a_row_that_still_cannot_be_used_is_flagged_and_left_as_it_is(pg_board):
+    tasks = TaskManager(pg_board)
+    tasks.create("good")
+    sql(pg_board, "ALTER TABLE tasks DROP CONSTRAINT tasks_status_check")   # a hand migration
+    sql(pg_board, "INSERT INTO tasks (id, subject, description, status, blocked_by, created_at, "
+                  "updated_at) "
+                  "VALUES (7, 'hand made', '', 'done', '{}', now(), now())")
+    board = tasks.list_all()
+    assert "! task #7 on the board postgresql://" in board and "field 'status' is 'done'" in board
+    assert "[ ] #1: good" in board and "Ready to start: #1 good" in board
+    with pytest.raises(ValueError, match="task #7 .* is unreadable"):
+        tasks.get(7)
+    assert TaskManager(pg_board).create("next") == "Created task #8: next"   # the max-scan: #7
+    assert sql(pg_board, "SELECT status FROM tasks WHERE id = 7") == [("done",)]
+
+
+def with_part(url, **change):
+    parts = urlsplit(url)
+    user, host = parts.netloc.rsplit("@", 1)
+    name, password = user.split(":", 1)
+    netloc = f"{name}:{change.get('password', password)}@{change.get('host', host)}"
+    return urlunsplit(parts._replace(netloc=netloc, path=change.get("path", parts.path)))
+
+
+def test_a_down_server_a_wrong_password_and_a_missing_database_are_one_clear_line(pg_url):
+    if ":" not in urlsplit(pg_url).netloc.rsplit("@", 1)[0]:
+        pg_server.skip_or_fail("TEST_DATABASE_URL has no password, so a wrong one cannot be tested")
+    nobody = f"127.0.0.1:{pg_server.free_port()}"
+    cases = [(with_part(pg_url, host=nobody), "cannot reach the PostgreSQL server"),
+             (with_part(pg_url, password="wrong-secret"), "refused the password"),
+             (with_part(pg_url, path="/no_such_db"), "the database 'no_such_db' does not exist")]
+    for url, message in cases:
+        with pytest.raises(SetupError) as caught:
+            TaskManager(url)
+        line = str(caught.value)
+        assert message in line and "\n" not in line
+        assert "postgresql://postgres:***@" in line and urlsplit(url).password not in line
+
+
+def test_a_bad_board_url_stops_s07_with_one_line_and_no_traceback(pg_url, run_main):
+    wrong = with_part(pg_url, password="wrong-secret")
+    code, out, err, api = run_main(s07, env={"TASK_BOARD": wrong})
+    assert code == 1 and "Traceback" not in err and api.requests == []
+    assert err.strip().count("\n") == 0 and "refused the password" in err
+    assert "wrong-secret" not in err
+
+
+def _open_at_once(wait, url):
+    wait()
+    return TaskManager(url).create("first of its process")
+
+
+def test_four_agents_starting_at_once_on_an_empty_database_all_get_the_board(pg_board):
+    created = at_once(_open_at_once, *[(pg_board,)] * 4, seconds=30)
+    assert sorted(created) == [f"Created task #{n}: first of its process" for n in range(1, 5)]
+
+
+def test_a_table_called_tasks_that_is_not_a_board_is_left_alone(pg_board):
+    sql(pg_board, "CREATE TABLE tasks (id int PRIMARY KEY, title text)")   # another program's table
+    with pytest.raises(SetupError, match="already has a table 'tasks' that is not a task board"):
+        TaskManager(pg_board)
+    triggers = "SELECT count(*) FROM pg_trigger WHERE tgrelid = 'tasks'::regclass"
+    assert sql(pg_board, triggers) == [(0,)]
+
+
+def test_a_missing_psycopg_says_how_to_install_it(monkeypatch):
+    monkeypatch.setitem(sys.modules, "psycopg", None)    # import psycopg now raises ImportError
+    with pytest.raises(SetupError) as caught:
+        TaskManager("postgresql://me:secret@127.0.0.1:1/board")
+    line = str(caught.value)
+    assert line.startswith("the board postgresql://me:***@127.0.0.1:1/board needs psycopg")
+    assert "secret" not in line
+    assert line.endswith("python -m pip install -r requirements-postgres.txt") and "\n" not in line
+
+
+def s07_process(cwd, board, name):
+    """s07's REPL as a user starts it, in `cwd`, on TASK_BOARD=board; it waits for its stdin."""
+    cwd.mkdir(parents=True)
+    env = clean_env(cwd.parent, TASK_BOARD=board, AGENT_NAME=name, ANTHROPIC_API_KEY="test-key",
+                    ANTHROPIC_BASE_URL="http://127.0.0.1:9")    # never called: /task needs no model
+    return subprocess.Popen([sys.executable, str(ROOT / "s07_task_system.py")], cwd=cwd, env=env,
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, encoding="utf-8")
+
+
+def test_two_s07_processes_in_two_folders_work_one_postgresql_board(pg_board, tmp_path):
+    alice = s07_process(tmp_path / "alice", pg_board, "alice")   # both running at once
+    bob = s07_process(tmp_path / "bob", pg_board, "bob")
+    out, err = alice.communicate("/task add Design\n/task add Build\n/task block 2 1\n"
+                                 "/task start 1\nq\n", 60)
+    assert alice.returncode == 0 and "Created task #2: Build" in out, err
+    out, err = bob.communicate("/task start 2\n/task done 1\n/task start 2\n/tasks\nq\n", 60)
+    assert bob.returncode == 0 and "error: #2 is blocked by #1 Design" in err
+    assert "took #1 over from alice" in out and "Unblocked: #2 Build" in out
+    assert "[x] #1: Design (owner: bob)" in out and "[>] #2: Build (owner: bob)" in out
+    assert not (tmp_path / "alice" / ".tasks").exists()
+    assert not (tmp_path / "bob" / ".tasks").exists()
 
 
 # ---------------------------------------------------------------- forged notifications
@@ -223,34 +352,6 @@ def test_a_url_libpq_cannot_read_is_refused_without_its_password(password):
     line = str(caught.value)
     assert "postgresql://agent:***@" in line and "\n" not in line
     assert "Tr0u" not in line and "b4dor" not in line, line
-
-
-@contextmanager
-def role_with_schema(pg_url, password):
-    """A login role with this password, owning a schema of its own: (role, schema), both
-    dropped afterwards."""
-    psycopg = psycopg_or_skip()
-    role, schema = f"agent_{secrets.token_hex(4)}", f"board_{secrets.token_hex(6)}"
-    try:
-        with psycopg.connect(pg_url, autocommit=True) as conn:
-            conn.execute(f"CREATE ROLE {role} LOGIN PASSWORD '{password}'")
-            conn.execute(f"CREATE SCHEMA {schema} AUTHORIZATION {role}")
-    except psycopg.Error as exc:
-        pg_server.skip_or_fail(f"TEST_DATABASE_URL cannot create a role ({exc})")
-    yield role, schema
-    with psycopg.connect(pg_url, autocommit=True) as conn:
-        conn.execute(f"DROP SCHEMA {schema} CASCADE")
-        conn.execute(f"DROP ROLE {role}")
-
-
-@pytest.fixture
-def board_with_password(pg_url):
-    """A board reached as a role whose password holds ? and #, where a URL parser cuts."""
-    password = "Tr0ub4?dor#St4ple"
-    with role_with_schema(pg_url, password) as (role, schema):
-        server = urlsplit(pg_url)
-        yield (f"postgresql://{role}:{password}@{server.hostname}:{server.port}{server.path}"
-               f"?options=-csearch_path%3D{schema}"), password
 
 
 def test_the_board_password_reaches_neither_the_model_nor_any_file_nor_the_terminal(

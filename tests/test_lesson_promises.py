@@ -3,8 +3,9 @@
 Every lesson: its dispatch table names every tool it offers, each beside its function, and its
 loop is a while loop. s06: an edit does not hide the file it edits; each layer on its own marked
 line of the loop; a `compact` call with a bad input is an error result, and a failed compaction
-is told to the model. The transcript is whole or absent. s07: the board after a compaction is
-bounded and keeps what can start. s03: the loop runs exactly the calls it chose.
+is told to the model. The transcript is whole or absent. s03: the loop runs exactly the calls
+it chose. (s07's board after a compaction, bounded and keeping what can start, is tested on
+both stores in test_board_contract.py.)
 """
 
 import ast
@@ -24,7 +25,6 @@ import s07_task_system as s07
 from helpers import FullDisk
 from harness.stand_in.script import reply, text, tool
 from harness import endpoints, pairing
-from harness.board import open_store
 from harness.run import Run
 from s03_todo import run_tool_calls, schema
 
@@ -209,59 +209,6 @@ def test_a_transcript_cut_by_a_full_disk_leaves_no_file_and_the_compaction_is_sk
     assert json.dumps(messages) == before               # the history is kept as it was
     assert [p.name for p in Path(".transcripts").iterdir()] == []   # no half file, no empty one
     assert "compaction skipped" in capsys.readouterr().err
-
-
-# ---------------------------------------------------------------- s07: the board after a compaction
-
-@pytest.fixture
-def board(tmp_path, monkeypatch):
-    monkeypatch.setattr(s07.TASKS, "store", open_store(tmp_path / ".tasks"))
-    monkeypatch.setattr(s07.TASKS, "agent", "alice")
-    return tmp_path / ".tasks"
-
-
-def add_tasks(n: int, completed: int = 0) -> None:
-    for i in range(1, n + 1):
-        s07.TASKS.create(f"Step {i}")
-    for i in range(1, completed + 1):
-        s07.TASKS.update(i, status="completed")
-
-
-def test_a_board_of_41_tasks_with_one_unfinished_keeps_what_can_start(board):
-    add_tasks(41, completed=40)
-    assert "Ready to start: #41 Step 41" in s07.board_message()
-
-
-def test_a_board_next_to_3000_unreadable_files_is_bounded_in_characters(board):
-    add_tasks(3)
-    for n in range(4, 3004):
-        (board / f"task_{n}.json").write_text("{ not json")
-    message = s07.board_message()
-    assert len(message) <= s07.BOARD_CHARS + 200, len(message)
-    assert "#1: Step 1" in message and "Ready to start: #1 Step 1, #2 Step 2, #3 Step 3" in message
-
-
-def test_a_board_too_big_to_come_back_whole_shows_its_unfinished_tasks_first(board):
-    add_tasks(1000, completed=990)
-    message = s07.board_message()
-    assert len(message) <= s07.BOARD_CHARS + 200, len(message)
-    assert "(10 unfinished, 990 done; task_list shows all)" in message
-    assert len(re.findall(r"^\[ \] #\d+: Step \d+$", message, re.M)) == 10
-    assert "Ready to start: #991 Step 991, #992 Step 992" in message
-
-
-def test_tasks_in_progress_stay_on_a_big_board_after_a_compaction(board):
-    """The view a model resumes from: a task someone is working on is not free to start, and
-    not done; dropped from the board, it would be started twice, or forgotten."""
-    add_tasks(1000, completed=990)
-    s07.TASKS.update(991, status="in_progress")
-    s07.TaskManager(str(board), agent="bob").update(992, status="in_progress")
-    assert len(s07.TASKS.list_all()) > s07.BOARD_CHARS        # too big to come back whole
-    message = s07.board_message()
-    assert "(10 unfinished, 990 done; task_list shows all)" in message
-    assert "[>] #991: Step 991 (owner: alice)" in message.splitlines()
-    assert "[>] #992: Step 992 (owner: bob)" in message.splitlines()
-    assert "Ready to start: #993 Step 993" in message
 
 
 # ---------------------------------------------------------------- s03: the calls the loop chose

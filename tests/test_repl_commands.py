@@ -45,6 +45,19 @@ def test_task_import_puts_a_checklist_on_the_board_in_order(run_main, workdir):
     assert "line 2" in err and out.count("#4") == 0           # nothing of a file with a bad line
 
 
+def test_a_local_command_that_fails_oddly_is_one_line_and_the_repl_goes_on(run_main, workdir,
+                                                                           monkeypatch):
+    def broken(*_):
+        raise TypeError("'int' object is not iterable")     # as a hand-edited field once caused
+    monkeypatch.setattr(s07_task_system.TaskManager, "order", broken)
+    stdin = "/task order\n/task show " + "9" * 300 + "\n/task add still here\nq\n"
+    code, out, err, api = run_main(s07_task_system, stdin=stdin)
+    assert code == 0 and "Traceback" not in err
+    assert "error: /task failed: TypeError: 'int' object is not iterable" in err
+    assert "error: a task id is a positive number like 3, '3' or '#3'; got '9999" in err
+    assert "Created task #1: still here" in out
+
+
 def test_every_demo_writes_one_session_page_with_one_bar_per_model_call(run_main, workdir):
     code, out, err, api = run_main(s06_compact, "--demo", key=None)
     assert code == 0

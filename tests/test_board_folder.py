@@ -1,0 +1,434 @@
+"""The folder board (harness/board/folder.py): what only a folder of task files has.
+
+The rules of the board are tested once, on both stores, in test_board_contract.py. Here: the
+task file a person can read and edit, corrupt and hostile files beside the tasks (a FIFO, a
+link, a stray name), the lock file and its stamp, a crash at any byte of a write, and the
+cache that must never hide a file changed by hand. Each test works a board in a tmp folder
+(`board_dir`) through TaskManager, as the task_* tools do; a call that could hang runs in a
+thread with a deadline.
+"""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+
+import pytest
+
+import s07_task_system as s07
+from harness.board import open_store
+from harness.board.record import Task, new_task
+from helpers import (ROOT, call_tool, crash_at_byte, crash_inside_target, edit_by_hand,
+                     within)
+from s07_task_system import TaskManager
+
+DEADLINE = 5          # seconds: a board call that takes longer is hanging
+FAST = 1.0            # seconds: a listing of a few files
+
+
+def task_file(board_dir, n: int) -> dict:
+    return json.loads((board_dir / f"task_{n}.json").read_text(encoding="utf-8"))
+
+
+def flagged(listing: str) -> list:
+    """The `!` lines of a listing: what could not be used, and why."""
+    return [line for line in listing.splitlines() if line.startswith("!")]
+
+
+# ---------------------------------------------------------------- the task file
+
+def test_a_task_file_is_readable_utf8_json_with_the_documented_fields(board_dir):
+    tasks = TaskManager(board_dir)
+    assert tasks.create("Écrire la doc ✓", "für alle") == "Created task #1: Écrire la doc ✓"
+    raw = (board_dir / "task_1.json").read_text(encoding="utf-8")
+    assert "Écrire la doc ✓" in raw and "\\u" not in raw and raw.startswith('{\n  "id": 1,')
+    task = json.loads(raw)
+    fields = ("id", "subject", "description", "status", "blockedBy", "owner")
+    assert {k: task[k] for k in fields} == {
+        "id": 1, "subject": "Écrire la doc ✓", "description": "für alle", "status": "pending",
+        "blockedBy": [], "owner": None}
+    assert task["created_at"] and task["updated_at"]
+
+
+def test_every_field_written_to_a_task_file_is_in_the_schema(board_dir):
+    tasks = TaskManager(board_dir, agent="alice")
+    tasks.create("Design the data model")
+    tasks.create("Implement the API", blocked_by=[1])
+    tasks.create("Write the docs", blocked_by=[1])
+    tasks.create("Write the API tests", blocked_by=[2])
+    tasks.update(1, status="in_progress")
+    tasks.update(1, status="completed")                # frees #2 and #3: writes `unblocked`
+    tasks.update(2, status="deleted")                  # a deletion frees #4
+    fields = Task.__required_keys__ | Task.__optional_keys__
+    written = [task_file(board_dir, n) for n in (1, 2, 3, 4)]
+    assert "unblocked" in written[0]                   # the optional field was really written
+    for record in written:
+        assert set(record) <= fields, set(record) - fields
+        assert Task.__required_keys__ <= set(record)
+
+
+def test_constructing_a_manager_touches_no_file(board_dir):
+    TaskManager(board_dir)
+    assert not board_dir.exists()
+
+
+def test_an_empty_subject_is_refused_before_the_folder_is_made(board_dir):
+    with pytest.raises(ValueError, match="subject must be a non-empty string"):
+        TaskManager(board_dir).create("  ")
+    assert not board_dir.exists()
+
+
+def test_a_relative_board_follows_the_current_folder(tmp_path, monkeypatch):
+    board = TaskManager(".tasks")
+    for name in ("one", "two"):
+        (tmp_path / name).mkdir()
+    monkeypatch.chdir(tmp_path / "one")
+    board.create("a")
+    board.create("b")
+    monkeypatch.chdir(tmp_path / "two")
+    assert board.create("c") == "Created task #1: c"  # a fresh folder starts at #1
+
+
+def test_creating_many_tasks_lists_the_folder_once(board_dir, monkeypatch):
+    tasks = TaskManager(board_dir)
+    store = tasks.store
+    listed, real = [], os.listdir
+
+    def listdir(path):
+        listed.append(path)
+        return real(path)
+    monkeypatch.setattr(os, "listdir", listdir)
+    for n in range(1, 51):
+        with store.locked():                        # as s07 creates: next_id(), reserved
+            assert store.reserve(new_task(tasks.next_id(), f"task {n}", "", []))
+    assert len(listed) <= 2 and tasks.next_id() == 51
+
+
+# ---------------------------------------------------------------- corrupt and stray files
+
+def test_a_corrupt_file_never_takes_the_board_down(board_dir):
+    tasks = TaskManager(board_dir)
+    for subject in ["Design data model", "Implement API", "Write docs", "Write tests"]:
+        tasks.create(subject)
+    bad = board_dir / "task_5.json"
+    bad.write_text('{"id": 5, "subject": "half wri')
+    (board_dir / "task_6.json").write_bytes(b"\xff\xfe not utf-8")
+    (board_dir / "task_7.json").write_text(
+        '{"id": 99, "subject": "wrong id", "status": "pending", "blockedBy": []}')
+    board = tasks.list_all()
+    assert "#1: Design data model" in board and "#4: Write tests" in board
+    for name in ("task_5.json", "task_6.json", "task_7.json"):
+        assert f"! {board_dir / name} is unreadable" in board
+    assert TaskManager(board_dir).create("new") == "Created task #8: new"
+    with pytest.raises(ValueError, match=r"task_5\.json is unreadable"):
+        tasks.get(5)
+    with pytest.raises(ValueError, match=r"task_5\.json is unreadable"):
+        tasks.update(5, status="completed")
+    with pytest.raises(ValueError, match=r"task_5\.json is unreadable"):
+        tasks.update(1, add_blocked_by=[5])
+    tasks.update(1, status="completed")  # clearing skips the bad files ...
+    assert bad.read_text() == '{"id": 5, "subject": "half wri'  # ... and never touches them
+    assert (board_dir / "task_6.json").read_bytes() == b"\xff\xfe not utf-8"
+
+
+def test_a_board_of_only_unreadable_files_does_not_say_it_is_empty(board_dir):
+    tasks = TaskManager(board_dir)
+    tasks.create("only one")
+    (board_dir / "task_1.json").write_text('{"id": 1, "subject": "hand edited", '
+                                           '"status": "pending", "blockedBy": ["1", 1.5]}')
+    board = tasks.list_all()
+    assert "No tasks yet." not in board
+    assert board.splitlines()[-1] == ("No readable tasks: 1 file above could not be used; "
+                                      "fix or remove it, then list again")
+
+
+@pytest.mark.parametrize("name, content, problem", [
+    ("task_5.json", {"id": True}, "field 'id' is True"),
+    ("task_5.json", {"id": 5.0}, "field 'id' is 5.0"),
+    ("task_05.json", {"id": 5}, "not a task file name"),
+    ("task_٥.json", {"id": 5}, "not a task file name"),
+])
+def test_only_canonical_files_with_integer_ids_are_tasks(board_dir, name, content, problem):
+    tasks = TaskManager(board_dir)
+    tasks.create("real")
+    record = {"subject": "x", "status": "pending", "blockedBy": [], **content}
+    (board_dir / name).write_text(json.dumps(record), encoding="utf-8")
+    listing = tasks.list_all()
+    assert problem in listing and listing.count("[ ]") == 1
+
+
+@pytest.mark.parametrize("stray", ["task_1000000000000000.json", "task_" + "9" * 245 + ".json"])
+def test_a_stray_huge_id_does_not_break_the_board(board_dir, stray):
+    TaskManager(board_dir).create("Design the data model")
+    (board_dir / stray).write_text('{"id": 1, "subject": "stray", "status": "pending"}')
+    tasks = TaskManager(board_dir)                     # a new run: its first id is a max-scan
+    out = tasks.create("Implement the API")
+    assert out.startswith("Created task #2:"), out
+    tasks.update(2, status="in_progress")              # the tools accept the new id
+    assert task_file(board_dir, 2)["status"] == "in_progress"
+    assert json.loads(tasks.get("#2"))["id"] == 2
+    found = flagged(tasks.list_all())
+    assert len(found) == 1 and stray in found[0]
+
+
+@pytest.mark.parametrize("field, value, problem", [
+    ("subject", "Design\u0000", "field 'subject' contains a NUL character"),
+    ("owner", "", "field 'owner' must be null or a non-empty string"),
+    ("blockedBy", [1], "field 'blockedBy' holds the task's own id"),
+    ("description", None, "field 'description' must be a string"),
+], ids=["a NUL in the subject", "an empty owner", "blocked by itself", "no description"])
+def test_a_hand_edited_file_postgresql_would_refuse_is_flagged_and_left_as_it_is(
+        board_dir, field, value, problem):
+    tasks = TaskManager(board_dir)
+    tasks.create("Design the data model")
+    tasks.create("Implement the API")
+    edit_by_hand(board_dir, 1, **{field: value})
+    before = (board_dir / "task_1.json").read_bytes()
+    listing = tasks.list_all()
+    found = flagged(listing)
+    assert len(found) == 1 and "task_1.json" in found[0] and problem in found[0], listing
+    assert "#2: Implement the API" in listing
+    with pytest.raises(ValueError, match="unreadable"):
+        tasks.update(1, status="in_progress")
+    assert (board_dir / "task_1.json").read_bytes() == before
+
+
+def test_a_hand_edited_unblocked_that_is_not_a_list_is_flagged_not_a_type_error(board_dir):
+    tasks = TaskManager(board_dir)
+    tasks.create("Design the data model")
+    tasks.update(1, status="completed")
+    edit_by_hand(board_dir, 1, unblocked=5)
+    found = flagged(tasks.list_all())
+    assert len(found) == 1 and "task_1.json" in found[0] and "unblocked" in found[0]
+    with pytest.raises(ValueError, match="unblocked"):   # reopening it: an error, not a TypeError
+        tasks.update(1, status="pending")
+
+
+def test_a_board_next_to_3000_unreadable_files_is_bounded_in_characters(board_dir, monkeypatch):
+    monkeypatch.setattr(s07.TASKS, "store", open_store(board_dir))   # the board s07 re-attaches
+    for n in range(1, 4):
+        s07.TASKS.create(f"Step {n}")
+    for n in range(4, 3004):
+        (board_dir / f"task_{n}.json").write_text("{ not json")
+    message = s07.board_message()
+    assert len(message) <= s07.BOARD_CHARS + 200, len(message)
+    assert "#1: Step 1" in message and "Ready to start: #1 Step 1, #2 Step 2, #3 Step 3" in message
+
+
+def test_unreadable_boards_say_so_and_nothing_is_left_behind(tmp_path):
+    (tmp_path / ".tasks").write_text("not a folder")
+    tasks = TaskManager(tmp_path / ".tasks")
+    with pytest.raises(ValueError, match="it is a file, not a folder"):
+        tasks.list_all()
+    with pytest.raises(ValueError, match="a file of that name is in the way"):
+        tasks.create("a")
+    good = TaskManager(tmp_path / "ok")
+    good.create("a")
+    (tmp_path / "ok" / ".task_1.json.0123456789abcdef.tmp").write_text("from a killed writer")
+    (tmp_path / "ok" / ".tmp_1_999_1").write_text("from a killed writer, before writer.py")
+    with pytest.raises(ValueError, match="lone surrogate"):
+        TaskManager(tmp_path / "ok").create("bad \ud800")
+    TaskManager(tmp_path / "ok").create("b")          # under the lock, a stray temp file is swept
+    assert sorted(p.name for p in (tmp_path / "ok").iterdir()) == [".lock", "task_1.json",
+                                                                   "task_2.json"]
+
+
+# ---------------------------------------------------------------- hostile files
+
+def test_a_fifo_named_like_a_task_does_not_hang_the_board_and_is_flagged(board_dir):
+    TaskManager(board_dir).create("Design the data model")
+    os.mkfifo(board_dir / "task_2.json")
+
+    def writer():   # the other end: lets a reader that opened the FIFO see its end
+        os.close(os.open(board_dir / "task_2.json", os.O_WRONLY | os.O_NONBLOCK))
+    listing = within(DEADLINE, TaskManager(board_dir).list_all, unblock=writer)
+    assert "#1: Design the data model" in listing
+    found = flagged(listing)
+    assert len(found) == 1 and "task_2.json" in found[0] and "FIFO" in found[0]
+
+
+def test_a_symlink_to_dev_zero_is_flagged_without_reading_it(board_dir):
+    TaskManager(board_dir).create("Design the data model")
+    (board_dir / "task_2.json").symlink_to("/dev/zero")
+    start = time.monotonic()
+    listing = within(DEADLINE, TaskManager(board_dir).list_all)
+    assert time.monotonic() - start < FAST
+    found = flagged(listing)
+    assert len(found) == 1 and "task_2.json" in found[0]
+    assert "#1: Design the data model" in listing
+
+
+def test_a_link_named_like_a_task_is_flagged_and_what_it_points_to_is_not_read(board_dir,
+                                                                              tmp_path):
+    other = TaskManager(tmp_path / "another_board")
+    other.create("Plans")
+    other.create("Secret plans")
+    TaskManager(board_dir).create("Design the data model")
+    (board_dir / "task_2.json").symlink_to(tmp_path / "another_board" / "task_2.json")
+    listing = TaskManager(board_dir).list_all()
+    assert "Secret plans" not in listing and "#1: Design the data model" in listing
+    found = flagged(listing)
+    assert len(found) == 1 and "task_2.json" in found[0] and "symbolic link" in found[0]
+
+
+KEYS = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIKx user@laptop\n"
+
+
+def test_a_link_at_the_boards_lock_is_refused_and_nothing_is_written_through_it(board_dir,
+                                                                             tmp_path,
+                                                                             monkeypatch):
+    """QA linked .tasks/.lock to an SSH authorized_keys: creating a task wrote the lock's
+    stamp into it, and the task went on as if the board were locked."""
+    keys = tmp_path / "authorized_keys"
+    keys.write_text(KEYS)
+    board_dir.mkdir()
+    (board_dir / ".lock").symlink_to(keys)
+    with pytest.raises(ValueError, match=r"\.lock is a symbolic link"):
+        TaskManager(board_dir).create("Design the data model")
+    assert keys.read_text() == KEYS
+    assert [p.name for p in board_dir.iterdir()] == [".lock"]           # no task was written
+    monkeypatch.setattr(s07.TASKS, "store", open_store(board_dir))   # the model's task_create
+    message, is_error = call_tool("task_create", {"subject": "Design"}, s07.TOOLS,
+                                  s07.TOOL_HANDLERS)
+    assert is_error and ".lock is a symbolic link" in message
+    assert keys.read_text() == KEYS
+
+
+def test_a_fifo_at_the_boards_lock_is_refused_without_hanging(board_dir):
+    board_dir.mkdir()
+    os.mkfifo(board_dir / ".lock")
+    with pytest.raises(ValueError, match=r"\.lock is a FIFO"):
+        within(DEADLINE, lambda: TaskManager(board_dir).create("Design the data model"))
+    assert [p.name for p in board_dir.iterdir()] == [".lock"]
+
+
+# ---------------------------------------------------------------- the lock on a full disk
+
+OTHER_PROCESS = """import sys
+from s07_task_system import TaskManager
+print(TaskManager(sys.argv[1], agent="bob").create("Written by another process"))
+"""
+
+
+def test_a_failed_stamp_releases_the_lock_for_this_process_and_others(board_dir,
+                                                                      next_stamp_fails):
+    fail, failed = next_stamp_fails
+    tasks = TaskManager(board_dir, agent="alice")
+    tasks.create("Design the data model")
+    fail()
+    with pytest.raises((OSError, ValueError)):        # one error, and the call returns
+        tasks.update(1, status="in_progress")
+    assert failed()
+    within(DEADLINE, lambda: tasks.update(1, status="pending"))
+    assert task_file(board_dir, 1)["status"] == "pending"
+    proc = subprocess.run([sys.executable, "-c", OTHER_PROCESS, str(board_dir)], cwd=ROOT,
+                          capture_output=True, text=True, timeout=DEADLINE * 4)
+    assert proc.stdout.startswith("Created task #2"), proc.stderr
+
+
+def test_a_failed_stamp_is_told_in_words(board_dir, next_stamp_fails, monkeypatch):
+    fail, failed = next_stamp_fails
+    monkeypatch.setattr(s07.TASKS, "store", open_store(board_dir))   # the board the tools use
+    s07.TASKS.create("Design the data model")
+    fail()
+    out, is_error = call_tool("task_update", {"task_id": 1, "status": "in_progress"},
+                              s07.TOOLS, s07.TOOL_HANDLERS)
+    assert failed()
+    assert is_error and "disk is full" in out and "[Errno" not in out
+
+
+# ---------------------------------------------------------------- the cache never hides the files
+
+def test_a_hand_edit_of_the_same_size_is_seen_by_the_next_list_all(board_dir):
+    tasks = TaskManager(board_dir)
+    tasks.create("aaaa")
+    assert "#1: aaaa" in tasks.list_all()                 # now cached
+    path = board_dir / "task_1.json"
+    before = path.stat()
+    path.write_text(path.read_text().replace('"subject": "aaaa"', '"subject": "bbbb"'))
+    # An editor saves seconds later; the test sets the clock forward instead of sleeping.
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns + 10_000_000))
+    assert path.stat().st_size == before.st_size and path.stat().st_ino == before.st_ino
+    assert "#1: bbbb" in tasks.list_all()
+
+
+def test_a_board_replaced_under_a_manager_is_a_new_board(board_dir):
+    tasks = TaskManager(board_dir)
+    tasks.create("a")
+    tasks.create("b")
+    # the folder goes, another process starts afresh
+    shutil.rmtree(board_dir)
+    TaskManager(board_dir).create("fresh")
+    # The next id comes from the board as it is now (a rescan), not from what this manager saw.
+    assert tasks.create("next") == "Created task #2: next"
+    assert tasks.list_all().splitlines()[:2] == ["[ ] #1: fresh", "[ ] #2: next"]  # nothing old
+
+
+# ---------------------------------------------------------------- a crash at any byte
+
+BOARD = "from s07_task_system import TaskManager\ntasks = TaskManager('.tasks', agent='crash')"
+
+
+def task_files(board_dir, limit):
+    """Every task file, parsed; AssertionError naming a half-written one."""
+    found = {}
+    for path in sorted(board_dir.glob("task_*.json")):
+        try:
+            found[path.name] = json.loads(path.read_text(encoding="utf-8"))
+        except ValueError:
+            raise AssertionError(f"{path.name} is half-written after a crash at byte {limit}: "
+                                 f"{path.read_bytes()[:60]!r}") from None
+    return found
+
+
+def without_time(task):
+    return {k: v for k, v in task.items() if k != "updated_at"}
+
+
+@pytest.mark.parametrize("cut", ["first-byte", "second-byte", "byte-100", "half", "all-but-one"])
+def test_a_crash_at_any_byte_of_an_update_leaves_the_old_task_or_the_new(tmp_path, board_dir,
+                                                                         cut):
+    tasks = TaskManager(board_dir, agent="crash")
+    tasks.create("big", "x" * 3_000)
+    tasks.create("waits", blocked_by=[1])
+    old = {name: without_time(t) for name, t in task_files(board_dir, 0).items()}
+    size = (board_dir / "task_1.json").stat().st_size
+    limit = {"first-byte": 1, "second-byte": 2, "byte-100": 100, "half": size // 2,
+             "all-but-one": size - 1}[cut]
+    crash_at_byte(limit, BOARD, "tasks.update(1, status='in_progress')", tmp_path)
+    now = task_files(board_dir, limit)
+    started = {**old["task_1.json"], "status": "in_progress", "owner": "crash"}
+    assert without_time(now["task_1.json"]) in (old["task_1.json"], started)
+    assert without_time(now["task_2.json"]) == old["task_2.json"]
+    fresh = TaskManager(board_dir)
+    assert "unreadable" not in fresh.list_all()
+    assert fresh.create("after the crash") == "Created task #3: after the crash"
+    left = [p.name for p in board_dir.iterdir() if p.name.startswith(".tmp")]
+    assert not left                                   # swept under the lock
+
+
+def test_a_crash_at_any_byte_of_a_create_leaves_no_half_task(tmp_path, board_dir):
+    tasks = TaskManager(board_dir, agent="crash")
+    tasks.create("first")
+    for limit in (1, 50, 400):
+        crash_at_byte(limit, BOARD, "tasks.create('second', 'y' * 1_000)", tmp_path)
+        now = task_files(board_dir, limit)
+        assert list(now) in (["task_1.json"], ["task_1.json", "task_2.json"]), limit
+        assert all(t["description"] == "y" * 1_000 for n, t in now.items() if n != "task_1.json")
+    made = TaskManager(board_dir).create("next")
+    assert made in ("Created task #2: next", "Created task #3: next")
+
+
+@pytest.mark.parametrize("limit", [1, 600])
+def test_a_crash_while_a_task_file_is_put_in_place_leaves_the_old_task_or_the_new(tmp_path,
+                                                                                  board_dir,
+                                                                                  limit):
+    tasks = TaskManager(board_dir, agent="crash")
+    tasks.create("big", "x" * 3_000)
+    old = without_time(tasks.store.load(1))
+    crash_inside_target("task_1.json", limit, BOARD, "tasks.update(1, status='in_progress')",
+                        tmp_path)
+    now = without_time(task_files(board_dir, limit)["task_1.json"])
+    assert now in (old, {**old, "status": "in_progress", "owner": "crash"})
