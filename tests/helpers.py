@@ -171,17 +171,27 @@ def at_once(work, *arguments, seconds: float = 60) -> list:
     return [values[n] for n in range(len(arguments))]
 
 
-def group_ends(group: int, seconds: float = 5) -> bool:
-    """Whether no process of the group is left within `seconds` (a killed one takes a moment
-    to be reaped)."""
+def _gone(probe, seconds: float) -> bool:
+    """Whether probe() raises ProcessLookupError within `seconds` (a killed process takes a
+    moment to be reaped)."""
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         try:
-            os.killpg(group, 0)
+            probe()
         except ProcessLookupError:
             return True
         time.sleep(0.05)
     return False
+
+
+def group_ends(group: int, seconds: float = 5) -> bool:
+    """Whether no process of the group is left within `seconds`."""
+    return _gone(lambda: os.killpg(group, 0), seconds)
+
+
+def process_ends(pid: int, seconds: float = 5) -> bool:
+    """Whether the process is gone within `seconds`."""
+    return _gone(lambda: os.kill(pid, 0), seconds)
 
 
 def end_group(group: int) -> None:

@@ -14,7 +14,7 @@ import pytest
 
 import s03_todo
 from harness import files
-from helpers import crash_at_byte, crash_inside_target
+from helpers import call_tool, crash_at_byte, crash_inside_target
 
 OLD = "old line\n" * 300            # 2,700 bytes
 NEW = "the new line\n" * 300        # 3,900 bytes: a crash anywhere in it is in the middle
@@ -65,14 +65,17 @@ def test_a_crash_inside_edit_file_leaves_the_old_file_or_the_edited_one(in_tmp, 
     assert_whole(in_tmp / "code.py", limit, before, edited)
 
 
-def test_write_and_edit_keep_the_files_mode_and_leave_no_temporary_file(in_tmp):
+@pytest.mark.parametrize("mode", [0o640, 0o751])
+def test_write_and_edit_keep_the_files_mode_and_leave_no_temporary_file(in_tmp, mode):
     script = in_tmp / "run.sh"
     script.write_text("echo one\n", encoding="utf-8")
-    script.chmod(0o751)
-    s03_todo.run_write("run.sh", "echo two\n")
-    assert stat.S_IMODE(script.stat().st_mode) == 0o751                 # still executable
-    s03_todo.run_edit("run.sh", "two", "three")
-    assert stat.S_IMODE(script.stat().st_mode) == 0o751
+    script.chmod(mode)
+    tools = s03_todo.TOOLS, s03_todo.TOOL_HANDLERS
+    assert call_tool("write_file", {"path": "run.sh", "content": "echo two\n"}, *tools)[1] is False
+    assert stat.S_IMODE(script.stat().st_mode) == mode                  # still executable, or not
+    edit = {"path": "run.sh", "old_text": "two", "new_text": "three"}
+    assert call_tool("edit_file", edit, *tools)[1] is False
+    assert stat.S_IMODE(script.stat().st_mode) == mode
     assert script.read_text(encoding="utf-8") == "echo three\n"
     assert sorted(p.name for p in in_tmp.iterdir()) == ["run.sh"]       # no temp file left
 

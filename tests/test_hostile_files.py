@@ -1,5 +1,6 @@
 """s03's file tools and bash on a hostile machine: FIFOs, huge and sparse files, binary files,
-a full disk, CRLF files, errors in words, the agent's key kept out of commands (issue #19).
+a full disk, CRLF files, errors in words. (The agent's key kept out of commands: test_secrets.py
+and test_cli.py; a file's mode kept: test_atomic_file_tools.py.)
 
 Each test calls the tools as the loop does (s03.call_tool: the result and is_error the model
 gets), in a tmp folder. A call that could hang runs in a thread with a deadline.
@@ -138,17 +139,6 @@ def test_a_new_file_on_a_full_disk_is_not_left_half_written():
     assert os.listdir() == []
 
 
-@pytest.mark.parametrize("mode", [0o640, 0o755])
-def test_write_and_edit_keep_the_files_mode(mode):
-    Path("run.sh").write_text("echo one\n")
-    os.chmod("run.sh", mode)
-    assert tool("write_file", path="run.sh", content="echo two\n")[1] is False
-    assert os.stat("run.sh").st_mode & 0o7777 == mode
-    assert tool("edit_file", path="run.sh", old_text="two", new_text="three")[1] is False
-    assert os.stat("run.sh").st_mode & 0o7777 == mode
-    assert Path("run.sh").read_text() == "echo three\n"
-
-
 # ---------------------------------------------------------------- line endings
 
 @pytest.mark.parametrize("eol", [b"\r\n", b"\r"])
@@ -205,16 +195,3 @@ def test_write_file_where_a_file_is_in_the_way_of_a_folder_says_so_in_words():
         assert is_error and "[Errno" not in out
         assert "a file is in the way" in out
     assert Path("notes").read_text() == "a file, not a folder\n"
-
-
-# ---------------------------------------------------------------- bash and the agent's key
-
-def test_bash_commands_do_not_see_the_agents_credentials(monkeypatch):
-    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-secret-key-123")   # as .env loading sets them
-    monkeypatch.setenv("ANTHROPIC_AUTH_TOKEN", "secret-token-456")
-    monkeypatch.setenv("PROJECT_SETTING", "passes-through")
-    out = s03.run_bash("env")
-    assert "sk-ant-secret-key-123" not in out and "secret-token-456" not in out
-    assert "ANTHROPIC_API_KEY" not in out and "ANTHROPIC_AUTH_TOKEN" not in out
-    assert "PROJECT_SETTING=passes-through" in out
-    assert os.environ["ANTHROPIC_API_KEY"] == "sk-ant-secret-key-123"  # the agent keeps its own

@@ -11,7 +11,7 @@ import time
 import pytest
 
 import s03_todo
-from helpers import ROOT, clean_env, popen_taking_ctrl_c, tool_results
+from helpers import ROOT, clean_env, group_ends, popen_taking_ctrl_c, tool_results
 from harness.stand_in import StandInAPI
 from harness.stand_in.script import error, reply, text, tool
 
@@ -187,27 +187,30 @@ def test_the_repl_survives_an_api_error_and_keeps_a_valid_history(run_main):
     assert api.requests[1]["messages"] == [{"role": "user", "content": "two"}]
 
 
-def repl_taking_ctrl_c(workdir, env) -> subprocess.Popen:
-    """s03's REPL, with pipes for stdin, stdout and stderr."""
-    return popen_taking_ctrl_c([sys.executable, str(ROOT / "s03_todo.py")], cwd=workdir,
+def ctrl_c_in_the_first_turn(workdir, api, prompt: str, settle: float) -> tuple:
+    """s03's REPL, given `prompt`, gets Ctrl-C `settle` seconds after its first request reached
+    `api`; then "next prompt" and q are typed. (exit code, stdout, stderr)."""
+    env = clean_env(workdir.parent / "home", ANTHROPIC_API_KEY="k", ANTHROPIC_BASE_URL=api.url)
+    proc = popen_taking_ctrl_c([sys.executable, str(ROOT / "s03_todo.py")], cwd=workdir,
                                env=env, text=True, stdin=subprocess.PIPE,
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc.stdin.write(prompt + "\n")
+    proc.stdin.flush()
+    deadline = time.time() + 20
+    while not api.requests and time.time() < deadline:
+        time.sleep(0.05)
+    time.sleep(settle)
+    os.kill(proc.pid, signal.SIGINT)
+    out, err = proc.communicate("next prompt\nq\n", timeout=30)
+    return proc.returncode, out, err
 
 
 def test_ctrl_c_during_a_turn_abandons_it_and_the_next_prompt_works(workdir):
     script = [reply(tool("bash", {"command": "sleep 30"})), reply(text("after interrupt"))]
     with StandInAPI(script) as api:
-        env = clean_env(workdir.parent / "home", ANTHROPIC_API_KEY="k", ANTHROPIC_BASE_URL=api.url)
-        proc = repl_taking_ctrl_c(workdir, env)
-        proc.stdin.write("start a long job\n")
-        proc.stdin.flush()
-        deadline = time.time() + 20
-        while not api.requests and time.time() < deadline:
-            time.sleep(0.05)
-        time.sleep(0.5)  # let the bash tool start
-        os.kill(proc.pid, signal.SIGINT)
-        out, err = proc.communicate("next prompt\nq\n", timeout=30)
-    assert proc.returncode == 0, err
+        code, out, err = ctrl_c_in_the_first_turn(workdir, api, "start a long job",
+                                                  settle=0.5)   # let the bash tool start
+    assert code == 0, err
     assert "turn abandoned" in err and "after interrupt" in out and api.violations == []
     # The command was running: it may have acted, so the model is told, not left to guess.
     sent = api.requests[1]["messages"]
@@ -253,14 +256,7 @@ def test_a_closed_terminal_or_sigterm_kills_the_running_command_too(workdir, sig
         os.kill(proc.pid, signum)
         proc.communicate(timeout=10)
     assert proc.returncode != 0
-    deadline = time.time() + 5
-    while time.time() < deadline:
-        try:
-            os.killpg(group, 0)
-        except ProcessLookupError:
-            return
-        time.sleep(0.05)
-    pytest.fail("the command outlived the harness")
+    assert group_ends(group), "the command outlived the harness"
 
 
 def test_a_complete_tool_call_is_run_even_when_stop_reason_says_end_turn(run_main, workdir):
@@ -289,17 +285,9 @@ def test_tool_input_as_json_text_or_a_list_keeps_the_history_valid(
 def test_ctrl_c_while_the_model_is_still_answering_abandons_the_turn(workdir):
     script = [reply(text("a slow model"), delay=20), reply(text("after interrupt"))]
     with StandInAPI(script) as api:
-        env = clean_env(workdir.parent / "home", ANTHROPIC_API_KEY="k", ANTHROPIC_BASE_URL=api.url)
-        proc = repl_taking_ctrl_c(workdir, env)
-        proc.stdin.write("a question\n")
-        proc.stdin.flush()
-        deadline = time.time() + 20
-        while not api.requests and time.time() < deadline:
-            time.sleep(0.05)
-        time.sleep(0.3)                              # the request is out; no token has come back
-        os.kill(proc.pid, signal.SIGINT)
-        out, err = proc.communicate("next prompt\nq\n", timeout=30)
-    assert proc.returncode == 0, err
+        # the request is out; no token has come back
+        code, out, err = ctrl_c_in_the_first_turn(workdir, api, "a question", settle=0.3)
+    assert code == 0, err
     assert "turn abandoned; the conversation is as it was before it" in err
     assert "after interrupt" in out
     assert api.requests[1]["messages"] == [{"role": "user", "content": "next prompt"}]

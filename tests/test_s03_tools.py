@@ -1,6 +1,5 @@
 """Unit tests of s03's base tools, the dispatcher and TodoManager."""
 
-import os
 import re
 import signal
 import subprocess
@@ -9,7 +8,7 @@ import time
 
 import pytest
 
-from helpers import ROOT, call_tool
+from helpers import ROOT, call_tool, end_group, group_ends, process_ends
 
 import s03_todo as s03
 from harness import bash
@@ -67,15 +66,8 @@ def test_a_sigterm_as_the_command_starts_still_kills_the_command(tmp_path):
     proc = subprocess.run([sys.executable, "-c", SIGNAL_AS_IT_STARTS, str(ROOT)], cwd=tmp_path,
                           capture_output=True, text=True, timeout=60)
     group = int((tmp_path / "shell.pid").read_text())
-    deadline = time.time() + 5                 # a killed process is gone once it is reaped
-    while time.time() < deadline:
-        try:
-            os.killpg(group, 0)
-        except ProcessLookupError:
-            break
-        time.sleep(0.05)
-    else:
-        os.killpg(group, signal.SIGKILL)
+    if not group_ends(group):
+        end_group(group)
         pytest.fail("the command outlived the harness")
     assert proc.returncode == 128 + signal.SIGTERM, proc.stderr
 
@@ -95,14 +87,7 @@ def test_bash_timeout_kills_the_whole_process_group(in_tmp, monkeypatch):
     with pytest.raises(TimeoutError, match="timed out after 1s"):
         run_bash("sleep 60 & echo $! > child.pid; wait")
     child = int((in_tmp / "child.pid").read_text())
-    deadline = time.time() + 5
-    while time.time() < deadline:
-        try:
-            os.kill(child, 0)
-        except ProcessLookupError:
-            return
-        time.sleep(0.05)
-    pytest.fail(f"child {child} of a timed-out command is still running")
+    assert process_ends(child), f"child {child} of a timed-out command is still running"
 
 
 def test_bash_output_over_the_cap_is_saved_whole_and_the_model_sees_head_tail_and_path(

@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 
 from helpers import ROOT, clean_env, sql, tool_results
+import s03_todo
 from harness import config
 from harness.board import open_store
 from harness.board.folder import TaskFiles
@@ -136,8 +137,12 @@ def test_a_refused_board_in_the_flag_stops_s07_with_one_line(run_lesson, workdir
 def test_child_env_drops_the_harness_settings_and_any_variable_holding_a_secret(
         monkeypatch, nothing_hidden_yet):
     key = "sk-ant-" + secrets.token_hex(20)
+    token = "tok-" + secrets.token_hex(8)
     password = "pw" + secrets.token_hex(8)
-    monkeypatch.setenv("ANTHROPIC_API_KEY", key)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", key)                   # as .env loading sets them
+    monkeypatch.setenv("ANTHROPIC_AUTH_TOKEN", token)
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", "http://127.0.0.1:9")  # where, not what: passed on
+    monkeypatch.setenv("PROJECT_SETTING", "passes-through")        # the user's own setting
     monkeypatch.setenv("MY_OLD_KEY", key)                          # the key, by another name
     monkeypatch.setenv("TASK_BOARD", "/some/folder")               # the harness's own setting
     monkeypatch.setenv("DATABASE_URL", f"postgresql://agents:{password}@db/board")
@@ -148,12 +153,17 @@ def test_child_env_drops_the_harness_settings_and_any_variable_holding_a_secret(
     monkeypatch.setenv("PATH", f"/opt/{password[:4]}/bin:" + os.environ["PATH"])
     config.hide_from_commands(password)
     env = config.child_env()
-    for name in ("ANTHROPIC_API_KEY", "MY_OLD_KEY", "TASK_BOARD", "DATABASE_URL", "PGPASSWORD",
-                 "APP_DSN"):
+    for name in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "MY_OLD_KEY", "TASK_BOARD",
+                 "DATABASE_URL", "PGPASSWORD", "APP_DSN"):
         assert name not in env, name
-    for name in ("OTHER_URL", "PGPASSFILE", "PATH", "HOME"):
+    for name in ("ANTHROPIC_BASE_URL", "PROJECT_SETTING", "OTHER_URL", "PGPASSFILE", "PATH",
+                 "HOME"):
         assert env.get(name) == os.environ.get(name), name
-    assert not any(password in value or key in value for value in env.values())
+    assert not any(password in value or key in value or token in value for value in env.values())
+    shown = s03_todo.run_bash("env")                               # what a command sees
+    assert key not in shown and token not in shown and password not in shown
+    assert "ANTHROPIC_API_KEY" not in shown and "PROJECT_SETTING=passes-through" in shown
+    assert os.environ["ANTHROPIC_API_KEY"] == key                  # the agent keeps its own
 
 
 def test_a_short_board_password_hides_the_variables_that_hold_it_and_only_those(
