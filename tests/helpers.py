@@ -435,6 +435,12 @@ def gather(watcher, count, seconds=10.0):
     return lines
 
 
+def listing(tasks):
+    """{id: (status, owner, blockedBy)} of every task, as a validated scan reads them."""
+    board = tasks.store.scan(validate=True)[0]
+    return {t["id"]: (t["status"], t["owner"], t["blockedBy"]) for t in board.values()}
+
+
 # A task's fields as a person edits them: the file's keys, the table's columns.
 COLUMNS = {"subject": "subject", "description": "description", "status": "status",
            "owner": "owner", "blockedBy": "blocked_by"}

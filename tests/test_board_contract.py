@@ -25,18 +25,12 @@ from harness.board.live import BoardWatcher
 from harness.board.record import (DESCRIPTION_MAX, SUBJECT_MAX, agent_name, default_agent_name,
                                   new_task, parse_task_id)
 from harness.stand_in.script import reply, text, tool
-from helpers import (at_once, call_tool, edit_by_hand, gather, on_postgres, remove_by_hand, sql,
-                     tool_results)
+from helpers import (at_once, call_tool, edit_by_hand, gather, listing, on_postgres,
+                     remove_by_hand, sql, tool_results)
 from s07_task_system import TaskManager
 
 STARTERS, ROUNDS = 8, 5
 PROCESSES = 8           # agents racing at once, in processes of their own
-
-
-def listing(tasks):
-    """{id: (status, owner, blockedBy)} of every task, as a validated scan reads them."""
-    board = tasks.store.scan(validate=True)[0]
-    return {t["id"]: (t["status"], t["owner"], t["blockedBy"]) for t in board.values()}
 
 
 def plan(tasks):

@@ -27,16 +27,11 @@ from harness.board.live import BoardWatcher
 from harness.board.postgres import shown
 from harness.errors import SetupError
 from harness.stand_in.script import reply, text, tool
-from helpers import BUSY_AFTER, ROOT, at_once, clean_env, gather, psycopg_or_skip, sql, within
+from helpers import (BUSY_AFTER, ROOT, at_once, clean_env, gather, listing, psycopg_or_skip,
+                     sql, within)
 from s07_task_system import TaskManager
 
 DEADLINE = 10         # seconds: an agent call that takes longer is hanging
-
-
-def listing(tasks):
-    """{id: (status, owner, blockedBy)} of every task, as a validated scan reads them."""
-    board = tasks.store.scan(validate=True)[0]
-    return {t["id"]: (t["status"], t["owner"], t["blockedBy"]) for t in board.values()}
 
 
 # ---------------------------------------------------------------- what other sessions change
