@@ -58,11 +58,12 @@ S06 = "tests/test_s06_compact.py"
 STREAMS = "tests/test_stream_shapes.py"
 SENDABLE = "tests/test_sendable_text.py"
 CONTRACT = "tests/test_board_contract.py"
-DURABILITY = "tests/test_s07_durability.py"
+FOLDER = "tests/test_board_folder.py"
 SESSION_LOG = "tests/test_session_log.py"
-S07_TASKS = "tests/test_s07_tasks.py"
 RESERVE_TAKEN = CONTRACT + "::test_reserve_refuses_a_taken_id_and_dependents_are_read_fresh"
 WAITS = CONTRACT + "::test_while_one_agent_changes_the_board_another_agents_change_waits_for_it"
+HELD_BY_ANOTHER = (CONTRACT + "::test_a_task_in_progress_by_another_agent_cannot_be_started_or_"
+                              "completed")
 TODO_E2E = S03_E2E + "::test_todo_rendering_reminder_and_refused_second_in_progress"
 LAYER1_BATCH = (S06 + "::test_layer1_clears_old_long_results_in_one_worthwhile_batch_and_keeps_"
                       "the_newest")
@@ -158,8 +159,8 @@ MUTATIONS = [
              "        os.unlink(temporary, dir_fd=where)\n",
              ["tests/test_atomic_file_tools.py::test_a_crash_while_the_file_is_put_in_place_"
               "leaves_the_old_file_or_the_new",
-              DURABILITY + "::test_a_crash_while_a_task_file_is_put_in_place_leaves_the_old_task_"
-                           "or_the_new"]),
+              FOLDER + "::test_a_crash_while_a_task_file_is_put_in_place_leaves_the_old_task_"
+                       "or_the_new"]),
     Mutation("a file is written in place, with no temporary file", "harness/writer.py",
              "    temporary, made = _write_temporary(where, name, data, mode)\n"
              "    try:\n"
@@ -175,8 +176,8 @@ MUTATIONS = [
              "        return os.fstat(f.fileno())\n",
              ["tests/test_atomic_file_tools.py::test_a_crash_inside_write_file_leaves_the_old_"
               "file_or_the_new",
-              DURABILITY + "::test_a_crash_at_any_byte_of_an_update_leaves_the_old_task_or_the_"
-                           "new"]),
+              FOLDER + "::test_a_crash_at_any_byte_of_an_update_leaves_the_old_task_or_the_"
+                       "new"]),
     Mutation("the workspace check compares strings: work-evil counts as inside work",
              "harness/files.py",
              "    if not resolved.is_relative_to(folder):",
@@ -298,12 +299,11 @@ MUTATIONS = [
              "s07_task_system.py",
              '            task["blockedBy"] = [b for b in blockers if b != finished["id"]]',
              '            task["blockedBy"] = blockers[:-1]',
-             ["tests/test_s07_tasks.py::test_completing_one_of_several_blockers_removes_exactly_"
-              "that_blocker"]),
+             [CONTRACT + "::test_completing_one_of_several_blockers_removes_exactly_that_blocker"]),
     Mutation("completing a task frees none of its dependents", "s07_task_system.py",
              "                lines += self._clear_dependency(task)",
              "                pass",
-             [S07_TASKS + "::test_completing_a_task_unblocks_its_dependents_and_says_so"]),
+             [CONTRACT + "::test_completing_a_task_unblocks_its_dependents_and_says_so"]),
     Mutation("reopening a finished task does not say who stopped waiting for it",
              "s07_task_system.py",
              "                notes += text.reopened(task, unblocked)",
@@ -312,26 +312,26 @@ MUTATIONS = [
     Mutation("a task in progress or done is listed as ready to start", "s07_task_system.py",
              '        return task["status"] == "pending" and not waiting',
              "        return not waiting",
-             [S07_TASKS + "::test_ids_are_never_reused_after_a_delete"]),
+             [CONTRACT + "::test_list_all_orders_numerically_and_names_what_can_start"]),
     Mutation("the claim refusal lets an agent finish another agent's task",
              "harness/board/claims.py",
              '    if task["status"] == "in_progress" and holder and holder != agent:',
              '    if task["status"] == "in_progress" and holder and holder != agent '
              'and not status:',
-             ["tests/test_s07_tasks.py::test_status_owner_and_nothing_to_update"]),
+             [HELD_BY_ANOTHER]),
     Mutation("an agent may start a task in another agent's name", "harness/board/claims.py",
              '    if status == "in_progress" and owner and owner != agent and not force:',
              '    if status == "in_progress" and owner and owner != agent and force:',
-             [S07_TASKS + "::test_status_owner_and_nothing_to_update"]),
+             [CONTRACT + "::test_an_agent_starts_a_task_only_in_its_own_name"]),
     Mutation("a task set back to pending keeps its owner", "harness/board/claims.py",
              '        change["owner"] = None             # back to pending releases it',
              "        pass",
-             ["tests/test_s07_board.py::test_a_task_in_progress_by_another_agent_cannot_be_"
-              "started_or_completed"]),
+             [HELD_BY_ANOTHER]),
     Mutation("a blocked task may start", "s07_task_system.py",
              '        if status in ("in_progress", "completed") and waiting:',
              '        if status == "completed" and waiting:',
-             [CONTRACT + "::test_a_blocked_task_cannot_start"]),
+             [CONTRACT + "::test_a_blocked_task_cannot_start_or_complete_and_the_refusal_names_"
+                         "its_blockers"]),
     Mutation("the cycle check is skipped", "s07_task_system.py",
              "                    graph.refuse_cycle(tasks, tid, dep)",
              "                    pass",
@@ -366,8 +366,8 @@ MUTATIONS = [
              "harness/board/record.py",
              '    if "\\0" in value:      # PostgreSQL',
              '    if False:      # PostgreSQL',
-             ["tests/test_board_hostile.py::test_a_hand_edited_file_postgresql_would_refuse_is_"
-              "flagged_and_left_as_it_is"]),
+             [FOLDER + "::test_a_hand_edited_file_postgresql_would_refuse_is_flagged_and_left_"
+                       "as_it_is"]),
     Mutation("s07's automatic compaction (layer 2) leaves the board out", "s07_task_system.py",
              "            compact_with_board(messages, run)                  # layer 2 + board",
              "            s06.auto_compact(messages, run)                    # layer 2 + board",
@@ -382,8 +382,7 @@ MUTATIONS = [
              '    lines = [f"(',
              '    unfinished = [t for t in live if t["status"] == "pending"]\n'
              '    lines = [f"(',
-             ["tests/test_lesson_promises.py::test_tasks_in_progress_stay_on_a_big_board_after_"
-              "a_compaction"]),
+             [CONTRACT + "::test_tasks_in_progress_stay_on_a_big_board_after_a_compaction"]),
     Mutation("a live-board notification with a non-string owner is shown as a name",
              "harness/board/live.py",
              '    for field in ("agent", "owner", "was_owner"):\n'
@@ -417,8 +416,8 @@ MUTATIONS = [
              "                task = hit[1] if hit and hit[0] == key else "
              "read_task(self.dir / name)",
              "                task = hit[1] if hit else read_task(self.dir / name)",
-             ["tests/test_board_hostile.py::test_a_cycle_closed_by_a_hand_edit_is_refused_by_a_"
-              "manager_with_a_warm_cache"]),
+             [CONTRACT + "::test_a_cycle_closed_by_a_hand_edit_is_refused_by_a_manager_with_a_"
+                         "warm_cache"]),
     Mutation("completing a task writes back its dependents as cached, over a hand edit",
              "harness/board/folder.py",
              "                fresh = self.try_load(tid)",

@@ -82,6 +82,7 @@ def test_a_made_up_shapes_row_in_the_docs_is_what_the_bench_prints_for_it():
     assert quoted_row(FAST_SHAPE) == next(line for line in printed if line.startswith(FAST_SHAPE))
 
 
+@pytest.mark.slow
 def test_a_real_sessions_s06_figures_in_the_docs_are_what_the_bench_measures():
     session = next(s for s in real_sessions() if s.name == FAST_SESSION)
     results = bench_tokens.measure([session], quoted_setting(), ["s06_compact"], floor=False)

@@ -271,6 +271,7 @@ def s07_process(cwd, board, name):
                             text=True, encoding="utf-8")
 
 
+@pytest.mark.slow
 def test_two_s07_processes_in_two_folders_work_one_postgresql_board(pg_board, tmp_path):
     alice = s07_process(tmp_path / "alice", pg_board, "alice")   # both running at once
     bob = s07_process(tmp_path / "bob", pg_board, "bob")
@@ -349,6 +350,7 @@ def test_a_url_libpq_cannot_read_is_refused_without_its_password(password):
     assert "Tr0u" not in line and "b4dor" not in line, line
 
 
+@pytest.mark.slow
 def test_the_board_password_reaches_neither_the_model_nor_any_file_nor_the_terminal(
         board_with_password, run_lesson, workdir):
     url, password = board_with_password

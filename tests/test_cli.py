@@ -110,6 +110,7 @@ def test_an_empty_variable_does_not_hide_the_dotenv_value(run_main, workdir):
     assert api.requests[0]["model"] == "model-from-dotenv"
 
 
+@pytest.mark.slow
 def test_a_proxy_in_the_environment_never_carries_loopback_traffic(run_lesson):
     dead = "http://127.0.0.1:9"   # nothing listens there: any request through it fails
     proxies = {k: dead for k in ("HTTP_PROXY", "http_proxy", "HTTPS_PROXY", "https_proxy",
@@ -516,6 +517,7 @@ def repl_stopped_mid_batch(workdir, running):
     return out, err, api.requests[1]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("running", [0, 1])
 def test_ctrl_c_in_a_batch_keeps_the_calls_that_ran_and_marks_the_one_running(workdir,
                                                                              run_lesson, running):

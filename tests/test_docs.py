@@ -47,6 +47,7 @@ COUNTING = [reply(text(f"Counting: {n}."), tool("bash", {"command": f"echo {n}"}
             for n in (1, 2, 3)]
 
 
+@pytest.mark.slow
 def test_a_turn_out_of_budget_exits_3_and_continue_goes_on(workdir):
     stopped, resumed = runs(checked_block(page("long-sessions.md"), "budget"))
     code, shown = shown_by(stopped.command, workdir, script=COUNTING)
@@ -119,6 +120,7 @@ def bench_prints(bench_tasks, argv, monkeypatch):
     return out.getvalue()
 
 
+@pytest.mark.slow
 def test_the_quoted_benchmark_runs_print_what_the_benchmark_prints_today(
         pg_url, monkeypatch):
     """The figures are one run's, on the machine its first line names; the rows, columns and

@@ -17,6 +17,7 @@ from harness.stand_in.script import reply, text, tool
 from helpers import ROOT, clean_env, popen_taking_ctrl_c, tool_results
 
 
+@pytest.mark.slow
 def test_a_200_call_turn_runs_to_its_end_by_default_in_s07(run_main):
     script = [reply(tool("bash", {"command": f"echo {n}"})) for n in range(199)]
     script.append(reply(text("all done")))
@@ -25,6 +26,7 @@ def test_a_200_call_turn_runs_to_its_end_by_default_in_s07(run_main):
     assert out.strip() == "all done"
 
 
+@pytest.mark.slow
 def test_a_stopped_one_shot_run_says_how_to_go_on_and_continue_loses_nothing(run_lesson, workdir):
     first = [reply(tool("bash", {"command": f"echo step {n}"})) for n in range(5)]
     proc, api = run_lesson("s07_task_system", "a job of many steps", "--max-steps", "3",
@@ -43,6 +45,7 @@ def test_a_stopped_one_shot_run_says_how_to_go_on_and_continue_loses_nothing(run
     assert ran == ["step 0", "step 1", "step 2"]       # every call that ran, and its result
 
 
+@pytest.mark.slow
 def test_a_resumed_session_is_measured_after_layer_1_not_compacted_for_its_raw_history(run_lesson):
     """A new process starts with layer 1's memory empty: before layer 2 measures the resumed
     history, layer 1 clears what the old process had cleared, so no needless summary is asked
@@ -87,6 +90,7 @@ def test_a_300000_character_output_is_read_back_whole_after_layer_1_clears_it(ru
     assert placeholder.startswith("[Previous: used bash") and saved in placeholder
 
 
+@pytest.mark.slow
 def test_continue_without_a_prompt_opens_the_repl_on_the_saved_conversation(run_lesson):
     proc, _ = run_lesson("s03_todo", "remember the word tangerine",
                          script=[reply(tool("bash", {"command": "echo noted"})),
@@ -123,6 +127,7 @@ def stop_in_the_middle_of_a_batch(workdir, signum):
                 pass
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("signum", [signal.SIGKILL, signal.SIGHUP, signal.SIGINT])
 def test_continue_after_a_stopped_batch_keeps_the_calls_that_ran_and_marks_the_running_one(
         run_main, workdir, signum):
@@ -158,6 +163,7 @@ def test_continue_renames_tool_use_ids_an_endpoint_used_twice(run_main):
     assert answers == [(ids[0], "one"), (ids[1], "two")]
 
 
+@pytest.mark.slow
 def test_a_reply_that_reuses_an_earlier_tool_use_id_is_run_and_answered(run_lesson):
     proc, _ = run_lesson("s06_compact", "say one", script=[
         reply(tool("bash", {"command": "echo one"}, id="toolu_01")), reply(text("said one"))])

@@ -134,6 +134,7 @@ def test_the_packages_and_pythons_the_readme_names_are_the_projects():
 
 # ---------------------------------------------------------------- the demos
 
+@pytest.mark.slow
 def test_two_s07_demos_continue_one_board_and_leave_your_own_files_alone(workdir):
     """The user's own board and files are where the demo would write if it ran here."""
     (workdir / ".tasks").mkdir()
@@ -153,6 +154,7 @@ def test_two_s07_demos_continue_one_board_and_leave_your_own_files_alone(workdir
         [f"task_{n}.json" for n in range(1, 5)]
 
 
+@pytest.mark.slow
 def test_the_s03_demo_matches_the_readme_and_writes_only_under_demo(workdir):
     code, shown = shown_by("python s03_todo.py --demo", workdir, key=None)
     assert code == 0, shown
@@ -169,6 +171,7 @@ def call_inputs(page):
     return {int(number): int(tokens.replace(",", "")) for number, tokens in found}
 
 
+@pytest.mark.slow
 def test_the_s06_demo_matches_the_readme_and_its_page_marks_the_batch_where_it_says(workdir):
     code, shown = shown_by("python s06_compact.py --demo", workdir, key=None)
     assert code == 0, shown
@@ -211,6 +214,7 @@ def test_with_a_key_the_same_steps_print_the_same_lines_but_the_first(workdir):
     assert_matches(f"walkthrough with a key, {run.command}", keyed, shown)
 
 
+@pytest.mark.slow
 def test_the_steps_that_need_a_model_match_the_readme_with_a_scripted_model(workdir):
     plan_by_hand(workdir, key=None)
     (run,) = runs(checked_block(README, "walkthrough-model"), (PROMPT,))

@@ -168,6 +168,7 @@ def test_every_lesson_has_help_and_the_no_key_line(run_main, lesson, commands):
     assert code == 1 and api.requests == [] and err.count("\n") == 1 and "ANTHROPIC_API_KEY" in err
 
 
+@pytest.mark.slow
 def test_the_repl_keeps_the_conversation_and_quits(run_lesson):
     script = [reply(text("first answer")), reply(tool("bash", {"command": "echo hi"})),
               reply(text("second"))]
@@ -205,6 +206,7 @@ def ctrl_c_in_the_first_turn(workdir, api, prompt: str, settle: float) -> tuple:
     return proc.returncode, out, err
 
 
+@pytest.mark.slow
 def test_ctrl_c_during_a_turn_abandons_it_and_the_next_prompt_works(workdir):
     script = [reply(tool("bash", {"command": "sleep 30"})), reply(text("after interrupt"))]
     with StandInAPI(script) as api:
@@ -282,6 +284,7 @@ def test_tool_input_as_json_text_or_a_list_keeps_the_history_valid(
     assert sent[1]["input"] == {}                   # the API accepts only an object in the history
 
 
+@pytest.mark.slow
 def test_ctrl_c_while_the_model_is_still_answering_abandons_the_turn(workdir):
     script = [reply(text("a slow model"), delay=20), reply(text("after interrupt"))]
     with StandInAPI(script) as api:

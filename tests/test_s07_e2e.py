@@ -4,6 +4,8 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 import s07_task_system
 from helpers import clean_env, tool_results
 from harness.stand_in.script import reply, text, tool
@@ -11,6 +13,7 @@ from harness.stand_in.script import reply, text, tool
 PLAN = ["Design data model", "Implement API", "Write docs", "Write API tests"]
 
 
+@pytest.mark.slow
 def test_the_board_survives_compaction_and_a_restart(run_lesson, workdir):
     script = [
         reply(*[tool("task_create", {"subject": s}) for s in PLAN]),

@@ -196,6 +196,7 @@ def env_seen_by_the_model(agent, args, env, workdir):
     return json.dumps(api.requests), proc
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("how", ["TASK_BOARD", ".env", "--board and DATABASE_URL",
                                  "PGPASSWORD"])
 def test_the_board_password_never_reaches_the_model_through_bash(agent, how, workdir):

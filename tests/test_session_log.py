@@ -127,6 +127,7 @@ def test_continue_starts_a_new_log_with_the_repaired_history_and_keeps_the_old_f
     assert load(new) == history
 
 
+@pytest.mark.slow
 def test_continue_of_a_long_log_costs_time_linear_in_its_lines():
     """4 times the lines, about 4 times the time (bench/bench_continue.py, docs/performance.md):
     a copy of the history for each line read made an 80,000-line log take 19 s or more. The
@@ -206,6 +207,7 @@ def test_a_writer_killed_with_sigkill_loses_at_most_its_last_line(tmp_path, ackn
 
 # ---------------------------------------------------------------- work interrupted mid-batch
 
+@pytest.mark.slow
 @pytest.mark.parametrize("signum, running", [(signal.SIGKILL, 0), (signal.SIGKILL, 1),
                                              (signal.SIGKILL, 2), (signal.SIGINT, 1)])
 def test_a_lesson_stopped_mid_batch_resumes_with_every_call_that_ran(workdir, run_lesson,
