@@ -85,7 +85,7 @@ def announce(run, before: int, after: int, threshold: int, summary: str, path: P
     sends, system prompt and tools included; counted is the part of `before` the API counted
     (None: all of it estimated)."""
     terminal.show_note(f"[compacted: {before:,} → ~{after:,} tokens (estimated: the next call "
-                       f"counts it) · transcript {path}]")
+                       f"counts it) · transcript {run.screen.where(path)}]")
     if after > threshold:
         terminal.show_note(f"[the summary alone is over COMPACT_THRESHOLD ({after:,} > "
                            f"{threshold:,} tokens): no new compaction until the context grows "

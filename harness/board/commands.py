@@ -81,9 +81,10 @@ def repl_commands(tasks) -> dict:
 
 
 def cli_options(tasks) -> dict:
-    """cli.Lesson's keywords for s07: --board and --name, /task help in --help, and the live
-    board before each REPL prompt."""
-    return {"options": OPTIONS, "help_extra": HELP, "before_prompt": Live(tasks)}
+    """cli.Lesson's keywords for s07: --board and --name, /task help in --help and named by
+    /help, and the live board before each REPL prompt."""
+    return {"options": OPTIONS, "help_extra": HELP, "before_prompt": Live(tasks),
+            "repl_help": "/task help lists what /task does: add, start, done, block, ..."}
 
 
 def choose_board(run, tasks, default, args) -> str:

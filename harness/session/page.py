@@ -23,7 +23,6 @@ task board as a graph (board_picture.py). Without each piece:
 """
 
 import math
-import os
 import re
 import time
 from pathlib import Path
@@ -35,7 +34,7 @@ from harness.session import board_picture, sent
 from harness.session.markup import n, text
 from harness.session.record import (BOARDS_KEPT, MAX_TOOL_CALLS, Compaction, ModelCall,
                                     Recorder, SessionRecord)
-from harness.terminal import show_note
+from harness.terminal import Screen, show_note
 
 CHART_WIDTH = 1168                   # the chart's drawing units across: the page's width (1200px
                                      # less its padding), so that at full width a unit is a pixel
@@ -347,9 +346,9 @@ def _write_new(folder: Path, stem: str, page: str) -> Path:
 
 
 def end_of_run(recorder: Recorder, folder: Path = config.TRANSCRIPTS,
-               seen_from: Optional[Path] = None) -> Optional[Path]:
+               screen: Optional[Screen] = None) -> Optional[Path]:
     """At the end of a run: the last board, the page, and one line saying where it is (or why
-    not); seen_from: the folder the user is in, when the run was elsewhere (--demo's demo/)."""
+    not), as the user finds it from their folder (screen.where: --demo runs in demo/)."""
     if not recorder.data.calls:
         return None                          # nothing happened: leave no file behind, read no board
     recorder.finish()
@@ -362,7 +361,7 @@ def end_of_run(recorder: Recorder, folder: Path = config.TRANSCRIPTS,
     except Exception as exc:  # noqa: BLE001
         show_note(f"[no session page: {type(exc).__name__}: {exc}]")
         return None
-    shown = Path(os.path.relpath(path.resolve(), seen_from)) if seen_from else path
+    shown = screen.where(path) if screen else path
     show_note(f"[session page: {shown} (open it in a browser)]")
     return path
 
