@@ -70,9 +70,8 @@ HISTORY_LINES = 1000  # prompts kept in it
 HISTORY_BYTES = 4_000_000   # read of it at most: a thousand prompts of 4 kB
 DEMO = Path("demo")   # where --demo runs: nothing it writes lands beside your own files
 REQUIREMENTS = Path(__file__).resolve().parent.parent / "requirements.txt"
-NO_MODEL = ("no model to talk to: set ANTHROPIC_API_KEY in your environment or in ./.env (copy "
-            ".env.example; any value will do for a local server at ANTHROPIC_BASE_URL), or try "
-            "--demo, which needs no key")
+NO_MODEL = ("no model to talk to: set ANTHROPIC_API_KEY in the environment or in ./.env (any "
+            "value, for a local server at ANTHROPIC_BASE_URL), or try --demo, which needs no key")
 REPL_HELP = ('A line """ starts a prompt of several lines, and the next """ ends it. Ctrl-C '
              "clears the line; up and down recall earlier prompts. docs/real-use.md says what "
              "each command does.")
@@ -228,7 +227,7 @@ def _client_or_none(args, secrets: dict):
     except NoKey:
         if args.prompt is not None:
             raise SetupError(NO_MODEL) from None
-        terminal.show_note(f"[{NO_MODEL}; the REPL's commands work without one]")
+        terminal.show_note(f"[{NO_MODEL}; the REPL's commands work without one, but /compact]")
         return None
 
 
@@ -244,8 +243,8 @@ def _one_shot(lesson: Lesson, run: Run, history, budget, prompt) -> int:
         run.log.record(history)
         end_of_run(run)
     if isinstance(answer, StepLimit):
-        terminal.show_note(f'[to go on: python {lesson.name}.py --continue "go on"  (or raise '
-                           "--max-steps)]")
+        terminal.show_note(f'[to go on: python {lesson.name}.py --continue "go on", or raise '
+                           "--max-steps]")
         return STEPS_RAN_OUT
     return 0
 

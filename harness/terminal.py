@@ -42,7 +42,7 @@ from harness import clean, excerpt, tokens
 PLAIN_WIDTH = 80                     # columns when the output is no terminal and COLUMNS unset
 NARROWEST = 40                       # a terminal narrower than this is laid out as this wide
 WHOLE_LINES = 14                     # a result this short is shown whole (a task file, a board)
-ARGUMENT_CHARS = 12                  # the least of a cut argument's head and tail, together
+ARGUMENT_CHARS = 6                   # the least of a cut argument's head and tail, together
 COMMAND_CHARS = 1000                 # a shell command is shown whole up to this: all of it runs
 # Two spaces or more between words: a row of a table, whose continuation goes under its last column.
 COLUMN_GAP = re.compile(r"\S {2,}(?=\S)")
@@ -183,11 +183,17 @@ def show_tool_call(name, args):
     start = f"> {printable(name)}"
     needs = {key: len(f" {key}={_argument(value, COMMAND_CHARS)}") for key, value in args.items()}
     shares = _shares(needs, columns - len(start))
-    parts = [start]
+    lines = [start]
     for key, value in args.items():
         limit = COMMAND_CHARS if key == "command" else shares[key] - len(f" {key}=")
-        parts.append(f"{key}={_argument(value, limit)}")
-    show(fit(" ".join(parts), columns, whole_words=False), "36")
+        part = f"{key}={_argument(value, limit)}"
+        # An argument that would run past the line starts the next one; a command is wrapped
+        # (fit, below), the only argument that is ever split.
+        if key == "command" or len(lines[-1]) + 1 + len(part) <= columns:
+            lines[-1] += f" {part}"
+        else:
+            lines.append(f"  {part}")
+    show(fit("\n".join(lines), columns, whole_words=False), "36")
 
 
 def show_tool_result(output, is_error):

@@ -14,6 +14,7 @@ import pytest
 import s06_compact
 import s07_task_system
 from conftest import ROOT, clean_env
+from helpers import widest, words
 from harness.stand_in.script import error, reply, text, tool
 
 
@@ -27,16 +28,17 @@ def test_without_a_key_the_repl_opens_and_its_commands_work(run_main, workdir):
     assert "[ ] #2: Build it blocked by #1" in out and "Ready to start: #1 Design the model" in out
     assert "context now: ~" in out and "window" in out and "free" in out
     refusal = [line for line in err.splitlines() if line.startswith("error: no model")]
-    assert len(refusal) == 1                      # the typed prompt: one line, and the REPL goes on
-    assert all(word in refusal[0] for word in ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL",
-                                               "--demo"))
+    assert len(refusal) == 1                      # the typed prompt: one error, and the REPL goes on
+    said = words(err)[words(err).index("error: no model"):]
+    assert all(word in said for word in ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "--demo"))
     assert "session so far: 0 model calls" in out
     assert json.loads((workdir / ".tasks" / "task_2.json").read_text())["blockedBy"] == [1]
 
 
 def test_a_one_shot_run_without_a_key_exits_non_zero_with_that_line(run_main):
     code, out, err, api = run_main(s07_task_system, "plan the work", key=None)
-    assert code == 1 and api.requests == [] and err.count("\n") == 1
+    assert code == 1 and api.requests == [] and err.startswith("error: no model to talk to")
+    assert err.count("error") == 1 and widest(err) <= 80      # one message, fitted to the width
     assert "ANTHROPIC_API_KEY" in err and "ANTHROPIC_BASE_URL" in err and "--demo" in err
 
 

@@ -7,6 +7,7 @@ import re
 import s06_compact
 import s07_task_system
 from harness.stand_in.script import reply, text, tool
+from helpers import words
 from s07_task_system import TaskManager
 
 
@@ -51,7 +52,7 @@ def test_every_demo_writes_one_session_page_with_one_bar_per_model_call(run_main
     calls = len(re.findall(r"\[(?:summary call|tokens): ", err))
     assert not (workdir / ".transcripts").exists()           # the demo writes only under demo/
     (page,) = (workdir / "demo" / ".transcripts").glob("session_*.html")
-    assert f"[session page: demo/.transcripts/{page.name} (open it in a browser)]" in err
+    assert f"[session page: demo/.transcripts/{page.name} (open it in a browser)]" in words(err)
     bars = re.findall(r'<g class="call[^"]*" data-call="(\d+)"', page.read_text(encoding="utf-8"))
     # in order, none missing
     assert bars == [str(n) for n in range(1, calls + 1)] and calls >= 10
