@@ -70,8 +70,9 @@ HISTORY_LINES = 1000  # prompts kept in it
 HISTORY_BYTES = 4_000_000   # read of it at most: a thousand prompts of 4 kB
 DEMO = Path("demo")   # where --demo runs: nothing it writes lands beside your own files
 REQUIREMENTS = Path(__file__).resolve().parent.parent / "requirements.txt"
-NO_MODEL = ("no model to talk to: set ANTHROPIC_API_KEY in the environment or in ./.env (any "
-            "value, for a local server at ANTHROPIC_BASE_URL), or try --demo, which needs no key")
+NO_MODEL = ("no model to talk to: set ANTHROPIC_API_KEY in your environment or in ./.env (copy "
+            ".env.example; any value will do for a local server at ANTHROPIC_BASE_URL), or try "
+            "--demo, which needs no key")
 REPL_HELP = ('A line """ starts a prompt of several lines, and the next """ ends it. Ctrl-C '
              "clears the line; up and down recall earlier prompts. docs/real-use.md says what "
              "each command does.")

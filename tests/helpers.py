@@ -47,3 +47,16 @@ def widest(output: str, prompt: str = "") -> int:
     prints, where a terminal would have ended the typed line) left out."""
     lines = [line.removeprefix(prompt) if prompt else line for line in output.splitlines()]
     return max(map(len, lines), default=0)
+
+
+def messages(output: str) -> list:
+    """The output's messages, each one line: a line, and the indented lines that continue it
+    (terminal.fit wraps a long one to the width), joined back. "One line, no traceback" is
+    one message here, however many rows of the terminal it takes."""
+    found = []
+    for line in output.splitlines():
+        if line.startswith(" ") and found:
+            found[-1] += " " + line.strip()
+        else:
+            found.append(line)
+    return found

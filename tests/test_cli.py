@@ -21,6 +21,7 @@ import s03_todo
 import s07_task_system
 from conftest import ROOT, clean_env, tool_results
 from harness.stand_in.script import error, message, raw, reply, text, tool
+from helpers import messages, words
 
 
 class Terminal(io.StringIO):
@@ -67,7 +68,7 @@ def test_demo_where_demo_cannot_be_its_folder_is_one_line_and_exit_1(run_lesson,
         (workdir / "demo").symlink_to(elsewhere)
     proc, api = run_lesson("s03_todo", "--demo", key=None)
     assert proc.returncode == 1 and api.requests == [] and proc.stdout == ""
-    assert proc.stderr.count("\n") == 1 and proc.stderr.startswith("error: --demo "), proc.stderr
+    assert len(messages(proc.stderr)) == 1 and proc.stderr.startswith("error: --demo "), proc.stderr
     said = {"a file": "demo is a file, not a folder", "a dangling link": "demo is a symbolic link",
             "a link to a folder": "demo is a symbolic link"}[in_the_way]
     assert said in proc.stderr
@@ -85,14 +86,14 @@ def test_demo_in_a_folder_where_nothing_can_be_made_is_one_line_and_exit_1(run_m
         raise PermissionError(errno.EACCES, "Permission denied", str(path))
     monkeypatch.setattr(os, "mkdir", refuse)
     code, out, err, api = run_main(s03_todo, "--demo", key=None)
-    assert code == 1 and api.requests == [] and err.count("\n") == 1
+    assert code == 1 and api.requests == [] and len(messages(err)) == 1
     assert err == "error: --demo cannot run in demo/: permission denied\n"
 
 
 def test_a_dotenv_that_is_not_utf8_is_one_line(run_main, workdir):
     (workdir / ".env").write_bytes("ANTHROPIC_API_KEY=x\n".encode("utf-16"))
     code, out, err, api = run_main(s03_todo, "hi", key=None)
-    assert code == 1 and "is not UTF-8 text; save it as UTF-8" in err and err.count("\n") == 1
+    assert code == 1 and "is not UTF-8 text; save it as UTF-8" in err and len(messages(err)) == 1
 
 
 def test_an_empty_variable_does_not_hide_the_dotenv_value(run_main, workdir):
@@ -127,8 +128,8 @@ def test_a_proxy_in_the_environment_never_carries_loopback_traffic(run_lesson):
 ])
 def test_a_live_endpoint_that_is_not_the_messages_api_is_one_line(run_main, step, said):
     code, out, err, api = run_main(s03_todo, "hi", script=[step])
-    assert code == 1 and said in err and api.url in err, err
-    assert err.count("\n") == 1 and "Traceback" not in err
+    assert code == 1 and said in words(err) and api.url in words(err), err
+    assert len(messages(err)) == 1 and "Traceback" not in words(err)
 
 
 def test_usage_that_is_missing_or_null_never_crashes(run_main):
@@ -391,17 +392,17 @@ def test_a_stream_that_drops_mid_reply_is_one_line_and_exit_1(run_main, how, sai
     with DroppingEndpoint([how]) as endpoint:
         code, out, err, api = run_main(s03_todo, "hi", env={"ANTHROPIC_BASE_URL": endpoint.url,
                                                             "API_TIMEOUT": "0.5"})
-    assert code == 1 and said in err and endpoint.url in err, err
-    assert err.count("\n") == 1 and "Traceback" not in err
+    assert code == 1 and said in words(err) and endpoint.url in words(err), err
+    assert len(messages(err)) == 1 and "Traceback" not in words(err)
 
 
 def test_after_a_dropped_stream_the_repl_keeps_the_conversation_and_the_next_prompt_works(run_main):
     with DroppingEndpoint(["ok", "reset", "ok"]) as endpoint:
         code, out, err, api = run_main(s03_todo, stdin="first\nsecond\nthird\nq\n",
                                        env={"ANTHROPIC_BASE_URL": endpoint.url})
-    assert code == 0 and out.count("Hello there") == 2 and "Traceback" not in err
-    assert "dropped in the middle of the reply" in err
-    assert "[turn failed; the conversation is as it was" in err
+    assert code == 0 and out.count("Hello there") == 2 and "Traceback" not in words(err)
+    assert "dropped in the middle of the reply" in words(err)
+    assert "[turn failed; the conversation is as it was" in words(err)
     third = endpoint.requests[2]["messages"]
     assert [m["role"] for m in third] == ["user", "assistant", "user"]
     assert third[0]["content"] == "first" and third[2]["content"] == "third"
@@ -475,7 +476,7 @@ def test_an_answer_piped_into_a_reader_that_has_gone_ends_quietly(workdir):
 def test_a_base_url_without_a_scheme_is_named_before_any_request(run_main, url):
     code, out, err, api = run_main(s03_todo, "hi", env={"ANTHROPIC_BASE_URL": url})
     assert code == 1 and "has no scheme" in err and f"http://{url}" in err, err
-    assert err.count("\n") == 1
+    assert len(messages(err)) == 1
 
 
 @pytest.mark.parametrize("url, said", [
@@ -485,8 +486,8 @@ def test_a_base_url_without_a_scheme_is_named_before_any_request(run_main, url):
 ])
 def test_a_malformed_base_url_is_one_line_naming_what_is_wrong(run_main, url, said):
     code, out, err, api = run_main(s03_todo, "hi", env={"ANTHROPIC_BASE_URL": url})
-    assert code == 1 and f"ANTHROPIC_BASE_URL={url!r} {said}" in err, err
-    assert err.count("\n") == 1 and "Traceback" not in err
+    assert code == 1 and f"ANTHROPIC_BASE_URL={url!r} {said}" in words(err), err
+    assert len(messages(err)) == 1 and "Traceback" not in words(err)
 
 
 def test_a_base_url_ending_in_v1_is_named_on_its_404(run_main):

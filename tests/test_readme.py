@@ -268,7 +268,7 @@ def test_with_a_key_the_same_steps_print_the_same_lines_but_the_first(workdir):
     first = run.lines.index(next(line for line in run.lines if line.startswith(NO_MODEL)))
     banner = next(n for n, line in enumerate(run.lines) if line.startswith("s07_task_system"))
     keyed = run.lines[:first] + run.lines[banner:]             # the note, with its wrapped lines
-    assert first == 0 and banner == 3
+    assert first == 0 and banner == 4
     assert_matches(f"walkthrough with a key, {run.command}", keyed, shown)
 
 

@@ -14,7 +14,7 @@ import pytest
 import s06_compact
 import s07_task_system
 from conftest import ROOT, clean_env
-from helpers import widest, words
+from helpers import messages, widest, words
 from harness.stand_in.script import error, reply, text, tool
 
 
@@ -28,7 +28,7 @@ def test_without_a_key_the_repl_opens_and_its_commands_work(run_main, workdir):
     assert "[ ] #2: Build it blocked by #1" in out and "Ready to start: #1 Design the model" in out
     assert "context now: ~" in out and "window" in out and "free" in out
     refusal = [line for line in err.splitlines() if line.startswith("error: no model")]
-    assert len(refusal) == 1                      # the typed prompt: one error, and the REPL goes on
+    assert len(refusal) == 1                  # the typed prompt: one error, and the REPL goes on
     said = words(err)[words(err).index("error: no model"):]
     assert all(word in said for word in ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "--demo"))
     assert "session so far: 0 model calls" in out
@@ -57,7 +57,7 @@ def test_clear_starts_a_fresh_conversation_and_the_board_stays(run_main, workdir
 
 def test_a_bad_max_steps_is_refused_before_anything_is_written(run_main, workdir):
     code, out, err, api = run_main(s06_compact, "go", env={"MAX_STEPS": "many"})
-    assert code == 1 and api.requests == [] and err.count("\n") == 1
+    assert code == 1 and api.requests == [] and len(messages(err)) == 1
     assert "MAX_STEPS must be a positive whole number of model calls" in err
     assert list(workdir.iterdir()) == []            # no session log was started
 

@@ -14,7 +14,7 @@ from harness.errors import SetupError
 from harness.session.log import SessionLog, latest, load, read_session
 
 from conftest import ROOT
-from helpers import call, interrupted, result, session, valid
+from helpers import call, interrupted, messages, result, session, valid, words
 
 
 def test_every_appended_message_is_one_line_and_loads_back_exactly(tmp_path):
@@ -113,7 +113,7 @@ def test_continue_starts_a_new_log_with_the_repaired_history_and_keeps_the_old_f
     assert valid(history) is None
     note = capsys.readouterr().err
     assert (f"continuing {old.path}: 7 messages (1 tool call stopped while it ran: its result "
-            "says it may have acted)") in note
+            "says it may have acted)") in words(note)
     history.append({"role": "user", "content": "go on"})
     log.record(history)
     log.close()
@@ -323,8 +323,8 @@ def test_continue_where_no_new_file_can_be_made_resumes_without_a_log(tmp_path, 
     log, history = session_log.open_session(continue_latest=True, folder=tmp_path)
     assert history == session(1)
     note = capsys.readouterr().err
-    assert f"continuing {old.path}: 4 messages" in note and note.count("\n") == 1
-    assert "no session log" in note and "permission denied" in note
+    assert f"continuing {old.path}: 4 messages" in words(note) and len(messages(note)) == 1
+    assert "no session log" in words(note) and "permission denied" in words(note)
     history.append({"role": "user", "content": "go on"})
     log.record(history)                                     # no file: nothing to write, no error
     log.close()

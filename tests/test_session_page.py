@@ -8,6 +8,7 @@ import pytest
 
 from harness.session.page import end_of_run, render, write_page
 from harness.session.record import Recorder
+from helpers import messages, words
 
 HOSTILE = '<script>alert(1)</script>"><img src=x onerror=alert(2)>\x1b[31m\x00\u202e\ud800'
 
@@ -212,12 +213,12 @@ def test_end_of_run_names_the_page_writes_none_without_calls_and_explains_a_fail
         tmp_path, capsys):
     assert end_of_run(Recorder(), tmp_path / "none") is None and not (tmp_path / "none").exists()
     path = end_of_run(synthetic_record(), tmp_path / "pages")
-    assert f"[session page: {path}" in capsys.readouterr().err
+    assert f"[session page: {path}" in words(capsys.readouterr().err)
     (tmp_path / "blocked").write_text("a file in the way")
     assert end_of_run(synthetic_record(), tmp_path / "blocked") is None
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "no session page: cannot write in" in err
-    assert "Traceback" not in err
+    assert len(messages(err)) == 1 and "no session page: cannot write in" in words(err)
+    assert "Traceback" not in words(err)
 
 
 def test_the_recorder_never_raises_into_the_lesson_and_says_what_it_missed():
