@@ -18,6 +18,7 @@ import pytest
 from harness import endpoints
 from harness.run import Run
 import s03_todo
+import s06_compact
 import s07_task_system
 from conftest import ROOT, clean_env, tool_results
 from harness.stand_in.script import error, message, raw, reply, text, tool
@@ -255,8 +256,52 @@ def test_unknown_slash_commands_are_answered_locally(run_main):
                                    stdin="/help\n/taks\n/nope\n/etc/hosts is odd?\nq\n",
                                    script=[reply(text("a path is a prompt"))])
     assert code == 0 and len(api.requests) == 1 and "a path is a prompt" in out
-    assert "commands: /help, /tasks, /task, /compact, /context, /cost, /clear" in out
-    assert "unknown command /taks; did you mean /tasks?" in err and "unknown command /nope (" in err
+    assert "commands: /help, /tasks, /task, /compact, /context, /cost, /clear" in words(out)
+    assert "unknown command /taks; did you mean /tasks?" in words(err)
+    assert "unknown command /nope (" in err
+
+
+def test_help_names_where_the_task_commands_are_listed_in_s07_only(run_main):
+    code, out, err, api = run_main(s07_task_system, stdin="/help\nq\n")
+    assert code == 0 and "/task help lists what /task does" in out and api.requests == []
+    code, out, err, api = run_main(s06_compact, stdin="/help\nq\n")
+    assert code == 0 and "/task" not in out and "commands: /help, /compact" in words(out)
+
+
+@pytest.mark.parametrize("typed, meant", [("--demoo", "--demo"), ("--contineu", "--continue"),
+                                          ("--max-step=3", None), ("--bord", "--board")])
+def test_a_mistyped_flag_is_refused_with_the_nearest_one(run_main, typed, meant):
+    """argparse says "unrecognized arguments" on Python 3.10 to 3.13; the nearest flag is
+    ours, said once on every version (an abbreviation argparse accepts is no typo)."""
+    code, out, err, api = run_main(s07_task_system, typed, "plan it",
+                                   script=[reply(text("planned"))])
+    if meant is None:
+        assert code == 0 and "planned" in out, err
+        return
+    assert code == 2 and api.requests == [] and "Traceback" not in err
+    assert f"unrecognized arguments: {typed}; did you mean {meant}?" in words(err)
+    assert words(err).count("did you mean") == 1
+    code, out, err, api = run_main(s07_task_system, "--zzz", "plan it")
+    assert code == 2 and "unrecognized arguments: --zzz" in err and "did you mean" not in err
+
+
+def test_without_the_sdk_the_line_to_paste_works_from_any_folder(workdir):
+    """The SDK missing (a sitecustomize hides it), run from a folder that is not the repo's:
+    the line names this Python and requirements.txt from here, with single spaces."""
+    shim = workdir.parent / "no-sdk"
+    shim.mkdir()
+    (shim / "sitecustomize.py").write_text("import sys\nsys.modules['anthropic'] = None\n")
+    env = clean_env(workdir.parent / "home", ANTHROPIC_API_KEY="k")
+    env["PYTHONPATH"] = f"{shim}:{ROOT}"
+    proc = subprocess.run([sys.executable, str(ROOT / "s03_todo.py"), "hi"], cwd=workdir,
+                          env=env, capture_output=True, text=True, timeout=30)
+    assert proc.returncode == 1 and len(messages(proc.stderr)) == 1, proc.stderr
+    (said,) = messages(proc.stderr)
+    found = re.fullmatch(r"error: the anthropic package is not installed for this Python: run "
+                         r"(\S+) -m pip install -r (\S+)", said)
+    assert found and found[1] == sys.executable, said
+    assert (workdir / found[2]).resolve() == ROOT / "requirements.txt"
+    assert not (workdir / "requirements.txt").exists()
 
 
 def test_a_turn_that_fails_after_tool_calls_keeps_them_so_a_retry_does_not_duplicate(

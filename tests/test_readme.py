@@ -333,3 +333,17 @@ def test_the_readme_links_the_reading_guide_and_repeats_no_module_table():
     import harness
     assert "This is the reading guide; the README links here." in harness.__doc__
     assert "| `harness/" not in README            # the guide exists once, in the package
+
+
+def test_under_q_the_summary_says_why_each_test_was_skipped(tmp_path):
+    """`python -m pytest -q` reads pytest.ini: a skipped test (no Chromium here, say) is named
+    with its reason in the summary, not only counted as an "s"."""
+    (tmp_path / "test_one.py").write_text(
+        "import pytest\n\n\ndef test_the_page_in_a_browser():\n"
+        "    pytest.skip('Chromium is not installed (apt-get install -y chromium)')\n")
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                           "-c", str(ROOT / "pytest.ini"), "--rootdir", str(tmp_path),
+                           str(tmp_path / "test_one.py")],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert re.search(r"SKIPPED \[1\] .*test_one\.py:\d+: Chromium is not installed", proc.stdout)

@@ -4,6 +4,7 @@ a budget read before anything is written, and a turn that fails after a compacti
 import json
 import os
 import pty
+import re
 import select
 import subprocess
 import sys
@@ -202,3 +203,40 @@ def test_a_repl_that_never_asked_the_model_leaves_no_session_for_continue(run_ma
                                    script=[reply(text("went on"))])
     assert code == 0 and "went on" in out
     assert api.requests[0]["messages"][0]["content"] == "hello"
+
+
+# ---------------------------------------------------------------- /compact and the one estimate
+
+def test_compact_on_a_history_resumed_without_a_key_is_one_message_and_keeps_it(run_main,
+                                                                              workdir):
+    code, out, err, api = run_main(s06_compact, "hello", script=[reply(text("first answer"))])
+    assert code == 0
+    code, out, err, api = run_main(s06_compact, "--continue", stdin="/compact\n/cost\nq\n",
+                                   key=None)
+    assert code == 0 and api.requests == [] and "Traceback" not in err, err
+    refusal = [m for m in messages(err) if m.startswith("error:")]
+    assert refusal == ["error: /compact asks the model for the summary, and there is no model "
+                       "to talk to: set ANTHROPIC_API_KEY (docs/real-use.md); the conversation "
+                       "is as it was"]
+    assert "session so far: 0 model calls" in out               # the REPL went on
+    code, out, err, api = run_main(s06_compact, "--continue", "go on",
+                                   script=[reply(text("went on"))])
+    sent = api.requests[0]["messages"]
+    assert [m["content"] for m in sent[::2]] == ["hello", "go on"]     # the history as it was
+
+
+def test_the_compaction_line_context_and_the_page_give_one_size_for_one_moment(run_main,
+                                                                              workdir):
+    """Right after /compact: `[compacted: A → ~B]`, /context's total and the page's entry for
+    that compaction are one number, the estimate layer 2 compares with its threshold."""
+    script = [reply(tool("task_create", {"subject": "Design the data model"})),
+              reply(text("Planned."))]
+    code, out, err, api = run_main(s07_task_system, stdin="plan it\n/compact\n/context\nq\n",
+                                   script=script, summary="Summary: one task planned.")
+    assert code == 0 and api.violations == [], err
+    after = re.search(r"\[compacted: [\d,]+ → ~([\d,]+) tokens", words(err))[1]
+    context = re.search(r"context now: ~([\d,]+) tokens \(estimated", out)[1]
+    (page,) = (workdir / ".transcripts").glob("session_s07_*.html")
+    listed = re.search(r"Compaction 1</b>, made by call \d+: [\d,]+ → ~([\d,]+) tokens",
+                       page.read_text(encoding="utf-8"))[1]
+    assert after == context == listed and int(after.replace(",", "")) > 500

@@ -132,3 +132,61 @@ def test_every_long_argument_shows_its_head_its_tail_and_its_length(capsys, leng
     line = capsys.readouterr().err.rstrip("\n")
     assert '"Hxx' in line and 'xxT"' in line and f"{length:,} characters" in line
     assert len(line) <= 80 and "\n" not in line          # one line, as wide as a pipe's
+
+
+# ---------------------------------------------------------------- output that fits the terminal
+
+def test_fit_wraps_at_spaces_and_goes_on_under_the_lines_own_text():
+    note = "[demo] " + "word " * 30 + "/a/path/" + "x" * 90 + " end]"
+    shown = terminal.fit(note, 40).splitlines()
+    assert all(len(line) <= 40 for line in shown if "/a/path/" not in line)
+    assert all(line.startswith("  ") for line in shown[1:])            # two columns in
+    assert any(line.strip() == "/a/path/" + "x" * 90 for line in shown)  # a path stays whole
+    assert words("\n".join(shown)) == words(note)                          # nothing lost
+    row = "  /task import FILE     a Markdown checklist (- [ ] item, - [x] done item) becomes tasks"
+    first, second = terminal.fit(row, 80).splitlines()
+    assert second == " " * 24 + "becomes tasks"                 # under the row's last column
+    assert terminal.fit("short line\n\n  kept", 80) == "short line\n\n  kept"
+
+
+def test_width_is_columns_else_the_terminals_else_80(monkeypatch):
+    assert terminal.width(io.StringIO()) == terminal.PLAIN_WIDTH == 80      # a pipe, a file
+    monkeypatch.setenv("COLUMNS", "120")
+    assert terminal.width(io.StringIO()) == 120
+    monkeypatch.setenv("COLUMNS", "12")
+    assert terminal.width() == terminal.NARROWEST                         # laid out for 40
+    monkeypatch.setenv("COLUMNS", "wide")
+    assert terminal.width(Terminal()) == 80          # a terminal with no size to ask: as a pipe
+
+
+def test_a_results_lines_are_each_cut_to_one_line_of_the_screen(capsys, monkeypatch):
+    terminal.show_tool_result("1 2 3 " * 100 + "\nsecond\n" + "4 5 6 " * 100, False)
+    shown = capsys.readouterr().err.splitlines()
+    assert len(shown) == 3 and all(len(line) == 80 for line in (shown[0], shown[2]))
+    assert shown[0].startswith("  = 1 2 3") and shown[0].endswith("…")
+    monkeypatch.setenv("COLUMNS", "120")
+    terminal.show_tool_result("1 2 3 " * 100, True)
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line.startswith("  ! 1 2 3") and len(line) == 120
+
+
+REPL_TOUR = ["/help", "/task help", "/task add Design the data model with every table, field and "
+             "index the API will need, and why", "/tasks", "/context", "/cost", "/taks",
+             "plan the work", "q"]
+
+
+@pytest.mark.parametrize("columns", [80, 120])
+def test_every_line_the_repl_and_the_demo_print_fits_the_terminal(run_lesson, columns):
+    """COLUMNS is the terminal's width; without it (80), the output is a pipe's. The REPL
+    without a key, every command of it, and two s07 demos (a plan, then a run that goes on)."""
+    env = {"COLUMNS": str(columns)} if columns != 80 else {}
+    repl, _ = run_lesson("s07_task_system", stdin="\n".join(REPL_TOUR) + "\n", key=None, env=env)
+    first, _ = run_lesson("s07_task_system", "--demo", key=None, env=env)
+    second, _ = run_lesson("s07_task_system", "--demo", key=None, env=env)
+    for proc in (repl, first, second):
+        assert proc.returncode == 0, proc.stderr
+        assert widest(proc.stderr) <= columns and widest(proc.stdout, "s07 >> ") <= columns
+    # The width is used, not only kept to: /context's bars reach the last column.
+    bars = [line for line in repl.stdout.splitlines() if line.endswith("]") and "  [" in line]
+    assert {len(line.removeprefix("s07 >> ")) for line in bars} == {columns}
+    assert not RAW.search(repl.stdout.replace("\n", "") + repl.stderr.replace("\n", ""))
