@@ -41,7 +41,6 @@ from harness import clean, excerpt, tokens
 
 PLAIN_WIDTH = 80                     # columns when the output is no terminal and COLUMNS unset
 NARROWEST = 40                       # a terminal narrower than this is laid out as this wide
-WHOLE_LINES = 14                     # a result this short is shown whole (a task file, a board)
 ARGUMENT_CHARS = 6                   # the least of a cut argument's head and tail, together
 COMMAND_CHARS = 1000                 # a shell command is shown whole up to this: all of it runs
 # Two spaces or more between words: a row of a table, whose continuation goes under its last column.
@@ -198,7 +197,7 @@ def show_tool_call(name, args):
 
 def show_tool_result(output, is_error):
     """Each line of a result cut to one line of the screen; a long result as its first lines."""
-    lines = excerpt.preview(output, WHOLE_LINES)
+    lines = excerpt.preview(output)
     mark, code = ("!", "31") if is_error else ("=", "2")
     room = width() - 4                           # after "  = "
     for n, line in enumerate(lines):

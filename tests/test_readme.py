@@ -22,6 +22,9 @@ from harness.stand_in import StandInAPI
 from harness.stand_in.script import reply, text, tool
 from readme_blocks import assert_matches, checked_block, mismatch, runs, terminal_view
 
+sys.path.insert(0, str(ROOT / "tools"))
+import session_screenshot  # noqa: E402
+
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 PROMPT = "s07 >> "          # what the s07 REPL prints before it reads a line
 NO_MODEL = "[no model to talk to: "   # the REPL's first line without a key
@@ -218,6 +221,24 @@ def test_the_s06_demo_matches_the_readme_and_its_page_marks_the_batch_where_it_s
     assert said and said[1] == marked and int(said[2]) == int(marked) - 1
     inputs = call_inputs(html)
     assert 0.05 < inputs[int(marked)] / inputs[int(marked) - 1] < 0.15, inputs
+
+
+CAPTION = re.compile(r"!\[The session page of python s07_task_system\.py --demo \((\d+) model "
+                     r"calls\), with call (\d+), the first after the compaction, open\]"
+                     r"\(docs/session_page\.png\)")
+
+
+def test_the_readmes_picture_is_the_demos_page_as_the_demo_is_today(workdir):
+    """docs/session_page.png is made by tools/session_screenshot.py, which notes in it what it
+    shows: that note, the README's caption and the demo run now agree (a picture of 11 calls
+    stayed in the README after the demo made 10). Run the script again when this fails."""
+    env = clean_env(workdir.parent / "home")
+    page, calls, opened = session_screenshot.demo_page(workdir, env)
+    caption = CAPTION.search(README)
+    assert caption and (int(caption[1]), int(caption[2])) == (calls, opened), (calls, opened)
+    picture = ROOT / "docs" / "session_page.png"
+    assert session_screenshot.read_note(picture) == session_screenshot.note(calls, opened)
+    assert f'data-call="{opened}"' in page.read_text(encoding="utf-8")
 
 
 # ---------------------------------------------------------------- watch the task state persist
