@@ -247,15 +247,19 @@ def test_the_settings_table_lists_every_setting_the_code_reads():
 def test_the_defaults_and_bounds_the_pages_quote_are_the_codes():
     import s03_todo
     import s06_compact
-    from harness import bash, config, spill, terminal
+    from harness import bash, config, excerpt, spill, terminal
+    from harness.session import page as session_page
     real_use, long_sessions, limits = page("real-use.md"), page("long-sessions.md"), page(
         "limits.md")
     quoted = {
+        page("session.md"): [f"The chart draws at most {session_page.MAX_BARS} bars",
+                             f"whole up to {excerpt.WHOLE_LINES} lines, as the terminal shows it"],
         real_use: [f"the model (default `{config.DEFAULT_MODEL}`)",
                    f"between two pieces of a reply (default {config.DEFAULT_TIMEOUT})",
                    f"above this many tokens (default {s06_compact.DEFAULT_THRESHOLD:,})",
                    f"(default {config.DEFAULT_WINDOW:,}, the default model's)",
-                   f"default {s03_todo.MAX_STEPS} in s03, {s06_compact.MAX_STEPS} in s06 and s07"],
+                   f"default {s03_todo.MAX_STEPS} in s03, {s06_compact.MAX_STEPS} in s06 and s07",
+                   f"({terminal.PLAIN_WIDTH} columns when the output is a pipe or a file"],
         long_sessions: [
             f"The default is {s06_compact.MAX_STEPS} in s06 and s07",
             f"s03 keeps {s03_todo.MAX_STEPS}",
