@@ -2,7 +2,9 @@
 """s03: the agent loop, four base tools, and a todo list the model keeps for itself.
 
 An agent is a while loop: send the conversation to the model; if it asks for
-tools, run them, append their results, and go round again.
+tools, run them, append their results, and go round again. A turn is one user
+prompt and everything until the model answers it in words; each step of it is
+one model call and the tool calls that call asks for.
 
     user prompt
         |
@@ -12,7 +14,8 @@ tools, run them, append their results, and go round again.
     |        | <------------------ |       |
     +--------+   text | tool_use   +-------+
         |  ^
-        |  | tool_result (one per tool_use, first in the next user message)
+        |  | tool_result (one per tool_use, at the start of the next
+        |  |              user message: the API requires it)
         v  |
     TOOL_HANDLERS: bash  read_file  write_file  edit_file  todo
                                                             |
@@ -23,14 +26,31 @@ Key insight: the model plans better when it writes its plan down, and keeps
 it current when the harness nags. The todo list is just a tool whose result
 is the rendered list.
 
-Read it top to bottom: the base tools (harness/bash.py and files.py keep them
-safe on a real machine), TodoManager (the idea), the dispatch table, the loop.
-One model call is endpoints.ask(): it streams the reply, and hands back what
-the loop needs, whatever a compatible server bends. The loop is given a run
-(harness/run.py): the client, and this run's log and record of every call.
+Read it top to bottom: the base tools, TodoManager (the idea), the dispatch
+table, the loop.
 
-Limits: the todos live in memory, so they die with the program, and s06's
-compaction hides them from the model; s07 fixes that.
+One model call is endpoints.ask(). It streams the reply to the screen as it is
+written, and hands back a reply whose parts the loop uses:
+
+    reply.message   the assistant message, appended to the history as it is
+    reply.calls     the tool calls to run, each with .id, .name, .input, and
+                    .problem (why the input does not fit the tool, or None)
+    reply.text      the answer to show the user when there are no calls
+    reply.notes     text to add to the next user message (that a call cut off
+                    by max_tokens was not run, say)
+
+Each result goes back in the next user message, as a tool_result block that
+names the call it answers:
+
+    {"type": "tool_result", "tool_use_id": "toolu_01A...", "content": "...",
+     "is_error": True}              (is_error only when the tool failed)
+
+The loop is also given a run (harness/run.py): the client it talks to, this
+run's session log and record of every call, and run.saved, the files that
+hold long results whole.
+
+Limits: the todos live in memory: they die with the program, and s06's
+compaction hides them. s07 fixes that.
 
 Run it:   python s03_todo.py "add a docstring to hello.py and track your steps"
           python s03_todo.py            (a REPL)
@@ -43,14 +63,20 @@ from pathlib import Path
 from harness import bash, cli, demos, endpoints, files, spill, terminal, tool_calls
 from harness.session import views
 
-MAX_TOKENS = 8000      # per model call: enough for a file's worth of code
-MAX_STEPS = 50         # model calls a turn may make (--max-steps): s03 cannot
-                       # compact, so its context fills long before s06's 200
-BASH_TIMEOUT = 120     # seconds before a command and all its children are killed
-OUTPUT_CAP = 50_000    # characters of a result the model sees; a longer one is saved
-                       # whole (bash keeps 2,000,000) and it gets the head, tail, path
-MAX_TODOS = 20         # a longer plan belongs on s07's task board
-NAG_AFTER = 3          # rounds of tool use without `todo` before the reminder
+# Tokens the model may write per call: enough for a file of code.
+MAX_TOKENS = 8000
+# Model calls a turn may make (--max-steps changes it).
+MAX_STEPS = 50
+# Seconds before a command and all it started are killed.
+BASH_TIMEOUT = 120
+# Characters of one tool result the model sees. A longer result is saved whole
+# in a file, and the model gets its head, its tail and the file's path
+# (read_file stops at the cap instead, and says where to read on).
+OUTPUT_CAP = 50_000
+# A plan longer than this belongs on s07's task board.
+MAX_TODOS = 20
+# Rounds without a `todo` call before the reminder is added.
+NAG_AFTER = 3
 
 SYSTEM = ("You are a coding agent working in the current folder. Use the tools "
           "to act. Plan multi-step work with the todo tool: mark an item "
@@ -58,8 +84,9 @@ SYSTEM = ("You are a coding agent working in the current folder. Use the tools "
 
 
 # ---------------------------------------------------------------- base tools
-# The tools run with YOUR rights in the current folder. The path check stops
-# accidents, but bash can do anything you can: run the lessons in a scratch folder.
+# harness/bash.py and files.py make each tool safe on a real machine, but the
+# tools run with YOUR rights: the path check stops accidents; bash can do all
+# you can. Run the lessons in a scratch folder.
 
 def safe_path(path: str) -> Path:
     """The path, symlinks followed, or ValueError if it leaves the workspace."""
@@ -115,13 +142,6 @@ BASE_TOOLS = [
      "input_schema": schema(["path", "old_text", "new_text"], path=STRING,
                             old_text=STRING, new_text=STRING)},
 ]
-
-BASE_HANDLERS = {
-    "bash": run_bash,
-    "read_file": run_read,
-    "write_file": run_write,
-    "edit_file": run_edit,
-}
 
 
 # ---------------------------------------------------------------- the todo list
@@ -182,18 +202,29 @@ TOOLS = BASE_TOOLS + [
                                               "items": TODO_ITEM})},
 ]
 
-TOOL_HANDLERS = {**BASE_HANDLERS, "todo": TODO.update}
+# The dispatch table: every tool the model is offered, and the function that
+# runs it. A call's input becomes the function's keyword arguments.
+TOOL_HANDLERS = {
+    "bash": run_bash,
+    "read_file": run_read,
+    "write_file": run_write,
+    "edit_file": run_edit,
+    "todo": TODO.update,
+}
 
 
 # ---------------------------------------------------------------- the loop
 
 def call_tool(call: endpoints.Call, handlers: dict) -> tuple:
     """Run one call through the dispatch table: (output, is_error). Any failure
-    goes back to the model, which can try again. (A production agent would also
-    ask the user before a risky call.)"""
+    goes back to the model as an error it can act on. (A production agent
+    would ask the user before a risky call, too.)"""
     if call.name not in handlers:
         return f"unknown tool {call.name!r}; use one of {list(handlers)}", True
-    # endpoints.ask checked the input against the schema: a misfit is not run.
+    # endpoints.ask checked the input's top level against the tool's schema:
+    # every required argument present, none unknown, each of the right JSON
+    # type. A call that does not fit carries .problem and is not run. What is
+    # inside an argument (each todo item, say) the tool checks.
     if call.problem:
         return call.problem, True
     try:
@@ -203,16 +234,17 @@ def call_tool(call: endpoints.Call, handlers: dict) -> tuple:
 
 
 def run_tool_calls(run, calls: list, handlers: dict) -> list:
-    """One tool_result per call, in order. Ctrl-C keeps what ran and marks the
-    rest, so the model does not do it twice (harness/tool_calls.py)."""
+    """One tool_result per call, in order. On Ctrl-C the calls that ran keep
+    their results and the rest are marked not run (harness/tool_calls.py)."""
     results = []
     with tool_calls.keep_on_ctrl_c(calls, results):
         for call in calls:
             terminal.show_tool_call(call.name, call.input)
             output, is_error = call_tool(call, handlers)
-            # Over OUTPUT_CAP, the whole is saved (harness/spill.py).
+            # Longer than OUTPUT_CAP: saved whole (harness/spill.py).
             output = spill.keep_whole(output, OUTPUT_CAP, call.name, run.saved)
-            # Shown, and logged for --continue, at once.
+            # Build the tool_result block (its shape is in the docstring), show
+            # it and log it now: a kill mid-batch loses no result already made.
             results.append(tool_calls.result(run, call, output, is_error))
     return results
 
@@ -221,18 +253,23 @@ REMINDER = "<reminder>Update your todos.</reminder>"
 
 
 def agent_loop(messages: list, run, max_steps: int = MAX_STEPS) -> str:
+    """Call the model until it answers in words, or max_steps calls are spent;
+    return that answer."""
     rounds_without_todo = 0
-    for _ in range(max_steps):
+    steps = 0
+    while steps < max_steps:
+        steps += 1
         # One model call, streamed to the screen as it is written.
         reply = endpoints.ask(run, SYSTEM, TOOLS, messages, MAX_TOKENS)
         messages.append(reply.message)
-        run.log.record(messages)              # on disk before its calls run
+        # On disk before its calls run: --continue can pick the session up.
+        run.log.record(messages)
         if not reply.calls:
             return reply.text
-        # + a note for a call cut off by max_tokens (it was not run)
+        # One result per call, then reply.notes.
         results = run_tool_calls(run, reply.calls, TOOL_HANDLERS) + reply.notes
-        # The nag: after NAG_AFTER rounds without `todo` (any todo call resets
-        # it), a reminder goes along with every round.
+        # The nag: a round with any `todo` call resets the count. After
+        # NAG_AFTER rounds without one, every round carries the reminder.
         if any(call.name == "todo" for call in reply.calls):
             rounds_without_todo = 0
         else:
@@ -241,11 +278,13 @@ def agent_loop(messages: list, run, max_steps: int = MAX_STEPS) -> str:
             results.append({"type": "text", "text": REMINDER})
             terminal.show_note(f"  [harness adds: {REMINDER}]")
         messages.append({"role": "user", "content": results})
-    return cli.step_limit(max_steps)    # not finished: the CLI says how to go on
+    # Not finished: the CLI tells the user how to go on.
+    return cli.step_limit(max_steps)
 
 
 def main(argv: list = None) -> int:
-    context = views.context_command(SYSTEM, TOOLS)      # /context: what fills it
+    # /context in the REPL: what the next request would send, part by part.
+    context = views.context_command(SYSTEM, TOOLS)
     lesson = cli.Lesson("s03_todo", __doc__, agent_loop, demo=demos.s03_demo,
                         commands={"/context": context})
     return cli.run_cli(lesson, argv)

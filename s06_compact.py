@@ -18,26 +18,30 @@ full record on disk so nothing is really lost, and keeps what it sends stable fo
     any time:
       layer 3  `compact` tool or /compact   -> the same as layer 2, now
 
-Prompt caching, the rule layer 1 is built around. The API caches the request's prefix, in
-this order, up to a breakpoint (endpoints.ask puts one on the last block):
+Prompt caching, the rule layer 1 is built around. A request is read in this order, one
+block at a time (a block: a text, a tool call or a tool result in a message):
 
-    tools -> system -> message 1 -> message 2 -> ... -> last block   <- breakpoint
-    |------- read from the cache: 0.1 x price --------|-- new: written, 1.25 x --|
+    tools -> system -> message 1 -> message 2 -> ... -> the last block   <- breakpoint
+    |--- as in the last call: read from the cache, 0.1 x ---|-- new: written, 1.25 x --|
 
-It matches byte for byte, looks back at most 20 blocks from a breakpoint (so layer 1 puts a
-second one just before each batch it clears), lives 5 minutes, and silently
-caches nothing below a minimum that depends on the model: 512 to 4,096 tokens, 1,024 for
-Sonnet 5 (platform.claude.com/docs/en/build-with-claude/prompt-caching, 2026-12).
-Rewriting an early part throws the cache away from there on: so placeholders come in rare,
-large batches, and the summary call repeats the conversation's prefix.
+A breakpoint asks the API to cache all before it. endpoints.ask sends one with every request
+(a top-level cache_control: the API puts it on the last block), so the next call reads all
+but its new blocks from the cache. The cache matches byte for byte, and from a breakpoint
+looks back at most 20 blocks for a cached start: a batch cleared further back would miss the
+cache altogether. So layer 1 adds a second breakpoint, on the last block of the message just
+before the latest batch. An entry lives 5 minutes after its last use, and nothing under a
+size that depends on the model is cached: 512 to 4,096 tokens, 1,024 for Sonnet 5
+(platform.claude.com/docs/en/build-with-claude/prompt-caching, 2026-12). A changed block is
+written again, with all that follows it: so layer 1 clears in rare, large batches, and the
+summary request is added at the end of the conversation, which is read from the cache.
 
 Key insight: the conversation is working memory, not storage. Summaries keep the thread; the
 transcript (and every big result, saved whole) keeps every detail for whoever needs it.
 
 New since s03: the three layers (marked lines in the loop), ContextSize, /compact. The todo
-tool is gone: an in-memory plan does not survive a compaction (s07 brings it back, on disk).
-Placeholders, and what a batch frees and rewrites: harness/layer1.py; transcripts:
-harness/transcripts.py.
+tool is gone: the model sees its list only in old tool results, which a compaction
+summarises away (s07 brings the plan back, on disk).
+Details: harness/layer1.py and harness/transcripts.py.
 
 Run it:   python s06_compact.py "run the tests, fix what fails, and run them again"
           COMPACT_THRESHOLD=5000 python s06_compact.py      (a REPL; /compact, /context)
@@ -46,65 +50,38 @@ Run it:   python s06_compact.py "run the tests, fix what fails, and run them aga
 
 import functools
 import sys
-from pathlib import Path
 
 import s03_todo as s03
 from harness import cli, config, demos, endpoints, errors, layer1, tokens, transcripts
 from harness.session import views
 
-MAX_STEPS = 200            # model calls a turn may make: compaction lets it go on
-KEEP_RECENT = 3            # the newest results stay whole: the model may still use them
-KEEP_CHARS = 400           # a result this short costs little: it stays
-CLEAR_AT_LEAST = 8_000     # tokens a batch must free (at most 0.4 x the threshold)
-REWRITE_SHARE = 1.5        # and 1.5 x what it makes the API write again: then the saving
-                           # pays the one rewrite back within a few calls (bench_tokens.py)
-DEFAULT_THRESHOLD = 50_000  # tokens; far below the window: room for the summary call
-SUMMARY_MAX_TOKENS = 2000  # a summary longer than this is cut, and says so
-TRANSCRIPTS = Path(".transcripts")
+# Model calls a turn may make: compaction lets it go on far longer.
+MAX_STEPS = 200
+# The newest results stay whole: the model may still be using them.
+KEEP_RECENT = 3
+# A result this short is never cleared: it costs little.
+KEEP_CHARS = 400
+# A batch is cleared only if it frees at least CLEAR_AT_LEAST tokens (capped at 0.4 x the
+# threshold, so a low COMPACT_THRESHOLD still leaves layer 1 room to act), and at least
+# REWRITE_SHARE x what clearing it makes the API write to the cache again. Example, in
+# token-prices: a batch of 12,000 tokens with 6,000 after it. Kept, it is read on every call:
+# 0.1 x 12,000 = 1,200 a call. Cleared, the 6,000 after it are written once at 1.25 x, not
+# read at 0.1 x: 6,900 once. As 12,000 >= 8,000 and >= 1.5 x 6,000, it is cleared, and pays
+# for itself within 6 calls.
+CLEAR_AT_LEAST = 8_000
+REWRITE_SHARE = 1.5
+# Tokens before layer 2 summarises; far below the window, to leave room for the summary call.
+DEFAULT_THRESHOLD = 50_000
+# A longer summary is cut, and says so.
+SUMMARY_MAX_TOKENS = 2000
 
 SYSTEM = ("You are a coding agent working in the current folder. Use the tools to act. "
           "When the context gets long or a phase of work is done, call compact. Be brief.")
 
 
-# ---------------------------------------------------------------- layer 1
-
-CLEARED = layer1.Cleared()   # what layer 1 has cleared: once cleared, always (the cache)
-
-
-def micro_compact(messages: list, run, batch: bool = True) -> list:
-    """What the model will see: the history with everything layer 1 cleared shown as its
-    placeholder. A copy: the history keeps all. batch=False starts no new batch."""
-    if batch:
-        clear_new_batch(messages, run)
-    return layer1.view(messages, CLEARED)
-
-
-def clear_new_batch(messages: list, run) -> None:
-    """Clear what the model can do without, if the batch pays for the cache it rewrites."""
-    # Not needed any more: results older than the newest KEEP_RECENT and over KEEP_CHARS
-    # (a read_file result only once a later whole read or write of that file follows); big
-    # write/edit inputs by the same rules. The newest turn stays: the model has not seen it.
-    batch = layer1.no_longer_needed(messages, KEEP_RECENT, KEEP_CHARS, CLEARED)
-    # Clearing rewrites the request from the batch's first block on: the cache is read up to
-    # there, and all after it, as sent now, is written to the cache again (1.25 x). A cold
-    # cache (a resumed session, or just after a compaction) has nothing to lose.
-    sent = layer1.view(messages, CLEARED)
-    rewritten = layer1.tokens_after(sent, batch) - batch.tokens
-    if CONTEXT.reported is None:
-        rewritten = 0
-    at_least = min(CLEAR_AT_LEAST, CONTEXT.threshold * 2 // 5)
-    if batch.tokens < at_least or batch.tokens < REWRITE_SHARE * rewritten:
-        return
-    CLEARED.add(run, batch, messages)
-    layer1.announce(run, batch)
-    # The API's last count still holds what was just cleared: layer 2 must not see it.
-    if CONTEXT.reported is not None:
-        CONTEXT.reported -= batch.tokens
-
-
 # ---------------------------------------------------------------- measuring the context
 
-# About 4 characters a token: the harness's one estimate, the one /context and the page use.
+# About 4 characters a token.
 estimate_tokens = tokens.estimate
 
 
@@ -120,7 +97,7 @@ class ContextSize:
         self.after_compaction = 0       # the size right after the last compaction
 
     def record(self, usage, messages: list) -> None:
-        """After the loop appends the reply that `usage` describes."""
+        """After the loop appends a reply; usage is its reply.usage, the API's count."""
         self.reported = endpoints.total_tokens(usage) or None
         self.seen = len(messages)
 
@@ -141,6 +118,48 @@ def needs_compaction(view: list) -> bool:
     return size > CONTEXT.threshold and grown > CONTEXT.threshold // 2
 
 
+# ---------------------------------------------------------------- layer 1
+
+# What layer 1 has cleared. Once cleared, always cleared, with the same placeholder: so each
+# request repeats the last one byte for byte, and is read from the cache.
+CLEARED = layer1.Cleared()
+
+
+def micro_compact(messages: list, run, batch: bool = True) -> list:
+    """What the model will see: the history with everything layer 1 cleared shown as its
+    placeholder. A copy: the history keeps all. batch=False starts no new batch."""
+    if batch:
+        clear_new_batch(messages, run)
+    # view() also puts the second cache breakpoint just before the latest batch.
+    return layer1.view(messages, CLEARED)
+
+
+def clear_new_batch(messages: list, run) -> None:
+    """Clear what the model can do without, if the batch pays for the cache it rewrites."""
+    # Not needed any more: results older than the newest KEEP_RECENT and over KEEP_CHARS
+    # (a read_file result only once a later whole read or write of that file follows); big
+    # write/edit inputs by the same rules. The newest reply and its results stay: the model
+    # has not seen those results yet.
+    batch = layer1.no_longer_needed(messages, KEEP_RECENT, KEEP_CHARS, CLEARED)
+    # tokens_after counts from the batch's first message to the end of the request; less
+    # the batch, which is not sent again, that is what the API must write to the cache again.
+    sent = layer1.view(messages, CLEARED)
+    rewritten = layer1.tokens_after(sent, batch) - batch.tokens
+    # No API count yet for this history (a resumed session, or just after a compaction):
+    # the cache is cold, with nothing in it to lose.
+    if CONTEXT.reported is None:
+        rewritten = 0
+    at_least = min(CLEAR_AT_LEAST, CONTEXT.threshold * 2 // 5)
+    if batch.tokens < at_least or batch.tokens < REWRITE_SHARE * rewritten:
+        return
+    CLEARED.add(run, batch, messages)
+    layer1.announce(run, batch)
+    # The API's last count still holds what was just cleared: take it off, or layer 2 would
+    # count tokens that are no longer sent.
+    if CONTEXT.reported is not None:
+        CONTEXT.reported -= batch.tokens
+
+
 # ---------------------------------------------------------------- layer 2
 
 SUMMARY_REQUEST = """<summary-request>
@@ -151,26 +170,30 @@ current state; decisions made and why; open next steps. Be concrete: names, path
 
 
 def summarize(messages: list, run, focus: str, system: str, tools: list) -> str:
-    """The model's summary. The request goes at the end of the loop's own view, with the
-    loop's system and tools: the API reads all of that from the cache."""
+    """The model's summary, asked at the end of the loop's own view, with its system and
+    tools: the API reads all of that from the cache."""
     if focus:
         focus = f"\nAbove all, preserve: {focus}"
     view = micro_compact(messages, run, batch=False)
     view = transcripts.ask_at_end(view, SUMMARY_REQUEST.format(focus=focus))
     reply = endpoints.ask(run, system, tools, view, SUMMARY_MAX_TOKENS,
                           label="summary call")
+    # reply.said: the model's own words only. reply.text adds the harness's notes for the
+    # user ("[answer cut: ...]"), which do not belong in a summary.
     if not reply.said:
         raise ValueError("the summary came back empty")
-    if reply.stop_reason == "max_tokens":    # the transcript holds what it did not say
-        return reply.said + "\n[this summary was cut at SUMMARY_MAX_TOKENS]"
+    # Cut at SUMMARY_MAX_TOKENS (or by a stream that ended early): the transcript holds
+    # what it did not say, and the model is told.
+    if reply.cut:
+        return reply.said + "\n[this summary was cut before its end]"
     return reply.said
 
 
 def auto_compact(messages: list, run, focus: str = "", system: str = SYSTEM,
                  tools: list = None, attach=None) -> bool:
-    """Save the history, summarise it, replace it; False if that failed, and then the
-    history is exactly as it was. attach() gives text to add after the summary (s07: the
-    board); system and tools are the loop's, so that the summary call is cached."""
+    """Save the history, summarise it, replace it; False if that failed, and the history
+    is then as it was. attach(): text to add after the summary (s07's board). system and
+    tools are the loop's, so the summary call is cached."""
     tools = tools or TOOLS
     before = CONTEXT.estimate(micro_compact(messages, run, batch=False))
     counted = CONTEXT.reported          # the part of `before` the API counted, if any
@@ -179,10 +202,10 @@ def auto_compact(messages: list, run, focus: str = "", system: str = SYSTEM,
     path = None
     try:
         # Without its transcript, a compaction would lose details for good.
-        path = transcripts.save(TRANSCRIPTS, messages)
+        path = transcripts.save(config.TRANSCRIPTS, messages)
         summary = summarize(messages, run, focus, system, tools)
     except (OSError, ValueError, errors.EndpointError) as exc:
-        return transcripts.compaction_failed(exc, TRANSCRIPTS, path)
+        return transcripts.compaction_failed(exc, config.TRANSCRIPTS, path)
     text = transcripts.summary_message(summary, path)
     if attach:
         text += "\n\n" + attach()
@@ -213,7 +236,14 @@ def compact_tool(focus: str = "") -> str:
 
 
 TOOLS = s03.BASE_TOOLS + [COMPACT_TOOL]
-TOOL_HANDLERS = {**s03.BASE_HANDLERS, "compact": compact_tool}
+# The dispatch table: s03's four base tools, and compact.
+TOOL_HANDLERS = {
+    "bash": s03.run_bash,
+    "read_file": s03.run_read,
+    "write_file": s03.run_write,
+    "edit_file": s03.run_edit,
+    "compact": compact_tool,
+}
 
 COMPACTION_FAILED = "[the compaction did not happen; the conversation goes on as it was]"
 
@@ -232,7 +262,9 @@ def compact_if_asked(calls: list, messages: list, run, compact=auto_compact) -> 
 
 def agent_loop(messages: list, run, max_steps: int = MAX_STEPS) -> str:
     """s03's loop, plus the three layers on their marked lines."""
-    for _ in range(max_steps):
+    steps = 0
+    while steps < max_steps:
+        steps += 1
         view = micro_compact(messages, run)                              # layer 1
         if needs_compaction(view):                                       # layer 2
             auto_compact(messages, run)                                  # layer 2
@@ -262,7 +294,7 @@ def start(run, args, system: str = SYSTEM, tools: list = TOOLS) -> None:
     starts with (the system prompt and the tools)."""
     CONTEXT.threshold = config.positive_int("COMPACT_THRESHOLD", DEFAULT_THRESHOLD, "tokens")
     CONTEXT.prefix = estimate_tokens([system, tools])
-    run.recorder.threshold(CONTEXT.threshold)      # the session page draws it
+    run.recorder.threshold(CONTEXT.threshold)
 
 
 def main(argv: list = None) -> int:

@@ -11,6 +11,7 @@ and the screen and the record the round is shown and counted on.
     reply.text      the final text, saying why the turn ended when that was not normal
     reply.said      the model's own words only ("" if none): a summary, say
     reply.stop_reason  why the reply ended (max_tokens, or pairing.ENDED_EARLY: it was cut)
+    reply.cut       True when it stopped mid-way (max_tokens, ENDED_EARLY: pairing.CUT)
     reply.notes     text blocks for the next user message (a call cut off, and so not run)
     reply.usage     the API's token counts (s06 measures the context with them)
 
@@ -93,6 +94,12 @@ class Reply:
     usage: object = None
     said: str = ""
     stop_reason: str = ""
+
+    @property
+    def cut(self) -> bool:
+        """The reply stopped mid-way: max_tokens, a full context window, or a stream that
+        ended early (pairing.CUT). Its last words, or its last call, are missing."""
+        return self.stop_reason in pairing.CUT
 
 
 def ask(run, system: str, tools: list, messages: list, max_tokens: int,

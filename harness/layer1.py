@@ -14,8 +14,8 @@ run.saved, and the session page learns of the batch through run.recorder.
     ... the newest KEEP_RECENT results, and the whole newest turn, stay as they are
 
 Clearing a block rewrites the request from that block to its end: the cache is read up to
-there (0.1x), and everything after it is written again (1.25x). What it frees is then read
-Once cleared, the block is no longer sent at all on any later call, and no longer pushes the
+there (0.1x), and everything after it is written again (1.25x), once. From then on the
+cleared block is not sent at all: no later call pays to read it, and it no longer pushes the
 context toward a compaction:
 
     |---- cached, read 0.1x ----|[cleared ... kept ... kept ... newest]|

@@ -1,9 +1,10 @@
 """What the lessons' docstrings promise, and the compaction's failures told.
 
-s06: an edit does not hide the file it edits; each layer on its own marked line of the loop;
-a `compact` call with a bad input is an error result, and a failed compaction is told to the
-model. The transcript is whole or absent. s07: the board after a compaction is bounded and
-keeps what can start. s03: the loop runs exactly the calls it chose.
+Every lesson: its dispatch table names every tool it offers, each beside its function, and its
+loop is a while loop. s06: an edit does not hide the file it edits; each layer on its own marked
+line of the loop; a `compact` call with a bad input is an error result, and a failed compaction
+is told to the model. The transcript is whole or absent. s07: the board after a compaction is
+bounded and keeps what can start. s03: the loop runs exactly the calls it chose.
 """
 
 import ast
@@ -17,6 +18,7 @@ from pathlib import Path
 import pytest
 from anthropic.types import Message, TextBlock, ToolUseBlock, Usage
 
+import s03_todo as s03
 import s06_compact as s06
 import s07_task_system as s07
 from conftest import FullDisk
@@ -109,6 +111,38 @@ def test_each_layer_is_on_its_own_marked_lines_of_the_loop(lesson):
     assert found == {("1", "micro_compact"), ("2", "needs_compaction"), ("2", compact),
                      ("2", "CONTEXT.record"), ("3", "compact_if_asked")}, marks
     assert [m for m in marks if m[1] == "CONTEXT.record" and "measure" in m[2]]
+
+
+# ---------------------------------------------------------------- every lesson
+
+LESSONS = [s03, s06, s07]
+
+
+@pytest.mark.parametrize("lesson", LESSONS, ids=lambda m: m.__name__)
+def test_every_tool_offered_has_a_handler_and_every_handler_is_offered(lesson):
+    offered = [tool["name"] for tool in lesson.TOOLS]
+    assert len(offered) == len(set(offered)), offered
+    assert sorted(offered) == sorted(lesson.TOOL_HANDLERS)
+
+
+@pytest.mark.parametrize("lesson", LESSONS, ids=lambda m: m.__name__)
+def test_the_dispatch_table_names_each_tool_in_the_lesson_itself(lesson):
+    """No `**other.TOOL_HANDLERS`: a reader sees every tool and the function that runs it."""
+    tree = ast.parse(inspect.getsource(lesson))
+    tables = [node.value for node in tree.body if isinstance(node, ast.Assign)
+              and [ast.unparse(t) for t in node.targets] == ["TOOL_HANDLERS"]]
+    assert len(tables) == 1 and isinstance(tables[0], ast.Dict)
+    keys = tables[0].keys
+    assert None not in keys, "a ** spread hides which tools the model has"
+    assert sorted(k.value for k in keys) == sorted(t["name"] for t in lesson.TOOLS)
+
+
+@pytest.mark.parametrize("lesson", LESSONS, ids=lambda m: m.__name__)
+def test_the_agent_loop_is_a_while_loop_with_the_step_budget(lesson):
+    loop = ast.parse(textwrap.dedent(inspect.getsource(lesson.agent_loop))).body[0]
+    loops = [n for n in ast.walk(loop) if isinstance(n, (ast.For, ast.While))]
+    assert [type(n) for n in loops] == [ast.While]
+    assert "max_steps" in ast.unparse(loops[0].test)
 
 
 # ---------------------------------------------------------------- s06 layer 3: the compact call
@@ -216,6 +250,20 @@ def test_a_board_too_big_to_come_back_whole_shows_its_unfinished_tasks_first(boa
     assert "Ready to start: #991 Step 991, #992 Step 992" in message
 
 
+def test_tasks_in_progress_stay_on_a_big_board_after_a_compaction(board):
+    """The view a model resumes from: a task someone is working on is not free to start, and
+    not done; dropped from the board, it would be started twice, or forgotten."""
+    add_tasks(1000, completed=990)
+    s07.TASKS.update(991, status="in_progress")
+    s07.TaskManager(str(board), agent="bob").update(992, status="in_progress")
+    assert len(s07.TASKS.list_all()) > s07.BOARD_CHARS        # too big to come back whole
+    message = s07.board_message()
+    assert "(10 unfinished, 990 done; task_list shows all)" in message
+    assert "[>] #991: Step 991 (owner: alice)" in message.splitlines()
+    assert "[>] #992: Step 992 (owner: bob)" in message.splitlines()
+    assert "Ready to start: #993 Step 993" in message
+
+
 # ---------------------------------------------------------------- s03: the calls the loop chose
 
 def call(n: int) -> ToolUseBlock:
@@ -289,4 +337,4 @@ def test_a_summary_cut_at_its_limit_says_so(run_main):
     code, out, err, api = run_main(s06, "go", script=script)
     assert code == 0 and api.violations == [], err
     first = api.requests[-1]["messages"][0]["content"]
-    assert "Summary: the first half\n[this summary was cut at SUMMARY_MAX_TOKENS]" in first
+    assert "Summary: the first half\n[this summary was cut before its end]" in first

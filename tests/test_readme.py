@@ -330,7 +330,7 @@ def loop_of(name):
 def test_each_lesson_holds_its_own_loop_and_marks_the_lines_it_adds():
     loops = {name: loop_of(name) for name in ("s03_todo.py", "s06_compact.py",
                                                "s07_task_system.py")}
-    assert all("for _ in range(max_steps):" in loop for loop in loops.values())
+    assert all("while steps < max_steps:" in loop for loop in loops.values())
     assert "# layer 1" in loops["s06_compact.py"] and "# layer 2 + board" in loops[
         "s07_task_system.py"]
     assert "each lesson holds its own loop, and the lines it adds carry a comment (`# layer 1`, " \
