@@ -241,7 +241,7 @@ def test_a_lesson_stopped_mid_batch_resumes_with_every_call_that_ran(workdir, ru
              1: "; 1 tool call without a result left out", 2: ""}
     left_out = never[running]
     assert ("3 messages (1 tool call stopped while it ran: its result says it may have acted"
-            f"{left_out})") in proc.stderr
+            f"{left_out})") in words(proc.stderr)
 
 
 def test_results_recorded_one_by_one_and_then_as_a_message_load_once(tmp_path):
