@@ -12,7 +12,8 @@ Relied on by s06's auto_compact (and so by s07's compact_with_board). Without ea
   a traceback.
 - announce: the user does not see what layer 2 did, nor that a summary over
   COMPACT_THRESHOLD will not be compacted again until the context grows; the session page
-  (session/page.py, through the run's recorder) has no mark where it acted.
+  (session/page.py, through the run's recorder) has no mark where it acted. It names the
+  transcript as the user finds it (run.screen.where): `demo/.transcripts/…` during --demo.
 """
 
 import json
