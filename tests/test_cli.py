@@ -5,6 +5,7 @@ import errno
 import io
 import json
 import os
+import pathlib
 import re
 import signal
 import socket
@@ -86,10 +87,12 @@ def test_demo_where_demo_cannot_be_its_folder_is_one_line_and_exit_1(run_lesson,
 def test_demo_in_a_folder_where_nothing_can_be_made_is_one_line_and_exit_1(run_main, workdir,
                                                                           monkeypatch):
     """A read-only folder (the permission is faked: the tests may run as root, who may write
-    anywhere)."""
+    anywhere). Path.mkdir is what is refused: on Python 3.10 it holds its own reference to
+    os.mkdir, so refusing os.mkdir alone faked nothing there."""
     def refuse(path, *args, **kwargs):
         raise PermissionError(errno.EACCES, "Permission denied", str(path))
     monkeypatch.setattr(os, "mkdir", refuse)
+    monkeypatch.setattr(pathlib.Path, "mkdir", refuse)
     code, out, err, api = run_main(s03_todo, "--demo", key=None)
     assert code == 1 and api.requests == [] and len(messages(err)) == 1
     assert err == "error: --demo cannot run in demo/: permission denied\n"
