@@ -256,10 +256,12 @@ class Screen:
         self.seen_from = None   # the user's folder, when it is not the one the run works in
 
     def where(self, path) -> str:
-        """path (relative to the folder the run works in) as the user finds it from theirs."""
-        if self.seen_from is None:
+        """path (relative to the folder the run works in) as the user finds it from theirs;
+        a URL (a PostgreSQL board) as it is. A trailing / (a folder) is kept."""
+        if self.seen_from is None or "://" in str(path):
             return str(path)
-        return os.path.relpath(Path(path).resolve(), self.seen_from)
+        shown = os.path.relpath(Path(path).resolve(), self.seen_from)
+        return shown + "/" if str(path).endswith("/") else shown
 
 
 class LiveReply:

@@ -190,3 +190,15 @@ def test_every_line_the_repl_and_the_demo_print_fits_the_terminal(run_lesson, co
     bars = [line for line in repl.stdout.splitlines() if line.endswith("]") and "  [" in line]
     assert {len(line.removeprefix("s07 >> ")) for line in bars} == {columns}
     assert not RAW.search(repl.stdout.replace("\n", "") + repl.stderr.replace("\n", ""))
+
+
+def test_a_path_is_named_as_the_user_finds_it_from_their_folder(tmp_path, monkeypatch):
+    """--demo works in demo/: what it names there is demo/… from the folder it was run in."""
+    (tmp_path / "demo").mkdir()
+    monkeypatch.chdir(tmp_path / "demo")
+    screen = terminal.Screen()
+    assert screen.where(".tasks/") == ".tasks/"                     # not elsewhere: as it is
+    screen.seen_from = tmp_path
+    assert screen.where(".transcripts/t_1.jsonl") == "demo/.transcripts/t_1.jsonl"
+    assert screen.where(".tasks/") == "demo/.tasks/"
+    assert screen.where("postgresql://a:***@h/b") == "postgresql://a:***@h/b"
