@@ -25,6 +25,7 @@ from harness.board import checklist, folder, postgres
 from harness.board.checklist import import_checklist
 from harness.board.record import new_task
 from harness.errors import SetupError
+from harness.run import Run
 from harness.board.live import BoardWatcher
 from harness.stand_in.script import reply, text, tool
 from s07_task_system import TaskManager
@@ -455,7 +456,7 @@ def test_the_board_comes_back_after_a_compaction(board, monkeypatch):
     tasks.create("Design data model")
     tasks.create("Implement API", blocked_by=[1])
     monkeypatch.setattr(s07, "TASKS", tasks)
-    message = s07.board_message()
+    message = s07.board_message(Run())
     assert "[ ] #1: Design data model" in message
     assert "[ ] #2: Implement API blocked by #1" in message
     assert tasks.list_all() in message
