@@ -70,7 +70,7 @@ KEEP_CHARS = 400
 # for itself within 6 calls.
 CLEAR_AT_LEAST = 8_000
 REWRITE_SHARE = 1.5
-# Tokens before layer 2 summarises; far below the window, to leave room for the summary call.
+# Tokens before layer 2 summarises: far below the window, leaving room for the summary call.
 DEFAULT_THRESHOLD = 50_000
 # A longer summary is cut, and says so.
 SUMMARY_MAX_TOKENS = 2000
@@ -192,7 +192,7 @@ def summarize(messages: list, run, focus: str, system: str, tools: list) -> str:
 def auto_compact(messages: list, run, focus: str = "", system: str = SYSTEM,
                  tools: list = None, attach=None) -> bool:
     """Save the history, summarise it, replace it; False if that failed, and the history
-    is then as it was. attach(): text to add after the summary (s07's board). system and
+    is then as it was. attach(run): text to add after the summary (s07's board). system and
     tools are the loop's, so the summary call is cached."""
     tools = tools or TOOLS
     before = CONTEXT.estimate(micro_compact(messages, run, batch=False))
@@ -208,7 +208,7 @@ def auto_compact(messages: list, run, focus: str = "", system: str = SYSTEM,
         return transcripts.compaction_failed(exc, config.TRANSCRIPTS, path)
     text = transcripts.summary_message(summary, path)
     if attach:
-        text += "\n\n" + attach()
+        text += "\n\n" + attach(run)
     messages[:] = [{"role": "user", "content": text}]
     CLEARED.clear()                    # what layer 1 cleared left with the old history
     CONTEXT.reported = None            # the API has not counted the new history yet

@@ -1,5 +1,6 @@
 """Every fixture of the suite, and only fixtures (the helpers are in helpers.py).
 
+- every test's output laid out for 80 columns, as a pipe is;
 - a lesson run as a user runs it (a subprocess, against the loopback stand-in), or in process;
 - a folder to work in;
 - the boards: a folder, a PostgreSQL schema, and `board`, which is each in turn;
@@ -11,7 +12,6 @@ import errno
 import io
 import os
 import secrets
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -22,10 +22,12 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tools"))        # session_screenshot: how Chromium is found
 
 import helpers  # noqa: E402
 import pg_server  # noqa: E402
 import s07_task_system as s07  # noqa: E402
+import session_screenshot  # noqa: E402
 from harness import config, layer1, spill  # noqa: E402
 from harness.board import folder, open_store, postgres  # noqa: E402
 from harness.run import Run  # noqa: E402
@@ -33,6 +35,13 @@ from harness.stand_in import StandInAPI  # noqa: E402
 
 
 # ---------------------------------------------------------------- a lesson, as a user runs it
+
+@pytest.fixture(autouse=True)
+def plain_width(monkeypatch):
+    """Every test lays out its output for 80 columns, as a pipe is (terminal.width), whatever
+    COLUMNS the shell that runs pytest exported; a test that wants another width sets it."""
+    monkeypatch.delenv("COLUMNS", raising=False)
+
 
 @pytest.fixture
 def workdir(tmp_path):
@@ -311,11 +320,11 @@ def history(monkeypatch):
 
 @pytest.fixture(scope="module")
 def chromium():
-    """The system's Chromium (headless), or a skip saying how to install it (CI=true: a
-    failure)."""
-    for name in ("chromium", "chromium-browser", "google-chrome"):
-        if shutil.which(name):
-            return shutil.which(name)
+    """The system's Chromium (headless), found as tools/session_screenshot.py finds it, or a
+    skip saying how to install it (CI=true: a failure)."""
+    binary = session_screenshot.find_chromium()
+    if binary:
+        return binary
     if os.environ.get("CI") == "true":
         pytest.fail("Chromium is missing on CI: .ci/run must install it "
                     "(apt-get install -y chromium)")

@@ -8,6 +8,7 @@ fixtures are in conftest.py; a helper only one file needs stays in that file).
 - files: a full disk, a crash at a chosen byte of a write;
 - a pseudo-terminal, read as a user's terminal window shows it;
 - histories as the loop builds them, and the stand-in's verdict on them;
+- output read as words, however the terminal's width wrapped it;
 - boards: the PostgreSQL helpers, and a person's hand edits, on either store;
 - the session page, on synthetic sessions;
 - the README's quoted commands, run as a terminal shows them;
@@ -53,10 +54,11 @@ TESTS = ROOT / "tests"
 # ---------------------------------------------------------------- running a lesson
 
 def clean_env(home, **extra):
-    """The environment of a user with no key and nothing configured, plus `extra`."""
+    """The environment of a user with no key and nothing configured, plus `extra`. No
+    COLUMNS: the output is a pipe, and laid out for 80 columns, as the docs quote it."""
     env = {k: v for k, v in os.environ.items()
            if not k.startswith(("ANTHROPIC_", "CLAUDE_"))
-           and k not in ("MODEL_ID", "COMPACT_THRESHOLD", "NO_COLOR")}
+           and k not in ("MODEL_ID", "COMPACT_THRESHOLD", "NO_COLOR", "COLUMNS", "LINES")}
     env.update(HOME=str(home), PYTHONIOENCODING="utf-8", PYTHONPATH=str(ROOT))
     env.update({k: str(v) for k, v in extra.items()})
     return env
@@ -371,6 +373,34 @@ def session(n_calls):
         history += [{"role": "assistant", "content": [call(f"t{n}")]},
                     {"role": "user", "content": [result(f"t{n}", f"output {n}")]}]
     return history + [{"role": "assistant", "content": [{"type": "text", "text": "Done."}]}]
+
+
+# ---------------------------------------------------------------- output read as words
+
+def words(output: str) -> str:
+    """The text with every run of white space one space: a message wrapped to the terminal's
+    width (terminal.fit), or a phrase wrapped in a page of docs, reads as one line."""
+    return " ".join(output.split())
+
+
+def widest(output: str, prompt: str = "") -> int:
+    """The longest line of the output, a REPL's prompt (echoed before what a piped command
+    prints, where a terminal would have ended the typed line) left out."""
+    lines = [line.removeprefix(prompt) if prompt else line for line in output.splitlines()]
+    return max(map(len, lines), default=0)
+
+
+def messages(output: str) -> list:
+    """The output's messages, each one line: a line, and the indented lines that continue it
+    (terminal.fit wraps a long one to the width), joined back. "One line, no traceback" is
+    one message here, however many rows of the terminal it takes."""
+    found = []
+    for line in output.splitlines():
+        if line.startswith(" ") and found:
+            found[-1] += " " + line.strip()
+        else:
+            found.append(line)
+    return found
 
 
 # ---------------------------------------------------------------- boards

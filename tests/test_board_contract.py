@@ -19,11 +19,12 @@ from pathlib import Path
 import pytest
 
 import s07_task_system as s07
-from harness.board import checklist, folder
+from harness.board import checklist, folder, graph
 from harness.board.checklist import import_checklist
 from harness.board.live import BoardWatcher
 from harness.board.record import (DESCRIPTION_MAX, SUBJECT_MAX, agent_name, default_agent_name,
                                   new_task, parse_task_id)
+from harness.run import Run
 from harness.stand_in.script import reply, text, tool
 from helpers import (at_once, call_tool, edit_by_hand, gather, listing, on_postgres,
                      remove_by_hand, sql, tool_results)
@@ -40,6 +41,11 @@ def plan(tasks):
     tasks.update(2, add_blocked_by=[1])
     tasks.update(3, add_blocked_by=[1])
     tasks.update(4, add_blocked_by=[2])
+
+
+def order_of(tasks) -> str:
+    """The order line of the board as task_list shows it (hand edits seen)."""
+    return graph.order_line(tasks.store.scan(validate=True)[0])
 
 
 def created_id(line: str) -> int:
@@ -641,13 +647,13 @@ def test_the_order_is_topological_on_a_diamond_and_says_what_waits_for_a_lost_ta
     tasks.update(2, add_blocked_by=[1])
     tasks.update(3, add_blocked_by=[1])
     tasks.update(4, add_blocked_by=[2, 3])
-    assert tasks.order() == "Order: #1 → #2 → #3 → #4"
+    assert order_of(tasks) == "Order: #1 → #2 → #3 → #4"
     assert "Order: #1 → #2 → #3 → #4" in tasks.list_all()
     tasks.create("lost")
     tasks.create("waits for the lost one", blocked_by=[5])
     remove_by_hand(board, 5)                       # gone (or, in a folder, unreadable)
-    assert TaskManager(board).order().startswith("Order: #1 → #2 → #3 → #4 (then #6: waiting "
-                                                 "for tasks that cannot be read)")
+    assert order_of(TaskManager(board)).startswith("Order: #1 → #2 → #3 → #4 (then #6: "
+                                                   "waiting for tasks that cannot be read)")
 
 
 def test_a_hand_made_cycle_is_named_as_a_cycle_in_the_order(board):
@@ -656,16 +662,16 @@ def test_a_hand_made_cycle_is_named_as_a_cycle_in_the_order(board):
         tasks.create(name)
     for tid, dep in ((1, 2), (2, 1)):               # a hand edit: the tools would refuse the second
         edit_by_hand(board, tid, blockedBy=[dep])
-    assert TaskManager(board).order() == ("Order: nothing can start (then #1, #2: waiting for "
-                                          "each other in a cycle (hand-edited files?): "
-                                          "removeBlockedBy on one breaks it)")
+    assert order_of(TaskManager(board)) == ("Order: nothing can start (then #1, #2: waiting for "
+                                            "each other in a cycle (hand-edited files?): "
+                                            "removeBlockedBy on one breaks it)")
 
 
 def test_a_long_chain_is_ordered_blockers_first(board):
     tasks = TaskManager(board)
     size = 400                  # task n waits for n+1: the order runs backwards
     fill(tasks, range(1, size + 1), chain=True)
-    assert tasks.order() == "Order: " + " → ".join(f"#{n}" for n in range(size, 0, -1))
+    assert order_of(tasks) == "Order: " + " → ".join(f"#{n}" for n in range(size, 0, -1))
     cycle = f"cycle: #{size} → #1 → #2 → .* → #{size - 1} → #{size}$"
     with pytest.raises(ValueError, match=cycle):
         tasks.update(size, add_blocked_by=[1])
@@ -776,7 +782,7 @@ def fill(tasks, ids, done: int = 0, words: str = "", chain: bool = False) -> Non
 def test_the_board_comes_back_after_a_compaction(s07_board):
     s07_board.create("Design data model")
     s07_board.create("Implement API", blocked_by=[1])
-    message = s07.board_message()
+    message = s07.board_message(Run())
     assert "[ ] #1: Design data model" in message
     assert "[ ] #2: Implement API blocked by #1" in message
     assert s07_board.list_all() in message
@@ -784,15 +790,15 @@ def test_the_board_comes_back_after_a_compaction(s07_board):
 
 def test_a_board_of_41_tasks_with_one_unfinished_keeps_what_can_start(s07_board):
     fill(s07_board, range(1, 42), done=40)
-    assert "Ready to start: #41 Step 41" in s07.board_message()
+    assert "Ready to start: #41 Step 41" in s07.board_message(Run())
 
 
 def test_a_big_board_is_bounded_when_re_attached_after_compaction(s07_board):
     fill(s07_board, range(1, 101))
-    message = s07.board_message()
+    message = s07.board_message(Run())
     assert message.count("\n[ ] #") == 100                      # it fits: it comes back whole
     fill(s07_board, range(101, 1001), words=" " + "x" * 40)
-    message = s07.board_message()
+    message = s07.board_message(Run())
     assert len(message) <= s07.BOARD_CHARS + 200
     assert "(1000 unfinished, 0 done; task_list shows all)" in message
     assert "task_list shows the whole board" in message and "Ready to start: #1 Step 1" in message
@@ -800,7 +806,7 @@ def test_a_big_board_is_bounded_when_re_attached_after_compaction(s07_board):
 
 def test_a_board_too_big_to_come_back_whole_shows_its_unfinished_tasks_first(s07_board):
     fill(s07_board, range(1, 1001), done=990)
-    message = s07.board_message()
+    message = s07.board_message(Run())
     assert len(message) <= s07.BOARD_CHARS + 200, len(message)
     assert "(10 unfinished, 990 done; task_list shows all)" in message
     assert len(re.findall(r"^\[ \] #\d+: Step \d+$", message, re.M)) == 10
@@ -814,7 +820,7 @@ def test_tasks_in_progress_stay_on_a_big_board_after_a_compaction(board, s07_boa
     s07_board.update(991, status="in_progress")
     TaskManager(board, agent="bob").update(992, status="in_progress")
     assert len(s07_board.list_all()) > s07.BOARD_CHARS        # too big to come back whole
-    message = s07.board_message()
+    message = s07.board_message(Run())
     assert "(10 unfinished, 990 done; task_list shows all)" in message
     assert "[>] #991: Step 991 (owner: alice)" in message.splitlines()
     assert "[>] #992: Step 992 (owner: bob)" in message.splitlines()

@@ -20,6 +20,7 @@ import pytest
 import s07_task_system as s07
 from harness.board import open_store
 from harness.board.record import Task, new_task
+from harness.run import Run
 from helpers import (ROOT, call_tool, crash_at_byte, crash_inside_target, edit_by_hand,
                      within)
 from s07_task_system import TaskManager
@@ -212,7 +213,7 @@ def test_a_board_next_to_3000_unreadable_files_is_bounded_in_characters(board_di
         s07.TASKS.create(f"Step {n}")
     for n in range(4, 3004):
         (board_dir / f"task_{n}.json").write_text("{ not json")
-    message = s07.board_message()
+    message = s07.board_message(Run())
     assert len(message) <= s07.BOARD_CHARS + 200, len(message)
     assert "#1: Step 1" in message and "Ready to start: #1 Step 1, #2 Step 2, #3 Step 3" in message
 
