@@ -17,6 +17,7 @@ full record on disk so nothing is really lost, and keeps what it sends stable fo
                                  3. history := [summary + transcript path]
     any time:
       layer 3  `compact` tool or /compact   -> the same as layer 2, now
+    --api-context clear|compact: the API's own layers 1 and 2 (docs/cost.md)
 
 Prompt caching, the rule layer 1 is built around. A request is read in this order, one
 block at a time (a block: a text, a tool call or a tool result in a message):
@@ -30,11 +31,9 @@ repeats this one and adds to it, reads all but its new blocks from the cache. Th
 matches byte for byte, and looks for a cached start at most 20 blocks back from a
 breakpoint: when layer 1 clears a block further back, it would find none, so layer 1 adds a
 second breakpoint (a cache_control on the last block of the message before the first one
-cleared). A cache entry lives 5 minutes, and nothing shorter than a minimum that depends on
-the model is cached at all: 512 to 4,096 tokens, 1,024 for Sonnet 5
-(platform.claude.com/docs/en/build-with-claude/prompt-caching, 2026-12). A changed block is
-written again, with all that follows it: so layer 1 clears in rare, large batches, and the
-summary call is sent after the conversation itself, whose start is then read from the cache.
+cleared). A changed block is written again, with all that follows it: so layer 1 clears in
+rare, large batches, and the summary call is sent after the conversation itself, whose start
+is then read from the cache.
 
 Key insight: the conversation is working memory, not storage. Summaries keep the thread; the
 transcript (and every big result, saved whole) keeps every detail for whoever needs it.
@@ -52,7 +51,7 @@ import functools
 import sys
 
 import s03_todo as s03
-from harness import cli, config, demos, endpoints, errors, layer1, tokens, transcripts
+from harness import api_context, cli, config, demos, endpoints, errors, layer1, tokens, transcripts
 from harness.session import views
 
 # Model calls a turn may make: compaction lets it go on far longer.
@@ -73,6 +72,10 @@ REWRITE_SHARE = 1.5
 DEFAULT_THRESHOLD = 50_000
 # A longer summary is cut, and says so.
 SUMMARY_MAX_TOKENS = 2000
+# --api-context: what bills least in the bench (docs/cost.md); the API's defaults never act.
+API_CLEAR_AT = 30_000       # tokens; the newest KEEP_RECENT stay
+API_CLEAR_INPUTS = True     # as layer 1 clears old write/edit texts
+API_COMPACT_AT = 50_000     # tokens: the API's minimum
 
 SYSTEM = ("You are a coding agent working in the current folder. Use the tools to act. "
           "When the context gets long or a phase of work is done, call compact. Be brief.")
@@ -84,8 +87,11 @@ CLEARED = layer1.Cleared()   # what layer 1 has cleared: once cleared, always (t
 
 
 def micro_compact(messages: list, run, batch: bool = True) -> list:
-    """What the model will see: the history with everything layer 1 cleared shown as its
-    placeholder. A copy: the history keeps all. batch=False starts no new batch."""
+    """What the model will see: a copy of the history, what layer 1 cleared shown as its
+    placeholder. batch=False starts no new batch."""
+    # --api-context: the server does it instead.
+    if run.api_context:
+        return run.api_context.view(messages)
     if batch:
         clear_new_batch(messages, run)
     return layer1.view(messages, CLEARED)
@@ -93,16 +99,14 @@ def micro_compact(messages: list, run, batch: bool = True) -> list:
 
 def clear_new_batch(messages: list, run) -> None:
     """Clear what the model can do without, if the batch pays for the cache it rewrites."""
-    # Not needed any more: results older than the newest KEEP_RECENT and over KEEP_CHARS
-    # (a read_file result only once a later whole read or write of that file follows); big
-    # write/edit inputs by the same rules. The newest turn stays: the model has not seen it.
+    # Not needed any more: results older than the newest KEEP_RECENT, over KEEP_CHARS, and
+    # for a read_file, read or written whole since; big write/edit inputs alike. Never the
+    # newest turn: the model has not seen it.
     batch = layer1.no_longer_needed(messages, KEEP_RECENT, KEEP_CHARS, CLEARED)
-    # tokens_after counts from the batch's first message to the end of the request; less
-    # the batch, which is not sent again, that is what the API must write to the cache again.
+    # What the API must write again: from the batch's first message on, less the batch.
     sent = layer1.view(messages, CLEARED)
     rewritten = layer1.tokens_after(sent, batch) - batch.tokens
-    # No API count yet for this history (a resumed session, or just after a compaction):
-    # the cache is cold, with nothing in it to lose.
+    # No API count yet (a resumed session, a compaction): a cold cache has nothing to lose.
     if CONTEXT.reported is None:
         rewritten = 0
     at_least = min(CLEAR_AT_LEAST, CONTEXT.threshold * 2 // 5)
@@ -172,12 +176,10 @@ def summarize(messages: list, run, focus: str, system: str, tools: list) -> str:
     view = transcripts.ask_at_end(view, SUMMARY_REQUEST.format(focus=focus))
     reply = endpoints.ask(run, system, tools, view, SUMMARY_MAX_TOKENS,
                           label="summary call")
-    # reply.said is the model's own words only; reply.text would add the harness's notes to
-    # the user (such as "[answer cut: ...]"), which do not belong in a summary.
+    # reply.said: the model's own words, without reply.text's notes to the user.
     if not reply.said:
         raise ValueError("the summary came back empty")
-    # Cut at SUMMARY_MAX_TOKENS (or by a stream that ended early): the transcript holds
-    # what it did not say, and the model is told.
+    # Cut short: the transcript holds the rest, and the model is told.
     if reply.cut:
         return reply.said + "\n[this summary was cut before its end]"
     return reply.said
@@ -284,9 +286,14 @@ def repl_commands(system: str, tools: list, compact=auto_compact) -> dict:
 
 
 def start(run, args, system: str = SYSTEM, tools: list = TOOLS) -> None:
-    """When a run starts (after ./.env is read): COMPACT_THRESHOLD, and what every request
-    starts with (the system prompt and the tools)."""
+    """When a run starts (after ./.env is read): --api-context, COMPACT_THRESHOLD, and what
+    every request starts with (the system prompt and the tools)."""
+    run.api_context = api_context.setting(args, API_CLEAR_AT, API_COMPACT_AT, KEEP_RECENT,
+                                          API_CLEAR_INPUTS)
     CONTEXT.threshold = config.positive_int("COMPACT_THRESHOLD", DEFAULT_THRESHOLD, "tokens")
+    # --api-context: the API is in charge, layer 2 only guards the model's window.
+    if run.api_context:
+        CONTEXT.threshold = config.context_window()
     CONTEXT.prefix = estimate_tokens([system, tools])
     run.recorder.threshold(CONTEXT.threshold)      # the session page draws it
 
@@ -294,7 +301,8 @@ def start(run, args, system: str = SYSTEM, tools: list = TOOLS) -> None:
 def main(argv: list = None) -> int:
     demo = functools.partial(demos.s06_demo, CONTEXT)
     lesson = cli.Lesson("s06_compact", __doc__, agent_loop, demo=demo,
-                        commands=repl_commands(SYSTEM, TOOLS), on_start=start)
+                        commands=repl_commands(SYSTEM, TOOLS), on_start=start,
+                        options=(api_context.OPTION,))
     return cli.run_cli(lesson, argv)
 
 

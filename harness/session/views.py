@@ -11,7 +11,12 @@ the session page does. Without each piece:
   `[compacted: A → ~B tokens]` and the session page give: what the next request sends, system
   prompt and tools included; the API's count for the last call plus tokens.estimate of what
   came since, or tokens.request (marked ~) where no count covers this history.
-- cost_report: what caching saved stays a claim; the 1.25x write premium stays hidden.
+- cost_report: what caching saved stays a claim; the 1.25x write premium stays hidden; a
+  summary the API wrote (--api-context compact, a call of its own in the record) is not
+  told apart from the loop's calls.
+- in_charge (api_context.in_charge): /context and /cost would not say whether the harness's
+  layers or the API (--api-context) manage the context; with the API, /context measures the
+  context against the API's trigger instead of COMPACT_THRESHOLD.
 - prices_from_env: a price appears only when the user says what the tokens cost; a price made
   up here would be wrong for most models and most currencies.
 """
@@ -20,7 +25,7 @@ import math
 import os
 from typing import Optional
 
-from harness import config, tokens
+from harness import api_context, config, tokens
 from harness.terminal import show_note
 from harness.errors import SetupError
 from harness.session import blocks
@@ -51,9 +56,11 @@ def _bar(parts: list, total: int) -> str:
 
 def context_report(system: str, tools: list, view_messages: list, threshold: Optional[int],
                    cached_tokens: Optional[int], reported_tokens: Optional[int],
-                   reported_covers: Optional[int] = None, window: Optional[int] = None) -> str:
-    """/context: what the next request would send, by kind, against COMPACT_THRESHOLD, the
-    cache and the model's window.
+                   reported_covers: Optional[int] = None, window: Optional[int] = None,
+                   in_charge: Optional[str] = None, api=None) -> str:
+    """/context: what the next request would send, by kind, against COMPACT_THRESHOLD (or,
+    with api, --api-context's Setting, the API's trigger), the cache and the model's window;
+    in_charge says which manages the context.
 
     reported_tokens is the API's count for the first reported_covers messages (all of them
     when None); what came after is estimated. Rows are estimates (marked ~): the API counts
@@ -71,10 +78,14 @@ def context_report(system: str, tools: list, view_messages: list, threshold: Opt
         total = tokens.request(system, tools, view_messages)
         how = "estimated: no API count for this context yet"
         shown = f"~{total:,}"
+    if api is None:
+        limit = _threshold_line(threshold, total)
+    else:
+        limit = _threshold_line(api.trigger, total, f"--api-context {api.mode} at", api.acts)
     lines = [f"context now: {shown} tokens ({how})",
              f"  what fills it  [{_bar(parts, estimate or 1)}]",
-             _cache_line(cached_tokens, total), _threshold_line(threshold, total),
-             _window_line(window, total)]
+             in_charge and f"  in charge      {in_charge}",
+             _cache_line(cached_tokens, total), limit, _window_line(window, total)]
     sums = {kind: sum(t for k, t in parts if k == kind) for kind in KINDS}
     for kind, (letter, name) in _kinds_of(tools, threshold, sums).items():
         share = f"{sums[kind] / estimate:.0%}" if estimate else "0%"
@@ -110,7 +121,8 @@ def _cache_line(cached: Optional[int], total: int) -> str:
     return f"  in the cache   [{bar}] {cached:,} tokens ({share}){why}"
 
 
-def _threshold_line(threshold: Optional[int], total: int) -> str:
+def _threshold_line(threshold: Optional[int], total: int, name: str = "COMPACT_THRESHOLD",
+                    acts: str = "layer 2 compacts") -> str:
     if threshold is None:
         return "  threshold      none: this lesson does not compact (s06 does)"
     span = max(threshold, total)
@@ -119,10 +131,10 @@ def _threshold_line(threshold: Optional[int], total: int) -> str:
     cells = ["#" if col < used else "·" for col in range(BAR_WIDTH)]
     cells[mark] = "|"
     if total > threshold:
-        where = f"over it by {total - threshold:,}: layer 2 compacts before the next call"
+        where = f"over it by {total - threshold:,}: {acts} before the next call"
     else:
-        where = f"{threshold - total:,} tokens to go before layer 2 compacts"
-    return f"  threshold      [{''.join(cells)}] COMPACT_THRESHOLD {threshold:,}: {where}"
+        where = f"{threshold - total:,} tokens to go before {acts}"
+    return f"  threshold      [{''.join(cells)}] {name} {threshold:,}: {where}"
 
 
 def _window_line(window: Optional[int], total: int) -> str:
@@ -140,19 +152,21 @@ def _window_line(window: Optional[int], total: int) -> str:
 
 
 def print_context(recorder: Recorder, system: str, tools: list, view: list,
-                  context: object = None) -> None:
+                  context: object = None, run=None) -> None:
     """/context in a lesson's REPL. recorder is the run's record; view is what the next
     request would send (after layer 1); context is s06's ContextSize (.threshold, .reported,
     .seen), or None in s03, which has no threshold and whose count comes from the record's
-    last call."""
+    last call; run, when given, says which manages the context (--api-context)."""
     if context is None:
         threshold = None
         reported, covers = recorder.context_tokens(), recorder.context_covers()
     else:
         threshold = context.threshold() if callable(context.threshold) else context.threshold
         reported, covers = context.reported, context.seen
+    in_charge = api_context.in_charge(run) if run is not None else None
+    api = run.api_context if run is not None else None
     print(context_report(system, tools, view, threshold, recorder.cached_tokens(), reported,
-                         covers, config.context_window()))
+                         covers, config.context_window(), in_charge, api))
 
 
 # ---------------------------------------------------------------- /cost
@@ -175,18 +189,23 @@ def prices_from_env() -> tuple:
 
 
 def cost_report(record: SessionRecord, price_per_mtok: Optional[float] = None,
-                price_per_mtok_out: Optional[float] = None) -> str:
+                price_per_mtok_out: Optional[float] = None,
+                in_charge: Optional[str] = None) -> str:
     """/cost: the session's tokens as the API bills them, and what they would cost without
-    caching."""
+    caching; in_charge: which manages the context (a summary the API wrote is a call here)."""
     calls = record.calls
     summaries = sum(c.is_summary for c in calls)
+    by_api = sum(c.label == api_context.SUMMARY_LABEL for c in calls)
     uncached = sum(c.uncached for c in calls)
     written = sum(c.cache_written for c in calls)
     read = sum(c.cache_read for c in calls)
     output, sent = sum(c.output for c in calls), uncached + written + read
     billed = uncached + WRITE_PRICE * written + READ_PRICE * read
     split = f" ({len(calls) - summaries} in the loop, {summaries} summary)" if summaries else ""
+    if by_api:
+        split = split.replace(" summary)", f" summary: {by_api} written by the API)")
     lines = [f"session so far: {len(calls)} model call{'s' * (len(calls) != 1)}{split}",
+             in_charge and f"  context managed by {in_charge}",
              f"  input            {sent:>10,} tokens",
              f"    uncached       {uncached:>10,}  x1    = {uncached:>12,.0f}",
              f"    to the cache   {written:>10,}  x1.25 = {WRITE_PRICE * written:>12,.0f}",
@@ -195,7 +214,7 @@ def cost_report(record: SessionRecord, price_per_mtok: Optional[float] = None,
              f"({_saving(billed, sent)})",
              f"  output           {output:>10,} tokens"]
     lines.append(_price_line(billed, sent, output, price_per_mtok, price_per_mtok_out))
-    return "\n".join(lines)
+    return "\n".join(line for line in lines if line)
 
 
 def _saving(billed: float, sent: int) -> str:
@@ -227,7 +246,7 @@ def _price_line(billed: float, sent: int, output: int, price_in: Optional[float]
 
 def cost_command(messages: list, run, arg: str = "") -> None:
     """/cost in any lesson's REPL: the record of this run, priced only if the user set a price."""
-    print(cost_report(run.recorder.data, *prices_from_env()))
+    print(cost_report(run.recorder.data, *prices_from_env(), api_context.in_charge(run)))
 
 
 # ---------------------------------------------------------------- s06's REPL commands
@@ -246,5 +265,5 @@ def context_command(system: str, tools: list, view_of=None, context=None):
     threshold and the window (context: s06's ContextSize). No model call."""
     def command(messages: list, run, arg: str) -> None:
         view = view_of(messages, run) if view_of else messages
-        print_context(run.recorder, system, tools, view, context)
+        print_context(run.recorder, system, tools, view, context, run)
     return command
