@@ -2,7 +2,9 @@
 """s03: the agent loop, four base tools, and a todo list the model keeps for itself.
 
 An agent is a while loop: send the conversation to the model; if it asks for
-tools, run them, append their results, and go round again.
+tools, run them, append their results, and go round again. A turn is one user
+prompt and everything until the model answers it in words; each step of it is
+one model call and the tool calls that call asks for.
 
     user prompt
         |
@@ -12,7 +14,8 @@ tools, run them, append their results, and go round again.
     |        | <------------------ |       |
     +--------+   text | tool_use   +-------+
         |  ^
-        |  | tool_result (one per tool_use, first in the next user message)
+        |  | tool_result (one per tool_use, at the start of the next
+        |  |              user message: the API requires it)
         v  |
     TOOL_HANDLERS: bash  read_file  write_file  edit_file  todo
                                                             |
@@ -23,28 +26,31 @@ Key insight: the model plans better when it writes its plan down, and keeps
 it current when the harness nags. The todo list is just a tool whose result
 is the rendered list.
 
-Read it top to bottom: the base tools (harness/bash.py and files.py keep them
-safe on a real machine), TodoManager (the idea), the dispatch table, the loop.
+Read it top to bottom: the base tools, TodoManager (the idea), the dispatch
+table, the loop.
 
 One model call is endpoints.ask(). It streams the reply to the screen as it is
 written, and hands back a reply whose parts the loop uses:
 
-    reply.message   the assistant message, to append to the history as it is
-    reply.calls     the tool calls to run, each with .id, .name and .input
+    reply.message   the assistant message, appended to the history as it is
+    reply.calls     the tool calls to run, each with .id, .name, .input, and
+                    .problem (why the input does not fit the tool, or None)
     reply.text      the answer to show the user when there are no calls
-    reply.notes     text for the next user message (a call cut off, not run)
+    reply.notes     text to add to the next user message (that a call cut off
+                    by max_tokens was not run, say)
 
-Each call's result goes back to the model in the next user message, as a
-tool_result block that names the call it answers:
+Each result goes back in the next user message, as a tool_result block that
+names the call it answers:
 
     {"type": "tool_result", "tool_use_id": "toolu_01A...", "content": "...",
      "is_error": True}              (is_error only when the tool failed)
 
-The loop is also given a run (harness/run.py): the client it talks to, and
-this run's session log and record of every call.
+The loop is also given a run (harness/run.py): the client it talks to, this
+run's session log and record of every call, and run.saved, the files that
+hold long results whole.
 
-Limits: the todos live in memory, so they die with the program, and s06's
-compaction hides them from the model; s07 fixes that.
+Limits: the todos live in memory: they die with the program, and s06's
+compaction hides them. s07 fixes that.
 
 Run it:   python s03_todo.py "add a docstring to hello.py and track your steps"
           python s03_todo.py            (a REPL)
@@ -57,19 +63,19 @@ from pathlib import Path
 from harness import bash, cli, demos, endpoints, files, spill, terminal, tool_calls
 from harness.session import views
 
-# The model may write this many tokens per call: enough for a file of code.
+# Tokens the model may write per call: enough for a file of code.
 MAX_TOKENS = 8000
-# A turn may make this many model calls (--max-steps changes it). s03 cannot
-# compact, so its context fills up long before s06's budget of 200 is spent.
+# Model calls a turn may make (--max-steps changes it).
 MAX_STEPS = 50
-# Seconds before a command, and every process it started, is killed.
+# Seconds before a command and all it started are killed.
 BASH_TIMEOUT = 120
 # Characters of one tool result the model sees. A longer result is saved whole
-# in a file, and the model gets its head, its tail and the file's path.
+# in a file, and the model gets its head, its tail and the file's path
+# (read_file stops at the cap instead, and says where to read on).
 OUTPUT_CAP = 50_000
 # A plan longer than this belongs on s07's task board.
 MAX_TODOS = 20
-# Rounds of tool calls without a `todo` call before the reminder is added.
+# Rounds without a `todo` call before the reminder is added.
 NAG_AFTER = 3
 
 SYSTEM = ("You are a coding agent working in the current folder. Use the tools "
@@ -78,8 +84,9 @@ SYSTEM = ("You are a coding agent working in the current folder. Use the tools "
 
 
 # ---------------------------------------------------------------- base tools
-# The tools run with YOUR rights in the current folder. The path check stops
-# accidents, but bash can do anything you can: run the lessons in a scratch folder.
+# harness/bash.py and files.py make each tool safe on a real machine, but the
+# tools run with YOUR rights: the path check stops accidents; bash can do all
+# you can. Run the lessons in a scratch folder.
 
 def safe_path(path: str) -> Path:
     """The path, symlinks followed, or ValueError if it leaves the workspace."""
@@ -210,14 +217,14 @@ TOOL_HANDLERS = {
 
 def call_tool(call: endpoints.Call, handlers: dict) -> tuple:
     """Run one call through the dispatch table: (output, is_error). Any failure
-    goes back to the model as an error it can read and act on, so it can try
-    again. (A production agent would also ask the user before a risky call.)"""
+    goes back to the model as an error it can act on. (A production agent
+    would ask the user before a risky call, too.)"""
     if call.name not in handlers:
         return f"unknown tool {call.name!r}; use one of {list(handlers)}", True
     # endpoints.ask checked the input's top level against the tool's schema:
-    # every required argument is there, and each has the right JSON type. Such
-    # a misfit is not run. What is inside an argument (each item of a todo
-    # list, say) is for the tool itself to check.
+    # every required argument present, none unknown, each of the right JSON
+    # type. A call that does not fit carries .problem and is not run. What is
+    # inside an argument (each todo item, say) the tool checks.
     if call.problem:
         return call.problem, True
     try:
@@ -227,19 +234,17 @@ def call_tool(call: endpoints.Call, handlers: dict) -> tuple:
 
 
 def run_tool_calls(run, calls: list, handlers: dict) -> list:
-    """One tool_result per call, in the calls' order. If Ctrl-C stops the batch,
-    the calls that ran keep their results and the rest are marked as not run,
-    so the model does not do the same work twice (harness/tool_calls.py)."""
+    """One tool_result per call, in order. On Ctrl-C the calls that ran keep
+    their results and the rest are marked not run (harness/tool_calls.py)."""
     results = []
     with tool_calls.keep_on_ctrl_c(calls, results):
         for call in calls:
             terminal.show_tool_call(call.name, call.input)
             output, is_error = call_tool(call, handlers)
-            # A result over OUTPUT_CAP is saved whole in a file, and the model
-            # sees its head, its tail and the file's path (harness/spill.py).
+            # Longer than OUTPUT_CAP: saved whole (harness/spill.py).
             output = spill.keep_whole(output, OUTPUT_CAP, call.name, run.saved)
-            # The docstring's tool_result block, shown and logged at once: a
-            # kill before the batch ends loses no result that exists.
+            # Build the tool_result block (its shape is in the docstring), show
+            # it and log it now: a kill mid-batch loses no result already made.
             results.append(tool_calls.result(run, call, output, is_error))
     return results
 
@@ -248,7 +253,8 @@ REMINDER = "<reminder>Update your todos.</reminder>"
 
 
 def agent_loop(messages: list, run, max_steps: int = MAX_STEPS) -> str:
-    """Until the model answers in words (or max_steps calls are spent)."""
+    """Call the model until it answers in words, or max_steps calls are spent;
+    return that answer."""
     rounds_without_todo = 0
     steps = 0
     while steps < max_steps:
@@ -260,8 +266,7 @@ def agent_loop(messages: list, run, max_steps: int = MAX_STEPS) -> str:
         run.log.record(messages)
         if not reply.calls:
             return reply.text
-        # One result per call, then any note (a call cut off by max_tokens
-        # was not run, and the model is told so).
+        # One result per call, then reply.notes.
         results = run_tool_calls(run, reply.calls, TOOL_HANDLERS) + reply.notes
         # The nag: a round with any `todo` call resets the count. After
         # NAG_AFTER rounds without one, every round carries the reminder.
@@ -278,7 +283,8 @@ def agent_loop(messages: list, run, max_steps: int = MAX_STEPS) -> str:
 
 
 def main(argv: list = None) -> int:
-    context = views.context_command(SYSTEM, TOOLS)      # /context: what fills it
+    # /context in the REPL: what the next request would send, part by part.
+    context = views.context_command(SYSTEM, TOOLS)
     lesson = cli.Lesson("s03_todo", __doc__, agent_loop, demo=demos.s03_demo,
                         commands={"/context": context})
     return cli.run_cli(lesson, argv)

@@ -17,7 +17,6 @@ full record on disk so nothing is really lost, and keeps what it sends stable fo
                                  3. history := [summary + transcript path]
     any time:
       layer 3  `compact` tool or /compact   -> the same as layer 2, now
-    --api-context clear|compact: the API's own layers 1 and 2 (docs/cost.md)
 
 Prompt caching, the rule layer 1 is built around. A request is read in this order, one
 block at a time (a block: a text, a tool call or a tool result in a message):
@@ -26,21 +25,21 @@ block at a time (a block: a text, a tool call or a tool result in a message):
     |--- as in the last call: read from the cache, 0.1 x ---|-- new: written, 1.25 x --|
 
 A breakpoint asks the API to cache all before it. endpoints.ask sends one with every request
-(a top-level cache_control: the API puts it on the last block), so the next call, which
-repeats this one and adds to it, reads all but its new blocks from the cache. The cache
-matches byte for byte, and looks for a cached start at most 20 blocks back from a
-breakpoint: when layer 1 clears a block further back, it would find none, so layer 1 adds a
-second breakpoint (a cache_control on the last block of the message before the first one
-cleared). A changed block is written again, with all that follows it: so layer 1 clears in
-rare, large batches, and the summary call is sent after the conversation itself, whose start
-is then read from the cache.
+(a top-level cache_control: the API puts it on the last block), so the next call reads all
+but its new blocks from the cache. The cache matches byte for byte, and from a breakpoint
+looks back at most 20 blocks for a cached start: a batch cleared further back would miss the
+cache altogether. So layer 1 adds a second breakpoint, on the last block of the message just
+before the latest batch. An entry lives 5 minutes after its last use. A changed block is
+written again, with all that follows it: so layer 1 clears in rare, large batches, and the
+summary request is added at the end of the conversation, which is read from the cache.
 
 Key insight: the conversation is working memory, not storage. Summaries keep the thread; the
 transcript (and every big result, saved whole) keeps every detail for whoever needs it.
 
 New since s03: the three layers (marked lines in the loop), ContextSize, /compact. The todo
-tool is gone: an in-memory plan does not survive a compaction (s07 brings it back, on disk).
-The details: harness/layer1.py (layer 1) and harness/transcripts.py (layer 2).
+tool is gone: the model sees its list only in old tool results, which a compaction
+summarises away (s07 brings the plan back, on disk).
+Details: harness/layer1.py and harness/transcripts.py; the API's own layers: docs/cost.md.
 
 Run it:   python s06_compact.py "run the tests, fix what fails, and run them again"
           COMPACT_THRESHOLD=5000 python s06_compact.py      (a REPL; /compact, /context)
@@ -58,76 +57,38 @@ from harness.session import views
 MAX_STEPS = 200
 # The newest results stay whole: the model may still be using them.
 KEEP_RECENT = 3
-# A result this short costs little to keep, so it is never cleared.
+# A result this short is never cleared: it costs little.
 KEEP_CHARS = 400
 # A batch is cleared only if it frees at least CLEAR_AT_LEAST tokens (capped at 0.4 x the
 # threshold, so a low COMPACT_THRESHOLD still leaves layer 1 room to act), and at least
-# REWRITE_SHARE x what clearing it makes the API write to the cache again. Example: a batch
-# of 12,000 tokens with 6,000 after it. Kept, it costs 0.1 x 12,000 = 1,200 a call. Cleared,
-# the 6,000 after it are written once at 1.25 x, not read at 0.1 x: 6,900 once. As 12,000 >=
-# 1.5 x 6,000, it is cleared, and pays for itself within 6 calls.
+# REWRITE_SHARE x what clearing it makes the API write to the cache again. Example, in
+# tokens: a batch of 12,000 tokens with 6,000 after it. Kept, it is read on every call:
+# 0.1 x 12,000 = 1,200 a call. Cleared, the 6,000 after it are written once at 1.25 x, not
+# read at 0.1 x: 6,900 once. As 12,000 >= 8,000 and >= 1.5 x 6,000, it is cleared, and pays
+# for itself within 6 calls.
 CLEAR_AT_LEAST = 8_000
 REWRITE_SHARE = 1.5
 # Tokens before layer 2 summarises; far below the window, to leave room for the summary call.
 DEFAULT_THRESHOLD = 50_000
 # A longer summary is cut, and says so.
 SUMMARY_MAX_TOKENS = 2000
-# --api-context: what bills least in the bench (docs/cost.md); the API's defaults never act.
-API_CLEAR_AT = 30_000       # tokens; the newest KEEP_RECENT stay
-API_CLEAR_INPUTS = True     # as layer 1 clears old write/edit texts
-API_COMPACT_AT = 50_000     # tokens: the API's minimum
+# --api-context: the API clears or summarises instead, where it bills least.
+API_CLEAR_AT = 30_000     # tokens, inputs too; its defaults never act
+API_COMPACT_AT = 50_000   # tokens: the least it takes
 
 SYSTEM = ("You are a coding agent working in the current folder. Use the tools to act. "
           "When the context gets long or a phase of work is done, call compact. Be brief.")
 
 
-# ---------------------------------------------------------------- layer 1
-
-CLEARED = layer1.Cleared()   # what layer 1 has cleared: once cleared, always (the cache)
-
-
-def micro_compact(messages: list, run, batch: bool = True) -> list:
-    """What the model will see: a copy of the history, what layer 1 cleared shown as its
-    placeholder. batch=False starts no new batch."""
-    # --api-context: the server does it instead.
-    if run.api_context:
-        return run.api_context.view(messages)
-    if batch:
-        clear_new_batch(messages, run)
-    return layer1.view(messages, CLEARED)
-
-
-def clear_new_batch(messages: list, run) -> None:
-    """Clear what the model can do without, if the batch pays for the cache it rewrites."""
-    # Not needed any more: results older than the newest KEEP_RECENT, over KEEP_CHARS, and
-    # for a read_file, read or written whole since; big write/edit inputs alike. Never the
-    # newest turn: the model has not seen it.
-    batch = layer1.no_longer_needed(messages, KEEP_RECENT, KEEP_CHARS, CLEARED)
-    # What the API must write again: from the batch's first message on, less the batch.
-    sent = layer1.view(messages, CLEARED)
-    rewritten = layer1.tokens_after(sent, batch) - batch.tokens
-    # No API count yet (a resumed session, a compaction): a cold cache has nothing to lose.
-    if CONTEXT.reported is None:
-        rewritten = 0
-    at_least = min(CLEAR_AT_LEAST, CONTEXT.threshold * 2 // 5)
-    if batch.tokens < at_least or batch.tokens < REWRITE_SHARE * rewritten:
-        return
-    CLEARED.add(run, batch, messages)
-    layer1.announce(run, batch)
-    # The API's last count still holds what was just cleared: layer 2 must not see it.
-    if CONTEXT.reported is not None:
-        CONTEXT.reported -= batch.tokens
-
-
 # ---------------------------------------------------------------- measuring the context
 
-# About 4 characters a token: the harness's one estimate, the one /context and the page use.
+# About 4 characters a token.
 estimate_tokens = tokens.estimate
 
 
 class ContextSize:
-    """How big the next request is: the API's count for the last call (tools, system and
-    every message, by the real tokenizer), plus about 4 characters a token since."""
+    """How big the next request is: the API's count for the last call (all of it, by the
+    real tokenizer), plus about 4 characters a token since."""
 
     def __init__(self) -> None:
         self.threshold = DEFAULT_THRESHOLD  # COMPACT_THRESHOLD, read by start()
@@ -137,7 +98,7 @@ class ContextSize:
         self.after_compaction = 0       # the size right after the last compaction
 
     def record(self, usage, messages: list) -> None:
-        """After the loop appends the reply that `usage` describes."""
+        """After the loop appends a reply; usage is its reply.usage, the API's count."""
         self.reported = endpoints.total_tokens(usage) or None
         self.seen = len(messages)
 
@@ -151,11 +112,51 @@ CONTEXT = ContextSize()
 
 
 def needs_compaction(view: list) -> bool:
-    """Over the threshold, and grown by half a threshold since the last compaction: else a
-    summary that is itself over the threshold would be summarised again on every call."""
+    """Over the threshold, and grown by half of it since the last compaction: else a summary
+    over it would be summarised again on every call."""
     size = CONTEXT.estimate(view)
     grown = size - CONTEXT.after_compaction
     return size > CONTEXT.threshold and grown > CONTEXT.threshold // 2
+
+
+# ---------------------------------------------------------------- layer 1
+
+# What layer 1 has cleared. Once cleared, always cleared, with the same placeholder: so each
+# request repeats the last one byte for byte, and is read from the cache.
+CLEARED = layer1.Cleared()
+
+
+def micro_compact(messages: list, run, batch: bool = True) -> list:
+    """What the model will see: a copy of the history, what layer 1 cleared shown as its
+    placeholder. batch=False starts no new batch."""
+    if batch:
+        clear_new_batch(messages, run)
+    # view() also puts the second cache breakpoint just before the latest batch.
+    return layer1.view(messages, CLEARED)
+
+
+def clear_new_batch(messages: list, run) -> None:
+    """Clear what the model can do without, if the batch pays for the cache it rewrites."""
+    if run.api_context:
+        return
+    # Not needed any more: results older than the newest KEEP_RECENT and over KEEP_CHARS (a
+    # read_file's once the file is read again); big write/edit inputs alike; never the newest
+    # reply's.
+    batch = layer1.no_longer_needed(messages, KEEP_RECENT, KEEP_CHARS, CLEARED)
+    # What the API must write again: from the batch's first message on, less the batch.
+    sent = layer1.view(messages, CLEARED)
+    rewritten = layer1.tokens_after(sent, batch) - batch.tokens
+    # No API count yet (a resumed session, a compaction): a cold cache has nothing to lose.
+    if CONTEXT.reported is None:
+        rewritten = 0
+    at_least = min(CLEAR_AT_LEAST, CONTEXT.threshold * 2 // 5)
+    if batch.tokens < at_least or batch.tokens < REWRITE_SHARE * rewritten:
+        return
+    CLEARED.add(run, batch, messages)
+    layer1.announce(run, batch)
+    # The API's last count still holds what was just cleared: layer 2 must not count it.
+    if CONTEXT.reported is not None:
+        CONTEXT.reported -= batch.tokens
 
 
 # ---------------------------------------------------------------- layer 2
@@ -168,15 +169,15 @@ current state; decisions made and why; open next steps. Be concrete: names, path
 
 
 def summarize(messages: list, run, focus: str, system: str, tools: list) -> str:
-    """The model's summary. The request goes at the end of the loop's own view, with the
-    loop's system and tools: the API reads all of that from the cache."""
+    """The model's summary, asked at the end of the loop's own view, with its system and
+    tools: the API reads all of that from the cache."""
     if focus:
         focus = f"\nAbove all, preserve: {focus}"
     view = micro_compact(messages, run, batch=False)
     view = transcripts.ask_at_end(view, SUMMARY_REQUEST.format(focus=focus))
     reply = endpoints.ask(run, system, tools, view, SUMMARY_MAX_TOKENS,
                           label="summary call")
-    # reply.said: the model's own words, without reply.text's notes to the user.
+    # reply.said: the model's own words, not the harness's notes for the user.
     if not reply.said:
         raise ValueError("the summary came back empty")
     # Cut short: the transcript holds the rest, and the model is told.
@@ -187,9 +188,9 @@ def summarize(messages: list, run, focus: str, system: str, tools: list) -> str:
 
 def auto_compact(messages: list, run, focus: str = "", system: str = SYSTEM,
                  tools: list = None, attach=None) -> bool:
-    """Save the history, summarise it, replace it; False if that failed, and then the
-    history is exactly as it was. attach() gives text to add after the summary (s07: the
-    board); system and tools are the loop's, so that the summary call is cached."""
+    """Save the history, summarise it, replace it; False if that failed, and the history
+    is then as it was. attach(): text to add after the summary (s07's board). system and
+    tools are the loop's, so the summary call is cached."""
     tools = tools or TOOLS
     before = CONTEXT.estimate(micro_compact(messages, run, batch=False))
     counted = CONTEXT.reported          # the part of `before` the API counted, if any
@@ -232,7 +233,7 @@ def compact_tool(focus: str = "") -> str:
 
 
 TOOLS = s03.BASE_TOOLS + [COMPACT_TOOL]
-# The dispatch table: s03's four base tools, and compact (no todo: see the docstring).
+# The dispatch table: s03's four base tools, and compact.
 TOOL_HANDLERS = {
     "bash": s03.run_bash,
     "read_file": s03.run_read,
@@ -286,23 +287,21 @@ def repl_commands(system: str, tools: list, compact=auto_compact) -> dict:
 
 
 def start(run, args, system: str = SYSTEM, tools: list = TOOLS) -> None:
-    """When a run starts (after ./.env is read): --api-context, COMPACT_THRESHOLD, and what
-    every request starts with (the system prompt and the tools)."""
-    run.api_context = api_context.setting(args, API_CLEAR_AT, API_COMPACT_AT, KEEP_RECENT,
-                                          API_CLEAR_INPUTS)
+    """When a run starts (after ./.env is read): --api-context (then layer 2 only guards the
+    window), COMPACT_THRESHOLD, and what every request starts with (system prompt, tools)."""
+    run.api_context = api_context.setting(args, API_CLEAR_AT, API_COMPACT_AT, KEEP_RECENT)
     CONTEXT.threshold = config.positive_int("COMPACT_THRESHOLD", DEFAULT_THRESHOLD, "tokens")
-    # --api-context: the API is in charge, layer 2 only guards the model's window.
     if run.api_context:
         CONTEXT.threshold = config.context_window()
     CONTEXT.prefix = estimate_tokens([system, tools])
-    run.recorder.threshold(CONTEXT.threshold)      # the session page draws it
+    run.recorder.threshold(CONTEXT.threshold)
 
 
 def main(argv: list = None) -> int:
     demo = functools.partial(demos.s06_demo, CONTEXT)
     lesson = cli.Lesson("s06_compact", __doc__, agent_loop, demo=demo,
                         commands=repl_commands(SYSTEM, TOOLS), on_start=start,
-                        options=(api_context.OPTION,))
+                        options=[api_context.OPTION])
     return cli.run_cli(lesson, argv)
 
 

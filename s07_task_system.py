@@ -2,15 +2,16 @@
 """s07: a persistent task graph that survives compaction and restarts.
 
 s03's todos live in memory: a compaction hides them, an exit destroys them,
-and they have no order. s07 moves the plan out of the conversation, as a graph.
+and nothing says which must wait for which. s07 moves the plan out of the
+conversation, as a graph.
 
     .tasks/task_1.json  {"id": 1, "subject": "Design the data model", "description": "",
                          "status": "completed", "blockedBy": [], "owner": "alice",
-                         "created_at": "2026-12-04T16:00:00+00:00", "updated_at": ...}
+                         "unblocked": [2, 3], "created_at": "2026-12-04T16:00:00+00:00", ...}
     .tasks/task_4.json  {"id": 4, "subject": "Write the API tests", "blockedBy": [2], ...}
 
-    One file per task holds all of it (status: pending, in_progress, completed or deleted;
-    owner: the agent that started it). A change replaces the file whole.
+    One JSON file per task holds all of it: owner is the agent that started it, unblocked
+    whom completing it freed. A change replaces the file whole.
 
         #1 Design the data model --+--> #2 Implement the API --> #4 Write the API tests
                                    +--> #3 Write the docs
@@ -23,13 +24,12 @@ and they have no order. s07 moves the plan out of the conversation, as a graph.
 Key insight: state that must outlive the conversation belongs outside it. The model reads the
 board back whenever it needs it; compaction and restarts cannot lose what was never only in it.
 
-The rules, in TaskManager: ids by max-scan, never reused; a blocked task cannot start or
-complete, and a task in progress takes no open blocker; completing one frees its dependents;
-a blocker must exist and close no cycle; a task another agent has in progress is theirs
-(board/claims.py). What a store must do: harness/board/record.py.
+The rules, in TaskManager below: ids by max-scan, never reused; a blocked task cannot start
+or complete; completing one frees its dependents; a task another agent has in progress is
+theirs. What a store must do: harness/board/record.py.
 
-New since s06: TaskManager, its tools, the board after each compaction, agent names, --board;
-in the REPL /tasks, /task and other agents' news ([board: bob started #3]).
+New since s06: TaskManager, its tools, the board after each compaction, --board, --name,
+/tasks and /task.
 
 Run it:   python s07_task_system.py "plan a refactor: the data model, then the API and the docs"
           python s07_task_system.py --name alice     (a REPL: /tasks, /task help, /compact)
@@ -45,19 +45,18 @@ from harness import board, cli, demos, endpoints, terminal
 from harness.board import claims, graph, record, text
 from harness.board import commands as commands_for
 
-# Relative: each folder you run in has its own board.
+# Relative: each folder you run in has a board.
 TASKS_DIR = ".tasks"
-# At most this much of the board comes back with a compaction's summary (about 3,000
-# tokens; a bigger board, as its unfinished tasks). It can outgrow the history it
-# replaced: the price of keeping the plan in sight.
+# At most this much of the board (about 3,000 tokens) comes back with a compaction's
+# summary; a bigger board comes back as its unfinished tasks.
 BOARD_CHARS = 12_000
-# Completed or deleted: a finished task blocks nobody.
+# Completed or deleted: such a task blocks nobody.
 FINISHED = record.FINISHED
 
 
 class TaskManager:
-    """The board: tasks with blockers, in a store that is the only truth. Every
-    call reads what it needs, so it sees other agents' writes."""
+    """The board: tasks with blockers, in a store that is the only truth;
+    every call reads it afresh, so it sees other agents' writes."""
 
     def __init__(self, location, agent=None):
         self.store = board.open_store(location)   # a folder or a postgresql:// URL
@@ -81,11 +80,10 @@ class TaskManager:
         with self.store.locked():
             blocked, notes = self.check_blockers(None, [], blocked_by or [])
             task = record.new_task(self.next_id(), subject, description, blocked)
-            # reserve() creates .tasks/task_<id>.json only if no file has that
-            # name yet: a temporary file, written whole, then given the name by
-            # a hard link, which never replaces a file (on PostgreSQL, an
-            # INSERT that does nothing if the id is taken). A file made by hand
-            # may hold the id: then take the next one.
+            # reserve() creates .tasks/task_<id>.json only if that name is
+            # free: a temporary file, written whole, then linked to the name (a
+            # link never replaces a file). A file made by hand may hold the id:
+            # take the next.
             while not self.store.reserve(task):
                 task["id"] = self.next_id()
         return text.created(task, notes)
@@ -102,13 +100,14 @@ class TaskManager:
                                               remove_blocked_by, owner, force)
             # Every check passed: only now does anything change.
             task.update(change)
-            # Reopening does not re-block what it freed; the note says how to.
+            # Reopening does not re-block the tasks it freed (its `unblocked`
+            # list, set by _clear_dependency); the note says how to.
             if before in FINISHED and task["status"] not in FINISHED:
                 unblocked = task.pop("unblocked", [])
                 notes += text.reopened(task, unblocked)
-            # write() replaces .tasks/task_<id>.json atomically: a temporary
-            # file, then a rename over the old one. A reader, or a kill in the
-            # middle, sees the old task or the new, never half of one.
+            # write() replaces the task's file atomically (a temporary file,
+            # then a rename over the old one), or its row: a reader, or a kill
+            # in the middle, sees the old task or the new, never half.
             self.store.write(task)
             lines = [f"Updated {text.line(task)}"] + notes
             if before not in FINISHED and task["status"] in FINISHED:
@@ -117,6 +116,8 @@ class TaskManager:
 
     def _clear_dependency(self, finished) -> list:
         """Remove a finished task from every blockedBy; say what can start now."""
+        # Each file is atomic, not the set: a kill in this loop leaves a task
+        # naming a finished blocker, which blocks nothing (can_start).
         freed = self.store.dependents(finished["id"])    # each read fresh
         for task in freed:
             blockers = task["blockedBy"]
@@ -124,7 +125,7 @@ class TaskManager:
             self.store.write(task)
         if finished["status"] == "deleted":   # never done: not "Unblocked"
             return text.no_longer_waiting(freed, finished)
-        # Kept, so that reopening it can say who stopped waiting.
+        # Kept: reopening it can then say who stopped waiting.
         finished["unblocked"] = [t["id"] for t in freed]
         self.store.write(finished)
         tasks = self.store.scan()[0]
@@ -138,6 +139,8 @@ class TaskManager:
 
     def list_all(self) -> str:
         """The board: every live task, an order (if any waits), what can start."""
+        # scan() -> (every readable task by id, a line per unreadable file);
+        # validate=True also looks again at files edited by hand.
         tasks, problems = self.store.scan(validate=True)
         order, ready = self.order(tasks), self.ready(tasks)
         return text.board(tasks, problems, order, ready)
@@ -176,7 +179,8 @@ class TaskManager:
         # `notes` says what else happened ("took #3 over from bob").
         change, notes = claims.check(task, status, owner, self.agent, force)
         blocked, more = self.check_blockers(tid, task["blockedBy"], add or [])
-        for dep in record.ids(remove or []):   # a missing one can go too
+        # A blocker whose task is gone can be removed too.
+        for dep in record.ids(remove or []):
             if dep not in blocked:
                 raise ValueError(f"#{tid} is not blocked by #{dep}")
             blocked.remove(dep)
@@ -189,8 +193,8 @@ class TaskManager:
             names = text.described(waiting, self.store)
             raise ValueError(f"#{tid} is blocked by {names}; finish those "
                              "first (or removeBlockedBy)")
-        # Nor can a task stay in progress with an open blocker just added:
-        # it would be in progress and blocked at once.
+        # Nor may a task in progress take an open blocker: it would be
+        # blocked while in progress.
         added = record.ids(add or [])
         opened = [dep for dep in waiting if dep in added]
         if new_status == "in_progress" and opened:
@@ -201,8 +205,9 @@ class TaskManager:
         return change, notes + more
 
     def check_blockers(self, tid, blocked, add) -> tuple:
-        """blocked + add, checked: each exists, is live, is not tid, and closes
-        no cycle (a finished one is only noted); (blockers, notes) or ValueError."""
+        """blocked + add, each checked: it exists, is not deleted, is not tid,
+        closes no cycle. A finished one is not added, only noted. Returns
+        (blockers, notes), or raises ValueError."""
         blocked, notes = list(blocked), []
         for dep in record.ids(add):
             other = self.store.load(dep)
@@ -224,6 +229,7 @@ class TaskManager:
 
 # ---------------------------------------------------------------- the tools
 
+# No "type": a model sends 3 or "#3", and parse_task_id takes both.
 ID = {"description": "a task id: 3 or \"#3\""}
 IDS = {"type": "array", "items": ID}
 STRING = s03.STRING
@@ -256,7 +262,7 @@ TASK_TOOLS = [
 TASKS = TaskManager(TASKS_DIR)   # touches no file until it is used
 
 
-# The schemas' argument names, handed on as Python's.
+# The model's names (blockedBy) passed on as TaskManager's (blocked_by).
 
 def task_create(subject, description="", blockedBy=None):
     return TASKS.create(subject, description, blockedBy)
@@ -268,7 +274,7 @@ def task_update(task_id, status=None, addBlockedBy=None,
 
 
 TOOLS = s06.TOOLS + TASK_TOOLS
-# The dispatch table: every tool the model is offered, and what runs it.
+# The dispatch table: every tool offered, and what runs it.
 TOOL_HANDLERS = {
     "bash": s03.run_bash,
     "read_file": s03.run_read,
@@ -293,8 +299,7 @@ SYSTEM = ("You are a coding agent working in the current folder. Plan "
 # ---------------------------------------------------------------- the loop
 
 def board_message() -> str:
-    """After a compaction: task_list's answer, read fresh; a board over
-    BOARD_CHARS comes back as its unfinished tasks, cut."""
+    """After a compaction: the board, read fresh (see BOARD_CHARS)."""
     name = TASKS.store.name
     terminal.show_note(f"  [the board, read from {name}, was added to the summary]")
     return text.board_message(TASKS, BOARD_CHARS)
@@ -331,19 +336,18 @@ def agent_loop(messages, run, max_steps=s06.MAX_STEPS) -> str:
 # ---------------------------------------------------------------- main
 
 def start(run, args) -> str:
-    """At the start of a run: s06's settings for s07, the board (--board) and
-    our name on it (--name)."""
+    """At the start of a run: s06's settings, with s07's system and tools;
+    --board (or TASK_BOARD) re-points TASKS.store, --name sets TASKS.agent."""
     s06.start(run, args, SYSTEM, TOOLS)
     return commands_for.choose_board(run, TASKS, TASKS_DIR, args)
 
 
 def main(argv=None) -> int:
-    # /tasks and /task: a person works the board by the same rules (start,
-    # done and delete take a task over on purpose).
+    # /tasks and /task: a person works the board by the same rules.
     commands = commands_for.repl_commands(TASKS)
     commands.update(s06.repl_commands(SYSTEM, TOOLS, compact_with_board))
     demo = functools.partial(demos.s07_demo, TASKS, s06.CONTEXT)
-    # --board, --name, /task help, other agents' news before each prompt.
+    # --board, --name, and other agents' news before each prompt.
     board_options = commands_for.cli_options(TASKS)
     lesson = cli.Lesson("s07_task_system", __doc__, agent_loop, demo=demo,
                         commands=commands, on_start=start, **board_options)

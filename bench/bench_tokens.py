@@ -28,8 +28,8 @@ s07/s06 is s07's bill against s06's on the same shape (the board's tools and its
 
 A second table plays s06 with --api-context instead, the API's own context management played
 by the stand-in (harness/stand_in/edits.py), beside s06's layers: clearing with the API's
-defaults (100,000 tokens, keep 3) and with s06's setting (API_CLEAR_AT, KEEP_RECENT,
-API_CLEAR_INPUTS), which is also measured under the other reading of a clearing (measured
+defaults (100,000 tokens, keep 3) and with s06's setting (API_CLEAR_AT, KEEP_RECENT, and
+the inputs too), which is also measured under the other reading of a clearing (measured
 again on every call, `again`: the docs do not say which is right); compaction at the API's
 default (150,000) and at s06's API_COMPACT_AT (its 50,000 minimum). best API is the cheapest of
 the four under the stand-in's reading; s06/best is s06's bill as a share of it (under 100%:
@@ -415,7 +415,7 @@ def _s06_api(mode):
     """s06's own --api-context setting, from its constants as they are in this process."""
     args = types.SimpleNamespace(api_context=mode)      # as `--api-context mode` parses
     return api_context.setting(args, s06_compact.API_CLEAR_AT, s06_compact.API_COMPACT_AT,
-                               s06_compact.KEEP_RECENT, s06_compact.API_CLEAR_INPUTS)
+                               s06_compact.KEEP_RECENT)
 
 
 # s06 with --api-context: mode -> (its Setting, made when played; the stand-in's reading of a
@@ -671,7 +671,7 @@ API_COLUMNS = [f"{'':<10}{'s06':>{API_CELL}}{'API clearing':^{API_CELL * 3}}"
 
 def api_constants():
     """s06's --api-context constants as NAME=value NAME=value ..."""
-    names = ("API_CLEAR_AT", "API_CLEAR_INPUTS", "API_COMPACT_AT", "KEEP_RECENT")
+    names = ("API_CLEAR_AT", "API_COMPACT_AT", "KEEP_RECENT")
     return " ".join(f"{name}={getattr(s06_compact, name)}" for name in names)
 
 

@@ -1,10 +1,11 @@
 """--api-context: the Messages API manages the context on the server, instead of s06's layers.
 
-Relied on by s06 (its flag, OPTION, and its constants: start() puts a Setting on the run, and
-micro_compact and needs_compaction step aside for it), s07 (s06's loop and flag, through
-board/commands.py), endpoints.ask (what the request adds, what the reply keeps and costs),
-and session/views.py (/context and /cost say which is in charge). The API's two betas, as
-documented (platform.claude.com/docs/en/build-with-claude/context-editing and /compaction):
+Relied on by s06 (its flag, OPTION, and its constants: start() puts a Setting on the run,
+layer 1 steps aside for it, and layer 2 only guards the model's window), s07 (s06's loop and
+flag, through board/commands.py), endpoints.ask (what the request adds and sends, what the
+reply keeps and costs), and session/views.py (/context and /cost say which is in charge).
+The API's two betas, as documented (platform.claude.com/docs/en/build-with-claude/
+context-editing and /compaction, read 2026-12):
 
     --api-context clear     context_management {"edits": [{"type": "clear_tool_uses_20250919",
                             "trigger": ..., "keep": ..., "clear_tool_inputs": ...}]}, beta
@@ -25,7 +26,8 @@ replace the messages it summarises. Without each piece:
   sent without the compact edit is refused by the API on every later call, so it is one
   clear line here instead (continue it with --api-context compact).
 - view(): with compaction, the request would carry the whole history the server drops anyway
-  (it is kept whole for the session log and --continue).
+  (it is kept whole for the session log and --continue); endpoints.ask sends it, /context
+  measures it.
 - kept_blocks(): endpoints drops block types it does not use, and would drop the compaction
   block; the next request would then send the whole history again, and the server would
   summarise it again, and bill it again, on every call. A compaction whose summary failed
@@ -51,6 +53,9 @@ INSTRUCTIONS = ("Summarize the transcript inside <summary></summary> tags. Inclu
                 "information for continuing the task in the next context window. Do not call "
                 "any tools while writing this summary; respond with text only.")
 SUMMARY_LABEL = "summary by the API"    # a summary call, as the record and /cost count them
+# Clearing takes the old calls' inputs too (clear_tool_inputs), as layer 1 clears old write/edit
+# texts: a session that writes big files would carry every byte it wrote in every request.
+CLEAR_INPUTS = True
 OPTION = (("--api-context",), {
     "choices": (CLEAR, COMPACT), "metavar": "{clear,compact}",
     "help": "let the API manage the context on the server instead of the harness's layers 1 "
@@ -103,14 +108,14 @@ class Setting:
                 "tokens; layers 1 and 2 step aside, /compact is still the harness's")
 
 
-def setting(args, clear_at: int, compact_at: int, keep: int, clear_inputs: bool):
+def setting(args, clear_at: int, compact_at: int, keep: int):
     """--api-context's Setting from s06's constants, or None without the flag. args: the
     command line as parsed (None, or a lesson's that lacks the flag: no setting)."""
     mode = getattr(args, "api_context", None)
     if mode == COMPACT:
         return Setting(COMPACT, compact_at)
     if mode == CLEAR:
-        return Setting(CLEAR, clear_at, keep, clear_inputs)
+        return Setting(CLEAR, clear_at, keep, CLEAR_INPUTS)
     return None
 
 

@@ -9,7 +9,9 @@ real machine. Without each piece:
   then saved whole; the model could never read that much anyway.
 - the flood stop: a command that writes without end is never stopped.
 - _signals_raise: SIGTERM or a closed terminal (SIGHUP) kills Python at once and leaves the
-  command running as an orphan.
+  command running as an orphan. Its handlers go in before the command starts, and a signal
+  that comes while Popen runs is held until run() has the command's pid: installed after
+  Popen, a SIGTERM in between left the command running (a test saw it, 1 run in 8).
 - child_env (config.py): the API key and the board's password (TASK_BOARD, or a DATABASE_URL
   that holds it) are handed to every command the model runs (`env` printed them, and the
   model saw them), and to every install script those commands start.
@@ -37,15 +39,17 @@ FLOOD_BYTES = 10_000_000  # output beyond the cap after which a command is stopp
 
 def run(command: str, cwd: Path, timeout: float, cap: int = KEEP_UP_TO) -> str:
     """Run a shell command; its output (stdout and stderr together), cut at `cap` characters."""
-    proc = subprocess.Popen(command, shell=True, cwd=cwd, stdin=subprocess.DEVNULL,
-                            env=child_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            start_new_session=True)
-    try:
-        with _signals_raise():
+    # The handlers go in first: a SIGTERM as the command starts must still stop it.
+    with _signals_raise() as armed:
+        proc = subprocess.Popen(command, shell=True, cwd=cwd, stdin=subprocess.DEVNULL,
+                                env=child_env(), stdout=subprocess.PIPE,
+                                stderr=subprocess.STDOUT, start_new_session=True)
+        try:
+            armed()
             kept, dropped = _read_output(proc, timeout, cap)
-    except BaseException:  # a timeout, Ctrl-C, a closed terminal: leave no command running
-        _kill_group(proc)
-        raise
+        except BaseException:  # a timeout, Ctrl-C, a closed terminal: leave no command running
+            _kill_group(proc)
+            raise
     out = kept.decode("utf-8", errors="replace").strip()
     if len(out) > cap or dropped:
         more = len(out[cap:].encode("utf-8")) + dropped
@@ -102,16 +106,29 @@ def _kill_group(proc: subprocess.Popen) -> None:
 
 @contextmanager
 def _signals_raise():
-    """While a command runs, SIGTERM and SIGHUP raise, so the command is killed too."""
+    """While a command runs, SIGTERM and SIGHUP raise SystemExit, so the command is killed too.
+
+    Yields armed(): until it is called (once the command has started and run() can kill it),
+    a signal is only noted, since raising in the middle of Popen would lose the command's pid;
+    armed() then raises for a signal that came in between."""
     if threading.current_thread() is not threading.main_thread():
-        yield
+        yield lambda: None
         return
+    came, ready = [], []
 
     def stop(signum, frame):
-        raise SystemExit(128 + signum)
+        came.append(signum)
+        if ready:
+            raise SystemExit(128 + signum)
+
+    def armed():
+        ready.append(True)
+        if came:
+            raise SystemExit(128 + came[0])
+
     saved = {s: signal.signal(s, stop) for s in (signal.SIGTERM, signal.SIGHUP)}
     try:
-        yield
+        yield armed
     finally:
         for s, handler in saved.items():
             signal.signal(s, handler)

@@ -119,8 +119,11 @@ def ask(run, system: str, tools: list, messages: list, max_tokens: int,
     compaction's summary)."""
     sent = list(messages)
     content = []
-    # --api-context: the beta and context_management ({} without it).
+    # --api-context: the beta and context_management ({} without it), and with compaction,
+    # the history from the API's last summary on (it drops what came before it anyway).
     extra = api_context.request(run.api_context, messages)
+    if run.api_context is not None:
+        sent = run.api_context.view(sent)
     for _ in range(MAX_RESUMES + 1):
         response = _stream(run.client, run.screen, model=model_id(), system=system,
                            tools=tools, messages=sent, max_tokens=max_tokens, cache_control=CACHE,

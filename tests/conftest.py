@@ -2,9 +2,11 @@
 
 import errno
 import os
+import signal
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -15,6 +17,7 @@ sys.path.insert(0, str(ROOT))
 from harness import endpoints, layer1, spill  # noqa: E402
 from harness.run import Run  # noqa: E402
 from harness.stand_in import StandInAPI  # noqa: E402
+from harness.stand_in.script import reply, tool  # noqa: E402
 
 
 def clean_env(home, **extra):
@@ -80,6 +83,60 @@ def tool_results(request, index=-1):
     """The tool_result blocks of one message of a recorded request."""
     content = request["messages"][index]["content"]
     return [b for b in content if isinstance(b, dict) and b.get("type") == "tool_result"]
+
+
+def popen_taking_ctrl_c(*args, **kwargs) -> subprocess.Popen:
+    """subprocess.Popen, with a child that takes Ctrl-C (SIGINT) as from a terminal, even when
+    this suite was started with SIGINT ignored (`pytest &` in a shell without job control): an
+    ignored signal stays ignored through exec, and the child would never see the test's Ctrl-C;
+    a handled one is reset to the default there."""
+    saved = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        return subprocess.Popen(*args, **kwargs)
+    finally:
+        if saved is not None:
+            signal.signal(signal.SIGINT, saved)
+
+
+def batch_of_three(running: int) -> dict:
+    """A reply of three bash calls, each writing a file (one.txt, two.txt, three.txt); call
+    number `running` (0, 1 or 2) instead writes its shell's pid to running.pid and sleeps: the
+    call that is running when the test stops the lesson."""
+    commands = [f"echo {n} > {n}.txt; echo wrote {n}" for n in ("one", "two", "three")]
+    commands[running] = "echo $$ > running.pid; sleep 30"
+    return reply(*[tool("bash", {"command": command}) for command in commands])
+
+
+def running_command(workdir: Path, proc: subprocess.Popen, seconds: float = 20) -> int:
+    """The process group of the sleeping command of batch_of_three, once it runs."""
+    pid_file = workdir / "running.pid"
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline and proc.poll() is None:
+        if pid_file.exists() and pid_file.read_text().endswith("\n"):
+            return int(pid_file.read_text())
+        time.sleep(0.05)
+    pytest.fail(f"the lesson never ran the sleeping call (exit code {proc.poll()})")
+
+
+def group_ends(group: int, seconds: float = 5) -> bool:
+    """Whether no process of the group is left within `seconds` (a killed one takes a moment
+    to be reaped)."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            os.killpg(group, 0)
+        except ProcessLookupError:
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def end_group(group: int) -> None:
+    """Kill a command's process group that its lesson (killed with -9) left running."""
+    try:
+        os.killpg(group, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
 
 
 @pytest.fixture

@@ -3,21 +3,29 @@
 
     python tests/mutate.py              # every mutation, each against the tests it names
     python tests/mutate.py claim order  # only the mutations whose name contains a word given
+    python tests/mutate.py --jobs 1     # one mutation at a time (default: two at once)
+    python tests/mutate.py --after-suite  # the suite just passed here: no run on an unchanged copy
     python tests/mutate.py --suite      # each against the whole suite (slow: minutes per mutation)
+    python tests/mutate.py --help
 
 A suite can pass and still not test an idea: a mutation that leaves every test green shows
 where. Each entry below is (name, file, the exact text to replace, what replaces it, the tests
 that must fail: files, or single tests as file::name). The working tree is copied (uncommitted
-changes included) to a temporary folder, the one change is made there, and the tests run there
-(stopping at the first failure); the repo is never touched. First every snippet is looked for:
-one that is not in its file exactly once is a stale entry, and the check fails at once, before
-any test runs (a stale entry would silently test nothing). Then the named tests run on an
-unchanged copy: a test that already fails cannot catch anything, so it is left out of the runs.
-The PostgreSQL mutations need a server (TEST_DATABASE_URL, or the binaries for a throwaway
-one): without it their tests skip, and the mutation is reported MISSED. See tests/MUTATIONS.md.
+changes included) to a temporary folder, with ../shared beside it as beside the repo (the
+tests that replay real sessions read ../shared/data), the one change is made there, and the
+tests run there (stopping at the first failure); the repo is never touched. First every
+snippet is looked for: one that is not in its file exactly once is a stale entry, and the
+check fails at once, before any test runs (a stale entry would silently test nothing). Then
+the named tests run on an unchanged copy: a test that already fails cannot catch anything, so
+it is left out of the runs (--after-suite skips that run: .ci/run has just run the whole suite,
+and it passed). The PostgreSQL mutations need a server (TEST_DATABASE_URL, or the
+binaries for a throwaway one): without it their tests skip, and the mutation is reported
+MISSED. Exit status: 0 when every mutation is caught, 1 when one is missed, 2 when an entry is
+stale. .ci/run runs it once, after the suite. See tests/MUTATIONS.md.
 Not collected by pytest (no test_ names).
 """
 
+import argparse
 import os
 import re
 import shutil
@@ -25,10 +33,12 @@ import subprocess
 import sys
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+SHARED = ROOT.parent / "shared"     # beside the repo: the real sessions' data (read-only)
 SKIP = shutil.ignore_patterns(".git", "__pycache__", ".pytest_cache", ".tasks", ".transcripts",
                               "demo", ".venv")   # what a run leaves behind is not the code
 TIMEOUT = 300   # seconds for one pytest run: a mutation that makes the tests hang is caught
@@ -49,30 +59,63 @@ STREAMS = "tests/test_stream_shapes.py"
 SENDABLE = "tests/test_sendable_text.py"
 CONTRACT = "tests/test_board_contract.py"
 DURABILITY = "tests/test_s07_durability.py"
+SESSION_LOG = "tests/test_session_log.py"
+S07_TASKS = "tests/test_s07_tasks.py"
+RESERVE_TAKEN = CONTRACT + "::test_reserve_refuses_a_taken_id_and_dependents_are_read_fresh"
 WAITS = CONTRACT + "::test_while_one_agent_changes_the_board_another_agents_change_waits_for_it"
+TODO_E2E = S03_E2E + "::test_todo_rendering_reminder_and_refused_second_in_progress"
+LAYER1_BATCH = (S06 + "::test_layer1_clears_old_long_results_in_one_worthwhile_batch_and_keeps_"
+                      "the_newest")
+STOPPED_MID_BATCH = (SESSION_LOG + "::test_a_lesson_stopped_mid_batch_resumes_with_every_call_"
+                                   "that_ran")
+CTRL_C_MID_BATCH = ("tests/test_cli.py::test_ctrl_c_in_a_batch_keeps_the_calls_that_ran_and_marks_"
+                    "the_one_running")
 
 MUTATIONS = [
     # ---------------------------------------------------------------- s03: the loop and tools
     Mutation("the todo nag comes a round late", "s03_todo.py",
              "        if rounds_without_todo >= NAG_AFTER:",
              "        if rounds_without_todo > NAG_AFTER:",
-             [S03_E2E]),
+             [TODO_E2E]),
+    Mutation("the nag resets only when every call of a round is todo", "s03_todo.py",
+             '        if any(call.name == "todo" for call in reply.calls):',
+             '        if all(call.name == "todo" for call in reply.calls):',
+             [S03_E2E + "::test_a_round_with_todo_among_other_calls_resets_the_nag"]),
+    Mutation("two todo items may be in progress at once", "s03_todo.py",
+             "        if len(doing) > 1:",
+             "        if len(doing) > 2:",
+             [TODO_E2E]),
     Mutation("call_tool returns a tool's exception as a result that worked", "s03_todo.py",
              '        return f"{type(exc).__name__}: {exc}", True',
              '        return f"{type(exc).__name__}: {exc}", False',
-             [S03_E2E, "tests/test_s03_tools.py"]),
+             [TODO_E2E]),
     Mutation("tool_results come back in reverse order of the calls", "s03_todo.py",
              "            results.append(tool_calls.result(run, call, output, is_error))",
              "            results.insert(0, tool_calls.result(run, call, output, is_error))",
-             [S03_E2E, "tests/test_endpoint_table.py"]),
+             [TODO_E2E]),
     Mutation("the note about a cut call goes before the tool_results", "s03_todo.py",
              "        results = run_tool_calls(run, reply.calls, TOOL_HANDLERS) + reply.notes",
              "        results = reply.notes + run_tool_calls(run, reply.calls, TOOL_HANDLERS)",
-             [S03_E2E]),
+             [S03_E2E + "::test_complete_tool_calls_before_the_cut_one_run_and_the_cut_one_"
+                        "does_not"]),
     Mutation("a tool call cut by max_tokens is run anyway", "harness/pairing.py",
              'CUT = {"max_tokens", "model_context_window_exceeded", ENDED_EARLY}',
              'CUT = {"model_context_window_exceeded", ENDED_EARLY}',
-             [S03_E2E]),
+             [S03_E2E + "::test_a_tool_call_cut_by_max_tokens_is_not_run"]),
+    Mutation("a paused turn keeps only its last part", "harness/endpoints.py",
+             "        content += list(response.content)",
+             "        content = list(response.content)",
+             [S03_E2E + "::test_the_user_and_the_history_get_the_whole_of_a_paused_turn"]),
+    Mutation("an empty text block of a reply is sent back (the API refuses it)",
+             "harness/endpoints.py",
+             "            continue                  # the API refuses an empty text block",
+             "            kept.append(block)",
+             ["tests/test_cli.py::test_empty_content_or_text_after_a_call_keeps_the_history_"
+              "valid"]),
+    Mutation("a one-shot run out of model calls exits 0, as if done", "harness/cli.py",
+             "        return STEPS_RAN_OUT\n",
+             "        return 0\n",
+             [S03_E2E + "::test_the_step_limit_ends_the_turn_with_a_clear_message"]),
     Mutation("a tool call cut by an early end of the stream is run anyway",
              "harness/pairing.py",
              'CUT = {"max_tokens", "model_context_window_exceeded", ENDED_EARLY}',
@@ -100,99 +143,267 @@ MUTATIONS = [
     Mutation("a result over OUTPUT_CAP is cut, not saved whole", "s03_todo.py",
              "            output = spill.keep_whole(output, OUTPUT_CAP, call.name, run.saved)",
              "            output = output[:OUTPUT_CAP]",
-             ["tests/test_spill.py", "tests/test_long_sessions.py::test_a_300000_character_"
-                                     "output_is_read_back_whole_after_layer_1_clears_it"]),
-    Mutation("write_file copies its temp file over the file instead of os.replace",
+             ["tests/test_long_sessions.py::test_a_300000_character_output_is_read_back_whole_"
+              "after_layer_1_clears_it"]),
+    Mutation("a file is put in place by writing into it, not renamed over it", "harness/writer.py",
+             "    temporary, made = _write_temporary(where, name, data, mode)\n"
+             "    try:\n"
+             "        os.replace(temporary, name, src_dir_fd=where, dst_dir_fd=where)\n",
+             "    temporary, made = _write_temporary(where, name, data, mode)\n"
+             "    try:\n"
+             "        fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o666, "
+             "dir_fd=where)\n"
+             "        with os.fdopen(fd, 'wb') as f:\n"
+             "            f.write(data)\n"
+             "        os.unlink(temporary, dir_fd=where)\n",
+             ["tests/test_atomic_file_tools.py::test_a_crash_while_the_file_is_put_in_place_"
+              "leaves_the_old_file_or_the_new",
+              DURABILITY + "::test_a_crash_while_a_task_file_is_put_in_place_leaves_the_old_task_"
+                           "or_the_new"]),
+    Mutation("a file is written in place, with no temporary file", "harness/writer.py",
+             "    temporary, made = _write_temporary(where, name, data, mode)\n"
+             "    try:\n"
+             "        os.replace(temporary, name, src_dir_fd=where, dst_dir_fd=where)\n"
+             "    except BaseException:\n"
+             "        _remove(where, temporary)\n"
+             "        raise\n"
+             "    return made\n",
+             "    fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o666, dir_fd=where)\n"
+             "    with os.fdopen(fd, 'wb') as f:\n"
+             "        f.write(data)\n"
+             "        f.flush()\n"
+             "        return os.fstat(f.fileno())\n",
+             ["tests/test_atomic_file_tools.py::test_a_crash_inside_write_file_leaves_the_old_"
+              "file_or_the_new",
+              DURABILITY + "::test_a_crash_at_any_byte_of_an_update_leaves_the_old_task_or_the_"
+                           "new"]),
+    Mutation("the workspace check compares strings: work-evil counts as inside work",
              "harness/files.py",
-             "        os.replace(tmp, path)\n",
-             "        shutil.copyfile(tmp, path)\n"
-             "        os.unlink(tmp)\n",
-             ["tests/test_atomic_file_tools.py"]),
+             "    if not resolved.is_relative_to(folder):",
+             "    if not str(resolved).startswith(str(folder)):",
+             [S03_E2E + "::test_a_sibling_folder_whose_name_starts_with_the_workspaces_is_"
+                        "outside_it"]),
+    Mutation("an edit in a CRLF file writes its new lines with LF", "harness/files.py",
+             '        want, put = old.replace("\\n", ending), new.replace("\\n", ending)',
+             '        want, put = old.replace("\\n", ending), new',
+             ["tests/test_hostile_files.py::test_old_text_written_with_newlines_matches_a_crlf_"
+              "file"]),
+    Mutation("a command the agent runs sees the API key", "harness/config.py",
+             "        if name in HARNESS_ONLY or any(_holds(value, s) for s in hidden):",
+             "        if False:",
+             ["tests/test_cli.py::test_the_key_in_the_real_environment_never_reaches_a_"
+              "command"]),
+    Mutation("a command is left running when its tool call is stopped", "harness/bash.py",
+             "            _kill_group(proc)\n            raise\n",
+             "            raise\n",
+             ["tests/test_s03_tools.py::test_bash_timeout_kills_the_whole_process_group"]),
+    Mutation("control codes from a tool reach the terminal raw", "harness/terminal.py",
+             "    return clean.escaped(text)",
+             "    return text",
+             ["tests/test_terminal.py::test_printable_escapes_control_characters_and_keeps_"
+              "newlines_and_tabs"]),
+
+    # ---------------------------------------------------------------- the session log
+    Mutation("a call's result reaches the log only with the whole batch", "harness/tool_calls.py",
+             "    run.log.tool_result(block)            # on disk now: a kill -9 does not lose it",
+             "    pass",
+             [STOPPED_MID_BATCH]),
+    Mutation("Ctrl-C marks the call that was running as never run", "harness/pairing.py",
+             "    rest = [stopped(calls[done], INTERRUPTED)] if done < len(calls) else []",
+             "    rest = [stopped(calls[done], NOT_RUN)] if done < len(calls) else []",
+             [CTRL_C_MID_BATCH]),
+    Mutation("--continue drops the call that was running instead of marking it interrupted",
+             "harness/pairing.py",
+             "            if call is not None and answer is None and running and not marked:",
+             "            if call is not None and answer is None and running and marked:",
+             [STOPPED_MID_BATCH]),
+    Mutation("--continue resumes a compacted session from before its compaction",
+             "harness/session/log.py",
+             '        history[:] = [record["message"]]',
+             '        history.append(record["message"])',
+             [SESSION_LOG + "::test_a_compacted_session_resumes_from_its_summary"]),
+    Mutation("--continue copies the history for every line it reads (quadratic)",
+             "harness/session/log.py",
+             "        history.append(record)",
+             "        history[:] = history + [record]",
+             [SESSION_LOG + "::test_continue_of_a_long_log_costs_time_linear_in_its_lines"]),
+    Mutation("a reply reusing an earlier tool_use id is sent as it is", "harness/pairing.py",
+             '            if isinstance(block.get("id"), str) and block["id"] in earlier:',
+             '            if isinstance(block.get("id"), str) and block["id"] in earlier and 0:',
+             ["tests/test_pairing.py::test_a_new_reply_reusing_an_earlier_id_gets_a_fresh_one_"
+              "and_others_are_left_alone"]),
 
     # ---------------------------------------------------------------- s06: the three layers
     Mutation("layer 1 clears batches of 2,000 tokens instead of CLEAR_AT_LEAST (8,000)",
              "s06_compact.py",
              "    at_least = min(CLEAR_AT_LEAST, CONTEXT.threshold * 2 // 5)",
              "    at_least = min(CLEAR_AT_LEAST // 4, CONTEXT.threshold * 2 // 5)",
-             [S06]),
+             [S06 + "::test_layer1_never_clears_a_batch_smaller_than_clear_at_least"]),
     Mutation("layer 1 ignores the cache a batch rewrites", "s06_compact.py",
              "    if batch.tokens < at_least or batch.tokens < REWRITE_SHARE * rewritten:",
              "    if batch.tokens < at_least:",
-             [S06]),
+             [S06 + "::test_a_batch_waits_while_clearing_it_would_rewrite_more_cache_than_it_"
+                    "frees"]),
+    Mutation("layer 2 still counts what layer 1 just cleared", "s06_compact.py",
+             "        CONTEXT.reported -= batch.tokens",
+             "        pass",
+             [S06 + "::test_what_layer_1_just_cleared_does_not_push_layer_2_to_compact"]),
     Mutation("layer 1 keeps one result fewer than KEEP_RECENT", "harness/layer1.py",
              "    later_whole, old = set(), len(results) - keep_recent\n",
              "    later_whole, old = set(), len(results) - keep_recent + 1\n",
-             [S06, "tests/test_layer1.py"]),
+             [LAYER1_BATCH]),
+    Mutation("layer 1 clears an input in a session shorter than KEEP_RECENT",
+             "harness/layer1.py",
+             "    for call in ordered[:max(len(ordered) - keep_recent, 0)]:",
+             "    for call in ordered[:len(ordered) - keep_recent]:",
+             [S06 + "::test_a_session_shorter_than_keep_recent_loses_nothing"]),
     Mutation("layer 1 clears results of the newest turn, which the model has not seen",
              "harness/layer1.py",
              "        if n < old and long and stale and tid not in newest_turn and not cleared",
              "        if n < old and long and stale and not cleared",
-             [S06, "tests/test_layer1.py"]),
+             [S06 + "::test_layer1_never_clears_what_the_model_has_not_answered_yet"]),
+    Mutation("layer 1 clears a read of a file no later read or write shows", "harness/layer1.py",
+             '        stale = call.get("name") != "read_file" or path_of(call) in later_whole',
+             "        stale = True",
+             [S06 + "::test_a_file_stays_visible_until_a_later_read_or_write_supersedes_it"]),
+    Mutation("a write that failed counts as showing the whole file", "harness/layer1.py",
+             '    shown = call.get("name") in SHOW_WHOLE_FILE and not part and not '
+             'result.get("is_error")',
+             '    shown = call.get("name") in SHOW_WHOLE_FILE and not part',
+             [S06 + "::test_only_a_whole_read_or_write_that_worked_makes_an_earlier_read_stale"]),
     Mutation("layer 1 writes its placeholders into the history instead of a copy",
              "harness/layer1.py",
              '            message = {**message, "content": blocks}',
              '            message["content"] = blocks',
-             [S06, "tests/test_layer1.py"]),
+             [LAYER1_BATCH]),
     Mutation("a cleared result is not saved whole on disk", "harness/layer1.py",
              '    path = spill.save_for_placeholder(block.get("content"), name, saved)',
              "    path = None",
-             [S06, "tests/test_layer1.py"]),
+             [LAYER1_BATCH]),
     Mutation("layer 2 compacts again without the half-threshold growth", "s06_compact.py",
              "    return size > CONTEXT.threshold and grown > CONTEXT.threshold // 2",
              "    return size > CONTEXT.threshold",
-             [S06]),
+             [S06 + "::test_layer2_does_not_compact_again_until_new_work_has_grown_the_context"]),
+    Mutation("a compaction saves no transcript of what it summarises", "s06_compact.py",
+             "        path = transcripts.save(config.TRANSCRIPTS, messages)",
+             "        path = None",
+             [S06 + "::test_the_model_calls_compact_mid_task_and_keeps_working"]),
+    Mutation("the model is not told that the compaction it asked for failed", "s06_compact.py",
+             '                messages[-1]["content"].append(note)',
+             "                pass",
+             [S06 + "::test_slash_compact_in_the_repl_and_a_failing_summary_in_a_turn"]),
 
     # ---------------------------------------------------------------- s07: the rules
     Mutation("_clear_dependency drops the last blocker, not the finished one",
              "s07_task_system.py",
              '            task["blockedBy"] = [b for b in blockers if b != finished["id"]]',
              '            task["blockedBy"] = blockers[:-1]',
-             ["tests/test_s07_tasks.py"]),
+             ["tests/test_s07_tasks.py::test_completing_one_of_several_blockers_removes_exactly_"
+              "that_blocker"]),
+    Mutation("completing a task frees none of its dependents", "s07_task_system.py",
+             "                lines += self._clear_dependency(task)",
+             "                pass",
+             [S07_TASKS + "::test_completing_a_task_unblocks_its_dependents_and_says_so"]),
+    Mutation("reopening a finished task does not say who stopped waiting for it",
+             "s07_task_system.py",
+             "                notes += text.reopened(task, unblocked)",
+             "                pass",
+             [CONTRACT + "::test_reopening_a_completed_task_says_who_no_longer_waits"]),
+    Mutation("a task in progress or done is listed as ready to start", "s07_task_system.py",
+             '        return task["status"] == "pending" and not waiting',
+             "        return not waiting",
+             [S07_TASKS + "::test_ids_are_never_reused_after_a_delete"]),
     Mutation("the claim refusal lets an agent finish another agent's task",
              "harness/board/claims.py",
              '    if task["status"] == "in_progress" and holder and holder != agent:',
              '    if task["status"] == "in_progress" and holder and holder != agent '
              'and not status:',
-             ["tests/test_s07_tasks.py", "tests/test_s07_board.py", CONTRACT]),
+             ["tests/test_s07_tasks.py::test_status_owner_and_nothing_to_update"]),
+    Mutation("an agent may start a task in another agent's name", "harness/board/claims.py",
+             '    if status == "in_progress" and owner and owner != agent and not force:',
+             '    if status == "in_progress" and owner and owner != agent and force:',
+             [S07_TASKS + "::test_status_owner_and_nothing_to_update"]),
+    Mutation("a task set back to pending keeps its owner", "harness/board/claims.py",
+             '        change["owner"] = None             # back to pending releases it',
+             "        pass",
+             ["tests/test_s07_board.py::test_a_task_in_progress_by_another_agent_cannot_be_"
+              "started_or_completed"]),
     Mutation("a blocked task may start", "s07_task_system.py",
              '        if status in ("in_progress", "completed") and waiting:',
              '        if status == "completed" and waiting:',
-             [CONTRACT, "tests/test_s07_tasks.py"]),
+             [CONTRACT + "::test_a_blocked_task_cannot_start"]),
     Mutation("the cycle check is skipped", "s07_task_system.py",
              "                    graph.refuse_cycle(tasks, tid, dep)",
              "                    pass",
-             [CONTRACT, "tests/test_s07_tasks.py"]),
+             [CONTRACT + "::test_unknown_self_and_cyclic_blockers_are_refused_and_change_"
+                         "nothing"]),
+    Mutation("the cycle check looks only at direct blockers", "harness/board/graph.py",
+             "                stack.append(b)",
+             "                pass",
+             [CONTRACT + "::test_unknown_self_and_cyclic_blockers_are_refused_and_change_"
+                         "nothing"]),
     Mutation("a deleted task is accepted as a blocker (a note, not a refusal)",
              "s07_task_system.py",
              '            if other["status"] == "deleted":\n'
              '                raise ValueError(f"task #{dep} was deleted; it cannot block "\n'
              '                                 "anything")\n',
              "",
-             [CONTRACT + "::test_a_deleted_task_cannot_become_a_blocker",
-              "tests/test_s07_tasks.py"]),
+             [CONTRACT + "::test_a_deleted_task_cannot_become_a_blocker"]),
     Mutation("starting a task does not make the agent its owner", "harness/board/claims.py",
              '        change["owner"] = agent            # starting (or taking over) claims it',
              "        pass",
-             [CONTRACT, "tests/test_s07_tasks.py"]),
+             [CONTRACT + "::test_of_eight_concurrent_starters_exactly_one_wins_each_round"]),
     Mutation("a blocker that cannot be read counts as finished", "harness/board/graph.py",
              '        if tasks.get(blocker, {}).get("status") not in FINISHED:',
              '        if tasks.get(blocker, {"status": "completed"})["status"] not in FINISHED:',
-             ["tests/test_s07_tasks.py", "tests/test_board_hostile.py", CONTRACT]),
+             [CONTRACT + "::test_a_blocker_removed_by_hand_still_holds_its_task_back"]),
+    Mutation("a newline in a subject forges a line of the board", "harness/board/record.py",
+             '    return " ".join(str(text).split())',
+             "    return str(text)",
+             [CONTRACT + "::test_an_owner_with_newlines_or_escapes_is_one_printable_line_on_the_"
+                         "live_board"]),
+    Mutation("a NUL in a subject is stored on a folder board (PostgreSQL refuses it)",
+             "harness/board/record.py",
+             '    if "\\0" in value:      # PostgreSQL',
+             '    if False:      # PostgreSQL',
+             ["tests/test_board_hostile.py::test_a_hand_edited_file_postgresql_would_refuse_is_"
+              "flagged_and_left_as_it_is"]),
     Mutation("s07's automatic compaction (layer 2) leaves the board out", "s07_task_system.py",
              "            compact_with_board(messages, run)                  # layer 2 + board",
              "            s06.auto_compact(messages, run)                    # layer 2 + board",
-             [CONTRACT, "tests/test_s07_e2e.py"]),
+             ["tests/test_s07_e2e.py::test_an_automatic_compaction_also_brings_the_board_back"]),
     Mutation("the board is not added after a compaction", "s07_task_system.py",
              "                            attach=board_message)",
              "                            attach=None)",
-             [CONTRACT, "tests/test_s07_e2e.py"]),
+             [CONTRACT + "::test_the_board_survives_a_compaction_in_a_real_run"]),
+    Mutation("a big board after a compaction leaves out the tasks in progress",
+             "harness/board/text.py",
+             '    unfinished = [t for t in live if t["status"] not in FINISHED]\n'
+             '    lines = [f"(',
+             '    unfinished = [t for t in live if t["status"] == "pending"]\n'
+             '    lines = [f"(',
+             ["tests/test_lesson_promises.py::test_tasks_in_progress_stay_on_a_big_board_after_"
+              "a_compaction"]),
+    Mutation("a live-board notification with a non-string owner is shown as a name",
+             "harness/board/live.py",
+             '    for field in ("agent", "owner", "was_owner"):\n'
+             "        if change.get(field) is not None and not isinstance(change[field], str):\n"
+             "            return None\n",
+             "",
+             ["tests/test_board_postgres.py::test_forged_notifications_are_counted_and_never_"
+              "hide_the_real_news"]),
 
     # ---------------------------------------------------------------- s07: the file board
     Mutation("the high-water mark is ignored: a new task takes an id deleted by hand",
+             "s07_task_system.py",
+             "        largest = max(largest, self.store.high_water())",
+             "        pass",
+             [CONTRACT + "::test_an_id_removed_by_hand_is_not_given_to_a_new_task"]),
+    Mutation("the folder's high-water mark is never read: an id deleted by hand is given again",
              "harness/board/folder.py",
-             "        return max(names, mark)",
-             "        return names",
-             [CONTRACT]),
+             "        return int(text)",
+             "        return 0",
+             [CONTRACT + "::test_an_id_removed_by_hand_is_not_given_to_a_new_task"]),
     Mutation("the cross-process stamp check is removed: a warm cache misses another's task",
              "harness/board/folder.py",
              "                if self._stamp != stamp:\n"
@@ -201,32 +412,28 @@ MUTATIONS = [
              "",
              [CONTRACT + "::test_a_blocker_completed_by_a_warm_manager_frees_what_another_"
                          "manager_created"]),
+    Mutation("a listing keeps a cached task its file no longer holds (a hand edit unseen)",
+             "harness/board/folder.py",
+             "                task = hit[1] if hit and hit[0] == key else "
+             "read_task(self.dir / name)",
+             "                task = hit[1] if hit else read_task(self.dir / name)",
+             ["tests/test_board_hostile.py::test_a_cycle_closed_by_a_hand_edit_is_refused_by_a_"
+              "manager_with_a_warm_cache"]),
+    Mutation("completing a task writes back its dependents as cached, over a hand edit",
+             "harness/board/folder.py",
+             "                fresh = self.try_load(tid)",
+             "                fresh = task",
+             [CONTRACT + "::test_completing_a_blocker_keeps_a_hand_edit_made_to_its_dependent_"
+                         "since"]),
+    Mutation("a new task's file replaces one made by hand with the same id",
+             "harness/board/folder.py",
+             "            self._put(task, writer.create_in)",
+             "            self._put(task, writer.replace_in)",
+             [RESERVE_TAKEN]),
     Mutation("the folder's lock is not taken", "harness/board/folder.py",
              "                fcntl.flock(fd, fcntl.LOCK_EX)      # waits for other processes",
              "                pass",
-             [WAITS, DURABILITY]),
-    Mutation("a task file is written in place, not through a temp file and os.replace",
-             "harness/board/folder.py",
-             '            with open(tmp, "wb") as f:\n'
-             "                f.write(data)\n"
-             "                f.flush()\n"
-             "                st = os.fstat(f.fileno())  # scan()'s key: place() keeps size, "
-             "mtime, inode\n"
-             "            place(tmp, path)\n",
-             '            with open(tmp if place is os.link else path, "wb") as f:\n'
-             "                f.write(data)\n"
-             "                f.flush()\n"
-             "                st = os.fstat(f.fileno())\n"
-             "            if place is os.link:\n"
-             "                place(tmp, path)\n",
-             [DURABILITY]),
-    Mutation("a task file is copied over from its temp file instead of os.replace",
-             "harness/board/folder.py",
-             "        self._put(task, lambda tmp, path: os.replace(tmp, path))",
-             "        self._put(task, lambda tmp, path: shutil.copyfile(tmp, path))",
-             [DURABILITY]),
-
-    # ---------------------------------------------------------------- s07: the PostgreSQL board
+             [WAITS]),
     Mutation("PostgreSQL writes unblocked as NULL: a reopening cannot say who stopped waiting",
              "harness/board/postgres.py",
              '                  task["blockedBy"], task["owner"], task.get("unblocked"), '
@@ -237,7 +444,27 @@ MUTATIONS = [
              "harness/board/postgres.py",
              '        "FOR UPDATE")',
              '        "")',
-             [WAITS, CONTRACT + "::test_of_eight_concurrent_starters_exactly_one_wins_each_round"]),
+             [WAITS]),
+    Mutation("PostgreSQL's reserve replaces a task that holds the id already",
+             "harness/board/postgres.py",
+             "        return self._put(task, RESERVE)",
+             "        return self._put(task, REPLACE)",
+             [RESERVE_TAKEN]),
+    Mutation("PostgreSQL's warm cache ignores the generation: another's change is unseen",
+             "harness/board/postgres.py",
+             "                fresh = generation is not None and generation == self._generation",
+             "                fresh = self._generation is not None",
+             [CONTRACT + "::test_a_missing_task_names_the_tasks_another_agent_has_just_added"]),
+    Mutation("PostgreSQL's high-water mark is ignored: a new task takes an id deleted by hand",
+             "harness/board/postgres.py",
+             '"WHERE high_water BETWEEN 0 AND %(max)s - 1), 0)")',
+             '"WHERE false), 0)")',
+             [CONTRACT + "::test_an_id_removed_by_hand_is_not_given_to_a_new_task"]),
+    Mutation("the board's URL is shown with its password", "harness/board/postgres.py",
+             '        rest = f"{user}:***@{host_part}"',
+             "        pass",
+             ["tests/test_board_postgres.py::test_a_board_url_is_shown_with_its_password_as_"
+              "stars"]),
 ]
 
 # Names a mutation's new text uses that its file does not import.
@@ -245,8 +472,11 @@ IMPORTS = {"shutil.": "import shutil\n"}
 
 
 def copy_of_repo(into: Path) -> Path:
+    """The working tree in into/repo, and ../shared in into/shared where the repo has one."""
     copy = into / "repo"
     shutil.copytree(ROOT, copy, ignore=SKIP, symlinks=True)
+    if SHARED.is_dir():
+        shutil.copytree(SHARED, into / "shared", ignore=SKIP, symlinks=True)
     return copy
 
 
@@ -315,30 +545,52 @@ def apply(mutation: Mutation, repo: Path) -> None:
     path.write_text(source, encoding="utf-8")
 
 
-def check(mutation: Mutation, tests: list, baseline: set) -> bool:
+def check(mutation: Mutation, tests: list, baseline: set) -> tuple:
+    """(caught, the lines that say so): the mutation made in a fresh copy, its tests run."""
+    started = time.monotonic()
     deselect = [f"--deselect={test}" for test in sorted(baseline)]
     with tempfile.TemporaryDirectory(prefix="mutate_") as tmp:
         repo = copy_of_repo(Path(tmp))
         apply(mutation, repo)
         failed, skipped, code, tail = run_tests(repo, tests, ["-x", *deselect])
+    took = f"({time.monotonic() - started:.0f} s)"
     new = sorted(failed - baseline)
     if new or code not in (0, 1, 5):     # 2-4: pytest could not even run (an import error)
-        print(f"caught  {mutation.name}")
-        for test in new:
-            print(f"        by {test}")
+        lines = [f"caught  {mutation.name} {took}"] + [f"        by {test}" for test in new]
         if not new:
-            print(f"        pytest exit code {code}: {tail}")
-        return True
-    print(f"MISSED  {mutation.name}\n        every test in {' '.join(tests)} still passes")
+            lines.append(f"        pytest exit code {code}: {tail}")
+        return True, lines
+    lines = [f"MISSED  {mutation.name} {took}",
+             f"        every test in {' '.join(tests)} still passes"]
     if skipped:
-        print(f"        ({skipped} skipped: {tail.splitlines()[-1]})")
-    return False
+        lines.append(f"        ({skipped} skipped: {tail.splitlines()[-1]})")
+    return False, lines
+
+
+def parse(argv: list) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="python tests/mutate.py",
+        description="The mutation check: make each change of the list in a copy of the repo "
+                    "and run the tests it names; each must fail. Exit 0: every mutation "
+                    "caught; 1: one missed; 2: a stale entry (nothing run).",
+        epilog="The list and what kills each: tests/MUTATIONS.md.")
+    parser.add_argument("words", nargs="*",
+                        help="run only the mutations whose name contains one of these words")
+    parser.add_argument("--suite", action="store_true",
+                        help="run each mutation against the whole suite (minutes each)")
+    parser.add_argument("--after-suite", action="store_true",
+                        help="the whole suite has just passed in this tree (as in .ci/run): "
+                             "skip the run of the named tests on an unchanged copy")
+    parser.add_argument("--jobs", type=int, default=2, metavar="N",
+                        help="mutations checked at once (default 2: one for each core of "
+                             "the CI machine)")
+    return parser.parse_args(argv)
 
 
 def main(argv: list) -> int:
     started = time.monotonic()
-    suite = "--suite" in argv
-    words = [a for a in argv if a != "--suite"]
+    args = parse(argv)
+    words = args.words
     chosen = [m for m in MUTATIONS if not words or any(w.lower() in m.name.lower() for w in words)]
     if not chosen:
         print(f"no mutation matches {' '.join(words)!r}; the names are:\n  " +
@@ -351,9 +603,11 @@ def main(argv: list) -> int:
         print(f"{len({m.name for m, _ in problems})} of {len(chosen)} mutations are stale: "
               "nothing was run")
         return 2
-    every = ["tests"] if suite else sorted({t for m in chosen for t in m.tests})
-    with tempfile.TemporaryDirectory(prefix="mutate_") as tmp:
-        baseline, skipped, _, _ = run_tests(copy_of_repo(Path(tmp)), every, [])
+    every = ["tests"] if args.suite else sorted({t for m in chosen for t in m.tests})
+    baseline, skipped = set(), 0
+    if not args.after_suite:
+        with tempfile.TemporaryDirectory(prefix="mutate_") as tmp:
+            baseline, skipped, _, _ = run_tests(copy_of_repo(Path(tmp)), every, [])
     if baseline:
         print("already failing without any mutation (left out of the runs below):")
         for test in sorted(baseline):
@@ -361,7 +615,15 @@ def main(argv: list) -> int:
     if skipped:
         print(f"{skipped} of the named tests skip here (see -rs): a mutation only they would "
               "catch is MISSED")
-    caught = sum(check(m, ["tests"] if suite else m.tests, baseline) for m in chosen)
+    print(f"checking {len(chosen)} mutations, {max(args.jobs, 1)} at a time", flush=True)
+    caught = 0
+    with ThreadPoolExecutor(max_workers=max(args.jobs, 1)) as pool:
+        runs = [pool.submit(check, m, ["tests"] if args.suite else m.tests, baseline)
+                for m in chosen]
+        for run in runs:                 # in the list's order, whatever finished first
+            found, lines = run.result()
+            caught += found
+            print("\n".join(lines), flush=True)
     minutes = (time.monotonic() - started) / 60
     print(f"{caught} of {len(chosen)} mutations caught, {len(chosen) - caught} missed "
           f"({minutes:.1f} minutes)")

@@ -52,7 +52,7 @@ def test_clear_sends_the_context_editing_edit_with_its_beta_and_s06s_settings(ru
         "type": "clear_tool_uses_20250919",
         "trigger": {"type": "input_tokens", "value": s06_compact.API_CLEAR_AT},
         "keep": {"type": "tool_uses", "value": s06_compact.KEEP_RECENT},
-        "clear_tool_inputs": s06_compact.API_CLEAR_INPUTS}
+        "clear_tool_inputs": True}
     assert betas(api.headers[0]) == {"context-management-2025-06-27"}
 
 

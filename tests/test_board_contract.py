@@ -186,6 +186,41 @@ def test_reserve_refuses_a_taken_id_and_dependents_are_read_fresh(board):
     assert store.load(2)["subject"] == "Build" and store.load(4)["subject"] == "free"
 
 
+def edit_by_hand(board, task_id, description):
+    """What a person does: change a task's description in its file, or in psql."""
+    if on_postgres(board):
+        sql(board, "UPDATE tasks SET description = %s WHERE id = %s", (description, task_id))
+    else:
+        path = Path(board) / f"task_{task_id}.json"
+        task = json.loads(path.read_text(encoding="utf-8"))
+        path.write_text(json.dumps({**task, "description": description}), encoding="utf-8")
+
+
+def test_completing_a_blocker_keeps_a_hand_edit_made_to_its_dependent_since(board):
+    """The dependent is written back without the finished blocker: the copy written must be the
+    task as it is now, not as a warm cache last saw it, or a person's edit is lost."""
+    tasks = TaskManager(board)
+    tasks.create("Design")
+    tasks.create("Build", blocked_by=[1])
+    tasks.create("Warm up")
+    tasks.update(3, status="completed")       # a completion reads the board: the cache is warm
+    edit_by_hand(board, 2, "by hand: use the new API")
+    assert "Unblocked: #2 Build" in tasks.update(1, status="completed")
+    build = TaskManager(board).store.load(2)
+    assert (build["description"], build["blockedBy"]) == ("by hand: use the new API", [])
+
+
+def test_a_missing_task_names_the_tasks_another_agent_has_just_added(board):
+    """"No task #9" lists the tasks there are, so the model can pick one: a warm cache must
+    not leave out what another agent added since."""
+    a, b = TaskManager(board, agent="a"), TaskManager(board, agent="b")
+    a.create("Design")
+    a.list_all()                              # a's cache is warm
+    b.create("Build")
+    with pytest.raises(ValueError, match=r"^no task #9; existing tasks: #1, #2$"):
+        a.get(9)
+
+
 # ---------------------------------------------------------------- claims
 
 def _start_rounds(board, name, barrier, results):

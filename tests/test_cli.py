@@ -5,7 +5,9 @@ import errno
 import io
 import json
 import os
+import pathlib
 import re
+import signal
 import socket
 import struct
 import subprocess
@@ -19,7 +21,10 @@ from harness import endpoints
 from harness.run import Run
 import s03_todo
 import s07_task_system
-from conftest import ROOT, clean_env, tool_results
+from conftest import (ROOT, batch_of_three, clean_env, group_ends, popen_taking_ctrl_c,
+                      running_command, tool_results)
+from harness.pairing import INTERRUPTED, NOT_RUN
+from harness.stand_in import StandInAPI
 from harness.stand_in.script import error, message, raw, reply, text, tool
 
 
@@ -80,10 +85,12 @@ def test_demo_where_demo_cannot_be_its_folder_is_one_line_and_exit_1(run_lesson,
 def test_demo_in_a_folder_where_nothing_can_be_made_is_one_line_and_exit_1(run_main, workdir,
                                                                           monkeypatch):
     """A read-only folder (the permission is faked: the tests may run as root, who may write
-    anywhere)."""
+    anywhere). Path.mkdir is what is refused: on Python 3.10 it holds its own reference to
+    os.mkdir, so refusing os.mkdir alone faked nothing there."""
     def refuse(path, *args, **kwargs):
         raise PermissionError(errno.EACCES, "Permission denied", str(path))
     monkeypatch.setattr(os, "mkdir", refuse)
+    monkeypatch.setattr(pathlib.Path, "mkdir", refuse)
     code, out, err, api = run_main(s03_todo, "--demo", key=None)
     assert code == 1 and api.requests == [] and err.count("\n") == 1
     assert err == "error: --demo cannot run in demo/: permission denied\n"
@@ -279,15 +286,20 @@ def test_a_paste_of_several_lines_into_a_terminal_is_one_prompt(workdir):
     import select
     from harness.stand_in import StandInAPI
 
+    unread = [b""]     # what came from the terminal and was not yet looked for
+
     def read_until(fd, needle, timeout=30):
-        seen, end = b"", time.monotonic() + timeout
+        """Everything up to and including needle; what came after it stays for the next call
+        (a prompt that arrived in the same read as an answer must not be waited for again)."""
+        seen, end = unread[0], time.monotonic() + timeout
         while needle not in seen and time.monotonic() < end:
             if select.select([fd], [], [], 0.2)[0]:
                 try:
                     seen += os.read(fd, 65536)
                 except OSError:                 # the other side closed
                     break
-        return seen
+        head, found, unread[0] = seen.partition(needle)
+        return head + found
 
     with StandInAPI([reply(text("one prompt")), reply(text("second prompt"))]) as api:
         terminal, child = pty.openpty()
@@ -299,7 +311,7 @@ def test_a_paste_of_several_lines_into_a_terminal_is_one_prompt(workdir):
             assert b">> " in read_until(terminal, b">> ")
             os.write(terminal, b"first line of the paste\nsecond line of the paste\n")
             assert b"one prompt" in read_until(terminal, b"one prompt")
-            read_until(terminal, b">> ")
+            assert b">> " in read_until(terminal, b">> ")
             # a line typed on its own is its own prompt
             os.write(terminal, b"typed alone\n")
             assert b"second prompt" in read_until(terminal, b"second prompt")
@@ -513,50 +525,54 @@ def test_a_triple_quoted_block_cut_off_by_the_end_of_input_is_sent_with_a_note(r
 
 # ---------------------------------------------------------------- Ctrl-C in a batch of tool calls
 
-def _run_fake_lesson(monkeypatch, workdir, results, stdin="go\nagain\nq\n"):
-    """run_cli with an agent_loop that runs two tool calls and is interrupted in the batch."""
-    import copy
-    from harness.cli import Lesson, ToolsInterrupted, run_cli
-    monkeypatch.chdir(workdir)
-    monkeypatch.setenv("ANTHROPIC_API_KEY", "k")
-    monkeypatch.setenv("ANTHROPIC_BASE_URL", "http://127.0.0.1:9")    # never called
-    monkeypatch.setattr("sys.stdin", io.StringIO(stdin))
-    seen = []
-
-    def agent_loop(messages, run):
-        seen.append(copy.deepcopy(messages))
-        if len(seen) > 1:
-            return "the next turn"
-        messages.append({"role": "assistant", "content": [
-            {"type": "tool_use", "id": "toolu_a", "name": "write_file",
-             "input": {"path": "a.txt", "content": "x"}},
-            {"type": "tool_use", "id": "toolu_b", "name": "bash",
-             "input": {"command": "sleep 100"}}]})
-        raise ToolsInterrupted(results)
-
-    assert run_cli(Lesson("s99_fake", "A fake lesson.", agent_loop), argv=[]) == 0
-    return seen
+def repl_stopped_mid_batch(workdir, running):
+    """s03's REPL, given a prompt whose reply runs three bash calls, takes a real Ctrl-C
+    (SIGINT) while call number `running` runs, then a second prompt: (stdout, stderr, the
+    request of the second prompt)."""
+    script = [batch_of_three(running), reply(text("after interrupt"))]
+    with StandInAPI(script) as api:
+        env = clean_env(workdir.parent / "home", ANTHROPIC_API_KEY="k", ANTHROPIC_BASE_URL=api.url)
+        proc = popen_taking_ctrl_c([sys.executable, str(ROOT / "s03_todo.py")], cwd=workdir,
+                                   env=env, text=True, stdin=subprocess.PIPE,
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        proc.stdin.write("make three files\n")
+        proc.stdin.flush()
+        group = running_command(workdir, proc)
+        os.kill(proc.pid, signal.SIGINT)
+        out, err = proc.communicate("next prompt\nq\n", timeout=30)
+    assert proc.returncode == 0 and api.violations == [], err
+    assert group_ends(group)                      # Ctrl-C stopped the command too
+    return out, err, api.requests[1]
 
 
-def test_ctrl_c_in_a_batch_keeps_the_calls_that_ran(monkeypatch, capsys, workdir):
-    from harness.pairing import NOT_RUN
-    results = [{"type": "tool_result", "tool_use_id": "toolu_a",
-                "content": "Wrote 1 bytes to a.txt"},
-               {"type": "tool_result", "tool_use_id": "toolu_b", "content": NOT_RUN,
-                "is_error": True}]
-    seen = _run_fake_lesson(monkeypatch, workdir, results)
-    assert [m["role"] for m in seen[1]] == ["user", "assistant", "user", "user"]
-    assert seen[1][2] == {"role": "user", "content": results} and seen[1][3]["content"] == "again"
-    assert "turn abandoned after 1 tool call: they are kept" in capsys.readouterr().err
-
-
-def test_ctrl_c_before_any_call_of_a_batch_ran_forgets_the_turn(monkeypatch, capsys, workdir):
-    from harness.pairing import NOT_RUN
-    results = [{"type": "tool_result", "tool_use_id": t, "content": NOT_RUN, "is_error": True}
-               for t in ("toolu_a", "toolu_b")]
-    seen = _run_fake_lesson(monkeypatch, workdir, results)
-    assert seen[1] == [{"role": "user", "content": "again"}]
-    assert "turn abandoned; the conversation is as it was before it" in capsys.readouterr().err
+@pytest.mark.parametrize("running", [0, 1])
+def test_ctrl_c_in_a_batch_keeps_the_calls_that_ran_and_marks_the_one_running(workdir,
+                                                                             run_lesson, running):
+    """A real Ctrl-C while call `running` of three runs: the calls before it keep their
+    results, it is marked interrupted (it may have acted: the model checks before redoing
+    it), the rest are marked not run; the next prompt's request and the log hold the same."""
+    out, err, request = repl_stopped_mid_batch(workdir, running)
+    calls = "1 tool call" if running == 0 else f"{running + 1} tool calls"
+    assert f"turn abandoned after {calls}: they are kept in the conversation" in err
+    assert "after interrupt" in out
+    assert [(workdir / f"{n}.txt").exists() for n in ("one", "two", "three")] == [
+        n < running for n in range(3)]
+    prompt, batch, results, next_prompt = request["messages"]
+    assert prompt == {"role": "user", "content": "make three files"}
+    assert [b["type"] for b in batch["content"]] == ["tool_use"] * 3
+    ran = results["content"][:running]
+    assert [r["content"] for r in ran] == ["wrote one", "wrote two"][:running]
+    assert not any(r.get("is_error") for r in ran)
+    stopped = results["content"][running:]
+    assert [(r["content"], r["is_error"]) for r in stopped] == (
+        [(INTERRUPTED, True)] + [(NOT_RUN, True)] * (2 - running))
+    assert next_prompt == {"role": "user", "content": "next prompt"}
+    # The log holds the same: --continue sends what the REPL sent, and the answer after it.
+    proc, api = run_lesson("s03_todo", "--continue", "go on", script=[reply(text("resumed"))])
+    assert proc.returncode == 0 and api.violations == [], proc.stderr
+    assert api.requests[0]["messages"] == request["messages"] + [
+        {"role": "assistant", "content": [text("after interrupt")]},
+        {"role": "user", "content": "go on"}]
 
 
 # ---------------------------------------------------------------- the key stays with the client
@@ -571,6 +587,18 @@ def test_the_key_from_dotenv_never_reaches_a_command(run_main, workdir):
     sent = headers.get("x-api-key") or headers.get("authorization", "").removeprefix("Bearer ")
     assert code == 0 and sent == "sk-from-dotenv"
     assert tool_results(api.requests[1])[0]["content"].strip() == "key=none token=none"
+
+
+def test_the_key_in_the_real_environment_never_reaches_a_command(run_lesson):
+    """The lesson needs the key for its client; the commands the model runs do not, and one
+    that echoed it (or a script that uploaded it) would hand it to the model."""
+    command = "echo key=${ANTHROPIC_API_KEY:-none} token=${ANTHROPIC_AUTH_TOKEN:-none}"
+    script = [reply(tool("bash", {"command": command})), reply(text("done"))]
+    proc, api = run_lesson("s03_todo", "hi", script=script, key="sk-from-env",
+                           env={"ANTHROPIC_AUTH_TOKEN": "tok-from-env"})
+    assert proc.returncode == 0 and api.violations == [], proc.stderr
+    assert tool_results(api.requests[1])[0]["content"] == "key=none token=none"
+    assert "sk-from-env" not in json.dumps(api.requests) and "sk-from-env" not in proc.stderr
 
 
 def test_a_copy_of_the_dotenv_key_under_another_name_never_reaches_a_command(run_main,

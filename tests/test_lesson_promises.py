@@ -250,6 +250,20 @@ def test_a_board_too_big_to_come_back_whole_shows_its_unfinished_tasks_first(boa
     assert "Ready to start: #991 Step 991, #992 Step 992" in message
 
 
+def test_tasks_in_progress_stay_on_a_big_board_after_a_compaction(board):
+    """The view a model resumes from: a task someone is working on is not free to start, and
+    not done; dropped from the board, it would be started twice, or forgotten."""
+    add_tasks(1000, completed=990)
+    s07.TASKS.update(991, status="in_progress")
+    s07.TaskManager(str(board), agent="bob").update(992, status="in_progress")
+    assert len(s07.TASKS.list_all()) > s07.BOARD_CHARS        # too big to come back whole
+    message = s07.board_message()
+    assert "(10 unfinished, 990 done; task_list shows all)" in message
+    assert "[>] #991: Step 991 (owner: alice)" in message.splitlines()
+    assert "[>] #992: Step 992 (owner: bob)" in message.splitlines()
+    assert "Ready to start: #993 Step 993" in message
+
+
 # ---------------------------------------------------------------- s03: the calls the loop chose
 
 def call(n: int) -> ToolUseBlock:

@@ -11,7 +11,7 @@ import time
 import pytest
 
 import s03_todo
-from conftest import ROOT, clean_env, tool_results
+from conftest import ROOT, clean_env, popen_taking_ctrl_c, tool_results
 from harness.stand_in import StandInAPI
 from harness.stand_in.script import error, reply, text, tool
 
@@ -187,19 +187,6 @@ def test_the_repl_survives_an_api_error_and_keeps_a_valid_history(run_main):
     assert api.requests[1]["messages"] == [{"role": "user", "content": "two"}]
 
 
-def popen_taking_ctrl_c(*args, **kwargs) -> subprocess.Popen:
-    """subprocess.Popen, with a child that takes Ctrl-C (SIGINT) as from a terminal, even when
-    this suite was started with SIGINT ignored (`pytest &` in a shell without job control): an
-    ignored signal stays ignored through exec, and the child would never see the test's Ctrl-C;
-    a handled one is reset to the default there."""
-    saved = signal.signal(signal.SIGINT, signal.default_int_handler)
-    try:
-        return subprocess.Popen(*args, **kwargs)
-    finally:
-        if saved is not None:
-            signal.signal(signal.SIGINT, saved)
-
-
 def repl_taking_ctrl_c(workdir, env) -> subprocess.Popen:
     """s03's REPL, with pipes for stdin, stdout and stderr."""
     return popen_taking_ctrl_c([sys.executable, str(ROOT / "s03_todo.py")], cwd=workdir,
@@ -316,3 +303,55 @@ def test_ctrl_c_while_the_model_is_still_answering_abandons_the_turn(workdir):
     assert "turn abandoned; the conversation is as it was before it" in err
     assert "after interrupt" in out
     assert api.requests[1]["messages"] == [{"role": "user", "content": "next prompt"}]
+
+
+def test_a_round_with_todo_among_other_calls_resets_the_nag(run_lesson):
+    """Any todo call in a round counts: a plan updated beside other work needs no reminder.
+    Three rounds without todo after it bring the reminder back, at the third."""
+    work = reply(tool("bash", {"command": "true"}))
+    script = [work, work, reply(tool("bash", {"command": "true"}), todo("in_progress")),
+              work, work, work, reply(text("done"))]
+    proc, api = run_lesson("s03_todo", "work on it", script=script)
+    assert proc.returncode == 0 and api.violations == [], proc.stderr
+    reminded = [n for n, request in enumerate(api.requests)
+                if s03_todo.REMINDER in json.dumps(request["messages"][-1]["content"])]
+    assert reminded == [6]
+    assert proc.stderr.count(f"[harness adds: {s03_todo.REMINDER}]") == 1
+
+
+def test_a_sibling_folder_whose_name_starts_with_the_workspaces_is_outside_it(run_lesson,
+                                                                            workdir):
+    """`work-evil` beside `work` shares its name's first letters, not its inside: every file
+    tool refuses it, and the model is told why."""
+    evil = workdir.parent / f"{workdir.name}-evil"
+    evil.mkdir()
+    (evil / "secret.txt").write_text("TOP SECRET\n")
+    tries = [tool("read_file", {"path": "../work-evil/secret.txt"}),
+             tool("read_file", {"path": str(evil / "secret.txt")}),
+             tool("write_file", {"path": "../work-evil/planted.txt", "content": "x"}),
+             tool("edit_file", {"path": "../work-evil/secret.txt", "old_text": "TOP",
+                                "new_text": "NO"})]
+    proc, api = run_lesson("s03_todo", "look next door", script=[reply(*tries), reply(text("ok"))])
+    assert proc.returncode == 0 and api.violations == [], proc.stderr
+    results = tool_results(api.requests[1])
+    assert len(results) == 4
+    for result in results:
+        assert result["is_error"] is True and "outside the workspace" in result["content"]
+        assert "TOP SECRET" not in result["content"]
+    assert (evil / "secret.txt").read_text() == "TOP SECRET\n"
+    assert sorted(p.name for p in evil.iterdir()) == ["secret.txt"]
+
+
+def test_the_user_and_the_history_get_the_whole_of_a_paused_turn(run_lesson):
+    """A server that pauses a long turn (pause_turn) sends the rest in a second reply: the user
+    reads both parts, and the next prompt's request holds both as one assistant message."""
+    first, second = text("The first half of the answer."), text("The second half.")
+    script = [reply(first, stop_reason="pause_turn"), reply(second), reply(text("Yes."))]
+    proc, api = run_lesson("s03_todo", script=script, stdin="explain\nis that all?\nq\n")
+    assert proc.returncode == 0 and api.violations == [], proc.stderr
+    assert "The first half of the answer.\nThe second half." in proc.stdout
+    assert api.requests[1]["messages"][-1] == {"role": "assistant", "content": [first]}
+    assert api.requests[2]["messages"] == [
+        {"role": "user", "content": "explain"},
+        {"role": "assistant", "content": [first, second]},
+        {"role": "user", "content": "is that all?"}]

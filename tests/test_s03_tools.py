@@ -2,11 +2,14 @@
 
 import os
 import re
+import signal
+import subprocess
+import sys
 import time
 
 import pytest
 
-from conftest import call_tool
+from conftest import ROOT, call_tool
 
 import s03_todo as s03
 from harness import bash
@@ -44,6 +47,42 @@ def test_a_symlink_pointing_outside_is_refused(in_tmp):
 
 
 # ---------------------------------------------------------------- bash
+
+SIGNAL_AS_IT_STARTS = """
+import os, signal, subprocess, sys
+from pathlib import Path
+sys.path.insert(0, sys.argv[1])
+from harness import bash
+real = subprocess.Popen
+def popen(*args, **kwargs):
+    proc = real(*args, **kwargs)
+    while not Path("shell.pid").exists():     # the command is running
+        pass
+    os.kill(os.getpid(), signal.SIGTERM)      # and the signal comes before run() goes on
+    return proc
+subprocess.Popen = popen
+bash.run("echo $$ > shell.pid.tmp; mv shell.pid.tmp shell.pid; sleep 30", Path.cwd(), 60)
+"""
+
+
+def test_a_sigterm_as_the_command_starts_still_kills_the_command(tmp_path):
+    """The signal handlers are in place before the command starts: a SIGTERM in between used
+    to kill Python at once, and leave the command running with no one to stop it."""
+    proc = subprocess.run([sys.executable, "-c", SIGNAL_AS_IT_STARTS, str(ROOT)], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=60)
+    group = int((tmp_path / "shell.pid").read_text())
+    deadline = time.time() + 5                 # a killed process is gone once it is reaped
+    while time.time() < deadline:
+        try:
+            os.killpg(group, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.05)
+    else:
+        os.killpg(group, signal.SIGKILL)
+        pytest.fail("the command outlived the harness")
+    assert proc.returncode == 128 + signal.SIGTERM, proc.stderr
+
 
 def test_bash_returns_stdout_and_stderr_and_the_exit_status(in_tmp):
     out = run_bash("echo out; echo err >&2; exit 3")

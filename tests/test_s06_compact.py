@@ -325,6 +325,40 @@ def test_a_low_threshold_triggers_auto_compact_and_the_turn_completes(run_lesson
     assert "micro_compact: " in proc.stderr
 
 
+def test_a_session_shorter_than_keep_recent_loses_nothing(run_lesson, workdir):
+    """Two calls, fewer than KEEP_RECENT: however big the first one's input, every request
+    sends it whole (layer 1 keeps the newest KEEP_RECENT, and here that is all of them)."""
+    big = "line of the report\n" * 2_000          # about 9,500 tokens: a batch worth clearing
+    script = [reply(tool("write_file", {"path": "report.txt", "content": big})),
+              reply(tool("write_file", {"path": "notes.txt", "content": "short"})),
+              reply(text("both written"))]
+    proc, api = run_lesson("s06_compact", "write the report", script=script)
+    assert proc.returncode == 0 and api.violations == [], proc.stderr
+    assert len(api.requests) == 3 and s06.KEEP_RECENT > 2
+    for request in api.requests[1:]:
+        (write,) = [b for b in request["messages"][1]["content"] if b["type"] == "tool_use"]
+        assert write["input"]["content"] == big
+    assert "micro_compact" not in proc.stderr
+    assert (workdir / "report.txt").read_text() == big
+
+
+def test_what_layer_1_just_cleared_does_not_push_layer_2_to_compact(run_lesson):
+    """The API's last count still holds the result layer 1 has just cleared: taken as it is,
+    it would put the context over the threshold and compact (a summary call, details lost)
+    a conversation that, as sent, is well under it."""
+    commands = [f"printf '%{size}s' | tr ' ' {c}" for size, c in ((40_000, "a"), (3_000, "b"),
+                                                                 (3_000, "c"), (12_000, "d"))]
+    script = [reply(tool("bash", {"command": command})) for command in commands]
+    script.append(reply(text("all four looked at")))
+    proc, api = run_lesson("s06_compact", "look at the logs", script=script,
+                           summary="SUMMARY: four logs", env={"COMPACT_THRESHOLD": "14000"})
+    assert proc.returncode == 0 and api.violations == [], proc.stderr
+    assert "micro_compact: an old tool result is now a placeholder" in proc.stderr
+    assert "[compacted" not in proc.stderr and len(api.requests) == 5
+    assert not any("<summary-request>" in json.dumps(r["messages"]) for r in api.requests)
+    assert sum(api.usages[3].values()) + 3_000 > 14_000    # the count before it was cleared
+
+
 def test_slash_compact_in_the_repl_and_a_failing_summary_in_a_turn(run_main, workdir):
     script = [reply(tool("bash", {"command": "seq 1 50"})), reply(text("first")),
               reply(text("SUMMARY of the first turn")),                                 # /compact
@@ -335,8 +369,11 @@ def test_slash_compact_in_the_repl_and_a_failing_summary_in_a_turn(run_main, wor
     assert "SUMMARY of the first turn" in api.requests[3]["messages"][0]["content"]
     assert ("compaction failed, history kept: the API refused the request (400 summary "
             "refused)") in err
-    # The failed compaction kept the whole history, and the turn went on.
+    # The failed compaction kept the whole history, and the turn went on; the model that asked
+    # for it is told it did not happen (else it would go on as if its context were free).
     assert [m["role"] for m in api.requests[5]["messages"]] == ["user", "user", "assistant", "user"]
+    result, told = api.requests[5]["messages"][-1]["content"]
+    assert result["type"] == "tool_result" and told == text(s06.COMPACTION_FAILED)
 
 
 def test_a_compaction_that_cannot_save_its_transcript_keeps_the_history(in_tmp, capsys):

@@ -12,9 +12,15 @@ import pytest
 from harness.session import log as session_log
 from harness.errors import SetupError
 from harness.session.log import SessionLog, latest, load, read_session
+from harness.stand_in import StandInAPI
+from harness.stand_in.script import reply, text
 
-from conftest import ROOT
+from conftest import (ROOT, batch_of_three, clean_env, end_group, popen_taking_ctrl_c,
+                      running_command)
 from helpers import call, interrupted, result, session, valid
+
+sys.path.insert(0, str(ROOT / "bench"))
+import bench_continue  # noqa: E402
 
 
 def test_every_appended_message_is_one_line_and_loads_back_exactly(tmp_path):
@@ -122,6 +128,22 @@ def test_continue_starts_a_new_log_with_the_repaired_history_and_keeps_the_old_f
     assert load(new) == history
 
 
+def test_continue_of_a_long_log_costs_time_linear_in_its_lines():
+    """4 times the lines, about 4 times the time (bench/bench_continue.py, docs/performance.md):
+    a copy of the history for each line read made an 80,000-line log take 19 s or more. The
+    ratio is compared, not seconds (each the best of three runs). A ratio between 8 and 12, which
+    a loaded machine can make, is measured again, up to three times; a quadratic reading is
+    16 times slower at 4 times the lines, or more, every time."""
+    ratios = []
+    for _ in range(3):
+        (small, low, kept), (big, high, _) = bench_continue.best_times((10_000, 40_000))
+        ratios.append(high / low)
+        if not 2 * big / small <= ratios[-1] <= 3 * big / small:
+            break
+    assert kept == 6_667                  # every message of the smaller log came back
+    assert min(ratios) < 2 * big / small, f"4x the lines took {ratios}x the time"
+
+
 def test_continue_with_no_saved_session_says_so_in_one_line(tmp_path):
     with pytest.raises(SetupError) as exc:
         session_log.open_session(continue_latest=True, folder=tmp_path)
@@ -185,45 +207,41 @@ def test_a_writer_killed_with_sigkill_loses_at_most_its_last_line(tmp_path, ackn
 
 # ---------------------------------------------------------------- work interrupted mid-batch
 
-LOOP_WRITER = r"""
-import sys, time
-from pathlib import Path
-from harness.session import log as session_log
-log, _ = session_log.open_session(folder=Path(sys.argv[1]))
-finished = int(sys.argv[2])          # calls that finish before the kill
-messages = [{"role": "user", "content": "make three files"}]
-log.record(messages)                 # a round starts
-calls = [{"type": "tool_use", "id": f"call_{n}", "name": "bash", "input": {"command": f"touch {n}"}}
-         for n in "abc"]
-messages.append({"role": "assistant", "content": calls})
-log.record(messages)                 # the reply is on disk before its first call runs
-for call in calls[:finished]:        # each result is recorded the moment it exists
-    log.tool_result({"type": "tool_result", "tool_use_id": call["id"], "content": "done"})
-print("killing time", flush=True)    # the next call "runs" until the kill
-time.sleep(60)
-"""
-
-
-@pytest.mark.parametrize("finished", [0, 1, 3])
-def test_a_session_killed_mid_batch_resumes_with_every_call_that_ran(tmp_path, finished):
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    proc = subprocess.Popen([sys.executable, "-c", LOOP_WRITER, str(tmp_path), str(finished)],
-                            stdout=subprocess.PIPE, text=True, env=env, cwd=tmp_path)
-    assert proc.stdout.readline() == "killing time\n"
-    proc.send_signal(signal.SIGKILL)
-    proc.wait()
-    proc.stdout.close()
-    found = read_session(latest(tmp_path))
-    ids = ["call_a", "call_b", "call_c"]
-    ran = [result(id, "done") for id in ids[:finished]]
-    running = [interrupted(id) for id in ids[finished:finished + 1]]   # the one cut off
-    kept = ids[:finished + 1]
-    assert found.messages == [{"role": "user", "content": "make three files"},
-                              {"role": "assistant", "content": [call(id, command=f"touch {id[-1]}")
-                                                                for id in kept]},
-                              {"role": "user", "content": ran + running}]
-    assert valid(found.messages) is None
-    assert (found.dropped_calls, found.interrupted_calls) == (3 - len(kept), len(running))
+@pytest.mark.parametrize("signum, running", [(signal.SIGKILL, 0), (signal.SIGKILL, 1),
+                                             (signal.SIGKILL, 2), (signal.SIGINT, 1)])
+def test_a_lesson_stopped_mid_batch_resumes_with_every_call_that_ran(workdir, run_lesson,
+                                                                     signum, running):
+    """`python s03_todo.py "..."` killed (kill -9, or Ctrl-C) while the call number `running` of
+    three runs: --continue sends every call that ran with its result, the one that was
+    running marked interrupted (it may have acted), and not the one never started."""
+    script = [batch_of_three(running)]
+    with StandInAPI(script) as api:
+        env = clean_env(workdir.parent / "home", ANTHROPIC_API_KEY="k", ANTHROPIC_BASE_URL=api.url)
+        proc = popen_taking_ctrl_c([sys.executable, str(ROOT / "s03_todo.py"),
+                                    "make three files"], cwd=workdir, env=env,
+                                   stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        group = running_command(workdir, proc)
+        proc.send_signal(signum)
+        err = proc.communicate(timeout=30)[1].decode()
+        end_group(group)        # a lesson killed with -9 could not stop its command
+    assert proc.returncode == (130 if signum == signal.SIGINT else -signal.SIGKILL), err
+    proc, api = run_lesson("s03_todo", "--continue", "go on", script=[reply(text("resumed"))])
+    assert proc.returncode == 0 and api.violations == [], proc.stderr
+    prompt, batch, results, go_on = api.requests[0]["messages"]
+    assert prompt == {"role": "user", "content": "make three files"}
+    assert go_on == {"role": "user", "content": "go on"}
+    sent = script[0]["content"]
+    assert batch["content"] == [{k: c[k] for k in ("type", "id", "name", "input")}
+                                for c in sent[:running + 1]]
+    assert results["content"] == [
+        result(call["id"], f"wrote {name}")
+        for call, name in zip(sent[:running], ("one", "two"), strict=False)] + [
+        interrupted(sent[running]["id"])]
+    never = {0: "; 2 tool calls without a result left out",
+             1: "; 1 tool call without a result left out", 2: ""}
+    left_out = never[running]
+    assert ("3 messages (1 tool call stopped while it ran: its result says it may have acted"
+            f"{left_out})") in proc.stderr
 
 
 def test_results_recorded_one_by_one_and_then_as_a_message_load_once(tmp_path):

@@ -265,5 +265,7 @@ def context_command(system: str, tools: list, view_of=None, context=None):
     threshold and the window (context: s06's ContextSize). No model call."""
     def command(messages: list, run, arg: str) -> None:
         view = view_of(messages, run) if view_of else messages
+        if run.api_context is not None:     # what endpoints.ask will send of it
+            view = run.api_context.view(view)
         print_context(run.recorder, system, tools, view, context, run)
     return command
