@@ -29,7 +29,9 @@ A breakpoint asks the API to cache all before it. endpoints.ask sends one with e
 but its new blocks from the cache. The cache matches byte for byte, and from a breakpoint
 looks back at most 20 blocks for a cached start: a batch cleared further back would miss the
 cache altogether. So layer 1 adds a second breakpoint, on the last block of the message just
-before the latest batch. An entry lives 5 minutes after its last use. A changed block is
+before the latest batch. An entry lives 5 minutes after its last use, and nothing under a
+size that depends on the model is cached: 512 to 4,096 tokens, 1,024 for Sonnet 5
+(platform.claude.com/docs/en/build-with-claude/prompt-caching, 2026-12). A changed block is
 written again, with all that follows it: so layer 1 clears in rare, large batches, and the
 summary request is added at the end of the conversation, which is read from the cache.
 
@@ -39,7 +41,7 @@ transcript (and every big result, saved whole) keeps every detail for whoever ne
 New since s03: the three layers (marked lines in the loop), ContextSize, /compact. The todo
 tool is gone: the model sees its list only in old tool results, which a compaction
 summarises away (s07 brings the plan back, on disk).
-Details: harness/layer1.py and harness/transcripts.py; the API's own layers: docs/cost.md.
+Details: harness/layer1.py and harness/transcripts.py; the API's own: docs/cost.md.
 
 Run it:   python s06_compact.py "run the tests, fix what fails, and run them again"
           COMPACT_THRESHOLD=5000 python s06_compact.py      (a REPL; /compact, /context)
@@ -53,28 +55,27 @@ import s03_todo as s03
 from harness import api_context, cli, config, demos, endpoints, errors, layer1, tokens, transcripts
 from harness.session import views
 
-# Model calls a turn may make: compaction lets it go on far longer.
+# Model calls a turn may make: compaction lets it go on longer.
 MAX_STEPS = 200
 # The newest results stay whole: the model may still be using them.
 KEEP_RECENT = 3
 # A result this short is never cleared: it costs little.
 KEEP_CHARS = 400
-# A batch is cleared only if it frees at least CLEAR_AT_LEAST tokens (capped at 0.4 x the
-# threshold, so a low COMPACT_THRESHOLD still leaves layer 1 room to act), and at least
-# REWRITE_SHARE x what clearing it makes the API write to the cache again. Example, in
-# tokens: a batch of 12,000 tokens with 6,000 after it. Kept, it is read on every call:
-# 0.1 x 12,000 = 1,200 a call. Cleared, the 6,000 after it are written once at 1.25 x, not
-# read at 0.1 x: 6,900 once. As 12,000 >= 8,000 and >= 1.5 x 6,000, it is cleared, and pays
-# for itself within 6 calls.
-CLEAR_AT_LEAST = 8_000
+# A batch is cleared only if it frees at least CLEAR_AT_LEAST tokens (at most 0.4 x a low
+# COMPACT_THRESHOLD, to leave layer 1 room to act), and at least REWRITE_SHARE x what
+# clearing it makes the API write to the cache again. Example, in tokens: a batch of 12,000
+# with 6,000 after it. Kept, it is read on every call: 0.1 x 12,000 = 1,200 a call. Cleared,
+# the 6,000 after it are written once at 1.25 x, not read at 0.1 x: 6,900 once. As 12,000 >=
+# 4,000 and >= 1.5 x 6,000, it is cleared, and pays for itself within 6 calls.
+CLEAR_AT_LEAST = 4_000
 REWRITE_SHARE = 1.5
-# Tokens before layer 2 summarises; far below the window, to leave room for the summary call.
-DEFAULT_THRESHOLD = 50_000
+# Tokens before layer 2 summarises: where the bench bills least (docs/cost.md).
+DEFAULT_THRESHOLD = 30_000
 # A longer summary is cut, and says so.
 SUMMARY_MAX_TOKENS = 2000
-# --api-context: the API clears or summarises instead, where it bills least.
-API_CLEAR_AT = 30_000     # tokens, inputs too; its defaults never act
-API_COMPACT_AT = 50_000   # tokens: the least it takes
+# --api-context: the API clears or summarises, where cheapest.
+API_CLEAR_AT = 30_000     # tokens, inputs too
+API_COMPACT_AT = 50_000   # tokens: its minimum
 
 SYSTEM = ("You are a coding agent working in the current folder. Use the tools to act. "
           "When the context gets long or a phase of work is done, call compact. Be brief.")
@@ -87,8 +88,8 @@ estimate_tokens = tokens.estimate
 
 
 class ContextSize:
-    """How big the next request is: the API's count for the last call (all of it, by the
-    real tokenizer), plus about 4 characters a token since."""
+    """How big the next request is: the API's count for the last call, plus about 4
+    characters a token since."""
 
     def __init__(self) -> None:
         self.threshold = DEFAULT_THRESHOLD  # COMPACT_THRESHOLD, read by start()
@@ -121,8 +122,8 @@ def needs_compaction(view: list) -> bool:
 
 # ---------------------------------------------------------------- layer 1
 
-# What layer 1 has cleared. Once cleared, always cleared, with the same placeholder: so each
-# request repeats the last one byte for byte, and is read from the cache.
+# What layer 1 has cleared: once cleared, always, with the same placeholder, so each request
+# repeats the last one byte for byte, and is read from the cache.
 CLEARED = layer1.Cleared()
 
 
@@ -169,15 +170,15 @@ current state; decisions made and why; open next steps. Be concrete: names, path
 
 
 def summarize(messages: list, run, focus: str, system: str, tools: list) -> str:
-    """The model's summary, asked at the end of the loop's own view, with its system and
-    tools: the API reads all of that from the cache."""
+    """The model's summary, asked at the end of the loop's own view with its system and
+    tools: all of it read from the cache."""
     if focus:
         focus = f"\nAbove all, preserve: {focus}"
     view = micro_compact(messages, run, batch=False)
     view = transcripts.ask_at_end(view, SUMMARY_REQUEST.format(focus=focus))
     reply = endpoints.ask(run, system, tools, view, SUMMARY_MAX_TOKENS,
                           label="summary call")
-    # reply.said: the model's own words, not the harness's notes for the user.
+    # reply.said: the model's words, not the harness's notes for the user.
     if not reply.said:
         raise ValueError("the summary came back empty")
     # Cut short: the transcript holds the rest, and the model is told.
@@ -193,8 +194,8 @@ def auto_compact(messages: list, run, focus: str = "", system: str = SYSTEM,
     tools are the loop's, so the summary call is cached."""
     tools = tools or TOOLS
     before = CONTEXT.estimate(micro_compact(messages, run, batch=False))
-    counted = CONTEXT.reported          # the part of `before` the API counted, if any
-    # If it fails, wait for more work before trying again.
+    counted = CONTEXT.reported          # the part of `before` the API counted
+    # On failure, wait for more work before trying again.
     CONTEXT.after_compaction = before
     path = None
     try:
@@ -228,12 +229,12 @@ COMPACT_TOOL = {
 
 
 def compact_tool(focus: str = "") -> str:
-    # The loop compacts once the results are in the history: the tool only says so.
+    # The loop compacts after this step: the tool only says so.
     return "Compaction requested: it runs after this step."
 
 
 TOOLS = s03.BASE_TOOLS + [COMPACT_TOOL]
-# The dispatch table: s03's four base tools, and compact.
+# The dispatch table: s03's base tools, and compact.
 TOOL_HANDLERS = {
     "bash": s03.run_bash,
     "read_file": s03.run_read,
@@ -287,8 +288,8 @@ def repl_commands(system: str, tools: list, compact=auto_compact) -> dict:
 
 
 def start(run, args, system: str = SYSTEM, tools: list = TOOLS) -> None:
-    """When a run starts (after ./.env is read): --api-context (then layer 2 only guards the
-    window), COMPACT_THRESHOLD, and what every request starts with (system prompt, tools)."""
+    """When a run starts (after ./.env is read): --api-context, COMPACT_THRESHOLD, and the
+    prefix every request starts with."""
     run.api_context = api_context.setting(args, API_CLEAR_AT, API_COMPACT_AT, KEEP_RECENT)
     CONTEXT.threshold = config.positive_int("COMPACT_THRESHOLD", DEFAULT_THRESHOLD, "tokens")
     if run.api_context:

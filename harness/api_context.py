@@ -97,15 +97,12 @@ class Setting:
         return "the API compacts" if self.mode == COMPACT else "the API clears"
 
     def describe(self) -> str:
-        """One line for /context and /cost."""
+        """One line for /context and /cost (layers 1 and 2 step aside: harness/api_context.py)."""
         if self.mode == COMPACT:
-            what = "summarises the conversation on the server"
+            what = "summarises the conversation"
         else:
-            inputs = " (and their inputs)" if self.clear_inputs else ""
-            what = (f"clears old tool results{inputs} on the server, keeping the newest "
-                    f"{self.keep}")
-        return (f"the API (--api-context {self.mode}): it {what} past {self.trigger:,} input "
-                "tokens; layers 1 and 2 step aside, /compact is still the harness's")
+            what = f"clears old tool results, keeping the newest {self.keep},"
+        return f"the API (--api-context {self.mode}): it {what} past {self.trigger:,} tokens"
 
 
 def setting(args, clear_at: int, compact_at: int, keep: int):
@@ -219,8 +216,7 @@ def in_charge(run) -> str | None:
         return run.api_context.describe()
     if run.recorder.data.current_threshold is None:
         return None
-    return ("the harness's layers 1 and 2 (no --api-context): old results cleared in batches, "
-            "a summary past COMPACT_THRESHOLD")
+    return "the harness's layers 1 and 2 (without --api-context)"
 
 
 def _field(value, name: str):

@@ -169,7 +169,7 @@ def test_cost_context_and_the_page_say_the_api_is_in_charge_and_count_its_summar
 def test_without_the_flag_context_and_cost_say_the_harness_is_in_charge(run_main):
     code, out, err, api = run_main(s06_compact, stdin="/cost\n/context\nq\n")
     assert code == 0
-    assert out.count("the harness's layers 1 and 2 (no --api-context)") == 2
+    assert out.count("the harness's layers 1 and 2 (without --api-context)") == 2
 
 
 # ---------------------------------------------------------------- an endpoint without the beta
