@@ -33,7 +33,10 @@ replace the messages it summarises. Without each piece:
   summarise it again, and bill it again, on every call. A compaction whose summary failed
   (content null) is left out: the docs say to send back only blocks with a summary.
 - summary_steps() and announce(): a summary the server wrote would be paid for and never
-  shown: its usage is only in usage.iterations, the top-level counts leave it out.
+  shown: its usage is only in usage.iterations, the top-level counts leave it out. A reply
+  with no context_management at all (which the API always sends back) is said once: an
+  endpoint that takes the fields and ignores them would leave the context to grow, unmanaged,
+  to the model's window.
 - refused(): an endpoint without the beta answers a 400 that names it; the user would not
   know that the flag is the cause, nor that s06's own layers are the way on.
 - in_charge(): /context and /cost could not say which is managing the context.
@@ -71,6 +74,7 @@ class Setting:
     keep: int = 3               # CLEAR: the newest tool uses kept whole
     clear_inputs: bool = False  # CLEAR: their inputs cleared too
     cleared: int = 0            # CLEAR: tool uses the last reply's applied_edits counted
+    unheard: bool = False       # a reply said nothing of context management (said once)
 
     def request(self) -> dict:
         """What endpoints.ask adds to the request: the beta, and context_management."""
@@ -166,20 +170,36 @@ def summary_steps(usage) -> list:
 
 def announce(run, response) -> None:
     """What the server did in this reply, said and marked: a summary (its size before and
-    after, on the session page), or more tool results cleared."""
+    after, on the session page), or more tool results cleared; and once a run, a reply that
+    says nothing of context management (an endpoint that may ignore the beta)."""
     for block in response.content:
         if block.type == "compaction" and getattr(block, "content", None):
             _compacted(run, response.usage, block.content)
     setting = run.api_context
-    edits = _field(_field(response, "context_management"), "applied_edits") or []
-    for edit in edits:
-        uses = _field(edit, "cleared_tool_uses") or 0
-        if setting is not None and _field(edit, "type") == EDITS[CLEAR] and uses > setting.cleared:
-            freed = _field(edit, "cleared_input_tokens") or 0
-            more = terminal.plural(uses - setting.cleared, "more old tool result")
-            terminal.show_note(f"  [the API cleared {more} on the server ({uses} in all, "
-                               f"{freed:,} tokens): the history keeps them]")
-            setting.cleared = uses
+    if setting is None:
+        return
+    said = _field(response, "context_management")
+    if said is None and not setting.unheard:
+        setting.unheard = True
+        terminal.show_note("[the endpoint's reply says nothing of context management: it may "
+                           "ignore --api-context, and then only layer 2, at the model's window, "
+                           "keeps the context in bounds]")
+    if setting.mode == CLEAR:
+        _cleared(setting, _field(said, "applied_edits") or [])
+
+
+def _cleared(setting, edits: list) -> None:
+    """The clearing the reply reports: said when it cleared more than the last reply did (or
+    anything, after layer 3 made a new history)."""
+    mine = [edit for edit in edits if _field(edit, "type") == EDITS[CLEAR]]
+    uses = sum(_field(edit, "cleared_tool_uses") or 0 for edit in mine)
+    freed = sum(_field(edit, "cleared_input_tokens") or 0 for edit in mine)
+    more = uses - setting.cleared if uses >= setting.cleared else uses
+    setting.cleared = uses
+    if more:
+        results = terminal.plural(more, "more old tool result")
+        terminal.show_note(f"  [the API cleared {results} on the server ({uses} in all, "
+                           f"{freed:,} tokens): the history keeps them]")
 
 
 def _compacted(run, usage, summary: str) -> None:

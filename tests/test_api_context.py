@@ -235,3 +235,36 @@ def test_a_compaction_that_pauses_is_resumed_within_one_round(workdir, monkeypat
         {"type": "compaction", "content": SUMMARY}]}
     assert [b["type"] for b in answer.message["content"]] == ["compaction", "text"]
     assert answer.text == "Done."
+
+
+def test_a_reply_that_says_nothing_of_context_management_is_noted_once(run, capsys):
+    """An endpoint that takes the beta's fields and ignores them: the API always answers with
+    context_management (applied_edits, [] when it did nothing); a reply without it is said."""
+    run.api_context = api_context.Setting(api_context.CLEAR, 30_000)
+    silent = types.SimpleNamespace(content=[], usage={}, context_management=None)
+    api_context.announce(run, silent)
+    api_context.announce(run, silent)
+    assert capsys.readouterr().err.count("says nothing of context management") == 1
+    heard = types.SimpleNamespace(content=[], usage={}, context_management={"applied_edits": []})
+    run.api_context = api_context.Setting(api_context.CLEAR, 30_000)
+    api_context.announce(run, heard)
+    assert "says nothing" not in capsys.readouterr().err
+
+
+def test_a_clearing_is_said_when_it_grows_and_again_after_layer_3_made_a_new_history(run,
+                                                                                      capsys):
+    run.api_context = api_context.Setting(api_context.CLEAR, 30_000)
+
+    def replied(uses):
+        edit = {"type": "clear_tool_uses_20250919", "cleared_tool_uses": uses,
+                "cleared_input_tokens": 1_000 * uses}
+        said = {"applied_edits": [edit] if uses else []}
+        api_context.announce(run, types.SimpleNamespace(content=[], usage={},
+                                                        context_management=said))
+        return capsys.readouterr().err
+
+    assert "cleared 4 more old tool results" in replied(4)
+    assert replied(4) == ""                       # the same clearing, repeated: nothing new
+    assert "cleared 1 more old tool result " in replied(5)
+    assert replied(0) == ""                       # /compact: a new history, nothing cleared
+    assert "cleared 2 more old tool results" in replied(2)

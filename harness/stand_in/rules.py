@@ -21,14 +21,15 @@ end-to-end test passes on requests the real API would refuse, and proves nothing
 - the betas the anthropic-beta header names (betas=): context_management and its edits
   (clear_tool_uses_20250919, clear_thinking_20251015, compact_20260112), each field's name,
   type and bounds (a compaction trigger of at least 50,000 tokens), the header each edit needs
-  ('"anthropic-beta: compact-2026-01-12" required', the API's words for a missing one), a
-  compaction block (assistant only, a summary or null, never ""; it needs the compact edit,
-  and may open the messages), and on-demand compaction (the top-level `compaction`, which this
-  stand-in does not play: refused, saying so);
+  ('"anthropic-beta: compact-2026-01-12" required', the documented words for a missing one;
+  context editing's is assumed to be said alike), a compaction block (assistant only, a
+  summary or null, never ""; it needs the compact edit, and may open the messages), and
+  on-demand compaction (the top-level `compaction`, which this stand-in does not play:
+  refused, saying so);
 - the context window: a prompt over context_window tokens (counted by usage.py, after the
   messages a compaction block replaces are dropped) gets "prompt is too long: N tokens > M
-  maximum". One that fits but leaves less room than max_tokens is
-  accepted, as the docs say of current models: the reply stops when the window is full
+  maximum". One that fits but leaves less room than max_tokens is accepted, as the docs say
+  of current models: the reply stops when the window is full
   (cut_to_window), with stop_reason model_context_window_exceeded. Earlier models refused
   input + max_tokens over the window with a 400 instead.
 The order is the API's: the request's shape first, its length last. Simpler than the real
