@@ -147,7 +147,7 @@ def clear_new_batch(messages: list, run) -> None:
     # What the API must write again: from the batch's first message on, less the batch.
     sent = layer1.view(messages, CLEARED)
     rewritten = layer1.tokens_after(sent, batch) - batch.tokens
-    # No API count yet (a resumed session, a compaction): a cold cache has nothing to lose.
+    # No API count yet (resumed, or compacted): a cold cache has nothing to lose.
     if CONTEXT.reported is None:
         rewritten = 0
     at_least = min(CLEAR_AT_LEAST, CONTEXT.threshold * 2 // 5)
@@ -190,7 +190,7 @@ def summarize(messages: list, run, focus: str, system: str, tools: list) -> str:
 def auto_compact(messages: list, run, focus: str = "", system: str = SYSTEM,
                  tools: list = None, attach=None) -> bool:
     """Save the history, summarise it, replace it; False if that failed, and the history
-    is then as it was. attach(): text to add after the summary (s07's board). system and
+    is then as it was. attach(run): text to add after the summary (s07's board). system and
     tools are the loop's, so the summary call is cached."""
     tools = tools or TOOLS
     before = CONTEXT.estimate(micro_compact(messages, run, batch=False))
@@ -206,7 +206,7 @@ def auto_compact(messages: list, run, focus: str = "", system: str = SYSTEM,
         return transcripts.compaction_failed(exc, config.TRANSCRIPTS, path)
     text = transcripts.summary_message(summary, path)
     if attach:
-        text += "\n\n" + attach()
+        text += "\n\n" + attach(run)
     messages[:] = [{"role": "user", "content": text}]
     CLEARED.clear()                    # what layer 1 cleared left with the old history
     CONTEXT.reported = None            # the API has not counted the new history yet

@@ -100,8 +100,8 @@ class TaskManager:
                                               remove_blocked_by, owner, force)
             # Every check passed: only now does anything change.
             task.update(change)
-            # Reopening does not re-block the tasks it freed (its `unblocked`
-            # list, set by _clear_dependency); the note says how to.
+            # Reopening does not re-block the tasks it freed (`unblocked`);
+            # the note says how to.
             if before in FINISHED and task["status"] not in FINISHED:
                 unblocked = task.pop("unblocked", [])
                 notes += text.reopened(task, unblocked)
@@ -142,19 +142,14 @@ class TaskManager:
         # scan() -> (every readable task by id, a line per unreadable file);
         # validate=True also looks again at files edited by hand.
         tasks, problems = self.store.scan(validate=True)
-        order, ready = self.order(tasks), self.ready(tasks)
-        return text.board(tasks, problems, order, ready)
+        # The unfinished tasks, blockers first (a topological sort).
+        order = graph.order_line(tasks)
+        return text.board(tasks, problems, order, self.ready(tasks))
 
-    def ready(self, tasks=None) -> str:
+    def ready(self, tasks) -> str:
         """What can start now."""
-        tasks = tasks or self.store.scan(validate=True)[0]
         ready = [t for t in tasks.values() if self.can_start(t, tasks)]
         return text.ready_line(ready, tasks)
-
-    def order(self, tasks=None) -> str:
-        """The unfinished tasks, blockers first (a topological sort)."""
-        tasks = tasks or self.store.scan(validate=True)[0]
-        return graph.order_line(tasks)
 
     def get(self, task_id) -> str:
         """One task in full, with the live tasks it blocks."""
@@ -298,9 +293,10 @@ SYSTEM = ("You are a coding agent working in the current folder. Plan "
 
 # ---------------------------------------------------------------- the loop
 
-def board_message() -> str:
+def board_message(run) -> str:
     """After a compaction: the board, read fresh (see BOARD_CHARS)."""
-    name = TASKS.store.name
+    # As the user finds it from their folder.
+    name = run.screen.where(TASKS.store.name)
     terminal.show_note(f"  [the board, read from {name}, was added to the summary]")
     return text.board_message(TASKS, BOARD_CHARS)
 

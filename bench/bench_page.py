@@ -9,12 +9,19 @@ sent, after layer 1), then rendered by harness.session.page:
   compaction every 60; the page's size, the record's memory, the time a call's record takes;
 - 2,000 calls of the same (a long REPL session): memory must stay bounded;
 - a 3,000-task s07 board, each task waiting for the next 30 and the first for all, drawn at
-  six compactions and at the end: the page's size and its tallest picture.
+  six compactions and at the end: the page's size and its tallest picture;
+- 3,000 calls of the same session, for the chart: how many bars it draws, how wide the
+  narrowest is (at full width a unit of the chart is a pixel), its size, the time to render
+  the page, and, where Chromium is installed, the time a headless Chromium takes to open
+  and draw it (a screenshot of the top of the page, wall clock, its start-up included).
 No model, no network; the numbers depend only on this machine's speed (the times).
 """
 
 import re
+import shutil
+import subprocess
 import sys
+import tempfile
 import time
 import tracemalloc
 from pathlib import Path
@@ -125,8 +132,43 @@ def measure_board() -> str:
             f"{len(heights)} pictures, the tallest {max(heights):,} px")
 
 
+def measure_chart(calls: int) -> str:
+    """The chart of a long session: its bars, the narrowest, its bytes; the page's render
+    time, and Chromium's time to open and draw it."""
+    rec = session(calls)
+    started = time.perf_counter()
+    page = render(rec.data)
+    rendering = time.perf_counter() - started
+    chart = page[page.index('<svg class="chart"'):page.index("</svg>") + 6]
+    widths = [float(w) for w in re.findall(r'<rect class="\w+" x="[\d.]+" y="[\d.]+" '
+                                           r'width="([\d.]+)"', chart)]
+    bars = chart.count('<g class="call')
+    line = (f"{calls:>5} calls: the chart draws {bars:,} bars, the narrowest "
+            f"{min(widths):.1f} units wide, in {len(chart.encode('utf-8')) / 1e3:,.0f} kB; "
+            f"the page renders in {rendering:.2f} s")
+    browser = shutil.which("chromium") or shutil.which("chromium-browser")
+    if browser:
+        line += f"; Chromium opens and draws it in {draw_seconds(browser, page):.1f} s"
+    return line
+
+
+def draw_seconds(browser: str, page: str) -> float:
+    """Wall-clock seconds of one headless Chromium run that opens the page and screenshots it."""
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "page.html"
+        path.write_text(page, encoding="utf-8")
+        started = time.perf_counter()
+        subprocess.run([browser, "--headless", "--no-sandbox", "--disable-gpu",
+                        f"--user-data-dir={folder}/profile", f"--screenshot={folder}/shot.png",
+                        "--window-size=1280,900", path.as_uri()],
+                       capture_output=True, timeout=300, check=True)
+        return time.perf_counter() - started
+
+
 if __name__ == "__main__":
     print(measure_time(200), flush=True)
     for calls in (200, 1_000, 2_000):
         print(measure_session(calls), flush=True)
-    print(measure_board())
+    print(measure_board(), flush=True)
+    for calls in (10, 3_000):
+        print(measure_chart(calls), flush=True)

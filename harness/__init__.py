@@ -27,7 +27,8 @@ of its pieces. This is the reading guide; the README links here.
                                text, live (what other agents did), commands (/task), checklist
     everywhere  cli            one-shot runs, the REPL, --demo, --continue, the budget
                 config, errors settings and the client; every error and the line it becomes
-                terminal       what reaches the screen, control characters escaped
+                terminal       what reaches the screen, control characters escaped, every
+                               line fitted to the terminal's width
                 excerpt        long text cut to fit a line, a box or a preview, one way
                 writer         every file the harness makes: whole, never through a link,
                                0600 where it holds the conversation

@@ -3,12 +3,17 @@
 Relied on by all three lessons: each main() hands its Lesson (its loop, its commands, its
 demo, its start) to run_cli, which makes the Run (harness/run.py) where a run starts and
 gives it to the loop. Without each piece:
-- parsing before the SDK loads: --help takes seconds, and fails without the SDK.
+- parsing before the SDK loads: --help takes seconds, and fails without the SDK. Without
+  _unknown_flags, `--demoo` gets argparse's bare "unrecognized arguments" (on 3.10 to 3.13;
+  parse_known_args leaves the message to us on every version, so none says it twice).
+- _missing_sdk: without the SDK, one exact line to paste, from any folder: this Python and
+  the path of requirements.txt from where you are.
 - the budget (--max-steps, MAX_STEPS, StepLimit, STEPS_RAN_OUT): a turn that ran out of
   model calls exits 0 as if done, and a script cannot tell it from a finished one (it exits
   3, naming --continue). A bad MAX_STEPS is refused before anything is written.
 - no key, the REPL still opens: /tasks, /task, /context, /cost and /help need no model;
-  a typed prompt gets one line saying how to reach one.
+  a typed prompt gets one line saying how to reach one. /help lists the commands, and a
+  lesson's own help for its own (s07: /task help); a mistyped /command gets the nearest.
 - _repl's error handling (_run_turn, _run_command): one failed call, or a connection dropped
   in the middle of a reply, ends the session and loses the conversation.
 - _keep_completed (pairing.keep_completed) and ToolsInterrupted: after a failed or abandoned
@@ -40,8 +45,8 @@ import difflib
 import io
 import os
 import select
+import shlex
 import sys
-import textwrap
 from pathlib import Path
 from typing import Callable, Optional
 
@@ -64,11 +69,13 @@ HISTORY = config.TRANSCRIPTS / "repl_history"   # the REPL's earlier prompts (up
 HISTORY_LINES = 1000  # prompts kept in it
 HISTORY_BYTES = 4_000_000   # read of it at most: a thousand prompts of 4 kB
 DEMO = Path("demo")   # where --demo runs: nothing it writes lands beside your own files
+REQUIREMENTS = Path(__file__).resolve().parent.parent / "requirements.txt"
 NO_MODEL = ("no model to talk to: set ANTHROPIC_API_KEY in your environment or in ./.env (copy "
             ".env.example; any value will do for a local server at ANTHROPIC_BASE_URL), or try "
             "--demo, which needs no key")
-REPL_HELP = ('a line """ starts a prompt of several lines and the next """ ends it; '
-             "Ctrl-C clears the line; up and down recall earlier prompts")
+REPL_HELP = ('A line """ starts a prompt of several lines, and the next """ ends it. Ctrl-C '
+             "clears the line; up and down recall earlier prompts. docs/real-use.md says what "
+             "each command does.")
 
 
 class StepLimit(str):
@@ -90,7 +97,8 @@ class Lesson:
     (script, prompt, summary), played by the loopback stand-in with no key; summary answers
     compaction calls (None if the lesson does not compact). on_start(run, args) runs after
     .env is read and may return a word for the REPL banner. before_prompt() runs before each
-    REPL prompt. options: [(flags, add_argument kwargs)]; help_extra ends --help.
+    REPL prompt. options: [(flags, add_argument kwargs)]; help_extra ends --help;
+    repl_help is a line /help adds (s07: where /task's own commands are listed).
     """
     name: str
     doc: str
@@ -101,6 +109,7 @@ class Lesson:
     before_prompt: Optional[Callable] = None
     options: tuple = ()
     help_extra: str = ""
+    repl_help: str = ""
 
 
 def run_cli(lesson: Lesson, argv: list = None) -> int:
@@ -108,7 +117,9 @@ def run_cli(lesson: Lesson, argv: list = None) -> int:
     commands = {**lesson.commands, "/cost": views.cost_command, "/clear": clear}
     lesson = dataclasses.replace(lesson, commands=commands)
     parser = _parser(lesson)
-    args = parser.parse_args(argv)  # before the SDK loads, so --help is instant
+    args, unknown = parser.parse_known_args(argv)  # before the SDK loads: --help is instant
+    if unknown:
+        parser.error(_unrecognized(unknown, parser))
     if args.prompt is not None and not args.prompt.strip():
         parser.error("the prompt is empty; give a prompt, or none for the REPL")
     if lesson.demo and args.demo and args.prompt is not None:
@@ -116,8 +127,7 @@ def run_cli(lesson: Lesson, argv: list = None) -> int:
     if lesson.demo and args.demo and args.continue_:
         parser.error("--demo always starts afresh; drop --continue")
     if anthropic is None:
-        terminal.show_error("the anthropic package is not installed here: run  "
-                            "python -m pip install -r requirements.txt")
+        terminal.show_error(_missing_sdk())
         return 1
     try:
         code = _run(lesson, args)
@@ -129,10 +139,12 @@ def run_cli(lesson: Lesson, argv: list = None) -> int:
 
 def _parser(lesson: Lesson):
     repl_help = f" In the REPL: {', '.join(['/help', *lesson.commands])}."
-    epilog = textwrap.fill("Set ANTHROPIC_API_KEY (or put it in ./.env); ANTHROPIC_BASE_URL, "
-                           f"MODEL_ID and API_TIMEOUT are optional.{repl_help}", 79)
+    epilog = ("Set ANTHROPIC_API_KEY (or put it in ./.env); ANTHROPIC_BASE_URL, MODEL_ID and "
+              f"API_TIMEOUT are optional.{repl_help}")
     if lesson.help_extra:
         epilog += f"\n\n{lesson.help_extra}"
+    # argparse fits its own parts to the terminal (its width less 2); the epilog is ours.
+    epilog = terminal.fit(epilog, terminal.width(sys.stdout) - 2)
     parser = argparse.ArgumentParser(prog=f"python {lesson.name}.py",
                                      description=lesson.doc.strip().splitlines()[0],
                                      epilog=epilog,
@@ -152,6 +164,29 @@ def _parser(lesson: Lesson):
     for flags, kwargs in lesson.options:
         parser.add_argument(*flags, **kwargs)
     return parser
+
+
+def _unrecognized(unknown: list, parser) -> str:
+    """argparse's message, and "did you mean --demo?" for a flag close to one it has."""
+    known = list(parser._option_string_actions)    # argparse's table of flags (no public one)
+    hints = []
+    for word in unknown:
+        flag = word.split("=")[0]
+        close = difflib.get_close_matches(flag, known, n=1, cutoff=0.6)
+        if flag.startswith("-") and close:
+            hints.append(f"; did you mean {close[0]}?")
+    return f"unrecognized arguments: {' '.join(unknown)}{''.join(hints)}"
+
+
+def _missing_sdk() -> str:
+    """The line to paste: this Python, and requirements.txt from the folder the user is in."""
+    try:
+        requirements = os.path.relpath(REQUIREMENTS)
+    except ValueError:                # another drive (Windows): the whole path
+        requirements = str(REQUIREMENTS)
+    python = shlex.quote(sys.executable)
+    return (f"the anthropic package is not installed for this Python: run {python} -m pip "
+            f"install -r {shlex.quote(requirements)}")
 
 
 def _run(lesson: Lesson, args) -> int:
@@ -193,7 +228,7 @@ def _client_or_none(args, secrets: dict):
     except NoKey:
         if args.prompt is not None:
             raise SetupError(NO_MODEL) from None
-        terminal.show_note(f"[{NO_MODEL}; the REPL's commands work without one]")
+        terminal.show_note(f"[{NO_MODEL}; the REPL's commands work without one, but /compact]")
         return None
 
 
@@ -209,8 +244,8 @@ def _one_shot(lesson: Lesson, run: Run, history, budget, prompt) -> int:
         run.log.record(history)
         end_of_run(run)
     if isinstance(answer, StepLimit):
-        terminal.show_note(f'[to go on: python {lesson.name}.py --continue "go on"  (or raise '
-                           "--max-steps)]")
+        terminal.show_note(f'[to go on: python {lesson.name}.py --continue "go on", or raise '
+                           "--max-steps]")
         return STEPS_RAN_OUT
     return 0
 
@@ -243,7 +278,7 @@ def _repl(lesson: Lesson, run: Run, budget, banner, history):
     _tolerate_stray_bytes()
     _start_history()
     about = f" ({banner})" if banner else ""
-    terminal.show(f"{lesson.name}{about}: type a prompt ({', '.join(names)})")
+    terminal.show(f"{lesson.name}{about}: type a prompt ({', '.join(names)})", wrap=True)
     while True:
         if lesson.before_prompt:
             _run_command(lambda *_: lesson.before_prompt(), "(board news)", history, run, "")
@@ -265,7 +300,7 @@ def _repl(lesson: Lesson, run: Run, budget, banner, history):
         if word.lower() in commands:
             _run_command(commands[word.lower()], word.lower(), history, run, arg.strip())
         elif _is_command_word(word):     # answered here: a typo must not cost a model call
-            _unknown_command(word, commands)
+            _unknown_command(word, lesson)
         elif run.client is None:
             terminal.show_error(NO_MODEL)
         else:
@@ -416,11 +451,14 @@ def _is_command_word(word):
             and "/" not in word[1:])
 
 
-def _unknown_command(word, commands):
-    known = ["/help", *commands]
+def _unknown_command(word, lesson: Lesson):
+    known = ["/help", *lesson.commands]
     if word.lower() == "/help":
-        terminal.show_out(f"commands: {', '.join(known)}, q or exit to quit; {REPL_HELP}; "
-                          "anything else is a prompt")
+        said = [f"commands: {', '.join(known)}; q or exit quits; anything else is a prompt."]
+        if lesson.repl_help:
+            said.append(lesson.repl_help)
+        said.append(REPL_HELP)
+        terminal.show_out("\n".join(said))
         return
     close = difflib.get_close_matches(word.lower(), known, n=1, cutoff=0.6)
     hint = f"; did you mean {close[0]}?" if close else ""
@@ -430,14 +468,14 @@ def _unknown_command(word, commands):
 
 # ---------------------------------------------------------------- the end of a run, the demo
 
-def end_of_run(run: Run, seen_from: Path = None) -> None:
-    """The run's total, its page (session/page.py) with the path, the run closed (its log,
-    its pins). seen_from: the user's folder, when the run was in demo/."""
+def end_of_run(run: Run) -> None:
+    """The run's total, its page (session/page.py) with its path as the user finds it from
+    their folder (run.screen), the run closed (its log, its pins)."""
     run.close()
     totals = run.recorder.totals()
     terminal.show_session(totals["calls"], totals["fresh"], totals["read"], totals["written"],
                           totals["out"])
-    page.end_of_run(run.recorder, seen_from=seen_from)
+    page.end_of_run(run.recorder, screen=run.screen)
 
 
 def _run_demo(lesson: Lesson, run: Run):
@@ -449,18 +487,20 @@ def _run_demo(lesson: Lesson, run: Run):
             os.fchdir(folder)
     except OSError as exc:
         raise SetupError(f"--demo cannot run in {DEMO}/: {reason(exc)}") from None
+    run.screen.seen_from = home              # its paths are shown as demo/…, from your folder
     try:
         terminal.show_note(f"[demo] it runs in {DEMO}/: everything it writes goes there")
         script, prompt, summary = lesson.demo(run)
         with StandInAPI(script, summary=summary) as api:
-            terminal.show_note(f"[demo] a SCRIPTED stand-in model answers on {api.url}: no "
-                               "key, no network.")
+            where = api.url.removeprefix("http://")
+            terminal.show_note(f"[demo] a SCRIPTED stand-in model answers, on {where}: no "
+                               "key, no network")
             terminal.show_note("[demo] the loop, the tools and the files they write are real.")
-            terminal.show(f">> {prompt}", "36", sys.stdout)
+            terminal.show(f">> {prompt}", "36", sys.stdout, wrap=True)
             run.client = config.make_client(base_url=api.url, api_key="demo-no-key")
             messages = [{"role": "user", "content": prompt}]
             terminal.print_answer(lesson.loop(messages, run), run.screen)
-        end_of_run(run, seen_from=home)
+        end_of_run(run)
     finally:
         os.chdir(home)
     if api.violations:

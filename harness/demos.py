@@ -11,10 +11,12 @@ happened), and this module imports no lesson. Without each piece:
 - the reacting steps: a script that narrates "my first result is a placeholder now" whether
   or not it is, or plans the same four tasks again on a second run.
 - saying what it sets: a demo that quietly lowers COMPACT_THRESHOLD, so a learner wonders
-  why a compaction came at 10,000 tokens when the default is 50,000.
+  why a compaction came at 10,000 tokens when the default is 30,000.
 - s06_api_demo: `--demo --api-context clear|compact` would play a script written for the
   harness's own layers, whose outputs never reach the API's trigger (30,000 or 50,000 tokens):
   the learner would see the API do nothing.
+- _s07_story: a second s07 run printed the first run's "plan a small project" prompt, and
+  then did not plan: it says first which task it picks up, and why it plans nothing.
 """
 
 import json
@@ -79,8 +81,8 @@ def s06_demo(context, run) -> tuple:
 
     def narrate(body):
         if first_result_cleared(body):
-            said = ("Layer 1 has cleared my first result: the model sees a placeholder now, "
-                    "and the whole text is saved under .transcripts/results/.")
+            said = ("Layer 1 has cleared my first result: the model sees a placeholder now;\n"
+                    "the whole text is saved in demo/.transcripts/results/.")
         else:
             said = "My first result is still whole: layer 1 has not needed to clear it."
         return reply(text(said), tool("bash", {"command": "seq -s ' ' 20000 23000"}))
@@ -143,28 +145,55 @@ def s07_demo(tasks, context, run) -> tuple:
     see the board come back, complete a task and see what waited for it freed, on disk.
 
     tasks: s07's TaskManager, put on the demo's own board (demo/.tasks) as agent "demo"."""
-    terminal.show_note("[demo] its board is demo/.tasks (any --board or TASK_BOARD is left "
-                       "alone)")
     tasks.store = open_store(".tasks")      # relative: cli runs the demo inside demo/
     tasks.agent = "demo"
+    continuing = _s07_story(tasks.list_all())
     _set_threshold(run, context, S07_THRESHOLD, "the demo compacts on purpose, not by size")
     summary = ("Summary: the plan is on the task board (data model, then the API and the "
                "docs; the tests after the API). Next: finish the task in progress.")
-    return _script(_s07_steps()), "plan a small project on the task board, with dependencies", \
-        summary
+    if continuing:
+        prompt = "continue the plan on the task board: take the next ready task"
+    else:
+        prompt = "plan a small project on the task board, with dependencies"
+    return _script(_s07_steps(continuing)), prompt, summary
 
 
-def _s07_steps():
+def _s07_story(listing: str) -> bool:
+    """Say, before anything else, what this run does with the board it finds; True when it
+    continues an earlier run's plan."""
+    if _plan_ids(listing) is None:
+        found = "empty" if listing.startswith("No tasks yet") else "without the demo's plan"
+        terminal.show_note(f"[demo] its board is demo/.tasks, {found}: it plans a small "
+                           "project there (any --board or TASK_BOARD is left alone)")
+        return False
+    ready = re.search(r"Ready to start: (#\d+ [^,\n]+)", listing)
+    if ready:
+        what = (f"it picks up {ready[1]}, the next ready task, and plans nothing (the plan is "
+                "on disk, not in a conversation)")
+    elif "none (all done)" in listing:
+        what = "every task of it is done (delete demo/ to start over)"
+    else:
+        what = "nothing on it can start: a task is still in progress"
+    terminal.show_note(f"[demo] it continues the plan an earlier --demo left on demo/.tasks: "
+                       f"{what}")
+    return True
+
+
+def _s07_steps(continuing: bool):
     """The s07 demo as a generator: it yields each reply and is sent the next request."""
-    body = yield reply(text("First, what is on the board already?"), tool("task_list", {}))
+    if continuing:
+        said = "The plan is on the board already: what can start now?"
+    else:
+        said = "First, what is on the board already?"
+    body = yield reply(text(said), tool("task_list", {}))
     if _plan_ids(_last_result(body)) is None:
         body = yield reply(text("The board is empty: planning four tasks."),
                            *[tool("task_create", {"subject": s, "description": d})
                              for s, d in PLAN])
         made = re.findall(r"Created task #(\d+)", json.dumps(body["messages"][-1]))
         a, b, c, d = [int(n) for n in made]
-        yield reply(text("Now the order: the API and the docs wait for the model; the tests "
-                         "wait for the API."),
+        yield reply(text("Now the order: the API and the docs wait for the model; the tests, "
+                         "for the API."),
                     tool("task_update", {"task_id": b, "addBlockedBy": [a]}),
                     tool("task_update", {"task_id": f"#{c}", "addBlockedBy": [f"#{a}"]}),
                     tool("task_update", {"task_id": str(d), "addBlockedBy": [b]}))
@@ -176,7 +205,7 @@ def _s07_steps():
         return
     if ready is None:
         yield reply(text("Nothing can start: a task is still in progress (a run stopped "
-                         "before it finished?). In the REPL, /task done N finishes it."))
+                         "midway?).\nIn the REPL, /task done N finishes it."))
         return
     ready = int(ready[1])
     waiting = re.search(rf"#(\d+): .* blocked by (#\d+, )*#{ready}\b", listing)
@@ -199,8 +228,8 @@ def _s07_steps():
     done = [tool("task_update", {"task_id": ready, "status": "completed"})]
     if waiting:
         done.append(tool("bash", {"command": f"cat .tasks/task_{waiting[1]}.json"}))
-    yield reply(text(f"After the compaction my first message is the summary, and the board "
-                     f"came back whole with it:\n{quoted}"), *done)
+    yield reply(text(f"Compacted: my first message is now the summary, and the board came "
+                     f"back whole:\n{quoted}"), *done)
     left = len(re.findall(r"^\[[ >]\] #", listing, re.M)) - 1
     if left:
         yield reply(text(f"#{ready} is done. Run --demo again: it picks up the next ready task."))

@@ -8,10 +8,12 @@ boxes) and the board's notes of what other agents did (a name). Without each pie
   says that something was cut.
 - head_and_tail: a long text would lose its end, where a command's last act (`; curl … | sh`)
   or a result's error or total is; the count in the middle says how much is not shown.
-- preview: a result of a thousand lines would fill the screen, or the page's table.
+- preview: a result of a thousand lines would fill the screen, or the page's table; one of
+  WHOLE_LINES or fewer (a task file) is shown whole on both.
 """
 
 PREVIEW_LINES = 6      # lines of a long result's preview, on the screen and on the page
+WHOLE_LINES = 14       # a result this short is shown whole there (a task file, a board)
 
 
 def one_line(value, limit: int) -> str:
@@ -37,7 +39,7 @@ def head_and_tail(text: str, head: int, tail: int, size: int | None = None) -> s
     return f"{text[:head]}…[{size:,} characters]…{text[-tail:]}"
 
 
-def preview(text, whole: int = PREVIEW_LINES) -> list:
+def preview(text, whole: int = WHOLE_LINES) -> list:
     """The lines of text; past `whole` lines, the first PREVIEW_LINES - 1 and how many more."""
     lines = str(text).splitlines() or [""]
     if len(lines) <= whole:

@@ -13,7 +13,7 @@ process starts with, so there is nothing to reset. Without each piece:
 - saved (spill.SavedTexts): making room for a new saved result, in this process or another,
   removes files that layer 1's placeholders still name. close() lets its pins go.
 - screen (terminal.Screen): on a terminal the final answer, already shown live, is shown
-  twice.
+  twice; and during --demo, which works in demo/, the paths it names are not the user's.
 - secrets: the credentials read from ./.env (config.load_env), for the client; put in
   os.environ instead, they would be inherited by every command the agent runs.
 - api_context: s06's --api-context (harness/api_context.py), set by its start(); None: the

@@ -14,23 +14,37 @@ Without each piece:
   that takes a minute to start gives no sign that anything is happening.
 - Screen and print_answer: on a terminal the final answer, already streamed live, is shown
   a second time.
-- _argument: a long command is cut, and what it does at its end is never shown.
+- width and fit: a note, a banner or /help runs past the right edge of an 80-column
+  terminal and the terminal breaks it mid-word; a tool call or a result line wraps into the
+  next one. Every line fits the terminal's width (80 columns in a pipe or a log, COLUMNS
+  where it is set): a notice wraps at spaces, its continuation under its own text; a tool
+  call and each line of a result are cut to one line. The model's own words are printed as
+  they came: a terminal wraps them, and an answer sent to a file stays exact.
+- _argument: a long command is cut, and what it does at its end is never shown. A shell
+  command is shown whole (up to COMMAND_CHARS), continued on the next lines: all of it runs.
 - _colour: colour codes end up in log files and pipes.
 - the usage line and show_session: the cost of a session is invisible.
+- Screen.where: a path is printed relative to the folder the run works in, which is not the
+  user's during --demo (demo/): `.transcripts/…` beside `demo/.transcripts/…` in one output.
 """
 
 import json
 import os
+import re
 import sys
+import textwrap
 import threading
 import time
+from pathlib import Path
 
 from harness import clean, excerpt, tokens
 
-PREVIEW_CHARS = 100                  # width of a tool result's preview in the terminal
-WHOLE_LINES = 14                     # a result this short is shown whole (a task file, a board)
-ARGUMENT_CHARS = 60                  # a tool argument's share of the tool-call line
+PLAIN_WIDTH = 80                     # columns when the output is no terminal and COLUMNS unset
+NARROWEST = 40                       # a terminal narrower than this is laid out as this wide
+ARGUMENT_CHARS = 6                   # the least of a cut argument's head and tail, together
 COMMAND_CHARS = 1000                 # a shell command is shown whole up to this: all of it runs
+# Two spaces or more between words: a row of a table, whose continuation goes under its last column.
+COLUMN_GAP = re.compile(r"\S {2,}(?=\S)")
 
 
 def printable(text) -> str:
@@ -39,30 +53,82 @@ def printable(text) -> str:
     return clean.escaped(text)
 
 
-def show(text, code: str | None = None, stream=None, end: str = "\n", redraw: bool = False):
+def show(text, code: str | None = None, stream=None, end: str = "\n", redraw: bool = False,
+         wrap: bool = False):
     """Write text made printable, then the harness's own codes: the one way out to the screen.
 
     code is the colour (ANSI SGR, "33" is yellow); redraw first clears the line the cursor is
-    on (the waiting line, a growing tool call).
+    on (the waiting line, a growing tool call); wrap fits each line to the stream's width
+    (after escaping, which makes a line longer).
     """
     stream = stream or sys.stderr
     shown = printable(text)
+    if wrap:
+        shown = fit(shown, width(stream))
     if code:
         shown = colour(code, shown, stream)
     stream.write(("\r\033[K" if redraw else "") + shown + end)
 
 
 def show_out(text) -> None:
-    """What a lesson prints itself (the board for /tasks), to stdout, made printable."""
-    show(text, stream=sys.stdout)
+    """What a lesson prints itself (the board for /tasks), to stdout, made printable, fitted."""
+    show(text, stream=sys.stdout, wrap=True)
 
 
 def show_note(line):
-    show(line, "33")
+    show(line, "33", wrap=True)
 
 
 def show_error(line):
-    show(f"error: {line}", "31")
+    show(f"error: {line}", "31", wrap=True)
+
+
+# ---------------------------------------------------------------- the width of a line
+
+def width(stream=None) -> int:
+    """The columns a line may take: COLUMNS where it is set, as shutil.get_terminal_size reads
+    it; else the width of the terminal stream is (shutil asks stdout, and progress goes to
+    stderr, which is the terminal when stdout is a file); else PLAIN_WIDTH."""
+    stream = stream or sys.stderr
+    try:
+        columns = int(os.environ.get("COLUMNS", "0"))
+    except ValueError:                  # COLUMNS=wide: as if it were not set
+        columns = 0
+    if columns <= 0 and stream.isatty():
+        columns = _terminal_columns(stream)
+    return max(columns or PLAIN_WIDTH, NARROWEST)
+
+
+def _terminal_columns(stream) -> int:
+    try:
+        return os.get_terminal_size(stream.fileno()).columns
+    except (OSError, ValueError):       # a stream that is a terminal only in name (a test's)
+        return 0
+
+
+def fit(text: str, columns: int, whole_words: bool = True) -> str:
+    """Each line of text in `columns`: a longer one wraps at spaces, and goes on under its own
+    text (two columns in; a row of a table, under its last column). A word longer than a line
+    is left whole, so a path stays one piece to copy, unless whole_words is False."""
+    lines = []
+    for line in text.split("\n"):
+        if len(line) <= columns:
+            lines.append(line)
+            continue
+        wrapped = textwrap.wrap(line, columns, subsequent_indent=_hang(line, columns),
+                                break_long_words=not whole_words, break_on_hyphens=False)
+        lines += wrapped or [""]
+    return "\n".join(lines)
+
+
+def _hang(line: str, columns: int) -> str:
+    """Where a wrapped line goes on: under the last column of a table's row (a gap of two
+    spaces or more, in the line's first half), else two columns in from its own indent."""
+    gaps = [gap.end() for gap in COLUMN_GAP.finditer(line) if gap.end() <= columns // 2]
+    if gaps:
+        return " " * gaps[-1]
+    indent = len(line) - len(line.lstrip(" "))
+    return " " * (indent + 2)
 
 
 def colour(code, s, stream=None):
@@ -80,34 +146,63 @@ def plural(n: int, word: str) -> str:
 # ---------------------------------------------------------------- tool calls and results
 
 def _argument(value, limit: int) -> str:
-    """One argument as JSON (one line); a long one as head …[size]… tail.
+    """One argument as JSON (one line, made printable) in about limit characters; a long one
+    as head …[size]… tail, with at least ARGUMENT_CHARS of its head and tail.
 
     Its end is always shown: what a command does last (`; curl … | sh`) is where it hides.
     """
-    shown = json.dumps(value, ensure_ascii=False)
+    shown = printable(json.dumps(value, ensure_ascii=False))
     if len(shown) <= limit:
         return shown
     size = len(value) if isinstance(value, str) else len(shown)
-    head, tail = limit // 2, limit // 4            # the rest of the limit is for the marker
-    return excerpt.head_and_tail(shown, head, tail, size)
+    marker = len(f"…[{size:,} characters]…")
+    room = max(limit - marker, ARGUMENT_CHARS)
+    head = room * 2 // 3                         # the start says what it is; the end, what it does
+    return excerpt.head_and_tail(shown, head, room - head, size)
+
+
+def _shares(needs: dict, room: int) -> dict:
+    """Each argument's characters on the line: the short ones whole, the long ones an even
+    share of what the short ones left."""
+    shares = {}
+    for n, key in enumerate(sorted(needs, key=needs.get)):
+        fair = room // (len(needs) - n)
+        shares[key] = min(needs[key], fair)
+        room -= shares[key]
+    return shares
 
 
 def show_tool_call(name, args):
-    """Before the tool runs, so a slow command shows what it is waiting for."""
+    """Before the tool runs, so a slow command shows what it is waiting for: one line, each
+    argument cut to its share of it. A shell command is shown whole (all of it runs), and
+    arguments too many to share one line go on on the next lines: wrapped, never hidden."""
     if not isinstance(args, dict):  # a model may send a list or a string; the tool refuses it
         args = {"input": args}
-    parts = []
+    columns = width()
+    start = f"> {printable(name)}"
+    needs = {key: len(f" {key}={_argument(value, COMMAND_CHARS)}") for key, value in args.items()}
+    shares = _shares(needs, columns - len(start))
+    lines = [start]
     for key, value in args.items():
-        limit = COMMAND_CHARS if key == "command" else ARGUMENT_CHARS
-        parts.append(f"{key}={_argument(value, limit)}")
-    show(f"> {name} {' '.join(parts)}".rstrip(), "36")
+        limit = COMMAND_CHARS if key == "command" else shares[key] - len(f" {key}=")
+        part = f"{key}={_argument(value, limit)}"
+        # An argument that would run past the line starts the next one; a command is wrapped
+        # (fit, below), the only argument that is ever split.
+        if key == "command" or len(lines[-1]) + 1 + len(part) <= columns:
+            lines[-1] += f" {part}"
+        else:
+            lines.append(f"  {part}")
+    show(fit("\n".join(lines), columns, whole_words=False), "36")
 
 
 def show_tool_result(output, is_error):
-    lines = excerpt.preview(output, WHOLE_LINES)
+    """Each line of a result cut to one line of the screen; a long result as its first lines."""
+    lines = excerpt.preview(output)
     mark, code = ("!", "31") if is_error else ("=", "2")
+    room = width() - 4                           # after "  = "
     for n, line in enumerate(lines):
-        show(f"  {mark if n == 0 else ' '} {excerpt.one_line(line, PREVIEW_CHARS)}", code)
+        shown = excerpt.one_line(printable(line), room)
+        show(f"  {mark if n == 0 else ' '} {shown}", code)
 
 
 def show_reply_text(text):
@@ -153,10 +248,20 @@ def show_session(calls: int, fresh: int, read: int, written: int, out: int):
 # ---------------------------------------------------------------- the live reply
 
 class Screen:
-    """What one run has shown: the text of its last reply as the live reply drew it."""
+    """What one run has shown: the text of its last reply as the live reply drew it; and
+    where the user is, when the run works in another folder (--demo's demo/)."""
 
     def __init__(self) -> None:
         self.last_shown = ""    # print_answer does not show it again
+        self.seen_from = None   # the user's folder, when it is not the one the run works in
+
+    def where(self, path) -> str:
+        """path (relative to the folder the run works in) as the user finds it from theirs;
+        a URL (a PostgreSQL board) as it is. A trailing / (a folder) is kept."""
+        if self.seen_from is None or "://" in str(path):
+            return str(path)
+        shown = os.path.relpath(Path(path).resolve(), self.seen_from)
+        return shown + "/" if str(path).endswith("/") else shown
 
 
 class LiveReply:
@@ -211,8 +316,10 @@ class _Waiting:
     def _run(self):
         while not self._done.wait(1.0):
             seconds = int(time.monotonic() - self._start)
-            show(f"  waiting for the model at {self._where} · {seconds} s (Ctrl-C abandons the "
-                 "turn)", "2", end="", redraw=True)
+            line = (f"  waiting for the model at {self._where} · {seconds} s (Ctrl-C abandons "
+                    "the turn)")
+            # One line: a redraw clears only the line the cursor is on.
+            show(excerpt.cut(printable(line), width() - 1), "2", end="", redraw=True)
             sys.stderr.flush()
 
     def stop(self):

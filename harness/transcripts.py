@@ -12,7 +12,8 @@ Relied on by s06's auto_compact (and so by s07's compact_with_board). Without ea
   a traceback.
 - announce: the user does not see what layer 2 did, nor that a summary over
   COMPACT_THRESHOLD will not be compacted again until the context grows; the session page
-  (session/page.py, through the run's recorder) has no mark where it acted.
+  (session/page.py, through the run's recorder) has no mark where it acted. It names the
+  transcript as the user finds it (run.screen.where): `demo/.transcripts/…` during --demo.
 """
 
 import json
@@ -85,7 +86,7 @@ def announce(run, before: int, after: int, threshold: int, summary: str, path: P
     sends, system prompt and tools included; counted is the part of `before` the API counted
     (None: all of it estimated)."""
     terminal.show_note(f"[compacted: {before:,} → ~{after:,} tokens (estimated: the next call "
-                       f"counts it) · transcript {path}]")
+                       f"counts it) · transcript {run.screen.where(path)}]")
     if after > threshold:
         terminal.show_note(f"[the summary alone is over COMPACT_THRESHOLD ({after:,} > "
                            f"{threshold:,} tokens): no new compaction until the context grows "

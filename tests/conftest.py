@@ -21,13 +21,21 @@ from harness.stand_in.script import reply, tool  # noqa: E402
 
 
 def clean_env(home, **extra):
-    """The environment of a user with no key and nothing configured, plus `extra`."""
+    """The environment of a user with no key and nothing configured, plus `extra`. No
+    COLUMNS: the output is a pipe, and laid out for 80 columns, as the docs quote it."""
     env = {k: v for k, v in os.environ.items()
            if not k.startswith(("ANTHROPIC_", "CLAUDE_"))
-           and k not in ("MODEL_ID", "COMPACT_THRESHOLD", "NO_COLOR")}
+           and k not in ("MODEL_ID", "COMPACT_THRESHOLD", "NO_COLOR", "COLUMNS", "LINES")}
     env.update(HOME=str(home), PYTHONIOENCODING="utf-8", PYTHONPATH=str(ROOT))
     env.update({k: str(v) for k, v in extra.items()})
     return env
+
+
+@pytest.fixture(autouse=True)
+def plain_width(monkeypatch):
+    """Every test lays out its output for 80 columns, as a pipe is (terminal.width), whatever
+    COLUMNS the shell that runs pytest exported; a test that wants another width sets it."""
+    monkeypatch.delenv("COLUMNS", raising=False)
 
 
 @pytest.fixture

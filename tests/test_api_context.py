@@ -17,6 +17,7 @@ from harness import api_context, endpoints
 from harness.run import Run
 from harness.stand_in import StandInAPI, edits
 from harness.stand_in.script import error, reply, text, tool
+from helpers import messages, words
 
 SUMMARY = "Summary: five bulky outputs so far; nothing else was asked."
 
@@ -100,7 +101,7 @@ def test_with_clear_the_server_clears_and_the_harness_neither_clears_nor_summari
     read = json.dumps(api.prompts[-1])
     assert edits.CLEARED in read                      # the server cleared old results...
     assert edits.CLEARED not in sent                  # ...and the history sent keeps them all
-    assert "the API cleared" in proc.stderr
+    assert "the API cleared" in words(proc.stderr)
 
 
 def test_a_compaction_block_is_kept_sent_back_and_carried_across_continue(run_lesson, workdir):
@@ -114,7 +115,7 @@ def test_a_compaction_block_is_kept_sent_back_and_carried_across_continue(run_le
     after = api.requests[-1]["messages"]
     # Sent back, first: the request starts from the summary (the server drops what came before).
     assert after[0] == {"role": "assistant", "content": [block, *after[0]["content"][1:]]}
-    assert "the API compacted the conversation" in proc.stderr
+    assert "the API compacted the conversation" in words(proc.stderr)
     # The session log keeps it; --continue sends it back, and needs the flag to.
     (log,) = (workdir / ".transcripts").glob("session_*.jsonl")
     assert json.dumps(block) in log.read_text(encoding="utf-8")
@@ -124,8 +125,8 @@ def test_a_compaction_block_is_kept_sent_back_and_carried_across_continue(run_le
     assert api.violations == [] and api.requests[0]["messages"][0]["content"][0] == block
     proc, api = run_lesson("s06_compact", "--continue", "more", script=[reply(text("no"))])
     assert proc.returncode == 1 and api.requests == []
-    (line,) = proc.stderr.strip().splitlines()[-1:]
-    assert "continue it with --api-context compact" in line
+    (line,) = messages(proc.stderr)[-1:]
+    assert "continue it with --api-context compact" in words(line)
 
 
 def test_a_summary_the_server_wrote_is_counted_in_the_record(fresh_layers):
@@ -156,10 +157,11 @@ def test_cost_context_and_the_page_say_the_api_is_in_charge_and_count_its_summar
                                    summary=SUMMARY)
     assert code == 0 and api.violations == []
     assert "[summary by the API: " in err                       # its usage line
+    shown = words(out)
     assert re.search(r"\d+ model calls \(\d+ in the loop, 1 summary: 1 written by the API\)",
-                     out)
-    assert out.count("the API (--api-context compact)") == 2      # /cost and /context
-    assert "--api-context compact at 50,000" in out
+                     shown)
+    assert shown.count("the API (--api-context compact)") == 2    # /cost and /context
+    assert "--api-context compact at 50,000" in shown
     (page,) = (workdir / ".transcripts").glob("session_*.html")
     shown = page.read_text(encoding="utf-8")
     assert SUMMARY in shown and "compaction block, kept in the session log" in shown
@@ -169,7 +171,7 @@ def test_cost_context_and_the_page_say_the_api_is_in_charge_and_count_its_summar
 def test_without_the_flag_context_and_cost_say_the_harness_is_in_charge(run_main):
     code, out, err, api = run_main(s06_compact, stdin="/cost\n/context\nq\n")
     assert code == 0
-    assert out.count("the harness's layers 1 and 2 (without --api-context)") == 2
+    assert words(out).count("the harness's layers 1 and 2 (without --api-context)") == 2
 
 
 # ---------------------------------------------------------------- an endpoint without the beta
@@ -181,7 +183,7 @@ def test_an_endpoint_that_refuses_the_beta_is_one_line_and_exit_1(run_lesson):
     proc, api = run_lesson("s06_compact", "--api-context", "clear", "hi",
                            script=[error(400, REFUSED)])
     assert proc.returncode == 1
-    lines = [line for line in proc.stderr.splitlines() if line.startswith("error")]
+    lines = [words(line) for line in messages(proc.stderr) if line.startswith("error")]
     assert len(lines) == 1 and "Traceback" not in proc.stderr
     assert REFUSED in lines[0] and "run without --api-context" in lines[0]
 
@@ -189,7 +191,7 @@ def test_an_endpoint_that_refuses_the_beta_is_one_line_and_exit_1(run_lesson):
 def test_in_the_repl_a_refused_beta_fails_the_turn_and_the_repl_goes_on(run_main):
     code, out, err, api = run_main(s06_compact, "--api-context", "compact",
                                    stdin="hi\n/cost\nq\n", script=[error(400, REFUSED)])
-    assert code == 0 and "run without --api-context" in err
+    assert code == 0 and "run without --api-context" in words(err)
     assert "session so far: 0 model calls" in out                # /cost still answers
 
 
@@ -205,13 +207,13 @@ def test_a_compaction_block_without_a_summary_is_left_out_and_said(capsys):
     block = {"type": "compaction", "content": None}
     setting = api_context.Setting(api_context.COMPACT, 50_000)
     kept = api_context.kept_blocks(setting, [block, text("go on")])
-    assert kept == [text("go on")] and "compaction failed" in capsys.readouterr().err
+    assert kept == [text("go on")] and "compaction failed" in words(capsys.readouterr().err)
 
 
 def test_a_compaction_block_in_a_run_that_did_not_ask_for_one_is_left_out(capsys):
     block = {"type": "compaction", "content": "a summary"}
     assert api_context.kept_blocks(None, [block, text("hi")]) == [text("hi")]
-    assert "did not ask the API to compact" in capsys.readouterr().err
+    assert "did not ask the API to compact" in words(capsys.readouterr().err)
 
 
 def test_a_compaction_that_pauses_is_resumed_within_one_round(workdir, monkeypatch):
@@ -244,7 +246,7 @@ def test_a_reply_that_says_nothing_of_context_management_is_noted_once(run, caps
     silent = types.SimpleNamespace(content=[], usage={}, context_management=None)
     api_context.announce(run, silent)
     api_context.announce(run, silent)
-    assert capsys.readouterr().err.count("says nothing of context management") == 1
+    assert words(capsys.readouterr().err).count("says nothing of context management") == 1
     heard = types.SimpleNamespace(content=[], usage={}, context_management={"applied_edits": []})
     run.api_context = api_context.Setting(api_context.CLEAR, 30_000)
     api_context.announce(run, heard)
@@ -261,10 +263,10 @@ def test_a_clearing_is_said_when_it_grows_and_again_after_layer_3_made_a_new_his
         said = {"applied_edits": [edit] if uses else []}
         api_context.announce(run, types.SimpleNamespace(content=[], usage={},
                                                         context_management=said))
-        return capsys.readouterr().err
+        return words(capsys.readouterr().err)
 
     assert "cleared 4 more old tool results" in replied(4)
     assert replied(4) == ""                       # the same clearing, repeated: nothing new
-    assert "cleared 1 more old tool result " in replied(5)
+    assert "cleared 1 more old tool result on" in replied(5)
     assert replied(0) == ""                       # /compact: a new history, nothing cleared
     assert "cleared 2 more old tool results" in replied(2)

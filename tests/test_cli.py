@@ -20,12 +20,14 @@ import pytest
 from harness import endpoints
 from harness.run import Run
 import s03_todo
+import s06_compact
 import s07_task_system
 from conftest import (ROOT, batch_of_three, clean_env, group_ends, popen_taking_ctrl_c,
                       running_command, tool_results)
 from harness.pairing import INTERRUPTED, NOT_RUN
 from harness.stand_in import StandInAPI
 from harness.stand_in.script import error, message, raw, reply, text, tool
+from helpers import messages, words
 
 
 class Terminal(io.StringIO):
@@ -72,7 +74,7 @@ def test_demo_where_demo_cannot_be_its_folder_is_one_line_and_exit_1(run_lesson,
         (workdir / "demo").symlink_to(elsewhere)
     proc, api = run_lesson("s03_todo", "--demo", key=None)
     assert proc.returncode == 1 and api.requests == [] and proc.stdout == ""
-    assert proc.stderr.count("\n") == 1 and proc.stderr.startswith("error: --demo "), proc.stderr
+    assert len(messages(proc.stderr)) == 1 and proc.stderr.startswith("error: --demo "), proc.stderr
     said = {"a file": "demo is a file, not a folder", "a dangling link": "demo is a symbolic link",
             "a link to a folder": "demo is a symbolic link"}[in_the_way]
     assert said in proc.stderr
@@ -92,14 +94,14 @@ def test_demo_in_a_folder_where_nothing_can_be_made_is_one_line_and_exit_1(run_m
     monkeypatch.setattr(os, "mkdir", refuse)
     monkeypatch.setattr(pathlib.Path, "mkdir", refuse)
     code, out, err, api = run_main(s03_todo, "--demo", key=None)
-    assert code == 1 and api.requests == [] and err.count("\n") == 1
+    assert code == 1 and api.requests == [] and len(messages(err)) == 1
     assert err == "error: --demo cannot run in demo/: permission denied\n"
 
 
 def test_a_dotenv_that_is_not_utf8_is_one_line(run_main, workdir):
     (workdir / ".env").write_bytes("ANTHROPIC_API_KEY=x\n".encode("utf-16"))
     code, out, err, api = run_main(s03_todo, "hi", key=None)
-    assert code == 1 and "is not UTF-8 text; save it as UTF-8" in err and err.count("\n") == 1
+    assert code == 1 and "is not UTF-8 text; save it as UTF-8" in err and len(messages(err)) == 1
 
 
 def test_an_empty_variable_does_not_hide_the_dotenv_value(run_main, workdir):
@@ -134,8 +136,8 @@ def test_a_proxy_in_the_environment_never_carries_loopback_traffic(run_lesson):
 ])
 def test_a_live_endpoint_that_is_not_the_messages_api_is_one_line(run_main, step, said):
     code, out, err, api = run_main(s03_todo, "hi", script=[step])
-    assert code == 1 and said in err and api.url in err, err
-    assert err.count("\n") == 1 and "Traceback" not in err
+    assert code == 1 and said in words(err) and api.url in words(err), err
+    assert len(messages(err)) == 1 and "Traceback" not in words(err)
 
 
 def test_usage_that_is_missing_or_null_never_crashes(run_main):
@@ -261,8 +263,52 @@ def test_unknown_slash_commands_are_answered_locally(run_main):
                                    stdin="/help\n/taks\n/nope\n/etc/hosts is odd?\nq\n",
                                    script=[reply(text("a path is a prompt"))])
     assert code == 0 and len(api.requests) == 1 and "a path is a prompt" in out
-    assert "commands: /help, /tasks, /task, /compact, /context, /cost, /clear" in out
-    assert "unknown command /taks; did you mean /tasks?" in err and "unknown command /nope (" in err
+    assert "commands: /help, /tasks, /task, /compact, /context, /cost, /clear" in words(out)
+    assert "unknown command /taks; did you mean /tasks?" in words(err)
+    assert "unknown command /nope (" in err
+
+
+def test_help_names_where_the_task_commands_are_listed_in_s07_only(run_main):
+    code, out, err, api = run_main(s07_task_system, stdin="/help\nq\n")
+    assert code == 0 and "/task help lists what /task does" in out and api.requests == []
+    code, out, err, api = run_main(s06_compact, stdin="/help\nq\n")
+    assert code == 0 and "/task" not in out and "commands: /help, /compact" in words(out)
+
+
+@pytest.mark.parametrize("typed, meant", [("--demoo", "--demo"), ("--contineu", "--continue"),
+                                          ("--max-step=3", None), ("--bord", "--board")])
+def test_a_mistyped_flag_is_refused_with_the_nearest_one(run_main, typed, meant):
+    """argparse says "unrecognized arguments" on Python 3.10 to 3.13; the nearest flag is
+    ours, said once on every version (an abbreviation argparse accepts is no typo)."""
+    code, out, err, api = run_main(s07_task_system, typed, "plan it",
+                                   script=[reply(text("planned"))])
+    if meant is None:
+        assert code == 0 and "planned" in out, err
+        return
+    assert code == 2 and api.requests == [] and "Traceback" not in err
+    assert f"unrecognized arguments: {typed}; did you mean {meant}?" in words(err)
+    assert words(err).count("did you mean") == 1
+    code, out, err, api = run_main(s07_task_system, "--zzz", "plan it")
+    assert code == 2 and "unrecognized arguments: --zzz" in err and "did you mean" not in err
+
+
+def test_without_the_sdk_the_line_to_paste_works_from_any_folder(workdir):
+    """The SDK missing (a sitecustomize hides it), run from a folder that is not the repo's:
+    the line names this Python and requirements.txt from here, with single spaces."""
+    shim = workdir.parent / "no-sdk"
+    shim.mkdir()
+    (shim / "sitecustomize.py").write_text("import sys\nsys.modules['anthropic'] = None\n")
+    env = clean_env(workdir.parent / "home", ANTHROPIC_API_KEY="k")
+    env["PYTHONPATH"] = f"{shim}:{ROOT}"
+    proc = subprocess.run([sys.executable, str(ROOT / "s03_todo.py"), "hi"], cwd=workdir,
+                          env=env, capture_output=True, text=True, timeout=30)
+    assert proc.returncode == 1 and len(messages(proc.stderr)) == 1, proc.stderr
+    (said,) = messages(proc.stderr)
+    found = re.fullmatch(r"error: the anthropic package is not installed for this Python: run "
+                         r"(\S+) -m pip install -r (\S+)", said)
+    assert found and found[1] == sys.executable, said
+    assert (workdir / found[2]).resolve() == ROOT / "requirements.txt"
+    assert not (workdir / "requirements.txt").exists()
 
 
 def test_a_turn_that_fails_after_tool_calls_keeps_them_so_a_retry_does_not_duplicate(
@@ -403,17 +449,17 @@ def test_a_stream_that_drops_mid_reply_is_one_line_and_exit_1(run_main, how, sai
     with DroppingEndpoint([how]) as endpoint:
         code, out, err, api = run_main(s03_todo, "hi", env={"ANTHROPIC_BASE_URL": endpoint.url,
                                                             "API_TIMEOUT": "0.5"})
-    assert code == 1 and said in err and endpoint.url in err, err
-    assert err.count("\n") == 1 and "Traceback" not in err
+    assert code == 1 and said in words(err) and endpoint.url in words(err), err
+    assert len(messages(err)) == 1 and "Traceback" not in words(err)
 
 
 def test_after_a_dropped_stream_the_repl_keeps_the_conversation_and_the_next_prompt_works(run_main):
     with DroppingEndpoint(["ok", "reset", "ok"]) as endpoint:
         code, out, err, api = run_main(s03_todo, stdin="first\nsecond\nthird\nq\n",
                                        env={"ANTHROPIC_BASE_URL": endpoint.url})
-    assert code == 0 and out.count("Hello there") == 2 and "Traceback" not in err
-    assert "dropped in the middle of the reply" in err
-    assert "[turn failed; the conversation is as it was" in err
+    assert code == 0 and out.count("Hello there") == 2 and "Traceback" not in words(err)
+    assert "dropped in the middle of the reply" in words(err)
+    assert "[turn failed; the conversation is as it was" in words(err)
     third = endpoint.requests[2]["messages"]
     assert [m["role"] for m in third] == ["user", "assistant", "user"]
     assert third[0]["content"] == "first" and third[2]["content"] == "third"
@@ -487,7 +533,7 @@ def test_an_answer_piped_into_a_reader_that_has_gone_ends_quietly(workdir):
 def test_a_base_url_without_a_scheme_is_named_before_any_request(run_main, url):
     code, out, err, api = run_main(s03_todo, "hi", env={"ANTHROPIC_BASE_URL": url})
     assert code == 1 and "has no scheme" in err and f"http://{url}" in err, err
-    assert err.count("\n") == 1
+    assert len(messages(err)) == 1
 
 
 @pytest.mark.parametrize("url, said", [
@@ -497,8 +543,8 @@ def test_a_base_url_without_a_scheme_is_named_before_any_request(run_main, url):
 ])
 def test_a_malformed_base_url_is_one_line_naming_what_is_wrong(run_main, url, said):
     code, out, err, api = run_main(s03_todo, "hi", env={"ANTHROPIC_BASE_URL": url})
-    assert code == 1 and f"ANTHROPIC_BASE_URL={url!r} {said}" in err, err
-    assert err.count("\n") == 1 and "Traceback" not in err
+    assert code == 1 and f"ANTHROPIC_BASE_URL={url!r} {said}" in words(err), err
+    assert len(messages(err)) == 1 and "Traceback" not in words(err)
 
 
 def test_a_base_url_ending_in_v1_is_named_on_its_404(run_main):

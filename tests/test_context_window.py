@@ -19,6 +19,7 @@ from harness.session.record import Recorder
 from harness.stand_in import StandInAPI
 from harness.stand_in.script import is_summary_request, reply, tool
 from harness.stand_in.usage import prompt_tokens
+from helpers import messages, words
 
 WINDOW = 4_000       # tokens: one bulky tool result overflows it
 THRESHOLD = 4_500    # above the window, so compaction is first tried when it can no longer work
@@ -57,7 +58,7 @@ def test_a_conversation_over_the_window_fails_to_compact_in_one_line_keeps_its_h
 
     # Each compaction attempt is one line that says why, with the API's numbers, and where the
     # transcript is; nothing else about it is printed.
-    failed = [line for line in proc.stderr.splitlines() if "compaction" in line]
+    failed = [line for line in messages(proc.stderr) if "compaction" in line]
     assert len(failed) == 2
     for line, request in zip(failed, (summary, manual), strict=True):
         assert line.startswith(
@@ -65,7 +66,7 @@ def test_a_conversation_over_the_window_fails_to_compact_in_one_line_keeps_its_h
         assert f"({'400 ' + too_long(request)})" in line
         assert "transcript .transcripts/transcript_" in line
     # The turns that overflow say so in one error line each, and say what was kept.
-    errors = [line for line in proc.stderr.splitlines() if line.startswith("error:")]
+    errors = [line for line in messages(proc.stderr) if line.startswith("error:")]
     assert errors == [f"error: the API refused the request (400 {too_long(r)})"
                       for r in (turn1, turn2)]
     assert "[turn failed after 1 tool call: they are kept in the conversation" in proc.stderr
@@ -98,15 +99,17 @@ def context_with_window(monkeypatch, capsys, window, reported):
 
 def test_context_shows_the_models_window_used_and_free(monkeypatch, capsys):
     report = context_with_window(monkeypatch, capsys, 10_000, 1_234)
-    line = next(line for line in report.splitlines() if line.startswith("  window "))
-    assert "1,234 of 10,000 tokens used (12.3%), 8,766 free (87.7%)" in line
-    assert re.search(r"\[(#+)(·+)\]", line)[1] == "#" * round(60 * 0.1234)
+    lines = report.splitlines()
+    bar = next(n for n, line in enumerate(lines) if line.startswith("  window "))
+    assert "1,234 of 10,000 tokens used (12.3%), 8,766 free (87.7%)" in lines[bar + 1]
+    columns = 80 - views.LABEL - 2                                # a pipe's 80 columns
+    assert re.search(r"\[(#+)(·+)\]", lines[bar])[1] == "#" * round(columns * 0.1234)
     assert report.index("  threshold ") < report.index("  window ")          # beside it
 
 
 def test_context_says_when_the_context_no_longer_fits_the_window(monkeypatch, capsys):
     report = context_with_window(monkeypatch, capsys, WINDOW, WINDOW + 500)
-    assert "over it by 500: the API refuses a request this long" in report
+    assert "over it by 500: the API refuses a request this long" in words(report)
 
 
 def test_the_window_is_the_default_models_without_context_window(monkeypatch, capsys):

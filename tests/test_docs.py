@@ -18,6 +18,7 @@ import test_bench_tokens
 import test_readme
 from conftest import ROOT
 from harness.stand_in.script import reply, text, tool
+from helpers import words
 from readme_blocks import assert_matches, checked_block, markers, quoting_files, runs
 from test_board_contract import pg_board, pg_url  # noqa: F401  (fixtures: a server, a schema)
 
@@ -26,11 +27,6 @@ DOCS = ROOT / "docs"
 
 def page(name):
     return (DOCS / name).read_text(encoding="utf-8")
-
-
-def flat(text):
-    """Text with every run of spaces and newlines as one space: a phrase may wrap anywhere."""
-    return " ".join(text.split())
 
 
 # ---------------------------------------------------------------- the blocks of docs/
@@ -43,8 +39,11 @@ def test_context_and_cost_match_the_session_page_after_the_walkthroughs_plan(wor
                                        env=test_readme.NAME)
     assert code == 0, shown
     assert_matches("context-and-cost", run.lines, shown)
+    from harness import terminal
     from harness.session import views
-    assert views.BAR_WIDTH == 60 and "one letter per sixtieth of the request" in page("session.md")
+    bar = re.search(r"what fills it  \[(.*)\]", "\n".join(run.lines))[1]
+    assert len(bar) == terminal.PLAIN_WIDTH - views.LABEL - 2 == 61
+    assert "61 columns in the 80 of a pipe" in words(page("session.md"))
 
 
 COUNTING = [reply(text(f"Counting: {n}."), tool("bash", {"command": f"echo {n}"}))
@@ -100,7 +99,7 @@ def test_what_bob_sees_of_alices_work_on_a_postgresql_board(pg_board, tmp_path):
         watcher.close()
     doc = page("many-machines.md")
     assert_matches("live-board", checked_block(doc, "live-board"), "\n".join(seen))
-    assert f"was refused: `{refused.value}`" in flat(doc)
+    assert f"was refused: `{refused.value}`" in words(doc)
 
 
 def test_a_board_server_that_is_down_is_one_line_without_its_password(workdir):
@@ -184,8 +183,8 @@ CHECKED = {
         [test_readme.test_the_board_planned_by_hand_outlives_the_process_without_a_key],
     ("README.md", "walkthrough-model"):
         [test_readme.test_the_steps_that_need_a_model_match_the_readme_with_a_scripted_model],
-    ("README.md", "walkthrough-no-model"):
-        [test_readme.test_without_a_model_those_steps_are_refused_in_one_line_each],
+    ("docs/real-use.md", "walkthrough-no-model"):
+        [test_readme.test_without_a_model_those_steps_are_refused_with_one_message_each],
     ("docs/cost.md", "cost-table"):
         [T.test_the_docs_describe_the_constants_s06_has,
          T.test_a_made_up_shapes_row_in_the_docs_is_what_the_bench_prints_for_it,
@@ -280,15 +279,19 @@ def test_the_settings_table_lists_every_setting_the_code_reads():
 def test_the_defaults_and_bounds_the_pages_quote_are_the_codes():
     import s03_todo
     import s06_compact
-    from harness import bash, config, spill, terminal
+    from harness import bash, config, excerpt, spill, terminal
+    from harness.session import page as session_page
     real_use, long_sessions, limits = page("real-use.md"), page("long-sessions.md"), page(
         "limits.md")
     quoted = {
+        page("session.md"): [f"The chart draws at most {session_page.MAX_BARS} bars",
+                             f"whole up to {excerpt.WHOLE_LINES} lines, as the terminal shows it"],
         real_use: [f"the model (default `{config.DEFAULT_MODEL}`)",
                    f"between two pieces of a reply (default {config.DEFAULT_TIMEOUT})",
                    f"above this many tokens (default {s06_compact.DEFAULT_THRESHOLD:,})",
                    f"(default {config.DEFAULT_WINDOW:,}, the default model's)",
-                   f"default {s03_todo.MAX_STEPS} in s03, {s06_compact.MAX_STEPS} in s06 and s07"],
+                   f"default {s03_todo.MAX_STEPS} in s03, {s06_compact.MAX_STEPS} in s06 and s07",
+                   f"({terminal.PLAIN_WIDTH} columns when the output is a pipe or a file"],
         long_sessions: [
             f"The default is {s06_compact.MAX_STEPS} in s06 and s07",
             f"s03 keeps {s03_todo.MAX_STEPS}",
@@ -306,14 +309,14 @@ def test_the_defaults_and_bounds_the_pages_quote_are_the_codes():
                  "(the three newest, `KEEP_RECENT` in s06)"],
     }
     missing = [phrase for text, phrases in quoted.items() for phrase in phrases
-               if flat(phrase) not in flat(text)]
+               if words(phrase) not in words(text)]
     assert missing == []
     assert s06_compact.KEEP_RECENT == 3        # "the three newest" in limits.md
 
 
 def test_the_cache_minimum_the_docs_quote_is_s06s_with_its_source():
     import s06_compact
-    doc = flat(s06_compact.__doc__)
+    doc = words(s06_compact.__doc__)
     assert "1,024 for Sonnet 5 (platform.claude.com/docs/en/build-with-claude/prompt-caching" in doc
-    assert "below the model's minimum for caching, 1,024 tokens for the default model" in flat(
+    assert "below the model's minimum for caching, 1,024 tokens for the default model" in words(
         page("session.md"))

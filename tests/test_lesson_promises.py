@@ -229,21 +229,21 @@ def add_tasks(n: int, completed: int = 0) -> None:
 
 def test_a_board_of_41_tasks_with_one_unfinished_keeps_what_can_start(board):
     add_tasks(41, completed=40)
-    assert "Ready to start: #41 Step 41" in s07.board_message()
+    assert "Ready to start: #41 Step 41" in s07.board_message(Run())
 
 
 def test_a_board_next_to_3000_unreadable_files_is_bounded_in_characters(board):
     add_tasks(3)
     for n in range(4, 3004):
         (board / f"task_{n}.json").write_text("{ not json")
-    message = s07.board_message()
+    message = s07.board_message(Run())
     assert len(message) <= s07.BOARD_CHARS + 200, len(message)
     assert "#1: Step 1" in message and "Ready to start: #1 Step 1, #2 Step 2, #3 Step 3" in message
 
 
 def test_a_board_too_big_to_come_back_whole_shows_its_unfinished_tasks_first(board):
     add_tasks(1000, completed=990)
-    message = s07.board_message()
+    message = s07.board_message(Run())
     assert len(message) <= s07.BOARD_CHARS + 200, len(message)
     assert "(10 unfinished, 990 done; task_list shows all)" in message
     assert len(re.findall(r"^\[ \] #\d+: Step \d+$", message, re.M)) == 10
@@ -257,7 +257,7 @@ def test_tasks_in_progress_stay_on_a_big_board_after_a_compaction(board):
     s07.TASKS.update(991, status="in_progress")
     s07.TaskManager(str(board), agent="bob").update(992, status="in_progress")
     assert len(s07.TASKS.list_all()) > s07.BOARD_CHARS        # too big to come back whole
-    message = s07.board_message()
+    message = s07.board_message(Run())
     assert "(10 unfinished, 990 done; task_list shows all)" in message
     assert "[>] #991: Step 991 (owner: alice)" in message.splitlines()
     assert "[>] #992: Step 992 (owner: bob)" in message.splitlines()

@@ -22,6 +22,9 @@ from harness.stand_in import StandInAPI
 from harness.stand_in.script import reply, text, tool
 from readme_blocks import assert_matches, checked_block, mismatch, runs, terminal_view
 
+sys.path.insert(0, str(ROOT / "tools"))
+import session_screenshot  # noqa: E402
+
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 PROMPT = "s07 >> "          # what the s07 REPL prints before it reads a line
 NO_MODEL = "[no model to talk to: "   # the REPL's first line without a key
@@ -220,6 +223,24 @@ def test_the_s06_demo_matches_the_readme_and_its_page_marks_the_batch_where_it_s
     assert 0.05 < inputs[int(marked)] / inputs[int(marked) - 1] < 0.15, inputs
 
 
+CAPTION = re.compile(r"!\[The session page of python s07_task_system\.py --demo \((\d+) model "
+                     r"calls\), with call (\d+), the first after the compaction, open\]"
+                     r"\(docs/session_page\.png\)")
+
+
+def test_the_readmes_picture_is_the_demos_page_as_the_demo_is_today(workdir):
+    """docs/session_page.png is made by tools/session_screenshot.py, which notes in it what it
+    shows: that note, the README's caption and the demo run now agree (a picture of 11 calls
+    stayed in the README after the demo made 10). Run the script again when this fails."""
+    env = clean_env(workdir.parent / "home")
+    page, calls, opened = session_screenshot.demo_page(workdir, env)
+    caption = CAPTION.search(README)
+    assert caption and (int(caption[1]), int(caption[2])) == (calls, opened), (calls, opened)
+    picture = ROOT / "docs" / "session_page.png"
+    assert session_screenshot.read_note(picture) == session_screenshot.note(calls, opened)
+    assert f'data-call="{opened}"' in page.read_text(encoding="utf-8")
+
+
 # ---------------------------------------------------------------- watch the task state persist
 
 WALK_MODEL = [reply(text("First, the board."), tool("task_list", {})),
@@ -265,8 +286,10 @@ def test_with_a_key_the_same_steps_print_the_same_lines_but_the_first(workdir):
     run = runs(checked_block(README, "walkthrough"), (PROMPT,))[0]
     code, shown = shown_by(run.command, workdir, inputs=run.inputs, env=NAME)
     assert code == 0, shown
-    keyed = [line for line in run.lines if not line.startswith(NO_MODEL)]
-    assert len(keyed) == len(run.lines) - 1
+    first = run.lines.index(next(line for line in run.lines if line.startswith(NO_MODEL)))
+    banner = next(n for n, line in enumerate(run.lines) if line.startswith("s07_task_system"))
+    keyed = run.lines[:first] + run.lines[banner:]             # the note, with its wrapped lines
+    assert first == 0 and banner == 4
     assert_matches(f"walkthrough with a key, {run.command}", keyed, shown)
 
 
@@ -279,10 +302,11 @@ def test_the_steps_that_need_a_model_match_the_readme_with_a_scripted_model(work
     assert_matches("walkthrough-model", run.lines, shown)
 
 
-def test_without_a_model_those_steps_are_refused_in_one_line_each(workdir):
+def test_without_a_model_those_steps_are_refused_with_one_message_each(workdir):
     plan_by_hand(workdir, key=None)
     (with_model,) = runs(checked_block(README, "walkthrough-model"), (PROMPT,))
-    (without,) = runs(checked_block(README, "walkthrough-no-model"), (PROMPT,))
+    real_use = (ROOT / "docs" / "real-use.md").read_text(encoding="utf-8")
+    (without,) = runs(checked_block(real_use, "walkthrough-no-model"), (PROMPT,))
     # The block types what needs a model, as the steps above typed it.
     assert without.inputs == [line for line in with_model.inputs if line in
                               ("start the next ready task, then mark it done", "/compact")]
@@ -330,3 +354,17 @@ def test_the_readme_links_the_reading_guide_and_repeats_no_module_table():
     import harness
     assert "This is the reading guide; the README links here." in harness.__doc__
     assert "| `harness/" not in README            # the guide exists once, in the package
+
+
+def test_under_q_the_summary_says_why_each_test_was_skipped(tmp_path):
+    """`python -m pytest -q` reads pytest.ini: a skipped test (no Chromium here, say) is named
+    with its reason in the summary, not only counted as an "s"."""
+    (tmp_path / "test_one.py").write_text(
+        "import pytest\n\n\ndef test_the_page_in_a_browser():\n"
+        "    pytest.skip('Chromium is not installed (apt-get install -y chromium)')\n")
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                           "-c", str(ROOT / "pytest.ini"), "--rootdir", str(tmp_path),
+                           str(tmp_path / "test_one.py")],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert re.search(r"SKIPPED \[1\] .*test_one\.py:\d+: Chromium is not installed", proc.stdout)

@@ -4,6 +4,7 @@ a budget read before anything is written, and a turn that fails after a compacti
 import json
 import os
 import pty
+import re
 import select
 import subprocess
 import sys
@@ -14,6 +15,7 @@ import pytest
 import s06_compact
 import s07_task_system
 from conftest import ROOT, clean_env
+from helpers import messages, widest, words
 from harness.stand_in.script import error, reply, text, tool
 
 
@@ -27,16 +29,17 @@ def test_without_a_key_the_repl_opens_and_its_commands_work(run_main, workdir):
     assert "[ ] #2: Build it blocked by #1" in out and "Ready to start: #1 Design the model" in out
     assert "context now: ~" in out and "window" in out and "free" in out
     refusal = [line for line in err.splitlines() if line.startswith("error: no model")]
-    assert len(refusal) == 1                      # the typed prompt: one line, and the REPL goes on
-    assert all(word in refusal[0] for word in ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL",
-                                               "--demo"))
+    assert len(refusal) == 1                  # the typed prompt: one error, and the REPL goes on
+    said = words(err)[words(err).index("error: no model"):]
+    assert all(word in said for word in ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "--demo"))
     assert "session so far: 0 model calls" in out
     assert json.loads((workdir / ".tasks" / "task_2.json").read_text())["blockedBy"] == [1]
 
 
 def test_a_one_shot_run_without_a_key_exits_non_zero_with_that_line(run_main):
     code, out, err, api = run_main(s07_task_system, "plan the work", key=None)
-    assert code == 1 and api.requests == [] and err.count("\n") == 1
+    assert code == 1 and api.requests == [] and err.startswith("error: no model to talk to")
+    assert err.count("error") == 1 and widest(err) <= 80      # one message, fitted to the width
     assert "ANTHROPIC_API_KEY" in err and "ANTHROPIC_BASE_URL" in err and "--demo" in err
 
 
@@ -55,7 +58,7 @@ def test_clear_starts_a_fresh_conversation_and_the_board_stays(run_main, workdir
 
 def test_a_bad_max_steps_is_refused_before_anything_is_written(run_main, workdir):
     code, out, err, api = run_main(s06_compact, "go", env={"MAX_STEPS": "many"})
-    assert code == 1 and api.requests == [] and err.count("\n") == 1
+    assert code == 1 and api.requests == [] and len(messages(err)) == 1
     assert "MAX_STEPS must be a positive whole number of model calls" in err
     assert list(workdir.iterdir()) == []            # no session log was started
 
@@ -200,3 +203,40 @@ def test_a_repl_that_never_asked_the_model_leaves_no_session_for_continue(run_ma
                                    script=[reply(text("went on"))])
     assert code == 0 and "went on" in out
     assert api.requests[0]["messages"][0]["content"] == "hello"
+
+
+# ---------------------------------------------------------------- /compact and the one estimate
+
+def test_compact_on_a_history_resumed_without_a_key_is_one_message_and_keeps_it(run_main,
+                                                                              workdir):
+    code, out, err, api = run_main(s06_compact, "hello", script=[reply(text("first answer"))])
+    assert code == 0
+    code, out, err, api = run_main(s06_compact, "--continue", stdin="/compact\n/cost\nq\n",
+                                   key=None)
+    assert code == 0 and api.requests == [] and "Traceback" not in err, err
+    refusal = [m for m in messages(err) if m.startswith("error:")]
+    assert refusal == ["error: /compact asks the model for the summary, and there is no model "
+                       "to talk to: set ANTHROPIC_API_KEY (docs/real-use.md); the conversation "
+                       "is as it was"]
+    assert "session so far: 0 model calls" in out               # the REPL went on
+    code, out, err, api = run_main(s06_compact, "--continue", "go on",
+                                   script=[reply(text("went on"))])
+    sent = api.requests[0]["messages"]
+    assert [m["content"] for m in sent[::2]] == ["hello", "go on"]     # the history as it was
+
+
+def test_the_compaction_line_context_and_the_page_give_one_size_for_one_moment(run_main,
+                                                                              workdir):
+    """Right after /compact: `[compacted: A → ~B]`, /context's total and the page's entry for
+    that compaction are one number, the estimate layer 2 compares with its threshold."""
+    script = [reply(tool("task_create", {"subject": "Design the data model"})),
+              reply(text("Planned."))]
+    code, out, err, api = run_main(s07_task_system, stdin="plan it\n/compact\n/context\nq\n",
+                                   script=script, summary="Summary: one task planned.")
+    assert code == 0 and api.violations == [], err
+    after = re.search(r"\[compacted: [\d,]+ → ~([\d,]+) tokens", words(err))[1]
+    context = re.search(r"context now: ~([\d,]+) tokens \(estimated", out)[1]
+    (page,) = (workdir / ".transcripts").glob("session_s07_*.html")
+    listed = re.search(r"Compaction 1</b>, made by call \d+: [\d,]+ → ~([\d,]+) tokens",
+                       page.read_text(encoding="utf-8"))[1]
+    assert after == context == listed and int(after.replace(",", "")) > 500

@@ -7,6 +7,7 @@ import re
 import s06_compact
 import s07_task_system
 from harness.stand_in.script import reply, text, tool
+from helpers import messages, words
 from s07_task_system import TaskManager
 
 
@@ -51,7 +52,7 @@ def test_every_demo_writes_one_session_page_with_one_bar_per_model_call(run_main
     calls = len(re.findall(r"\[(?:summary call|tokens): ", err))
     assert not (workdir / ".transcripts").exists()           # the demo writes only under demo/
     (page,) = (workdir / "demo" / ".transcripts").glob("session_*.html")
-    assert f"[session page: demo/.transcripts/{page.name} (open it in a browser)]" in err
+    assert f"[session page: demo/.transcripts/{page.name} (open it in a browser)]" in words(err)
     bars = re.findall(r'<g class="call[^"]*" data-call="(\d+)"', page.read_text(encoding="utf-8"))
     # in order, none missing
     assert bars == [str(n) for n in range(1, calls + 1)] and calls >= 10
@@ -91,3 +92,35 @@ def test_context_after_compact_gives_the_size_the_compaction_line_and_the_page_g
     assert context[1] == compacted[1]                      # one estimate, one moment, one number
     (page,) = (workdir / ".transcripts").glob("session_s07_*.html")
     assert f"→ ~{compacted[1]} tokens" in page.read_text(encoding="utf-8")
+
+
+def test_a_later_s07_demo_says_first_which_task_it_picks_up_and_plans_nothing(run_main):
+    """Runs 2 to 5 continue the first run's plan: each says so before anything else, with the
+    task it takes, and asks the model to go on, not to plan."""
+    code, out, err, api = run_main(s07_task_system, "--demo", key=None)
+    assert code == 0 and ">> plan a small project on the task board" in out
+    assert messages(err)[1].startswith("[demo] its board is demo/.tasks, empty: it plans")
+    for task in ("#2 Implement the API", "#3 Write the docs", "#4 Write the API tests"):
+        code, out, err, api = run_main(s07_task_system, "--demo", key=None)
+        assert code == 0 and "Created task" not in err
+        first, said = messages(err)[:2]
+        assert first == "[demo] it runs in demo/: everything it writes goes there"
+        assert said == ("[demo] it continues the plan an earlier --demo left on demo/.tasks: it "
+                        f"picks up {task}, the next ready task, and plans nothing (the plan is "
+                        "on disk, not in a conversation)")
+        assert ">> continue the plan on the task board" in out and "plan a small" not in out
+        assert f"Updated [x] {task.replace(' ', ': ', 1)} (owner: demo)" in err
+    code, out, err, api = run_main(s07_task_system, "--demo", key=None)
+    assert messages(err)[1].endswith("every task of it is done (delete demo/ to start over)")
+    assert "Everything on the board is done" in out + err
+
+
+def test_every_path_a_demo_notes_is_relative_to_the_folder_it_was_run_from(run_main, workdir):
+    """The run works in demo/; what it writes is named as you find it from where you are."""
+    for lesson in (s06_compact, s07_task_system):
+        code, out, err, api = run_main(lesson, "--demo", key=None)
+        assert code == 0
+        named = re.findall(r"(\S*)\.transcripts/(\S+?)[\])\s]", words(err))
+        assert len(named) >= 2 and {before for before, _ in named} == {"demo/"}, named
+        for _, name in named:                        # a page, a transcript, results/
+            assert (workdir / "demo" / ".transcripts" / name.rstrip(".")).exists(), name

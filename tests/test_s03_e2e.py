@@ -14,6 +14,7 @@ import s03_todo
 from conftest import ROOT, clean_env, popen_taking_ctrl_c, tool_results
 from harness.stand_in import StandInAPI
 from harness.stand_in.script import error, reply, text, tool
+from helpers import messages, words
 
 
 def todo(*statuses):
@@ -102,15 +103,15 @@ def test_the_step_limit_ends_the_turn_with_a_clear_message(run_main):
 def test_no_key_is_one_line_and_makes_no_request(run_lesson):
     proc, api = run_lesson("s03_todo", "hi", key=None)
     assert proc.returncode == 1 and api.requests == []
-    assert proc.stderr.count("\n") == 1 and "ANTHROPIC_API_KEY" in proc.stderr
-    assert ".env.example" in proc.stderr
+    assert len(messages(proc.stderr)) == 1 and "ANTHROPIC_API_KEY" in words(proc.stderr)
+    assert ".env.example" in words(proc.stderr)
 
 
 def test_a_bad_key_is_one_line_and_exit_1(run_lesson):
     proc, api = run_lesson("s03_todo", "hi", script=[error(401, "invalid x-api-key")])
     assert proc.returncode == 1 and proc.stdout == ""
-    assert proc.stderr == ("error: the API rejected the key (401 invalid x-api-key): "
-                           "check ANTHROPIC_API_KEY (or ANTHROPIC_AUTH_TOKEN)\n")
+    assert messages(proc.stderr) == ["error: the API rejected the key (401 invalid x-api-key): "
+                                     "check ANTHROPIC_API_KEY (or ANTHROPIC_AUTH_TOKEN)"]
 
 
 def test_api_failures_are_one_line_and_exit_1(run_main):
@@ -124,7 +125,7 @@ def test_api_failures_are_one_line_and_exit_1(run_main):
                               "not found (404 model: x): check MODEL_ID")]:
         code, out, err, api = run_main(s03_todo, "hi", script=script)
         assert code == 1 and expected in err, (expected, err)
-        assert err.count("\n") == 1 and "Traceback" not in err
+        assert len(messages(err)) == 1 and "Traceback" not in err
 
 
 def test_transient_failures_are_retried_and_the_turn_completes(run_main):
@@ -140,7 +141,7 @@ def test_an_unreachable_endpoint_is_one_line(run_main):
         port = s.getsockname()[1]
     url = f"http://127.0.0.1:{port}"
     code, out, err, api = run_main(s03_todo, "hi", env={"ANTHROPIC_BASE_URL": url})
-    assert code == 1 and err.count("\n") == 1
+    assert code == 1 and len(messages(err)) == 1
     assert f"cannot reach the API at http://127.0.0.1:{port}" in err
 
 
@@ -165,7 +166,8 @@ def test_every_lesson_has_help_and_the_no_key_line(run_main, lesson, commands):
     assert "ANTHROPIC_API_KEY" in out
     assert (f"In the REPL: {commands}." in " ".join(out.split())) == bool(commands)
     code, out, err, api = run_main(module, "hi", key=None)
-    assert code == 1 and api.requests == [] and err.count("\n") == 1 and "ANTHROPIC_API_KEY" in err
+    assert code == 1 and api.requests == [] and len(messages(err)) == 1
+    assert "ANTHROPIC_API_KEY" in err
 
 
 def test_the_repl_keeps_the_conversation_and_quits(run_lesson):

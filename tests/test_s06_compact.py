@@ -15,6 +15,7 @@ from conftest import tool_results
 from harness.stand_in import StandInAPI
 from harness.stand_in.rules import check_request
 from harness.stand_in.script import error, reply, text, tool
+from helpers import words
 
 
 def history_with_results(*calls):
@@ -64,7 +65,7 @@ def test_layer1_clears_old_long_results_in_one_worthwhile_batch_and_keeps_the_ne
     note = capsys.readouterr().err
     freed = s06.estimate_tokens(BIG) + (4 - kept) * s06.estimate_tokens(LONG)
     assert (f"micro_compact: {5 - kept} old tool results (or inputs) are now placeholders "
-            f"(about {freed:,} tokens cleared)") in note
+            f"(about {freed:,} tokens cleared)") in words(note)
 
 
 def test_layer1_never_clears_what_the_model_has_not_answered_yet(run):
@@ -90,7 +91,7 @@ def test_a_call_whose_result_and_input_are_both_cleared_counts_both(capsys, run)
     s06.micro_compact(history, run)
     input_freed = layer1.no_longer_needed(history, 0, s06.KEEP_CHARS, layer1.Cleared()).inputs["t0"]
     freed = s06.estimate_tokens(LONG) + input_freed
-    assert f"(about {freed:,} tokens cleared)" in capsys.readouterr().err
+    assert f"(about {freed:,} tokens cleared)" in words(capsys.readouterr().err)
 
 
 def test_clearing_a_calls_input_keeps_its_short_result_and_claims_nothing_about_the_file(run):
@@ -298,7 +299,8 @@ def test_the_model_calls_compact_mid_task_and_keeps_working(run_lesson, workdir)
     assert after["messages"][0]["role"] == "user"
     assert "SUMMARY: wrote a.txt" in after["messages"][0]["content"]
     assert len(after["messages"]) == 1
-    assert "[compacted: " in proc.stderr and "transcript .transcripts/transcript_" in proc.stderr
+    said = words(proc.stderr)
+    assert "[compacted: " in said and "transcript .transcripts/transcript_" in said
     assert len(list((workdir / ".transcripts").glob("transcript_*.jsonl"))) == 1
 
 
@@ -368,7 +370,7 @@ def test_slash_compact_in_the_repl_and_a_failing_summary_in_a_turn(run_main, wor
     assert "first" in out and "second" in out
     assert "SUMMARY of the first turn" in api.requests[3]["messages"][0]["content"]
     assert ("compaction failed, history kept: the API refused the request (400 summary "
-            "refused)") in err
+            "refused)") in words(err)
     # The failed compaction kept the whole history, and the turn went on; the model that asked
     # for it is told it did not happen (else it would go on as if its context were free).
     assert [m["role"] for m in api.requests[5]["messages"]] == ["user", "user", "assistant", "user"]
@@ -384,7 +386,8 @@ def test_a_compaction_that_cannot_save_its_transcript_keeps_the_history(in_tmp, 
         client = anthropic.Anthropic(api_key="k", base_url=api.url)
         assert s06.auto_compact(history, Run(client)) is False
     assert history == original and api.requests == []           # no summary call, nothing lost
-    assert "compaction skipped, history kept: cannot save the transcript" in capsys.readouterr().err
+    said = words(capsys.readouterr().err)
+    assert "compaction skipped, history kept: cannot save the transcript" in said
 
 
 def test_a_compaction_never_writes_its_transcript_through_a_link_planted_for_it(in_tmp):
@@ -420,7 +423,7 @@ def test_layer2_does_not_compact_again_until_new_work_has_grown_the_context(in_t
     with StandInAPI([reply(text("SUMMARY " + "s" * 400))]) as api:
         client = anthropic.Anthropic(api_key="k", base_url=api.url)
         assert s06.needs_compaction(history) and s06.auto_compact(history, Run(client))
-    assert "the summary alone is over COMPACT_THRESHOLD" in capsys.readouterr().err
+    assert "the summary alone is over COMPACT_THRESHOLD" in words(capsys.readouterr().err)
     assert not s06.needs_compaction(history)        # still over 40 tokens, but nothing new was done
     history.append({"role": "assistant", "content": [text("more work " * 10)]})
     assert s06.needs_compaction(history)        # grown by half a threshold: compact again

@@ -7,6 +7,7 @@ import sys
 import s07_task_system
 from conftest import clean_env, tool_results
 from harness.board import open_store
+from harness.run import Run
 from harness.stand_in.script import reply, text, tool
 
 PLAN = ["Design data model", "Implement API", "Write docs", "Write API tests"]
@@ -114,11 +115,11 @@ def test_a_big_board_is_bounded_when_re_attached_after_compaction(tmp_path, monk
     monkeypatch.setattr(s07_task_system.TASKS, "store", open_store(tmp_path / ".tasks"))
     for n in range(100):
         s07_task_system.TASKS.create(f"task {n}")
-    message = s07_task_system.board_message()
+    message = s07_task_system.board_message(Run())
     assert message.count("\n[ ] #") == 100                      # it fits: it comes back whole
     for n in range(100, 1000):
         s07_task_system.TASKS.create(f"task {n} " + "x" * 40)
-    message = s07_task_system.board_message()
+    message = s07_task_system.board_message(Run())
     assert len(message) <= s07_task_system.BOARD_CHARS + 200
     assert "(1000 unfinished, 0 done; task_list shows all)" in message
     assert "task_list shows the whole board" in message and "Ready to start: #1 task 0" in message

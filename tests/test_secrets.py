@@ -33,6 +33,7 @@ from harness.stand_in import StandInAPI
 from harness.stand_in.script import reply, text, tool
 from s07_task_system import TaskManager
 import test_board_contract as contract
+from helpers import messages, words
 from test_board_postgres import role_with_schema
 
 pg_url = contract.pg_url      # the fixture: a server for the session
@@ -117,7 +118,7 @@ def test_a_postgresql_url_a_parser_cannot_read_is_one_line_without_its_password(
     board = "postgresql://me:Tr0ub4dor@[::1/board"          # the ] of the IPv6 address is missing
     proc, api = run_lesson("s07_task_system", "plan it", env={"TASK_BOARD": board})
     assert proc.returncode == 1 and api.requests == [] and "Traceback" not in proc.stderr
-    assert proc.stderr.strip().count("\n") == 0 and "Tr0ub4dor" not in proc.stderr
+    assert len(messages(proc.stderr)) == 1 and "Tr0ub4dor" not in proc.stderr
     assert proc.stderr.startswith("error: cannot open the board postgresql://me:***@[::1/board")
 
 
@@ -142,7 +143,7 @@ def test_a_refused_board_in_task_board_stops_s07_before_any_request_or_folder(ru
     proc, api = run_lesson("s07_task_system", "plan it", env={"TASK_BOARD": board},
                            script=[reply(text("never asked"))])
     assert proc.returncode == 1 and api.requests == [] and "Traceback" not in proc.stderr
-    assert proc.stderr.strip().count("\n") == 0 and "Tr0ub4dor" not in proc.stderr
+    assert len(messages(proc.stderr)) == 1 and "Tr0ub4dor" not in proc.stderr
     assert "error: the board mysql://me:***@db.example/board is neither" in proc.stderr
     assert list(workdir.iterdir()) == []
 
@@ -150,10 +151,10 @@ def test_a_refused_board_in_task_board_stops_s07_before_any_request_or_folder(ru
 def test_a_refused_board_in_the_flag_stops_s07_with_one_line(run_lesson, workdir):
     proc, api = run_lesson("s07_task_system", "--board", "ftp://db.example/board", "plan it")
     assert proc.returncode == 1 and api.requests == []
-    assert proc.stderr.strip() == ("error: the board ftp://db.example/board is neither a folder "
+    assert messages(proc.stderr) == [("error: the board ftp://db.example/board is neither a folder "
                                    "nor a PostgreSQL URL (ftp:// is not a board): give a folder "
                                    "(.tasks) or postgresql://user@host/database; write ./NAME "
-                                   "for a folder whose name holds ://")
+                                   "for a folder whose name holds ://")]
     assert list(workdir.iterdir()) == []
 
 
@@ -255,8 +256,7 @@ WARNING = ("warning: a password in --board shows in `ps` to every user of this m
 def test_a_password_in_the_board_flag_is_one_warning_line_and_the_run_goes_on(agent, workdir):
     proc = run_s07(workdir, ["--board", agent.url(), "plan it"], {}, CREATE)
     assert proc.returncode == 0 and proc.stdout.strip() == "planned", proc.stderr
-    lines = proc.stderr.splitlines()
-    assert lines.count(WARNING) == 1 and agent.password not in proc.stderr
+    assert words(proc.stderr).count(WARNING) == 1 and agent.password not in proc.stderr
     assert subjects(agent) == ["Design"]
 
 
@@ -301,14 +301,14 @@ def test_a_password_file_others_can_read_is_named_with_how_to_fix_it(agent, work
                              mode=0o644)
     proc = run_s07(workdir, ["--board", agent.url(with_password=False), "plan it"],
                    {"PGPASSFILE": str(passfile)}, CREATE)
-    assert proc.returncode == 1 and proc.stderr.strip().count("\n") == 0, proc.stderr
-    assert f"the password file {passfile} is ignored" in proc.stderr
-    assert f"chmod 600 {passfile}" in proc.stderr
+    assert proc.returncode == 1 and len(messages(proc.stderr)) == 1, proc.stderr
+    assert f"the password file {passfile} is ignored" in words(proc.stderr)
+    assert f"chmod 600 {passfile}" in words(proc.stderr)
 
 
 def test_no_password_anywhere_says_where_to_put_one(agent, workdir):
     proc = run_s07(workdir, ["--board", agent.url(with_password=False), "plan it"],
                    {"PGPASSFILE": str(workdir.parent / "none")}, CREATE)
-    assert proc.returncode == 1 and proc.stderr.strip().count("\n") == 0, proc.stderr
+    assert proc.returncode == 1 and len(messages(proc.stderr)) == 1, proc.stderr
     assert "needs a password and none was given" in proc.stderr
     assert "~/.pgpass" in proc.stderr and "TASK_BOARD" in proc.stderr

@@ -3,48 +3,97 @@
 It opens the page from disk as a learner would, and checks what the browser made of it: the
 bars, the board and what the model saw in its DOM, no console error (no script ran, none
 failed), and screenshots in the light and the dark scheme, in a narrow and a wide window, that
-show the bars' colours on a matching background and the chart as wide as the page.
+show the bars' colours on a matching background and the chart as wide as the page; that a link
+to a call opens its request; and, measured in a 600-pixel window, that nothing is cut.
+Chromium is driven as tools/session_screenshot.py drives it for the README's picture.
 Skipped with a reason when Chromium is missing; a failure when CI=true (.ci/run installs it).
 """
 
+import html as html_module
+import json
 import os
 import re
-import shutil
 import struct
-import subprocess
-import tempfile
+import sys
 import zlib
 
 import pytest
 
+from conftest import ROOT
 from harness.session.page import BAR_WIDTH_MAX, CHART_WIDTH, write_page
 from test_session_page import HOSTILE, Elements, synthetic_record
 
-FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync",
-         "--hide-scrollbars", "--enable-logging=stderr", "--v=0"]
+sys.path.insert(0, str(ROOT / "tools"))
+import session_screenshot  # noqa: E402  (the screenshot script's way to drive Chromium)
+
 WRITTEN_LIGHT, WRITTEN_DARK = (0xEF, 0x8A, 0x17), (0xF6, 0xB2, 0x6B)   # "written to the cache"
 PAGE_MAX, PADDING = 1200, 15         # the page's CSS: max-width 1200px, padding 1em (15px)
 
 
 @pytest.fixture(scope="module")
 def chromium():
-    for name in ("chromium", "chromium-browser", "google-chrome"):
-        if shutil.which(name):
-            return shutil.which(name)
+    binary = session_screenshot.find_chromium()
+    if binary:
+        return binary
     if os.environ.get("CI") == "true":
         pytest.fail("Chromium is missing on CI: .ci/run must install it "
                     "(apt-get install -y chromium)")
     pytest.skip("Chromium is not installed (apt-get install -y chromium)")
 
 
-def run_chromium(binary, page, *args):
-    """One headless run on a fresh profile; returns (stdout, stderr)."""
-    with tempfile.TemporaryDirectory() as profile:
-        command = [binary, *FLAGS, f"--user-data-dir={profile}", *args, page.resolve().as_uri()]
-        proc = subprocess.run(command, capture_output=True, text=True, timeout=60)
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    return proc.stdout, proc.stderr
+def test_a_link_to_a_call_opens_its_request(chromium, tmp_path):
+    """A bar, and each "as in call 3", links to #call-N: following one opens that request, and
+    only that one. No script does it: the target is inside the <details>, which the browser
+    opens to show it (a target on the <details> itself scrolled to it and left it closed)."""
+    page = write_page(synthetic_record().data, tmp_path)
+    url = page.resolve().as_uri() + "#call-3"
+    dom, log = session_screenshot.run_chromium(chromium, url, "--dump-dom")
+    sections = Elements(dom).having("details", "request")
+    assert len(sections) == 6 and [s["data-call"] for s in sections if "open" in s] == ["3"]
+    assert console_errors(log) == []
+
+
+MEASURE = """<script>
+addEventListener("load", () => {
+  const box = (e) => e.getBoundingClientRect();
+  const facts = {page: document.documentElement.scrollWidth, window: innerWidth,
+    chart: box(document.querySelector("svg.chart")).right,
+    table: box(document.querySelector("table.tools")).right,
+    boards: [...document.querySelectorAll("svg.board")].map((svg) => {
+      const scroller = svg.closest(".scroll"), style = getComputedStyle(scroller);
+      return {width: box(svg).width, room: scroller.clientWidth, reach: scroller.scrollWidth,
+              overflow: style.overflowX, attachment: style.backgroundAttachment};
+    })};
+  const out = document.createElement("pre");
+  out.id = "measured";
+  out.textContent = JSON.stringify(facts);
+  document.body.append(out);
+});
+</script>"""
+
+
+def layout(chromium, page, width):
+    """Facts about the page's layout in a window `width` pixels wide, measured by a script in
+    a copy of the page (the copy leaves out the Content-Security-Policy that forbids it)."""
+    html = page.read_text(encoding="utf-8")
+    html = re.sub(r'<meta http-equiv="Content-Security-Policy"[^>]*>', "", html)
+    measured = page.with_name("measured.html")
+    measured.write_text(html.replace("</body>", MEASURE + "</body>"), encoding="utf-8")
+    dom, _ = session_screenshot.run_chromium(chromium, measured, "--dump-dom",
+                                             f"--window-size={width},800")
+    return json.loads(html_module.unescape(re.search(r'<pre id="measured">(.*?)</pre>', dom)[1]))
+
+
+def test_at_600_px_nothing_is_cut_and_a_wide_board_scrolls_in_its_box(chromium, tmp_path):
+    facts = layout(chromium, write_page(synthetic_record().data, tmp_path), 600)
+    assert facts["window"] == 600 and facts["page"] <= 600        # no sideways page scroll
+    assert facts["chart"] <= 600 and facts["table"] <= 600
+    boards = facts["boards"]
+    assert len(boards) == 2 and all(b["width"] > b["room"] for b in boards)   # wider than it
+    for board in boards:                 # ... so it scrolls, all of it reachable, with a cue
+        assert board["overflow"] == "auto" and board["reach"] >= board["width"], board
+        # the edge shadows: fixed to the box (scroll) under covers that move with it (local)
+        assert "local" in board["attachment"] and "scroll" in board["attachment"], board
 
 
 def console_errors(stderr):
@@ -58,9 +107,10 @@ def test_the_page_renders_from_disk_in_both_schemes_with_no_console_error(
     rec = synthetic_record(subject=HOSTILE, output=HOSTILE)
     shot = tmp_path / f"{scheme}.png"
     dark = 0 if scheme == "dark" else 1
-    dom, log = run_chromium(chromium, write_page(rec.data, tmp_path), "--dump-dom",
-                            f"--screenshot={shot}", f"--window-size={window},560",
-                            f"--blink-settings=preferredColorScheme={dark}")
+    page = write_page(rec.data, tmp_path)
+    dom, log = session_screenshot.run_chromium(
+        chromium, page, "--dump-dom", f"--screenshot={shot}", f"--window-size={window},560",
+        f"--blink-settings=preferredColorScheme={dark}")
     seen = Elements(dom)
     assert len(seen.having("g", "call")) == len(rec.data.calls)        # one bar per model call
     assert len(seen.having("rect", "written")) == sum(c.cache_written > 0 for c in rec.data.calls)
@@ -91,7 +141,7 @@ def test_the_console_check_sees_a_script_error(chromium, tmp_path):
     """The check above can fail: a page with a broken script is caught."""
     page = tmp_path / "broken.html"
     page.write_text("<!DOCTYPE html><p>x</p><script>no_such_function()</script>", encoding="utf-8")
-    _, log = run_chromium(chromium, page, "--dump-dom")
+    _, log = session_screenshot.run_chromium(chromium, page, "--dump-dom")
     assert any("no_such_function" in line for line in console_errors(log))
 
 

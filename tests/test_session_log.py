@@ -17,7 +17,7 @@ from harness.stand_in.script import reply, text
 
 from conftest import (ROOT, batch_of_three, clean_env, end_group, popen_taking_ctrl_c,
                       running_command)
-from helpers import call, interrupted, result, session, valid
+from helpers import call, interrupted, messages, result, session, valid, words
 
 sys.path.insert(0, str(ROOT / "bench"))
 import bench_continue  # noqa: E402
@@ -119,7 +119,7 @@ def test_continue_starts_a_new_log_with_the_repaired_history_and_keeps_the_old_f
     assert valid(history) is None
     note = capsys.readouterr().err
     assert (f"continuing {old.path}: 7 messages (1 tool call stopped while it ran: its result "
-            "says it may have acted)") in note
+            "says it may have acted)") in words(note)
     history.append({"role": "user", "content": "go on"})
     log.record(history)
     log.close()
@@ -241,7 +241,7 @@ def test_a_lesson_stopped_mid_batch_resumes_with_every_call_that_ran(workdir, ru
              1: "; 1 tool call without a result left out", 2: ""}
     left_out = never[running]
     assert ("3 messages (1 tool call stopped while it ran: its result says it may have acted"
-            f"{left_out})") in proc.stderr
+            f"{left_out})") in words(proc.stderr)
 
 
 def test_results_recorded_one_by_one_and_then_as_a_message_load_once(tmp_path):
@@ -341,8 +341,8 @@ def test_continue_where_no_new_file_can_be_made_resumes_without_a_log(tmp_path, 
     log, history = session_log.open_session(continue_latest=True, folder=tmp_path)
     assert history == session(1)
     note = capsys.readouterr().err
-    assert f"continuing {old.path}: 4 messages" in note and note.count("\n") == 1
-    assert "no session log" in note and "permission denied" in note
+    assert f"continuing {old.path}: 4 messages" in words(note) and len(messages(note)) == 1
+    assert "no session log" in words(note) and "permission denied" in words(note)
     history.append({"role": "user", "content": "go on"})
     log.record(history)                                     # no file: nothing to write, no error
     log.close()

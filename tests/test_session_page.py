@@ -8,6 +8,7 @@ import pytest
 
 from harness.session.page import end_of_run, render, write_page
 from harness.session.record import Recorder
+from helpers import messages, words
 
 HOSTILE = '<script>alert(1)</script>"><img src=x onerror=alert(2)>\x1b[31m\x00\u202e\ud800'
 
@@ -142,6 +143,44 @@ def test_a_threshold_far_above_every_bar_is_named_instead_of_flattening_them():
     assert len(bar) == 2 and sum(bar) > 200                      # most of the 280-unit plot
 
 
+def long_session(calls):
+    """calls model calls whose inputs rise and fall; layer 1 clears before every 8th, a
+    summary every 60th compacts; one call in 100 is ten times as big (a spike)."""
+    rec = Recorder("s06_compact")
+    rec.threshold(50_000)
+    for number in range(1, calls + 1):
+        if number % 8 == 0:
+            rec.cleared(3, 9_000)
+        size = 1_000 * (number % 60 + 1) * (10 if number % 100 == 37 else 1)
+        label = "summary call" if number % 60 == 0 else "call"
+        rec.call(usage(read=size, uncached=50, out=100), label)
+        if number % 60 == 0:
+            rec.compacted(52_000, 700, f"summary {number}", f"t{number}.jsonl")
+    return rec
+
+
+def test_a_session_of_3000_calls_draws_a_bounded_chart_whose_peaks_are_true():
+    """Past MAX_BARS a bar stands for a run of calls and draws the tallest: the spikes stay
+    visible, and the chart's size does not grow with the session (1.7 MB and 3,050 bars of
+    1.5 units in slots of 0.3, each over the next, before)."""
+    from harness.session.page import MAX_BARS, render
+    rec = long_session(3_000)
+    page_text = render(rec.data)
+    chart = page_text[page_text.index('<svg class="chart"'):page_text.index("</svg>") + 6]
+    page = Elements(chart)
+    bars = page.having("g", "call")
+    assert MAX_BARS // 2 < len(bars) <= MAX_BARS and len(chart.encode("utf-8")) < 400_000
+    drawn = [int(b["data-call"]) for b in bars]
+    spikes = [n for n in range(1, 3_001) if n % 100 == 37]
+    assert set(spikes) <= set(drawn)                         # each run draws its tallest call
+    titles = [t for t in page.text if t.startswith("calls ")]
+    assert len(titles) == len(bars) and titles[0].startswith("calls 1 to 10, the tallest drawn")
+    assert len(page.having("g", "cleared")) <= len(bars) and len(page.having("text", "axis")) < 60
+    assert len(page.having("a", "compaction")) == 50          # one mark a bar, none lost here
+    small = parsed(long_session(12)).having("g", "call")
+    assert [b["data-call"] for b in small] == [str(n) for n in range(1, 13)]   # one bar a call
+
+
 def test_the_chart_scales_to_the_pages_width():
     """A viewBox and width 100%, no fixed size: the browser test checks the drawn width."""
     (svg,) = parsed(synthetic_record()).having("svg", "chart")
@@ -171,6 +210,22 @@ def test_the_legend_explains_only_the_marks_the_lesson_can_make():
     s06.call(usage(uncached=500, out=20))
     legend = " ".join(parsed(s06).text)
     assert all(mark in legend for mark in ("COMPACT_THRESHOLD", "▲", "①", "summary call"))
+
+
+def test_a_short_result_is_whole_in_the_table_of_tool_calls_as_on_the_screen():
+    """A task file (13 lines: its blockedBy change, the moment the s07 demo is about) is shown
+    whole, as the terminal shows it; a longer result is its first lines and a count."""
+    task_file = '{\n  "id": 2,\n  "subject": "Implement the API",\n  "description": "",\n' \
+        '  "status": "pending",\n  "blockedBy": [\n    1\n  ],\n  "owner": null,\n' \
+        '  "created_at": "t",\n  "updated_at": "t"\n}\nend'
+    rec = Recorder()
+    rec.call(usage(uncached=100))
+    rec.tool("bash", {"command": "cat .tasks/task_2.json"}, task_file, False)
+    rec.tool("bash", {"command": "seq 1 30"}, "\n".join(map(str, range(1, 31))), False)
+    (whole,) = [t for t in parsed(rec).text if '"blockedBy"' in t]
+    (cut,) = [t for t in parsed(rec).text if t.startswith("1\n2")]
+    assert whole == task_file and "more lines" not in whole
+    assert cut.startswith("1\n2\n") and cut.endswith("… (25 more lines)")
 
 
 # ---------------------------------------------------------------- escaping
@@ -212,12 +267,12 @@ def test_end_of_run_names_the_page_writes_none_without_calls_and_explains_a_fail
         tmp_path, capsys):
     assert end_of_run(Recorder(), tmp_path / "none") is None and not (tmp_path / "none").exists()
     path = end_of_run(synthetic_record(), tmp_path / "pages")
-    assert f"[session page: {path}" in capsys.readouterr().err
+    assert f"[session page: {path}" in words(capsys.readouterr().err)
     (tmp_path / "blocked").write_text("a file in the way")
     assert end_of_run(synthetic_record(), tmp_path / "blocked") is None
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "no session page: cannot write in" in err
-    assert "Traceback" not in err
+    assert len(messages(err)) == 1 and "no session page: cannot write in" in words(err)
+    assert "Traceback" not in words(err)
 
 
 def test_the_recorder_never_raises_into_the_lesson_and_says_what_it_missed():

@@ -12,7 +12,7 @@ PAGE_LIMIT = 5_000_000       # bytes: the page must open quickly in any browser
 
 def section(page_text, number):
     """The HTML of call `number`'s <details>."""
-    found = re.search(rf'<details class="request" id="call-{number}".*?</details>', page_text,
+    found = re.search(rf'<details class="request" data-call="{number}".*?</details>', page_text,
                       re.S)
     return found[0]
 
@@ -21,7 +21,12 @@ def test_each_call_has_a_collapsed_section_that_its_bar_links_to():
     page_text = render(synthetic_record().data)
     page = Elements(page_text)
     sections = page.having("details", "request")
-    assert [s["id"] for s in sections] == [f"call-{n}" for n in range(1, 7)]
+    assert [s["data-call"] for s in sections] == [str(n) for n in range(1, 7)]
+    # The links' target is inside its <details>, which a browser opens to show it.
+    assert [o["id"] for o in page.having("ol", "blocks")] == [f"call-{n}" for n in range(1, 7)]
+    assert re.findall(r'<details class="request" data-call="(\d+)"><summary>.*?</summary>'
+                      r'<ol class="blocks" id="call-(\d+)">', page_text) == \
+        [(str(n), str(n)) for n in range(1, 7)]
     assert not [s for s in sections if "open" in s]                   # collapsed until clicked
     assert [a["href"] for a in page.having("a") if a.get("href", "").startswith("#call-")][:6] \
         == [f"#call-{n}" for n in range(1, 7)]                        # the bars, in order

@@ -87,10 +87,28 @@ def test_context_uses_the_apis_count_where_known_and_shows_the_cached_prefix():
     since = re.search(r"context now: ([\d,]+) tokens \(the API's count for the last call "
                       r"\+ ~([\d,]+) since", report)
     assert since and int(since[1].replace(",", "")) == 2_000 + int(since[2].replace(",", ""))
-    assert f"{50_000 - int(since[1].replace(',', '')):,} tokens to go" in report
-    cache = re.search(r"in the cache   \[(\^*) *\] 1,500 tokens", report)
-    assert cache and abs(len(cache[1]) - round(60 * 1_500 / int(since[1].replace(",", "")))) <= 1
+    assert f"{50_000 - int(since[1].replace(',', '')):,} to go" in report
+    cache = re.search(r"in the cache   \[(\^*) *\]\n +1,500 tokens", report)
+    bar = 80 - views.LABEL - 2                      # the bar at 80 columns, as a pipe is laid out
+    assert cache and abs(len(cache[1]) - round(bar * 1_500 / int(since[1].replace(",", "")))) <= 1
     assert "none: this lesson does not compact" in context_report("", [], history, None, None, None)
+
+
+@pytest.mark.parametrize("columns", [80, 120])
+def test_context_fills_the_terminals_width_and_never_breaks_a_bar(columns):
+    """Each bar ends at the last column (an 80-column terminal broke the 60-column bars and
+    their words mid-bar); its words are on the lines below it, wrapped under its label."""
+    history = compacted_history()
+    report = context_report("s" * 400, [], history, 2_500, 1_500, 2_000, reported_covers=2,
+                            window=200_000, columns=columns)
+    lines = report.splitlines()
+    assert max(map(len, lines)) <= columns
+    bars = [line for line in lines if line.endswith("]") and "  [" in line]
+    assert [b[:17].strip() for b in bars] == ["what fills it", "in the cache", "threshold",
+                                             "window"]
+    assert {len(b) for b in bars} == {columns}                  # one width: ^ under the letters
+    threshold = lines[lines.index(bars[2]) + 1]
+    assert threshold.startswith(" " * 17 + "COMPACT_THRESHOLD 2,500: over it by")
 
 
 def test_context_in_s03_counts_with_the_last_call_and_estimates_only_what_came_after(
@@ -119,7 +137,7 @@ def test_context_in_s06_takes_the_threshold_and_count_from_the_lessons_context(
     views.print_context(Recorder(), "", [], history, context)
     report = capsys.readouterr().out
     assert total(report) == (3_000, False)
-    assert "COMPACT_THRESHOLD 5,000: 2,000 tokens to go" in report
+    assert "COMPACT_THRESHOLD 5,000: 2,000 to go" in report
 
 
 

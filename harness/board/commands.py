@@ -18,7 +18,7 @@ import atexit
 import os
 
 from harness import api_context, terminal
-from harness.board import open_store, postgres
+from harness.board import graph, open_store, postgres
 from harness.board.checklist import import_checklist
 from harness.board.live import BoardWatcher
 from harness.board.record import agent_name, default_agent_name
@@ -67,8 +67,8 @@ def task_command(tasks, arg: str) -> None:
         "delete": lambda: tasks.update(rest[0], status="deleted", force=True),
         "block": lambda: tasks.update(rest[0], add_blocked_by=rest[1:]),
         "unblock": lambda: tasks.update(rest[0], remove_blocked_by=rest[1:]),
-        "ready": tasks.ready,
-        "order": tasks.order,
+        "ready": lambda: tasks.ready(tasks.store.scan(validate=True)[0]),
+        "order": lambda: graph.order_line(tasks.store.scan(validate=True)[0]),
         "import": lambda: import_checklist(tasks, " ".join(rest)),   # s03's plan onto the board
     }
     if verb not in actions:
@@ -84,8 +84,9 @@ def repl_commands(tasks) -> dict:
 
 def cli_options(tasks) -> dict:
     """cli.Lesson's keywords for s07: --board and --name (and s06's --api-context), /task help
-    in --help, and the live board before each REPL prompt."""
-    return {"options": OPTIONS, "help_extra": HELP, "before_prompt": Live(tasks)}
+    in --help and named by /help, and the live board before each REPL prompt."""
+    return {"options": OPTIONS, "help_extra": HELP, "before_prompt": Live(tasks),
+            "repl_help": "/task help lists what /task does: add, start, done, block, ..."}
 
 
 def choose_board(run, tasks, default, args) -> str:

@@ -11,6 +11,18 @@ task board as a graph (board_picture.py). Without each piece:
   and loads nothing from the network.
 - the chart's viewBox: the chart keeps its drawn size, a strip in a wide window or cut off
   in a narrow one; scaled to the page's width, it uses the room there is.
+- MAX_BARS and _Scale.per: 3,000 calls drew 3,050 bars 1.5 units wide in slots 0.3 wide
+  (a 1.7 MB chart, each bar over the next); past MAX_BARS a bar stands for a run of calls
+  and draws the tallest of them, so the peaks against the threshold stay true, and its
+  marks are one per bar.
+- the request's anchor inside its <details>: a link to #call-9 (a bar, "as in call 9")
+  scrolled to the call and left its request closed; a fragment inside a <details> opens it
+  (the HTML standard's "ancestor details revealing", in Chromium since version 97), with no
+  script.
+- the preview of WHOLE_LINES: a task file (13 lines), the moment the s07 demo is about,
+  was cut to "… (7 more lines)" in the table of tool calls; the terminal showed it whole.
+- .scroll's shadows: a board wider than a narrow window (600 px) scrolls in its box, and
+  where scroll bars are hidden until used, a shadow at the edge says there is more.
 - _legend: marks the lesson cannot make (s03 neither clears nor compacts) would be explained
   as if they could appear.
 - _sizes: a compaction's "before → after" would hide which number the API counted and which
@@ -23,7 +35,6 @@ task board as a graph (board_picture.py). Without each piece:
 """
 
 import math
-import os
 import re
 import time
 from pathlib import Path
@@ -35,12 +46,13 @@ from harness.session import board_picture, sent
 from harness.session.markup import n, text
 from harness.session.record import (BOARDS_KEPT, MAX_TOOL_CALLS, Compaction, ModelCall,
                                     Recorder, SessionRecord)
-from harness.terminal import show_note
+from harness.terminal import Screen, show_note
 
 CHART_WIDTH = 1168                   # the chart's drawing units across: the page's width (1200px
                                      # less its padding), so that at full width a unit is a pixel
 CHART_HEIGHT = 280                   # units of the plot area
 BAR_WIDTH_MAX = 48                   # a bar with few calls: wide slots, bars of a readable width
+MAX_BARS = 300                       # bars drawn at most: past it a bar stands for several calls
 TICKS = 4                            # about this many gridlines above zero
 THRESHOLD_ZOOM = 3                   # a threshold this many times the tallest bar is named, not
                                      # scaled to: else s07's demo (50,000 vs 2,000) draws flat bars
@@ -53,14 +65,17 @@ TOOLTIP_CHARS = 1_200                # a summary in a mark's tooltip; the full t
 # ---------------------------------------------------------------- the chart
 
 class _Scale:
-    """Where a call's bar goes (x) and how high a count of tokens is drawn (y)."""
+    """Where a call's bar goes (x) and how high a count of tokens is drawn (y). A bar's slot
+    holds `per` calls: one, up to MAX_BARS calls; more past it."""
 
     LEFT, TOP, BOTTOM = 64, 50, 56
     RIGHT_NAMED, RIGHT_BARE = 220, 24   # room for the threshold's name, when there is one
 
     def __init__(self, calls: list) -> None:
         self.right = self.RIGHT_NAMED if any(c.threshold for c in calls) else self.RIGHT_BARE
-        self.step = (CHART_WIDTH - self.LEFT - self.right) / max(len(calls), 1)
+        self.per = math.ceil(len(calls) / MAX_BARS) or 1
+        self.slots = math.ceil(len(calls) / self.per) or 1
+        self.step = (CHART_WIDTH - self.LEFT - self.right) / self.slots
         tallest = max([c.input + c.output for c in calls] + [1])
         near = [c.threshold for c in calls
                 if c.threshold and c.threshold <= THRESHOLD_ZOOM * tallest]
@@ -69,9 +84,13 @@ class _Scale:
         self.width = CHART_WIDTH
         self.height = self.TOP + CHART_HEIGHT + self.BOTTOM
 
+    def slot(self, number: int) -> int:
+        """The slot of call `number` (calls count from 1; slots from 0)."""
+        return (number - 1) // self.per
+
     def x(self, number: int) -> float:
-        """The left edge of call `number`'s slot (calls count from 1)."""
-        return self.LEFT + self.step * (number - 1)
+        """The left edge of call `number`'s slot."""
+        return self.LEFT + self.step * self.slot(number)
 
     def y(self, tokens: float) -> float:
         return self.TOP + CHART_HEIGHT * (1 - tokens / self.top_value)
@@ -89,10 +108,30 @@ def _chart(record: SessionRecord) -> str:
     parts = [f'<svg class="chart" xmlns="http://www.w3.org/2000/svg" width="100%" '
              f'viewBox="0 0 {scale.width} {scale.height}" role="img" '
              'aria-label="tokens per model call">',
-             _axes(record, scale), *(_bar(call, scale) for call in record.calls),
-             _threshold_line(record, scale), *(_clearing_mark(c, scale) for c in record.clearings),
-             *(_compaction_mark(c, record, scale) for c in record.compactions), "</svg>"]
+             _axes(record, scale), *_bars(record.calls, scale), _threshold_line(record, scale),
+             *_clearing_marks(record.clearings, scale),
+             *_compaction_marks(record, scale), "</svg>"]
     return "\n".join(parts)
+
+
+def _runs(items: list, scale: _Scale, number) -> list:
+    """items in runs that share a slot, in order; number(item) is the call it belongs to."""
+    runs = []
+    for item in items:
+        if runs and scale.slot(number(runs[-1][0])) == scale.slot(number(item)):
+            runs[-1].append(item)
+        else:
+            runs.append([item])
+    return runs
+
+
+def _bars(calls: list, scale: _Scale) -> list:
+    """One bar a slot: its call's, or of a run of calls, the tallest one's."""
+    bars = []
+    for run in _runs(calls, scale, lambda call: call.number):
+        tallest = max(run, key=lambda call: call.input + call.output)
+        bars.append(_bar(tallest, scale, run))
+    return bars
 
 
 def _axes(record: SessionRecord, scale: _Scale) -> str:
@@ -103,21 +142,22 @@ def _axes(record: SessionRecord, scale: _Scale) -> str:
         lines.append(f'<line class="grid" x1="{scale.LEFT}" x2="{scale.width - scale.right:.1f}" '
                      f'y1="{y:.1f}" y2="{y:.1f}"/><text class="axis" x="{scale.LEFT - 6}" '
                      f'y="{y + 4:.1f}" text-anchor="end">{n(value)}</text>')
-    every = max(1, round(24 / scale.step))       # a label per call when they fit, else every few
-    every = next(k for k in (1, 2, 5, 10, 20, 50, 100, 10 ** 9) if k >= every)
-    for call in record.calls:
-        if call.number == 1 or call.number % every == 0:
-            x = scale.x(call.number) + scale.step / 2
-            lines.append(f'<text class="axis" x="{x:.1f}" y="{scale.TOP + CHART_HEIGHT + 32}" '
-                         f'text-anchor="middle">{call.number}</text>')
+    # A label per call when they fit, else every few: labels at least 24 units apart.
+    every = max(1, round(24 * scale.per / scale.step))
+    every = next(k for k in (1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10 ** 9)
+                 if k >= every)
+    for number in [1, *range(every, len(record.calls) + 1, every)]:
+        x = scale.x(number) + scale.step / 2
+        lines.append(f'<text class="axis" x="{x:.1f}" y="{scale.TOP + CHART_HEIGHT + 32}" '
+                     f'text-anchor="middle">{number}</text>')
     lines.append(f'<text class="axis" x="{scale.LEFT}" y="{scale.height - 2}">model call</text>'
                  f'<text class="axis" x="4" y="14">tokens</text>')
     return "\n".join(lines)
 
 
-def _bar(call: ModelCall, scale: _Scale) -> str:
+def _bar(call: ModelCall, scale: _Scale, run: list) -> str:
     """Stacked from the bottom in the order of the request: the cached prefix first. A bar
-    whose request was kept links to it."""
+    whose request was kept links to it. run: the calls of its slot (call is the tallest)."""
     width = min(max(scale.step * 0.72, 1.5), BAR_WIDTH_MAX)
     x, base, rects = scale.x(call.number) + (scale.step - width) / 2, 0, []
     for kind, tokens in (("read", call.cache_read), ("written", call.cache_written),
@@ -131,6 +171,8 @@ def _bar(call: ModelCall, scale: _Scale) -> str:
     title = (f"call {call.number} ({call.label}): {n(call.input)} input = {n(call.cache_read)} "
              f"read from cache + {n(call.cache_written)} written to cache + {n(call.uncached)} "
              f"uncached ({share} from cache); {n(call.output)} output")
+    if len(run) > 1:
+        title = f"calls {run[0].number} to {run[-1].number}, the tallest drawn: {title}"
     kind = "call summary-call" if call.is_summary else "call"
     bar = (f'<g class="{kind}" data-call="{call.number}"><title>{text(title)}</title>'
            + "".join(rects) + "</g>")
@@ -138,17 +180,20 @@ def _bar(call: ModelCall, scale: _Scale) -> str:
 
 
 def _threshold_line(record: SessionRecord, scale: _Scale) -> str:
-    """A step line: COMPACT_THRESHOLD as it was at each call (it can change in a REPL)."""
+    """A step line: COMPACT_THRESHOLD as it was at each slot's last call (it can change in a
+    REPL)."""
     points, last = [], None
-    for call in record.calls:
-        if call.threshold is None:
+    for run in _runs(record.calls, scale, lambda call: call.number):
+        set_at = [call for call in run if call.threshold is not None]
+        if not set_at:
             continue
-        y = max(scale.y(call.threshold), scale.TOP)    # an earlier, higher one: at the top
-        points += [f"{scale.x(call.number):.1f},{y:.1f}", f"{scale.x(call.number + 1):.1f},{y:.1f}"]
-        last = call.threshold
+        last = set_at[-1].threshold
+        y = max(scale.y(last), scale.TOP)                 # an earlier, higher one: at the top
+        left = scale.x(run[0].number)
+        points += [f"{left:.1f},{y:.1f}", f"{left + scale.step:.1f},{y:.1f}"]
     if last is None:
         return ""
-    end = scale.x(len(record.calls) + 1)
+    end = scale.LEFT + scale.step * scale.slots
     if last > scale.top_value:           # far above every bar: say where it is, do not draw it
         return (f'<g class="threshold"><title>COMPACT_THRESHOLD: {n(last)} tokens</title>'
                 f'<text x="{scale.width - 4:.1f}" y="14" text-anchor="end">COMPACT_THRESHOLD '
@@ -158,20 +203,44 @@ def _threshold_line(record: SessionRecord, scale: _Scale) -> str:
             f'y="{scale.y(last) + 4:.1f}">COMPACT_THRESHOLD {n(last)}</text></g>')
 
 
-def _clearing_mark(cleared, scale: _Scale) -> str:
-    x, y = scale.x(cleared.before_call) + scale.step / 2, scale.TOP + CHART_HEIGHT + 4
-    what = f"{cleared.count} old tool result{'s' * (cleared.count != 1)} (or inputs)"
-    tip = (f"layer 1, before call {cleared.before_call}: {what} became placeholders "
-           f"(about {n(cleared.tokens)} tokens)")
-    return (f'<g class="cleared" data-call="{cleared.before_call}"><title>{text(tip)}</title>'
+def _clearing_marks(clearings: list, scale: _Scale) -> list:
+    """A ▲ under each slot before whose call layer 1 cleared a batch (or several)."""
+    marks = []
+    for run in _runs(clearings, scale, lambda cleared: cleared.before_call):
+        marks.append(_clearing_mark(run, scale))
+    return marks
+
+
+def _clearing_mark(run: list, scale: _Scale) -> str:
+    first = run[0]
+    x, y = scale.x(first.before_call) + scale.step / 2, scale.TOP + CHART_HEIGHT + 4
+    count = sum(cleared.count for cleared in run)
+    what = f"{count} old tool result{'s' * (count != 1)} (or inputs)"
+    tokens = n(sum(cleared.tokens for cleared in run))
+    if len(run) == 1:
+        when = f"before call {first.before_call}"
+    else:
+        when = f"in {len(run)} batches, before calls {first.before_call} to {run[-1].before_call}"
+    tip = f"layer 1, {when}: {what} became placeholders (about {tokens} tokens)"
+    return (f'<g class="cleared" data-call="{first.before_call}"><title>{text(tip)}</title>'
             f'<path d="M{x:.1f},{y:.1f} l-6,12 h12 z"/></g>')
 
 
-def _compaction_mark(compaction: Compaction, record: SessionRecord, scale: _Scale) -> str:
+def _compaction_marks(record: SessionRecord, scale: _Scale) -> list:
+    """A numbered line after each compaction's summary call: the first of each slot's, if
+    a slot holds several (the list below the chart has them all)."""
+    runs = _runs(record.compactions, scale, lambda compaction: compaction.after_call + 1)
+    return [_compaction_mark(run[0], record, scale, len(run) - 1) for run in runs]
+
+
+def _compaction_mark(compaction: Compaction, record: SessionRecord, scale: _Scale,
+                     more: int = 0) -> str:
     x = scale.x(compaction.after_call + 1)
     summary = excerpt.cut(compaction.summary, TOOLTIP_CHARS)
     tip = (f"compaction {compaction.number}, by call {compaction.after_call}: "
            f"{_sizes(compaction, record)}. Summary: {summary}")
+    if more:
+        tip += f" (and {more} more compactions in the calls of this bar: see the list)"
     return (f'<a class="compaction" data-call="{compaction.after_call}" '
             f'href="#compaction-{compaction.number}">'
             f'<title>{text(tip)}</title><line x1="{x:.1f}" x2="{x:.1f}" y1="{scale.TOP - 6}" '
@@ -289,7 +358,7 @@ def _tool_table(record: SessionRecord) -> str:
         if used > TOOL_BYTES:
             left_out += 1
             continue
-        lines = excerpt.preview(t.output)
+        lines = excerpt.preview(t.output)             # a task file, a board: whole
         mark = '<span class="err">error</span> ' if t.is_error else ""
         rows.append(f'<tr class="{"error" if t.is_error else "ok"}"><td>{number}</td>'
                     f'<td>{t.after_call}</td><td><code>{text(t.name)}</code></td>'
@@ -347,9 +416,9 @@ def _write_new(folder: Path, stem: str, page: str) -> Path:
 
 
 def end_of_run(recorder: Recorder, folder: Path = config.TRANSCRIPTS,
-               seen_from: Optional[Path] = None) -> Optional[Path]:
+               screen: Optional[Screen] = None) -> Optional[Path]:
     """At the end of a run: the last board, the page, and one line saying where it is (or why
-    not); seen_from: the folder the user is in, when the run was elsewhere (--demo's demo/)."""
+    not), as the user finds it from their folder (screen.where: --demo runs in demo/)."""
     if not recorder.data.calls:
         return None                          # nothing happened: leave no file behind, read no board
     recorder.finish()
@@ -362,7 +431,7 @@ def end_of_run(recorder: Recorder, folder: Path = config.TRANSCRIPTS,
     except Exception as exc:  # noqa: BLE001
         show_note(f"[no session page: {type(exc).__name__}: {exc}]")
         return None
-    shown = Path(os.path.relpath(path.resolve(), seen_from)) if seen_from else path
+    shown = screen.where(path) if screen else path
     show_note(f"[session page: {shown} (open it in a browser)]")
     return path
 
@@ -372,19 +441,26 @@ CSS = """
   --read: #3b75af; --written: #ef8a17; --uncached: #d0413e; --output: #55a868;
   --threshold: #8e44ad; --compaction: #2a9d8f; --cleared: #b8860b; --err: #c0392b;
   --pending: #f5f6f8; --in_progress: #dbe9f8; --completed: #dff3e2; --missing: #fdecea;
-  --new: #2a9d8f; }
+  --new: #2a9d8f; --shade: rgba(0, 0, 0, 0.25); }
 @media (prefers-color-scheme: dark) {
   :root { --fg: #e6e9ef; --bg: #15181e; --muted: #9aa3b2; --grid: #2c323c; --panel: #1f232b;
     --read: #6fa8dc; --written: #f6b26b; --uncached: #e67c73; --output: #93c47d;
     --threshold: #c39bd3; --compaction: #5fd3c4; --cleared: #f1c232; --err: #ff7b6e;
     --pending: #262b34; --in_progress: #1f3550; --completed: #1f3b27; --missing: #4a2424;
-    --new: #5fd3c4; } }
+    --new: #5fd3c4; --shade: rgba(255, 255, 255, 0.25); } }
 body { font: 15px/1.45 system-ui, sans-serif; color: var(--fg); background: var(--bg);
   margin: 1.5em auto; max-width: 1200px; padding: 0 1em; }
 h1 small { color: var(--muted); font-weight: normal; font-size: 60%; }
 h2 { font-size: 1.1em; margin-top: 1.8em; }
 .totals, .note { color: var(--muted); }
-.scroll { overflow-x: auto; }
+.scroll { overflow-x: auto;           /* a board wider than the window scrolls in its box */
+  background:                       /* and a shadow at an edge says there is more that way */
+    linear-gradient(to right, var(--bg) 30%, transparent) left / 3em 100% no-repeat local,
+    linear-gradient(to left, var(--bg) 30%, transparent) right / 3em 100% no-repeat local,
+    radial-gradient(farthest-side at 0 50%, var(--shade), transparent) left / 1em 100%
+      no-repeat scroll,
+    radial-gradient(farthest-side at 100% 50%, var(--shade), transparent) right / 1em 100%
+      no-repeat scroll; }
 svg { overflow: visible; }
 svg.chart { display: block; width: 100%; height: auto; }
 svg text { fill: var(--fg); font: 12px system-ui, sans-serif; }
@@ -415,7 +491,7 @@ pre.summary, pre.sent { background: var(--panel); padding: 0.6em 0.8em; border-r
   margin: 0.4em 0; }
 details.request { border-top: 1px solid var(--grid); padding: 0.3em 0; }
 details.request summary { cursor: pointer; font-size: 14px; }
-ol.blocks { font-size: 13px; padding-left: 1.4em; }
+ol.blocks { font-size: 13px; padding-left: 1.4em; scroll-margin-top: 4em; }
 ol.blocks li { margin-bottom: 0.3em; }
 li.same { color: var(--muted); }
 .badge { font-size: 11px; border-radius: 4px; padding: 0 0.4em; border: 1px solid; }

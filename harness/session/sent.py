@@ -94,8 +94,9 @@ def _call(record: SessionRecord, call: ModelCall, messages: list, previous: list
     line = (f"{what.capitalize()} {call.number}: sent ~{n(request.tokens)} tokens in "
             f"{request.count:,} message{'s' * (request.count != 1)}{api} · {counts['new']} new"
             + (f" · {counts['cleared']} cleared" if counts["cleared"] else ""))
-    return (f'<details class="request" id="call-{call.number}" data-call="{call.number}">'
-            f'<summary>{text(line)}</summary><ol class="blocks">{"".join(entries)}</ol></details>')
+    # The anchor is inside the <details>: following a link to it opens the request.
+    return (f'<details class="request" data-call="{call.number}"><summary>{text(line)}</summary>'
+            f'<ol class="blocks" id="call-{call.number}">{"".join(entries)}</ol></details>')
 
 
 def _preamble(call: ModelCall, before: Optional[ModelCall], blocks: dict, counts: dict,

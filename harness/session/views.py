@@ -11,6 +11,10 @@ the session page does. Without each piece:
   `[compacted: A → ~B tokens]` and the session page give: what the next request sends, system
   prompt and tools included; the API's count for the last call plus tokens.estimate of what
   came since, or tokens.request (marked ~) where no count covers this history.
+- the bars' width from the terminal's (terminal.width), and each bar's words on a line of
+  their own: at 60 columns a bar and its words took 137 to 149, and an 80-column terminal
+  broke them mid-bar. The bars share one width, so the cache's ^ sit under the letters of
+  the prefix they hold.
 - cost_report: what caching saved stays a claim; the 1.25x write premium stays hidden; a
   summary the API wrote (--api-context compact, a call of its own in the record) is not
   told apart from the loop's calls.
@@ -19,19 +23,22 @@ the session page does. Without each piece:
   context against the API's trigger instead of COMPACT_THRESHOLD.
 - prices_from_env: a price appears only when the user says what the tokens cost; a price made
   up here would be wrong for most models and most currencies.
+- compact_now's check for a model: /compact on a history resumed without a key ended in
+  "/compact failed: AttributeError".
 """
 
 import math
 import os
+import sys
+import textwrap
 from typing import Optional
 
-from harness import api_context, config, tokens
-from harness.terminal import show_note
+from harness import api_context, config, terminal, tokens
 from harness.errors import SetupError
 from harness.session import blocks
 from harness.session.record import Recorder, SessionRecord
 
-BAR_WIDTH = 60               # characters of each bar /context draws
+LABEL = 17                   # columns of a /context row's label: "  what fills it  "
 WRITE_PRICE, READ_PRICE = 1.25, 0.1   # cache writes and reads, as multiples of the input price
 KINDS = blocks.KINDS
 
@@ -42,30 +49,43 @@ def context_parts(system: str, tools: list, messages: list) -> list:
             *blocks.message_parts(messages)]
 
 
-def _bar(parts: list, total: int) -> str:
+def _bar(parts: list, total: int, columns: int) -> str:
     """One letter per column: the kind found at that point of the request."""
     cells, edges, running = [], [], 0
     for kind, size in parts:
         running += size
         edges.append((running, KINDS[kind][0]))
-    for col in range(BAR_WIDTH):
-        point = (col + 0.5) * total / BAR_WIDTH
+    for col in range(columns):
+        point = (col + 0.5) * total / columns
         cells.append(next((letter for edge, letter in edges if edge > point), edges[-1][1]))
     return "".join(cells)
+
+
+def _row(label: str, said: str, columns: int) -> str:
+    """A row of /context: its label, then what it says, wrapped under the label's column."""
+    return textwrap.fill(said, columns, initial_indent=f"  {label:<{LABEL - 2}}",
+                         subsequent_indent=" " * LABEL, break_on_hyphens=False)
+
+
+def _bar_row(label: str, cells: str) -> str:
+    """A row of /context that is a bar: its label, then the bar, never wrapped."""
+    return f"  {label:<{LABEL - 2}}[{cells}]"
 
 
 def context_report(system: str, tools: list, view_messages: list, threshold: Optional[int],
                    cached_tokens: Optional[int], reported_tokens: Optional[int],
                    reported_covers: Optional[int] = None, window: Optional[int] = None,
-                   in_charge: Optional[str] = None, api=None) -> str:
-    """/context: what the next request would send, by kind, against COMPACT_THRESHOLD (or,
-    with api, --api-context's Setting, the API's trigger), the cache and the model's window;
-    in_charge says which manages the context.
+                   columns: int = terminal.PLAIN_WIDTH, in_charge: Optional[str] = None,
+                   api=None) -> str:
+    """/context: what the next request would send, by kind, against COMPACT_THRESHOLD (with
+    api, --api-context's Setting: the API's trigger), the cache and the model's window, in
+    `columns`: the bars take what the labels leave. in_charge: which manages the context.
 
     reported_tokens is the API's count for the first reported_covers messages (all of them
     when None); what came after is estimated. Rows are estimates (marked ~): the API counts
     whole requests.
     """
+    bar = columns - LABEL - 2                    # the brackets
     parts = context_parts(system, tools, view_messages)
     estimate = sum(t for _, t in parts)
     covers = len(view_messages) if reported_covers is None else reported_covers
@@ -79,20 +99,23 @@ def context_report(system: str, tools: list, view_messages: list, threshold: Opt
         how = "estimated: no API count for this context yet"
         shown = f"~{total:,}"
     if api is None:
-        limit = _threshold_line(threshold, total)
+        limit = _threshold_line(threshold, total, bar, columns)
     else:
-        limit = _threshold_line(api.trigger, total, f"--api-context {api.mode} at", api.acts)
+        limit = _threshold_line(api.trigger, total, bar, columns,
+                                f"--api-context {api.mode} at", api.acts)
     lines = [f"context now: {shown} tokens ({how})",
-             f"  what fills it  [{_bar(parts, estimate or 1)}]",
-             in_charge and f"  in charge      {in_charge}",
-             _cache_line(cached_tokens, total), limit, _window_line(window, total)]
+             _bar_row("what fills it", _bar(parts, estimate or 1, bar)),
+             in_charge and _row("in charge", in_charge, columns),
+             _cache_line(cached_tokens, total, bar, columns), limit,
+             _window_line(window, total, bar, columns)]
     sums = {kind: sum(t for k, t in parts if k == kind) for kind in KINDS}
     for kind, (letter, name) in _kinds_of(tools, threshold, sums).items():
         share = f"{sums[kind] / estimate:.0%}" if estimate else "0%"
         lines.append(f"    {letter} {name:<22} {'~' + format(sums[kind], ','):>9}  {share:>4}")
-    lines.append(f"  ~ an estimate, about {tokens.CHARS_PER_TOKEN} characters a token · ^ the "
-                 "prefix the cache holds, read at 0.1x if the next request starts the same · "
-                 "no model call was made")
+    lines.append(textwrap.fill(f"~ an estimate, about {tokens.CHARS_PER_TOKEN} characters a "
+                               "token · ^ the prefix the cache holds, read at 0.1x if the next "
+                               "request starts the same · no model call was made", columns,
+                               initial_indent="  ", subsequent_indent="    "))
     return "\n".join(line for line in lines if line)
 
 
@@ -108,55 +131,60 @@ def _kinds_of(tools: list, threshold: Optional[int], sums: dict) -> dict:
     return kinds
 
 
-def _cache_line(cached: Optional[int], total: int) -> str:
+def _cache_line(cached: Optional[int], total: int, bar: int, columns: int) -> str:
+    """The prefix the cache holds, under the letters of the request it is the start of."""
     if cached is None:
-        return ("  in the cache   unknown: no model call yet for this history, or the cache "
-                "has expired (5 minutes)")
+        return _row("in the cache", "unknown: no model call yet for this history, or the "
+                    "cache has expired (5 minutes)", columns)
     shown = min(cached, total)
-    cols = round(BAR_WIDTH * shown / total) if total else 0
+    cols = round(bar * shown / total) if total else 0
     share = f"{shown / total:.0%}" if total else "0%"
     why = (" (the prefix is below the model's minimum for caching, or it changed)" if not cached
            else ", the last call's prefix")
-    bar = "^" * cols + " " * (BAR_WIDTH - cols)
-    return f"  in the cache   [{bar}] {cached:,} tokens ({share}){why}"
+    cells = "^" * cols + " " * (bar - cols)
+    return "\n".join([_bar_row("in the cache", cells),
+                      _row("", f"{cached:,} tokens ({share}){why}", columns)])
 
 
-def _threshold_line(threshold: Optional[int], total: int, name: str = "COMPACT_THRESHOLD",
-                    acts: str = "layer 2 compacts") -> str:
+def _threshold_line(threshold: Optional[int], total: int, bar: int, columns: int,
+                    name: str = "COMPACT_THRESHOLD", acts: str = "layer 2 compacts") -> str:
     if threshold is None:
-        return "  threshold      none: this lesson does not compact (s06 does)"
+        return _row("threshold", "none: this lesson does not compact (s06 does)", columns)
     span = max(threshold, total)
-    used = round(BAR_WIDTH * total / span)
-    mark = min(round(BAR_WIDTH * threshold / span), BAR_WIDTH - 1)
-    cells = ["#" if col < used else "·" for col in range(BAR_WIDTH)]
+    used = round(bar * total / span)
+    mark = min(round(bar * threshold / span), bar - 1)
+    cells = ["#" if col < used else "·" for col in range(bar)]
     cells[mark] = "|"
     if total > threshold:
         where = f"over it by {total - threshold:,}: {acts} before the next call"
     else:
-        where = f"{threshold - total:,} tokens to go before {acts}"
-    return f"  threshold      [{''.join(cells)}] {name} {threshold:,}: {where}"
+        where = f"{threshold - total:,} to go before {acts}"
+    return "\n".join([_bar_row("threshold", "".join(cells)),
+                      _row("", f"{name} {threshold:,}: {where}", columns)])
 
 
-def _window_line(window: Optional[int], total: int) -> str:
+def _window_line(window: Optional[int], total: int, bar: int, columns: int) -> str:
     """The model's window, as Claude Code's /context shows it: used of the window, and free."""
     if not window:
         return ""
-    used = min(round(BAR_WIDTH * total / window), BAR_WIDTH)
-    bar = "#" * used + "·" * (BAR_WIDTH - used)
+    used = min(round(bar * total / window), bar)
+    cells = "#" * used + "·" * (bar - used)
     if total > window:
         free = f"over it by {total - window:,}: the API refuses a request this long"
     else:
         free = f"{window - total:,} free ({(window - total) / window:.1%})"
-    return (f"  window         [{bar}] {total:,} of {window:,} tokens used "
-            f"({total / window:.1%}), {free}")
+    return "\n".join([_bar_row("window", cells),
+                      _row("", f"{total:,} of {window:,} tokens used ({total / window:.1%}), "
+                           f"{free}", columns)])
 
 
 def print_context(recorder: Recorder, system: str, tools: list, view: list,
                   context: object = None, run=None) -> None:
-    """/context in a lesson's REPL. recorder is the run's record; view is what the next
-    request would send (after layer 1); context is s06's ContextSize (.threshold, .reported,
-    .seen), or None in s03, which has no threshold and whose count comes from the record's
-    last call; run, when given, says which manages the context (--api-context)."""
+    """/context in a lesson's REPL, as wide as the terminal. recorder is the run's record;
+    view is what the next request would send (after layer 1); context is s06's ContextSize
+    (.threshold, .reported, .seen), or None in s03, which has no threshold and whose count
+    comes from the record's last call; run, when given, says which manages the context
+    (--api-context)."""
     if context is None:
         threshold = None
         reported, covers = recorder.context_tokens(), recorder.context_covers()
@@ -165,8 +193,10 @@ def print_context(recorder: Recorder, system: str, tools: list, view: list,
         reported, covers = context.reported, context.seen
     in_charge = api_context.in_charge(run) if run is not None else None
     api = run.api_context if run is not None else None
-    print(context_report(system, tools, view, threshold, recorder.cached_tokens(), reported,
-                         covers, config.context_window(), in_charge, api))
+    report = context_report(system, tools, view, threshold, recorder.cached_tokens(), reported,
+                            covers, config.context_window(), terminal.width(sys.stdout),
+                            in_charge, api)
+    terminal.show_out(report)
 
 
 # ---------------------------------------------------------------- /cost
@@ -246,15 +276,22 @@ def _price_line(billed: float, sent: int, output: int, price_in: Optional[float]
 
 def cost_command(messages: list, run, arg: str = "") -> None:
     """/cost in any lesson's REPL: the record of this run, priced only if the user set a price."""
-    print(cost_report(run.recorder.data, *prices_from_env(), api_context.in_charge(run)))
+    terminal.show_out(cost_report(run.recorder.data, *prices_from_env(),
+                                  api_context.in_charge(run)))
 
 
 # ---------------------------------------------------------------- s06's REPL commands
 
 def compact_now(compact, messages: list, run, focus: str) -> None:
-    """/compact [focus]: layer 3, typed by a person (compact is s06's or s07's compaction)."""
+    """/compact [focus]: layer 3, typed by a person (compact is s06's or s07's compaction).
+    The one REPL command that calls the model: it asks for the summary. Without a model (no
+    key, a history resumed with --continue) it is refused in one line; the history stays."""
     if not messages:
-        show_note("[nothing to compact yet]")
+        terminal.show_note("[nothing to compact yet]")
+    elif run.client is None:
+        raise SetupError("/compact asks the model for the summary, and there is no model to "
+                         "talk to: set ANTHROPIC_API_KEY (docs/real-use.md); the conversation "
+                         "is as it was")
     else:
         compact(messages, run, focus)
 
