@@ -270,3 +270,13 @@ def test_a_clearing_is_said_when_it_grows_and_again_after_layer_3_made_a_new_his
     assert "cleared 1 more old tool result on" in replied(5)
     assert replied(0) == ""                       # /compact: a new history, nothing cleared
     assert "cleared 2 more old tool results" in replied(2)
+
+
+def test_the_demo_plays_each_mode_with_no_key(run_main):
+    """--demo --api-context: s06's own settings (no trigger lowered: the API takes none under
+    50,000 for a compaction), and the stand-in plays the server's side."""
+    code, out, err, api = run_main(s06_compact, "--demo", "--api-context", "compact", key=None)
+    assert code == 0 and "the API compacted the conversation" in words(err)
+    assert "[summary by the API: " in err and "I went on from the summary" in words(out + err)
+    code, out, err, api = run_main(s06_compact, "--demo", "--api-context", "clear", key=None)
+    assert code == 0 and "the API cleared" in words(err)
