@@ -41,7 +41,7 @@ transcript (and every big result, saved whole) keeps every detail for whoever ne
 New since s03: the three layers (marked lines in the loop), ContextSize, /compact. The todo
 tool is gone: the model sees its list only in old tool results, which a compaction
 summarises away (s07 brings the plan back, on disk).
-Details: harness/layer1.py and harness/transcripts.py.
+Details: harness/layer1.py and harness/transcripts.py; the API's own: docs/cost.md.
 
 Run it:   python s06_compact.py "run the tests, fix what fails, and run them again"
           COMPACT_THRESHOLD=5000 python s06_compact.py      (a REPL; /compact, /context)
@@ -52,28 +52,30 @@ import functools
 import sys
 
 import s03_todo as s03
-from harness import cli, config, demos, endpoints, errors, layer1, tokens, transcripts
+from harness import api_context, cli, config, demos, endpoints, errors, layer1, tokens, transcripts
 from harness.session import views
 
-# Model calls a turn may make: compaction lets it go on far longer.
+# Model calls a turn may make: compaction lets it go on longer.
 MAX_STEPS = 200
 # The newest results stay whole: the model may still be using them.
 KEEP_RECENT = 3
 # A result this short is never cleared: it costs little.
 KEEP_CHARS = 400
-# A batch is cleared only if it frees at least CLEAR_AT_LEAST tokens (capped at 0.4 x the
-# threshold, so a low COMPACT_THRESHOLD still leaves layer 1 room to act), and at least
-# REWRITE_SHARE x what clearing it makes the API write to the cache again. Example, in
-# token-prices: a batch of 12,000 tokens with 6,000 after it. Kept, it is read on every call:
-# 0.1 x 12,000 = 1,200 a call. Cleared, the 6,000 after it are written once at 1.25 x, not
-# read at 0.1 x: 6,900 once. As 12,000 >= 8,000 and >= 1.5 x 6,000, it is cleared, and pays
-# for itself within 6 calls.
-CLEAR_AT_LEAST = 8_000
+# A batch is cleared only if it frees at least CLEAR_AT_LEAST tokens (at most 0.4 x a low
+# COMPACT_THRESHOLD, to leave layer 1 room to act), and at least REWRITE_SHARE x what
+# clearing it makes the API write to the cache again. Example, in tokens: a batch of 12,000
+# with 6,000 after it. Kept, it is read on every call: 0.1 x 12,000 = 1,200 a call. Cleared,
+# the 6,000 after it are written once at 1.25 x, not read at 0.1 x: 6,900 once. As 12,000 >=
+# 4,000 and >= 1.5 x 6,000, it is cleared, and pays for itself within 6 calls.
+CLEAR_AT_LEAST = 4_000
 REWRITE_SHARE = 1.5
-# Tokens before layer 2 summarises: far below the window, leaving room for the summary call.
-DEFAULT_THRESHOLD = 50_000
+# Tokens before layer 2 summarises: where the bench bills least (docs/cost.md).
+DEFAULT_THRESHOLD = 30_000
 # A longer summary is cut, and says so.
 SUMMARY_MAX_TOKENS = 2000
+# --api-context: the API clears or summarises, where cheapest.
+API_CLEAR_AT = 30_000     # tokens, inputs too
+API_COMPACT_AT = 50_000   # tokens: its minimum
 
 SYSTEM = ("You are a coding agent working in the current folder. Use the tools to act. "
           "When the context gets long or a phase of work is done, call compact. Be brief.")
@@ -86,8 +88,8 @@ estimate_tokens = tokens.estimate
 
 
 class ContextSize:
-    """How big the next request is: the API's count for the last call (tools, system and
-    every message, by the real tokenizer), plus about 4 characters a token since."""
+    """How big the next request is: the API's count for the last call, plus about 4
+    characters a token since."""
 
     def __init__(self) -> None:
         self.threshold = DEFAULT_THRESHOLD  # COMPACT_THRESHOLD, read by start()
@@ -111,8 +113,8 @@ CONTEXT = ContextSize()
 
 
 def needs_compaction(view: list) -> bool:
-    """Over the threshold, and grown by half a threshold since the last compaction: else a
-    summary that is itself over the threshold would be summarised again on every call."""
+    """Over the threshold, and grown by half of it since the last compaction: else a summary
+    over it would be summarised again on every call."""
     size = CONTEXT.estimate(view)
     grown = size - CONTEXT.after_compaction
     return size > CONTEXT.threshold and grown > CONTEXT.threshold // 2
@@ -120,14 +122,14 @@ def needs_compaction(view: list) -> bool:
 
 # ---------------------------------------------------------------- layer 1
 
-# What layer 1 has cleared. Once cleared, always cleared, with the same placeholder: so each
-# request repeats the last one byte for byte, and is read from the cache.
+# What layer 1 has cleared: once cleared, always, with the same placeholder, so each request
+# repeats the last one byte for byte, and is read from the cache.
 CLEARED = layer1.Cleared()
 
 
 def micro_compact(messages: list, run, batch: bool = True) -> list:
-    """What the model will see: the history with everything layer 1 cleared shown as its
-    placeholder. A copy: the history keeps all. batch=False starts no new batch."""
+    """What the model will see: a copy of the history, what layer 1 cleared shown as its
+    placeholder. batch=False starts no new batch."""
     if batch:
         clear_new_batch(messages, run)
     # view() also puts the second cache breakpoint just before the latest batch.
@@ -136,17 +138,16 @@ def micro_compact(messages: list, run, batch: bool = True) -> list:
 
 def clear_new_batch(messages: list, run) -> None:
     """Clear what the model can do without, if the batch pays for the cache it rewrites."""
-    # Not needed any more: results older than the newest KEEP_RECENT and over KEEP_CHARS
-    # (a read_file result only once a later whole read or write of that file follows); big
-    # write/edit inputs by the same rules. The newest reply and its results stay: the model
-    # has not seen those results yet.
+    if run.api_context:
+        return
+    # Not needed any more: results older than the newest KEEP_RECENT and over KEEP_CHARS (a
+    # read_file's once the file is read again); big write/edit inputs alike; never the newest
+    # reply's.
     batch = layer1.no_longer_needed(messages, KEEP_RECENT, KEEP_CHARS, CLEARED)
-    # tokens_after counts from the batch's first message to the end of the request; less
-    # the batch, which is not sent again, that is what the API must write to the cache again.
+    # What the API must write again: from the batch's first message on, less the batch.
     sent = layer1.view(messages, CLEARED)
     rewritten = layer1.tokens_after(sent, batch) - batch.tokens
-    # No API count yet for this history (a resumed session, or just after a compaction):
-    # the cache is cold, with nothing in it to lose.
+    # No API count yet (resumed, or compacted): a cold cache has nothing to lose.
     if CONTEXT.reported is None:
         rewritten = 0
     at_least = min(CLEAR_AT_LEAST, CONTEXT.threshold * 2 // 5)
@@ -154,8 +155,7 @@ def clear_new_batch(messages: list, run) -> None:
         return
     CLEARED.add(run, batch, messages)
     layer1.announce(run, batch)
-    # The API's last count still holds what was just cleared: take it off, or layer 2 would
-    # count tokens that are no longer sent.
+    # The API's last count still holds what was just cleared: layer 2 must not count it.
     if CONTEXT.reported is not None:
         CONTEXT.reported -= batch.tokens
 
@@ -170,20 +170,18 @@ current state; decisions made and why; open next steps. Be concrete: names, path
 
 
 def summarize(messages: list, run, focus: str, system: str, tools: list) -> str:
-    """The model's summary, asked at the end of the loop's own view, with its system and
-    tools: the API reads all of that from the cache."""
+    """The model's summary, asked at the end of the loop's own view with its system and
+    tools: all of it read from the cache."""
     if focus:
         focus = f"\nAbove all, preserve: {focus}"
     view = micro_compact(messages, run, batch=False)
     view = transcripts.ask_at_end(view, SUMMARY_REQUEST.format(focus=focus))
     reply = endpoints.ask(run, system, tools, view, SUMMARY_MAX_TOKENS,
                           label="summary call")
-    # reply.said: the model's own words only. reply.text adds the harness's notes for the
-    # user ("[answer cut: ...]"), which do not belong in a summary.
+    # reply.said: the model's words, not the harness's notes for the user.
     if not reply.said:
         raise ValueError("the summary came back empty")
-    # Cut at SUMMARY_MAX_TOKENS (or by a stream that ended early): the transcript holds
-    # what it did not say, and the model is told.
+    # Cut short: the transcript holds the rest, and the model is told.
     if reply.cut:
         return reply.said + "\n[this summary was cut before its end]"
     return reply.said
@@ -196,8 +194,8 @@ def auto_compact(messages: list, run, focus: str = "", system: str = SYSTEM,
     tools are the loop's, so the summary call is cached."""
     tools = tools or TOOLS
     before = CONTEXT.estimate(micro_compact(messages, run, batch=False))
-    counted = CONTEXT.reported          # the part of `before` the API counted, if any
-    # If it fails, wait for more work before trying again.
+    counted = CONTEXT.reported          # the part of `before` the API counted
+    # On failure, wait for more work before trying again.
     CONTEXT.after_compaction = before
     path = None
     try:
@@ -231,12 +229,12 @@ COMPACT_TOOL = {
 
 
 def compact_tool(focus: str = "") -> str:
-    # The loop compacts once the results are in the history: the tool only says so.
+    # The loop compacts after this step: the tool only says so.
     return "Compaction requested: it runs after this step."
 
 
 TOOLS = s03.BASE_TOOLS + [COMPACT_TOOL]
-# The dispatch table: s03's four base tools, and compact.
+# The dispatch table: s03's base tools, and compact.
 TOOL_HANDLERS = {
     "bash": s03.run_bash,
     "read_file": s03.run_read,
@@ -290,9 +288,12 @@ def repl_commands(system: str, tools: list, compact=auto_compact) -> dict:
 
 
 def start(run, args, system: str = SYSTEM, tools: list = TOOLS) -> None:
-    """When a run starts (after ./.env is read): COMPACT_THRESHOLD, and what every request
-    starts with (the system prompt and the tools)."""
+    """When a run starts (after ./.env is read): --api-context, COMPACT_THRESHOLD, and the
+    prefix every request starts with."""
+    run.api_context = api_context.setting(args, API_CLEAR_AT, API_COMPACT_AT, KEEP_RECENT)
     CONTEXT.threshold = config.positive_int("COMPACT_THRESHOLD", DEFAULT_THRESHOLD, "tokens")
+    if run.api_context:
+        CONTEXT.threshold = config.context_window()
     CONTEXT.prefix = estimate_tokens([system, tools])
     run.recorder.threshold(CONTEXT.threshold)
 
@@ -300,7 +301,8 @@ def start(run, args, system: str = SYSTEM, tools: list = TOOLS) -> None:
 def main(argv: list = None) -> int:
     demo = functools.partial(demos.s06_demo, CONTEXT)
     lesson = cli.Lesson("s06_compact", __doc__, agent_loop, demo=demo,
-                        commands=repl_commands(SYSTEM, TOOLS), on_start=start)
+                        commands=repl_commands(SYSTEM, TOOLS), on_start=start,
+                        options=[api_context.OPTION])
     return cli.run_cli(lesson, argv)
 
 

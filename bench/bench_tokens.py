@@ -19,12 +19,22 @@ against the loopback stand-in of the Messages API. Two kinds of shape:
 The table prints, per shape and lesson, billed input as built (prompt caching, s06's batched
 layer 1) as a share of the old baseline, and as a multiple of `once`:
 - the old baseline is the published lesson's policy: no cache_control, and on every call every
-  tool result but the 3 newest (and but read_file's) a placeholder. s03 has no layer 1: its
+  tool result but the 3 newest (and but read_file's) a placeholder; layer 2 at 50,000 tokens
+  (BASELINE_THRESHOLD), whatever s06's COMPACT_THRESHOLD. s03 has no layer 1: its
   baseline is its own requests billed without a cache;
 - once is every tool result sent once, whole, at 1x: no layer 1 that lets the model see each
   result whole can bill less. floor plays s06 once more with each long result shown whole in
   one request, never cached, then cleared: near the cheapest such a layer 1 can be.
 s07/s06 is s07's bill against s06's on the same shape (the board's tools and its text).
+
+A second table plays s06 with --api-context instead, the API's own context management played
+by the stand-in (harness/stand_in/edits.py), beside s06's layers: clearing with the API's
+defaults (100,000 tokens, keep 3) and with s06's setting (API_CLEAR_AT, KEEP_RECENT, and
+the inputs too), which is also measured under the other reading of a clearing (measured
+again on every call, `again`: the docs do not say which is right); compaction at the API's
+default (150,000) and at s06's API_COMPACT_AT (its 50,000 minimum). best API is the cheapest of
+the four under the stand-in's reading; s06/best is s06's bill as a share of it (under 100%:
+s06's layers bill less).
 
 The sweep plays every shape through s06 for other values of its constants, and says what each
 costs and what the model keeps seeing: in how many calls a long result is shown whole, how
@@ -50,6 +60,7 @@ import random
 import statistics
 import sys
 import tempfile
+import types
 from contextlib import contextmanager, redirect_stderr
 from dataclasses import dataclass
 from pathlib import Path
@@ -60,9 +71,9 @@ import anthropic  # noqa: E402
 import s03_todo  # noqa: E402
 import s06_compact  # noqa: E402
 import s07_task_system  # noqa: E402
-from harness import errors  # noqa: E402
+from harness import api_context, errors  # noqa: E402
 from harness.run import Run  # noqa: E402
-from harness.stand_in import StandInAPI, script, sse, usage  # noqa: E402
+from harness.stand_in import StandInAPI, edits, script, sse, usage  # noqa: E402
 from harness.stand_in.script import error, reply, text, tool  # noqa: E402
 
 LESSONS = (s03_todo, s06_compact, s07_task_system)
@@ -399,6 +410,31 @@ def _cache_before_new_long_texts(view):
 # ---------------------------------------------------------------- inside the lessons
 
 LAYERS = {"built": None, "baseline": per_call_micro_compact, "floor": seen_once}
+# The old baseline's layer 2 summarises past 50,000 tokens, as the published lesson does (and s06
+# did until its threshold was tuned beside the API's own context management): the baseline is
+# then one fixed policy, and a share of it compares settings of s06 with each other.
+BASELINE_THRESHOLD = 50_000
+
+
+def _s06_api(mode):
+    """s06's own --api-context setting, from its constants as they are in this process."""
+    args = types.SimpleNamespace(api_context=mode)      # as `--api-context mode` parses
+    return api_context.setting(args, s06_compact.API_CLEAR_AT, s06_compact.API_COMPACT_AT,
+                               s06_compact.KEEP_RECENT)
+
+
+# s06 with --api-context: mode -> (its Setting, made when played; the stand-in's reading of a
+# clearing). "defaults" are the API's own: clear at 100,000 keeping 3, compact at 150,000.
+API_MODES = {
+    "clear, defaults": (lambda: api_context.Setting(api_context.CLEAR, edits.CLEAR_TRIGGER,
+                                                    edits.CLEAR_KEEP), edits.KEPT),
+    "clear, s06's": (lambda: _s06_api(api_context.CLEAR), edits.KEPT),
+    "clear, again": (lambda: _s06_api(api_context.CLEAR), edits.AGAIN),
+    "compact, default": (lambda: api_context.Setting(api_context.COMPACT, edits.COMPACT_TRIGGER),
+                         edits.KEPT),
+    "compact, s06's": (lambda: _s06_api(api_context.COMPACT), edits.KEPT),
+}
+BEST_OF = ("clear, defaults", "clear, s06's", "compact, default", "compact, s06's")
 
 
 @contextmanager
@@ -407,8 +443,10 @@ def lesson_state(mode="built", setting=None):
 
     Inside, every lesson starts as a new process would (layer 1 has cleared nothing, no context
     is measured, MAX_STEPS calls a turn), s06 has the constants of `setting` (the others as
-    built, COMPACT_THRESHOLD the default), and s06 and s07 use mode's layer 1. Yields the
-    constants in force. After, all is put back and reset: a test finds the lessons clean."""
+    built, COMPACT_THRESHOLD the default), and s06 and s07 use mode's layer 1 (the baseline's
+    layer 2 at BASELINE_THRESHOLD; with one of API_MODES, layer 2 only at the window, as s06
+    does with --api-context: play() puts the setting on the run). Yields the constants in
+    force. After, all is put back and reset: a test finds the lessons clean."""
     homes = {"KEEP_RECENT": s06_compact, "KEEP_CHARS": s06_compact,
              "CLEAR_AT_LEAST": s06_compact, "REWRITE_SHARE": s06_compact}
     built = {name: getattr(home, name) for name, home in homes.items()}
@@ -423,8 +461,12 @@ def lesson_state(mode="built", setting=None):
     for name, home in homes.items():
         setattr(home, name, in_force[name])
     s06_compact.CONTEXT.threshold = in_force["COMPACT_THRESHOLD"]
+    if mode == "baseline":          # the published lesson's, whatever s06's is
+        s06_compact.CONTEXT.threshold = BASELINE_THRESHOLD
+    if mode in API_MODES:           # as s06's start() does with --api-context
+        s06_compact.CONTEXT.threshold = WINDOW
     for m, built_layer in layers.items():
-        m.micro_compact = LAYERS[mode] or built_layer
+        m.micro_compact = LAYERS.get(mode) or built_layer
     try:
         yield in_force
     finally:
@@ -460,15 +502,23 @@ def within_window(step):
 
 def play(lesson, shape, mode="built", setting=None):
     """One shape through lesson.agent_loop, turn by turn: {the billing, "compactions", "once",
-    "seen"}, or None if s03's context passed the window. mode: "built", "baseline" or "floor";
-    setting: s06's layer-1 constants to use instead of the built ones."""
+    "seen"}, or None if s03's context passed the window. mode: "built", "baseline", "floor"
+    or one of API_MODES (s06 with --api-context); setting: s06's layer-1 constants to use
+    instead of the built ones."""
+    api_mode = API_MODES.get(mode)
     with tempfile.TemporaryDirectory() as tmp, inside(tmp), lesson_state(mode, setting):
         turns = shape.turns()
         steps = [within_window(step) for turn in turns for step in turn]
-        with StandInAPI(steps, summary="Summary: the work so far, files and results.") as api:
+        reading = api_mode[1] if api_mode else edits.KEPT
+        if api_mode:                  # the API's window is the stand-in's: it counts the prompt
+            steps = [step for turn in turns for step in turn]
+        with StandInAPI(steps, summary="Summary: the work so far, files and results.",
+                        clearing=reading) as api:
             client = anthropic.Anthropic(api_key="bench", base_url=api.url, max_retries=0)
-            caller = client if mode == "built" else WithoutCaching(client)
+            caller = client if mode == "built" or api_mode else WithoutCaching(client)
             run = Run(caller)      # one run, as one process plays every turn
+            if api_mode:              # as s06's start() does with --api-context
+                run.api_context = api_mode[0]()
             messages = []
             try:
                 with redirect_stderr(io.StringIO()):
@@ -486,7 +536,12 @@ def play(lesson, shape, mode="built", setting=None):
             sys.exit(f"bench_tokens.py: {lesson.__name__} on {shape.name}: "
                      f"{api.violations[0] if api.violations else unplayed}")
         summaries = sum(1 for body in api.requests if script.is_summary_request(body))
-        return {**api.billing(), "compactions": summaries, **results_seen(api.requests)}
+        # A summary the API wrote (--api-context compact) is a compaction too.
+        summaries += sum(1 for counted in api.usages for step in usage.billed_steps(counted)
+                         if step.get("type") == "compaction")
+        # What the model read: with --api-context, the prompt after the server's edits.
+        read = api.prompts if api_mode else api.requests
+        return {**api.billing(), "compactions": summaries, **results_seen(read)}
 
 
 def results_seen(requests):
@@ -551,14 +606,16 @@ def run_all(jobs):
 NAMES = [lesson.__name__ for lesson in LESSONS]
 
 
-def measure(shapes, setting=(), lessons=NAMES, floor=True):
+def measure(shapes, setting=(), lessons=NAMES, floor=True, api=True):
     """{(lesson name, shape name, mode): play()'s result}: each lesson as built, s06's and s07's
-    baselines, s06's floor. setting: (name, value) pairs of s06's constants to use instead."""
+    baselines, s06's floor, and s06 with each of API_MODES (api=False: without them).
+    setting: (name, value) pairs of s06's constants to use instead."""
     jobs = []
     for shape in shapes:
         for lesson in lessons:
             modes = ["built"] + ["baseline"] * (lesson != "s03_todo")
             modes += ["floor"] * (floor and lesson == "s06_compact")
+            modes += list(API_MODES) * (api and lesson == "s06_compact")
             jobs += [(lesson, shape.name, mode, tuple(setting)) for mode in modes]
     return {job[:3]: result for job, result in run_all(jobs).items()}
 
@@ -582,7 +639,75 @@ def report(shapes=None, setting=()):
     if not SESSIONS:
         out += ["", f"(no real sessions: {REAL_SESSIONS} is not there)"]
     out += ["", "Shapes (calls = model calls):"] + [f"  {s.name:<10}{s.about}" for s in shapes]
-    return "\n".join(out)
+    return "\n".join(out + [""] + api_table(results, shapes))
+
+
+def api_table(results, shapes):
+    """The second table: s06's layers beside s06 with each of API_MODES, per shape, and the
+    worst s06/best over the made-up and over the real shapes."""
+    out = API_HEADER + [f"s06 with {api_constants()}.", "", *API_COLUMNS]
+    for kind, group in (("made-up", [s for s in shapes if isinstance(s, Shape)]),
+                        ("real", [s for s in shapes if isinstance(s, Session)])):
+        if not group:
+            continue
+        rows = [api_figures(results, shape.name) for shape in group]
+        out += [""] * (kind == "real")
+        out += [api_row(shape.name, row) for shape, row in zip(group, rows, strict=True)]
+        ahead = [row["s06/best"] for row in rows if row["s06/best"] is not None]
+        worst = _figure(ahead and max(ahead), ".0%")
+        out.append(f"{kind + ' worst':<{API_CELL * 7 + 10}}{worst:>9}")
+        line = f"{kind + ' seen':<10}"
+        for mode in ("built", *API_MODES):
+            seen = sorted(n for row in rows if row["seen"][mode] for n in row["seen"][mode])
+            line += f"{_figure(seen and statistics.median(seen), 'g'):>{API_CELL}}"
+        out.append(line)
+    return out
+
+
+API_CELL = 11      # characters of a bill's cell: " 1,234k c12"
+API_HEADER = [
+    "s06's layers beside the API's own context management (s06 with --api-context, the API",
+    "played by the stand-in): billed input in thousands of tokens, c = compactions. The API's",
+    "defaults: clear at 100,000 tokens keeping 3, compact at 150,000; again: s06's clearing if",
+    "the API measures a clearing again on every call. best: the cheapest API setting but",
+    "again; s06/best: s06's bill as a share of it (under 100%: s06's layers bill less)."]
+API_COLUMNS = [f"{'':<10}{'s06':>{API_CELL}}{'API clearing':^{API_CELL * 3}}"
+               f"{'API compaction':^{API_CELL * 2}}".rstrip(),
+               f"{'shape':<10}{'layers':>{API_CELL}}" + "".join(
+                   f"{name:>{API_CELL}}" for name in ("default", "s06's", "again", "default",
+                                                      "s06's", "best"))
+               + f"{'s06/best':>9}"]
+
+
+def api_constants():
+    """s06's --api-context constants as NAME=value NAME=value ..."""
+    names = ("API_CLEAR_AT", "API_COMPACT_AT", "KEEP_RECENT")
+    return " ".join(f"{name}={getattr(s06_compact, name)}" for name in names)
+
+
+def api_figures(results, shape):
+    """One shape's bills: s06 as built and each of API_MODES ((billed, compactions), None where
+    not measured), the best of BEST_OF, and s06's bill as a share of it."""
+    def bill(mode):
+        result = results.get(("s06_compact", shape, mode))
+        return result and (result["billed_input"], result["compactions"])
+
+    row = {mode: bill(mode) for mode in ("built", *API_MODES)}
+    row["seen"] = {mode: (results.get(("s06_compact", shape, mode)) or {}).get("seen")
+                   for mode in ("built", *API_MODES)}
+    measured = [row[mode][0] for mode in BEST_OF if row[mode]]
+    row["best"] = min(measured) if len(measured) == len(BEST_OF) else None
+    row["s06/best"] = row["built"] and row["best"] and row["built"][0] / row["best"]
+    return row
+
+
+def api_row(name, row):
+    line = f"{name:<10}"
+    for mode in ("built", *API_MODES):
+        cell = row[mode] and f"{row[mode][0] / 1000:,.0f}k c{row[mode][1]}"
+        line += f"{cell or UNKNOWN:>{API_CELL}}"
+    line += _figure(row["best"], ",.0f", 1000, "k").rjust(API_CELL)
+    return line + f"{_figure(row['s06/best'], '.0%'):>9}"
 
 
 CELL = 15          # characters of a lesson's cell: " 13%  5.4x c2"
@@ -665,9 +790,11 @@ def _grid():
     batch rules, a longer result that stays whole, and other thresholds for layer 2."""
     settings = [{"KEEP_RECENT": keep} for keep in (1, 2, 3, 4, 5)]
     settings += [{"KEEP_RECENT": 3, "CLEAR_AT_LEAST": at_least, "REWRITE_SHARE": share}
-                 for at_least in (4_000, 8_000, 16_000, 32_000) for share in (0.5, 1.0, 1.5, 3.0)]
+                 for at_least in (4_000, 8_000, 12_000) for share in (0.5, 1.0, 1.5, 3.0)]
     settings += [{"KEEP_RECENT": 3, "KEEP_CHARS": 2_000}]
-    settings += [{"KEEP_RECENT": 3, "COMPACT_THRESHOLD": t} for t in (25_000, 100_000)]
+    settings += [{"KEEP_RECENT": 3, "COMPACT_THRESHOLD": t} for t in (20_000, 40_000, 50_000)]
+    # The constants before the API's own context management was measured beside them.
+    settings += [{"KEEP_RECENT": 3, "COMPACT_THRESHOLD": 50_000, "CLEAR_AT_LEAST": 8_000}]
     return settings
 
 
@@ -684,7 +811,12 @@ def sweep(settings=SWEEP, shapes=None, base=()):
     full = list(dict.fromkeys(full))              # in order, once each
     jobs = [("s06_compact", shape.name, "baseline", ()) for shape in shapes]
     jobs += [("s06_compact", shape.name, "built", setting) for setting in full for shape in shapes]
+    # The API's settings once a shape, from the base constants: what s06 must stay ahead of.
+    jobs += [("s06_compact", shape.name, mode, tuple(base)) for mode in BEST_OF
+             for shape in shapes]
     results = run_all(jobs)
+    best = {shape.name: min(results["s06_compact", shape.name, mode, tuple(base)]["billed_input"]
+                            for mode in BEST_OF) for shape in shapes}
     out = SWEEP_HEADER + ["Each line changes some of these, the others stay:",
                           f"s06 with {constants(base)}.", "", SWEEP_COLUMNS]
     for setting in full:
@@ -692,7 +824,7 @@ def sweep(settings=SWEEP, shapes=None, base=()):
                 for shape in shapes}
         baselines = {shape.name: results["s06_compact", shape.name, "baseline", ()]
                      for shape in shapes}
-        out.append(sweep_line(dict(setting), runs, baselines))
+        out.append(sweep_line(dict(setting), runs, baselines, best))
     return "\n".join(out)
 
 
@@ -700,16 +832,19 @@ SWEEP_HEADER = [
     "s06 for other constants: billed input as a share of the old baseline, on the worst and the",
     "median made-up shape and on the worst real one; c = compactions, all shapes; seen: model",
     f"calls a result over {LONG} characters is shown whole in (median, 10th percentile, all",
-    "shapes); cleared: results layer 1 made placeholders, on the made-up and the real shapes.",
+    "shapes); cleared: results layer 1 made placeholders, on the made-up and the real shapes;",
+    "vs API: on the real shape where s06 does worst, its bill as a share of the best API",
+    "setting's (the second table of the report: under 100%, s06's layers bill less).",
     "keep = KEEP_RECENT, chars = KEEP_CHARS, at least = CLEAR_AT_LEAST, share = REWRITE_SHARE,",
     "threshold = COMPACT_THRESHOLD (tokens)."]
 SWEEP_COLUMNS = (f"{'keep':>4}{'chars':>7}{'at least':>10}{'share':>7}{'threshold':>11}"
                  f"  {'made-up worst':<14}{'median':>7}  {'real worst':<14}{'c':>4}{'seen':>5}"
-                 f"{'p10':>4}  cleared")
+                 f"{'p10':>4}  {'cleared':<11}vs API")
 
 
-def sweep_line(setting, runs, baselines):
-    """One setting's line of the sweep: runs and baselines are {shape name: play()'s result}."""
+def sweep_line(setting, runs, baselines, best=None):
+    """One setting's line of the sweep: runs and baselines are {shape name: play()'s result},
+    best {shape name: the best API setting's bill} (None: not measured)."""
     shares = {name: run["billed_input"] / baselines[name]["billed_input"]
               for name, run in runs.items()}
     line = (f"{setting['KEEP_RECENT']:>4}{setting['KEEP_CHARS']:>7,}"
@@ -727,7 +862,10 @@ def sweep_line(setting, runs, baselines):
     seen = sorted(n for run in runs.values() for n in run["seen"])
     line += f"{sum(run['compactions'] for run in runs.values()):>4}"
     line += f"{statistics.median(seen):>5g}{seen[len(seen) // 10]:>4}"
-    return line + f"  {' / '.join(cleared)}"
+    line += f"  {' / '.join(cleared):<11}"
+    ahead = [runs[name]["billed_input"] / best[name] for name in shares
+             if name not in made_up and best and name in best]
+    return line + _figure(ahead and max(ahead), ".0%").rjust(6)
 
 
 def main(argv):

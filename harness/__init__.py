@@ -19,6 +19,9 @@ of its pieces. This is the reading guide; the README links here.
     after s06   tokens         the one token estimate, about 4 characters a token
                 layer1         which old results and inputs a batch clears, the placeholders
                 transcripts    layer 2's transcript, summary message and notes
+                api_context    --api-context: the API's own clearing or compaction instead
+                               of layers 1 and 2 (the request, the compaction block, its
+                               summary's cost)
     after s07   board/         record (the Task, its checks, the TaskStore), folder, postgres,
                                claims (who may change a task another agent holds), graph,
                                text, live (what other agents did), commands (/task), checklist
@@ -35,7 +38,8 @@ of its pieces. This is the reading guide; the README links here.
                 sdk            the anthropic SDK, loaded on first use
                 demos          the scripted sessions behind --demo
                 stand_in/      the loopback Messages API the demos and tests talk to:
-                               script, rules, usage (the cache, the bill), sse, server
+                               script, rules, edits (the API's context management), usage
+                               (the cache, the bill), sse, server
 
 Nothing here imports a lesson, and no module imports inside a function except psycopg (an
 optional dependency, for a postgresql:// board).

@@ -11,7 +11,10 @@ happened), and this module imports no lesson. Without each piece:
 - the reacting steps: a script that narrates "my first result is a placeholder now" whether
   or not it is, or plans the same four tasks again on a second run.
 - saying what it sets: a demo that quietly lowers COMPACT_THRESHOLD, so a learner wonders
-  why a compaction came at 10,000 tokens when the default is 50,000.
+  why a compaction came at 10,000 tokens when the default is 30,000.
+- s06_api_demo: `--demo --api-context clear|compact` would play a script written for the
+  harness's own layers, whose outputs never reach the API's trigger (30,000 or 50,000 tokens):
+  the learner would see the API do nothing.
 - _s07_story: a second s07 run printed the first run's "plan a small project" prompt, and
   then did not plan: it says first which task it picks up, and why it plans nothing.
 """
@@ -60,9 +63,12 @@ def s03_demo(run) -> tuple:
 
 
 def s06_demo(context, run) -> tuple:
-    """Each layer in turn: placeholders, an automatic compaction, a manual one.
+    """Each layer in turn: placeholders, an automatic compaction, a manual one (with
+    --api-context, s06_api_demo instead).
 
     context: s06's ContextSize; its threshold is set low for the demo, and said so."""
+    if run.api_context is not None:
+        return s06_api_demo(run)
     _set_threshold(run, context, S06_THRESHOLD, "low, so that layer 2 compacts within ten "
                    "calls")
 
@@ -100,6 +106,38 @@ def s06_demo(context, run) -> tuple:
     summary = ("Summary: generated bulky output with bash, wrote notes.md (31 lines), read it "
                "back. Next: check the notes file and finish.")
     return script, "produce some bulky output, take notes in notes.md, and keep working", summary
+
+
+def s06_api_demo(run) -> tuple:
+    """--api-context: outputs big enough to pass the API's trigger (s06's own setting, not
+    lowered: the API takes no trigger under 50,000 for a compaction), then the server clears
+    old results, or summarises, and the model goes on."""
+    setting = run.api_context
+    terminal.show_note(f"[demo] --api-context {setting.mode}: the stand-in plays the API's own "
+                       f"context management, past {setting.trigger:,} tokens (s06's setting)")
+
+    def bulky(first, said=None):
+        # About 45,000 characters, under OUTPUT_CAP: some 11,000 tokens a result.
+        command = f"seq -s ' ' {first} {first + 8000}"
+        return reply(*([text(said)] if said else []), tool("bash", {"command": command}))
+
+    def after(body):
+        if any(b.get("type") == "compaction" for m in body["messages"]
+               for b in m["content"] if isinstance(m["content"], list)):
+            said = ("I went on from the summary the API wrote: its compaction block opens what "
+                    "I see, and the harness sends it back with every request.")
+        else:
+            said = ("The API showed my oldest results as placeholders, on the server; the "
+                    "history (and the session log) keeps them whole.")
+        return reply(text(f"Done. {said} /cost counts what the API billed."))
+
+    script = [bulky(10_000, "I'll generate some bulky output.")]
+    script += [bulky(first) for first in (20_000, 30_000, 40_000, 50_000)]
+    script += [reply(text("One more step."), tool("bash", {"command": "echo the work goes on"})),
+               after]
+    summary = ("Summary: generated five bulky outputs with bash (seq); nothing else was "
+               "asked. Next: finish.")
+    return script, "produce some bulky output, and keep working", summary
 
 
 def s07_demo(tasks, context, run) -> tuple:

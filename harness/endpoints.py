@@ -2,7 +2,9 @@
 
 Every lesson's loop makes this one call per round (s03 defines the loop; s06 and s07 repeat
 it), and gets back one Reply with named parts. The run (harness/run.py) holds the client,
-and the screen and the record the round is shown and counted on.
+the screen and the record the round is shown and counted on, and --api-context's setting
+(harness/api_context.py): with one, the request goes to the beta Messages API with its beta
+and context_management, and the reply keeps the API's compaction block.
 
     reply.message   the assistant message to append: plain dicts, safe to send again
     reply.calls     the tool calls to run, each with .id .name .input, and .problem when
@@ -23,7 +25,8 @@ Without each piece:
   delta before its block, a call without an id or a null text is a traceback, half an emoji
   in a call's JSON fails the turn, and a stream that closes inside a call runs the call as
   far as it got (task #1 completed while the model was writing #17).
-- pause_turn: a turn the server paused looks finished; ask() resumes it (up to MAX_RESUMES).
+- pause_turn (and "compaction", a pause after the API's summary): a turn the server paused
+  looks finished; ask() resumes it (up to MAX_RESUMES).
 - errors as one line (EndpointError): a dropped connection, HTML from a wrong URL, text
   that cannot be encoded, or an API error ends in a traceback or a misleading line.
 - _assistant_message: the SDK's objects (None fields, unknown and server blocks, a str input,
@@ -42,7 +45,8 @@ Without each piece:
   again (after --continue, say) reuses an earlier call's id; the API refuses the request, and
   layer 1 would show the new result as the old one's placeholder.
 - the usage line and the run's record (session/record.py): the cost of a session is
-  invisible, and a local server that silently dropped the tools goes unnoticed.
+  invisible, and a local server that silently dropped the tools goes unnoticed. A summary the
+  API wrote is counted as a call of its own (its usage is only in usage.iterations).
 """
 
 import json
@@ -50,7 +54,7 @@ import types
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
-from harness import excerpt, pairing, terminal
+from harness import api_context, excerpt, pairing, terminal
 from harness.clean import clean_json
 from harness.config import api_error_line, api_timeout, model_id
 from harness.errors import EndpointError, dropped, error_event, malformed, unsendable
@@ -61,7 +65,9 @@ MAX_RESUMES = 10      # pause_turn continuations of one round before it is retur
 CACHE = {"type": "ephemeral"}   # the top-level breakpoint: the API caches the prefix (s06)
 JSON_TYPES = {"string": str, "integer": int, "number": (int, float), "boolean": bool,
               "array": list, "object": dict}
-KEEP_BLOCKS = {"text", "tool_use", "thinking", "redacted_thinking"}   # what is sent back
+# What is sent back (and a compaction block, when the run asked the API to compact).
+KEEP_BLOCKS = {"text", "tool_use", "thinking", "redacted_thinking", "compaction"}
+RESUMED = {"pause_turn", "compaction"}    # stop reasons of a turn the server paused
 ENDED = {"max_tokens": "[answer cut: the model reached max_tokens]",
          "model_context_window_exceeded": "[answer cut: the conversation filled the context "
                                           "window]",
@@ -72,8 +78,10 @@ ENDED = {"max_tokens": "[answer cut: the model reached max_tokens]",
 DELTAS = {"text_delta": (("text",), "text"), "citations_delta": (("text",), "citation"),
           "thinking_delta": (("thinking",), "thinking"),
           "signature_delta": (("thinking",), "signature"),
-          "input_json_delta": (("tool_use", "server_tool_use"), "partial_json")}
-KNOWN_BLOCKS = {"text", "thinking", "redacted_thinking", "tool_use", "server_tool_use"}
+          "input_json_delta": (("tool_use", "server_tool_use"), "partial_json"),
+          "compaction_delta": (("compaction",), "content")}
+KNOWN_BLOCKS = {"text", "thinking", "redacted_thinking", "tool_use", "server_tool_use",
+                "compaction"}
 TEXT_FIELDS = {"text": "text", "thinking": "thinking"}   # a block's text: a string, never null
 
 
@@ -111,17 +119,23 @@ def ask(run, system: str, tools: list, messages: list, max_tokens: int,
     compaction's summary)."""
     sent = list(messages)
     content = []
+    # --api-context: the beta and context_management ({} without it), and with compaction,
+    # the history from the API's last summary on (it drops what came before it anyway).
+    extra = api_context.request(run.api_context, messages)
+    if run.api_context is not None:
+        sent = run.api_context.view(sent)
     for _ in range(MAX_RESUMES + 1):
         response = _stream(run.client, run.screen, model=model_id(), system=system,
-                           tools=tools, messages=sent, max_tokens=max_tokens, cache_control=CACHE)
-        _count(run.recorder, response.usage, label, sent, system, tools)
+                           tools=tools, messages=sent, max_tokens=max_tokens, cache_control=CACHE,
+                           **extra)
+        _count(run, response, label, sent, system, tools)
         content += list(response.content)
-        if response.stop_reason != "pause_turn":
+        if response.stop_reason not in RESUMED:
             break
         # The server paused a long turn: send what it wrote so far back, and it goes on.
-        sent = sent + [_assistant_message(response.content, None)]
+        sent = sent + [_assistant_message(response.content, None, setting=run.api_context)]
     cut = pairing.cut_call(content, response.stop_reason)
-    message = _assistant_message(content, cut, response.stop_reason)
+    message = _assistant_message(content, cut, response.stop_reason, run.api_context)
     # An endpoint that numbers its ids from 1 again would reuse an earlier call's id.
     message = pairing.unique_ids(messages, message)
     calls = _calls(content, cut, tools)
@@ -151,8 +165,10 @@ def _stream(client, screen, **request):
     where = str(client.base_url).rstrip("/")    # the URL actually used, for every message
     live = terminal.LiveReply(urlsplit(where).netloc, screen)
     began = False
+    # With betas (--api-context), the beta Messages API: it takes them and context_management.
+    messages_api = client.beta.messages if "betas" in request else client.messages
     try:
-        with client.messages.create(stream=True, **request) as events:
+        with messages_api.create(stream=True, **request) as events:
             # The endpoint answered: a failure from here on dropped a reply under way.
             began = True
             reply = _Assembly(where, events.response.headers.get("content-type", "no type"))
@@ -171,7 +187,8 @@ def _stream(client, screen, **request):
         # After the answer began, an error can only be an error event in the stream.
         if began:
             raise EndpointError(error_event(exc, where)) from None
-        raise EndpointError(api_error_line(exc, client)) from None
+        line = api_error_line(exc, client)
+        raise EndpointError(api_context.refused(line, exc, request)) from None
     except anthropic.APIError as exc:
         raise EndpointError(api_error_line(exc, client)) from None
     except json.JSONDecodeError as exc:     # the SDK parses each event's data line
@@ -324,6 +341,8 @@ class _Assembly:
             return []                     # a block type of its own: left out of the history
         value = delta.get(field)
         wanted = dict if kind == "citations_delta" else str
+        if kind == "compaction_delta" and value is None:
+            return []                     # a failed summary: the block keeps no content
         if not isinstance(value, wanted):
             raise self._bad(f"{_a(kind)} whose {field} is {json.dumps(value)}")
         if kind == "input_json_delta":
@@ -331,6 +350,8 @@ class _Assembly:
             return [_shown("input_json", partial_json=value)]
         if kind == "citations_delta":
             block["citations"] = (block.get("citations") or []) + [value]
+        elif kind == "compaction_delta":   # the whole summary, in one delta (as the SDK reads it)
+            block["content"] = value
         elif kind == "signature_delta":
             block["signature"] = value
         else:
@@ -344,6 +365,8 @@ class _Assembly:
         delta = data.get("delta")
         if isinstance(delta, dict) and "stop_reason" in delta:
             self.start["stop_reason"] = delta["stop_reason"]
+        if isinstance(data.get("context_management"), dict):   # what the API's edits did
+            self.start["context_management"] = data["context_management"]
         usage = data.get("usage")
         if isinstance(usage, dict):
             counts = self.start.get("usage")
@@ -369,8 +392,15 @@ def _shown(kind: str, **fields):
     return types.SimpleNamespace(type=kind, **fields)
 
 
-def _count(recorder, usage, label: str, sent: list, system: str, tools: list) -> None:
-    """The usage line, the run's record, and once a session the dropped-tools warning."""
+def _count(run, response, label: str, sent: list, system: str, tools: list) -> None:
+    """The usage line, the run's record, and once a session the dropped-tools warning. A
+    summary the API wrote first is a call of its own (billed, and only in usage.iterations),
+    recorded before the reply's, with the compaction it made (api_context.announce)."""
+    recorder, usage = run.recorder, response.usage
+    for step in api_context.summary_steps(usage):
+        terminal.show_usage(usage_counts(step), api_context.SUMMARY_LABEL)
+        recorder.call(step, api_context.SUMMARY_LABEL)
+    api_context.announce(run, response)
     counts = usage_counts(usage)
     terminal.show_usage(counts, label)
     recorder.call(usage, label, sent=sent, system=system, tools=tools)
@@ -380,8 +410,10 @@ def _count(recorder, usage, label: str, sent: list, system: str, tools: list) ->
 
 # ---------------------------------------------------------------- the reply as history
 
-def _assistant_message(content: list, cut, stop_reason: str = "max_tokens") -> dict:
-    """The assistant message as plain dicts, safe to send again and to write as JSON."""
+def _assistant_message(content: list, cut, stop_reason: str = "max_tokens",
+                       setting=None) -> dict:
+    """The assistant message as plain dicts, safe to send again and to write as JSON. setting:
+    the run's --api-context (a compaction block is kept only when it asked for one)."""
     if cut is not None:
         terminal.show_note(f"  [the reply was cut off by {stop_reason} inside a {cut.name} "
                            "call: it was not run]")
@@ -391,7 +423,7 @@ def _assistant_message(content: list, cut, stop_reason: str = "max_tokens") -> d
             continue
         blocks.append(block.model_dump(mode="json", exclude_none=True, warnings=False))
     kept = []
-    for block in clean_json(blocks):
+    for block in api_context.kept_blocks(setting, clean_json(blocks)):
         if block["type"] not in KEEP_BLOCKS:
             terminal.show_note(f"  [a {block['type']!r} block in the reply was left out: "
                                "this harness does not use it]")

@@ -16,6 +16,8 @@ process starts with, so there is nothing to reset. Without each piece:
   twice; and during --demo, which works in demo/, the paths it names are not the user's.
 - secrets: the credentials read from ./.env (config.load_env), for the client; put in
   os.environ instead, they would be inherited by every command the agent runs.
+- api_context: s06's --api-context (harness/api_context.py), set by its start(); None: the
+  harness's own layers manage the context. endpoints.ask reads it for every request.
 Kept in module-level singletons, as they were, two runs in one process (the test suite, a
 second main()) shared one record, one log and one set of pins, each reset by hand.
 """
@@ -26,7 +28,8 @@ from harness.session import record
 
 
 class Run:
-    """One run: what it talks to (client) and what it keeps (recorder, log, saved, screen)."""
+    """One run: what it talks to (client, and how: api_context) and what it keeps (recorder,
+    log, saved, screen)."""
 
     def __init__(self, client=None, lesson: str = "", log=None, secrets=None):
         self.client = client
@@ -35,6 +38,7 @@ class Run:
         self.saved = spill.SavedTexts()
         self.screen = terminal.Screen()
         self.secrets = secrets or {}
+        self.api_context = None       # --api-context's Setting (s06), or None
 
     def close(self) -> None:
         """The end of the run: its log closed (one that holds nothing is removed), its pins

@@ -235,7 +235,7 @@ MUTATIONS = [
               "and_others_are_left_alone"]),
 
     # ---------------------------------------------------------------- s06: the three layers
-    Mutation("layer 1 clears batches of 2,000 tokens instead of CLEAR_AT_LEAST (8,000)",
+    Mutation("layer 1 clears batches of a quarter of CLEAR_AT_LEAST",
              "s06_compact.py",
              "    at_least = min(CLEAR_AT_LEAST, CONTEXT.threshold * 2 // 5)",
              "    at_least = min(CLEAR_AT_LEAST // 4, CONTEXT.threshold * 2 // 5)",

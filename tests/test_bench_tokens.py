@@ -2,8 +2,9 @@
 
 The whole table takes minutes and the sweep longer, too long for the suite. So each test here
 measures a small part again with the bench's own code (one made-up shape in every lesson, one
-real session in s06, a two-setting sweep of one shape) and compares it with the line that
-docs/cost.md quotes; the quoted worst and median lines are recomputed from the quoted rows.
+real session in s06, s06 with each of the API's settings on one made-up shape and one real
+session, a two-setting sweep of one shape) and compares it with the line that docs/cost.md
+quotes; the quoted worst and median lines are recomputed from the quoted rows.
 The pieces the figures rely on are checked too: the floor, the replay of a real session, and
 the lessons' state put back after a run.
 """
@@ -85,7 +86,8 @@ def test_a_made_up_shapes_row_in_the_docs_is_what_the_bench_prints_for_it():
 @pytest.mark.slow
 def test_a_real_sessions_s06_figures_in_the_docs_are_what_the_bench_measures():
     session = next(s for s in real_sessions() if s.name == FAST_SESSION)
-    results = bench_tokens.measure([session], quoted_setting(), ["s06_compact"], floor=False)
+    results = bench_tokens.measure([session], quoted_setting(), ["s06_compact"], floor=False,
+                                   api=False)
     printed = bench_tokens.row_line(session, bench_tokens.figures(results, session.name))
     # The lessons and columns not measured here print as … : any one figure of the quoted row.
     pattern = " ".join(".+?" if word == bench_tokens.UNKNOWN else re.escape(word)
@@ -129,6 +131,59 @@ def test_every_figure_in_the_docs_prose_is_printed_by_the_bench():
     assert [figure for figure in quoted if figure.rstrip(".,") not in cells] == []
 
 
+# ---------------------------------------------------------------- beside the API's own
+
+def api_block():
+    return checked_block(COST, "cost-api")
+
+
+def quoted_api_row(name):
+    rows = [line for line in api_block() if line.startswith(f"{name} ")]
+    assert len(rows) == 1, f"docs/cost.md's second table has {len(rows)} rows for {name}"
+    return rows[0]
+
+
+def api_table_of(shape):
+    """The second table as the bench prints it for this one shape, s06 as quoted."""
+    results = bench_tokens.measure([shape], quoted_setting(), ["s06_compact"], floor=False)
+    return bench_tokens.api_table(results, [shape])
+
+
+def test_the_api_tables_header_and_a_made_up_row_are_what_the_bench_prints():
+    printed = api_table_of(bench_tokens.shapes_named([FAST_SHAPE])[0])
+    columns = printed.index(bench_tokens.API_COLUMNS[-1])
+    assert api_block()[:columns + 1] == printed[:columns + 1]   # what is measured, and how
+    assert quoted_api_row(FAST_SHAPE) == next(line for line in printed
+                                              if line.startswith(FAST_SHAPE))
+
+
+def test_on_a_real_session_s06s_layers_bill_less_than_the_apis_best_as_quoted():
+    """The promise docs/cost.md makes (issue #38's goal): on a real session, s06's layers bill
+    at least 10% less than the cheapest of the API's settings, measured in the same run, with
+    the newest KEEP_RECENT results whole. Every cell of the quoted row, measured again."""
+    session = next(s for s in real_sessions() if s.name == FAST_SESSION)
+    printed = next(line for line in api_table_of(session) if line.startswith(FAST_SESSION))
+    assert printed == quoted_api_row(FAST_SESSION)
+    assert s06_compact.KEEP_RECENT == 3
+    share = int(printed.split()[-1].rstrip("%"))
+    assert share <= 90, f"s06 bills {share}% of the API's best on {FAST_SESSION}"
+
+
+def test_the_api_tables_worst_lines_follow_from_its_rows():
+    """And on every real session the quoted share is under 90% (no worse than the worst line)."""
+    rows = [line for line in api_block() if re.match(r"[\w-]+ .*\d+%$", line)
+            and "worst" not in line]
+    kinds = {"made-up": [line for line in rows if line.split()[0] in
+                         {s.name for s in bench_tokens.SHAPES}],
+             "real": [line for line in rows if re.match(r"[0-9a-f]{8} ", line)]}
+    assert len(kinds["real"]) >= 2 and len(kinds["made-up"]) == len(bench_tokens.SHAPES)
+    for kind, lines in kinds.items():
+        worst = max(int(line.split()[-1].rstrip("%")) for line in lines)
+        (quoted,) = [line for line in api_block() if line.startswith(f"{kind} worst")]
+        assert quoted.split()[-1] == f"{worst}%"
+    assert all(int(line.split()[-1].rstrip("%")) <= 90 for line in kinds["real"])
+
+
 # ---------------------------------------------------------------- the sweep
 
 def sweep_block():
@@ -166,6 +221,9 @@ def test_the_docs_sweep_covers_the_grid_and_agrees_with_the_table():
     compactions = [quoted_figures(line)["s06_compact"][2] for line in table()
                    if "x c" in line and "worst" not in line and "median" not in line]
     assert int(built[10]) == sum(compactions)
+    # vs API: the second table's worst real share.
+    (real_worst,) = [line for line in api_block() if line.startswith("real worst")]
+    assert built[-1] == real_worst.split()[-1]
 
 
 def test_a_setting_holds_only_inside_lesson_state():

@@ -178,6 +178,11 @@ CHECKED = {
          T + "test_a_made_up_shapes_row_in_the_docs_is_what_the_bench_prints_for_it",
          T + "test_a_real_sessions_s06_figures_in_the_docs_are_what_the_bench_measures",
          T + "test_the_docs_worst_and_median_lines_follow_from_its_rows"],
+    ("docs/cost.md", "cost-api"):
+        [T + "test_the_api_tables_header_and_a_made_up_row_are_what_the_bench_prints",
+         T + "test_on_a_real_session_s06s_layers_bill_less_than_the_apis_best_as_quoted",
+         T + "test_the_api_tables_worst_lines_follow_from_its_rows",
+         T + "test_the_docs_sweep_covers_the_grid_and_agrees_with_the_table"],
     ("docs/cost.md", "cost-sweep"):
         [T + "test_a_tiny_sweep_runs_and_its_line_for_the_table_constants_agrees_with_the_table",
          T + "test_the_docs_sweep_covers_the_grid_and_agrees_with_the_table"],

@@ -105,11 +105,12 @@ def test_a_batch_must_free_enough_and_a_fair_share_of_what_it_rewrites(monkeypat
 def test_a_small_compact_threshold_makes_smaller_batches_worth_it(monkeypatch, run):
     monkeypatch.setattr(s06, "KEEP_RECENT", 1)
     messages = history(("bash", {"command": "a"}), ("bash", {"command": "b"}))
-    messages[2]["content"][0]["content"] = "o" * 4 * 5_000        # 5,000 tokens: under 8,000
+    batch = s06.CLEAR_AT_LEAST * 3 // 4                            # tokens: under CLEAR_AT_LEAST
+    messages[2]["content"][0]["content"] = "o" * 4 * batch
     s06.CONTEXT.reported = 1
     s06.micro_compact(messages, run)
     assert s06.CLEARED.results == {}
-    s06.CONTEXT.threshold = 9_500                                  # 0.4 x 9,500 = 3,800
+    s06.CONTEXT.threshold = batch * 5 // 2 - 100                   # 0.4 x it: under the batch
     s06.micro_compact(messages, run)
     assert set(s06.CLEARED.results) == {"t0"}
 

@@ -78,7 +78,8 @@ def test_cost_and_context_answer_in_the_repl_without_a_model_call(run_main):
     assert code == 0 and len(api.requests) == 2 and api.violations == []   # the two turn calls only
     billed = api.billing()
     assert "2 calls" in out + err and f"{billed['cache_write']:,}" in out + err
-    assert "context now:" in out + err and "COMPACT_THRESHOLD 50,000" in out + err
+    threshold = f"COMPACT_THRESHOLD {s06_compact.DEFAULT_THRESHOLD:,}"
+    assert "context now:" in out + err and threshold in out + err
 
 
 def test_the_s07_demos_page_draws_the_board_and_the_s06_demos_the_threshold(run_main, workdir):

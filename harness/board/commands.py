@@ -1,7 +1,8 @@
 """The REPL's /task and /tasks commands, --board and --name: a person works s07's board.
 
 Relied on by s07: main() hands its TaskManager to repl_commands() and cli_options() (the
-flags, /task help, and Live, the board's news before each prompt), start() to choose_board()
+flags, s06's --api-context among them, /task help, and Live, the board's news before each
+prompt), start() to choose_board()
 with the run (harness/run.py), whose record reads the board for the session page.
 This module imports no lesson.
 The commands go through the same TaskManager methods and rules as the model's tools, so a
@@ -16,7 +17,7 @@ user of the machine, and nothing says so.
 import atexit
 import os
 
-from harness import terminal
+from harness import api_context, terminal
 from harness.board import graph, open_store, postgres
 from harness.board.checklist import import_checklist
 from harness.board.live import BoardWatcher
@@ -35,7 +36,8 @@ HELP = """/task commands (no model call; the same rules as the model's tools):
   /task order           an order to do them in
   /task import FILE     a Markdown checklist (- [ ] item, - [x] done item) becomes tasks"""
 
-OPTIONS = [  # s07's flags, for cli.run_cli
+OPTIONS = [  # s07's flags, for cli.run_cli (s06's --api-context too: s07 runs s06's loop)
+    api_context.OPTION,
     (("--name",), {"help": "this agent's name on the board (default: AGENT_NAME, else your user, "
                            "host and terminal)"}),
     (("--board",), {"help": "the board: a folder (default: TASK_BOARD, else .tasks) or a "
@@ -81,8 +83,8 @@ def repl_commands(tasks) -> dict:
 
 
 def cli_options(tasks) -> dict:
-    """cli.Lesson's keywords for s07: --board and --name, /task help in --help and named by
-    /help, and the live board before each REPL prompt."""
+    """cli.Lesson's keywords for s07: --board and --name (and s06's --api-context), /task help
+    in --help and named by /help, and the live board before each REPL prompt."""
     return {"options": OPTIONS, "help_extra": HELP, "before_prompt": Live(tasks),
             "repl_help": "/task help lists what /task does: add, start, done, block, ..."}
 

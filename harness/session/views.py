@@ -15,7 +15,12 @@ the session page does. Without each piece:
   their own: at 60 columns a bar and its words took 137 to 149, and an 80-column terminal
   broke them mid-bar. The bars share one width, so the cache's ^ sit under the letters of
   the prefix they hold.
-- cost_report: what caching saved stays a claim; the 1.25x write premium stays hidden.
+- cost_report: what caching saved stays a claim; the 1.25x write premium stays hidden; a
+  summary the API wrote (--api-context compact, a call of its own in the record) is not
+  told apart from the loop's calls.
+- in_charge (api_context.in_charge): /context and /cost would not say whether the harness's
+  layers or the API (--api-context) manage the context; with the API, /context measures the
+  context against the API's trigger instead of COMPACT_THRESHOLD.
 - prices_from_env: a price appears only when the user says what the tokens cost; a price made
   up here would be wrong for most models and most currencies.
 - compact_now's check for a model: /compact on a history resumed without a key ended in
@@ -28,7 +33,7 @@ import sys
 import textwrap
 from typing import Optional
 
-from harness import config, terminal, tokens
+from harness import api_context, config, terminal, tokens
 from harness.errors import SetupError
 from harness.session import blocks
 from harness.session.record import Recorder, SessionRecord
@@ -70,9 +75,11 @@ def _bar_row(label: str, cells: str) -> str:
 def context_report(system: str, tools: list, view_messages: list, threshold: Optional[int],
                    cached_tokens: Optional[int], reported_tokens: Optional[int],
                    reported_covers: Optional[int] = None, window: Optional[int] = None,
-                   columns: int = terminal.PLAIN_WIDTH) -> str:
-    """/context: what the next request would send, by kind, against COMPACT_THRESHOLD, the
-    cache and the model's window, in `columns`: the bars take what the labels leave.
+                   columns: int = terminal.PLAIN_WIDTH, in_charge: Optional[str] = None,
+                   api=None) -> str:
+    """/context: what the next request would send, by kind, against COMPACT_THRESHOLD (with
+    api, --api-context's Setting: the API's trigger), the cache and the model's window, in
+    `columns`: the bars take what the labels leave. in_charge: which manages the context.
 
     reported_tokens is the API's count for the first reported_covers messages (all of them
     when None); what came after is estimated. Rows are estimates (marked ~): the API counts
@@ -91,10 +98,15 @@ def context_report(system: str, tools: list, view_messages: list, threshold: Opt
         total = tokens.request(system, tools, view_messages)
         how = "estimated: no API count for this context yet"
         shown = f"~{total:,}"
+    if api is None:
+        limit = _threshold_line(threshold, total, bar, columns)
+    else:
+        limit = _threshold_line(api.trigger, total, bar, columns,
+                                f"--api-context {api.mode} at", api.acts)
     lines = [f"context now: {shown} tokens ({how})",
              _bar_row("what fills it", _bar(parts, estimate or 1, bar)),
-             _cache_line(cached_tokens, total, bar, columns),
-             _threshold_line(threshold, total, bar, columns),
+             in_charge and _row("in charge", in_charge, columns),
+             _cache_line(cached_tokens, total, bar, columns), limit,
              _window_line(window, total, bar, columns)]
     sums = {kind: sum(t for k, t in parts if k == kind) for kind in KINDS}
     for kind, (letter, name) in _kinds_of(tools, threshold, sums).items():
@@ -134,7 +146,8 @@ def _cache_line(cached: Optional[int], total: int, bar: int, columns: int) -> st
                       _row("", f"{cached:,} tokens ({share}){why}", columns)])
 
 
-def _threshold_line(threshold: Optional[int], total: int, bar: int, columns: int) -> str:
+def _threshold_line(threshold: Optional[int], total: int, bar: int, columns: int,
+                    name: str = "COMPACT_THRESHOLD", acts: str = "layer 2 compacts") -> str:
     if threshold is None:
         return _row("threshold", "none: this lesson does not compact (s06 does)", columns)
     span = max(threshold, total)
@@ -143,11 +156,11 @@ def _threshold_line(threshold: Optional[int], total: int, bar: int, columns: int
     cells = ["#" if col < used else "·" for col in range(bar)]
     cells[mark] = "|"
     if total > threshold:
-        where = f"over it by {total - threshold:,}: layer 2 compacts before the next call"
+        where = f"over it by {total - threshold:,}: {acts} before the next call"
     else:
-        where = f"{threshold - total:,} to go before layer 2 compacts"
+        where = f"{threshold - total:,} to go before {acts}"
     return "\n".join([_bar_row("threshold", "".join(cells)),
-                      _row("", f"COMPACT_THRESHOLD {threshold:,}: {where}", columns)])
+                      _row("", f"{name} {threshold:,}: {where}", columns)])
 
 
 def _window_line(window: Optional[int], total: int, bar: int, columns: int) -> str:
@@ -166,19 +179,23 @@ def _window_line(window: Optional[int], total: int, bar: int, columns: int) -> s
 
 
 def print_context(recorder: Recorder, system: str, tools: list, view: list,
-                  context: object = None) -> None:
+                  context: object = None, run=None) -> None:
     """/context in a lesson's REPL, as wide as the terminal. recorder is the run's record;
     view is what the next request would send (after layer 1); context is s06's ContextSize
     (.threshold, .reported, .seen), or None in s03, which has no threshold and whose count
-    comes from the record's last call."""
+    comes from the record's last call; run, when given, says which manages the context
+    (--api-context)."""
     if context is None:
         threshold = None
         reported, covers = recorder.context_tokens(), recorder.context_covers()
     else:
         threshold = context.threshold() if callable(context.threshold) else context.threshold
         reported, covers = context.reported, context.seen
+    in_charge = api_context.in_charge(run) if run is not None else None
+    api = run.api_context if run is not None else None
     report = context_report(system, tools, view, threshold, recorder.cached_tokens(), reported,
-                            covers, config.context_window(), terminal.width(sys.stdout))
+                            covers, config.context_window(), terminal.width(sys.stdout),
+                            in_charge, api)
     terminal.show_out(report)
 
 
@@ -202,18 +219,23 @@ def prices_from_env() -> tuple:
 
 
 def cost_report(record: SessionRecord, price_per_mtok: Optional[float] = None,
-                price_per_mtok_out: Optional[float] = None) -> str:
+                price_per_mtok_out: Optional[float] = None,
+                in_charge: Optional[str] = None) -> str:
     """/cost: the session's tokens as the API bills them, and what they would cost without
-    caching."""
+    caching; in_charge: which manages the context (a summary the API wrote is a call here)."""
     calls = record.calls
     summaries = sum(c.is_summary for c in calls)
+    by_api = sum(c.label == api_context.SUMMARY_LABEL for c in calls)
     uncached = sum(c.uncached for c in calls)
     written = sum(c.cache_written for c in calls)
     read = sum(c.cache_read for c in calls)
     output, sent = sum(c.output for c in calls), uncached + written + read
     billed = uncached + WRITE_PRICE * written + READ_PRICE * read
     split = f" ({len(calls) - summaries} in the loop, {summaries} summary)" if summaries else ""
+    if by_api:
+        split = split.replace(" summary)", f" summary: {by_api} written by the API)")
     lines = [f"session so far: {len(calls)} model call{'s' * (len(calls) != 1)}{split}",
+             in_charge and f"  context managed by {in_charge}",
              f"  input            {sent:>10,} tokens",
              f"    uncached       {uncached:>10,}  x1    = {uncached:>12,.0f}",
              f"    to the cache   {written:>10,}  x1.25 = {WRITE_PRICE * written:>12,.0f}",
@@ -222,7 +244,7 @@ def cost_report(record: SessionRecord, price_per_mtok: Optional[float] = None,
              f"({_saving(billed, sent)})",
              f"  output           {output:>10,} tokens"]
     lines.append(_price_line(billed, sent, output, price_per_mtok, price_per_mtok_out))
-    return "\n".join(lines)
+    return "\n".join(line for line in lines if line)
 
 
 def _saving(billed: float, sent: int) -> str:
@@ -254,7 +276,8 @@ def _price_line(billed: float, sent: int, output: int, price_in: Optional[float]
 
 def cost_command(messages: list, run, arg: str = "") -> None:
     """/cost in any lesson's REPL: the record of this run, priced only if the user set a price."""
-    terminal.show_out(cost_report(run.recorder.data, *prices_from_env()))
+    terminal.show_out(cost_report(run.recorder.data, *prices_from_env(),
+                                  api_context.in_charge(run)))
 
 
 # ---------------------------------------------------------------- s06's REPL commands
@@ -279,5 +302,7 @@ def context_command(system: str, tools: list, view_of=None, context=None):
     threshold and the window (context: s06's ContextSize). No model call."""
     def command(messages: list, run, arg: str) -> None:
         view = view_of(messages, run) if view_of else messages
-        print_context(run.recorder, system, tools, view, context)
+        if run.api_context is not None:     # what endpoints.ask will send of it
+            view = run.api_context.view(view)
+        print_context(run.recorder, system, tools, view, context, run)
     return command

@@ -18,24 +18,35 @@ end-to-end test passes on requests the real API would refuse, and proves nothing
   harness/pairing.py on purpose: the stand-in plays the real API, an independent judge, and
   a check of the keeper by the keeper catches nothing;
 - cache_control: its form, never on empty text, and at most 4 breakpoints;
-- the context window: a prompt over context_window tokens (counted by usage.py) gets "prompt
-  is too long: N tokens > M maximum". One that fits but leaves less room than max_tokens is
-  accepted, as the docs say of current models: the reply stops when the window is full
+- the betas the anthropic-beta header names (betas=): context_management and its edits
+  (clear_tool_uses_20250919, clear_thinking_20251015, compact_20260112), each field's name,
+  type and bounds (a compaction trigger of at least 50,000 tokens), the header each edit needs
+  ('"anthropic-beta: compact-2026-01-12" required', the documented words for a missing one;
+  context editing's is assumed to be said alike), a compaction block (assistant only, a
+  summary or null, never ""; it needs the compact edit, and may open the messages), and
+  on-demand compaction (the top-level `compaction`, which this stand-in does not play:
+  refused, saying so);
+- the context window: a prompt over context_window tokens (counted by usage.py, after the
+  messages a compaction block replaces are dropped) gets "prompt is too long: N tokens > M
+  maximum". One that fits but leaves less room than max_tokens is accepted, as the docs say
+  of current models: the reply stops when the window is full
   (cut_to_window), with stop_reason model_context_window_exceeded. Earlier models refused
   input + max_tokens over the window with a 400 instead.
 The order is the API's: the request's shape first, its length last. Simpler than the real
-API: one model's limits whatever `model` says; the fields of every model and beta are
-accepted, without looking at the anthropic-beta header.
+API: one model's limits whatever `model` says; the fields of every other beta are accepted
+without looking at the anthropic-beta header. The API's context management (what a valid
+edit does to the prompt) is edits.py's.
 """
 
 import json
 import re
 
-from harness.stand_in import script, usage
+from harness.stand_in import edits, script, usage
 
 TOOL_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 # Blocks a model's reply may hold that the API accepts back in the history.
-ASSISTANT_ONLY = {"thinking", "redacted_thinking", "server_tool_use", "web_search_tool_result"}
+ASSISTANT_ONLY = {"thinking", "redacted_thinking", "server_tool_use", "web_search_tool_result",
+                  "compaction"}
 # The default model's documented limits (claude-sonnet-5-5, harness.config.DEFAULT_MODEL); a
 # StandInAPI may be given others (context_window=, max_output=).
 CONTEXT_WINDOW = 1_000_000   # tokens of input the model reads; more is "prompt is too long"
@@ -53,11 +64,18 @@ REQUEST_FIELDS = {
     "fallback_credit_token", "thread", "output_format",
 }
 MAX_BREAKPOINTS = 4          # blocks with cache_control in one request
+# Each context_management edit: the beta header it needs, and its fields with their checks.
+EDIT_BETAS = {"clear_tool_uses_20250919": "context-management-2025-06-27",
+              "clear_thinking_20251015": "context-management-2025-06-27",
+              "compact_20260112": "compact-2026-01-12"}
+ON_DEMAND_BETA = "compact-2026-09-04"     # the top-level `compaction` (on-demand compaction)
+MIN_COMPACT_TRIGGER = 50_000              # tokens: the least compact_20260112 takes
 
 
 def check_request(body, max_output: int = MAX_OUTPUT_TOKENS,
-                  context_window: int = CONTEXT_WINDOW) -> str | None:
-    """Return the first rule of the real API that this request breaks, or None.
+                  context_window: int = CONTEXT_WINDOW, betas=()) -> str | None:
+    """Return the first rule of the real API that this request breaks, or None. betas: the
+    names its anthropic-beta header gave (server.py reads them).
 
     The order is the API's: the request's shape first, its length last (a prompt that is
     too long is only counted once it is a valid request)."""
@@ -65,7 +83,8 @@ def check_request(body, max_output: int = MAX_OUTPUT_TOKENS,
         return "request body must be a JSON object"
     return (_check_fields(body, max_output) or _check_tools(body)
             or _check_system(body.get("system")) or _check_messages(body.get("messages"))
-            or _check_breakpoints(body) or _check_window(body, context_window))
+            or _check_context_management(body, set(betas)) or _check_breakpoints(body)
+            or _check_window(edits.after_compaction(body), context_window))
 
 
 def _check_fields(body: dict, max_output: int) -> str | None:
@@ -131,7 +150,8 @@ def _check_messages(messages) -> str | None:
         return "messages: at least one message is required"
     if not all(isinstance(m, dict) for m in messages):
         return "messages: each message must be an object"
-    if messages[0].get("role") != "user":
+    # A compaction block may open the messages: it stands for all that came before it.
+    if messages[0].get("role") != "user" and not edits.opens_with_compaction(messages[0]):
         return "messages.0.role: the first message must use the `user` role"
     # Consecutive user (or assistant) messages are fine: the API merges them.
     pending = set()   # the tool_use ids of the previous assistant message, to be answered now
@@ -201,10 +221,22 @@ def _check_block(where: str, role: str, kind, b) -> str | None:
         field = {"thinking": "signature", "redacted_thinking": "data"}.get(kind)
         if field and not isinstance(b.get(field), str):
             return f"{where}.{kind}.{field}: Field required"
+        if kind == "compaction":
+            return _check_compaction_block(where, b)
         if kind == "thinking" and not b["signature"]:   # the API signed it: "" cannot verify
             return f"{where}: Invalid `signature` in `thinking` block"
     else:
         return f"{where}.type: unknown content block type {kind!r}"
+    return None
+
+
+def _check_compaction_block(where: str, b: dict) -> str | None:
+    """A summary the API wrote, or null (a failed compaction, which the API skips); never ""."""
+    summary = b.get("content")
+    if summary is not None and not isinstance(summary, str):
+        return f"{where}.content: Input should be a valid string"
+    if summary == "":
+        return f"{where}.content: Empty string content is not allowed"
     return None
 
 
@@ -228,6 +260,141 @@ def _check_answer(where: str, tool_use_id, pending: set, answered: set) -> str |
         return (f"{where}: each tool_use must have a single result. "
                 f"Found multiple `tool_result` blocks with id: {tool_use_id}")
     answered.add(tool_use_id)
+    return None
+
+
+def _check_context_management(body: dict, betas: set) -> str | None:
+    """context_management's edits, each with its beta header; compaction blocks only where the
+    compact edit is declared; on-demand compaction refused (with its own rules first)."""
+    config = body.get("context_management")
+    declared = set()
+    if config is not None:
+        if not isinstance(config, dict):
+            return "context_management: Input should be a valid dictionary"
+        extra = sorted(set(config) - {"edits"})
+        if extra:
+            return f"context_management.{extra[0]}: Extra inputs are not permitted"
+        broken, declared = _check_edits(config.get("edits", []), betas)
+        if broken:
+            return broken
+    if body.get("compaction") is not None:
+        return _check_on_demand(body, betas)
+    if "compact_20260112" not in declared:
+        return _undeclared_compaction(body.get("messages"))
+    return None
+
+
+def _check_edits(edits, betas: set) -> tuple:
+    """(the first rule the edits break or None, the edit types declared)."""
+    if not isinstance(edits, list):
+        return "context_management.edits: Input should be a valid list", set()
+    declared = []
+    for i, edit in enumerate(edits):
+        where = f"context_management.edits.{i}"
+        kind = edit.get("type") if isinstance(edit, dict) else None
+        if kind not in EDIT_BETAS:
+            tags = ", ".join(f"'{name}'" for name in EDIT_BETAS)
+            return (f"{where}: Input tag {json.dumps(kind)} found using 'type' does not match "
+                    f"any of the expected tags: {tags}"), set()
+        if EDIT_BETAS[kind] not in betas:
+            return f'"anthropic-beta: {EDIT_BETAS[kind]}" required', set()
+        if kind in declared:
+            return f"{where}: each context management edit type may be given once", set()
+        declared.append(kind)
+        broken = _check_edit(f"{where}.{kind}", kind, edit)
+        if broken:
+            return broken, set()
+    first = [kind for kind in declared if kind != "compact_20260112"]
+    if first[:1] == ["clear_tool_uses_20250919"] and "clear_thinking_20251015" in first:
+        return ("context_management.edits: clear_thinking_20251015 must come before "
+                "clear_tool_uses_20250919"), set()
+    return None, set(declared)
+
+
+def _check_edit(where: str, kind: str, edit: dict) -> str | None:
+    """One edit's fields: only its own, each of its type (pydantic's words, as the API's)."""
+    checks = EDIT_FIELDS[kind]
+    extra = sorted(set(edit) - set(checks) - {"type"})
+    if extra:
+        return f"{where}.{extra[0]}: Extra inputs are not permitted"
+    for name, check in checks.items():
+        if edit.get(name) is not None:
+            broken = check(f"{where}.{name}", edit[name])
+            if broken:
+                return broken
+    return None
+
+
+def _counted(*kinds, least=1):
+    """A check of {"type": one of kinds, "value": a whole number >= least}."""
+    def check(where, value):
+        if not isinstance(value, dict):
+            return f"{where}: Input should be a valid dictionary"
+        extra = sorted(set(value) - {"type", "value"})
+        if extra:
+            return f"{where}.{extra[0]}: Extra inputs are not permitted"
+        if value.get("type") not in kinds:
+            return f"{where}.type: Input should be {' or '.join(repr(k) for k in kinds)}"
+        number = value.get("value")
+        if type(number) is not int:
+            return f"{where}.value: Input should be a valid integer"
+        if number < least:
+            return f"{where}.value: Input should be greater than or equal to {least}"
+        return None
+    return check
+
+
+def _kind(wanted, name):
+    def check(where, value):
+        if isinstance(value, wanted) and not (wanted is not bool and isinstance(value, bool)):
+            return None
+        return f"{where}: Input should be a valid {name}"
+    return check
+
+
+def _names(where, value):
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return None
+    return f"{where}: Input should be a valid list of strings"
+
+
+def _bool_or_names(where, value):
+    return None if isinstance(value, bool) else _names(where, value)
+
+
+def _thinking_keep(where, value):
+    return None if value == "all" else _counted("thinking_turns")(where, value)
+
+
+EDIT_FIELDS = {
+    "clear_tool_uses_20250919": {
+        "trigger": _counted("input_tokens", "tool_uses"), "keep": _counted("tool_uses", least=0),
+        "clear_at_least": _counted("input_tokens", least=0), "exclude_tools": _names,
+        "clear_tool_inputs": _bool_or_names},
+    "clear_thinking_20251015": {"keep": _thinking_keep},
+    "compact_20260112": {
+        "trigger": _counted("input_tokens", least=MIN_COMPACT_TRIGGER),
+        "pause_after_compaction": _kind(bool, "boolean"), "instructions": _kind(str, "string")},
+}
+
+
+def _check_on_demand(body: dict, betas: set) -> str | None:
+    """The top-level `compaction` (on-demand): its beta, never with context_management."""
+    if ON_DEMAND_BETA not in betas:
+        return f'"anthropic-beta: {ON_DEMAND_BETA}" required'
+    if body.get("context_management") is not None:
+        return "compaction: cannot be combined with context_management"
+    return "compaction: on-demand compaction is not played by this stand-in"
+
+
+def _undeclared_compaction(messages) -> str | None:
+    """A compaction block sent back without the compact edit: the API cannot apply it."""
+    for i, m in enumerate(messages):
+        content = m.get("content")
+        for j, b in enumerate(content if isinstance(content, list) else []):
+            if isinstance(b, dict) and b.get("type") == "compaction":
+                return (f"messages.{i}.content.{j}: a compaction block needs the "
+                        "compact_20260112 edit in context_management")
     return None
 
 

@@ -2,10 +2,13 @@
 
 Relied on by the tests and every lesson's --demo (cli.py starts one), which point the real
 `anthropic` client at it (ANTHROPIC_BASE_URL=api.url). For each request, in order: it is kept
-in .requests (and its headers in .headers); rules.py checks it (a broken one gets its 400 and
-a line in .violations); a summary request is answered with `summary` when that is set
-(script.is_summary_request); else the next script step answers, a reply built as a message
-with usage.py's usage and, for "stream": true, sent as sse.py's events. Without each piece:
+in .requests (and its headers in .headers); rules.py checks it, with the betas its
+anthropic-beta header names (a broken one gets its 400 and a line in .violations); edits.py
+makes of it the prompt the model reads (the API's context management: a clearing, a compaction
+and its summary step); a summary request is answered with `summary` when that is set
+(script.is_summary_request); a compaction that pauses is answered with its block alone; else
+the next script step answers, a reply built as a message with usage.py's usage of that prompt
+and, for "stream": true, sent as sse.py's events. Without each piece:
 - the lock: two requests at once (a client that gave up and retried while the first still
   waits) could take the same step, and .requests would not be in the order steps were used.
 - delay=: a slow or hung model could not be played. The sleeper waits without the lock, so
@@ -23,7 +26,7 @@ import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-from harness.stand_in import rules, script, sse, usage
+from harness.stand_in import edits, rules, script, sse, usage
 
 
 class StandInAPI:
@@ -31,12 +34,14 @@ class StandInAPI:
 
     def __init__(self, script, summary=None, min_cache_tokens=usage.MIN_CACHE_TOKENS,
                  clock=time.monotonic, context_window: int = rules.CONTEXT_WINDOW,
-                 max_output: int = rules.MAX_OUTPUT_TOKENS):
+                 max_output: int = rules.MAX_OUTPUT_TOKENS, clearing: str = edits.KEPT):
         self.script = list(script)
         self.summary = summary  # if set, summary requests (is_summary_request) get this text
+        self.edits = edits.Edits(clearing, summary)   # the API's context management (edits.py)
         self.context_window = context_window   # tokens the model reads (check_request, _message)
         self.max_output = max_output           # the largest max_tokens it takes
         self.requests = []    # every request body received, in order
+        self.prompts = []     # what the model read of each valid one (edits.py), in order
         self.headers = []     # and its HTTP headers (lower-case names)
         self.violations = []  # rules broken, one line each
         self.cache = usage.PromptCache(min_cache_tokens, clock)
@@ -59,7 +64,8 @@ class StandInAPI:
                 if self.path.split("?")[0] != "/v1/messages":
                     return self._send(404, _error_body("not_found_error", f"no route {self.path}"))
                 api.headers.append({k.lower(): v for k, v in self.headers.items()})
-                status, payload, headers, delay = api._answer(body)
+                betas = [b.strip() for b in self.headers.get("anthropic-beta", "").split(",")]
+                status, payload, headers, delay = api._answer(body, betas)
                 # Sleep without holding the lock (other requests are answered meanwhile); shutdown
                 # wakes every sleeper, which then drops its connection.
                 if api._closing.wait(delay):
@@ -89,17 +95,23 @@ class StandInAPI:
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
 
-    def _answer(self, body):
+    def _answer(self, body, betas=()):
         """(status, payload, headers, delay) for one request."""
         with self._lock:
             self.requests.append(body)
-            broken = rules.check_request(body, self.max_output, self.context_window)
+            broken = rules.check_request(body, self.max_output, self.context_window, betas)
             if broken:
                 self.violations.append(broken)
                 return 400, _error_body("invalid_request_error", broken), {}, 0
+            seen = self.edits.apply(body)
+            compaction = seen.compaction
+            self.prompts.append(seen.prompt if compaction is None else compaction.after)
             if self.summary is not None and script.is_summary_request(body):
                 answer = script.reply(script.text(self.summary))
-                return 200, self._message(body, answer), {}, 0
+                return 200, self._message(body, answer, seen), {}, 0
+            if seen.compaction is not None and seen.compaction.pause:
+                # The block alone: the script's next step answers the request that goes on.
+                return 200, self._message(body, script.reply(stop_reason="compaction"), seen), {}, 0
             if not self.script:
                 self.violations.append("script exhausted: the lesson made more calls than scripted")
                 return 400, _error_body("invalid_request_error", "stand-in script exhausted"), {}, 0
@@ -118,21 +130,37 @@ class StandInAPI:
                         {"retry-after-ms": "10"}, step.get("delay", 0))
             if step["kind"] == "raw":
                 return step["status"], (step["body"], step["content_type"]), {}, step["delay"]
-            return 200, self._message(body, step), {}, step.get("delay", 0)
+            return 200, self._message(body, step, seen), {}, step.get("delay", 0)
 
-    def _message(self, body, step):
+    def _message(self, body, step, seen):
+        """The reply to body, written from seen.prompt (what the model reads of it)."""
         fields = step.get("fields", {})
         content, stop_reason = step["content"], step["stop_reason"]
-        room = self.context_window - usage.prompt_tokens(body)
+        prompt = seen.prompt
+        compaction = seen.compaction
+        summary_usage = None
+        if compaction is not None:
+            # One more sampling step first: the summary, which reads the request's prefix.
+            summary_usage = usage.reply_usage(self.cache, compaction.asked, [compaction.block])
+            prompt = compaction.after
+        room = self.context_window - usage.prompt_tokens(prompt)
         if usage.count_tokens(content) > room:   # the reply filled the window: it stops there
             content = rules.cut_to_window(content, room)
             stop_reason = "model_context_window_exceeded"
-        # The cache sees every request, whatever usage a step reports.
-        counted = usage.reply_usage(self.cache, body, fields.get("content", content))
+        # The cache sees every request, whatever usage a step reports (a paused one has no
+        # step after its summary).
+        counted = None
+        if compaction is None or not compaction.pause:
+            counted = usage.reply_usage(self.cache, prompt, fields.get("content", content))
+        if compaction is not None:
+            counted = usage.with_summary(summary_usage, counted)
+            content = [compaction.block] + content
         message = {"id": f"msg_{len(self.requests):04d}", "type": "message", "role": "assistant",
                    "model": body["model"], "content": content, "stop_reason": stop_reason,
                    "stop_sequence": None,
                    "usage": counted if step["usage"] is None else step["usage"], **fields}
+        if body.get("context_management") is not None:
+            message["context_management"] = {"applied_edits": seen.applied_edits}
         self.usages.append(message.get("usage"))   # billing() sums what the client was told
         return message
 

@@ -9,6 +9,10 @@ each piece:
   characters of json.dumps(input)): the SDK's joining of many deltas into one reply, and the
   live reply the terminal draws as they arrive (`> write_file … 2.1 kB so far`), would go
   untested: a short reply would come in one delta a block.
+- the compaction block as the docs stream it (a start with no summary, then one
+  compaction_delta holding all of it), and message_delta's context_management
+  (applied_edits) and usage.iterations (the summary step's usage): the harness's reading of
+  the API's own context management would go untested.
 - the other block types whole in their start event (redacted_thinking, server tool blocks,
   unknown types): a reply holding one could not be streamed.
 Simpler than the real API: a stream is sent in one piece, never paused between events and
@@ -52,6 +56,10 @@ def stream(message):
             encoded, tool_input = json.dumps(block.get("input")), block.get("input")
             pieces = [encoded] if isinstance(tool_input, str) else _pieces(encoded, JSON_PIECE)
             deltas = [{"type": "input_json_delta", "partial_json": piece} for piece in pieces]
+        elif kind == "compaction":
+            yield event("content_block_start", index=i,
+                        content_block={"type": "compaction", "content": None})
+            deltas = [{"type": "compaction_delta", "content": block.get("content")}]
         elif kind == "thinking":
             yield event("content_block_start", index=i,
                         content_block={"type": "thinking", "thinking": ""})
@@ -66,10 +74,15 @@ def stream(message):
         for delta in deltas:
             yield event("content_block_delta", index=i, delta=delta)
         yield event("content_block_stop", index=i)
-    output = usage.get("output_tokens") if isinstance(usage, dict) else None
+    final = {"output_tokens": usage.get("output_tokens") if isinstance(usage, dict) else None}
+    if isinstance(usage, dict) and "iterations" in usage:
+        final["iterations"] = usage["iterations"]
+    extra = {}
+    if "context_management" in message:
+        extra["context_management"] = message["context_management"]
     yield event("message_delta",
                 delta={"stop_reason": message.get("stop_reason"), "stop_sequence": None},
-                usage={"output_tokens": output})
+                usage=final, **extra)
     yield event("message_stop")
 
 

@@ -1,8 +1,9 @@
 """What a reply's usage says: the stand-in's token count, its prompt cache, and the bill.
 
-Relied on by server.py (each reply's usage, and billing()), rules.py (the context window is
-counted here), the tests that check cache hits by hand, and bench/bench_tokens.py, whose
-tables (quoted in docs/cost.md) are these bills.
+Relied on by server.py (each reply's usage, of the prompt edits.py made, and billing()),
+rules.py (the context window is counted here), edits.py (what a clearing frees), the tests
+that check cache hits by hand, and bench/bench_tokens.py, whose tables (quoted in
+docs/cost.md) are these bills.
 
 A token is 4 characters of a block's JSON, at least 1 a block (count_tokens). It is the API's
 count in this play, so it is the stand-in's own and not the harness's estimate
@@ -21,7 +22,9 @@ cached, not the messages. Without each piece:
   keeps the cache, or that the summary call reads the loop's prefix from it.
 - reply_usage: a reply would not carry the four counts the API sends (uncached input, written
   to the cache, read from it, output), and the token line would be tested on no real shape.
-- bill: the bench and /cost's test would each add the counts up their own way.
+- bill and billed_steps: the bench and /cost's test would each add the counts up their own
+  way, and a summary the server wrote (with_summary: reported only in usage.iterations)
+  would cost nothing.
 Simpler than the real API: characters/4 for tokens (for the window too, and earlier turns'
 thinking counts, which the API leaves out); one cache for every key, and a "1h" ttl lives 5
 minutes too.
@@ -127,11 +130,37 @@ def reply_usage(cache: PromptCache, body: dict, content) -> dict:
     return {**cache.usage(body), "output_tokens": count_tokens(content or [])}
 
 
+def with_summary(summary: dict, reply: dict | None) -> dict:
+    """A reply's usage when the server summarised first (edits.py): the top-level counts are
+    the reply's own (zero when it paused after the summary), and usage.iterations lists the
+    summary step, then the reply's: the summary is billed, and reported only there."""
+    steps = [{"type": "compaction", **summary}]
+    if reply is None:
+        reply = dict.fromkeys(summary, 0)
+    else:
+        steps.append({"type": "message", **reply})
+    return {**reply, "iterations": steps}
+
+
+def billed_steps(counted) -> list:
+    """The usages a reply bills: each of its iterations when it lists them (the docs: "total
+    billable tokens: sum of all entries in usage.iterations"), else the reply's own."""
+    if not isinstance(counted, dict):
+        return []
+    steps = counted.get("iterations")
+    if isinstance(steps, list) and steps:
+        return [step for step in steps if isinstance(step, dict)]
+    return [counted]
+
+
 def bill(usages: list) -> dict:
-    """The session's input as the API would bill it: uncached 1x, written 1.25x, read 0.1x.
-    usages: what each reply told the client (None or odd values where a script said so)."""
+    """The session's input as the API would bill it: uncached 1x, written 1.25x, read 0.1x,
+    a summary the server wrote included (billed_steps). usages: what each reply told the
+    client (None or odd values where a script said so)."""
+    steps = [step for counted in usages for step in billed_steps(counted)]
+
     def total(name):
-        return sum(u.get(name) or 0 for u in usages if isinstance(u, dict))
+        return sum(u.get(name) or 0 for u in steps)
     uncached, write, read = (total("input_tokens"), total("cache_creation_input_tokens"),
                              total("cache_read_input_tokens"))
     return {"calls": len(usages), "input_sent": uncached + write + read,

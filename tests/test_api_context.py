@@ -1,0 +1,282 @@
+"""--api-context: s06 with the API's own context management, run as a user runs it.
+
+Each run goes through the real SDK to the loopback stand-in, which plays the API's two betas
+(harness/stand_in/edits.py) and refuses what the real API refuses (stand_in/rules.py): a request
+without its beta header, an edit with a field the API does not take, a compaction block sent
+back without the compaction edit.
+"""
+
+import json
+import re
+import types
+
+import anthropic
+
+import s06_compact
+from harness import api_context, endpoints
+from harness.run import Run
+from harness.stand_in import StandInAPI, edits
+from harness.stand_in.script import error, reply, text, tool
+from helpers import messages, words
+
+SUMMARY = "Summary: five bulky outputs so far; nothing else was asked."
+
+
+def bulky(first, said=None):
+    """A bash call whose output is some 48,000 characters (about 12,000 tokens): five of them
+    pass the API's 50,000-token minimum for a compaction."""
+    blocks = [text(said)] if said else []
+    return reply(*blocks, tool("bash", {"command": f"seq -s ' ' {first} {first + 8000}"}))
+
+
+def five_bulky_then(*more):
+    return [bulky(n) for n in (10_000, 20_000, 30_000, 40_000, 50_000)] + list(more)
+
+
+def edit_of(request):
+    (edit,) = request["context_management"]["edits"]
+    return edit
+
+
+def betas(headers):
+    return {b.strip() for b in headers.get("anthropic-beta", "").split(",") if b.strip()}
+
+
+# ---------------------------------------------------------------- what each mode sends
+
+def test_clear_sends_the_context_editing_edit_with_its_beta_and_s06s_settings(run_lesson):
+    proc, api = run_lesson("s06_compact", "--api-context", "clear", "hi",
+                           script=[reply(text("Done."))])
+    assert proc.returncode == 0, proc.stderr
+    assert api.violations == []
+    assert edit_of(api.requests[0]) == {
+        "type": "clear_tool_uses_20250919",
+        "trigger": {"type": "input_tokens", "value": s06_compact.API_CLEAR_AT},
+        "keep": {"type": "tool_uses", "value": s06_compact.KEEP_RECENT},
+        "clear_tool_inputs": True}
+    assert betas(api.headers[0]) == {"context-management-2025-06-27"}
+
+
+def test_compact_sends_the_compaction_edit_with_its_beta_at_the_apis_minimum(run_lesson):
+    proc, api = run_lesson("s06_compact", "--api-context", "compact", "hi",
+                           script=[reply(text("Done."))])
+    assert proc.returncode == 0, proc.stderr
+    edit = edit_of(api.requests[0])
+    assert edit["type"] == "compact_20260112"
+    assert edit["trigger"] == {"type": "input_tokens", "value": s06_compact.API_COMPACT_AT}
+    assert s06_compact.API_COMPACT_AT == 50_000
+    # With tools in the request, the docs' own words that keep the summary step from calling one.
+    assert "Do not call any tools" in edit["instructions"]
+    assert betas(api.headers[0]) == {"compact-2026-01-12"}
+
+
+def test_without_the_flag_no_beta_and_no_context_management_is_sent(run_lesson):
+    proc, api = run_lesson("s06_compact", "hi", script=[reply(text("Done."))])
+    assert proc.returncode == 0
+    assert "context_management" not in api.requests[0] and betas(api.headers[0]) == set()
+
+
+def test_s07_takes_the_flag_too_as_it_runs_s06s_loop(run_lesson):
+    proc, api = run_lesson("s07_task_system", "--api-context", "clear", "hi",
+                           script=[reply(text("Done."))])
+    assert proc.returncode == 0, proc.stderr
+    assert edit_of(api.requests[0])["type"] == "clear_tool_uses_20250919"
+
+
+def test_an_unknown_mode_is_a_usage_error_before_any_call(run_lesson):
+    proc, api = run_lesson("s06_compact", "--api-context", "summarize", "hi")
+    assert proc.returncode == 2 and "invalid choice: 'summarize'" in proc.stderr
+    assert api.requests == []
+
+
+# ---------------------------------------------------------------- the server does the work
+
+def test_with_clear_the_server_clears_and_the_harness_neither_clears_nor_summarises(run_lesson):
+    proc, api = run_lesson("s06_compact", "--api-context", "clear", "go",
+                           script=five_bulky_then(reply(text("Done."))), summary=SUMMARY)
+    assert proc.returncode == 0, proc.stderr
+    assert api.violations == []
+    sent = json.dumps(api.requests)
+    assert "[Previous:" not in sent and "<summary-request>" not in sent   # layers 1, 2 aside
+    read = json.dumps(api.prompts[-1])
+    assert edits.CLEARED in read                      # the server cleared old results...
+    assert edits.CLEARED not in sent                  # ...and the history sent keeps them all
+    assert "the API cleared" in words(proc.stderr)
+
+
+def test_a_compaction_block_is_kept_sent_back_and_carried_across_continue(run_lesson, workdir):
+    proc, api = run_lesson("s06_compact", "--api-context", "compact", "go",
+                           script=five_bulky_then(reply(text("on"), tool("bash", {"command":
+                                                                             "echo on"})),
+                                                  reply(text("Done."))), summary=SUMMARY)
+    assert proc.returncode == 0, proc.stderr
+    assert api.violations == []
+    block = {"type": "compaction", "content": SUMMARY}
+    after = api.requests[-1]["messages"]
+    # Sent back, first: the request starts from the summary (the server drops what came before).
+    assert after[0] == {"role": "assistant", "content": [block, *after[0]["content"][1:]]}
+    assert "the API compacted the conversation" in words(proc.stderr)
+    # The session log keeps it; --continue sends it back, and needs the flag to.
+    (log,) = (workdir / ".transcripts").glob("session_*.jsonl")
+    assert json.dumps(block) in log.read_text(encoding="utf-8")
+    proc, api = run_lesson("s06_compact", "--continue", "--api-context", "compact", "more",
+                           script=[reply(text("Still here."))])
+    assert proc.returncode == 0, proc.stderr
+    assert api.violations == [] and api.requests[0]["messages"][0]["content"][0] == block
+    proc, api = run_lesson("s06_compact", "--continue", "more", script=[reply(text("no"))])
+    assert proc.returncode == 1 and api.requests == []
+    (line,) = messages(proc.stderr)[-1:]
+    assert "continue it with --api-context compact" in words(line)
+
+
+def test_a_summary_the_server_wrote_is_counted_in_the_record(fresh_layers):
+    with StandInAPI(five_bulky_then(reply(text("Done."))), summary=SUMMARY) as api:
+        run = Run(anthropic.Anthropic(api_key="k", base_url=api.url, max_retries=0))
+        s06_compact.start(run, types.SimpleNamespace(api_context="compact"))   # as a run does
+        messages = [{"role": "user", "content": "go"}]
+        s06_compact.agent_loop(messages, run)
+    calls = run.recorder.data.calls
+    by_api = [c for c in calls if c.label == api_context.SUMMARY_LABEL]
+    assert len(by_api) == 1 and by_api[0].is_summary
+    step = next(u["iterations"][0] for u in api.usages if u.get("iterations"))
+    assert (by_api[0].uncached, by_api[0].cache_read, by_api[0].cache_written,
+            by_api[0].output) == (step["input_tokens"], step["cache_read_input_tokens"],
+                                  step["cache_creation_input_tokens"], step["output_tokens"])
+    # The record bills what the stand-in bills: the summary step included.
+    billed = api.billing()
+    assert sum(c.input for c in calls) == billed["input_sent"]
+    (compaction,) = run.recorder.data.compactions
+    assert compaction.summary == SUMMARY and compaction.after_call == by_api[0].number
+
+
+def test_cost_context_and_the_page_say_the_api_is_in_charge_and_count_its_summary(run_main,
+                                                                                  workdir):
+    script = five_bulky_then(reply(text("Done.")))
+    code, out, err, api = run_main(s06_compact, "--api-context", "compact",
+                                   stdin="go\n/cost\n/context\nq\n", script=script,
+                                   summary=SUMMARY)
+    assert code == 0 and api.violations == []
+    assert "[summary by the API: " in err                       # its usage line
+    shown = words(out)
+    assert re.search(r"\d+ model calls \(\d+ in the loop, 1 summary: 1 written by the API\)",
+                     shown)
+    assert shown.count("the API (--api-context compact)") == 2    # /cost and /context
+    assert "--api-context compact at 50,000" in shown
+    (page,) = (workdir / ".transcripts").glob("session_*.html")
+    shown = page.read_text(encoding="utf-8")
+    assert SUMMARY in shown and "compaction block, kept in the session log" in shown
+    assert shown.count('class="call summary-call"') == 1          # its bar, as a summary call
+
+
+def test_without_the_flag_context_and_cost_say_the_harness_is_in_charge(run_main):
+    code, out, err, api = run_main(s06_compact, stdin="/cost\n/context\nq\n")
+    assert code == 0
+    assert words(out).count("the harness's layers 1 and 2 (without --api-context)") == 2
+
+
+# ---------------------------------------------------------------- an endpoint without the beta
+
+REFUSED = "context_management: Extra inputs are not permitted"
+
+
+def test_an_endpoint_that_refuses_the_beta_is_one_line_and_exit_1(run_lesson):
+    proc, api = run_lesson("s06_compact", "--api-context", "clear", "hi",
+                           script=[error(400, REFUSED)])
+    assert proc.returncode == 1
+    lines = [words(line) for line in messages(proc.stderr) if line.startswith("error")]
+    assert len(lines) == 1 and "Traceback" not in proc.stderr
+    assert REFUSED in lines[0] and "run without --api-context" in lines[0]
+
+
+def test_in_the_repl_a_refused_beta_fails_the_turn_and_the_repl_goes_on(run_main):
+    code, out, err, api = run_main(s06_compact, "--api-context", "compact",
+                                   stdin="hi\n/cost\nq\n", script=[error(400, REFUSED)])
+    assert code == 0 and "run without --api-context" in words(err)
+    assert "session so far: 0 model calls" in out                # /cost still answers
+
+
+def test_a_400_that_does_not_name_the_beta_gets_no_hint(run_lesson):
+    proc, api = run_lesson("s06_compact", "--api-context", "clear", "hi",
+                           script=[error(400, "messages.0: something else")])
+    assert proc.returncode == 1 and "--api-context" not in proc.stderr
+
+
+# ---------------------------------------------------------------- the reply as history
+
+def test_a_compaction_block_without_a_summary_is_left_out_and_said(capsys):
+    block = {"type": "compaction", "content": None}
+    setting = api_context.Setting(api_context.COMPACT, 50_000)
+    kept = api_context.kept_blocks(setting, [block, text("go on")])
+    assert kept == [text("go on")] and "compaction failed" in words(capsys.readouterr().err)
+
+
+def test_a_compaction_block_in_a_run_that_did_not_ask_for_one_is_left_out(capsys):
+    block = {"type": "compaction", "content": "a summary"}
+    assert api_context.kept_blocks(None, [block, text("hi")]) == [text("hi")]
+    assert "did not ask the API to compact" in words(capsys.readouterr().err)
+
+
+def test_a_compaction_that_pauses_is_resumed_within_one_round(workdir, monkeypatch):
+    """pause_after_compaction: the reply is the block alone, stop_reason "compaction"; ask()
+    sends it back and the model goes on, in the same round (as for pause_turn)."""
+    monkeypatch.chdir(workdir)
+    big = [{"role": "user", "content": "x " * 120_000}]
+    pausing = {"type": "compact_20260112", "pause_after_compaction": True,
+               "trigger": {"type": "input_tokens", "value": 50_000}}
+
+    class Pausing(api_context.Setting):
+        def request(self):
+            return {"betas": ["compact-2026-01-12"], "context_management": {"edits": [pausing]}}
+
+    with StandInAPI([reply(text("Done."))], summary=SUMMARY) as api:
+        run = Run(anthropic.Anthropic(api_key="k", base_url=api.url, max_retries=0))
+        run.api_context = Pausing(api_context.COMPACT, 50_000)
+        answer = endpoints.ask(run, "sys", s06_compact.TOOLS, big, 100)
+    assert api.violations == [] and len(api.requests) == 2
+    assert api.requests[1]["messages"][-1] == {"role": "assistant", "content": [
+        {"type": "compaction", "content": SUMMARY}]}
+    assert [b["type"] for b in answer.message["content"]] == ["compaction", "text"]
+    assert answer.text == "Done."
+
+
+def test_a_reply_that_says_nothing_of_context_management_is_noted_once(run, capsys):
+    """An endpoint that takes the beta's fields and ignores them: the API always answers with
+    context_management (applied_edits, [] when it did nothing); a reply without it is said."""
+    run.api_context = api_context.Setting(api_context.CLEAR, 30_000)
+    silent = types.SimpleNamespace(content=[], usage={}, context_management=None)
+    api_context.announce(run, silent)
+    api_context.announce(run, silent)
+    assert words(capsys.readouterr().err).count("says nothing of context management") == 1
+    heard = types.SimpleNamespace(content=[], usage={}, context_management={"applied_edits": []})
+    run.api_context = api_context.Setting(api_context.CLEAR, 30_000)
+    api_context.announce(run, heard)
+    assert "says nothing" not in capsys.readouterr().err
+
+
+def test_a_clearing_is_said_when_it_grows_and_again_after_layer_3_made_a_new_history(run,
+                                                                                      capsys):
+    run.api_context = api_context.Setting(api_context.CLEAR, 30_000)
+
+    def replied(uses):
+        edit = {"type": "clear_tool_uses_20250919", "cleared_tool_uses": uses,
+                "cleared_input_tokens": 1_000 * uses}
+        said = {"applied_edits": [edit] if uses else []}
+        api_context.announce(run, types.SimpleNamespace(content=[], usage={},
+                                                        context_management=said))
+        return words(capsys.readouterr().err)
+
+    assert "cleared 4 more old tool results" in replied(4)
+    assert replied(4) == ""                       # the same clearing, repeated: nothing new
+    assert "cleared 1 more old tool result on" in replied(5)
+    assert replied(0) == ""                       # /compact: a new history, nothing cleared
+    assert "cleared 2 more old tool results" in replied(2)
+
+
+def test_the_demo_plays_each_mode_with_no_key(run_main):
+    """--demo --api-context: s06's own settings (no trigger lowered: the API takes none under
+    50,000 for a compaction), and the stand-in plays the server's side."""
+    code, out, err, api = run_main(s06_compact, "--demo", "--api-context", "compact", key=None)
+    assert code == 0 and "the API compacted the conversation" in words(err)
+    assert "[summary by the API: " in err and "I went on from the summary" in words(out + err)
+    code, out, err, api = run_main(s06_compact, "--demo", "--api-context", "clear", key=None)
+    assert code == 0 and "the API cleared" in words(err)
