@@ -66,11 +66,11 @@ KEEP_CHARS = 400
 # clearing it makes the API write to the cache again. Example, in tokens: a batch of 12,000
 # with 6,000 after it. Kept, it is read on every call: 0.1 x 12,000 = 1,200 a call. Cleared,
 # the 6,000 after it are written once at 1.25 x, not read at 0.1 x: 6,900 once. As 12,000 >=
-# 4,000 and >= 1.5 x 6,000, it is cleared, and pays for itself within 6 calls.
-CLEAR_AT_LEAST = 4_000
+# 8,000 and >= 1.5 x 6,000, it is cleared, and pays for itself within 6 calls.
+CLEAR_AT_LEAST = 8_000
 REWRITE_SHARE = 1.5
-# Tokens before layer 2 summarises: where the bench bills least (docs/cost.md).
-DEFAULT_THRESHOLD = 30_000
+# Tokens before layer 2 summarises: lower bills less, forgets sooner (docs/cost.md).
+DEFAULT_THRESHOLD = 50_000
 # A longer summary is cut, and says so.
 SUMMARY_MAX_TOKENS = 2000
 # --api-context: the API clears or summarises, where cheapest.

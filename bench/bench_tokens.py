@@ -435,6 +435,10 @@ API_MODES = {
     "compact, s06's": (lambda: _s06_api(api_context.COMPACT), edits.KEPT),
 }
 BEST_OF = ("clear, defaults", "clear, s06's", "compact, default", "compact, s06's")
+# s06's own layers with layer 2 at API_CLEAR_AT instead of COMPACT_THRESHOLD: they keep about as
+# much in sight as the API's tuned clearing (the table's seen lines), so the two bills compare
+# what the same memory costs. s06's default threshold keeps more in sight, and bills more.
+AT_API_TRIGGER = "layers at API_CLEAR_AT"
 
 
 @contextmanager
@@ -465,6 +469,8 @@ def lesson_state(mode="built", setting=None):
         s06_compact.CONTEXT.threshold = BASELINE_THRESHOLD
     if mode in API_MODES:           # as s06's start() does with --api-context
         s06_compact.CONTEXT.threshold = WINDOW
+    if mode == AT_API_TRIGGER:
+        s06_compact.CONTEXT.threshold = s06_compact.API_CLEAR_AT
     for m, built_layer in layers.items():
         m.micro_compact = LAYERS.get(mode) or built_layer
     try:
@@ -515,7 +521,8 @@ def play(lesson, shape, mode="built", setting=None):
         with StandInAPI(steps, summary="Summary: the work so far, files and results.",
                         clearing=reading) as api:
             client = anthropic.Anthropic(api_key="bench", base_url=api.url, max_retries=0)
-            caller = client if mode == "built" or api_mode else WithoutCaching(client)
+            cached = mode in ("built", AT_API_TRIGGER) or api_mode
+            caller = client if cached else WithoutCaching(client)
             run = Run(caller)      # one run, as one process plays every turn
             if api_mode:              # as s06's start() does with --api-context
                 run.api_context = api_mode[0]()
@@ -615,7 +622,7 @@ def measure(shapes, setting=(), lessons=NAMES, floor=True, api=True):
         for lesson in lessons:
             modes = ["built"] + ["baseline"] * (lesson != "s03_todo")
             modes += ["floor"] * (floor and lesson == "s06_compact")
-            modes += list(API_MODES) * (api and lesson == "s06_compact")
+            modes += [AT_API_TRIGGER, *API_MODES] * (api and lesson == "s06_compact")
             jobs += [(lesson, shape.name, mode, tuple(setting)) for mode in modes]
     return {job[:3]: result for job, result in run_all(jobs).items()}
 
@@ -643,8 +650,8 @@ def report(shapes=None, setting=()):
 
 
 def api_table(results, shapes):
-    """The second table: s06's layers beside s06 with each of API_MODES, per shape, and the
-    worst s06/best over the made-up and over the real shapes."""
+    """The second table: s06's layers (as built, and at AT_API_TRIGGER) beside s06 with each of
+    API_MODES, per shape, and the worst share of the best over the made-up and the real shapes."""
     out = API_HEADER + [f"s06 with {api_constants()}.", "", *API_COLUMNS]
     for kind, group in (("made-up", [s for s in shapes if isinstance(s, Shape)]),
                         ("real", [s for s in shapes if isinstance(s, Session)])):
@@ -653,11 +660,13 @@ def api_table(results, shapes):
         rows = [api_figures(results, shape.name) for shape in group]
         out += [""] * (kind == "real")
         out += [api_row(shape.name, row) for shape, row in zip(group, rows, strict=True)]
-        ahead = [row["s06/best"] for row in rows if row["s06/best"] is not None]
-        worst = _figure(ahead and max(ahead), ".0%")
-        out.append(f"{kind + ' worst':<{API_CELL * 7 + 10}}{worst:>9}")
+        line = f"{kind + ' worst':<{API_CELL * 8 + 10}}"
+        for share in ("s06/best", "at/best"):
+            ahead = [row[share] for row in rows if row[share] is not None]
+            line += f"{_figure(ahead and max(ahead), '.0%'):>9}"
+        out.append(line)
         line = f"{kind + ' seen':<10}"
-        for mode in ("built", *API_MODES):
+        for mode in PLAYED:
             seen = sorted(n for row in rows if row["seen"][mode] for n in row["seen"][mode])
             line += f"{_figure(seen and statistics.median(seen), 'g'):>{API_CELL}}"
         out.append(line)
@@ -670,13 +679,17 @@ API_HEADER = [
     "played by the stand-in): billed input in thousands of tokens, c = compactions. The API's",
     "defaults: clear at 100,000 tokens keeping 3, compact at 150,000; again: s06's clearing if",
     "the API measures a clearing again on every call. best: the cheapest API setting but",
-    "again; s06/best: s06's bill as a share of it (under 100%: s06's layers bill less)."]
-API_COLUMNS = [f"{'':<10}{'s06':>{API_CELL}}{'API clearing':^{API_CELL * 3}}"
+    "again; s06/best: s06's bill as a share of it (under 100%: s06's layers bill less).",
+    "at trigger: s06's layers with layer 2 at API_CLEAR_AT, as much in sight as the API's",
+    "tuned clearing (the seen lines); at/best: its bill as a share of best."]
+# The modes each row shows, in order: s06's layers, at the API's trigger, then the API's own.
+PLAYED = ("built", AT_API_TRIGGER, *API_MODES)
+API_COLUMNS = [f"{'':<10}{'s06 layers':^{API_CELL * 2}}{'API clearing':^{API_CELL * 3}}"
                f"{'API compaction':^{API_CELL * 2}}".rstrip(),
-               f"{'shape':<10}{'layers':>{API_CELL}}" + "".join(
+               f"{'shape':<10}{'built':>{API_CELL}}{'at trigger':>{API_CELL}}" + "".join(
                    f"{name:>{API_CELL}}" for name in ("default", "s06's", "again", "default",
                                                       "s06's", "best"))
-               + f"{'s06/best':>9}"]
+               + f"{'s06/best':>9}{'at/best':>9}"]
 
 
 def api_constants():
@@ -686,28 +699,31 @@ def api_constants():
 
 
 def api_figures(results, shape):
-    """One shape's bills: s06 as built and each of API_MODES ((billed, compactions), None where
-    not measured), the best of BEST_OF, and s06's bill as a share of it."""
+    """One shape's bills: s06 as built, at AT_API_TRIGGER and with each of API_MODES ((billed,
+    compactions), None where not measured), the best of BEST_OF, and the first two as shares
+    of it."""
     def bill(mode):
         result = results.get(("s06_compact", shape, mode))
         return result and (result["billed_input"], result["compactions"])
 
-    row = {mode: bill(mode) for mode in ("built", *API_MODES)}
+    row = {mode: bill(mode) for mode in PLAYED}
     row["seen"] = {mode: (results.get(("s06_compact", shape, mode)) or {}).get("seen")
-                   for mode in ("built", *API_MODES)}
+                   for mode in PLAYED}
     measured = [row[mode][0] for mode in BEST_OF if row[mode]]
     row["best"] = min(measured) if len(measured) == len(BEST_OF) else None
     row["s06/best"] = row["built"] and row["best"] and row["built"][0] / row["best"]
+    at = row[AT_API_TRIGGER]
+    row["at/best"] = at and row["best"] and at[0] / row["best"]
     return row
 
 
 def api_row(name, row):
     line = f"{name:<10}"
-    for mode in ("built", *API_MODES):
+    for mode in PLAYED:
         cell = row[mode] and f"{row[mode][0] / 1000:,.0f}k c{row[mode][1]}"
         line += f"{cell or UNKNOWN:>{API_CELL}}"
     line += _figure(row["best"], ",.0f", 1000, "k").rjust(API_CELL)
-    return line + f"{_figure(row['s06/best'], '.0%'):>9}"
+    return line + f"{_figure(row['s06/best'], '.0%'):>9}{_figure(row['at/best'], '.0%'):>9}"
 
 
 CELL = 15          # characters of a lesson's cell: " 13%  5.4x c2"
@@ -792,9 +808,9 @@ def _grid():
     settings += [{"KEEP_RECENT": 3, "CLEAR_AT_LEAST": at_least, "REWRITE_SHARE": share}
                  for at_least in (4_000, 8_000, 12_000) for share in (0.5, 1.0, 1.5, 3.0)]
     settings += [{"KEEP_RECENT": 3, "KEEP_CHARS": 2_000}]
-    settings += [{"KEEP_RECENT": 3, "COMPACT_THRESHOLD": t} for t in (20_000, 40_000, 50_000)]
-    # The constants before the API's own context management was measured beside them.
-    settings += [{"KEEP_RECENT": 3, "COMPACT_THRESHOLD": 50_000, "CLEAR_AT_LEAST": 8_000}]
+    settings += [{"KEEP_RECENT": 3, "COMPACT_THRESHOLD": t} for t in (20_000, 30_000, 40_000)]
+    # The constants that bill least beside the API's own context management, and see less.
+    settings += [{"KEEP_RECENT": 3, "COMPACT_THRESHOLD": 30_000, "CLEAR_AT_LEAST": 4_000}]
     return settings
 
 

