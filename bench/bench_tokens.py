@@ -808,6 +808,8 @@ def _grid():
     settings += [{"KEEP_RECENT": 3, "CLEAR_AT_LEAST": at_least, "REWRITE_SHARE": share}
                  for at_least in (4_000, 8_000, 12_000) for share in (0.5, 1.0, 1.5, 3.0)]
     settings += [{"KEEP_RECENT": 3, "KEEP_CHARS": 2_000}]
+    # Layer 1 clearing all it may, short results too: whether it alone can match the API's bill.
+    settings += [{"KEEP_RECENT": 3, "KEEP_CHARS": 0, "CLEAR_AT_LEAST": 2_000}]
     settings += [{"KEEP_RECENT": 3, "COMPACT_THRESHOLD": t} for t in (20_000, 30_000, 40_000)]
     # The constants that bill least beside the API's own context management, and see less.
     settings += [{"KEEP_RECENT": 3, "COMPACT_THRESHOLD": 30_000, "CLEAR_AT_LEAST": 4_000}]
