@@ -3,7 +3,7 @@
 
 A context window is finite; a long task is not. And every call pays again, by the token, for
 the whole conversation it sends. So the agent forgets on purpose, in three layers, keeps a
-full record on disk so nothing is really lost, and keeps what it sends stable for the cache.
+full record on disk so nothing is lost, and keeps what it sends stable for the cache.
 
     before every model call:
       layer 1  micro_compact   what the model sees: old tool results become
@@ -36,7 +36,7 @@ written again, with all that follows it: so layer 1 clears in rare, large batche
 summary request is added at the end of the conversation, which is read from the cache.
 
 Key insight: the conversation is working memory, not storage. Summaries keep the thread; the
-transcript (and every big result, saved whole) keeps every detail for whoever needs it.
+transcript (and every big result, saved whole) keeps every detail.
 
 New since s03: the three layers (marked lines in the loop), ContextSize, /compact. The todo
 tool is gone: the model sees its list only in old tool results, which a compaction
@@ -55,7 +55,7 @@ import s03_todo as s03
 from harness import api_context, cli, config, demos, endpoints, errors, layer1, tokens, transcripts
 from harness.session import views
 
-# Model calls a turn may make: compaction lets it go on longer.
+# Model calls a turn may make: compaction lets it go longer.
 MAX_STEPS = 200
 # The newest results stay whole: the model may still be using them.
 KEEP_RECENT = 3
@@ -73,7 +73,7 @@ REWRITE_SHARE = 1.5
 DEFAULT_THRESHOLD = 50_000
 # A longer summary is cut, and says so.
 SUMMARY_MAX_TOKENS = 2000
-# --api-context: the API clears or summarises, where cheapest.
+# --api-context: where the API clears, or summarises.
 API_CLEAR_AT = 30_000     # tokens, inputs too
 API_COMPACT_AT = 50_000   # tokens: its minimum
 
@@ -133,14 +133,14 @@ def micro_compact(messages: list, run, batch: bool = True) -> list:
     if batch:
         clear_new_batch(messages, run)
     # view() also puts the second cache breakpoint just before the latest batch.
-    return layer1.view(messages, CLEARED)
+    return layer1.view(messages, CLEARED, run.api_context)
 
 
 def clear_new_batch(messages: list, run) -> None:
     """Clear what the model can do without, if the batch pays for the cache it rewrites."""
     if run.api_context:
         return
-    # Not needed any more: results older than the newest KEEP_RECENT and over KEEP_CHARS (a
+    # No longer needed: results older than the newest KEEP_RECENT and over KEEP_CHARS (a
     # read_file's once the file is read again); big write/edit inputs alike; never the newest
     # reply's.
     batch = layer1.no_longer_needed(messages, KEEP_RECENT, KEEP_CHARS, CLEARED)
@@ -181,7 +181,7 @@ def summarize(messages: list, run, focus: str, system: str, tools: list) -> str:
     # reply.said: the model's words, not the harness's notes for the user.
     if not reply.said:
         raise ValueError("the summary came back empty")
-    # Cut short: the transcript holds the rest, and the model is told.
+    # Cut short: the transcript holds the rest; the model is told.
     if reply.cut:
         return reply.said + "\n[this summary was cut before its end]"
     return reply.said

@@ -335,6 +335,9 @@ def start(run, args) -> str:
     """At the start of a run: s06's settings, with s07's system and tools;
     --board (or TASK_BOARD) re-points TASKS.store, --name sets TASKS.agent."""
     s06.start(run, args, SYSTEM, TOOLS)
+    # With --api-context compact, the board comes back after the API's summary too.
+    if run.api_context:
+        run.api_context.attach = board_message
     return commands_for.choose_board(run, TASKS, TASKS_DIR, args)
 
 

@@ -32,6 +32,8 @@ replace the messages it summarises. Without each piece:
   block; the next request would then send the whole history again, and the server would
   summarise it again, and bill it again, on every call. A compaction whose summary failed
   (content null) is left out: the docs say to send back only blocks with a summary.
+- after_summary(): s07 promises the board after every compaction; after the API's, the model
+  would have only the summary, and would have to remember the tasks.
 - summary_steps() and announce(): a summary the server wrote would be paid for and never
   shown: its usage is only in usage.iterations, the top-level counts leave it out. A reply
   with no context_management at all (which the API always sends back) is said once: an
@@ -75,6 +77,8 @@ class Setting:
     clear_inputs: bool = False  # CLEAR: their inputs cleared too
     cleared: int = 0            # CLEAR: tool uses the last reply's applied_edits counted
     unheard: bool = False       # a reply said nothing of context management (said once)
+    attach: object = None       # COMPACT: attach(run), text for the model after the API's
+                                # summary (s07: the board, read fresh)
 
     def request(self) -> dict:
         """What endpoints.ask adds to the request: the beta, and context_management."""
@@ -159,6 +163,16 @@ def kept_blocks(setting, blocks: list) -> list:
         else:
             kept.append(block)
     return kept
+
+
+def after_summary(run, message: dict) -> list:
+    """Text blocks for the next user message when the API summarised in this reply: what the
+    lesson attaches (s07's board), as its own compaction adds it after the summary. A reply
+    with no tool calls has no next user message in its turn: the text is not sent then."""
+    setting = run.api_context
+    if setting is None or setting.attach is None or last_summary([message]) is None:
+        return []
+    return [{"type": "text", "text": setting.attach(run)}]
 
 
 def summary_steps(usage) -> list:

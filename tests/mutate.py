@@ -60,6 +60,7 @@ SENDABLE = "tests/test_sendable_text.py"
 CONTRACT = "tests/test_board_contract.py"
 FOLDER = "tests/test_board_folder.py"
 SESSION_LOG = "tests/test_session_log.py"
+API_CONTEXT = "tests/test_api_context.py"
 RESERVE_TAKEN = CONTRACT + "::test_reserve_refuses_a_taken_id_and_dependents_are_read_fresh"
 WAITS = CONTRACT + "::test_while_one_agent_changes_the_board_another_agents_change_waits_for_it"
 HELD_BY_ANOTHER = (CONTRACT + "::test_a_task_in_progress_by_another_agent_cannot_be_started_or_"
@@ -464,6 +465,28 @@ MUTATIONS = [
              "        pass",
              ["tests/test_board_postgres.py::test_a_board_url_is_shown_with_its_password_as_"
               "stars"]),
+
+    # ---------------------------------------------------------------- --api-context
+    Mutation("the API's compaction block is dropped from the history", "harness/api_context.py",
+             "        else:\n            kept.append(block)\n    return kept",
+             "        else:\n            pass\n    return kept",
+             [API_CONTEXT + "::test_a_compaction_block_is_kept_sent_back_and_carried_across_"
+                            "continue"]),
+    Mutation("s07's board does not come back after the API's summary", "harness/endpoints.py",
+             "    notes += api_context.after_summary(run, message)",
+             "    pass",
+             [API_CONTEXT + "::test_in_s07_the_board_comes_back_after_the_apis_compaction"]),
+    Mutation("layer 2 measures the history the API's summary dropped", "harness/layer1.py",
+             "        messages = api_context.view(messages)",
+             "        messages = list(messages)",
+             [API_CONTEXT + "::test_continue_of_a_compacted_session_measures_what_is_sent_not_"
+                            "what_the_api_dropped"]),
+    Mutation("a one-shot turn the API refused stays in the log", "harness/cli.py",
+             "        pairing.keep_completed(history, saved, message, None, "
+             "list(run.log.ran.values()))",
+             "        pass",
+             ["tests/test_long_sessions.py::test_a_one_shot_turn_the_api_refused_is_not_kept_"
+              "for_continue"]),
 ]
 
 # Names a mutation's new text uses that its file does not import.

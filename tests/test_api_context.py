@@ -129,6 +129,38 @@ def test_a_compaction_block_is_kept_sent_back_and_carried_across_continue(run_le
     assert "continue it with --api-context compact" in words(line)
 
 
+def test_in_s07_the_board_comes_back_after_the_apis_compaction(run_lesson):
+    """The promise s07 is named for: after every compaction, the API's too, the model is given
+    the board read fresh; the summary alone would leave it to remember the tasks."""
+    script = [reply(tool("task_create", {"subject": "Design the data model"}))]
+    script += five_bulky_then(reply(text("on"), tool("bash", {"command": "echo on"})),
+                              reply(text("Done.")))
+    proc, api = run_lesson("s07_task_system", "--api-context", "compact", "go",
+                           script=script, summary=SUMMARY)
+    assert proc.returncode == 0, proc.stderr
+    assert api.violations == []
+    after = api.requests[-1]["messages"]
+    assert after[0]["content"][0]["type"] == "compaction"       # the API did compact...
+    assert "Design the data model" in json.dumps(after)           # ...and the board came back
+    assert "the board, read from" in words(proc.stderr)
+
+
+def test_continue_of_a_compacted_session_measures_what_is_sent_not_what_the_api_dropped(
+        run_lesson):
+    """Resumed, layer 2 (a guard at the window with --api-context) has no API count yet: it
+    must measure the history from the API's summary on, or it summarises again for nothing."""
+    window = {"CONTEXT_WINDOW": "70000"}
+    script = five_bulky_then(bulky(60_000), reply(text("Done.")))
+    proc, api = run_lesson("s06_compact", "--api-context", "compact", "go", script=script,
+                           summary=SUMMARY, env=window)
+    assert proc.returncode == 0, proc.stderr
+    assert api.requests[-1]["messages"][0]["content"][0]["type"] == "compaction"
+    proc, api = run_lesson("s06_compact", "--continue", "--api-context", "compact", "more",
+                           script=[reply(text("Still here."))], env=window)
+    assert proc.returncode == 0, proc.stderr
+    assert "summary call" not in proc.stderr and len(api.requests) == 1
+
+
 def test_a_summary_the_server_wrote_is_counted_in_the_record(fresh_layers):
     with StandInAPI(five_bulky_then(reply(text("Done."))), summary=SUMMARY) as api:
         run = Run(anthropic.Anthropic(api_key="k", base_url=api.url, max_retries=0))

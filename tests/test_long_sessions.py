@@ -13,7 +13,7 @@ import pytest
 import s03_todo
 import s07_task_system
 from harness.stand_in import StandInAPI
-from harness.stand_in.script import reply, text, tool
+from harness.stand_in.script import error, reply, text, tool
 from helpers import ROOT, clean_env, messages, popen_taking_ctrl_c, tool_results
 
 
@@ -65,6 +65,23 @@ def test_a_resumed_session_is_measured_after_layer_1_not_compacted_for_its_raw_h
                            env={"COMPACT_THRESHOLD": "40000"})
     assert proc.returncode == 0 and api.requests == [], proc.stderr
     assert "to go before layer 2 compacts" in proc.stdout and "over it by" not in proc.stdout
+
+
+def test_a_one_shot_turn_the_api_refused_is_not_kept_for_continue(run_lesson):
+    """As in the REPL, a turn that failed before any tool ran is undone: --continue must not
+    send its prompt again, beside the next one, as if the model had ignored it."""
+    proc, api = run_lesson("s06_compact", "hello", script=[reply(text("Hi."))])
+    assert proc.returncode == 0, proc.stderr
+    proc, api = run_lesson("s06_compact", "--continue", "refused prompt",
+                           script=[error(400, "messages: something the API refuses")])
+    assert proc.returncode == 1
+    assert [m for m in messages(proc.stderr) if m.startswith("error")] == [
+        "error: the API refused the request (400 messages: something the API refuses)"]
+    proc, api = run_lesson("s06_compact", "--continue", "next prompt",
+                           script=[reply(text("Still here."))])
+    assert proc.returncode == 0, proc.stderr
+    sent = api.requests[0]["messages"]
+    assert [m["content"] for m in sent if m["role"] == "user"] == ["hello", "next prompt"]
 
 
 def test_continue_with_no_saved_session_is_one_line(run_lesson):
