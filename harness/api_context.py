@@ -232,11 +232,11 @@ def _tokens_in(usage) -> int:
 
 
 def refused(line: str, exc, request: dict) -> str:
-    """The one line for an API error: for a 400 that names the beta or its fields, with the way
-    on (run without --api-context)."""
+    """The one line for an API error: for a 400 (or a proxy's 422) that names the beta or its
+    fields, with the way on (run without --api-context)."""
     betas = request.get("betas") or []
     words = [*betas, "context_management", "anthropic-beta", "compaction", *EDITS.values()]
-    if not betas or getattr(exc, "status_code", None) != 400:
+    if not betas or getattr(exc, "status_code", None) not in (400, 422):
         return line
     if not any(word in str(exc) for word in words):
         return line

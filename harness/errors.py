@@ -82,10 +82,12 @@ def describe_api_error(exc, where: str, timeout: float, model: str) -> str:
 
 
 def _error_message(exc):
+    """The endpoint's own words, on one line: a proxy's message may hold a stack trace."""
     body = getattr(exc, "body", None)
+    message = str(exc)
     if isinstance(body, dict) and isinstance(body.get("error"), dict):
-        return body["error"].get("message", str(exc))
-    return str(exc)
+        message = str(body["error"].get("message", message))
+    return " ".join(message.split())
 
 
 def dropped(exc: Exception, where: str, timeout: float) -> str:

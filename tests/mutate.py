@@ -481,6 +481,14 @@ MUTATIONS = [
              "        messages = list(messages)",
              [API_CONTEXT + "::test_continue_of_a_compacted_session_measures_what_is_sent_not_"
                             "what_the_api_dropped"]),
+    Mutation("an endpoint's message of several lines is printed as several", "harness/errors.py",
+             '    return " ".join(message.split())',
+             "    return message",
+             ["tests/test_cli.py::test_an_endpoint_error_message_of_several_lines_is_one_line"]),
+    Mutation("a proxy's 422 naming the beta gets no hint", "harness/api_context.py",
+             '"status_code", None) not in (400, 422):',
+             '"status_code", None) != 400:',
+             [API_CONTEXT + "::test_a_422_that_names_the_beta_gets_the_hint_too"]),
     Mutation("a one-shot turn the API refused stays in the log", "harness/cli.py",
              "        pairing.keep_completed(history, saved, message, None, "
              "list(run.log.ran.values()))",

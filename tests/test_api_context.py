@@ -227,6 +227,15 @@ def test_in_the_repl_a_refused_beta_fails_the_turn_and_the_repl_goes_on(run_main
     assert "session so far: 0 model calls" in out                # /cost still answers
 
 
+def test_a_422_that_names_the_beta_gets_the_hint_too(run_lesson):
+    """Some proxies validate the body themselves and answer 422 for a field they do not know."""
+    proc, api = run_lesson("s06_compact", "--api-context", "clear", "hi",
+                           script=[error(422, REFUSED)])
+    assert proc.returncode == 1
+    (line,) = [words(line) for line in messages(proc.stderr) if line.startswith("error")]
+    assert REFUSED in line and "run without --api-context" in line
+
+
 def test_a_400_that_does_not_name_the_beta_gets_no_hint(run_lesson):
     proc, api = run_lesson("s06_compact", "--api-context", "clear", "hi",
                            script=[error(400, "messages.0: something else")])

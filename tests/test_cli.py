@@ -98,6 +98,15 @@ def test_demo_in_a_folder_where_nothing_can_be_made_is_one_line_and_exit_1(run_m
     assert err == "error: --demo cannot run in demo/: permission denied\n"
 
 
+def test_an_endpoint_error_message_of_several_lines_is_one_line(run_main):
+    """An endpoint's own message may hold newlines (a stack trace from a proxy, say): the user
+    still gets one line, and the words of it."""
+    code, out, err, api = run_main(s03_todo, "hi",
+                                   script=[error(400, "bad request\n  at proxy.js:12\nend")])
+    assert code == 1 and len(messages(err)) == 1
+    assert "bad request at proxy.js:12 end" in words(err)
+
+
 def test_a_dotenv_that_is_not_utf8_is_one_line(run_main, workdir):
     (workdir / ".env").write_bytes("ANTHROPIC_API_KEY=x\n".encode("utf-16"))
     code, out, err, api = run_main(s03_todo, "hi", key=None)
