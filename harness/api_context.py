@@ -42,8 +42,10 @@ replace the messages it summarises. Without each piece:
 - refused(): an endpoint without the beta answers a 400 that names it; the user would not
   know that the flag is the cause, nor that s06's own layers are the way on.
 - in_charge(): /context and /cost could not say which is managing the context.
+- setting()'s note: a COMPACT_THRESHOLD the user set would be ignored in silence.
 """
 
+import os
 from dataclasses import dataclass
 
 from harness import terminal
@@ -117,11 +119,18 @@ def setting(args, clear_at: int, compact_at: int, keep: int):
     """--api-context's Setting from s06's constants, or None without the flag. args: the
     command line as parsed (None, or a lesson's that lacks the flag: no setting)."""
     mode = getattr(args, "api_context", None)
-    if mode == COMPACT:
-        return Setting(COMPACT, compact_at)
+    if mode not in (CLEAR, COMPACT):
+        return None
+    made = Setting(COMPACT, compact_at)
     if mode == CLEAR:
-        return Setting(CLEAR, clear_at, keep, CLEAR_INPUTS)
-    return None
+        made = Setting(CLEAR, clear_at, keep, CLEAR_INPUTS)
+    # The user's threshold (the environment, or ./.env, read by now) is not the API's trigger.
+    mine = os.environ.get("COMPACT_THRESHOLD", "").strip()
+    if mine:
+        terminal.show_note(f"[COMPACT_THRESHOLD={mine} is not used with --api-context: "
+                           f"{made.acts} past {made.trigger:,} tokens, and layer 2 only guards "
+                           "the model's window]")
+    return made
 
 
 def request(setting, messages: list) -> dict:

@@ -489,6 +489,12 @@ MUTATIONS = [
              '"status_code", None) not in (400, 422):',
              '"status_code", None) != 400:',
              [API_CONTEXT + "::test_a_422_that_names_the_beta_gets_the_hint_too"]),
+    Mutation("a COMPACT_THRESHOLD unused with --api-context is ignored in silence",
+             "harness/api_context.py",
+             "    if mine:\n        terminal.show_note(f\"[COMPACT_THRESHOLD={mine}",
+             "    if False:\n        terminal.show_note(f\"[COMPACT_THRESHOLD={mine}",
+             [API_CONTEXT + "::test_a_compact_threshold_the_user_set_is_said_to_be_unused_with_"
+                            "the_flag"]),
     Mutation("a one-shot turn the API refused stays in the log", "harness/cli.py",
              "        pairing.keep_completed(history, saved, message, None, "
              "list(run.log.ran.values()))",

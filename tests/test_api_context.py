@@ -83,6 +83,16 @@ def test_s07_takes_the_flag_too_as_it_runs_s06s_loop(run_lesson):
     assert edit_of(api.requests[0])["type"] == "clear_tool_uses_20250919"
 
 
+def test_a_compact_threshold_the_user_set_is_said_to_be_unused_with_the_flag(run_lesson):
+    """With --api-context the API's trigger decides, and layer 2 guards only the window: a
+    COMPACT_THRESHOLD set in the environment or ./.env would otherwise be ignored in silence."""
+    proc, api = run_lesson("s06_compact", "--api-context", "clear", "hi",
+                           script=[reply(text("Done."))], env={"COMPACT_THRESHOLD": "5000"})
+    assert proc.returncode == 0, proc.stderr
+    assert ("COMPACT_THRESHOLD=5000 is not used with --api-context: the API clears past "
+            f"{s06_compact.API_CLEAR_AT:,} tokens") in words(proc.stderr)
+
+
 def test_an_unknown_mode_is_a_usage_error_before_any_call(run_lesson):
     proc, api = run_lesson("s06_compact", "--api-context", "summarize", "hi")
     assert proc.returncode == 2 and "invalid choice: 'summarize'" in proc.stderr
