@@ -495,6 +495,12 @@ MUTATIONS = [
              "    if False:\n        terminal.show_note(f\"[COMPACT_THRESHOLD={mine}",
              [API_CONTEXT + "::test_a_compact_threshold_the_user_set_is_said_to_be_unused_with_"
                             "the_flag"]),
+    Mutation("/context's rows and headline disagree with clear, unexplained",
+             "harness/session/views.py",
+             "    if api is not None and api.mode == api_context.CLEAR and api.cleared:",
+             "    if False:",
+             [API_CONTEXT + "::test_context_says_its_rows_are_what_is_sent_before_the_apis_"
+                            "clearing"]),
     Mutation("a one-shot turn the API refused stays in the log", "harness/cli.py",
              "        pairing.keep_completed(history, saved, message, None, "
              "list(run.log.ran.values()))",

@@ -210,6 +210,19 @@ def test_cost_context_and_the_page_say_the_api_is_in_charge_and_count_its_summar
     assert shown.count('class="call summary-call"') == 1          # its bar, as a summary call
 
 
+def test_context_says_its_rows_are_what_is_sent_before_the_apis_clearing(run_main):
+    """With clear, the API's count (the headline) is of what the server read, after its
+    clearing; the rows are what the harness sends, whole. /context says which is which."""
+    code, out, err, api = run_main(s06_compact, "--api-context", "clear",
+                                   stdin="go\n/context\nq\n",
+                                   script=five_bulky_then(reply(text("Done."))))
+    assert code == 0 and api.violations == []
+    cleared = api.usages and json.dumps(api.prompts[-1]).count(edits.CLEARED)
+    assert cleared >= 1
+    assert (f"the rows are what the harness sends, whole: the API cleared {cleared} old tool "
+            "results of it on the server, so its count is less") in words(out)
+
+
 def test_without_the_flag_context_and_cost_say_the_harness_is_in_charge(run_main):
     code, out, err, api = run_main(s06_compact, stdin="/cost\n/context\nq\n")
     assert code == 0

@@ -112,6 +112,13 @@ def context_report(system: str, tools: list, view_messages: list, threshold: Opt
     for kind, (letter, name) in _kinds_of(tools, threshold, sums).items():
         share = f"{sums[kind] / estimate:.0%}" if estimate else "0%"
         lines.append(f"    {letter} {name:<22} {'~' + format(sums[kind], ','):>9}  {share:>4}")
+    if api is not None and api.mode == api_context.CLEAR and api.cleared:
+        # The headline is what the server read; the rows, what the harness sends.
+        results = terminal.plural(api.cleared, "old tool result")
+        lines.append(textwrap.fill(f"the rows are what the harness sends, whole: the API "
+                                   f"cleared {results} of it on the server, so its count is "
+                                   "less", columns, initial_indent="  ",
+                                   subsequent_indent="    "))
     lines.append(textwrap.fill(f"~ an estimate, about {tokens.CHARS_PER_TOKEN} characters a "
                                "token · ^ the prefix the cache holds, read at 0.1x if the next "
                                "request starts the same · no model call was made", columns,
