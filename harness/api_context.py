@@ -232,7 +232,7 @@ def _compacted(run, usage, summary: str) -> None:
     terminal.show_note(f"  [the API compacted the conversation: {before:,} → {after:,} tokens; "
                        "its summary, a compaction block, is kept in the history and sent back]")
     run.recorder.compacted(before, after, summary, "none: the API's compaction block, kept in "
-                           "the session log", counted=before)
+                           "the session log", counted=before, after_counted=True)
 
 
 def _tokens_in(usage) -> int:

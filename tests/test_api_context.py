@@ -6,6 +6,7 @@ without its beta header, an edit with a field the API does not take, a compactio
 back without the compaction edit.
 """
 
+import html
 import json
 import re
 import types
@@ -208,6 +209,9 @@ def test_cost_context_and_the_page_say_the_api_is_in_charge_and_count_its_summar
     shown = page.read_text(encoding="utf-8")
     assert SUMMARY in shown and "compaction block, kept in the session log" in shown
     assert shown.count('class="call summary-call"') == 1          # its bar, as a summary call
+    # The sizes after the API's summary are the API's own count, not a guess of the harness's.
+    shown = html.unescape(shown)
+    assert "after: the API's count" in shown and "after: estimated" not in shown
 
 
 def test_context_says_its_rows_are_what_is_sent_before_the_apis_clearing(run_main):

@@ -261,8 +261,11 @@ def _sizes(compaction: Compaction, record: SessionRecord) -> str:
     else:
         first = n(before)
         how = f"before: the API's count, {n(counted)}, + ~{n(before - counted)} estimated since"
-    line = (f"{first} → ~{n(compaction.after)} tokens ({how}; after: estimated, no call had "
-            "sent it yet)")
+    if compaction.after_counted:
+        line = f"{first} → {n(compaction.after)} tokens ({how}; after: the API's count)"
+    else:
+        line = (f"{first} → ~{n(compaction.after)} tokens ({how}; after: estimated, no call "
+                "had sent it yet)")
     later = [c for c in record.calls if c.number > compaction.after_call and not c.is_summary]
     if later and later[0].input:
         line += f"; call {later[0].number} then sent {n(later[0].input)} (the API's count)"

@@ -151,6 +151,8 @@ class Compaction:
     board: Optional[list] = None  # list[BoardTask] read at this compaction (s07), else None
     counted: Optional[int] = None  # the part of `before` the API counted; None: all estimated
     board_dropped: bool = False    # its board was read, then let go (BOARDS_KEPT)
+    after_counted: bool = False    # `after` is the API's count (its own compaction, which it
+                                   # counted in the same reply), not an estimate
 
 
 @dataclass
@@ -280,18 +282,19 @@ class Recorder:
 
     @_never_raises
     def compacted(self, before: int, after: int, summary: str, transcript_path: object,
-                  counted: Optional[int] = None) -> None:
+                  counted: Optional[int] = None, after_counted: bool = False) -> None:
         """A compaction succeeded; its summary call is the last call recorded.
 
         before: what the next request would have sent (system prompt and tools included);
         counted: the part of it the API counted (the rest estimated), None when all estimated.
-        after: what the next request sends now, an estimate: no call has sent it yet.
+        after: what the next request sends now, an estimate: no call has sent it yet; or, with
+        after_counted, the API's count (the API's own compaction: the reply counted it).
         """
         board = self._read_board() if self.data.board_source else None
         self.data.compactions.append(Compaction(
             len(self.data.compactions) + 1, len(self.data.calls), int(before), int(after),
             excerpt.cut(str(summary), SUMMARY_CHARS), str(transcript_path), board,
-            None if counted is None else int(counted)))
+            None if counted is None else int(counted), after_counted=after_counted))
         for older in self.data.compactions[:-BOARDS_KEPT]:
             if older.board is not None:
                 older.board, older.board_dropped = None, True
