@@ -53,4 +53,5 @@ def test_a_long_text_keeps_its_head_and_its_tail_and_names_its_length():
     assert excerpt.head_and_tail("abcdef", 3, 3) == "abcdef"
     assert excerpt.head_and_tail("a" * 10 + "END", 2, 3) == "aa…[13 characters]…END"
     # a JSON argument names the length of the string it encodes, not of its encoding
-    assert excerpt.head_and_tail('"' + "x" * 2_000 + '"', 2, 2, 2_000) == '"x…[2,000 characters]…x"'
+    json_text = '"' + "x" * 2_000 + '"'
+    assert excerpt.head_and_tail(json_text, 2, 2, 2_000) == '"x…[2,000 characters]…x"'
