@@ -3,7 +3,7 @@
 
 A context window is finite; a long task is not. And every call pays again, by the token, for
 the whole conversation it sends. So the agent forgets on purpose, in three layers, keeps a
-full record on disk so nothing is lost, and keeps what it sends stable for the cache.
+full record on disk so nothing is really lost, and keeps what it sends stable for the cache.
 
     before every model call:
       layer 1  micro_compact   what the model sees: old tool results become
@@ -36,7 +36,7 @@ written again, with all that follows it: so layer 1 clears in rare, large batche
 summary request is added at the end of the conversation, which is read from the cache.
 
 Key insight: the conversation is working memory, not storage. Summaries keep the thread; the
-transcript (and every big result, saved whole) keeps every detail.
+transcript (and every big result, saved whole) keeps every detail for whoever needs it.
 
 New since s03: the three layers (marked lines in the loop), ContextSize, /compact. The todo
 tool is gone: the model sees its list only in old tool results, which a compaction
@@ -55,7 +55,7 @@ import s03_todo as s03
 from harness import api_context, cli, config, demos, endpoints, errors, layer1, tokens, transcripts
 from harness.session import views
 
-# Model calls a turn may make: compaction lets it go longer.
+# Model calls a turn may make: compaction lets it go on longer.
 MAX_STEPS = 200
 # The newest results stay whole: the model may still be using them.
 KEEP_RECENT = 3
@@ -133,7 +133,7 @@ def micro_compact(messages: list, run, batch: bool = True) -> list:
     if batch:
         clear_new_batch(messages, run)
     # view() also puts the second cache breakpoint just before the latest batch.
-    return layer1.view(messages, CLEARED, run.api_context)
+    return layer1.view(messages, CLEARED)
 
 
 def clear_new_batch(messages: list, run) -> None:

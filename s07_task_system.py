@@ -41,7 +41,7 @@ import sys
 
 import s03_todo as s03
 import s06_compact as s06
-from harness import board, cli, demos, endpoints, terminal
+from harness import api_context, board, cli, demos, endpoints, terminal
 from harness.board import claims, graph, record, text
 from harness.board import commands as commands_for
 
@@ -323,6 +323,9 @@ def agent_loop(messages, run, max_steps=s06.MAX_STEPS) -> str:
         if not reply.calls:
             return reply.text
         results = s03.run_tool_calls(run, reply.calls, TOOL_HANDLERS) + reply.notes
+        # --api-context compact: the API summarised; the board too, read now.
+        if api_context.compacted(reply):
+            results.append({"type": "text", "text": board_message(run)})
         messages.append({"role": "user", "content": results})
         s06.compact_if_asked(reply.calls, messages, run,       # layer 3 + board
                              compact_with_board)
@@ -335,9 +338,6 @@ def start(run, args) -> str:
     """At the start of a run: s06's settings, with s07's system and tools;
     --board (or TASK_BOARD) re-points TASKS.store, --name sets TASKS.agent."""
     s06.start(run, args, SYSTEM, TOOLS)
-    # With --api-context compact, the board comes back after the API's summary too.
-    if run.api_context:
-        run.api_context.attach = board_message
     return commands_for.choose_board(run, TASKS, TASKS_DIR, args)
 
 

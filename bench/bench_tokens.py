@@ -410,9 +410,9 @@ def _cache_before_new_long_texts(view):
 # ---------------------------------------------------------------- inside the lessons
 
 LAYERS = {"built": None, "baseline": per_call_micro_compact, "floor": seen_once}
-# The old baseline's layer 2 summarises past 50,000 tokens, as the published lesson does (and s06
-# did until its threshold was tuned beside the API's own context management): the baseline is
-# then one fixed policy, and a share of it compares settings of s06 with each other.
+# The old baseline's layer 2 summarises past 50,000 tokens, as the published lesson does (and
+# s06 by default), whatever threshold a sweep tries: the baseline is then one fixed policy, and
+# a share of it compares settings of s06 with each other.
 BASELINE_THRESHOLD = 50_000
 
 
@@ -448,9 +448,10 @@ def lesson_state(mode="built", setting=None):
     Inside, every lesson starts as a new process would (layer 1 has cleared nothing, no context
     is measured, MAX_STEPS calls a turn), s06 has the constants of `setting` (the others as
     built, COMPACT_THRESHOLD the default), and s06 and s07 use mode's layer 1 (the baseline's
-    layer 2 at BASELINE_THRESHOLD; with one of API_MODES, layer 2 only at the window, as s06
-    does with --api-context: play() puts the setting on the run). Yields the constants in
-    force. After, all is put back and reset: a test finds the lessons clean."""
+    layer 2 at BASELINE_THRESHOLD; at AT_API_TRIGGER, at API_CLEAR_AT; with one of API_MODES,
+    only at the window, as s06 does with --api-context: play() puts the setting on the run).
+    Yields the constants in force. After, all is put back and reset: a test finds the lessons
+    clean."""
     homes = {"KEEP_RECENT": s06_compact, "KEEP_CHARS": s06_compact,
              "CLEAR_AT_LEAST": s06_compact, "REWRITE_SHARE": s06_compact}
     built = {name: getattr(home, name) for name, home in homes.items()}
@@ -508,9 +509,9 @@ def within_window(step):
 
 def play(lesson, shape, mode="built", setting=None):
     """One shape through lesson.agent_loop, turn by turn: {the billing, "compactions", "once",
-    "seen"}, or None if s03's context passed the window. mode: "built", "baseline", "floor"
-    or one of API_MODES (s06 with --api-context); setting: s06's layer-1 constants to use
-    instead of the built ones."""
+    "seen"}, or None if s03's context passed the window. mode: "built", "baseline", "floor",
+    AT_API_TRIGGER (s06's layers, layer 2 at API_CLEAR_AT) or one of API_MODES (s06 with
+    --api-context); setting: s06's constants to use instead of the built ones."""
     api_mode = API_MODES.get(mode)
     with tempfile.TemporaryDirectory() as tmp, inside(tmp), lesson_state(mode, setting):
         turns = shape.turns()

@@ -32,7 +32,7 @@ replace the messages it summarises. Without each piece:
   block; the next request would then send the whole history again, and the server would
   summarise it again, and bill it again, on every call. A compaction whose summary failed
   (content null) is left out: the docs say to send back only blocks with a summary.
-- after_summary(): s07 promises the board after every compaction; after the API's, the model
+- compacted(): s07 promises the board after every compaction; after the API's, the model
   would have only the summary, and would have to remember the tasks.
 - summary_steps() and announce(): a summary the server wrote would be paid for and never
   shown: its usage is only in usage.iterations, the top-level counts leave it out. A reply
@@ -45,10 +45,9 @@ replace the messages it summarises. Without each piece:
 - setting()'s note: a COMPACT_THRESHOLD the user set would be ignored in silence.
 """
 
-import os
 from dataclasses import dataclass
 
-from harness import terminal
+from harness import config, terminal
 from harness.errors import EndpointError
 
 CLEAR, COMPACT = "clear", "compact"
@@ -79,8 +78,6 @@ class Setting:
     clear_inputs: bool = False  # CLEAR: their inputs cleared too
     cleared: int = 0            # CLEAR: tool uses the last reply's applied_edits counted
     unheard: bool = False       # a reply said nothing of context management (said once)
-    attach: object = None       # COMPACT: attach(run), text for the model after the API's
-                                # summary (s07: the board, read fresh)
 
     def request(self) -> dict:
         """What endpoints.ask adds to the request: the beta, and context_management."""
@@ -124,8 +121,9 @@ def setting(args, clear_at: int, compact_at: int, keep: int):
     made = Setting(COMPACT, compact_at)
     if mode == CLEAR:
         made = Setting(CLEAR, clear_at, keep, CLEAR_INPUTS)
-    # The user's threshold (the environment, or ./.env, read by now) is not the API's trigger.
-    mine = os.environ.get("COMPACT_THRESHOLD", "").strip()
+    # The user's threshold (the environment, or ./.env, read by now) is not the API's trigger;
+    # one that is not a number is the one line it is without the flag.
+    mine = config.positive_int("COMPACT_THRESHOLD", 0, "tokens")
     if mine:
         terminal.show_note(f"[COMPACT_THRESHOLD={mine} is not used with --api-context: "
                            f"{made.acts} past {made.trigger:,} tokens, and layer 2 only guards "
@@ -174,14 +172,11 @@ def kept_blocks(setting, blocks: list) -> list:
     return kept
 
 
-def after_summary(run, message: dict) -> list:
-    """Text blocks for the next user message when the API summarised in this reply: what the
-    lesson attaches (s07's board), as its own compaction adds it after the summary. A reply
-    with no tool calls has no next user message in its turn: the text is not sent then."""
-    setting = run.api_context
-    if setting is None or setting.attach is None or last_summary([message]) is None:
-        return []
-    return [{"type": "text", "text": setting.attach(run)}]
+def compacted(reply) -> bool:
+    """Whether the API summarised the conversation in this reply (endpoints.ask's Reply): its
+    message then holds the compaction block, and all before it is gone from what the model
+    reads. s07 adds the board after it, as after its own compaction."""
+    return last_summary([reply.message]) is not None
 
 
 def summary_steps(usage) -> list:

@@ -238,15 +238,16 @@ def _one_shot(lesson: Lesson, run: Run, history, budget, prompt) -> int:
     message = {"role": "user", "content": prompt}
     history.append(message)
     try:
-        answer = lesson.loop(history, run, **budget)
+        try:
+            answer = lesson.loop(history, run, **budget)
+        except (EndpointError, SetupError, ValueError):
+            # As the REPL does (_keep_completed), without its note: the error is the one
+            # line. A turn that ran no tool is undone: --continue does not send it again.
+            pairing.keep_completed(history, saved, message, None, list(run.log.ran.values()))
+            raise
         if isinstance(answer, StepLimit):    # a one-shot run cannot be told 'continue'
             answer = StepLimit(answer.split(";")[0] + "]")
         terminal.print_answer(answer, run.screen)
-    except (EndpointError, SetupError, ValueError):
-        # As the REPL does (_keep_completed), without its note: the error is the one line.
-        # A turn that ran no tool is undone, so --continue does not send its prompt again.
-        pairing.keep_completed(history, saved, message, None, list(run.log.ran.values()))
-        raise
     finally:
         run.log.record(history)
         end_of_run(run)

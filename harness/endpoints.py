@@ -14,8 +14,7 @@ and context_management, and the reply keeps the API's compaction block.
     reply.said      the model's own words only ("" if none): a summary, say
     reply.stop_reason  why the reply ended (max_tokens, or pairing.ENDED_EARLY: it was cut)
     reply.cut       True when it stopped mid-way (max_tokens, ENDED_EARLY: pairing.CUT)
-    reply.notes     text blocks for the next user message (a call cut off, and so not run;
-                    after the API's own summary, what the lesson attaches)
+    reply.notes     text blocks for the next user message (a call cut off, and so not run)
     reply.usage     the API's token counts (s06 measures the context with them)
 
 The stream, the usage line and every quirk of compatible endpoints live behind ask(). The
@@ -150,7 +149,6 @@ def ask(run, system: str, tools: list, messages: list, max_tokens: int,
     notes = []
     if cut is not None:
         notes.append(pairing.cut_note(cut.name, response.stop_reason))
-    notes += api_context.after_summary(run, message)     # s07: the board, after the API's
     return Reply(message, calls, text, notes, response.usage, said, response.stop_reason)
 
 

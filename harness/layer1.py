@@ -141,15 +141,9 @@ def tokens_after(messages: list, batch: Batch) -> int:
     return tokens.estimate(messages[first_message_with(messages, batch.ids):])
 
 
-def view(messages: list, cleared: Cleared, api_context=None) -> list:
+def view(messages: list, cleared: Cleared) -> list:
     """The history as the model will see it (a copy): every cleared result as its placeholder,
-    every cleared input text as its own, and a cache breakpoint just before the latest batch.
-    api_context: the run's --api-context Setting, or None. With compaction the model sees the
-    history from the API's last summary on, and layer 2 must measure only that: resumed, with
-    no count from the API yet, it would otherwise measure all the API dropped, and summarise
-    again for nothing."""
-    if api_context is not None:
-        messages = api_context.view(messages)
+    every cleared input text as its own, and a cache breakpoint just before the latest batch."""
     shown = []
     for message in messages:
         content = message.get("content")

@@ -472,15 +472,10 @@ MUTATIONS = [
              "        else:\n            pass\n    return kept",
              [API_CONTEXT + "::test_a_compaction_block_is_kept_sent_back_and_carried_across_"
                             "continue"]),
-    Mutation("s07's board does not come back after the API's summary", "harness/endpoints.py",
-             "    notes += api_context.after_summary(run, message)",
-             "    pass",
+    Mutation("s07's board does not come back after the API's summary", "s07_task_system.py",
+             "        if api_context.compacted(reply):",
+             "        if False:",
              [API_CONTEXT + "::test_in_s07_the_board_comes_back_after_the_apis_compaction"]),
-    Mutation("layer 2 measures the history the API's summary dropped", "harness/layer1.py",
-             "        messages = api_context.view(messages)",
-             "        messages = list(messages)",
-             [API_CONTEXT + "::test_continue_of_a_compacted_session_measures_what_is_sent_not_"
-                            "what_the_api_dropped"]),
     Mutation("an endpoint's message of several lines is printed as several", "harness/errors.py",
              '    return " ".join(message.split())',
              "    return message",
@@ -497,7 +492,8 @@ MUTATIONS = [
                             "the_flag"]),
     Mutation("/context's rows and headline disagree with clear, unexplained",
              "harness/session/views.py",
-             "    if api is not None and api.mode == api_context.CLEAR and api.cleared:",
+             "    if counted and api is not None and api.mode == api_context.CLEAR and "
+             "api.cleared:",
              "    if False:",
              [API_CONTEXT + "::test_context_says_its_rows_are_what_is_sent_before_the_apis_"
                             "clearing"]),

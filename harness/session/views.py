@@ -89,7 +89,8 @@ def context_report(system: str, tools: list, view_messages: list, threshold: Opt
     parts = context_parts(system, tools, view_messages)
     estimate = sum(t for _, t in parts)
     covers = len(view_messages) if reported_covers is None else reported_covers
-    if reported_tokens and covers <= len(view_messages):
+    counted = bool(reported_tokens) and covers <= len(view_messages)
+    if counted:
         since = tokens.estimate(view_messages[covers:])
         total = reported_tokens + since
         how = f"the API's count for the last call{f' + ~{since:,} since' if since else ''}"
@@ -112,8 +113,8 @@ def context_report(system: str, tools: list, view_messages: list, threshold: Opt
     for kind, (letter, name) in _kinds_of(tools, threshold, sums).items():
         share = f"{sums[kind] / estimate:.0%}" if estimate else "0%"
         lines.append(f"    {letter} {name:<22} {'~' + format(sums[kind], ','):>9}  {share:>4}")
-    if api is not None and api.mode == api_context.CLEAR and api.cleared:
-        # The headline is what the server read; the rows, what the harness sends.
+    if counted and api is not None and api.mode == api_context.CLEAR and api.cleared:
+        # The headline is the API's count of what the server read; the rows, what is sent.
         results = terminal.plural(api.cleared, "old tool result")
         lines.append(textwrap.fill(f"the rows are what the harness sends, whole: the API "
                                    f"cleared {results} of it on the server, so its count is "
