@@ -297,7 +297,7 @@ def board_message(run) -> str:
     """After a compaction: the board, read fresh (see BOARD_CHARS)."""
     # As the user finds it from their folder.
     name = run.screen.where(TASKS.store.name)
-    terminal.show_note(f"  [the board, read from {name}, was added to the summary]")
+    terminal.show_note(f"  [the board, read from {name}, was added after the summary]")
     return text.board_message(TASKS, BOARD_CHARS)
 
 

@@ -1,9 +1,10 @@
 """--api-context: the Messages API manages the context on the server, instead of s06's layers.
 
 Relied on by s06 (its flag, OPTION, and its constants: start() puts a Setting on the run,
-layer 1 steps aside for it, and layer 2 only guards the model's window), s07 (s06's loop and
-flag, through board/commands.py), endpoints.ask (what the request adds and sends, what the
-reply keeps and costs), and session/views.py (/context and /cost say which is in charge).
+layer 1 steps aside for it, and layer 2 only guards the model's window), s07 (s06's flag,
+and compacted(): its loop adds the board after the API's summary), endpoints.ask (what the
+request adds and sends, what the reply keeps and costs), cli (a resumed session goes on
+from the API's summary) and session/views.py (/context and /cost say which is in charge).
 The API's two betas, as documented (platform.claude.com/docs/en/build-with-claude/
 context-editing and /compaction, read 2026-12):
 
@@ -93,10 +94,9 @@ class Setting:
     def view(self, messages: list) -> list:
         """What a request sends: with compaction, from the last summary on (the API drops what
         came before it); with clearing, every message (the server clears)."""
-        start = last_summary(messages)
-        if self.mode != COMPACT or start is None:
+        if self.mode != COMPACT:
             return messages
-        return messages[start:]
+        return from_last_summary(messages)
 
     @property
     def acts(self) -> str:
@@ -152,6 +152,16 @@ def last_summary(messages: list) -> int | None:
                     and block.get("content"):
                 return n
     return None
+
+
+def from_last_summary(messages: list) -> list:
+    """What the API reads of a history: from its last summary on (it drops what came before
+    the compaction block), or all of it if the API has summarised nothing. cli resumes a
+    session from here, so that what s06 measures of it is what a request sends."""
+    start = last_summary(messages)
+    if start is None:
+        return messages
+    return messages[start:]
 
 
 def kept_blocks(setting, blocks: list) -> list:

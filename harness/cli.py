@@ -50,7 +50,7 @@ import sys
 from pathlib import Path
 from typing import Callable, Optional
 
-from harness import clean, config, files, pairing, terminal, writer
+from harness import api_context, clean, config, files, pairing, terminal, writer
 from harness.errors import EndpointError, NoKey, SetupError, reason
 from harness.run import Run
 from harness.sdk import anthropic
@@ -200,6 +200,9 @@ def _run(lesson: Lesson, args) -> int:
         run.client = _client_or_none(args, run.secrets)
         # The run's log, and the history: [] or the resumed one.
         run.log, history = session_log.open_session(args.continue_)
+        # A session the API compacted goes on from its summary, as the API reads it (the old
+        # log keeps the rest): layer 2 and /context, with no API count yet, measure that.
+        history[:] = api_context.from_last_summary(history)
         if args.prompt is not None:
             prompt = _clean_prompt(args.prompt)
             return _one_shot(lesson, run, history, budget, prompt)

@@ -160,9 +160,10 @@ def repair(history: list[dict], ran: list[dict] | None = None) -> tuple[list[dic
     written one by one), the first call without a result gets STOPPED (it may have acted),
     and the calls after it are left out: the calls of a batch run one at a time, so those
     never ran. A tool_result is kept only if it answers the message just before it, once;
-    results come first in their message; the first message is the user's; no empty text; a
-    tool_use id used twice gets a new one (its result too); a tool input saved as JSON text
-    is decoded, and a call whose input is not a JSON object is left out with its result.
+    results come first in their message; the first message is the user's (or opens with a
+    compaction block, the API's summary); no empty text; a tool_use id used twice gets a new
+    one (its result too); a tool input saved as JSON text is decoded, and a call whose input
+    is not a JSON object is left out with its result.
     Messages that need no change are returned as the same objects, so that the session log
     afterwards writes only what changed.
     """
@@ -193,7 +194,9 @@ class Rebuild:
         """Keep the reply with the calls that can be answered; return the results the next
         message owes them. running: the reply is the last message, so its batch was running."""
         blocks = _blocks(message.get("content"))
-        if not self.messages:              # the first message must be the user's
+        # The first message must be the user's, or open with the API's summary (a compaction
+        # block stands for all that came before it: a resumed session starts there).
+        if not self.messages and not (blocks and blocks[0]["type"] == "compaction"):
             self.dropped += sum(b["type"] == "tool_use" for b in blocks)
             return None
         answers = ran if running else _results_in(following)

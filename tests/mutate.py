@@ -503,6 +503,29 @@ MUTATIONS = [
              "        pass",
              ["tests/test_long_sessions.py::test_a_one_shot_turn_the_api_refused_is_not_kept_"
               "for_continue"]),
+    Mutation("a resumed session is counted with what the API's summary replaced",
+             "harness/cli.py",
+             "        history[:] = api_context.from_last_summary(history)\n", "",
+             ["tests/test_api_context.py::test_continue_of_a_compacted_session_counts_what_is_"
+              "sent_not_what_the_api_dropped"]),
+    Mutation("repair drops the API's summary that opens a resumed session", "harness/pairing.py",
+             'if not self.messages and not (blocks and blocks[0]["type"] == "compaction"):',
+             "if not self.messages:",
+             ["tests/test_pairing.py::test_a_history_that_opens_with_the_apis_summary_keeps_it"]),
+    Mutation("/context after the API's summary says the API has not counted it",
+             "harness/session/views.py",
+             "context.seen - dropped", "context.seen",
+             ["tests/test_api_context.py::test_cost_context_and_the_page_say_the_api_is_in_"
+              "charge_and_count_its_summary"]),
+    Mutation("a one-shot turn is undone when its answer cannot be printed", "harness/cli.py",
+             "        terminal.print_answer(answer, run.screen)\n",
+             "        try:\n"
+             "            terminal.print_answer(answer, run.screen)\n"
+             "        except ValueError:\n"
+             "            pairing.keep_completed(history, saved, message, None, [])\n"
+             "            raise\n",
+             ["tests/test_long_sessions.py::test_a_one_shot_turn_that_finished_is_kept_when_"
+              "printing_its_answer_fails"]),
 ]
 
 # Names a mutation's new text uses that its file does not import.

@@ -148,6 +148,24 @@ def test_a_compaction_block_is_kept_sent_back_and_carried_across_continue(run_le
     assert "continue it with --api-context compact" in words(line)
 
 
+def test_continue_of_a_compacted_session_counts_what_is_sent_not_what_the_api_dropped(
+        run_lesson):
+    """Resumed, layer 2 (a guard at the window with --api-context) has no API count yet: it
+    must count the history from the API's summary on, or it summarises for nothing."""
+    window = {"CONTEXT_WINDOW": "70000"}
+    script = five_bulky_then(bulky(60_000), reply(text("Done.")))
+    proc, api = run_lesson("s06_compact", "--api-context", "compact", "go", script=script,
+                           summary=SUMMARY, env=window)
+    assert proc.returncode == 0, proc.stderr
+    # The history kept all six outputs (some 72,000 tokens, past the window); the API's
+    # summary came before the sixth, so a request sends about 12,000.
+    assert api.requests[-1]["messages"][0]["content"][0]["type"] == "compaction"
+    proc, api = run_lesson("s06_compact", "--continue", "--api-context", "compact", "more",
+                           script=[reply(text("Still here."))], env=window)
+    assert proc.returncode == 0, proc.stderr
+    assert "summary call" not in proc.stderr and len(api.requests) == 1
+
+
 def test_in_s07_the_board_comes_back_after_the_apis_compaction(run_lesson):
     """The promise s07 is named for: after every compaction, the API's too, the model is given
     the board read fresh; the summary alone would leave it to remember the tasks."""
@@ -201,6 +219,9 @@ def test_cost_context_and_the_page_say_the_api_is_in_charge_and_count_its_summar
                      shown)
     assert shown.count("the API (--api-context compact)") == 2    # /cost and /context
     assert "--api-context compact at 50,000" in shown
+    # /context's headline after the API's summary is the API's count of the last call.
+    assert "the API's count for the last call" in shown
+    assert "no API count for this context yet" not in shown
     (page,) = (workdir / ".transcripts").glob("session_*.html")
     shown = page.read_text(encoding="utf-8")
     assert SUMMARY in shown and "compaction block, kept in the session log" in shown

@@ -12,6 +12,7 @@ import pytest
 
 import s03_todo
 import s07_task_system
+from harness import cli, terminal
 from harness.stand_in import StandInAPI
 from harness.stand_in.script import error, reply, text, tool
 from helpers import ROOT, clean_env, messages, popen_taking_ctrl_c, tool_results
@@ -82,6 +83,25 @@ def test_a_one_shot_turn_the_api_refused_is_not_kept_for_continue(run_lesson):
     assert proc.returncode == 0, proc.stderr
     sent = api.requests[0]["messages"]
     assert [m["content"] for m in sent if m["role"] == "user"] == ["hello", "next prompt"]
+
+
+def test_a_one_shot_turn_that_finished_is_kept_when_printing_its_answer_fails(in_tmp, run,
+                                                                                monkeypatch):
+    """Only a failed loop is undone: a turn the model finished stays, for --continue, even if
+    the answer could not be printed."""
+    def loop(history, run, max_steps):
+        history.append({"role": "assistant", "content": [{"type": "text", "text": "Hi."}]})
+        return "Hi."
+
+    def unprintable(answer, screen):
+        raise UnicodeEncodeError("ascii", answer, 0, 1, "the terminal takes ASCII only")
+
+    monkeypatch.setattr(terminal, "print_answer", unprintable)
+    lesson = cli.Lesson("s06_compact", "", loop)
+    history = []
+    with pytest.raises(UnicodeEncodeError):
+        cli._one_shot(lesson, run, history, {"max_steps": 5}, "hello")
+    assert [m["role"] for m in history] == ["user", "assistant"]
 
 
 def test_continue_with_no_saved_session_is_one_line(run_lesson):

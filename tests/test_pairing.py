@@ -9,6 +9,7 @@ from types import SimpleNamespace
 import pytest
 
 from harness import pairing
+from harness.stand_in.rules import check_request
 from helpers import call, interrupted, result, session, valid
 
 
@@ -46,6 +47,21 @@ def test_the_first_message_is_the_users_and_empty_text_is_left_out():
     assert valid(repaired) is None
     assert repaired[0] == {"role": "user", "content": "start here"}
     assert repaired[1]["content"] == [call("y")]
+
+
+def test_a_history_that_opens_with_the_apis_summary_keeps_it():
+    """A session the API compacted goes on from its compaction block: the API takes a first
+    message that opens with one, and repair must not drop the summary as a stray reply."""
+    summary = {"type": "compaction", "content": "Summary: the work so far."}
+    history = [{"role": "assistant", "content": [summary, call("x")]},
+               {"role": "user", "content": [result("x")]}]
+    repaired, dropped = pairing.repair(history)
+    assert dropped == 0 and repaired == history
+    # The API takes it with the compaction edit (no other request can hold the block).
+    edit = {"type": "compact_20260112", "trigger": {"type": "input_tokens", "value": 50_000}}
+    body = {"model": "m", "max_tokens": 1, "messages": repaired,
+            "context_management": {"edits": [edit]}}
+    assert check_request(body, context_window=10 ** 9, betas=["compact-2026-01-12"]) is None
 
 
 def test_a_tool_input_saved_as_json_text_is_decoded_and_an_undecodable_one_left_out():

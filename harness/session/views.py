@@ -187,18 +187,19 @@ def _window_line(window: Optional[int], total: int, bar: int, columns: int) -> s
 
 
 def print_context(recorder: Recorder, system: str, tools: list, view: list,
-                  context: object = None, run=None) -> None:
+                  context: object = None, run=None, dropped: int = 0) -> None:
     """/context in a lesson's REPL, as wide as the terminal. recorder is the run's record;
     view is what the next request would send (after layer 1); context is s06's ContextSize
     (.threshold, .reported, .seen), or None in s03, which has no threshold and whose count
     comes from the record's last call; run, when given, says which manages the context
-    (--api-context)."""
+    (--api-context); dropped: the history's first messages, left out of view as the API
+    drops them (before its summary), which .seen counts."""
     if context is None:
         threshold = None
         reported, covers = recorder.context_tokens(), recorder.context_covers()
     else:
         threshold = context.threshold() if callable(context.threshold) else context.threshold
-        reported, covers = context.reported, context.seen
+        reported, covers = context.reported, context.seen - dropped
     in_charge = api_context.in_charge(run) if run is not None else None
     api = run.api_context if run is not None else None
     report = context_report(system, tools, view, threshold, recorder.cached_tokens(), reported,
@@ -310,7 +311,9 @@ def context_command(system: str, tools: list, view_of=None, context=None):
     threshold and the window (context: s06's ContextSize). No model call."""
     def command(messages: list, run, arg: str) -> None:
         view = view_of(messages, run) if view_of else messages
+        whole = len(view)
         if run.api_context is not None:     # what endpoints.ask will send of it
             view = run.api_context.view(view)
-        print_context(run.recorder, system, tools, view, context, run)
+        # The API's count covers messages of the history: less those the API drops.
+        print_context(run.recorder, system, tools, view, context, run, whole - len(view))
     return command
