@@ -41,7 +41,7 @@ import sys
 
 import s03_todo as s03
 import s06_compact as s06
-from harness import api_context, board, cli, demos, endpoints, terminal
+from harness import api_context, board, cli, demos, endpoints
 from harness.board import claims, graph, record, text
 from harness.board import commands as commands_for
 
@@ -294,11 +294,8 @@ SYSTEM = ("You are a coding agent working in the current folder. Plan "
 # ---------------------------------------------------------------- the loop
 
 def board_message(run) -> str:
-    """After a compaction: the board, read fresh (see BOARD_CHARS)."""
-    # As the user finds it from their folder.
-    name = run.screen.where(TASKS.store.name)
-    terminal.show_note(f"  [the board, read from {name}, was added after the summary]")
-    return text.board_message(TASKS, BOARD_CHARS)
+    """After a compaction: the board, read fresh (see BOARD_CHARS); the user is told."""
+    return text.board_message(TASKS, BOARD_CHARS, run.screen)
 
 
 def compact_with_board(messages, run, focus="") -> bool:
@@ -321,6 +318,9 @@ def agent_loop(messages, run, max_steps=s06.MAX_STEPS) -> str:
         run.log.record(messages)              # on disk before its calls run
         s06.CONTEXT.record(reply.usage, messages)              # layer 2 measures
         if not reply.calls:
+            # The same when the API summarised in the last reply of a turn.
+            if api_context.compacted(reply):
+                messages.append({"role": "user", "content": board_message(run)})
             return reply.text
         results = s03.run_tool_calls(run, reply.calls, TOOL_HANDLERS) + reply.notes
         # --api-context compact: the API summarised; the board too, read now.

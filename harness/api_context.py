@@ -148,8 +148,7 @@ def last_summary(messages: list) -> int | None:
     for n in range(len(messages) - 1, -1, -1):
         content = messages[n].get("content")
         for block in content if isinstance(content, list) else []:
-            if isinstance(block, dict) and block.get("type") == "compaction" \
-                    and block.get("content"):
+            if _is_summary(block):
                 return n
     return None
 
@@ -161,7 +160,17 @@ def from_last_summary(messages: list) -> list:
     start = last_summary(messages)
     if start is None:
         return messages
-    return messages[start:]
+    # Within its message too: a block before the summary (a text) is dropped as well.
+    content = messages[start]["content"]
+    first = max(n for n, block in enumerate(content) if _is_summary(block))
+    if first == 0:
+        return messages[start:]
+    return [{**messages[start], "content": content[first:]}] + messages[start + 1:]
+
+
+def _is_summary(block) -> bool:
+    return isinstance(block, dict) and block.get("type") == "compaction" \
+        and bool(block.get("content"))
 
 
 def kept_blocks(setting, blocks: list) -> list:

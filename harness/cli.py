@@ -198,11 +198,11 @@ def _run(lesson: Lesson, args) -> int:
         if lesson.demo and args.demo:
             return _run_demo(lesson, run)
         run.client = _client_or_none(args, run.secrets)
-        # The run's log, and the history: [] or the resumed one.
-        run.log, history = session_log.open_session(args.continue_)
-        # A session the API compacted goes on from its summary, as the API reads it (the old
-        # log keeps the rest): layer 2 and /context, with no API count yet, measure that.
-        history[:] = api_context.from_last_summary(history)
+        # The run's log, and the history: [] or the resumed one. A session the API compacted
+        # goes on from its summary, as the API reads it (the old log keeps the rest): layer 2
+        # and /context, with no API count yet, measure that.
+        run.log, history = session_log.open_session(args.continue_,
+                                                    resume_from=api_context.from_last_summary)
         if args.prompt is not None:
             prompt = _clean_prompt(args.prompt)
             return _one_shot(lesson, run, history, budget, prompt)

@@ -505,9 +505,15 @@ MUTATIONS = [
               "for_continue"]),
     Mutation("a resumed session is counted with what the API's summary replaced",
              "harness/cli.py",
-             "        history[:] = api_context.from_last_summary(history)\n", "",
+             "resume_from=api_context.from_last_summary)", "resume_from=None)",
              ["tests/test_api_context.py::test_continue_of_a_compacted_session_counts_what_is_"
               "sent_not_what_the_api_dropped"]),
+    Mutation("s07's board is left out when the API's summary ends the turn",
+             "s07_task_system.py",
+             '                messages.append({"role": "user", "content": board_message(run)})\n',
+             "                pass\n",
+             ["tests/test_api_context.py::test_in_s07_the_board_comes_back_after_the_apis_"
+              "compaction_in_a_reply_that_ends_the_turn"]),
     Mutation("repair drops the API's summary that opens a resumed session", "harness/pairing.py",
              'if not self.messages and not (blocks and blocks[0]["type"] == "compaction"):',
              "if not self.messages:",

@@ -164,6 +164,15 @@ def test_continue_of_a_compacted_session_counts_what_is_sent_not_what_the_api_dr
                            script=[reply(text("Still here."))], env=window)
     assert proc.returncode == 0, proc.stderr
     assert "summary call" not in proc.stderr and len(api.requests) == 1
+    # It goes on from the summary, and says so in what it counts; the next --continue too.
+    sent = api.requests[0]["messages"]
+    assert "[continuing .transcripts/session_" in proc.stderr
+    assert f": {len(sent) - 1} messages;" in words(proc.stderr)
+    proc, api = run_lesson("s06_compact", "--continue", "--api-context", "compact", "again",
+                           script=[reply(text("Here."))], env=window)
+    assert proc.returncode == 0, proc.stderr
+    again = api.requests[0]["messages"]
+    assert again[:len(sent)] == sent and again[len(sent)]["content"] == [text("Still here.")]
 
 
 def test_in_s07_the_board_comes_back_after_the_apis_compaction(run_lesson):
@@ -184,6 +193,25 @@ def test_in_s07_the_board_comes_back_after_the_apis_compaction(run_lesson):
     line = next(x for x in board.splitlines() if "Design the data model" in x)
     assert "in_progress" in line or "[>]" in line, board          # read after the update ran
     assert "the board, read from" in words(proc.stderr)
+
+
+def test_in_s07_the_board_comes_back_after_the_apis_compaction_in_a_reply_that_ends_the_turn(
+        run_lesson):
+    """A reply that brings the summary and calls no tool ends the turn: the board then goes in
+    a message of its own, which the next turn (here, --continue) sends after the summary."""
+    script = [reply(tool("task_create", {"subject": "Design the data model"}))]
+    script += five_bulky_then(reply(text("Done.")))
+    proc, api = run_lesson("s07_task_system", "--api-context", "compact", "go",
+                           script=script, summary=SUMMARY)
+    assert proc.returncode == 0, proc.stderr
+    assert "the board, read from" in words(proc.stderr)
+    proc, api = run_lesson("s07_task_system", "--continue", "--api-context", "compact", "more",
+                           script=[reply(text("On it."))])
+    assert proc.returncode == 0, proc.stderr
+    assert api.violations == []
+    sent = api.requests[0]["messages"]
+    assert sent[0]["content"][0]["type"] == "compaction"
+    assert "Design the data model" in json.dumps(sent[1]) and sent[-1]["content"] == "more"
 
 
 def test_a_summary_the_server_wrote_is_counted_in_the_record(fresh_layers):
@@ -296,6 +324,18 @@ def test_a_compaction_block_without_a_summary_is_left_out_and_said(capsys):
     setting = api_context.Setting(api_context.COMPACT, 50_000)
     kept = api_context.kept_blocks(setting, [block, text("go on")])
     assert kept == [text("go on")] and "compaction failed" in words(capsys.readouterr().err)
+
+
+def test_what_the_api_reads_starts_at_its_summary_even_inside_a_message():
+    """As the server drops all before the block, a text before it in the same message too: a
+    history resumed from here opens with the summary, which the API and repair accept."""
+    summary = {"type": "compaction", "content": "a summary"}
+    history = [{"role": "user", "content": "go"},
+               {"role": "assistant", "content": [text("first"), summary, text("then")]},
+               {"role": "user", "content": "more"}]
+    assert api_context.from_last_summary(history) == [
+        {"role": "assistant", "content": [summary, text("then")]}, history[2]]
+    assert api_context.from_last_summary(history[:1]) == history[:1]     # no summary: all
 
 
 def test_a_compaction_block_in_a_run_that_did_not_ask_for_one_is_left_out(capsys):

@@ -18,6 +18,7 @@ module words it. Without each piece:
 
 import json
 
+from harness import terminal
 from harness.board.graph import waiting_on
 from harness.board.record import FINISHED, STATUSES, one_line
 from harness.session.blocks import BOARD_END, BOARD_START   # /context and the page find it
@@ -159,11 +160,15 @@ def brief(tasks: dict, problems: list, ready: str, limit: int) -> str:
     return fit("\n".join(lines + [ready]), limit)
 
 
-def board_message(tasks, limit: int) -> str:
+def board_message(tasks, limit: int, screen=None) -> str:
     """The board for the model after a compaction (tasks: s07's TaskManager): task_list's
     answer, or, if it is over limit characters, the unfinished tasks first, cut to fit; an
     unreadable board says so (it must not look like an empty one). Marked, so /context and
-    the session page find it."""
+    the session page find it. screen (the run's): the user is told, with the board's folder
+    as they find it from theirs."""
+    if screen is not None:
+        name = screen.where(tasks.store.name)
+        terminal.show_note(f"  [the board, read from {name}, was added after the summary]")
     try:
         shown = tasks.list_all()
         if len(shown) > limit:

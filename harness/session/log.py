@@ -285,11 +285,12 @@ def _apply(history: list, ran: list, record) -> bool:
     return True
 
 
-def resume_latest(folder: Path = FOLDER) -> tuple[SessionLog, list[dict]]:
+def resume_latest(folder: Path = FOLDER, resume_from=None) -> tuple[SessionLog, list[dict]]:
     """--continue: the history of the latest session, and a new log that carries it on.
 
     SetupError if there is nothing to continue. A new log that cannot be created costs a note:
-    the conversation goes on without one (SessionLog()), as a fresh run does.
+    the conversation goes on without one (SessionLog()), as a fresh run does. resume_from:
+    given the history read back, the part to go on from (the old log keeps it all).
     """
     path = latest(folder)
     if path is None:
@@ -301,6 +302,8 @@ def resume_latest(folder: Path = FOLDER) -> tuple[SessionLog, list[dict]]:
         raise SetupError(f"cannot continue the session {path}: {reason(exc)}") from None
     if not found.messages:
         raise SetupError(f"the session {path} holds no message to continue from")
+    if resume_from is not None:
+        found.messages = resume_from(found.messages)
     try:
         log = SessionLog.continued(path, found.messages, folder)
         where = f"now logged to {log.path}"
@@ -329,15 +332,15 @@ def _count(n: int, noun: str) -> str:
     return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
 
 
-def open_session(continue_latest: bool = False,
-                 folder: Path = FOLDER) -> tuple[SessionLog, list[dict]]:
+def open_session(continue_latest: bool = False, folder: Path = FOLDER,
+                 resume_from=None) -> tuple[SessionLog, list[dict]]:
     """Where a run starts: its log, and the history it starts from ([] or the resumed one).
 
     A new log that cannot be created costs the session nothing but a note (it gets a
     SessionLog() that writes nothing); --continue with nothing to continue raises SetupError.
     """
     if continue_latest:
-        return resume_latest(folder)
+        return resume_latest(folder, resume_from)
     try:
         return SessionLog.start(folder), []
     except OSError as exc:
