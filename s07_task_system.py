@@ -318,7 +318,8 @@ def agent_loop(messages, run, max_steps=s06.MAX_STEPS) -> str:
         run.log.record(messages)              # on disk before its calls run
         s06.CONTEXT.record(reply.usage, messages)              # layer 2 measures
         if not reply.calls:
-            # The same when the API summarised in the last reply of a turn.
+            # --api-context compact: the API summarised, and the turn ends: the board
+            # waits in a message of its own, for the next turn.
             if api_context.compacted(reply):
                 messages.append({"role": "user", "content": board_message(run)})
             return reply.text
