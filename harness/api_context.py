@@ -139,7 +139,7 @@ def request(setting, messages: list) -> dict:
     if last_summary(messages) is not None:
         raise EndpointError("this conversation holds a summary the API wrote (a compaction "
                             "block, from --api-context compact): continue it with "
-                            "--api-context compact")
+                            "--api-context compact, in s06 or s07")
     return {} if setting is None else setting.request()
 
 

@@ -129,6 +129,7 @@ def run_cli(lesson: Lesson, argv: list = None) -> int:
     if anthropic is None:
         terminal.show_error(_missing_sdk())
         return 1
+    _tolerate_narrow_terminals()
     try:
         code = _run(lesson, args)
         sys.stdout.flush()         # here, not at exit, so a reader that has gone is caught below
@@ -445,6 +446,14 @@ def _tolerate_stray_bytes():
     (which _clean_prompt replaces) instead of a UnicodeDecodeError that ends the REPL."""
     if isinstance(sys.stdin, io.TextIOWrapper) and sys.stdin.errors == "strict":
         sys.stdin.reconfigure(errors="surrogateescape")
+
+
+def _tolerate_narrow_terminals():
+    """Print with errors='replace' where stdout cannot encode every character (ASCII, Latin-1):
+    a model's check mark shows as '?' instead of a UnicodeEncodeError that undoes the finished turn
+    (or, in a one-shot run, ends it in a traceback). stderr already has 'backslashreplace'."""
+    if isinstance(sys.stdout, io.TextIOWrapper) and sys.stdout.errors == "strict":
+        sys.stdout.reconfigure(errors="replace")
 
 
 def _clean_prompt(text: str) -> str:

@@ -473,8 +473,10 @@ MUTATIONS = [
              [API_CONTEXT + "::test_a_compaction_block_is_kept_sent_back_and_carried_across_"
                             "continue"]),
     Mutation("s07's board does not come back after the API's summary", "s07_task_system.py",
-             "        if api_context.compacted(reply):",
-             "        if False:",
+             "        if api_context.compacted(reply):\n"
+             "            results.append(",
+             "        if False:\n"
+             "            results.append(",
              [API_CONTEXT + "::test_in_s07_the_board_comes_back_after_the_apis_compaction"]),
     Mutation("an endpoint's message of several lines is printed as several", "harness/errors.py",
              '    return " ".join(message.split())',
@@ -508,6 +510,18 @@ MUTATIONS = [
              "resume_from=api_context.from_last_summary)", "resume_from=None)",
              ["tests/test_api_context.py::test_continue_of_a_compacted_session_counts_what_is_"
               "sent_not_what_the_api_dropped"]),
+    Mutation("an answer a narrow terminal cannot encode undoes the turn", "harness/cli.py",
+             "    _tolerate_narrow_terminals()\n    try:", "    try:",
+             ["tests/test_cli.py::test_an_answer_a_narrow_terminal_cannot_encode_is_shown_and_"
+              "the_turn_kept"]),
+    Mutation("a board news watcher that failed to start is never made again",
+             "harness/board/commands.py",
+             "            self.watcher = BoardWatcher(self.tasks.store, self.tasks.agent)\n"
+             "            self.store = self.tasks.store\n",
+             "            self.store = self.tasks.store\n"
+             "            self.watcher = BoardWatcher(self.tasks.store, self.tasks.agent)\n",
+             ["tests/test_board_folder.py::test_a_board_that_cannot_be_read_at_the_first_prompt_"
+              "is_tried_again_not_left_broken"]),
     Mutation("s07's board is left out when the API's summary ends the turn",
              "s07_task_system.py",
              '                messages.append({"role": "user", "content": board_message(run)})\n',

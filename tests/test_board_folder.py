@@ -433,3 +433,13 @@ def test_a_crash_while_a_task_file_is_put_in_place_leaves_the_old_task_or_the_ne
                         tmp_path)
     now = without_time(task_files(board_dir, limit)["task_1.json"])
     assert now in (old, {**old, "status": "in_progress", "owner": "crash"})
+
+
+def test_a_board_that_cannot_be_read_at_the_first_prompt_is_tried_again_not_left_broken(
+        run_main, workdir):
+    """The REPL's board news: a board it cannot watch says why, and the next prompt tries
+    again; it must not fail on a watcher that was never made."""
+    (workdir / "not-a-folder").write_text("a file", encoding="utf-8")
+    code, out, err, api = run_main(s07, "--board", "not-a-folder", stdin="/help\n/help\nq\n")
+    assert code == 0
+    assert "AttributeError" not in err and "NoneType" not in err

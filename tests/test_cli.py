@@ -452,6 +452,25 @@ def test_after_a_dropped_stream_the_repl_keeps_the_conversation_and_the_next_pro
 
 # ---------------------------------------------------------------- text that cannot be encoded
 
+@pytest.mark.parametrize("how", ["one-shot", "repl"])
+def test_an_answer_a_narrow_terminal_cannot_encode_is_shown_and_the_turn_kept(run_lesson, how):
+    """A terminal whose encoding lacks a character (ASCII, Latin-1) shows a stand-in for it;
+    the finished turn is not undone, so --continue has it."""
+    ascii_only = {"PYTHONIOENCODING": "ascii"}
+    args, stdin = ["go"], None
+    if how == "repl":
+        args, stdin = [], "go\nq\n"
+    proc, api = run_lesson("s06_compact", *args, stdin=stdin, env=ascii_only,
+                           script=[reply(text("Done \u2713 \u2014 all of it."))])
+    assert proc.returncode == 0, proc.stderr
+    assert "Done ? ? all of it." in proc.stdout
+    assert "turn failed" not in proc.stderr
+    proc, api = run_lesson("s06_compact", "--continue", "more", env=ascii_only,
+                           script=[reply(text("ok"))])
+    sent = api.requests[0]["messages"]
+    assert [m["role"] for m in sent] == ["user", "assistant", "user"]
+
+
 def test_a_prompt_with_a_stray_byte_is_sent_with_a_replacement_character(run_main):
     """argv, and stdin read with surrogateescape, carry a stray Latin-1 é as the lone surrogate
     \\udce9."""

@@ -115,8 +115,11 @@ class Live:
         if self.store is not self.tasks.store:
             if self.watcher:
                 self.watcher.close()
+                self.watcher = None
+            # Made first, then marked as made: a board it cannot read (it raises) is tried
+            # again at the next prompt, not left half made.
+            self.watcher = BoardWatcher(self.tasks.store, self.tasks.agent)
             self.store = self.tasks.store
-            self.watcher = BoardWatcher(self.store, self.tasks.agent)
             atexit.register(self.watcher.close)
         for line in self.watcher.changes():
             terminal.show_note(line)
