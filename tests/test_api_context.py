@@ -175,6 +175,17 @@ def test_continue_of_a_compacted_session_counts_what_is_sent_not_what_the_api_dr
     assert again[:len(sent)] == sent and again[len(sent)]["content"] == [text("Still here.")]
 
 
+def test_s03_asked_to_continue_a_compacted_session_is_sent_to_a_lesson_that_can(run_lesson):
+    """s03 has no --api-context: its refusal must name the lessons that have it."""
+    proc, api = run_lesson("s06_compact", "--api-context", "compact", "go",
+                           script=five_bulky_then(reply(text("Done."))), summary=SUMMARY)
+    assert proc.returncode == 0, proc.stderr
+    proc, api = run_lesson("s03_todo", "--continue", "more", script=[reply(text("no"))])
+    assert proc.returncode == 1 and api.requests == []
+    (line,) = messages(proc.stderr)[-1:]
+    assert "continue it with --api-context compact, in s06 or s07" in words(line)
+
+
 def test_in_s07_the_board_comes_back_after_the_apis_compaction(run_lesson):
     """The promise s07 is named for: after every compaction, the API's too, the model is given
     the board read fresh; the summary alone would leave it to remember the tasks."""
