@@ -1,56 +1,36 @@
 #!/usr/bin/env python3
 """s03: the agent loop, four base tools, and a todo list the model keeps for itself.
 
-An agent is a while loop: send the conversation to the model; if it asks for
-tools, run them, append their results, and go round again. A turn is one user
-prompt and everything until the model answers it in words; each step of it is
-one model call and the tool calls that call asks for.
+An agent is a while loop: send the conversation and the tools to the model; if it asks for
+tools, run them, send their results back, and go round again until it answers in words.
 
     user prompt
         |
         v
-    +--------+  messages + tools   +-------+
-    |  loop  | ------------------> | model |
-    |        | <------------------ |       |
-    +--------+   text | tool_use   +-------+
-        |  ^
-        |  | tool_result (one per tool_use, at the start of the next
-        |  |              user message: the API requires it)
+    +--------+   request: model, system, tools,   +-------+
+    |  loop  |   messages, max_tokens             | model |
+    |        | ---------------------------------> |       |
+    |        | <--------------------------------- |       |
+    +--------+   reply: text and tool_use blocks, +-------+
+        |  ^     stop_reason "tool_use" or "end_turn"
+        |  |
+        |  | one tool_result per tool_use, first in the next user message
         v  |
     TOOL_HANDLERS: bash  read_file  write_file  edit_file  todo
                                                             |
                             TodoManager (in memory) <-------+
                             3 rounds without `todo` -> <reminder>
 
-Key insight: the model plans better when it writes its plan down, and keeps
-it current when the harness nags. The todo list is just a tool whose result
-is the rendered list.
+Key insight: the model plans better when it writes its plan down, and keeps it current when
+the harness nags. The todo list is just a tool whose result is the rendered list.
 
-Read it top to bottom: the base tools, TodoManager (the idea), the dispatch
-table, the loop.
+Read it top to bottom: the loop and the model call first (the whole idea of an agent), then
+the four base tools, TodoManager, and the dispatch table that joins them. Each line that calls
+into harness/ makes the bare idea safe on a real machine; its name says how, and a first
+reading can skip it.
 
-One model call is endpoints.ask(). It streams the reply to the screen as it is
-written, and hands back a reply whose parts the loop uses:
-
-    reply.message   the assistant message, appended to the history as it is
-    reply.calls     the tool calls to run, each with .id, .name, .input, and
-                    .problem (why the input does not fit the tool, or None)
-    reply.text      the answer to show the user when there are no calls
-    reply.notes     text to add to the next user message (that a call cut off
-                    by max_tokens was not run, say)
-
-Each result goes back in the next user message, as a tool_result block that
-names the call it answers:
-
-    {"type": "tool_result", "tool_use_id": "toolu_01A...", "content": "...",
-     "is_error": True}              (is_error only when the tool failed)
-
-The loop is also given a run (harness/run.py): the client it talks to, this
-run's session log and record of every call, and run.saved, the files that
-hold long results whole.
-
-Limits: the todos live in memory: they die with the program, and s06's
-compaction hides them. s07 fixes that.
+Limits: the todos live in memory: they die with the program, and s06's compaction hides
+them. s07 fixes that.
 
 Run it:   python s03_todo.py "add a docstring to hello.py and track your steps"
           python s03_todo.py            (a REPL)
@@ -60,8 +40,7 @@ Run it:   python s03_todo.py "add a docstring to hello.py and track your steps"
 import sys
 from pathlib import Path
 
-from harness import bash, cli, demos, endpoints, files, spill, terminal, tool_calls
-from harness.session import views
+from harness import bash, cli, files, model_call, spill, terminal, tool_calls, tool_input
 
 # Tokens the model may write per call: enough for a file of code.
 MAX_TOKENS = 8000
@@ -69,24 +48,106 @@ MAX_TOKENS = 8000
 MAX_STEPS = 50
 # Seconds before a command and all it started are killed.
 BASH_TIMEOUT = 120
-# Characters of one tool result the model sees. A longer result is saved whole
-# in a file, and the model gets its head, its tail and the file's path
-# (read_file stops at the cap instead, and says where to read on).
+# Characters of one tool result the model sees. A longer result is saved whole in a file,
+# and the model gets its head, its tail and the file's path.
 OUTPUT_CAP = 50_000
 # A plan longer than this belongs on s07's task board.
 MAX_TODOS = 20
 # Rounds without a `todo` call before the reminder is added.
 NAG_AFTER = 3
 
-SYSTEM = ("You are a coding agent working in the current folder. Use the tools "
-          "to act. Plan multi-step work with the todo tool: mark an item "
-          "in_progress before starting it and completed when done. Be brief.")
+SYSTEM = ("You are a coding agent working in the current folder. Use the tools to act. Plan "
+          "multi-step work with the todo tool: mark an item in_progress before starting it and "
+          "completed when done. Be brief.")
+REMINDER = "<reminder>Update your todos.</reminder>"
 
 
-# ---------------------------------------------------------------- base tools
-# harness/bash.py and files.py make each tool safe on a real machine, but the
-# tools run with YOUR rights: the path check stops accidents; bash can do all
-# you can. Run the lessons in a scratch folder.
+# ---------------------------------------------------------------- the loop
+
+def agent_loop(messages: list, run, max_steps: int = MAX_STEPS) -> str:
+    """Call the model until it answers in words, or max_steps calls are spent; return that
+    answer. run (harness/run.py) holds the client and what this run keeps."""
+    rounds_without_todo = 0
+    steps = 0
+    while steps < max_steps:
+        steps += 1
+        response = ask_model(run, SYSTEM, TOOLS, messages)
+        messages.append({"role": "assistant", "content": response.content})
+        # On disk before its calls run: --continue can pick the session up.
+        run.log.record(messages)
+        # No tool asked for: the model has answered, and the turn is over.
+        if response.stop_reason != "tool_use":
+            return response.answer
+        results = run_tool_calls(run, response, TOOL_HANDLERS, TOOLS)
+        # The nag: a round with a `todo` call resets the count; after NAG_AFTER rounds
+        # without one, every round carries the reminder.
+        if any(call["name"] == "todo" for call in response.tool_uses):
+            rounds_without_todo = 0
+        else:
+            rounds_without_todo += 1
+        if rounds_without_todo >= NAG_AFTER:
+            results.append({"type": "text", "text": REMINDER})
+            terminal.show_note(f"  [harness adds: {REMINDER}]")
+        messages.append({"role": "user", "content": results})
+    # Not finished: the command line tells the user how to go on.
+    return cli.step_limit(max_steps)
+
+
+def ask_model(run, system: str, tools: list, messages: list,
+              max_tokens: int = MAX_TOKENS) -> model_call.Response:
+    """One model call: the request streamed to the SDK, which puts the reply together."""
+    request = {"model": run.model, "system": system, "tools": tools, "messages": messages,
+               "max_tokens": max_tokens,
+               # Prompt caching: the next call reads all this from the cache (s06 explains).
+               "cache_control": {"type": "ephemeral"}}
+    # Whatever fails on the way is one line that names the endpoint.
+    with model_call.guard(run) as guard:
+        with run.client.messages.stream(**request) as stream:
+            # The reply on the screen as it is written.
+            guard.display(stream)
+            response = stream.get_final_message()
+    # The reply as the history keeps it: plain dicts, a call cut short left out, counted.
+    return guard.checked(response, request)
+
+
+def run_tool_calls(run, response, handlers: dict, tools: list) -> list:
+    """One tool_result per tool_use, in order; then the harness's notes (a call cut short)."""
+    results = []
+    # Ctrl-C keeps the results made so far, and marks the rest not run.
+    with tool_calls.keep_on_ctrl_c(response.tool_uses, results):
+        for call in response.tool_uses:
+            terminal.show_tool_call(call["name"], call["input"])
+            output, is_error = call_tool(call, handlers, tools)
+            # Longer than OUTPUT_CAP: saved whole; the model sees its head, tail and path.
+            output = spill.keep_whole(output, OUTPUT_CAP, call["name"], run.saved)
+            result = {"type": "tool_result", "tool_use_id": call["id"], "content": output}
+            if is_error:
+                result["is_error"] = True
+            # Shown, and logged now: a kill mid-batch loses no result already made.
+            results.append(tool_calls.kept(run, call, result))
+    return results + response.notes
+
+
+def call_tool(call: dict, handlers: dict, tools: list) -> tuple:
+    """Run one tool_use through the dispatch table: (output, is_error). Any failure goes back
+    to the model as an error it can act on. (A production agent would ask the user before a
+    risky call, too.)"""
+    name = call["name"]
+    if name not in handlers:
+        return f"unknown tool {name!r}; use one of {list(handlers)}", True
+    try:
+        # The input checked against the tool's schema: a missing, unknown or mistyped
+        # argument is a clear error, not a TypeError deep in the tool.
+        arguments = tool_input.checked(call["input"], name, tools)
+        return str(handlers[name](**arguments)), False
+    except Exception as exc:
+        return f"{type(exc).__name__}: {exc}", True
+
+
+# ---------------------------------------------------------------- the base tools
+# harness/bash.py and files.py make each tool safe on a real machine, but the tools run with
+# YOUR rights: the path check stops accidents; bash can do all you can. Run the lessons in a
+# scratch folder.
 
 def safe_path(path: str) -> Path:
     """The path, symlinks followed, or ValueError if it leaves the workspace."""
@@ -98,6 +159,7 @@ def run_bash(command: str) -> str:
 
 
 def run_read(path: str, limit: int = None, offset: int = 1) -> str:
+    # Stops at OUTPUT_CAP, and says where to read on.
     return files.read_lines(safe_path(path), path, offset, limit, OUTPUT_CAP)
 
 
@@ -125,8 +187,8 @@ STRING = {"type": "string"}
 
 BASE_TOOLS = [
     {"name": "bash",
-     "description": f"Run a shell command in the workspace "
-                    f"(timeout {BASH_TIMEOUT}s). Returns stdout and stderr.",
+     "description": f"Run a shell command in the workspace (timeout {BASH_TIMEOUT}s). Returns "
+                    "stdout and stderr.",
      "input_schema": schema(["command"], command=STRING)},
     {"name": "read_file",
      "description": "Read a UTF-8 text file in the workspace.",
@@ -159,8 +221,8 @@ class TodoManager:
         checked = [self.check(n, item) for n, item in enumerate(items, 1)]
         doing = [i for i in checked if i["status"] == "in_progress"]
         if len(doing) > 1:
-            raise ValueError(f"{len(doing)} items are in_progress; only one may "
-                             "be in_progress at a time")
+            raise ValueError(f"{len(doing)} items are in_progress; only one may be "
+                             "in_progress at a time")
         self.items = checked
         return self.render()
 
@@ -172,10 +234,9 @@ class TodoManager:
         if not text:
             raise ValueError(f"item {number}: text is empty")
         if status not in self.MARKS:
-            raise ValueError(f"item {number}: status {status!r} is not one "
-                             f"of {', '.join(self.MARKS)}")
-        return {"id": str(item.get("id", number)), "text": text,
-                "status": status}
+            raise ValueError(f"item {number}: status {status!r} is not one of "
+                             f"{', '.join(self.MARKS)}")
+        return {"id": str(item.get("id", number)), "text": text, "status": status}
 
     def render(self) -> str:
         if not self.items:
@@ -196,14 +257,13 @@ TODO_ITEM = schema(["id", "text", "status"], id=STRING, text=STRING,
 
 TOOLS = BASE_TOOLS + [
     {"name": "todo",
-     "description": "Replace your todo list for this conversation. Send "
-                    "the whole list each time. At most one item in_progress.",
-     "input_schema": schema(["items"], items={"type": "array",
-                                              "items": TODO_ITEM})},
+     "description": "Replace your todo list for this conversation. Send the whole list each "
+                    "time. At most one item in_progress.",
+     "input_schema": schema(["items"], items={"type": "array", "items": TODO_ITEM})},
 ]
 
-# The dispatch table: every tool the model is offered, and the function that
-# runs it. A call's input becomes the function's keyword arguments.
+# The dispatch table: every tool the model is offered, and the function that runs it. A
+# call's input becomes the function's keyword arguments.
 TOOL_HANDLERS = {
     "bash": run_bash,
     "read_file": run_read,
@@ -213,80 +273,8 @@ TOOL_HANDLERS = {
 }
 
 
-# ---------------------------------------------------------------- the loop
-
-def call_tool(call: endpoints.Call, handlers: dict) -> tuple:
-    """Run one call through the dispatch table: (output, is_error). Any failure
-    goes back to the model as an error it can act on. (A production agent
-    would ask the user before a risky call, too.)"""
-    if call.name not in handlers:
-        return f"unknown tool {call.name!r}; use one of {list(handlers)}", True
-    # endpoints.ask checked the input's top level against the tool's schema:
-    # every required argument present, none unknown, each of the right JSON
-    # type. A call that does not fit carries .problem and is not run. What is
-    # inside an argument (each todo item, say) the tool checks.
-    if call.problem:
-        return call.problem, True
-    try:
-        return str(handlers[call.name](**call.input)), False
-    except Exception as exc:
-        return f"{type(exc).__name__}: {exc}", True
-
-
-def run_tool_calls(run, calls: list, handlers: dict) -> list:
-    """One tool_result per call, in order. On Ctrl-C the calls that ran keep
-    their results and the rest are marked not run (harness/tool_calls.py)."""
-    results = []
-    with tool_calls.keep_on_ctrl_c(calls, results):
-        for call in calls:
-            terminal.show_tool_call(call.name, call.input)
-            output, is_error = call_tool(call, handlers)
-            # Longer than OUTPUT_CAP: saved whole (harness/spill.py).
-            output = spill.keep_whole(output, OUTPUT_CAP, call.name, run.saved)
-            # Build the tool_result block (its shape is in the docstring), show
-            # it and log it now: a kill mid-batch loses no result already made.
-            results.append(tool_calls.result(run, call, output, is_error))
-    return results
-
-
-REMINDER = "<reminder>Update your todos.</reminder>"
-
-
-def agent_loop(messages: list, run, max_steps: int = MAX_STEPS) -> str:
-    """Call the model until it answers in words, or max_steps calls are spent;
-    return that answer."""
-    rounds_without_todo = 0
-    steps = 0
-    while steps < max_steps:
-        steps += 1
-        # One model call, streamed to the screen as it is written.
-        reply = endpoints.ask(run, SYSTEM, TOOLS, messages, MAX_TOKENS)
-        messages.append(reply.message)
-        # On disk before its calls run: --continue can pick the session up.
-        run.log.record(messages)
-        if not reply.calls:
-            return reply.text
-        # One result per call, then reply.notes.
-        results = run_tool_calls(run, reply.calls, TOOL_HANDLERS) + reply.notes
-        # The nag: a round with any `todo` call resets the count. After
-        # NAG_AFTER rounds without one, every round carries the reminder.
-        if any(call.name == "todo" for call in reply.calls):
-            rounds_without_todo = 0
-        else:
-            rounds_without_todo += 1
-        if rounds_without_todo >= NAG_AFTER:
-            results.append({"type": "text", "text": REMINDER})
-            terminal.show_note(f"  [harness adds: {REMINDER}]")
-        messages.append({"role": "user", "content": results})
-    # Not finished: the CLI tells the user how to go on.
-    return cli.step_limit(max_steps)
-
-
 def main(argv: list = None) -> int:
-    # /context in the REPL: what the next request would send, part by part.
-    context = views.context_command(SYSTEM, TOOLS)
-    lesson = cli.Lesson("s03_todo", __doc__, agent_loop, demo=demos.s03_demo,
-                        commands={"/context": context})
+    lesson = cli.Lesson("s03_todo", __doc__, agent_loop, system=SYSTEM, tools=TOOLS)
     return cli.run_cli(lesson, argv)
 
 

@@ -6,10 +6,10 @@ the whole conversation it sends. So the agent forgets on purpose, in three layer
 full record on disk so nothing is really lost, and keeps what it sends stable for the cache.
 
     before every model call:
-      layer 1  micro_compact   what the model sees: old tool results become
+      layer 1  micro_compact   what the model sees: an old tool result becomes
                                "[Previous: used bash; the whole result is in <file>]"
-                               (old big write/edit texts likewise), in batches
-                               worth the cache they rewrite. The history keeps all.
+                               (an old big write/edit text likewise), in batches worth the
+                               cache they rewrite. The history keeps every result whole.
       layer 2  auto_compact    what it sees > COMPACT_THRESHOLD, and grown by half a
                                threshold since the last compaction?
                                  1. history -> .transcripts/transcript_<time>_<n>.jsonl
@@ -18,42 +18,37 @@ full record on disk so nothing is really lost, and keeps what it sends stable fo
     any time:
       layer 3  `compact` tool or /compact   -> the same as layer 2, now
 
-Prompt caching, the rule layer 1 is built around. A request is read in this order, one
-block at a time (a block: a text, a tool call or a tool result in a message):
+Prompt caching, the rule layer 1 is built around. A request is read in this order, one block
+at a time (a block: a text, a tool call or a tool result in a message):
 
     tools -> system -> message 1 -> message 2 -> ... -> the last block   <- breakpoint
     |--- as in the last call: read from the cache, 0.1 x ---|-- new: written, 1.25 x --|
 
-A breakpoint asks the API to cache all before it. endpoints.ask sends one with every request
-(a top-level cache_control: the API puts it on the last block), so the next call reads all
-but its new blocks from the cache. The cache matches byte for byte, and from a breakpoint
-looks back at most 20 blocks for a cached start: a batch cleared further back would miss the
-cache altogether. So layer 1 adds a second breakpoint, on the last block of the message just
-before the latest batch. An entry lives 5 minutes after its last use, and nothing under a
-size that depends on the model is cached: 512 to 4,096 tokens, 1,024 for Sonnet 5
-(platform.claude.com/docs/en/build-with-claude/prompt-caching, 2026-12). A changed block is
-written again, with all that follows it: so layer 1 clears in rare, large batches, and the
-summary request is added at the end of the conversation, which is read from the cache.
+s03's request asks the API to cache all of it (cache_control), so the next call reads all but
+its new blocks from the cache. The cache matches byte for byte: a block that changes is
+written again, with everything after it. So layer 1 clears in rare, large batches, and the
+summary request is added at the end of the conversation, which is read from the cache. An
+entry lives 5 minutes after its last use; nothing under 1,024 to 4,096 tokens (by model) is
+cached (platform.claude.com/docs/en/build-with-claude/prompt-caching, 2026-12).
 
 Key insight: the conversation is working memory, not storage. Summaries keep the thread; the
 transcript (and every big result, saved whole) keeps every detail for whoever needs it.
 
 New since s03: the three layers (marked lines in the loop), ContextSize, /compact. The todo
-tool is gone: the model sees its list only in old tool results, which a compaction
-summarises away (s07 brings the plan back, on disk).
-Details: harness/layer1.py and harness/transcripts.py; the API's own: docs/cost.md.
+tool is gone: the model would see its list only in old tool results, which a compaction
+summarises away (s07 brings the plan back, on disk). The API can do layers 1 and 2 itself:
+--api-context (docs/cost.md).
 
 Run it:   python s06_compact.py "run the tests, fix what fails, and run them again"
           COMPACT_THRESHOLD=5000 python s06_compact.py      (a REPL; /compact, /context)
-          python s06_compact.py --demo
+          python s06_compact.py --demo      (COMPACT_THRESHOLD=4000 compacts it sooner)
 """
 
 import functools
 import sys
 
 import s03_todo as s03
-from harness import api_context, cli, config, demos, endpoints, errors, layer1, tokens, transcripts
-from harness.session import views
+from harness import cli, compaction, config, errors, model_call, pairing, tokens, tool_input
 
 # Model calls a turn may make: compaction lets it go on longer.
 MAX_STEPS = 200
@@ -71,6 +66,8 @@ CLEAR_AT_LEAST = 8_000
 REWRITE_SHARE = 1.5
 # Tokens before layer 2 summarises: lower bills less, forgets sooner (docs/cost.md).
 DEFAULT_THRESHOLD = 50_000
+# The keyless demo's: low, so that layer 2 compacts within ten calls (COMPACT_THRESHOLD wins).
+DEMO_THRESHOLD = 9_500
 # A longer summary is cut, and says so.
 SUMMARY_MAX_TOKENS = 2000
 # --api-context: where the API clears, or summarises.
@@ -81,15 +78,34 @@ SYSTEM = ("You are a coding agent working in the current folder. Use the tools t
           "When the context gets long or a phase of work is done, call compact. Be brief.")
 
 
+# ---------------------------------------------------------------- the loop
+
+def agent_loop(messages: list, run, max_steps: int = MAX_STEPS) -> str:
+    """s03's loop, plus the three layers on their marked lines."""
+    steps = 0
+    while steps < max_steps:
+        steps += 1
+        view = micro_compact(messages, run)                              # layer 1
+        if needs_compaction(view):                                       # layer 2
+            auto_compact(messages, run)                                  # layer 2
+            view = micro_compact(messages, run)                          # layer 1
+        response = s03.ask_model(run, SYSTEM, TOOLS, view)
+        messages.append({"role": "assistant", "content": response.content})
+        run.log.record(messages)              # on disk before its calls run
+        CONTEXT.record(response.usage, messages)                         # layer 2 measures
+        if response.stop_reason != "tool_use":
+            return response.answer
+        results = s03.run_tool_calls(run, response, TOOL_HANDLERS, TOOLS)
+        messages.append({"role": "user", "content": results})
+        compact_if_asked(response, messages, run)                        # layer 3
+    return cli.step_limit(max_steps)
+
+
 # ---------------------------------------------------------------- measuring the context
-
-# About 4 characters a token.
-estimate_tokens = tokens.estimate
-
 
 class ContextSize:
     """How big the next request is: the API's count for the last call, plus about 4
-    characters a token since."""
+    characters a token for the messages since."""
 
     def __init__(self) -> None:
         self.threshold = DEFAULT_THRESHOLD  # COMPACT_THRESHOLD, read by start()
@@ -99,14 +115,14 @@ class ContextSize:
         self.after_compaction = 0       # the size right after the last compaction
 
     def record(self, usage, messages: list) -> None:
-        """After the loop appends a reply; usage is its reply.usage, the API's count."""
-        self.reported = endpoints.total_tokens(usage) or None
+        """After the loop appends a reply; usage is the reply's, the API's count."""
+        self.reported = model_call.total_tokens(usage) or None
         self.seen = len(messages)
 
     def estimate(self, view: list) -> int:
         if self.reported is None or self.seen > len(view):
-            return self.prefix + estimate_tokens(view)
-        return self.reported + estimate_tokens(view[self.seen:])
+            return self.prefix + tokens.estimate(view)
+        return self.reported + tokens.estimate(view[self.seen:])
 
 
 CONTEXT = ContextSize()
@@ -122,42 +138,129 @@ def needs_compaction(view: list) -> bool:
 
 # ---------------------------------------------------------------- layer 1
 
-# What layer 1 has cleared: once cleared, always, with the same placeholder, so each request
-# repeats the last one byte for byte, and is read from the cache.
-CLEARED = layer1.Cleared()
+class Cleared:
+    """What layer 1 has cleared, and what the model sees instead. Once cleared, always, with
+    the same text: between batches, every request repeats the last one byte for byte, and is
+    read from the cache."""
+
+    def __init__(self) -> None:
+        self.clear()
+
+    def clear(self) -> None:
+        """Nothing cleared: a compaction made a new history, without these blocks."""
+        self.instead = {}          # id() of a cleared block -> (the block, what is sent instead)
+        self.batch_start = None    # the latest batch's first block: a breakpoint goes before it
+
+    def holds(self, block) -> bool:
+        # The very block, not its tool_use id: an endpoint that numbers its ids afresh (after
+        # /clear) must not have a new result shown as an old one's placeholder.
+        found = self.instead.get(id(block))
+        return found is not None and found[0] is block
+
+    def seen(self, block):
+        """The block as the model sees it."""
+        if self.holds(block):
+            return self.instead[id(block)][1]
+        return block
 
 
-def micro_compact(messages: list, run, batch: bool = True) -> list:
-    """What the model will see: a copy of the history, what layer 1 cleared shown as its
-    placeholder. batch=False starts no new batch."""
-    if batch:
-        clear_new_batch(messages, run)
-    # view() also puts the second cache breakpoint just before the latest batch.
-    return layer1.view(messages, CLEARED)
+CLEARED = Cleared()
+
+
+def clearable(messages: list) -> list:
+    """Layer 1's choice, as (block, its call): the tool results, and the texts of write/edit
+    calls, that the model can do without. Not the newest KEEP_RECENT calls, nor the newest
+    reply's (the model has not seen their results yet), nor anything under KEEP_CHARS; and a
+    read_file's result only once a later read or write shows that file whole again (until
+    then, the model may be about to edit it)."""
+    pairs = pairing.tool_pairs(messages)           # (tool_use, tool_result), oldest first
+    newest = pairing.newest_ids(messages)
+    whole_later = set()                            # files a later call shows whole
+    batch = []
+    for n in range(len(pairs) - 1, -1, -1):
+        call, result = pairs[n]
+        old = n < len(pairs) - KEEP_RECENT and call["id"] not in newest
+        stale = call["name"] != "read_file" or compaction.path_of(call) in whole_later
+        long = len(str(result.get("content"))) > KEEP_CHARS
+        if old and stale and long and not CLEARED.holds(result):
+            batch.append((result, call))
+        texts = compaction.input_texts(call)
+        if old and sum(map(len, texts.values())) > KEEP_CHARS and not CLEARED.holds(call):
+            batch.append((call, call))
+        whole_later |= compaction.shows_whole_file(call, result)
+    return batch
+
+
+def placeholder(block: dict, call: dict, run) -> dict:
+    """What the model sees instead of a cleared block: a result names the file that holds it
+    whole (saved now), or for a read_file, the later read that shows the file; a write or edit
+    keeps its path, and each long text says how long it was."""
+    name = call["name"]
+    if block is call:
+        return cleared_input(call)
+    if name == "read_file":
+        text = f"[Previous: read {compaction.path_of(call)}; a later read or write of it follows]"
+        return {**block, "content": text}
+    path = compaction.save_whole(block, name, run)
+    if path is None:
+        return {**block, "content": f"[Previous: used {name}]"}
+    return {**block, "content": f"[Previous: used {name}; the whole result is in {path}]"}
+
+
+def cleared_input(call: dict) -> dict:
+    """A write or edit call with each long text replaced by its length: worded so that it
+    cannot pass for file contents, and true whether or not the call worked."""
+    texts = compaction.input_texts(call)
+    said = {}
+    for field, text in texts.items():
+        said[field] = (f"[cleared from the context: {len(text):,} characters; read_file shows "
+                       "the file as it is now]")
+    return {**call, "input": {**call["input"], **said}}
+
+
+def tokens_freed(block: dict, call: dict) -> int:
+    """About what clearing a block frees: a result's text, or a call's texts less the notes
+    that replace them."""
+    if block is call:
+        return tokens.estimate(call["input"]) - tokens.estimate(cleared_input(call)["input"])
+    return tokens.estimate(block.get("content"))
 
 
 def clear_new_batch(messages: list, run) -> None:
     """Clear what the model can do without, if the batch pays for the cache it rewrites."""
-    if run.api_context:
-        return
-    # No longer needed: results older than the newest KEEP_RECENT and over KEEP_CHARS (a
-    # read_file's once the file is read again); big write/edit inputs alike; never the newest
-    # reply's.
-    batch = layer1.no_longer_needed(messages, KEEP_RECENT, KEEP_CHARS, CLEARED)
-    # What the API must write again: from the batch's first message on, less the batch.
-    sent = layer1.view(messages, CLEARED)
-    rewritten = layer1.tokens_after(sent, batch) - batch.tokens
+    batch = clearable(messages)
+    freed = sum(tokens_freed(block, call) for block, call in batch)
+    # What the API must write again: from the batch's first block to the end, less the batch.
+    rewritten = compaction.tokens_from(micro_compact(messages, run, batch=False), batch) - freed
     # No API count yet (resumed, or compacted): a cold cache has nothing to lose.
     if CONTEXT.reported is None:
         rewritten = 0
     at_least = min(CLEAR_AT_LEAST, CONTEXT.threshold * 2 // 5)
-    if batch.tokens < at_least or batch.tokens < REWRITE_SHARE * rewritten:
+    if not batch or freed < at_least or freed < REWRITE_SHARE * rewritten:
         return
-    CLEARED.add(run, batch, messages)
-    layer1.announce(run, batch)
+    for block, call in batch:
+        CLEARED.instead[id(block)] = (block, placeholder(block, call, run))
+    CLEARED.batch_start = compaction.first_of(messages, batch)
+    compaction.announce_cleared(run, len(batch), freed)
     # The API's last count still holds what was just cleared: layer 2 must not count it.
     if CONTEXT.reported is not None:
-        CONTEXT.reported -= batch.tokens
+        CONTEXT.reported -= freed
+
+
+def micro_compact(messages: list, run, batch: bool = True) -> list:
+    """What the model will see: a copy of the history with each cleared block as its
+    placeholder. batch=False starts no new batch (and --api-context clears on the server)."""
+    if batch and run.api_context is None:
+        clear_new_batch(messages, run)
+    view = []
+    for message in messages:
+        content = message["content"]
+        if isinstance(content, list):
+            message = {**message, "content": [CLEARED.seen(block) for block in content]}
+        view.append(message)
+    # A second cache breakpoint just before the latest batch: the API looks back at most 20
+    # blocks from a breakpoint for a cached start, and a batch further back would miss it.
+    return compaction.breakpoint_before(view, CLEARED.batch_start)
 
 
 # ---------------------------------------------------------------- layer 2
@@ -175,23 +278,26 @@ def summarize(messages: list, run, focus: str, system: str, tools: list) -> str:
     if focus:
         focus = f"\nAbove all, preserve: {focus}"
     view = micro_compact(messages, run, batch=False)
-    view = transcripts.ask_at_end(view, SUMMARY_REQUEST.format(focus=focus))
-    reply = endpoints.ask(run, system, tools, view, SUMMARY_MAX_TOKENS,
-                          label="summary call")
-    # reply.said: the model's words, not the harness's notes for the user.
-    if not reply.said:
+    # What does not fit in the model's window is left to the transcript.
+    room = config.context_window() - SUMMARY_MAX_TOKENS - CONTEXT.prefix
+    view = compaction.fit_for_summary(view, room)
+    view = compaction.ask_at_end(view, SUMMARY_REQUEST.format(focus=focus))
+    with run.recorder.labelled("summary call"):
+        response = s03.ask_model(run, system, tools, view, SUMMARY_MAX_TOKENS)
+    # response.said: the model's words, not the harness's notes for the user.
+    if not response.said:
         raise ValueError("the summary came back empty")
     # Cut short: the transcript holds the rest; the model is told.
-    if reply.cut:
-        return reply.said + "\n[this summary was cut before its end]"
-    return reply.said
+    if response.cut:
+        return response.said + "\n[this summary was cut before its end]"
+    return response.said
 
 
 def auto_compact(messages: list, run, focus: str = "", system: str = SYSTEM,
                  tools: list = None, attach=None) -> bool:
-    """Save the history, summarise it, replace it; False if that failed, and the history
-    is then as it was. attach(run): text to add after the summary (s07's board). system and
-    tools are the loop's, so the summary call is cached."""
+    """Save the history, summarise it, replace it; False if that failed, and the history is
+    then as it was. attach(run): text to add after the summary (s07's board). system and
+    tools are the loop's, so the summary call is read from the cache."""
     tools = tools or TOOLS
     before = CONTEXT.estimate(micro_compact(messages, run, batch=False))
     counted = CONTEXT.reported          # the part of `before` the API counted
@@ -200,19 +306,19 @@ def auto_compact(messages: list, run, focus: str = "", system: str = SYSTEM,
     path = None
     try:
         # Without its transcript, a compaction would lose details for good.
-        path = transcripts.save(config.TRANSCRIPTS, messages)
+        path = compaction.save_transcript(messages)
         summary = summarize(messages, run, focus, system, tools)
     except (OSError, ValueError, errors.EndpointError) as exc:
-        return transcripts.compaction_failed(exc, config.TRANSCRIPTS, path)
-    text = transcripts.summary_message(summary, path)
+        return compaction.failed(exc, path)
+    text = compaction.summary_message(summary, path)
     if attach:
         text += "\n\n" + attach(run)
     messages[:] = [{"role": "user", "content": text}]
     CLEARED.clear()                    # what layer 1 cleared left with the old history
     CONTEXT.reported = None            # the API has not counted the new history yet
-    after = CONTEXT.estimate(messages)
-    CONTEXT.after_compaction = after
-    transcripts.announce(run, before, after, CONTEXT.threshold, summary, path, counted)
+    CONTEXT.after_compaction = CONTEXT.estimate(messages)
+    compaction.announce(run, before, CONTEXT.after_compaction, CONTEXT.threshold, summary,
+                        path, counted)
     return True
 
 
@@ -246,63 +352,57 @@ TOOL_HANDLERS = {
 COMPACTION_FAILED = "[the compaction did not happen; the conversation goes on as it was]"
 
 
-def compact_if_asked(calls: list, messages: list, run, compact=auto_compact) -> None:
-    """Compact if a `compact` call asked with a valid input; if it fails, tell the model."""
-    for call in calls:
-        if call.name == "compact" and not call.problem:
-            if not compact(messages, run, str(call.input.get("focus", ""))):
+def compact_if_asked(response, messages: list, run, compact=auto_compact) -> None:
+    """Compact if a `compact` call asked, and its result was no error (a bad input is told to
+    the model instead); if the compaction fails, tell the model."""
+    results = messages[-1]["content"]
+    for call in response.tool_uses:
+        answered = [r for r in results if r.get("tool_use_id") == call["id"]]
+        if call["name"] == "compact" and answered and not answered[0].get("is_error"):
+            focus = tool_input.checked(call["input"], "compact", TOOLS).get("focus", "")
+            if not compact(messages, run, focus):
                 note = {"type": "text", "text": COMPACTION_FAILED}
                 messages[-1]["content"].append(note)
             return
 
 
-# ---------------------------------------------------------------- the loop
+# ---------------------------------------------------------------- main
 
-def agent_loop(messages: list, run, max_steps: int = MAX_STEPS) -> str:
-    """s03's loop, plus the three layers on their marked lines."""
-    steps = 0
-    while steps < max_steps:
-        steps += 1
-        view = micro_compact(messages, run)                              # layer 1
-        if needs_compaction(view):                                       # layer 2
-            auto_compact(messages, run)                                  # layer 2
-            view = micro_compact(messages, run)                          # layer 1
-        reply = endpoints.ask(run, SYSTEM, TOOLS, view, s03.MAX_TOKENS)
-        messages.append(reply.message)
-        run.log.record(messages)              # on disk before its calls run
-        CONTEXT.record(reply.usage, messages)                            # layer 2 measures
-        if not reply.calls:
-            return reply.text
-        results = s03.run_tool_calls(run, reply.calls, TOOL_HANDLERS) + reply.notes
-        messages.append({"role": "user", "content": results})
-        compact_if_asked(reply.calls, messages, run)                     # layer 3
-    return cli.step_limit(max_steps)
-
-
-# ---------------------------------------------------------------- the REPL and main
-
-def repl_commands(system: str, tools: list, compact=auto_compact) -> dict:
-    """/compact [focus] (layer 3, typed by a person) and /context, for a lesson's REPL."""
-    return {"/compact": functools.partial(views.compact_now, compact),
-            "/context": views.context_command(system, tools, micro_compact, CONTEXT)}
+# The flag that lets the API manage the context instead of layers 1 and 2 (docs/cost.md).
+API_CONTEXT = (("--api-context",), {
+    "choices": ("clear", "compact"), "metavar": "{clear,compact}",
+    "help": "let the API manage the context on the server instead of the harness's layers 1 "
+            "and 2: clear old tool results (context editing), or compact (a summary the API "
+            "writes); see docs/cost.md"})
 
 
 def start(run, args, system: str = SYSTEM, tools: list = TOOLS) -> None:
     """When a run starts (after ./.env is read): --api-context, COMPACT_THRESHOLD, and the
     prefix every request starts with."""
-    run.api_context = api_context.setting(args, API_CLEAR_AT, API_COMPACT_AT, KEEP_RECENT)
+    run.use_api_context(args.api_context, API_CLEAR_AT, API_COMPACT_AT, KEEP_RECENT)
     CONTEXT.threshold = config.positive_int("COMPACT_THRESHOLD", DEFAULT_THRESHOLD, "tokens")
-    if run.api_context:
-        CONTEXT.threshold = config.context_window()
-    CONTEXT.prefix = estimate_tokens([system, tools])
+    if args.demo:
+        CONTEXT.threshold = config.positive_int("COMPACT_THRESHOLD", DEMO_THRESHOLD, "tokens")
+    # Layer 2 acts before a request outgrows the model's window (a local model's may be
+    # smaller than the threshold); with --api-context that is all it does.
+    guard = compaction.window_guard(config.context_window(), s03.MAX_TOKENS)
+    if run.api_context is not None:
+        CONTEXT.threshold = guard
+    CONTEXT.threshold = min(CONTEXT.threshold, guard)
+    CONTEXT.prefix = tokens.estimate([system, tools])
     run.recorder.threshold(CONTEXT.threshold)
 
 
+def repl_commands(compact=auto_compact) -> dict:
+    """/compact [focus]: layer 3, typed by a person."""
+    return {"/compact": functools.partial(compaction.compact_now, compact)}
+
+
 def main(argv: list = None) -> int:
-    demo = functools.partial(demos.s06_demo, CONTEXT)
-    lesson = cli.Lesson("s06_compact", __doc__, agent_loop, demo=demo,
-                        commands=repl_commands(SYSTEM, TOOLS), on_start=start,
-                        options=[api_context.OPTION])
+    lesson = cli.Lesson("s06_compact", __doc__, agent_loop, system=SYSTEM, tools=TOOLS,
+                        commands=repl_commands(), on_start=start, options=[API_CONTEXT],
+                        context_view=micro_compact, context_size=CONTEXT,
+                        demo_args=(CONTEXT,))
     return cli.run_cli(lesson, argv)
 
 

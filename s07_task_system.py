@@ -1,98 +1,249 @@
 #!/usr/bin/env python3
 """s07: a persistent task graph that survives compaction and restarts.
 
-s03's todos live in memory: a compaction hides them, an exit destroys them,
-and nothing says which must wait for which. s07 moves the plan out of the
-conversation, as a graph.
+s03's todos live in memory: a compaction hides them, an exit destroys them, and nothing says
+which must wait for which. s07 moves the plan out of the conversation, as a graph of tasks
+kept in files, one JSON file per task:
 
     .tasks/task_1.json  {"id": 1, "subject": "Design the data model", "description": "",
                          "status": "completed", "blockedBy": [], "owner": "alice",
                          "unblocked": [2, 3], "created_at": "2026-12-04T16:00:00+00:00", ...}
     .tasks/task_4.json  {"id": 4, "subject": "Write the API tests", "blockedBy": [2], ...}
-
-    One JSON file per task holds all of it: owner is the agent that started it, unblocked
-    whom completing it freed. A change replaces the file whole.
+    .tasks/.lock        one change at a time, across processes
 
         #1 Design the data model --+--> #2 Implement the API --> #4 Write the API tests
                                    +--> #3 Write the docs
         completing #1 runs _clear_dependency: #2 and #3 become ready
 
-    model --task_create/update/list/get--> TaskManager --> .tasks/ (a file per task)
-                                                           or a postgresql:// board
+    model --task_create/update/list/get--> TaskManager --> TaskFolder: .tasks/task_<id>.json
+                                                           (or a postgresql:// board)
     compaction (s06) --> new first message = summary + the board, read fresh
 
 Key insight: state that must outlive the conversation belongs outside it. The model reads the
 board back whenever it needs it; compaction and restarts cannot lose what was never only in it.
 
-The rules, in TaskManager below: ids by max-scan, never reused; a blocked task cannot start
-or complete; completing one frees its dependents; a task another agent has in progress is
-theirs. What a store must do: harness/board/record.py.
+The rules, in TaskManager: ids by max-scan, never reused; a blocked task cannot start or
+complete; completing one frees its dependents; a task another agent has in progress is
+theirs; a deleted task stays on disk, blocks nobody, and cannot come back.
 
-New since s06: TaskManager, its tools, the board after each compaction, --board, --name,
-/tasks and /task.
+New since s06: TaskFolder (the task files), TaskManager, its tools, the board after each
+compaction, --board, --name, /tasks and /task.
 
 Run it:   python s07_task_system.py "plan a refactor: the data model, then the API and the docs"
           python s07_task_system.py --name alice     (a REPL: /tasks, /task help, /compact)
           python s07_task_system.py --demo
 """
 
+import contextlib
 import functools
+import re
 import sys
+from pathlib import Path
 
 import s03_todo as s03
 import s06_compact as s06
-from harness import api_context, board, cli, demos, endpoints
-from harness.board import claims, graph, record, text
+from harness import board, cli, errors, writer
+from harness.board import claims, folder, graph, record, text
 from harness.board import commands as commands_for
 
 # Relative: each folder you run in has a board.
 TASKS_DIR = ".tasks"
-# At most this much of the board (about 3,000 tokens) comes back with a compaction's
-# summary; a bigger board comes back as its unfinished tasks.
+# The only file names that are tasks: task_<id>.json.
+TASK_FILE = re.compile(r"task_([1-9][0-9]{0,14})\.json", re.ASCII)
+# At most this much of the board (about 3,000 tokens) comes back with a compaction's summary;
+# a bigger board comes back as its unfinished tasks.
 BOARD_CHARS = 12_000
 # Completed or deleted: such a task blocks nobody.
 FINISHED = record.FINISHED
 
 
+def new_task(task_id: int, subject: str, description: str, blocked_by: list) -> dict:
+    """A task, as its file holds it."""
+    stamp = record.now()
+    return {"id": task_id,               # the number in its file's name; never reused
+            "subject": subject,          # a short title, one line when shown
+            "description": description,  # details; may be empty
+            # pending, in_progress, completed, or deleted (kept on disk, blocks nobody)
+            "status": "pending",
+            "blockedBy": blocked_by,     # the ids of the tasks that must finish first
+            "owner": None,               # the agent (or person) that started it
+            "created_at": stamp,
+            "updated_at": stamp}         # set again on every write
+    # Set when it finishes: "unblocked", the ids that stopped waiting for it.
+
+
+# ---------------------------------------------------------------- the task files
+
+class TaskFolder:
+    """The board as a folder of task files: the store TaskManager reads and writes. (A
+    postgresql:// board, harness/board/postgres.py, has the same methods.)"""
+
+    def __init__(self, location):
+        self.dir = Path(location)
+        self.name = f"{self.dir}/"           # the board, as the user and the model see it
+        self.agent = None                    # who writes: a file does not say
+        # .tasks/.lock: the lock, and what the last writer left in it (its generation and the
+        # largest id ever given): harness/board/folder.py.
+        self.lock = folder.BoardLock(self.dir)
+        self.parsed = folder.Parsed()        # each file read once while it is unchanged
+        self.known_ids = None                # while we hold the lock and no one else wrote:
+        self.known_board = None              # what the folder holds, without a look
+        self.made = []                       # the files reserve() made under this lock
+
+    @property
+    def board(self):
+        return self.lock.board
+
+    def path(self, task_id: int) -> Path:
+        return self.dir / f"task_{task_id}.json"
+
+    @contextlib.contextmanager
+    def locked(self):
+        """One change at a time, across processes: an exclusive lock on .tasks/.lock. A change
+        that fails leaves no new task behind (a /task import stopped at item 3)."""
+        with self.lock:
+            # Another agent wrote since we last held it: what we remember is out of date.
+            if not self.lock.unchanged:
+                self.known_ids = self.known_board = None
+            self.made = []
+            try:
+                yield
+            except BaseException:
+                for path in self.made:
+                    path.unlink(missing_ok=True)
+                self.known_ids = self.known_board = None
+                self.lock.forget()
+                raise
+
+    def ids(self) -> list:
+        """The max-scan's scan: the id in the name of every task_<id>.json, a broken one too.
+        Under the lock it is remembered: creating 10,000 tasks lists the folder once."""
+        if self.lock.held and self.known_ids is not None:
+            return self.known_ids
+        found = folder.names(self.dir, TASK_FILE)[0]
+        if self.lock.held:
+            self.known_ids = found
+        return found
+
+    def high_water(self) -> int:
+        """The largest id this board ever gave: a task file deleted by hand must not give its
+        id to a new task."""
+        return self.lock.mark()
+
+    def load(self, task_id: int) -> dict:
+        """One task, read from its file now, or ValueError saying what is wrong."""
+        if not self.path(task_id).exists():
+            existing = ", ".join(f"#{i}" for i in self.scan()[0]) or "none yet"
+            raise ValueError(f"no task #{task_id}; existing tasks: {existing}")
+        # Never through a link, at most 1 MB, and checked (a broken file is not repaired).
+        return folder.read_task(self.path(task_id), task_id)
+
+    def try_load(self, task_id: int):
+        try:
+            return folder.read_task(self.path(task_id), task_id)
+        except ValueError:
+            return None
+
+    def scan(self, validate: bool = False) -> tuple:
+        """(every readable task by id, in id order; a line for each file that is not).
+        validate: look at every file, so that a hand edit is seen."""
+        if not validate and self.known_board is not None and self.lock.held:
+            return dict(self.known_board), []
+        ids, problems = folder.names(self.dir, TASK_FILE)
+        tasks = {}
+        for task_id in sorted(ids):
+            try:
+                tasks[task_id] = self.parsed.read(self.path(task_id), task_id)
+            except (OSError, ValueError) as exc:
+                problems.append(str(exc))
+        if self.lock.held:
+            self.known_ids, self.known_board = ids, tasks
+        return dict(tasks), sorted(problems)
+
+    def write(self, task: dict) -> None:
+        """Replace a task's file atomically: a temporary file written whole, then renamed
+        over the old one. A reader, or a kill in the middle, sees the old task or the new."""
+        self._put(task, writer.replace_in)
+
+    def reserve(self, task: dict) -> bool:
+        """Create a new task's file only if its name is free (a hard link never replaces a
+        file): False if another agent took that id first."""
+        try:
+            self._put(task, writer.create_in)
+        except FileExistsError:
+            self.known_ids = None            # a file we did not know of: list them again
+            return False
+        self.made.append(self.path(task["id"]))
+        return True
+
+    def _put(self, task: dict, place) -> None:
+        """Write the task's file with place(), under the lock, and remember what we wrote."""
+        task = {**task, "updated_at": record.now()}
+        path = self.path(task["id"])
+        data = record.as_file(task)
+        try:
+            # None: the file's mode is what the umask gives.
+            st = place(self.lock.folder_fd, path.name, data, None)
+        except FileExistsError:
+            raise
+        except OSError as exc:
+            raise ValueError(f"could not save task #{task['id']} in {self.dir}: "
+                             f"{errors.reason(exc)}") from None
+        self.lock.wrote(task["id"])
+        self.parsed.put(path, task, st)
+        if self.known_ids is not None and task["id"] not in self.known_ids:
+            self.known_ids.append(task["id"])
+        if self.known_board is not None:
+            self.known_board[task["id"]] = task
+            self.known_board = dict(sorted(self.known_board.items()))
+
+
+# ---------------------------------------------------------------- the rules
+
 class TaskManager:
-    """The board: tasks with blockers, in a store that is the only truth;
-    every call reads it afresh, so it sees other agents' writes."""
+    """The board: tasks with blockers, in a store that is the only truth; every call reads it
+    afresh, so it sees other agents' writes."""
 
     def __init__(self, location, agent=None):
-        self.store = board.open_store(location)   # a folder or a postgresql:// URL
+        self.use(location)
         self.agent = agent or record.default_agent_name()  # who owns what we start
 
+    def use(self, location) -> None:
+        """The board at location: a folder (TaskFolder), or a postgresql:// URL
+        (harness/board/postgres.py, for agents on several machines)."""
+        self.store = board.open_store(location, TaskFolder)
+
     def next_id(self) -> int:
-        """Max-scan: one more than the largest id on the board."""
-        # The id of every task file (task_3.json holds #3), or of every row.
+        """Max-scan: one more than the largest id on the board, or than the largest it ever
+        gave (a task file deleted by hand must not give its id away)."""
         largest = max(self.store.ids(), default=0)
-        # A task file deleted by hand must not give its id to a new task: a
-        # task still waiting for the old one would wait for a stranger. So
-        # the store also keeps the largest id it ever gave.
         largest = max(largest, self.store.high_water())
         return largest + 1
 
     def create(self, subject, description="", blocked_by=None) -> str:
         subject = record.check_text(subject, "subject")
         description = record.check_text(description, "description", empty=True)
-        # The board's lock (.tasks/.lock, or a row lock on PostgreSQL): one
-        # change at a time, across processes and machines.
+        # One change at a time, across processes and machines.
         with self.store.locked():
             blocked, notes = self.check_blockers(None, [], blocked_by or [])
-            task = record.new_task(self.next_id(), subject, description, blocked)
-            # reserve() creates .tasks/task_<id>.json only if that name is
-            # free: a temporary file, written whole, then linked to the name (a
-            # link never replaces a file). A file made by hand may hold the id:
-            # take the next.
-            while not self.store.reserve(task):
-                task["id"] = self.next_id()
+            task = self.add(subject, description, blocked)
         return text.created(task, notes)
 
-    def update(self, task_id, status=None, add_blocked_by=None,
-               remove_blocked_by=None, owner=None, force=False) -> str:
-        """load -> check -> write -> _clear_dependency. A refused call changes
-        nothing. force: a person takes a task over on purpose (/task start)."""
+    def add(self, subject, description, blocked, status="pending") -> dict:
+        """A new task on the board, under the lock: the next id, unless another agent (or a
+        file made by hand) took it first; then the next."""
+        task = new_task(self.next_id(), subject, description, blocked)
+        task["status"] = status
+        while not self.store.reserve(task):
+            task["id"] = self.next_id()
+        return task
+
+    def update(self, task_id, status=None, add_blocked_by=None, remove_blocked_by=None,
+               owner=None, force=False) -> str:
+        """load -> check -> write -> _clear_dependency. A refused call changes nothing.
+        force: a person takes a task over on purpose (/task start, /task done)."""
         task_id = record.parse_task_id(task_id)
+        record.check_update(status, add_blocked_by, remove_blocked_by, owner)
         with self.store.locked():
             task = self.store.load(task_id)
             before = task["status"]
@@ -100,14 +251,9 @@ class TaskManager:
                                               remove_blocked_by, owner, force)
             # Every check passed: only now does anything change.
             task.update(change)
-            # Reopening does not re-block the tasks it freed (`unblocked`);
-            # the note says how to.
+            # Reopening does not re-block the tasks it freed; the note says how to.
             if before in FINISHED and task["status"] not in FINISHED:
-                unblocked = task.pop("unblocked", [])
-                notes += text.reopened(task, unblocked)
-            # write() replaces the task's file atomically (a temporary file,
-            # then a rename over the old one), or its row: a reader, or a kill
-            # in the middle, sees the old task or the new, never half.
+                notes += text.reopened(task, task.pop("unblocked", []))
             self.store.write(task)
             lines = [f"Updated {text.line(task)}"] + notes
             if before not in FINISHED and task["status"] in FINISHED:
@@ -116,14 +262,18 @@ class TaskManager:
 
     def _clear_dependency(self, finished) -> list:
         """Remove a finished task from every blockedBy; say what can start now."""
-        # Each file is atomic, not the set: a kill in this loop leaves a task
-        # naming a finished blocker, which blocks nothing (can_start).
-        freed = self.store.dependents(finished["id"])    # each read fresh
-        for task in freed:
-            blockers = task["blockedBy"]
-            task["blockedBy"] = [b for b in blockers if b != finished["id"]]
-            self.store.write(task)
-        if finished["status"] == "deleted":   # never done: not "Unblocked"
+        tasks = self.store.scan()[0]
+        freed = []
+        for other in tasks.values():
+            if finished["id"] not in other["blockedBy"]:
+                continue
+            # Read again just before it is written: a hand edit since is kept, not lost.
+            fresh = self.store.try_load(other["id"])
+            if fresh and finished["id"] in fresh["blockedBy"]:
+                fresh["blockedBy"].remove(finished["id"])
+                self.store.write(fresh)
+                freed.append(fresh)
+        if finished["status"] == "deleted":          # never done: not "Unblocked"
             return text.no_longer_waiting(freed, finished)
         # Kept: reopening it can then say who stopped waiting.
         finished["unblocked"] = [t["id"] for t in freed]
@@ -139,8 +289,6 @@ class TaskManager:
 
     def list_all(self) -> str:
         """The board: every live task, an order (if any waits), what can start."""
-        # scan() -> (every readable task by id, a line per unreadable file);
-        # validate=True also looks again at files edited by hand.
         tasks, problems = self.store.scan(validate=True)
         # The unfinished tasks, blockers first (a topological sort).
         order = graph.order_line(tasks)
@@ -156,22 +304,16 @@ class TaskManager:
         task = self.store.load(record.parse_task_id(task_id))
         return text.in_full(task, self.store.scan(validate=True)[0])
 
-    # ------------------------------------------------- the rules update() checks
-
     def check_update(self, task, status, add, remove, owner, force) -> tuple:
         """(the new field values, notes), or ValueError. Writes nothing."""
-        record.check_update(status, add, remove, owner)   # types and values
         tid, new_status = task["id"], status or task["status"]
         if task["status"] == "deleted":
             raise ValueError(f"task #{tid} was deleted; create a new task")
         if add and new_status in FINISHED:
-            raise ValueError(f"#{tid} is {new_status}; set it back to pending "
-                             "before giving it blockers")
-        # The new status and owner (board/claims.py): starting claims it, never
-        # in another's name; another agent's task in progress is theirs unless a
-        # person takes it over (force); back to pending frees it. `change` holds
-        # the fields to set, e.g. {"status": "in_progress", "owner": "alice"};
-        # `notes` says what else happened ("took #3 over from bob").
+            raise ValueError(f"#{tid} is {new_status}; set it back to pending before giving "
+                             "it blockers")
+        # Who may change it (harness/board/claims.py): another agent's task in progress is
+        # theirs, unless a person takes it over (force); starting claims it.
         change, notes = claims.check(task, status, owner, self.agent, force)
         blocked, more = self.check_blockers(tid, task["blockedBy"], add or [])
         # A blocker whose task is gone can be removed too.
@@ -179,36 +321,34 @@ class TaskManager:
             if dep not in blocked:
                 raise ValueError(f"#{tid} is not blocked by #{dep}")
             blocked.remove(dep)
-        # A blocked task cannot start or complete.
-        waiting = []
-        for dep in blocked:
-            if self.store.status_of(dep) not in FINISHED:
-                waiting.append(dep)
-        if status in ("in_progress", "completed") and waiting:
-            names = text.described(waiting, self.store)
-            raise ValueError(f"#{tid} is blocked by {names}; finish those "
-                             "first (or removeBlockedBy)")
-        # Nor may a task in progress take an open blocker: it would be
-        # blocked while in progress.
-        added = record.ids(add or [])
-        opened = [dep for dep in waiting if dep in added]
-        if new_status == "in_progress" and opened:
-            raise ValueError(f"#{tid} is in progress; to make it wait for "
-                             f"{text.described(opened, self.store)}, give it "
-                             "status pending in the same call (that frees it)")
+        self.check_not_blocked(tid, status, new_status, blocked, record.ids(add or []))
         change["blockedBy"] = blocked
         return change, notes + more
 
+    def check_not_blocked(self, tid, status, new_status, blocked, added) -> None:
+        """A blocked task cannot start or complete; nor may a task in progress take an open
+        blocker (it would be blocked while in progress)."""
+        waiting = []
+        for dep in blocked:
+            if (self.store.try_load(dep) or {}).get("status") not in FINISHED:
+                waiting.append(dep)
+        if status in ("in_progress", "completed") and waiting:
+            raise ValueError(f"#{tid} is blocked by {text.described(waiting, self.store)}; "
+                             "finish those first (or removeBlockedBy)")
+        opened = [dep for dep in waiting if dep in added]
+        if new_status == "in_progress" and opened:
+            raise ValueError(f"#{tid} is in progress; to make it wait for "
+                             f"{text.described(opened, self.store)}, give it status pending "
+                             "in the same call (that frees it)")
+
     def check_blockers(self, tid, blocked, add) -> tuple:
-        """blocked + add, each checked: it exists, is not deleted, is not tid,
-        closes no cycle. A finished one is not added, only noted. Returns
-        (blockers, notes), or raises ValueError."""
+        """blocked + add, each checked: it exists, is not deleted, is not tid, closes no
+        cycle. A finished one is not added, only noted. (blockers, notes), or ValueError."""
         blocked, notes = list(blocked), []
         for dep in record.ids(add):
             other = self.store.load(dep)
             if other["status"] == "deleted":
-                raise ValueError(f"task #{dep} was deleted; it cannot block "
-                                 "anything")
+                raise ValueError(f"task #{dep} was deleted; it cannot block anything")
             if dep == tid:
                 raise ValueError(f"task #{tid} cannot block itself")
             if other["status"] in FINISHED:
@@ -216,8 +356,7 @@ class TaskManager:
             elif dep not in blocked:
                 # A new task (tid None) has no dependents: it closes no cycle.
                 if tid is not None:
-                    tasks = self.store.scan(validate=True)[0]
-                    graph.refuse_cycle(tasks, tid, dep)
+                    graph.refuse_cycle(self.store.scan(validate=True)[0], tid, dep)
                 blocked.append(dep)
         return blocked, notes
 
@@ -231,23 +370,23 @@ STRING = s03.STRING
 
 TASK_TOOLS = [
     {"name": "task_create",
-     "description": "Add a task to the persistent board (pending). Use it for "
-                    "work of several steps in an order, or that must outlast "
-                    "this conversation; one quick step needs no task.",
-     "input_schema": s03.schema(["subject"], subject=STRING,
-                                description=STRING, blockedBy=IDS)},
+     "description": "Add a task to the persistent board (pending). Use it for work of several "
+                    "steps in an order, or that must outlast this conversation; one quick step "
+                    "needs no task.",
+     "input_schema": s03.schema(["subject"], subject=STRING, description=STRING,
+                                blockedBy=IDS)},
     {"name": "task_update",
-     "description": "Change a task's status, blockers or owner. A task cannot "
-                    "start or complete while a blocker is unfinished. Starting "
-                    "a task claims it; one in progress by another agent is "
-                    "theirs. Completing it unblocks its dependents.",
+     "description": "Change a task's status, blockers or owner. A task cannot start or "
+                    "complete while a blocker is unfinished. Starting a task claims it; one in "
+                    "progress by another agent is theirs. Completing it unblocks its "
+                    "dependents.",
      "input_schema": s03.schema(
          ["task_id"], task_id=ID, addBlockedBy=IDS, removeBlockedBy=IDS,
          status={"type": "string", "enum": list(record.STATUSES)},
          owner={"type": "string", "description": "'' clears it"})},
     {"name": "task_list",
-     "description": "The board: every live task with its status, owner and "
-                    "blockers, an order to do them in, what can start now.",
+     "description": "The board: every live task with its status, owner and blockers, an "
+                    "order to do them in, what can start now.",
      "input_schema": s03.schema([])},
     {"name": "task_get",
      "description": "One task in full, with the tasks it blocks.",
@@ -263,8 +402,7 @@ def task_create(subject, description="", blockedBy=None):
     return TASKS.create(subject, description, blockedBy)
 
 
-def task_update(task_id, status=None, addBlockedBy=None,
-                removeBlockedBy=None, owner=None):
+def task_update(task_id, status=None, addBlockedBy=None, removeBlockedBy=None, owner=None):
     return TASKS.update(task_id, status, addBlockedBy, removeBlockedBy, owner)
 
 
@@ -282,13 +420,11 @@ TOOL_HANDLERS = {
     "task_get": TASKS.get,
 }
 
-SYSTEM = ("You are a coding agent working in the current folder. Plan "
-          "multi-step work on the task board (task_* tools): it outlives the "
-          "conversation, so read it first (task_list), and other agents may "
-          "share it. Order tasks with "
-          "blockedBy; mark a task in_progress when you start it (that claims "
-          "it) and completed when done. When the context gets long, call "
-          "compact. Be brief.")
+SYSTEM = ("You are a coding agent working in the current folder. Plan multi-step work on the "
+          "task board (task_* tools): it outlives the conversation, so read it first "
+          "(task_list), and other agents may share it. Order tasks with blockedBy; mark a task "
+          "in_progress when you start it (that claims it) and completed when done. When the "
+          "context gets long, call compact. Be brief.")
 
 
 # ---------------------------------------------------------------- the loop
@@ -300,8 +436,7 @@ def board_message(run) -> str:
 
 def compact_with_board(messages, run, focus="") -> bool:
     """s06's compaction, with the board, read fresh, after the summary."""
-    return s06.auto_compact(messages, run, focus, SYSTEM, TOOLS,
-                            attach=board_message)
+    return s06.auto_compact(messages, run, focus, SYSTEM, TOOLS, attach=board_message)
 
 
 def agent_loop(messages, run, max_steps=s06.MAX_STEPS) -> str:
@@ -313,22 +448,15 @@ def agent_loop(messages, run, max_steps=s06.MAX_STEPS) -> str:
         if s06.needs_compaction(view):                         # layer 2
             compact_with_board(messages, run)                  # layer 2 + board
             view = s06.micro_compact(messages, run)            # layer 1
-        reply = endpoints.ask(run, SYSTEM, TOOLS, view, s03.MAX_TOKENS)
-        messages.append(reply.message)
+        response = s03.ask_model(run, SYSTEM, TOOLS, view)
+        messages.append({"role": "assistant", "content": response.content})
         run.log.record(messages)              # on disk before its calls run
-        s06.CONTEXT.record(reply.usage, messages)              # layer 2 measures
-        if not reply.calls:
-            # --api-context compact: the API summarised, and the turn ends: the board
-            # waits in a message of its own, for the next turn.
-            if api_context.compacted(reply):
-                messages.append({"role": "user", "content": board_message(run)})
-            return reply.text
-        results = s03.run_tool_calls(run, reply.calls, TOOL_HANDLERS) + reply.notes
-        # --api-context compact: the API summarised; the board too, read now.
-        if api_context.compacted(reply):
-            results.append({"type": "text", "text": board_message(run)})
+        s06.CONTEXT.record(response.usage, messages)           # layer 2 measures
+        if response.stop_reason != "tool_use":
+            return response.answer
+        results = s03.run_tool_calls(run, response, TOOL_HANDLERS, TOOLS)
         messages.append({"role": "user", "content": results})
-        s06.compact_if_asked(reply.calls, messages, run,       # layer 3 + board
+        s06.compact_if_asked(response, messages, run,          # layer 3 + board
                              compact_with_board)
     return cli.step_limit(max_steps)
 
@@ -336,21 +464,26 @@ def agent_loop(messages, run, max_steps=s06.MAX_STEPS) -> str:
 # ---------------------------------------------------------------- main
 
 def start(run, args) -> str:
-    """At the start of a run: s06's settings, with s07's system and tools;
-    --board (or TASK_BOARD) re-points TASKS.store, --name sets TASKS.agent."""
+    """At the start of a run: s06's settings, with s07's system and tools; --board (or
+    TASK_BOARD) re-points TASKS.store, --name sets TASKS.agent."""
     s06.start(run, args, SYSTEM, TOOLS)
+    # With --api-context compact, the board comes back after the API's summary too.
+    if run.api_context is not None:
+        run.api_context.after = functools.partial(board_message, run)
     return commands_for.choose_board(run, TASKS, TASKS_DIR, args)
 
 
 def main(argv=None) -> int:
     # /tasks and /task: a person works the board by the same rules.
     commands = commands_for.repl_commands(TASKS)
-    commands.update(s06.repl_commands(SYSTEM, TOOLS, compact_with_board))
-    demo = functools.partial(demos.s07_demo, TASKS, s06.CONTEXT)
+    commands.update(s06.repl_commands(compact_with_board))
     # --board, --name, and other agents' news before each prompt.
     board_options = commands_for.cli_options(TASKS)
-    lesson = cli.Lesson("s07_task_system", __doc__, agent_loop, demo=demo,
-                        commands=commands, on_start=start, **board_options)
+    board_options["options"] = [s06.API_CONTEXT, *board_options["options"]]
+    lesson = cli.Lesson("s07_task_system", __doc__, agent_loop, system=SYSTEM, tools=TOOLS,
+                        commands=commands, on_start=start, demo_args=(TASKS, s06.CONTEXT),
+                        context_view=s06.micro_compact, context_size=s06.CONTEXT,
+                        **board_options)
     return cli.run_cli(lesson, argv)
 
 

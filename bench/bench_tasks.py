@@ -34,7 +34,6 @@ from functools import partial
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from harness.board.record import new_task  # noqa: E402
 from s07_task_system import TaskManager  # noqa: E402
 
 DEPENDENTS = 10   # tasks each completed task unblocks
@@ -194,17 +193,15 @@ def bench(size):
 
 def store_creates(location, size):
     """ms per create in each quarter of creating `size` tasks at the store level, as s07 does:
-    one lock per task, next_id() (the max-scan), reserve(). Flat quarters: creating a board is
-    O(N)."""
+    one lock per task, TaskManager.add (next_id(), the max-scan, then reserve()). Flat quarters:
+    creating a board is O(N)."""
     manager = TaskManager(location)
     store = manager.store
     ends = []
     start = time.perf_counter()
     for n in range(size):
         with store.locked():
-            task = new_task(manager.next_id(), f"task {n}", DESCRIPTION, [])
-            while not store.reserve(task):
-                task["id"] = manager.next_id()
+            manager.add(f"task {n}", DESCRIPTION, [])
         if (n + 1) % (size // 4) == 0:
             ends.append(time.perf_counter() - start)
     quarters = [ends[0]] + [b - a for a, b in zip(ends[:-1], ends[1:], strict=True)]

@@ -60,7 +60,6 @@ import random
 import statistics
 import sys
 import tempfile
-import types
 from contextlib import contextmanager, redirect_stderr
 from dataclasses import dataclass
 from pathlib import Path
@@ -418,8 +417,7 @@ BASELINE_THRESHOLD = 50_000
 
 def _s06_api(mode):
     """s06's own --api-context setting, from its constants as they are in this process."""
-    args = types.SimpleNamespace(api_context=mode)      # as `--api-context mode` parses
-    return api_context.setting(args, s06_compact.API_CLEAR_AT, s06_compact.API_COMPACT_AT,
+    return api_context.setting(mode, s06_compact.API_CLEAR_AT, s06_compact.API_COMPACT_AT,
                                s06_compact.KEEP_RECENT)
 
 
@@ -458,7 +456,7 @@ def lesson_state(mode="built", setting=None):
     built["COMPACT_THRESHOLD"] = s06_compact.DEFAULT_THRESHOLD
     layers = {s06_compact: s06_compact.micro_compact}   # s07 calls s06.micro_compact
     def reset():
-        s06_compact.CLEARED.__init__()     # the same objects s07 uses through s06
+        s06_compact.CLEARED.clear()        # the same objects s07 uses through s06
         s06_compact.CONTEXT.__init__()
 
     reset()
@@ -524,9 +522,10 @@ def play(lesson, shape, mode="built", setting=None):
             client = anthropic.Anthropic(api_key="bench", base_url=api.url, max_retries=0)
             cached = mode in ("built", AT_API_TRIGGER) or api_mode
             caller = client if cached else WithoutCaching(client)
-            run = Run(caller)      # one run, as one process plays every turn
+            run = Run()            # one run, as one process plays every turn
             if api_mode:              # as s06's start() does with --api-context
                 run.api_context = api_mode[0]()
+            run.client = caller       # (with --api-context, the beta Messages API's)
             messages = []
             try:
                 with redirect_stderr(io.StringIO()):

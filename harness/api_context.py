@@ -1,12 +1,8 @@
 """--api-context: the Messages API manages the context on the server, instead of s06's layers.
 
-Relied on by s06 (its flag, OPTION, and its constants: start() puts a Setting on the run,
-layer 1 steps aside for it, and layer 2 only guards the model's window), s07 (s06's flag,
-and compacted(): its loop adds the board after the API's summary), endpoints.ask (what the
-request adds and sends, what the reply keeps and costs), cli (a resumed session goes on
-from the API's summary) and session/views.py (/context and /cost say which is in charge).
-The API's two betas, as documented (platform.claude.com/docs/en/build-with-claude/
-context-editing and /compaction, read 2026-12):
+Loaded only when a run asks for it (Run.use_api_context, from s06's start), or when a resumed
+session holds a summary the API wrote (Run.resumed). The API's two betas, as documented
+(platform.claude.com/docs/en/build-with-claude/context-editing and /compaction, read 2026-12):
 
     --api-context clear     context_management {"edits": [{"type": "clear_tool_uses_20250919",
                             "trigger": ..., "keep": ..., "clear_tool_inputs": ...}]}, beta
@@ -18,38 +14,37 @@ context-editing and /compaction, read 2026-12):
                             block that every later request must send back; the summary's own
                             cost is only in usage.iterations
 
-Layer 3 (/compact, the compact tool) stays the harness's own in both modes: a person or the
-model asking for a summary gets the transcript on disk and a summary, as without the flag.
-The API's on-demand compaction (beta compact-2026-09-04, a top-level `compaction`) would do it
-on the server, but it cannot be sent with context_management, keeps no transcript, and must
-replace the messages it summarises. Without each piece:
-- request(): the betas and the edit, built in one place; a history holding a compaction block
-  sent without the compact edit is refused by the API on every later call, so it is one
-  clear line here instead (continue it with --api-context compact).
+The lessons' loops do not know: the run's client sends every request to the beta Messages
+API (Setting.client), and model_call asks the Setting what a reply keeps and costs. Layer 3
+(/compact, the compact tool) stays the harness's own in both modes. Without each piece:
+- client(): the loops would need a branch for the beta API and its fields.
 - view(): with compaction, the request would carry the whole history the server drops anyway
-  (it is kept whole for the session log and --continue); endpoints.ask sends it, /context
-  measures it.
-- kept_blocks(): endpoints drops block types it does not use, and would drop the compaction
-  block; the next request would then send the whole history again, and the server would
-  summarise it again, and bill it again, on every call. A compaction whose summary failed
-  (content null) is left out: the docs say to send back only blocks with a summary.
-- compacted(): s07 promises the board after every compaction; after the API's, the model
+  (it is kept whole for the session log and --continue); /context measures the same view.
+- kept(): model_call drops block types it does not use, and would drop the compaction block;
+  the next request would send the whole history again, and the server would summarise it
+  again, and bill it again, on every call. A block whose summary is missing is left out
+  (the docs: send back only blocks with a summary); one whose summary came as a list of text
+  blocks (a gateway that normalises content) is made the string the API takes back.
+- count(): a summary the server wrote would be paid for and never shown: its usage is only
+  in usage.iterations, the top-level counts leave it out; an odd count (text, not a list) is
+  read as well as it can be, never a traceback that loses the summary already billed. A reply
+  with no context_management at all is said once: an endpoint that takes the fields and
+  ignores them leaves the context to grow, unmanaged, to the model's window.
+- after_summary(): s07 promises the board after every compaction; after the API's, the model
   would have only the summary, and would have to remember the tasks.
-- summary_steps() and announce(): a summary the server wrote would be paid for and never
-  shown: its usage is only in usage.iterations, the top-level counts leave it out. A reply
-  with no context_management at all (which the API always sends back) is said once: an
-  endpoint that takes the fields and ignores them would leave the context to grow, unmanaged,
-  to the model's window.
 - refused(): an endpoint without the beta answers a 400 that names it; the user would not
   know that the flag is the cause, nor that s06's own layers are the way on.
-- in_charge(): /context and /cost could not say which is managing the context.
-- setting()'s note: a COMPACT_THRESHOLD the user set would be ignored in silence.
+- as_text(): a session the API compacted, continued without --api-context compact (or by an
+  endpoint that now refuses the beta), would send a block the API refuses on every call; its
+  summary goes on as plain text instead, said once. An empty summary is left out.
+- the note in setting(): a COMPACT_THRESHOLD the user set would be ignored in silence.
 """
 
 from dataclasses import dataclass
 
 from harness import config, terminal
-from harness.errors import EndpointError
+from harness.session.record import SUMMARY_BY_API as SUMMARY_LABEL
+from harness.session.record import usage_counts
 
 CLEAR, COMPACT = "clear", "compact"
 BETAS = {CLEAR: "context-management-2025-06-27", COMPACT: "compact-2026-01-12"}
@@ -59,15 +54,25 @@ EDITS = {CLEAR: "clear_tool_uses_20250919", COMPACT: "compact_20260112"}
 INSTRUCTIONS = ("Summarize the transcript inside <summary></summary> tags. Include relevant "
                 "information for continuing the task in the next context window. Do not call "
                 "any tools while writing this summary; respond with text only.")
-SUMMARY_LABEL = "summary by the API"    # a summary call, as the record and /cost count them
 # Clearing takes the old calls' inputs too (clear_tool_inputs), as layer 1 clears old write/edit
 # texts: a session that writes big files would carry every byte it wrote in every request.
 CLEAR_INPUTS = True
-OPTION = (("--api-context",), {
-    "choices": (CLEAR, COMPACT), "metavar": "{clear,compact}",
-    "help": "let the API manage the context on the server instead of the harness's layers 1 "
-            "and 2: clear old tool results (context editing), or compact (a summary the API "
-            "writes); see docs/cost.md"})
+AS_TEXT = "[a summary of the conversation so far, written by the API:]\n"
+
+
+def setting(mode: str, clear_at: int, compact_at: int, keep: int) -> "Setting":
+    """--api-context's Setting from s06's constants."""
+    made = Setting(COMPACT, compact_at)
+    if mode == CLEAR:
+        made = Setting(CLEAR, clear_at, keep, CLEAR_INPUTS)
+    # The user's threshold (the environment, or ./.env, read by now) is not the API's trigger;
+    # one that is not a number is the one line it is without the flag.
+    mine = config.positive_int("COMPACT_THRESHOLD", 0, "tokens")
+    if mine:
+        terminal.show_note(f"[COMPACT_THRESHOLD={mine} is not used with --api-context: "
+                           f"{made.acts} past {made.trigger:,} tokens, and layer 2 only guards "
+                           "the model's window]")
+    return made
 
 
 @dataclass
@@ -79,9 +84,10 @@ class Setting:
     clear_inputs: bool = False  # CLEAR: their inputs cleared too
     cleared: int = 0            # CLEAR: tool uses the last reply's applied_edits counted
     unheard: bool = False       # a reply said nothing of context management (said once)
+    after: object = None        # s07: the text to add after the API's summary (the board)
 
     def request(self) -> dict:
-        """What endpoints.ask adds to the request: the beta, and context_management."""
+        """What every request adds: the beta, and context_management."""
         edit = {"type": EDITS[self.mode], "trigger": {"type": "input_tokens",
                                                       "value": self.trigger}}
         if self.mode == COMPACT:
@@ -98,52 +104,133 @@ class Setting:
             return messages
         return from_last_summary(messages)
 
+    def client(self, client) -> "_Client":
+        """The run's client, sending every request to the beta Messages API with this setting."""
+        return _Client(client, self)
+
     @property
     def acts(self) -> str:
         """What happens past the trigger, for /context's line."""
         return "the API compacts" if self.mode == COMPACT else "the API clears"
 
     def describe(self) -> str:
-        """One line for /context and /cost (layers 1 and 2 step aside: harness/api_context.py)."""
+        """One line for /context and /cost (layers 1 and 2 step aside)."""
         if self.mode == COMPACT:
             what = "summarises the conversation"
         else:
             what = f"clears old tool results, keeping the newest {self.keep},"
         return f"the API (--api-context {self.mode}): it {what} past {self.trigger:,} tokens"
 
+    def kept(self, content: list) -> list:
+        """The reply's blocks as the history keeps them: a compaction block only with a
+        summary, as a string (a failed one is said, and left out)."""
+        kept = []
+        for block in content:
+            if block.get("type") != "compaction":
+                kept.append(block)
+                continue
+            summary = summary_text(block)
+            if self.mode != COMPACT:
+                terminal.show_note("  [a 'compaction' block in the reply was left out: this run "
+                                   "did not ask the API to compact]")
+            elif not summary:
+                terminal.show_note("  [the API's compaction failed (its block holds no "
+                                   "summary): the conversation goes on uncompacted]")
+            else:
+                kept.append({**block, "content": summary})
+        return kept
 
-def setting(args, clear_at: int, compact_at: int, keep: int):
-    """--api-context's Setting from s06's constants, or None without the flag. args: the
-    command line as parsed (None, or a lesson's that lacks the flag: no setting)."""
-    mode = getattr(args, "api_context", None)
-    if mode not in (CLEAR, COMPACT):
-        return None
-    made = Setting(COMPACT, compact_at)
-    if mode == CLEAR:
-        made = Setting(CLEAR, clear_at, keep, CLEAR_INPUTS)
-    # The user's threshold (the environment, or ./.env, read by now) is not the API's trigger;
-    # one that is not a number is the one line it is without the flag.
-    mine = config.positive_int("COMPACT_THRESHOLD", 0, "tokens")
-    if mine:
-        terminal.show_note(f"[COMPACT_THRESHOLD={mine} is not used with --api-context: "
-                           f"{made.acts} past {made.trigger:,} tokens, and layer 2 only guards "
-                           "the model's window]")
-    return made
+    def count(self, run, response) -> None:
+        """What the server did in this reply, said and recorded: each summary it wrote (a call
+        of its own), the compaction it made, the results it cleared; and once a run, a reply
+        that says nothing of context management."""
+        usage = response.usage
+        steps = summary_steps(usage)
+        for step in steps:
+            terminal.show_usage(usage_counts(step), SUMMARY_LABEL)
+            run.recorder.call(step, SUMMARY_LABEL)
+        for block in response.content:
+            if block.type == "compaction" and getattr(block, "content", None):
+                _compacted(run, steps, usage, summary_text(block.model_dump()))
+        said = _field(response, "context_management")
+        if said is None and not self.unheard:
+            self.unheard = True
+            terminal.show_note("[the endpoint's reply says nothing of context management: it "
+                               "may ignore --api-context, and then only layer 2, at the "
+                               "model's window, keeps the context in bounds]")
+        if self.mode == CLEAR:
+            self._cleared(_field(said, "applied_edits"))
+
+    def _cleared(self, edits) -> None:
+        """The clearing the reply reports: said when it cleared more than the last reply did
+        (or anything, after layer 3 made a new history)."""
+        mine = []
+        for edit in edits if isinstance(edits, list) else []:
+            if _field(edit, "type") == EDITS[CLEAR]:
+                mine.append(edit)
+        uses = sum(_number(_field(edit, "cleared_tool_uses")) for edit in mine)
+        freed = sum(_number(_field(edit, "cleared_input_tokens")) for edit in mine)
+        more = uses - self.cleared if uses >= self.cleared else uses
+        self.cleared = uses
+        if more:
+            results = terminal.plural(more, "more old tool result")
+            terminal.show_note(f"  [the API cleared {results} on the server ({uses} in all, "
+                               f"{freed:,} tokens): the history keeps them]")
+
+    def after_summary(self, content: list):
+        """s07's note after the API's summary, made when asked (after the reply's tool calls
+        ran), or None: this reply brought no summary, or the lesson adds nothing."""
+        if self.after is None or last_summary([{"content": content}]) is None:
+            return None
+        return self.after
+
+    def refused(self, line: str, exc) -> str:
+        """The one line for an API error: for a 400 (or a proxy's 422) that names the beta or
+        its fields, with the way on (run without --api-context)."""
+        beta = BETAS[self.mode]
+        words = [beta, "context_management", "anthropic-beta", "compaction", *EDITS.values()]
+        if getattr(exc, "status_code", None) not in (400, 422):
+            return line
+        if not any(word in str(exc) for word in words):
+            return line
+        return (f"{line}: this endpoint does not take the API's context management ({beta}); "
+                "run without --api-context (add --continue to go on with this conversation), "
+                "and the harness's own layers manage the context")
 
 
-def request(setting, messages: list) -> dict:
-    """The request's extra fields for this run's setting ({} without one); EndpointError for a
-    history holding a compaction block when the run does not ask for compaction."""
-    if setting is not None and setting.mode == COMPACT:
-        return setting.request()
-    if last_summary(messages) is not None:
-        raise EndpointError("this conversation holds a summary the API wrote (a compaction "
-                            "block, from --api-context compact): continue it with "
-                            "--api-context compact, in s06 or s07")
-    return {} if setting is None else setting.request()
+class _Client:
+    """A client whose messages.stream(...) is the beta Messages API's, with the run's betas
+    and context_management, sending what the API reads of the history (Setting.view)."""
+
+    def __init__(self, client, setting: Setting):
+        self.base_url = client.base_url
+        self.messages = self
+        self._client, self._setting = client, setting
+
+    def stream(self, **request):
+        request = {**request, **self._setting.request()}
+        request["messages"] = self._setting.view(request["messages"])
+        return self._client.beta.messages.stream(**request)
 
 
-def last_summary(messages: list) -> int | None:
+# ---------------------------------------------------------------- summaries in a history
+
+def summary_text(block: dict) -> str:
+    """A compaction block's summary as the string the API takes back ("" if it has none): a
+    gateway may send it as a list of text blocks."""
+    content = block.get("content")
+    if isinstance(content, list):
+        texts = [str(part.get("text", "")) for part in content if isinstance(part, dict)]
+        content = "\n".join(texts)
+    return content.strip() if isinstance(content, str) else ""
+
+
+def _is_summary(block) -> bool:
+    return isinstance(block, dict) and block.get("type") == "compaction" \
+        and bool(summary_text(block))
+
+
+def last_summary(messages: list):
     """The index of the last message holding a compaction block with a summary, or None."""
     for n in range(len(messages) - 1, -1, -1):
         content = messages[n].get("content")
@@ -155,125 +242,83 @@ def last_summary(messages: list) -> int | None:
 
 def from_last_summary(messages: list) -> list:
     """What the API reads of a history: from its last summary on (it drops what came before
-    the compaction block), or all of it if the API has summarised nothing. cli resumes a
-    session from here, so that what s06 measures of it is what a request sends."""
+    the compaction block), or all of it if the API has summarised nothing."""
     start = last_summary(messages)
     if start is None:
         return messages
     # Within its message too: a block before the summary (a text) is dropped as well.
     content = messages[start]["content"]
     first = max(n for n, block in enumerate(content) if _is_summary(block))
-    if first == 0:
-        return messages[start:]
-    return [{**messages[start], "content": content[first:]}] + messages[start + 1:]
+    summary = {**content[first], "content": summary_text(content[first])}
+    return [{**messages[start], "content": [summary, *content[first + 1:]]}] \
+        + messages[start + 1:]
 
 
-def _is_summary(block) -> bool:
-    return isinstance(block, dict) and block.get("type") == "compaction" \
-        and bool(block.get("content"))
+def resumed(messages: list, setting) -> list:
+    """A resumed history this run can send: with compaction, from the API's last summary on;
+    without, that summary as plain text (the API refuses its block in a request without the
+    compact edit). Blocks without a summary are left out."""
+    kept = from_last_summary(messages)
+    if setting is not None and setting.mode == COMPACT:
+        return kept
+    if kept is not messages:
+        terminal.show_note("[this session was compacted by the API (--api-context compact): "
+                           "it goes on from that summary, sent as plain text; add "
+                           "--api-context compact to let the API compact it again]")
+    return as_text(kept)
 
 
-def kept_blocks(setting, blocks: list) -> list:
-    """The reply's blocks as the history keeps them: a compaction block only when the run asked
-    for compaction, and only with a summary (a failed one is said, and left out)."""
-    kept = []
-    for block in blocks:
-        if block.get("type") != "compaction":
-            kept.append(block)
-        elif setting is None or setting.mode != COMPACT:
-            terminal.show_note("  [a 'compaction' block in the reply was left out: this run did "
-                               "not ask the API to compact]")
-        elif not block.get("content"):
-            terminal.show_note("  [the API's compaction failed (its block holds no summary): "
-                               "the conversation goes on uncompacted]")
-        else:
-            kept.append(block)
-    return kept
+def as_text(messages: list) -> list:
+    """The history with its compaction blocks as text: the first summary opens the history as
+    a user message of its own (the API wants the user first), and the rest of its message
+    follows; any other compaction block is left out (the summary it held is older)."""
+    result = []
+    for message in messages:
+        content = message.get("content")
+        if not isinstance(content, list):
+            result.append(message)
+            continue
+        rest = []
+        for block in content:
+            if not (isinstance(block, dict) and block.get("type") == "compaction"):
+                rest.append(block)
+            elif not result and summary_text(block):
+                summary = AS_TEXT + summary_text(block)
+                result.append({"role": "user", "content": [{"type": "text", "text": summary}]})
+        if rest:
+            result.append({**message, "content": rest})
+    return result
 
 
-def compacted(reply) -> bool:
-    """Whether the API summarised the conversation in this reply (endpoints.ask's Reply): its
-    message then holds the compaction block, and all before it is gone from what the model
-    reads. s07 adds the board after it, as after its own compaction."""
-    return last_summary([reply.message]) is not None
-
+# ---------------------------------------------------------------- what a summary cost
 
 def summary_steps(usage) -> list:
     """The usage of each summary the server wrote in this reply (usage.iterations' compaction
-    entries): billed, and left out of the top-level counts."""
-    steps = _field(usage, "iterations") or []
+    entries): billed, and left out of the top-level counts. Not a list: none."""
+    steps = _field(usage, "iterations")
+    if not isinstance(steps, list):
+        return []
     return [step for step in steps if _field(step, "type") == "compaction"]
 
 
-def announce(run, response) -> None:
-    """What the server did in this reply, said and marked: a summary (its size before and
-    after, on the session page), or more tool results cleared; and once a run, a reply that
-    says nothing of context management (an endpoint that may ignore the beta)."""
-    for block in response.content:
-        if block.type == "compaction" and getattr(block, "content", None):
-            _compacted(run, response.usage, block.content)
-    setting = run.api_context
-    if setting is None:
-        return
-    said = _field(response, "context_management")
-    if said is None and not setting.unheard:
-        setting.unheard = True
-        terminal.show_note("[the endpoint's reply says nothing of context management: it may "
-                           "ignore --api-context, and then only layer 2, at the model's window, "
-                           "keeps the context in bounds]")
-    if setting.mode == CLEAR:
-        _cleared(setting, _field(said, "applied_edits") or [])
+def _compacted(run, steps: list, usage, summary: str) -> None:
+    """The API's compaction, said and marked on the session page: its size before (the input
+    its summary call read) and after (what this reply's call read)."""
+    after = sum(usage_counts(usage)[:3])
+    if steps:
+        before = sum(usage_counts(steps[-1])[:3])
+        size = f"{before:,} → {after:,} tokens"
+    else:
+        before = None
+        size = f"to {after:,} tokens (its size before: not reported)"
+    terminal.show_note(f"  [the API compacted the conversation {size}; its summary, a "
+                       "compaction block, is kept in the history and sent back]")
+    run.recorder.compacted(before or 0, after, summary, "none: the API's compaction block, "
+                           "kept in the session log", counted=before, after_counted=True)
 
 
-def _cleared(setting, edits: list) -> None:
-    """The clearing the reply reports: said when it cleared more than the last reply did (or
-    anything, after layer 3 made a new history)."""
-    mine = [edit for edit in edits if _field(edit, "type") == EDITS[CLEAR]]
-    uses = sum(_field(edit, "cleared_tool_uses") or 0 for edit in mine)
-    freed = sum(_field(edit, "cleared_input_tokens") or 0 for edit in mine)
-    more = uses - setting.cleared if uses >= setting.cleared else uses
-    setting.cleared = uses
-    if more:
-        results = terminal.plural(more, "more old tool result")
-        terminal.show_note(f"  [the API cleared {results} on the server ({uses} in all, "
-                           f"{freed:,} tokens): the history keeps them]")
-
-
-def _compacted(run, usage, summary: str) -> None:
-    steps = summary_steps(usage)
-    before = sum(_tokens_in(step) for step in steps[-1:])
-    after = _tokens_in(usage)
-    terminal.show_note(f"  [the API compacted the conversation: {before:,} → {after:,} tokens; "
-                       "its summary, a compaction block, is kept in the history and sent back]")
-    run.recorder.compacted(before, after, summary, "none: the API's compaction block, kept in "
-                           "the session log", counted=before, after_counted=True)
-
-
-def _tokens_in(usage) -> int:
-    names = ("input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")
-    return sum(_field(usage, name) or 0 for name in names)
-
-
-def refused(line: str, exc, request: dict) -> str:
-    """The one line for an API error: for a 400 (or a proxy's 422) that names the beta or its
-    fields, with the way on (run without --api-context)."""
-    betas = request.get("betas") or []
-    words = [*betas, "context_management", "anthropic-beta", "compaction", *EDITS.values()]
-    if not betas or getattr(exc, "status_code", None) not in (400, 422):
-        return line
-    if not any(word in str(exc) for word in words):
-        return line
-    return (f"{line}: this endpoint does not take the API's context management ({betas[0]}); "
-            "run without --api-context, and the harness's own layers manage the context")
-
-
-def in_charge(run) -> str | None:
-    """Which manages the context, for /context and /cost; None for a lesson without layers."""
-    if run.api_context is not None:
-        return run.api_context.describe()
-    if run.recorder.data.current_threshold is None:
-        return None
-    return "the harness's layers 1 and 2 (without --api-context)"
+def _number(value) -> int:
+    return usage_counts({"input_tokens": value})[0]
 
 
 def _field(value, name: str):

@@ -42,6 +42,7 @@ gives it to the loop. Without each piece:
 import argparse
 import dataclasses
 import difflib
+import functools
 import io
 import os
 import select
@@ -50,13 +51,11 @@ import sys
 from pathlib import Path
 from typing import Callable, Optional
 
-from harness import api_context, clean, config, files, pairing, terminal, writer
+from harness import clean, config, files, pairing, terminal, writer
 from harness.errors import EndpointError, NoKey, SetupError, reason
 from harness.run import Run
 from harness.sdk import anthropic
 from harness.session import log as session_log
-from harness.session import page, views
-from harness.stand_in import StandInAPI
 from harness.tool_calls import ToolsInterrupted
 
 try:
@@ -89,32 +88,41 @@ def step_limit(steps: int) -> StepLimit:
 
 @dataclasses.dataclass(frozen=True)
 class Lesson:
-    """What a lesson hands run_cli: its name, its docstring (for --help) and its loop, and the
-    pieces of its REPL and its start it has.
+    """What a lesson hands run_cli: its name, its docstring (for --help) and its loop, the
+    system prompt and tools its requests send (for /context), and the pieces of its REPL and
+    its start it has.
 
     loop(messages, run, max_steps=...) -> the final text. commands: {"/x": fn(messages, run,
-    arg)}, arg being the rest of the line (run.client is None without a key). demo(run) ->
-    (script, prompt, summary), played by the loopback stand-in with no key; summary answers
-    compaction calls (None if the lesson does not compact). on_start(run, args) runs after
-    .env is read and may return a word for the REPL banner. before_prompt() runs before each
-    REPL prompt. options: [(flags, add_argument kwargs)]; help_extra ends --help;
-    repl_help is a line /help adds (s07: where /task's own commands are listed).
+    arg)}, arg being the rest of the line (run.client is None without a key); /context, /cost
+    and /clear are added. demo_args: what the lesson's demo in harness/demos.py (s03_demo for
+    s03_todo) is given before the run; it returns (script, prompt, summary), played by the
+    loopback stand-in with no key; summary answers compaction calls (None if the lesson does
+    not compact). on_start(run, args) runs after .env is read and may return a word for the
+    REPL banner. before_prompt() runs before each REPL prompt. options: [(flags,
+    add_argument kwargs)]; help_extra ends --help; repl_help is a line /help adds (s07: where
+    /task's own commands are listed). context_view(messages, run) is what /context measures
+    (s06: layer 1's view), and context_size the lesson's measure of it.
     """
     name: str
     doc: str
     loop: Callable
+    system: str = ""
+    tools: list = dataclasses.field(default_factory=list)
     commands: dict = dataclasses.field(default_factory=dict)
-    demo: Optional[Callable] = None
+    demo_args: tuple = ()
     on_start: Optional[Callable] = None
     before_prompt: Optional[Callable] = None
     options: tuple = ()
     help_extra: str = ""
     repl_help: str = ""
+    context_view: Optional[Callable] = None
+    context_size: object = None
 
 
 def run_cli(lesson: Lesson, argv: list = None) -> int:
     """`sNN.py "prompt"` runs one turn; `sNN.py` opens a REPL; `--demo` plays a script."""
-    commands = {**lesson.commands, "/cost": views.cost_command, "/clear": clear}
+    context = functools.partial(_context, lesson)
+    commands = {**lesson.commands, "/context": context, "/cost": _cost, "/clear": clear}
     lesson = dataclasses.replace(lesson, commands=commands)
     parser = _parser(lesson)
     args, unknown = parser.parse_known_args(argv)  # before the SDK loads: --help is instant
@@ -122,9 +130,9 @@ def run_cli(lesson: Lesson, argv: list = None) -> int:
         parser.error(_unrecognized(unknown, parser))
     if args.prompt is not None and not args.prompt.strip():
         parser.error("the prompt is empty; give a prompt, or none for the REPL")
-    if lesson.demo and args.demo and args.prompt is not None:
+    if args.demo and args.prompt is not None:
         parser.error("--demo plays its own scripted prompt; leave out the prompt (or drop --demo)")
-    if lesson.demo and args.demo and args.continue_:
+    if args.demo and args.continue_:
         parser.error("--demo always starts afresh; drop --continue")
     if anthropic is None:
         terminal.show_error(_missing_sdk())
@@ -152,10 +160,9 @@ def _parser(lesson: Lesson):
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("prompt", nargs="?", help="none: open a REPL (q or exit to quit); "
                                                   "a prompt: run one turn with it and exit")
-    if lesson.demo:
-        parser.add_argument("--demo", action="store_true",
-                            help="play a scripted session through the real loop and tools; "
-                                 "no key, no network; it writes only under demo/")
+    parser.add_argument("--demo", action="store_true",
+                        help="play a scripted session through the real loop and tools; no "
+                             "key, no network; it writes only under demo/")
     parser.add_argument("--continue", dest="continue_", action="store_true",
                         help="resume the latest session saved in .transcripts/ here (with a "
                              "prompt: one more turn; without: the REPL)")
@@ -194,16 +201,16 @@ def _run(lesson: Lesson, args) -> int:
     run = Run(lesson=lesson.name)       # before on_start: s07 registers its board on it
     try:
         run.secrets = config.load_env()
+        run.model = config.model_id()
         budget = _budget(args)          # before any file is written: a bad value is one line
         banner = lesson.on_start(run, args) if lesson.on_start else None
-        if lesson.demo and args.demo:
+        if args.demo:
             return _run_demo(lesson, run)
         run.client = _client_or_none(args, run.secrets)
         # The run's log, and the history: [] or the resumed one. A session the API compacted
-        # goes on from its summary, as the API reads it (the old log keeps the rest): layer 2
-        # and /context, with no API count yet, measure that.
-        run.log, history = session_log.open_session(args.continue_,
-                                                    resume_from=api_context.from_last_summary)
+        # goes on from its summary (the old log keeps the rest): layer 2 and /context, with no
+        # API count yet, measure that.
+        run.log, history = session_log.open_session(args.continue_, resume_from=run.resumed)
         if args.prompt is not None:
             prompt = _clean_prompt(args.prompt)
             return _one_shot(lesson, run, history, budget, prompt)
@@ -243,7 +250,7 @@ def _one_shot(lesson: Lesson, run: Run, history, budget, prompt) -> int:
     history.append(message)
     try:
         try:
-            answer = lesson.loop(history, run, **budget)
+            answer = _turn(lesson, run, history, budget)
         except (EndpointError, SetupError, ValueError):
             # As the REPL does (_keep_completed), without its note: the error is the one
             # line. A turn that ran no tool is undone: --continue does not send it again.
@@ -260,6 +267,16 @@ def _one_shot(lesson: Lesson, run: Run, history, budget, prompt) -> int:
                            "--max-steps]")
         return STEPS_RAN_OUT
     return 0
+
+
+def _turn(lesson: Lesson, run: Run, history: list, budget: dict) -> str:
+    """One turn of the lesson's loop; what it must still tell the model (run.carried: s07's
+    board after the API's summary ended the turn) follows in a message of its own."""
+    answer = lesson.loop(history, run, **budget)
+    if run.carried:
+        history.append({"role": "user", "content": run.carried})
+        run.carried = []
+    return answer
 
 
 def _steps(text: str) -> int:
@@ -320,6 +337,20 @@ def _repl(lesson: Lesson, run: Run, budget, banner, history):
         run.log.record(history)          # saved as it goes: --continue picks it up
 
 
+def _context(lesson: Lesson, messages: list, run, arg: str) -> None:
+    """/context: what the next request would send, part by part (session/views.py, loaded
+    when it is typed)."""
+    from harness.session import views
+    views.context_command(lesson.system, lesson.tools, lesson.context_view,
+                          lesson.context_size)(messages, run, arg)
+
+
+def _cost(messages: list, run, arg: str) -> None:
+    """/cost: what this run's calls cost (session/views.py, loaded when it is typed)."""
+    from harness.session import views
+    views.cost_command(messages, run, arg)
+
+
 def clear(messages: list, run, arg: str = "") -> None:
     """/clear: a fresh conversation. What the tools did (files, s07's board) stays."""
     messages.clear()
@@ -346,7 +377,7 @@ def _run_turn(lesson: Lesson, run: Run, history, budget, query):
     prompt = {"role": "user", "content": query}
     try:
         history.append(prompt)
-        terminal.print_answer(lesson.loop(history, run, **budget), run.screen)
+        terminal.print_answer(_turn(lesson, run, history, budget), run.screen)
     except ToolsInterrupted as exc:
         _keep_completed(run, history, saved, prompt, "turn abandoned", exc.results)
     except KeyboardInterrupt:
@@ -495,7 +526,10 @@ def end_of_run(run: Run) -> None:
     totals = run.recorder.totals()
     terminal.show_session(totals["calls"], totals["fresh"], totals["read"], totals["written"],
                           totals["out"])
-    page.end_of_run(run.recorder, screen=run.screen)
+    # The page is loaded only here, at the end of a run that made a call.
+    if totals["calls"]:
+        from harness.session import page
+        page.end_of_run(run.recorder, screen=run.screen)
 
 
 def _run_demo(lesson: Lesson, run: Run):
@@ -510,8 +544,11 @@ def _run_demo(lesson: Lesson, run: Run):
     run.screen.seen_from = home              # its paths are shown as demo/…, from your folder
     try:
         terminal.show_note(f"[demo] it runs in {DEMO}/: everything it writes goes there")
-        script, prompt, summary = lesson.demo(run)
-        with StandInAPI(script, summary=summary) as api:
+        # Loaded only for --demo: the scripts and the loopback API they are played on.
+        from harness import demos, stand_in
+        demo = getattr(demos, lesson.name.split("_")[0] + "_demo")
+        script, prompt, summary = demo(*lesson.demo_args, run)
+        with stand_in.StandInAPI(script, summary=summary) as api:
             where = api.url.removeprefix("http://")
             terminal.show_note(f"[demo] a SCRIPTED stand-in model answers, on {where}: no "
                                "key, no network")
@@ -519,7 +556,7 @@ def _run_demo(lesson: Lesson, run: Run):
             terminal.show(f">> {prompt}", "36", sys.stdout, wrap=True)
             run.client = config.make_client(base_url=api.url, api_key="demo-no-key")
             messages = [{"role": "user", "content": prompt}]
-            terminal.print_answer(lesson.loop(messages, run), run.screen)
+            terminal.print_answer(_turn(lesson, run, messages, {}), run.screen)
         end_of_run(run)
     finally:
         os.chdir(home)

@@ -26,10 +26,8 @@ import shlex
 import sys
 
 from harness import terminal
-from harness.board import open_store
 from harness.stand_in.script import reply, text, tool
 
-S06_THRESHOLD = 9_500     # tokens: low, so that s06's layer 2 fires within its ten calls
 S07_THRESHOLD = 50_000    # s07's demo compacts on purpose (its compact call), never by size
 PLAN = [("Design the data model", "tables and fields"),
         ("Implement the API", "endpoints on the model"),
@@ -69,8 +67,8 @@ def s06_demo(context, run) -> tuple:
     context: s06's ContextSize; its threshold is set low for the demo, and said so."""
     if run.api_context is not None:
         return s06_api_demo(run)
-    _set_threshold(run, context, S06_THRESHOLD, "low, so that layer 2 compacts within ten "
-                   "calls")
+    _say_threshold(context.threshold, "s06's DEMO_THRESHOLD: low, so that layer 2 compacts "
+                   "within ten calls; COMPACT_THRESHOLD changes it")
 
     def first_result_cleared(body):
         for message in body["messages"]:
@@ -145,10 +143,17 @@ def s07_demo(tasks, context, run) -> tuple:
     see the board come back, complete a task and see what waited for it freed, on disk.
 
     tasks: s07's TaskManager, put on the demo's own board (demo/.tasks) as agent "demo"."""
-    tasks.store = open_store(".tasks")      # relative: cli runs the demo inside demo/
+    tasks.use(".tasks")                     # relative: cli runs the demo inside demo/
     tasks.agent = "demo"
     continuing = _s07_story(tasks.list_all())
-    _set_threshold(run, context, S07_THRESHOLD, "the demo compacts on purpose, not by size")
+    # Its script compacts on purpose (a compact call), and is written for no other: a
+    # threshold low enough to compact by size would break its story.
+    context.threshold = S07_THRESHOLD
+    run.recorder.threshold(S07_THRESHOLD)
+    mine = os.environ.get("COMPACT_THRESHOLD", "").strip()
+    if mine:
+        terminal.show_note(f"[demo] your COMPACT_THRESHOLD={mine} is ignored: this demo "
+                           "compacts on purpose, with a compact call (s06's --demo takes it)")
     summary = ("Summary: the plan is on the task board (data model, then the API and the "
                "docs; the tests after the API). Next: finish the task in progress.")
     if continuing:
@@ -267,12 +272,6 @@ def _plan_ids(listing: str):
     return None if None in ids else ids
 
 
-def _set_threshold(run, context, tokens: int, why: str) -> None:
-    """The demo's COMPACT_THRESHOLD, said, and a user's own said to be ignored."""
-    context.threshold = tokens
-    run.recorder.threshold(tokens)            # the session page draws it
-    terminal.show_note(f"[demo] COMPACT_THRESHOLD is {tokens:,} tokens for this demo: {why}")
-    mine = os.environ.get("COMPACT_THRESHOLD", "").strip()
-    if mine:
-        terminal.show_note(f"[demo] your COMPACT_THRESHOLD={mine} is ignored: the script is "
-                           "written for the demo's")
+def _say_threshold(tokens: int, why: str) -> None:
+    """The demo's COMPACT_THRESHOLD, said: a learner wonders why a compaction came early."""
+    terminal.show_note(f"[demo] COMPACT_THRESHOLD is {tokens:,} tokens for this demo ({why})")

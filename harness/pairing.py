@@ -2,8 +2,8 @@
 
 The API refuses a whole request (400), on every later turn, for one tool_use without its
 result, a result without its call, a tool_use id used twice, or a tool input that is not a
-JSON object. This module is the one place that keeps that rule. Relied on by endpoints (each
-reply: its ids made unique, a call cut off mid-way left out), tool_calls (the results of a
+JSON object. This module is the one place that keeps that rule. Relied on by model_call (each
+reply: its ids made unique, the note for a call cut off mid-way), tool_calls (the results of a
 batch Ctrl-C interrupted), cli (the history after a failed turn, and the calls that ran in
 it) and session/log.py (a saved session rebuilt valid on --continue). The stand-in API
 (stand_in/rules.py) checks the same rule on every request, on purpose separately: it plays the
@@ -12,9 +12,8 @@ Without each piece:
 - unique_ids: an endpoint that numbers its tool_use ids from 1 in each process reuses them
   after --continue; the API refuses the request, and layer 1 takes the new result for an old
   one it already cleared ("[Previous: used bash]").
-- cut_call and cut_note: a reply cut by max_tokens ends in a half-written call; running it
-  writes half a file. It is left out of the history (so it is owed no result), and the model
-  is told which call was not run.
+- cut_note: a reply cut by max_tokens ends in a half-written call, which model_call leaves
+  out of the history (so it is owed no result); the model is told which call was not run.
 - input_object: a tool input sent, or saved, as JSON text ('{"command": "ls"}') is not the
   object the API takes back; the next request is refused.
 - after_ctrl_c (INTERRUPTED, NOT_RUN): Ctrl-C in the middle of a batch would lose every
@@ -66,14 +65,6 @@ def unique_ids(history: list[dict], message: dict) -> dict:
     return {**message, "content": blocks} if renamed else message
 
 
-def cut_call(content: list, stop_reason: str):
-    """The tool call a cut reply stopped inside, or None. Only the last block can be
-    half-written (llama-server returns several parsed calls with stop_reason max_tokens)."""
-    if stop_reason in CUT and content and content[-1].type == "tool_use":
-        return content[-1]
-    return None
-
-
 def cut_note(name: str, stop_reason: str) -> dict:
     """The text block that tells the model its cut call was not run (reply.notes)."""
     return {"type": "text", "text": f"[your {name} call was cut off by {stop_reason} before "
@@ -93,11 +84,42 @@ def input_object(given: object) -> dict | None:
     return clean_json(decoded) if isinstance(decoded, dict) else None
 
 
+# ---------------------------------------------------------------- reading a history
+
+def tool_pairs(messages: list) -> list:
+    """(tool_use, tool_result) of every call the history answered, oldest first."""
+    calls, pairs = {}, []
+    for message in messages:
+        content = message.get("content") if isinstance(message, dict) else None
+        for block in content if isinstance(content, list) else []:
+            if not isinstance(block, dict):
+                continue
+            if block.get("type") == "tool_use" and message.get("role") == "assistant":
+                calls[block.get("id")] = block
+            elif block.get("type") == "tool_result" and message.get("role") == "user":
+                call = calls.get(block.get("tool_use_id"))
+                if call is not None:
+                    pairs.append((call, block))
+    return pairs
+
+
+def newest_ids(messages: list) -> set:
+    """The tool ids of the newest reply and its results: the model wrote those calls and has
+    not seen those results yet."""
+    ids = set()
+    for message in messages[-2:]:
+        content = message.get("content")
+        for block in content if isinstance(content, list) else []:
+            if isinstance(block, dict):
+                ids.add(block.get("id") or block.get("tool_use_id"))
+    return ids - {None}
+
+
 # ---------------------------------------------------------------- a turn that did not finish
 
 def stopped(call, what: str) -> dict:
     """The tool_result of a call Ctrl-C interrupted (INTERRUPTED) or kept from running."""
-    return {"type": "tool_result", "tool_use_id": call.id, "content": what, "is_error": True}
+    return {"type": "tool_result", "tool_use_id": call["id"], "content": what, "is_error": True}
 
 
 def after_ctrl_c(calls: list, results: list) -> list:

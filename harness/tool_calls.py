@@ -1,14 +1,14 @@
 """What happens around each tool call of s03's run_tool_calls (and so s06's and s07's).
 
-The lesson runs a call through its dispatch table; this module does the rest, through the
-run (harness/run.py) the loop was given. Without each piece:
-- result(): the model's tool_result is built by hand in three lessons; the user does not see
-  the result; the session page (run.recorder) cannot say which calls made the context grow;
-  and a result reaches the session log (run.log) only when the whole batch is done, so a
-  kill -9, a closed terminal or Ctrl-C in the middle of a batch loses the calls that already
-  ran, and --continue runs them again.
-- clean_text in result(): a file name or a command's output that is not UTF-8 (a file in
-  .tasks/) holds lone surrogates; in the history, they make every later request fail.
+The lesson runs a call through its dispatch table and builds its tool_result; this module does
+the rest, through the run (harness/run.py) the loop was given. Without each piece:
+- kept(): the user does not see the result; the session page (run.recorder) cannot say
+  which calls made the context grow; and a result reaches the session log (run.log) only
+  when the whole batch is done, so a kill -9, a closed terminal or Ctrl-C in the middle of a
+  batch loses the calls that already ran, and --continue runs them again.
+- clean_text in kept(): a file name or a command's output that is not UTF-8 (a file in
+  .tasks/) holds lone surrogates; in the history, they make every later request fail. And
+  the API refuses an empty result.
 - keep_on_ctrl_c() and ToolsInterrupted: Ctrl-C in the middle of a batch would lose every
   result of it. Instead the REPL gets one result per call (pairing.after_ctrl_c): those that
   ran, the one that was running ("interrupted while it ran; it may have acted": it may have
@@ -34,19 +34,18 @@ class ToolsInterrupted(KeyboardInterrupt):
         self.results = results
 
 
-def result(run, call, output: str, is_error: bool) -> dict:
-    """The tool_result for a call that ran: shown, recorded in the run, and logged at once."""
-    output = output or "(no output)"      # the API refuses an empty result
-    # A file name or a command's bytes that are not UTF-8 arrive as lone surrogates: mended
-    # here, where every result passes, or the next request could not be encoded.
-    output = clean_text(output)
-    terminal.show_tool_result(output, is_error)
-    run.recorder.tool(call.name, call.input, output, is_error)    # for the session page
-    block = {"type": "tool_result", "tool_use_id": call.id, "content": output}
-    if is_error:
-        block["is_error"] = True
-    run.log.tool_result(block)            # on disk now: a kill -9 does not lose it
-    return block
+def kept(run, call: dict, result: dict) -> dict:
+    """The tool_result s03 built for a call, made sendable, shown, recorded in the run, and
+    logged at once."""
+    # The API refuses an empty result. A file name or a command's bytes that are not UTF-8
+    # arrive as lone surrogates: mended here, where every result passes, or the next request
+    # could not be encoded.
+    output = clean_text(result["content"] or "(no output)")
+    result = {**result, "content": output}
+    terminal.show_tool_result(output, result.get("is_error", False))
+    run.recorder.tool(call["name"], call["input"], output, result.get("is_error", False))
+    run.log.tool_result(result)           # on disk now: a kill -9 does not lose it
+    return result
 
 
 @contextmanager

@@ -28,8 +28,8 @@ import helpers  # noqa: E402
 import pg_server  # noqa: E402
 import s07_task_system as s07  # noqa: E402
 import session_screenshot  # noqa: E402
-from harness import config, layer1, spill  # noqa: E402
-from harness.board import folder, open_store, postgres  # noqa: E402
+from harness import config, spill  # noqa: E402
+from harness.board import postgres, record  # noqa: E402
 from harness.run import Run  # noqa: E402
 from harness.stand_in import StandInAPI  # noqa: E402
 
@@ -94,7 +94,7 @@ def fresh_layers(monkeypatch, tmp_path):
     import s06_compact
 
     def renew() -> None:
-        monkeypatch.setattr(s06_compact, "CLEARED", layer1.Cleared())
+        monkeypatch.setattr(s06_compact, "CLEARED", s06_compact.Cleared())
         monkeypatch.setattr(s06_compact, "CONTEXT", s06_compact.ContextSize())
     renew()
     monkeypatch.chdir(tmp_path)
@@ -181,7 +181,7 @@ def s07_board(board, monkeypatch):
     """s07's own TaskManager, s07.TASKS (what its tools and its board after a compaction use),
     on `board`, for agent alice. Its store and agent are set, as --board and --name set them:
     the tools' table holds its bound methods, so the object itself stays."""
-    monkeypatch.setattr(s07.TASKS, "store", open_store(board))
+    monkeypatch.setattr(s07.TASKS, "store", s07.TaskManager(board).store)
     monkeypatch.setattr(s07.TASKS, "agent", "alice")
     return s07.TASKS
 
@@ -190,7 +190,7 @@ def s07_board(board, monkeypatch):
 def failing_write(board, monkeypatch):
     """fail(n, exc): the n-th write to the board from now on raises exc, in the middle of an
     import: a server gone, a full disk, or the user's Ctrl-C."""
-    store = postgres if helpers.on_postgres(board) else folder
+    store = postgres if helpers.on_postgres(board) else record   # s07's TaskFolder: record.now
     real = store.now                                 # every write stamps updated_at
 
     def fail(n, exc):

@@ -39,7 +39,7 @@ import pytest
 
 import pg_server
 import s03_todo
-from harness import endpoints, pairing
+from harness import model_call, pairing
 from harness.run import Run
 from harness.session.record import Recorder
 from harness.stand_in import StandInAPI
@@ -73,14 +73,14 @@ def tool_results(request, index=-1):
 def call_tool(name, args, tools, handlers):
     """One tool call as the loop runs it: (the tool_result's content, is_error).
 
-    endpoints.make_call checks the input against the tool's schema (as endpoints.ask does for
-    a reply), then s03's run_tool_calls runs it, as every lesson's loop does: the dispatch,
-    the cap (the whole result saved), the text mended, the result block made. A fresh Run, as
-    a new process has; closed after (its pins let go)."""
-    call = endpoints.make_call("toolu_test", name, args, tools)
+    s03's run_tool_calls runs it as every lesson's loop does: the input checked against the
+    tool's schema, the dispatch, the cap (the whole result saved), the text mended, the result
+    block made. A fresh Run, as a new process has; closed after (its pins let go)."""
+    call = {"type": "tool_use", "id": "toolu_test", "name": name, "input": args}
+    response = model_call.Response([call], "tool_use", tool_uses=[call])
     run = Run()
     try:
-        (block,) = s03_todo.run_tool_calls(run, [call], handlers)
+        (block,) = s03_todo.run_tool_calls(run, response, handlers, tools)
     finally:
         run.close()
     return block["content"], block.get("is_error", False)

@@ -23,7 +23,7 @@ from harness.board import checklist, folder, graph
 from harness.board.checklist import import_checklist
 from harness.board.live import BoardWatcher
 from harness.board.record import (DESCRIPTION_MAX, SUBJECT_MAX, agent_name, default_agent_name,
-                                  new_task, parse_task_id)
+                                  parse_task_id)
 from harness.run import Run
 from harness.stand_in.script import reply, text, tool
 from helpers import (at_once, call_tool, edit_by_hand, gather, listing, on_postgres,
@@ -160,7 +160,7 @@ def test_a_missing_or_hand_edited_high_water_mark_never_sends_ids_back(board, ho
     assert "Ready to start: #1 a, #2 b, #3 c, #4 d, #5 e" in TaskManager(board).list_all()
 
 
-def test_reserve_refuses_a_taken_id_and_dependents_are_read_fresh(board):
+def test_reserve_refuses_a_taken_id_and_a_freed_task_keeps_its_hand_edit(board):
     tasks = TaskManager(board)
     tasks.create("Design")
     tasks.create("Build", blocked_by=[1])
@@ -169,13 +169,14 @@ def test_reserve_refuses_a_taken_id_and_dependents_are_read_fresh(board):
     edit_by_hand(board, 3, description="by hand")
     store = tasks.store
     with store.locked():
-        assert store.reserve(new_task(2, "taken", "", [])) is False
+        assert store.reserve(s07.new_task(2, "taken", "", [])) is False
         assert sorted(store.ids()) == [1, 2, 3] and tasks.next_id() == 4
-        waiting = store.dependents(1)
-        assert store.reserve(new_task(4, "free", "", [])) is True
+        assert store.reserve(s07.new_task(4, "free", "", [])) is True
         assert sorted(store.ids()) == [1, 2, 3, 4] and tasks.next_id() == 5
-    assert [(t["id"], t["description"]) for t in waiting] == [(2, ""), (3, "by hand")]
     assert store.load(2)["subject"] == "Build" and store.load(4)["subject"] == "free"
+    # Completing #1 frees #3 as it is on disk now: the hand edit is kept, not written over.
+    assert "Unblocked: #2 Build, #3 Docs" in tasks.update(1, "completed")
+    assert store.load(3)["description"] == "by hand" and store.load(3)["blockedBy"] == []
 
 
 @pytest.mark.parametrize("value, expected", [(3, 3), ("3", 3), ("#3", 3), (" #12 ", 12)])
@@ -773,7 +774,7 @@ def fill(tasks, ids, done: int = 0, words: str = "", chain: bool = False) -> Non
     last = max(ids)
     with tasks.store.locked():
         for n in ids:
-            task = new_task(n, f"Step {n}{words}", "", [n + 1] if chain and n < last else [])
+            task = s07.new_task(n, f"Step {n}{words}", "", [n + 1] if chain and n < last else [])
             if n <= done:
                 task["status"] = "completed"
             assert tasks.store.reserve(task)

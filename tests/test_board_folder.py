@@ -18,8 +18,6 @@ import time
 import pytest
 
 import s07_task_system as s07
-from harness.board import open_store
-from harness.board.record import Task, new_task
 from harness.run import Run
 from helpers import (ROOT, call_tool, crash_at_byte, crash_inside_target, edit_by_hand,
                      within)
@@ -62,12 +60,13 @@ def test_every_field_written_to_a_task_file_is_in_the_schema(board_dir):
     tasks.update(1, status="in_progress")
     tasks.update(1, status="completed")                # frees #2 and #3: writes `unblocked`
     tasks.update(2, status="deleted")                  # a deletion frees #4
-    fields = Task.__required_keys__ | Task.__optional_keys__
+    required = set(s07.new_task(1, "a", "", []))       # the fields s07 shows
+    fields = required | {"unblocked"}
     written = [task_file(board_dir, n) for n in (1, 2, 3, 4)]
     assert "unblocked" in written[0]                   # the optional field was really written
     for record in written:
         assert set(record) <= fields, set(record) - fields
-        assert Task.__required_keys__ <= set(record)
+        assert required <= set(record)
 
 
 def test_constructing_a_manager_touches_no_file(board_dir):
@@ -103,7 +102,7 @@ def test_creating_many_tasks_lists_the_folder_once(board_dir, monkeypatch):
     monkeypatch.setattr(os, "listdir", listdir)
     for n in range(1, 51):
         with store.locked():                        # as s07 creates: next_id(), reserved
-            assert store.reserve(new_task(tasks.next_id(), f"task {n}", "", []))
+            assert tasks.add(f"task {n}", "", [])["id"] == n
     assert len(listed) <= 2 and tasks.next_id() == 51
 
 
@@ -208,7 +207,7 @@ def test_a_hand_edited_unblocked_that_is_not_a_list_is_flagged_not_a_type_error(
 
 
 def test_a_board_next_to_3000_unreadable_files_is_bounded_in_characters(board_dir, monkeypatch):
-    monkeypatch.setattr(s07.TASKS, "store", open_store(board_dir))   # the board s07 re-attaches
+    monkeypatch.setattr(s07.TASKS, "store", TaskManager(board_dir).store)   # the board s07 re-attaches
     for n in range(1, 4):
         s07.TASKS.create(f"Step {n}")
     for n in range(4, 3004):
@@ -290,7 +289,7 @@ def test_a_link_at_the_boards_lock_is_refused_and_nothing_is_written_through_it(
         TaskManager(board_dir).create("Design the data model")
     assert keys.read_text() == KEYS
     assert [p.name for p in board_dir.iterdir()] == [".lock"]           # no task was written
-    monkeypatch.setattr(s07.TASKS, "store", open_store(board_dir))   # the model's task_create
+    monkeypatch.setattr(s07.TASKS, "store", TaskManager(board_dir).store)   # the model's task_create
     message, is_error = call_tool("task_create", {"subject": "Design"}, s07.TOOLS,
                                   s07.TOOL_HANDLERS)
     assert is_error and ".lock is a symbolic link" in message
@@ -331,7 +330,7 @@ def test_a_failed_stamp_releases_the_lock_for_this_process_and_others(board_dir,
 
 def test_a_failed_stamp_is_told_in_words(board_dir, next_stamp_fails, monkeypatch):
     fail, failed = next_stamp_fails
-    monkeypatch.setattr(s07.TASKS, "store", open_store(board_dir))   # the board the tools use
+    monkeypatch.setattr(s07.TASKS, "store", TaskManager(board_dir).store)   # the board the tools use
     s07.TASKS.create("Design the data model")
     fail()
     out, is_error = call_tool("task_update", {"task_id": 1, "status": "in_progress"},

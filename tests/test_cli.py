@@ -17,7 +17,6 @@ import time
 
 import pytest
 
-from harness import endpoints
 from harness.run import Run
 import s03_todo
 import s06_compact
@@ -213,11 +212,11 @@ def test_a_terminal_sees_the_wait_the_text_live_and_a_tool_call_growing(monkeypa
     with StandInAPI([reply(text("Writing the app now."), big, delay=1.5)]) as api:
         monkeypatch.setenv("ANTHROPIC_BASE_URL", api.url)
         client = anthropic.Anthropic(api_key="k", base_url=api.url)
-        reply_ = endpoints.ask(Run(client), "s", [], [{"role": "user", "content": "hi"}], 9)
+        reply_ = s03_todo.ask_model(Run(client), "s", [], [{"role": "user", "content": "hi"}], 9)
     shown = re.sub(r"\x1b\[[0-9;]*[mK]", "", screen.getvalue())      # colours and line clearing
     assert "waiting for the model at 127.0.0.1" in shown and "· 1 s" in shown
     assert "Writing the app now." in shown and re.search(r"> write_file … 3\.\d kB so far", shown)
-    assert [b["type"] for b in reply_.message["content"]] == ["text", "tool_use"]
+    assert [b["type"] for b in reply_.content] == ["text", "tool_use"]
 
 
 def test_nothing_of_the_stream_goes_to_a_pipe_and_the_answer_is_printed_once(run_main):
@@ -508,7 +507,7 @@ def test_a_request_that_cannot_be_encoded_names_the_real_cause():
     with StandInAPI([reply(text("never"))]) as api:
         run = Run(anthropic.Anthropic(api_key="k", base_url=api.url))
         with pytest.raises(EndpointError, match="not valid Unicode") as raised:
-            endpoints.ask(run, "s", [], [{"role": "user", "content": "half an emoji \ud83d"}], 9)
+            s03_todo.ask_model(run, "s", [], [{"role": "user", "content": "half an emoji \ud83d"}], 9)
     assert "'\\ud83d'" in str(raised.value) and "did not answer like" not in str(raised.value)
     assert api.requests == []
 

@@ -299,11 +299,3 @@ def test_the_defaults_and_bounds_the_pages_quote_are_the_codes():
                if words(phrase) not in words(text)]
     assert missing == []
     assert s06_compact.KEEP_RECENT == 3        # "the three newest" in limits.md
-
-
-def test_the_cache_minimum_the_docs_quote_is_s06s_with_its_source():
-    import s06_compact
-    doc = words(s06_compact.__doc__)
-    assert "1,024 for Sonnet 5 (platform.claude.com/docs/en/build-with-claude/prompt-caching" in doc
-    assert "below the model's minimum for caching, 1,024 tokens for the default model" in words(
-        page("session.md"))

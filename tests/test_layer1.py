@@ -1,11 +1,12 @@
-"""Layer 1's pieces (harness/layer1.py) and s06's batch rule, checked against the stand-in."""
+"""s06's layer 1 (its choice, its placeholders, the batch rule) and its bookkeeping in
+harness/compaction.py, checked against the stand-in."""
 
 import copy
 
 import pytest
 
 import s06_compact as s06
-from harness import layer1
+from harness import compaction
 from harness.run import Run
 from harness.stand_in.rules import check_request
 from harness.stand_in.script import tool
@@ -29,11 +30,30 @@ def inputs(view):
 
 
 def cleared_inputs(messages, ids):
-    cleared = layer1.Cleared()
-    batch = layer1.Batch()
-    batch.inputs = dict.fromkeys(ids, 1)
-    cleared.add(Run(), batch, messages)
+    """Layer 1's memory with the inputs of these calls cleared."""
+    cleared = s06.Cleared()
+    for message in messages[1::2]:
+        call = message["content"][0]
+        if call["id"] in ids:
+            cleared.instead[id(call)] = (call, s06.placeholder(call, call, Run()))
     return cleared
+
+
+def view(messages, cleared):
+    """What the model sees of messages, with `cleared` as layer 1's memory."""
+    s06.CLEARED = cleared
+    return s06.micro_compact(messages, Run(), batch=False)
+
+
+def clearable_inputs(messages):
+    """The calls whose inputs layer 1 would clear (KEEP_RECENT: 3), and what each frees."""
+    assert s06.KEEP_RECENT == 3
+    return {call["id"]: s06.tokens_freed(call, call)
+            for block, call in s06.clearable(messages) if block is call}
+
+
+def cleared_ids():
+    return {b.get("tool_use_id") or b.get("id") for b, _ in s06.CLEARED.instead.values()}
 
 
 pytestmark = pytest.mark.usefixtures("fresh_layers")    # s06's layers new, in a tmp folder
@@ -47,9 +67,9 @@ def test_old_big_writes_and_edits_are_worth_clearing_and_the_newest_calls_are_no
                        ("bash", {"command": "echo " + "y" * 2_000}),
                        ("write_file", {"path": "b.py", "content": BIG}),     # the newest three
                        ("bash", {"command": "ls"}), ("bash", {"command": "pwd"}))
-    worth = layer1.no_longer_needed(messages, 3, 400, layer1.Cleared()).inputs
+    worth = clearable_inputs(messages)
     assert set(worth) == {"t0", "t1"}          # not short, not bash, not one of the newest 3
-    assert 3_400 < worth["t0"] < 3_500         # 14,000 characters of JSON / 4, less the placeholder
+    assert 3_400 < worth["t0"] < 3_600         # 14,000 characters of JSON / 4
     assert worth["t1"] > 300
 
 
@@ -59,25 +79,24 @@ def test_cleared_inputs_keep_the_call_valid_and_the_history_whole():
                                       "new_text": BIG[:700]}),
                        ("bash", {"command": "ls"}))
     original = copy.deepcopy(messages)
-    view = layer1.view(messages, cleared_inputs(messages, {"t0", "t1"}))
+    seen = view(messages, cleared_inputs(messages, {"t0", "t1"}))
     assert messages == original
     now = "read_file shows the file as it is now]"
-    assert inputs(view)[0] == {"path": "a.py",
+    assert inputs(seen)[0] == {"path": "a.py",
                                "content": f"[cleared from the context: 12,000 characters; {now}"}
-    assert inputs(view)[1] == {"path": "a.py",
+    assert inputs(seen)[1] == {"path": "a.py",
                                "old_text": f"[cleared from the context: 600 characters; {now}",
                                "new_text": f"[cleared from the context: 700 characters; {now}"}
-    assert inputs(view)[2] == {"command": "ls"}
-    assert check_request({"model": "m", "max_tokens": 1, "messages": view}) is None
-    assert [b["id"] for m in view[1::2] for b in m["content"]] == ["t0", "t1", "t2"]
+    assert inputs(seen)[2] == {"command": "ls"}
+    assert check_request({"model": "m", "max_tokens": 1, "messages": seen}) is None
+    assert [b["id"] for m in seen[1::2] for b in m["content"]] == ["t0", "t1", "t2"]
 
 
 def test_an_input_that_is_not_text_is_left_alone():
     messages = history(("write_file", {"path": "a.py", "content": ["not", "a", "string"]}),
                        ("bash", {"command": "1"}), ("bash", {"command": "2"}),
                        ("bash", {"command": "3"}))
-    assert layer1.no_longer_needed(messages, 3, 400, layer1.Cleared()).inputs == {}
-    assert layer1.view(messages, cleared_inputs(messages, {"t0"}))[1] == messages[1]
+    assert clearable_inputs(messages) == {}
 
 
 def test_a_batch_must_free_enough_and_a_fair_share_of_what_it_rewrites(monkeypatch, run):
@@ -91,10 +110,10 @@ def test_a_batch_must_free_enough_and_a_fair_share_of_what_it_rewrites(monkeypat
         messages = history(("bash", {"command": "a"}), ("bash", {"command": "b" * after}),
                            ("bash", {"command": "c"}))
         messages[2] = copy.deepcopy(old)
-        s06.CLEARED = layer1.Cleared()
+        s06.CLEARED = s06.Cleared()
         s06.CONTEXT.reported = 1               # a warm cache: the rewrite costs something
         s06.micro_compact(messages, run)
-        return "t0" in s06.CLEARED.results
+        return "t0" in cleared_ids()
     monkeypatch.setattr(s06, "REWRITE_SHARE", 1.0)
     assert cleared_with(4_000)                  # rewrites about a quarter of what it frees
     assert not cleared_with(40_000)             # rewrites about 2.5 times what it frees
@@ -109,10 +128,10 @@ def test_a_small_compact_threshold_makes_smaller_batches_worth_it(monkeypatch, r
     messages[2]["content"][0]["content"] = "o" * 4 * batch
     s06.CONTEXT.reported = 1
     s06.micro_compact(messages, run)
-    assert s06.CLEARED.results == {}
+    assert cleared_ids() == set()
     s06.CONTEXT.threshold = batch * 5 // 2 - 100                   # 0.4 x it: under the batch
     s06.micro_compact(messages, run)
-    assert set(s06.CLEARED.results) == {"t0"}
+    assert cleared_ids() == {"t0"}
 
 
 def test_a_cold_cache_clears_what_is_worth_it_without_counting_a_rewrite(monkeypatch, run):
@@ -124,24 +143,23 @@ def test_a_cold_cache_clears_what_is_worth_it_without_counting_a_rewrite(monkeyp
     messages[2]["content"][0]["content"] = "o" * 40_000
     s06.CONTEXT.reported = 1
     s06.micro_compact(messages, run)
-    assert s06.CLEARED.results == {}               # warm: it would rewrite far more than it frees
+    assert cleared_ids() == set()                  # warm: it would rewrite far more than it frees
     s06.CONTEXT.reported = None
     s06.micro_compact(messages, run)
-    assert set(s06.CLEARED.results) == {"t0"}      # cold: nothing to lose
+    assert cleared_ids() == {"t0"}                 # cold: nothing to lose
 
 
-def test_a_placeholder_is_made_once_and_stays_the_same_text(run):
+def test_a_placeholder_is_made_once_and_stays_the_same_text(monkeypatch, run):
+    monkeypatch.setattr(s06, "KEEP_RECENT", 1)
     messages = history(("bash", {"command": "a"}), ("bash", {"command": "b"}),
                        ("bash", {"command": "c"}))
     messages[2]["content"][0]["content"] = "o" * 40_000
-    cleared = layer1.Cleared()
-    batch = layer1.no_longer_needed(messages, 1, 400, cleared)
-    cleared.add(run, batch, messages)
-    first = layer1.view(messages, cleared)
+    s06.CONTEXT.reported = None
+    first = s06.micro_compact(messages, run)
     messages += history(("bash", {"command": "d"}))[1:]
     messages[-2]["content"][0]["id"] = messages[-1]["content"][0]["tool_use_id"] = "t9"
-    again = layer1.view(messages, cleared)
-    assert again[:len(first)] == first
+    again = s06.micro_compact(messages, run, batch=False)
+    assert again[:len(first) - 1] == first[:-1]
     assert first[2]["content"][0]["content"].startswith("[Previous: used bash; the whole result")
 
 
@@ -153,11 +171,11 @@ def test_the_cache_point_keeps_the_prefix_read_when_a_batch_starts_far_back():
             "messages": history(*calls)}
     changed = copy.deepcopy(body["messages"])
     changed[4]["content"][0]["content"] = "[Previous: used bash]"      # 36 blocks from the end
-    for point, read_at_least in ((None, 0), ("t1", 2_000)):
+    for point, read_at_least in ((None, 0), (changed[4]["content"][0], 2_000)):
         cache = PromptCache(min_tokens=1_024)
         for end in range(3, len(body["messages"]) + 1, 2):      # the loop's calls so far
             cache.usage({**body, "messages": body["messages"][:end]})
-        view = layer1._with_cache_point(changed, point)
+        view = compaction.breakpoint_before(changed, point)
         usage = cache.usage({**body, "messages": view})
         assert check_request({**body, "max_tokens": 1, "messages": view}) is None
         if point is None:
@@ -170,5 +188,6 @@ def test_the_cache_point_keeps_the_prefix_read_when_a_batch_starts_far_back():
 
 def test_no_cache_point_without_a_batch_or_for_the_first_message():
     messages = history(("bash", {"command": "a"}))
-    assert layer1._with_cache_point(messages, None) is messages
-    assert layer1._with_cache_point(messages, "unknown") is messages
+    assert compaction.breakpoint_before(messages, None) is messages
+    unknown = {"type": "tool_result", "tool_use_id": "unknown", "content": "x"}
+    assert compaction.breakpoint_before(messages, unknown) is messages

@@ -4,7 +4,6 @@ Each history it makes is judged by the stand-in's own check of the API's rules (
 written separately on purpose: a check of pairing.py by pairing.py would catch nothing.
 """
 
-from types import SimpleNamespace
 
 import pytest
 
@@ -167,7 +166,7 @@ def test_a_batch_stopped_by_ctrl_c_is_kept_with_a_result_for_every_call():
     prompt = {"role": "user", "content": "write three files"}
     reply = {"role": "assistant", "content": [call("a"), call("b"), call("c")]}
     messages = before + [prompt, reply]
-    calls = [SimpleNamespace(id=id) for id in "abc"]
+    calls = [{"id": id} for id in "abc"]
     results = pairing.after_ctrl_c(calls, [result("a", "wrote a")])
     compacted, done = pairing.keep_completed(messages, len(before), prompt, results, [])
     assert (compacted, done) == (False, 2) and valid(messages) is None   # c never ran
@@ -185,7 +184,7 @@ def test_after_a_compaction_in_the_failed_turn_the_history_goes_on_from_the_summ
 
 
 def test_ctrl_c_in_a_batch_answers_every_call_and_only_the_ones_that_ran_count():
-    calls = [SimpleNamespace(id=f"t{n}") for n in range(4)]
+    calls = [{"id": f"t{n}"} for n in range(4)]
     results = pairing.after_ctrl_c(calls, [result("t0", "done")])
     assert [r["tool_use_id"] for r in results] == ["t0", "t1", "t2", "t3"]
     assert [r["content"] for r in results] == ["done", pairing.INTERRUPTED, pairing.NOT_RUN,

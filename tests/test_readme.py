@@ -267,23 +267,6 @@ def test_without_a_model_those_steps_are_refused_with_one_message_each(workdir):
 
 # ---------------------------------------------------------------- what the README says of the code
 
-def loop_of(name):
-    """A lesson's agent_loop, as text."""
-    source = (ROOT / name).read_text(encoding="utf-8")
-    start = source.index("def agent_loop")
-    return source[start:source.index("\n\n\n", start)]
-
-
-def test_each_lesson_holds_its_own_loop_and_marks_the_lines_it_adds():
-    loops = {name: loop_of(name) for name in ("s03_todo.py", "s06_compact.py",
-                                               "s07_task_system.py")}
-    assert all("while steps < max_steps:" in loop for loop in loops.values())
-    assert "# layer 1" in loops["s06_compact.py"] and "# layer 2 + board" in loops[
-        "s07_task_system.py"]
-    assert "each lesson holds its own loop, and the lines it adds carry a comment (`# layer 1`, " \
-           "`# layer 2 + board`)" in " ".join(README.split())
-
-
 def test_the_settings_the_readme_lists_are_the_ones_the_docs_and_env_example_have():
     listed = re.search(r"Settings come from the environment or from `./.env` \(the environment "
                        r"wins\): (.*?); `.env.example` has the common ones\.", README)[1]

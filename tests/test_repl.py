@@ -187,8 +187,8 @@ def test_compact_on_a_history_resumed_without_a_key_is_one_message_and_keeps_it(
     assert code == 0 and api.requests == [] and "Traceback" not in err, err
     refusal = [m for m in messages(err) if m.startswith("error:")]
     assert refusal == ["error: /compact asks the model for the summary, and there is no model "
-                       "to talk to: set ANTHROPIC_API_KEY (docs/real-use.md); the conversation "
-                       "is as it was"]
+                       "to talk to: set ANTHROPIC_API_KEY (docs/real-use.md), or see a "
+                       "compaction with no key in --demo; the conversation is as it was"]
     assert "session so far: 0 model calls" in out               # the REPL went on
     code, out, err, api = run_main(s06_compact, "--continue", "go on",
                                    script=[reply(text("went on"))])

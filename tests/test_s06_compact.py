@@ -9,7 +9,7 @@ import anthropic
 import pytest
 
 import s06_compact as s06
-from harness import config, layer1, transcripts
+from harness import compaction, config
 from harness.run import Run
 from helpers import tool_results
 from harness.stand_in import StandInAPI
@@ -63,7 +63,7 @@ def test_layer1_clears_old_long_results_in_one_worthwhile_batch_and_keeps_the_ne
     ids = lambda msgs: [(b.get("id"), b.get("tool_use_id")) for m in msgs[1:] for b in m["content"]]
     assert ids(view) == ids(history)
     note = capsys.readouterr().err
-    freed = s06.estimate_tokens(BIG) + (4 - kept) * s06.estimate_tokens(LONG)
+    freed = s06.tokens.estimate(BIG) + (4 - kept) * s06.tokens.estimate(LONG)
     assert (f"micro_compact: {5 - kept} old tool results (or inputs) are now placeholders "
             f"(about {freed:,} tokens cleared)") in words(note)
 
@@ -88,9 +88,10 @@ def test_a_call_whose_result_and_input_are_both_cleared_counts_both(capsys, run)
     """One id clears both a result and its call's input: what the batch frees is their sum."""
     history = history_with_results(("write_file", LONG, {"path": "a.py", "content": BIG}),
                                    *[("bash", "ok")] * s06.KEEP_RECENT)
+    (call,) = [call for block, call in s06.clearable(history) if block is call]
+    input_freed = s06.tokens_freed(call, call)
     s06.micro_compact(history, run)
-    input_freed = layer1.no_longer_needed(history, 0, s06.KEEP_CHARS, layer1.Cleared()).inputs["t0"]
-    freed = s06.estimate_tokens(LONG) + input_freed
+    freed = s06.tokens.estimate(LONG) + input_freed
     assert f"(about {freed:,} tokens cleared)" in words(capsys.readouterr().err)
 
 
@@ -115,7 +116,7 @@ def test_clearing_a_calls_input_keeps_its_short_result_and_claims_nothing_about_
         assert "read_file shows the file as it is now" in edited[field]
 
 
-def test_only_a_whole_read_or_write_that_worked_makes_an_earlier_read_stale():
+def test_only_a_whole_read_or_write_that_worked_makes_an_earlier_read_stale(monkeypatch):
     whole = "line\n" * 2_000
     history = history_with_results(("read_file", whole, {"path": "a.py"}),
                                    ("read_file", "line\n" * 100, {"path": "a.py", "offset": 50}),
@@ -133,7 +134,8 @@ def test_only_a_whole_read_or_write_that_worked_makes_an_earlier_read_stale():
                                     {"path": "e.py"}),
                                    ("bash", BIG), ("bash", "ok"))
     history[8]["content"][0]["is_error"] = True
-    gone = layer1.no_longer_needed(history, 1, s06.KEEP_CHARS, layer1.Cleared()).results
+    monkeypatch.setattr(s06, "KEEP_RECENT", 1)
+    gone = {block["tool_use_id"] for block, call in s06.clearable(history) if block is not call}
     # A part read, a failed write: a.py and b.py are still whole.
     assert "t0" not in gone and "t2" not in gone
     assert "t4" in gone                              # c.py was written anew
@@ -226,13 +228,13 @@ class Usage:
 def test_context_size_prefers_the_reported_count_and_estimates_only_the_rest():
     size = s06.ContextSize()
     messages = [{"role": "user", "content": "a" * 400}]
-    assert size.estimate(messages) == s06.estimate_tokens(messages)  # nothing reported yet
+    assert size.estimate(messages) == s06.tokens.estimate(messages)  # nothing reported yet
     messages.append({"role": "assistant", "content": [text("ok")]})
     size.record(Usage(1000, 20, cache_read=300), messages)
     assert size.estimate(messages) == 1320
     extra = {"role": "user", "content": "b" * 4000}
     messages.append(extra)
-    assert size.estimate(messages) == 1320 + s06.estimate_tokens([extra])
+    assert size.estimate(messages) == 1320 + s06.tokens.estimate([extra])
 
 
 @pytest.mark.parametrize("value", ["lots", "²", "0"])
@@ -252,8 +254,8 @@ def test_the_threshold_comes_from_the_environment_when_a_run_starts(run_main):
 
 def test_transcripts_are_jsonl_of_plain_data_and_never_overwritten(in_tmp):
     history = history_with_results(("bash", "héllo ✓"), ("read_file", LONG))
-    first = transcripts.save(config.TRANSCRIPTS, history)
-    second = transcripts.save(config.TRANSCRIPTS, history[:1])
+    first = compaction.save(config.TRANSCRIPTS, history)
+    second = compaction.save(config.TRANSCRIPTS, history[:1])
     assert first != second and first.parent.name == ".transcripts"
     lines = first.read_text(encoding="utf-8").splitlines()
     assert [json.loads(line) for line in lines] == history and "héllo ✓" in lines[2]
@@ -406,7 +408,7 @@ def test_usage_with_null_fields_counts_as_zero():
     messages = [{"role": "user", "content": "hi"}]
     size.record(Usage(None, None), messages)
     # Nothing reported: the estimate.
-    assert size.estimate(messages) == s06.estimate_tokens(messages)
+    assert size.estimate(messages) == s06.tokens.estimate(messages)
     size.record(Usage(10, 5, cache_read=None, cache_creation=7), messages)
     assert size.estimate(messages) == 22
 

@@ -24,12 +24,11 @@ import pytest
 from helpers import ROOT, clean_env, sql, tool_results
 import s03_todo
 from harness import config
-from harness.board import open_store
-from harness.board.folder import TaskFiles
 from harness.board.postgres import PostgresTasks
 from harness.errors import SetupError
 from harness.stand_in import StandInAPI
 from harness.stand_in.script import reply, text, tool
+import s07_task_system as s07
 from s07_task_system import TaskManager
 from helpers import messages, words
 
@@ -101,7 +100,7 @@ def test_a_folder_whose_name_holds_a_colon_and_slashes_is_written_as_a_path(tmp_
     monkeypatch.chdir(tmp_path)
     for address in ("./odd://name", str(tmp_path / "abs://name"), "sub/dir://x", ".tasks"):
         tasks = TaskManager(address)
-        assert isinstance(tasks.store, TaskFiles)
+        assert isinstance(tasks.store, s07.TaskFolder)
         tasks.create("Design")
     # A path's // is one /: ./odd://name is the folder name inside the folder odd:
     made = sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("task_1.json"))
@@ -110,7 +109,7 @@ def test_a_folder_whose_name_holds_a_colon_and_slashes_is_written_as_a_path(tmp_
 
 
 def test_a_path_object_is_always_a_folder(tmp_path):
-    assert isinstance(open_store(tmp_path / "postgresql:" / "x"), TaskFiles)
+    assert isinstance(TaskManager(tmp_path / "postgresql:" / "x").store, s07.TaskFolder)
 
 
 def test_a_refused_board_in_task_board_stops_s07_before_any_request_or_folder(run_lesson, workdir):

@@ -12,7 +12,7 @@ import os
 
 import s03_todo
 import s07_task_system
-from helpers import tool_results
+from helpers import tool_results, words
 from harness.stand_in.script import reply, text, tool
 
 HALF_AN_EMOJI = "Party \ud83d"
@@ -38,14 +38,18 @@ def test_half_an_emoji_in_a_tool_input_sent_as_json_text_is_mended(
     assert (workdir / "party.txt").read_text(encoding="utf-8") == "Party \ufffd"
 
 
-def test_half_an_emoji_in_a_streamed_tool_input_runs_the_call(run_main, workdir):
-    """The stand-in streams the input as JSON, where half an emoji is the escape \\ud83d."""
+def test_half_an_emoji_in_a_streamed_tool_input_is_one_line_and_the_repl_goes_on(run_main,
+                                                                                 workdir):
+    """The stand-in streams the input as JSON, where half an emoji is the escape \\ud83d. The
+    SDK's parser (jiter) refuses it: the turn fails in one line naming the endpoint, nothing
+    half-made joins the history, and the next prompt is sent as if the turn had not been."""
     script = [reply(tool("write_file", {"path": "party.txt", "content": HALF_AN_EMOJI})),
-              reply(text("done"))]
-    code, out, err, api = run_main(s03_todo, "go", script=script)
-    assert code == 0 and out.strip() == "done" and api.violations == [], err
-    assert sent_inputs(api, 1) == [{"path": "party.txt", "content": "Party \ufffd"}]
-    assert not tool_results(api.requests[1])[0].get("is_error")
+              reply(text("fine"))]
+    code, out, err, api = run_main(s03_todo, stdin="go\nagain\nq\n", script=script)
+    assert code == 0 and "fine" in out and api.violations == [], err
+    assert f"the endpoint at {api.url} did not answer like the Messages API" in words(err)
+    assert [m["content"] for m in api.requests[1]["messages"]] == ["again"]
+    assert not (workdir / "party.txt").exists()
 
 
 def test_a_task_file_name_that_is_not_utf8_leaves_the_session_working(run_main, workdir):

@@ -5,7 +5,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from harness import layer1
+import s06_compact as s06
 from harness.run import Run
 from harness.errors import SetupError
 from harness.session import views
@@ -65,17 +65,15 @@ def test_context_has_no_row_for_what_the_lesson_never_sends():
     assert row(s07, "cleared placeholders") == 0 and row(s07, "the board") == 0
 
 
-def test_context_counts_a_cleared_write_as_a_placeholder_not_as_a_call():
+def test_context_counts_a_cleared_write_as_a_placeholder_not_as_a_call(monkeypatch):
     call = {"type": "tool_use", "id": "t0", "name": "write_file",
             "input": {"path": "a.py", "content": "x" * 4000}}
     history = [{"role": "user", "content": "go"}, {"role": "assistant", "content": [call]},
                {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t0",
                                              "content": "ok"}]}]
-    batch = layer1.Batch()
-    batch.inputs = {"t0": 1}
-    done = layer1.Cleared()
-    done.add(Run(), batch, history)
-    cleared = layer1.view(history, done)
+    monkeypatch.setattr(s06, "CLEARED", s06.Cleared())
+    s06.CLEARED.instead[id(call)] = (call, s06.placeholder(call, call, Run()))
+    cleared = s06.micro_compact(history, Run(), batch=False)
     report = context_report("", [], cleared, 50_000, None, None)
     assert row(report, "cleared placeholders") > 10 and row(report, "tool calls") == 0
     assert row(context_report("", [], history, 50_000, None, None), "tool calls") > 1_000
@@ -148,7 +146,8 @@ def test_context_gives_the_size_layer_2_compares_with_its_threshold(monkeypatch,
     run = Run()
     monkeypatch.setattr(s06, "CONTEXT", s06.ContextSize())
     system, tools = "You are a coding agent. " * 10, s06.TOOLS
-    s06.start(run, None, system, tools)      # the system prompt and tools, as a run counts them
+    args = SimpleNamespace(api_context=None, demo=False)    # as a run's, with no flags
+    s06.start(run, args, system, tools)      # the system prompt and tools, as a run counts them
     history = compacted_history()
     for reported, seen in ((None, 0), (2_000, 1), (2_000, len(history))):
         s06.CONTEXT.reported, s06.CONTEXT.seen = reported, seen

@@ -11,7 +11,6 @@ import sys
 import pytest
 
 import harness.terminal as terminal
-from harness import endpoints
 from harness.run import Run
 import s03_todo
 from harness.stand_in import StandInAPI
@@ -75,7 +74,7 @@ def test_a_terminal_sees_the_stream_escaped_and_keeps_the_harness_colours(monkey
     with StandInAPI([reply(text(hostile))]) as api:
         monkeypatch.setenv("ANTHROPIC_BASE_URL", api.url)
         client = anthropic.Anthropic(api_key="k", base_url=api.url)
-        endpoints.ask(Run(client), "s", [], [{"role": "user", "content": "hi"}], 9)
+        s03_todo.ask_model(Run(client), "s", [], [{"role": "user", "content": "hi"}], 9)
     shown = screen.getvalue()
     assert "\x1b[1m" in shown                                   # the harness's own bold remains
     left = HARNESS_CODES.sub("", shown)

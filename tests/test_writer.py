@@ -14,7 +14,7 @@ from types import SimpleNamespace
 import pytest
 
 import s07_task_system
-from harness import cli, files, spill, transcripts, writer
+from harness import cli, compaction, files, spill, writer
 from harness.session import log as session_log
 from harness.session import page
 from harness.session.record import Recorder
@@ -53,7 +53,7 @@ def start_a_log():
 WRITERS = {
     "a task file and the board's lock": lambda: s07_task_system.TaskManager(".tasks").create(
         "Design the data model"),
-    "s06's transcript": lambda: transcripts.save(Path(".transcripts"), MESSAGES),
+    "s06's transcript": lambda: compaction.save(Path(".transcripts"), MESSAGES),
     "a saved result": lambda: spill.save_result("a long output\n" * 500, "bash",
                                                 spill.SavedTexts()),
     "the session log": start_a_log,
@@ -135,7 +135,7 @@ def test_a_link_at_the_first_numbered_name_is_skipped_not_followed(victim, monke
     for name in (f"transcript_{STAMP}_1.jsonl", f"session_{STAMP}_1.jsonl",
                  f"session_s03_{STAMP}_1.html"):
         (folder / name).symlink_to(victim)
-    made = [transcripts.save(folder, MESSAGES), page.write_page(a_page_record(), folder)]
+    made = [compaction.save(folder, MESSAGES), page.write_page(a_page_record(), folder)]
     start_a_log()
     made.append(folder / f"session_{STAMP}_2.jsonl")
     assert [p.name for p in made] == [f"transcript_{STAMP}_2.jsonl",
@@ -164,7 +164,7 @@ def no_hard_links(monkeypatch):
 
 
 NUMBERED = {
-    "s06's transcript": (lambda folder: transcripts.save(folder, MESSAGES),
+    "s06's transcript": (lambda folder: compaction.save(folder, MESSAGES),
                          f"transcript_{STAMP}_{{}}.jsonl", '"content": "fix the tests"'),
     "the session page": (lambda folder: page.write_page(a_page_record(), folder),
                          f"session_s03_{STAMP}_{{}}.html", "<html"),
@@ -235,7 +235,7 @@ def test_a_link_at_the_folder_the_harness_writes_into_is_refused(victim, tmp_pat
     elsewhere.mkdir()
     Path(".transcripts").symlink_to(elsewhere)
     with pytest.raises(OSError, match="symbolic link"):
-        transcripts.save(Path(".transcripts"), MESSAGES)
+        compaction.save(Path(".transcripts"), MESSAGES)
     with pytest.raises(OSError, match="symbolic link"):
         session_log.SessionLog.start(Path(".transcripts"))
     with pytest.raises(OSError, match="symbolic link"):

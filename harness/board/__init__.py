@@ -1,27 +1,25 @@
-"""s07's board: the task record, the stores that keep it, and what the board shows.
+"""s07's board: where it is, and the modules that keep it and show it.
 
-    record.py     the Task, its checks, and the TaskStore every board implements
-    folder.py     a folder of task files, safe for several processes on one machine
-    postgres.py   one board for agents on many machines
+    record.py     a task's checks (its fields: s07's new_task), and what a store promises
+    folder.py     what s07's TaskFolder needs to be safe and fast: the lock file, safe reads
+    postgres.py   one board for agents on many machines (loaded only for a postgresql:// board)
     claims.py     who may start or change a task another agent holds
     graph.py      the cycle check and the execution order
     text.py       the board as text, bounded after a compaction
     live.py       what other agents changed, before each REPL prompt
     commands.py   /task and /tasks; checklist.py: /task import
 
-open_store() picks the store from the location (psycopg is imported only by a postgresql:// board).
-Every way to name a board goes through it (--board, TASK_BOARD, s07's TaskManager, the demo).
-Without postgres_url(), an address that is not spelt exactly postgresql:// (SQLAlchemy's
-postgresql+psycopg://, PostgreSQL://, mysql://) became a folder named after it, password and
-all, and that name reached the model in every board it was shown.
+open_store() picks the store from the location. Every way to name a board goes through it
+(--board, TASK_BOARD, s07's TaskManager, the demo). Without postgres_url(), an address that is
+not spelt exactly postgresql:// (SQLAlchemy's postgresql+psycopg://, PostgreSQL://, mysql://)
+became a folder named after it, password and all, and that name reached the model in every
+board it was shown. Without shown() and secrets_in(), a board's password reached an error line.
 """
 
 import os
 import re
+from urllib.parse import unquote
 
-from harness.board.folder import TaskFiles
-from harness.board.postgres import PostgresTasks, shown
-from harness.board.record import TaskStore
 from harness.errors import SetupError
 
 # A URL's scheme (RFC 3986: a letter, then letters, digits, + - .) and its //. A folder whose
@@ -36,15 +34,17 @@ KEYWORDS = re.compile(r"\s*(host|hostaddr|port|dbname|user|password|passfile|ser
 EXAMPLE = "postgresql://user@host/database"
 
 
-def open_store(location: object) -> TaskStore:
-    """A folder (".tasks", a Path) or a PostgreSQL URL; the driver is imported only when used.
-    Any other address is refused (SetupError), in one line that shows no password."""
+def open_store(location: object, folder_store):
+    """A folder (".tasks", a Path), kept by folder_store (s07's TaskFolder), or a PostgreSQL
+    URL (postgres.py, and psycopg, loaded only then). Any other address is refused
+    (SetupError), in one line that shows no password."""
     if isinstance(location, os.PathLike):
-        return TaskFiles(location)
+        return folder_store(location)
     url = postgres_url(str(location))
     if url:
-        return PostgresTasks(url)
-    return TaskFiles(location)
+        from harness.board import postgres
+        return postgres.PostgresTasks(url)
+    return folder_store(location)
 
 
 def postgres_url(text: str) -> str | None:
@@ -65,3 +65,34 @@ def postgres_url(text: str) -> str | None:
         raise SetupError("the board address is a libpq keyword=value string: write it as a URL, "
                          f"{EXAMPLE} (or ./NAME for a folder of that name)")
     return None
+
+
+def shown(url: str) -> str:
+    """The URL with its password as ***, to show and to log: postgresql://user:***@host/db.
+
+    Read as libpq reads it, not as urlsplit does: a password may hold ? # / or @ (they should
+    be percent-encoded, but often are not), and urlsplit would cut it there and show the rest.
+    Everything up to the last @ is the user and the password; a password= in the query is
+    hidden too. When in doubt it hides too much, never too little.
+    """
+    scheme, sep, rest = url.partition("://")
+    user_part, at, host_part = rest.rpartition("@")
+    user, colon, _ = user_part.partition(":")
+    if at and colon:
+        rest = f"{user}:***@{host_part}"
+    rest = re.sub(r"(?i)([?&][^=&]*password[^=&]*=)[^&]*", r"\1***", rest)
+    return scheme + sep + rest
+
+
+def secrets_in(url: str) -> tuple:
+    """The password as written in the URL and decoded, and a password= value: never shown."""
+    user_part = url.partition("://")[2].rpartition("@")[0]
+    found = [user_part.partition(":")[2]]
+    found += re.findall(r"(?i)[?&][^=&]*password[^=&]*=([^&]*)", url)
+    found += [unquote(s) for s in found]
+    return tuple(s for s in found if s)
+
+
+def password_in(url: str) -> bool:
+    """Whether the URL holds a password (user:password@, or a password= in its query)."""
+    return bool(secrets_in(url))

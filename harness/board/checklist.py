@@ -28,7 +28,7 @@ Without each piece:
 import re
 from pathlib import Path
 
-from harness.board.record import check_text, new_task
+from harness.board.record import check_text
 from harness.errors import reason
 from harness.files import read_bytes
 from harness.terminal import show_note
@@ -99,11 +99,7 @@ def import_checklist(manager, path) -> str:
         store.agent = manager.agent      # PostgreSQL names the importer to the other agents
     with store.locked():
         for done, subject in items:
-            task = new_task(manager.next_id(), subject, "", [])
-            if done:
-                task["status"] = "completed"
-            while not store.reserve(task):       # another process took that id: the next one
-                task["id"] = manager.next_id()
+            task = manager.add(subject, "", [], "completed" if done else "pending")
             mark = "[x]" if done else "[ ]"
             made.append(f"  #{task['id']} {mark} {subject}")
             if len(made) % PROGRESS_EVERY == 0 and len(made) < len(items):

@@ -17,8 +17,9 @@ user of the machine, and nothing says so.
 import atexit
 import os
 
-from harness import api_context, terminal
-from harness.board import graph, open_store, postgres
+from harness import terminal
+from harness import board
+from harness.board import graph
 from harness.board.checklist import import_checklist
 from harness.board.live import BoardWatcher
 from harness.board.record import agent_name, default_agent_name
@@ -36,8 +37,7 @@ HELP = """/task commands (no model call; the same rules as the model's tools):
   /task order           an order to do them in
   /task import FILE     a Markdown checklist (- [ ] item, - [x] done item) becomes tasks"""
 
-OPTIONS = [  # s07's flags, for cli.run_cli (s06's --api-context too: s07 runs s06's loop)
-    api_context.OPTION,
+OPTIONS = [  # s07's flags, for cli.run_cli (s07 adds s06's --api-context: it runs s06's loop)
     (("--name",), {"help": "this agent's name on the board (default: AGENT_NAME, else your user, "
                            "host and terminal)"}),
     (("--board",), {"help": "the board: a folder (default: TASK_BOARD, else .tasks) or a "
@@ -83,7 +83,7 @@ def repl_commands(tasks) -> dict:
 
 
 def cli_options(tasks) -> dict:
-    """cli.Lesson's keywords for s07: --board and --name (and s06's --api-context), /task help
+    """cli.Lesson's keywords for s07: --board and --name, /task help
     in --help and named by /help, and the live board before each REPL prompt."""
     return {"options": OPTIONS, "help_extra": HELP, "before_prompt": Live(tasks),
             "repl_help": "/task help lists what /task does: add, start, done, block, ..."}
@@ -93,9 +93,9 @@ def choose_board(run, tasks, default, args) -> str:
     """--board or TASK_BOARD (else default): which board; --name or AGENT_NAME: who we are.
     Set anew on every run (harness/run.py). Returns the word for the REPL's banner."""
     # A command line shows in `ps` to every user of this machine; the environment does not.
-    if args.board and postgres.password_in(args.board):
+    if args.board and board.password_in(args.board):
         terminal.show_note(PASSWORD_WARNING)
-    tasks.store = open_store(args.board or os.environ.get("TASK_BOARD") or default)
+    tasks.use(args.board or os.environ.get("TASK_BOARD") or default)
     name = agent_name(args.name or os.environ.get("AGENT_NAME") or "")
     tasks.agent = name or default_agent_name()
     # The session page draws the board: read at each compaction and at the end of the run.

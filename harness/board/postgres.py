@@ -26,8 +26,6 @@ same. Without each piece:
 - the high-water mark (task_board.high_water): the largest id that ever left the table (a
   trigger keeps it on DELETE and TRUNCATE). Without it, deleting the last row in psql gives
   its id to the next task, and a task that waited for the deleted one waits for the new one.
-- the GIN index on blocked_by: dependents() finds who waits for a task with one indexed query,
-  read fresh, instead of fetching the board.
 - the schema made (or brought up to date) under an advisory lock of the session: two agents
   starting at once on an empty database would both CREATE, and one would fail.
 - config.hide_from_commands(the password libpq used): the model's `env` showed it, in
@@ -35,7 +33,7 @@ same. Without each piece:
 - _loose_password_file: a ~/.pgpass that others can read is ignored by libpq, which writes
   its own warning to the terminal, and the user is told "no password supplied"; now one line
   says which file and chmod 600.
-- one-line errors, the password never in them (shown() and _secrets()): a server that is down,
+- one-line errors, the password never in them (shown() and secrets_in()): a server that is down,
   a wrong password, a missing database or a missing psycopg would be a traceback, and a URL
   whose password holds ? # or / would be shown with that password.
 
@@ -50,8 +48,8 @@ rows' xmin, the id of the transaction that last wrote each row). Detected:
   session_replication_role = replica): the generation stays, but any insert, update or delete
   changes the count or the xmin sum, and every validated scan (a listing, task_get, the cycle
   check) compares them: one aggregate query, no rows fetched.
-- load() and dependents() never use the cache: they read the rows now, so an update never
-  writes back what a TRUNCATE or a trigger-less delete removed.
+- load() never uses the cache: it reads the row now, so an update never writes back what a
+  TRUNCATE or a trigger-less delete removed.
 Not detected: a trigger-less change seen by a scan without validate (the session page's graph)
 until the next validated one; a change that keeps the row count and the xmin sum (it takes
 chosen transaction ids, not an accident); and with the triggers off, the live board hears
@@ -65,18 +63,17 @@ has unreliable locks).
 """
 
 import os
-import re
 import stat
 import threading
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator, Optional
-from urllib.parse import parse_qs, unquote, urlsplit
+from urllib.parse import parse_qs, urlsplit
 
 from harness import config
 from harness.errors import SetupError, connect_problem, first_line
-from harness.board.record import (DESCRIPTION_MAX, MAX_ID, SUBJECT_MAX, STATUSES, Task, now,
-                                  task_problem)
+from harness.board import password_in, secrets_in, shown
+from harness.board.record import DESCRIPTION_MAX, MAX_ID, SUBJECT_MAX, STATUSES, now, task_problem
 
 CONNECT_TIMEOUT = 5           # seconds: a server that does not answer is reported, not waited for
 LOCK_TIMEOUT = 5.0            # seconds an agent waits for a lock another session holds
@@ -102,7 +99,6 @@ CREATE TABLE IF NOT EXISTS tasks (
     created_at  timestamptz NOT NULL,
     updated_at  timestamptz NOT NULL
 );
-CREATE INDEX IF NOT EXISTS tasks_blocked_by ON tasks USING gin (blocked_by);
 CREATE TABLE IF NOT EXISTS task_board (
     only_row    boolean PRIMARY KEY DEFAULT true CHECK (only_row),
     generation  bigint NOT NULL DEFAULT 0
@@ -189,42 +185,11 @@ HOLDERS = ("SELECT a.pid, a.usename, a.application_name, a.state FROM pg_stat_ac
            "WHERE l.granted AND l.relation = ANY (%s)) ORDER BY a.xact_start LIMIT 3")
 
 
-def shown(url: str) -> str:
-    """The URL with its password as ***, to show and to log: postgresql://user:***@host/db.
-
-    Read as libpq reads it, not as urlsplit does: a password may hold ? # / or @ (they should
-    be percent-encoded, but often are not), and urlsplit would cut it there and show the rest.
-    Everything up to the last @ is the user and the password; a password= in the query is
-    hidden too. When in doubt it hides too much, never too little.
-    """
-    scheme, sep, rest = url.partition("://")
-    user_part, at, host_part = rest.rpartition("@")
-    user, colon, _ = user_part.partition(":")
-    if at and colon:
-        rest = f"{user}:***@{host_part}"
-    rest = re.sub(r"(?i)([?&][^=&]*password[^=&]*=)[^&]*", r"\1***", rest)
-    return scheme + sep + rest
-
-
-def _secrets(url: str) -> tuple:
-    """The password as written in the URL and decoded, and a password= value: never shown."""
-    user_part = url.partition("://")[2].rpartition("@")[0]
-    found = [user_part.partition(":")[2]]
-    found += re.findall(r"(?i)[?&][^=&]*password[^=&]*=([^&]*)", url)
-    found += [unquote(s) for s in found]
-    return tuple(s for s in found if s)
-
-
 def _unreadable(url: str) -> bool:
     """A user or password holding / or @: libpq ends the user part at the first of them, so it
     reads a piece of the password as a host or a port, and its error would show that piece."""
     user_part = url.partition("://")[2].rpartition("@")[0]
     return ":" in user_part and ("/" in user_part or "@" in user_part)
-
-
-def password_in(url: str) -> bool:
-    """Whether the URL holds a password (user:password@, or a password= in its query)."""
-    return bool(_secrets(url))
 
 
 def _loose_password_file(url: str) -> Optional[Path]:
@@ -301,7 +266,7 @@ class PostgresTasks:
             if _unreadable(self._url):   # libpq's own message would show a piece of the password
                 raise error(f"cannot open the board {self.name}: libpq cannot read its URL; "
                             "write a / or @ in the user name or password as %2F or %40") from None
-            raise error(connect_problem(exc, self.name, _secrets(self._url))) from None
+            raise error(connect_problem(exc, self.name, secrets_in(self._url))) from None
         self.backend_pids.add(conn.info.backend_pid)
         # The password libpq used, wherever it found it (the URL, PGPASSWORD, a password file,
         # a service file): no command the agent runs may see a variable that holds it.
@@ -444,15 +409,15 @@ class PostgresTasks:
 
     # ------------------------------------------------------------ writing
 
-    def write(self, task: Task) -> None:
+    def write(self, task: dict) -> None:
         """Replace a task whole (or add it): one statement, so a reader sees old or new."""
         self._put(task, REPLACE)
 
-    def reserve(self, task: Task) -> bool:
+    def reserve(self, task: dict) -> bool:
         """Add a task only if its id is free (ON CONFLICT DO NOTHING). False if it is taken."""
         return self._put(task, RESERVE)
 
-    def _put(self, task: Task, sql: str) -> bool:
+    def _put(self, task: dict, sql: str) -> bool:
         assert self._locked_at is not None, "tasks are written only under the board's lock"
         task = {**task, "updated_at": now()}
         problem = task_problem(task, task["id"])   # the folder's refusal, in the same words
@@ -473,7 +438,7 @@ class PostgresTasks:
             self._remember(task, row[0])
         return True
 
-    def _remember(self, task: Task, xmin: int) -> None:
+    def _remember(self, task: dict, xmin: int) -> None:
         tid, (count, total) = task["id"], self._fingerprint
         new = tid not in self._xmins
         if new and self._tasks and tid < next(reversed(self._tasks)):
@@ -511,7 +476,7 @@ class PostgresTasks:
             self._ids = numbers
         return numbers
 
-    def load(self, task_id: int) -> Task:
+    def load(self, task_id: int) -> dict:
         """One task, read now (never from the cache), or ValueError: missing (and which exist),
         or not usable (and why)."""
         with self._mutex, self._talking(f"read task #{task_id}"):
@@ -524,26 +489,11 @@ class PostgresTasks:
             raise ValueError(problem)
         return task
 
-    def try_load(self, task_id: int) -> Optional[Task]:
+    def try_load(self, task_id: int) -> Optional[dict]:
         try:
             return self.load(task_id)
         except ValueError:
             return None
-
-    def status_of(self, task_id: int) -> Optional[str]:
-        return (self.try_load(task_id) or {}).get("status")
-
-    def dependents(self, task_id: int) -> list:
-        """The usable tasks whose blocked_by holds task_id, read now: one query on the GIN index."""
-        with self._mutex, self._talking(f"find the tasks waiting for #{task_id}"):
-            waiting = SELECT + " WHERE blocked_by @> ARRAY[%s]::bigint[] ORDER BY id"
-            rows = self._connection().execute(waiting, (task_id,)).fetchall()
-        found = []
-        for row in rows:
-            task, problem = self._task(row)
-            if not problem:
-                found.append(task)
-        return found
 
     def scan(self, validate: bool = False) -> tuple:
         """Every usable task by id in id order, and a line for each row that cannot be used.
@@ -587,7 +537,7 @@ class PostgresTasks:
     def _task(self, row: tuple) -> tuple:
         """(the Task, None) or (None, a line saying why this row cannot be used)."""
         tid, subject, description, status, blocked_by, owner, unblocked, created, updated = row[:9]
-        task = Task(id=tid, subject=subject, description=description, status=status,
+        task = dict(id=tid, subject=subject, description=description, status=status,
                     blockedBy=blocked_by, owner=owner, created_at=created, updated_at=updated)
         if unblocked is not None:
             task["unblocked"] = unblocked

@@ -1,27 +1,28 @@
-"""The task record and the store interface: the one place that says what a task is.
+"""A task's checks, and what a store promises: what both boards agree a task may hold.
 
-Relied on by s07 (TaskManager and its tools), by both board stores (folder.py, postgres.py),
-by checklist.py (/task import) and live.py. Without each piece:
-- Task: code that writes a field nobody documented (s07 once wrote `unblocked` so) and a
-  README example that drifts from the files on disk.
+A task's fields are s07's new_task (and "unblocked", set when it finishes). Relied on by s07
+(TaskManager and its tools, TaskFolder), by postgres.py, by checklist.py (/task import) and
+live.py. Without each piece:
 - STATUSES / FINISHED: a lesson and a store that disagree on what "done" means.
 - parse_task_id / check_text / task_problem: a model's "#3", a 300-digit id, a lone surrogate
   or a hand-broken file reach the store and fail there with a traceback, or corrupt it.
 - the same refusals for both stores (a NUL, a task blocked by itself, an empty owner): the
   folder would keep what PostgreSQL refuses, so a board could not move from one to the other,
   and a /task import that works on one would fail halfway on the other.
+- as_file: a store would write a task that a read then flags, and it would be lost.
 - TaskStore: a second store (PostgreSQL) would have to guess what TaskManager relies on.
 - default_agent_name with the host: `root-pts0` on two machines sharing one PostgreSQL board
   would be one agent, and each would take over the other's tasks in progress without a word.
 """
 
+import json
 import os
 import re
 import socket
 import unicodedata
 from contextlib import AbstractContextManager
 from datetime import datetime, timezone
-from typing import Collection, Optional, Protocol, TypedDict
+from typing import Collection, Optional, Protocol
 
 from harness.errors import SetupError
 
@@ -33,31 +34,22 @@ SUBJECT_MAX = 300          # characters: a title, not a document (a 440 kB one g
 DESCRIPTION_MAX = 4_000    # characters: details go in a file the task can name
 
 
-class _TaskFields(TypedDict):
-    id: int                    # the number in the file name; never reused
-    subject: str               # a short imperative title, one line when shown
-    description: str           # details; may be empty
-    status: str                # one of STATUSES
-    blockedBy: list            # ids of the tasks that must finish first
-    owner: Optional[str]       # the agent (or person) working on it; None when free
-    created_at: str            # ISO 8601, UTC, seconds
-    updated_at: str            # set by the store on every write
-
-
-class Task(_TaskFields, total=False):
-    """One task, exactly as a store keeps it (a task file is this object as JSON)."""
-    unblocked: list            # set when it finishes: the ids that stopped waiting for it, so that
-                               # reopening it can say who does not wait again
-
-
-def new_task(task_id: int, subject: str, description: str, blocked_by: list) -> Task:
-    stamp = now()
-    return Task(id=task_id, subject=subject, description=description, status="pending",
-                blockedBy=blocked_by, owner=None, created_at=stamp, updated_at=stamp)
-
-
 def now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def as_file(task: dict) -> bytes:
+    """A task as its file (or a row's JSON) holds it; ValueError for a task a read would flag,
+    or that cannot be written as UTF-8. Checked before any file exists, so nothing is left."""
+    problem = task_problem(task, task["id"])
+    if problem:
+        raise ValueError(f"task #{task['id']} cannot be saved: {problem}")
+    data = json.dumps(task, indent=2, ensure_ascii=False) + "\n"
+    try:
+        return data.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValueError("the task contains characters that are not valid text (a lone "
+                         "surrogate)") from None
 
 
 def parse_task_id(value: object) -> int:
@@ -173,13 +165,11 @@ class TaskStore(Protocol):
       id first (then work out the next id again). Only under locked(). ("Claim" is another thing:
       taking ownership of a task, s07's rule.)
     - load(id) reads it now, or raises ValueError (missing, or corrupt: the message says which).
-    - try_load(id) is load() or None. status_of(id) is its status or None.
-    - dependents(id): the tasks whose blockedBy holds id, each read now (a hand edit made since
-      a scan is kept, never written over), in id order; unreadable ones are left out. Under
-      locked(): it costs the board's cached index, not a read of every task.
+    - try_load(id) is load() or None.
     - scan(validate) -> (every readable task by id, in id order; the problems found as lines).
       A record that cannot be used is a problem line, never an exception and never repaired.
-      validate=True also sees what was changed behind the store's back (a hand edit).
+      validate=True also sees what was changed behind the store's back (a hand edit). Under
+      locked(), with no other agent's write since, it costs no read of the board.
     - ids(): the id of every record, corrupt ones included, below MAX_ID: a read-only view,
       in no order. s07's max-scan takes the largest. Cheap when nothing changed: s07 asks
       before every create.
@@ -197,12 +187,10 @@ class TaskStore(Protocol):
     agent: Optional[str]
 
     def locked(self) -> AbstractContextManager: ...
-    def write(self, task: Task) -> None: ...
-    def reserve(self, task: Task) -> bool: ...
-    def load(self, task_id: int) -> Task: ...
-    def try_load(self, task_id: int) -> Optional[Task]: ...
-    def status_of(self, task_id: int) -> Optional[str]: ...
-    def dependents(self, task_id: int) -> list: ...
+    def write(self, task: dict) -> None: ...
+    def reserve(self, task: dict) -> bool: ...
+    def load(self, task_id: int) -> dict: ...
+    def try_load(self, task_id: int) -> Optional[dict]: ...
     def scan(self, validate: bool = False) -> tuple: ...
     def ids(self) -> Collection[int]: ...
     def high_water(self) -> int: ...

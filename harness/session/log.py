@@ -332,6 +332,16 @@ def _count(n: int, noun: str) -> str:
     return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
 
 
+def holds_compaction(messages: list) -> bool:
+    """Whether a history holds a compaction block (a summary the API wrote)."""
+    for message in messages:
+        content = message.get("content") if isinstance(message, dict) else None
+        for block in content if isinstance(content, list) else []:
+            if isinstance(block, dict) and block.get("type") == "compaction":
+                return True
+    return False
+
+
 def open_session(continue_latest: bool = False, folder: Path = FOLDER,
                  resume_from=None) -> tuple[SessionLog, list[dict]]:
     """Where a run starts: its log, and the history it starts from ([] or the resumed one).

@@ -19,6 +19,7 @@ the session's totals; page.py and views.py only read it. Without each piece:
 - _never_raises: a bug in this bookkeeping would stop the lesson it only watches.
 """
 
+import contextlib
 import functools
 import hashlib
 import json
@@ -40,6 +41,7 @@ HEAD_CHARS, TAIL_CHARS = 1_200, 400   # a sent block is kept as its head and tai
 SENT_CHARS = 3_000_000      # characters of sent blocks kept over a run; past it, only their sizes
 MAX_REQUESTS = 5_000        # requests kept; a longer session keeps the usage of later calls only
 BOARDS_KEPT = 4             # compactions whose board snapshot is kept (the latest ones)
+SUMMARY_BY_API = "summary by the API"   # a summary --api-context compact's server wrote
 USAGE_FIELDS = ("input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens",
                 "output_tokens")
 
@@ -196,6 +198,16 @@ class Recorder:
     def __init__(self, lesson: str = "") -> None:
         self.data = SessionRecord(lesson=lesson)
         self._previous = []     # the last kept request's messages, whole: what the next shares
+        self.label = "tokens"   # what the next model call is, in its usage line and on the page
+
+    @contextlib.contextmanager
+    def labelled(self, label: str):
+        """The model calls made inside are named `label` ("summary call", s06's layer 2)."""
+        self.label = label
+        try:
+            yield
+        finally:
+            self.label = "tokens"
 
     @_never_raises
     def call(self, usage: object, label: str = "tokens", sent: Optional[list] = None,

@@ -18,13 +18,11 @@ the session page does. Without each piece:
 - cost_report: what caching saved stays a claim; the 1.25x write premium stays hidden; a
   summary the API wrote (--api-context compact, a call of its own in the record) is not
   told apart from the loop's calls.
-- in_charge (api_context.in_charge): /context and /cost would not say whether the harness's
+- in_charge: /context and /cost would not say whether the harness's
   layers or the API (--api-context) manage the context; with the API, /context measures the
   context against the API's trigger instead of COMPACT_THRESHOLD.
 - prices_from_env: a price appears only when the user says what the tokens cost; a price made
   up here would be wrong for most models and most currencies.
-- compact_now's check for a model: /compact on a history resumed without a key ended in
-  "/compact failed: AttributeError".
 """
 
 import math
@@ -33,10 +31,10 @@ import sys
 import textwrap
 from typing import Optional
 
-from harness import api_context, config, terminal, tokens
+from harness import config, terminal, tokens
 from harness.errors import SetupError
 from harness.session import blocks
-from harness.session.record import Recorder, SessionRecord
+from harness.session.record import SUMMARY_BY_API, Recorder, SessionRecord
 
 LABEL = 17                   # columns of a /context row's label: "  what fills it  "
 WRITE_PRICE, READ_PRICE = 1.25, 0.1   # cache writes and reads, as multiples of the input price
@@ -113,7 +111,7 @@ def context_report(system: str, tools: list, view_messages: list, threshold: Opt
     for kind, (letter, name) in _kinds_of(tools, threshold, sums).items():
         share = f"{sums[kind] / estimate:.0%}" if estimate else "0%"
         lines.append(f"    {letter} {name:<22} {'~' + format(sums[kind], ','):>9}  {share:>4}")
-    if counted and api is not None and api.mode == api_context.CLEAR and api.cleared:
+    if counted and api is not None and api.mode == "clear" and api.cleared:
         # The headline is the API's count of what the server read; the rows, what is sent.
         results = terminal.plural(api.cleared, "old tool result")
         lines.append(textwrap.fill(f"the rows are what the harness sends, whole: the API "
@@ -200,11 +198,11 @@ def print_context(recorder: Recorder, system: str, tools: list, view: list,
     else:
         threshold = context.threshold() if callable(context.threshold) else context.threshold
         reported, covers = context.reported, context.seen - dropped
-    in_charge = api_context.in_charge(run) if run is not None else None
+    charge = in_charge(run) if run is not None else None
     api = run.api_context if run is not None else None
     report = context_report(system, tools, view, threshold, recorder.cached_tokens(), reported,
                             covers, config.context_window(), terminal.width(sys.stdout),
-                            in_charge, api)
+                            charge, api)
     terminal.show_out(report)
 
 
@@ -234,7 +232,7 @@ def cost_report(record: SessionRecord, price_per_mtok: Optional[float] = None,
     caching; in_charge: which manages the context (a summary the API wrote is a call here)."""
     calls = record.calls
     summaries = sum(c.is_summary for c in calls)
-    by_api = sum(c.label == api_context.SUMMARY_LABEL for c in calls)
+    by_api = sum(c.label == SUMMARY_BY_API for c in calls)
     uncached = sum(c.uncached for c in calls)
     written = sum(c.cache_written for c in calls)
     read = sum(c.cache_read for c in calls)
@@ -286,23 +284,16 @@ def _price_line(billed: float, sent: int, output: int, price_in: Optional[float]
 def cost_command(messages: list, run, arg: str = "") -> None:
     """/cost in any lesson's REPL: the record of this run, priced only if the user set a price."""
     terminal.show_out(cost_report(run.recorder.data, *prices_from_env(),
-                                  api_context.in_charge(run)))
+                                  in_charge(run)))
 
 
-# ---------------------------------------------------------------- s06's REPL commands
-
-def compact_now(compact, messages: list, run, focus: str) -> None:
-    """/compact [focus]: layer 3, typed by a person (compact is s06's or s07's compaction).
-    The one REPL command that calls the model: it asks for the summary. Without a model (no
-    key, a history resumed with --continue) it is refused in one line; the history stays."""
-    if not messages:
-        terminal.show_note("[nothing to compact yet]")
-    elif run.client is None:
-        raise SetupError("/compact asks the model for the summary, and there is no model to "
-                         "talk to: set ANTHROPIC_API_KEY (docs/real-use.md); the conversation "
-                         "is as it was")
-    else:
-        compact(messages, run, focus)
+def in_charge(run) -> Optional[str]:
+    """Which manages the context, for /context and /cost; None for a lesson without layers."""
+    if run.api_context is not None:
+        return run.api_context.describe()
+    if run.recorder.data.current_threshold is None:
+        return None
+    return "the harness's layers 1 and 2 (without --api-context)"
 
 
 def context_command(system: str, tools: list, view_of=None, context=None):
@@ -312,7 +303,7 @@ def context_command(system: str, tools: list, view_of=None, context=None):
     def command(messages: list, run, arg: str) -> None:
         view = view_of(messages, run) if view_of else messages
         whole = len(view)
-        if run.api_context is not None:     # what endpoints.ask will send of it
+        if run.api_context is not None:     # what the next request will send of it
             view = run.api_context.view(view)
         # The API's count covers messages of the history: less those the API drops.
         print_context(run.recorder, system, tools, view, context, run, whole - len(view))

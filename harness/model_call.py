@@ -1,0 +1,390 @@
+"""What the harness adds around one model call: s03's ask_model, and so every lesson's.
+
+s03 shows the call itself: the request going to the SDK's client.messages.stream(...), the SDK
+putting the reply together as its events arrive (get_final_message), and the loop reading the
+reply's stop_reason and tool_use blocks. This module wraps that in two calls a learner can skip
+on a first read:
+
+    with model_call.guard(run) as guard:           anything that fails: one line, naming the
+        with client.messages.stream(**request) as stream:                   endpoint
+            guard.display(stream)                  the reply on the screen as it is written
+            response = stream.get_final_message()
+    return guard.checked(response, request)        the reply made safe to keep, and counted
+
+The reference API never needs most of this; proxies, gateways, llama-server and small models
+do. The SDK does the rest: it retries (the client's max_retries), and assembles the stream.
+Without each piece:
+- the guard's one line (EndpointError): an endpoint that answers HTML, breaks the stream's
+  rules (a delta before its block, a null text), drops the connection mid-reply, or sends an
+  error event, ends in a traceback deep in the SDK, or in a line that blames the key.
+- display: a slow model shows nothing for minutes, then a wall of text.
+- the watch on the stream (_Watch): an endpoint that sends message_start and then only pings
+  keeps the run waiting forever; httpx's timeout is per read, and each ping is a read.
+- checked(), the reply as the history keeps it: the SDK's objects (None fields, unknown and
+  server blocks, an input sent as JSON text, half an emoji) go back into the history, and the
+  next request is refused, or cannot be encoded, for every later call of the session.
+- a cut call (stop_reason max_tokens, or a stream that closed before message_delta): the last
+  call stopped half-written; running it writes half a file (task #1 completed while the model
+  was writing #17). It is left out of the history; when other calls ran, the next message
+  tells the model, and when it was the only one, the turn ends saying the answer was cut.
+- stop_reason made "tool_use" whenever a complete call is in the reply: a server that says
+  end_turn beside a tool call loses that call.
+- unique ids (pairing.unique_ids): an endpoint that numbers its tool_use ids from 1 again
+  (after --continue, say) reuses an earlier call's id; the API refuses the request.
+- pause_turn (and "compaction", a pause after the API's summary): a turn the server paused
+  looks finished; checked() sends it back and the reply goes on (up to MAX_RESUMES).
+- the usage line and the run's record (session/record.py): the cost of a session is
+  invisible, and a local server that silently dropped the tools goes unnoticed. A summary the
+  API wrote (--api-context compact) is a call of its own: its usage is only in
+  usage.iterations (api_context.py).
+"""
+
+import json
+import threading
+from dataclasses import dataclass, field
+from urllib.parse import urlsplit
+
+from harness import config, errors, excerpt, pairing, terminal
+from harness.clean import clean_json
+from harness.errors import EndpointError
+from harness.sdk import anthropic, httpx
+from harness.session.record import usage_counts
+
+MAX_RESUMES = 10      # pause_turn continuations of one call before it is returned as it is
+RESUMED = {"pause_turn", "compaction"}    # stop reasons of a turn the server paused
+# The blocks the history keeps and sends back (a compaction block: api_context's kept()).
+KEEP_BLOCKS = {"text", "tool_use", "thinking", "redacted_thinking"}
+ENDED = {"max_tokens": "[answer cut: the model reached max_tokens]",
+         "model_context_window_exceeded": "[answer cut: the conversation filled the context "
+                                          "window]",
+         pairing.ENDED_EARLY: "[answer cut: the endpoint ended the stream before the reply was "
+                              "complete]",
+         "refusal": "[the model refused to continue with this request]"}
+# Events that carry the reply: a stream of anything else (pings) is no progress.
+CONTENT = {"message_start", "content_block_start", "content_block_delta", "content_block_stop",
+           "message_delta", "message_stop", "text", "input_json", "thinking", "citation",
+           "signature", "compaction"}
+# Every way the SDK fails on a stream that breaks the Messages API's rules.
+ODD_STREAM = (ValueError, TypeError, LookupError, AttributeError, AssertionError, RuntimeError)
+
+
+@dataclass
+class Response:
+    """The SDK's Message as the loop keeps it: content as plain dicts, safe to send again."""
+    content: list
+    stop_reason: str
+    usage: object = None
+    said: str = ""                  # the model's own words ("" if none): a summary, say
+    late: object = None             # a note made after the calls ran (s07's board, api_context)
+    early: list = field(default_factory=list)   # notes for the next user message, made now
+    # The tool_use blocks to run, in order: as in content, but each input as the model sent
+    # it (content holds an object, which the API takes back; an odd server may send text).
+    tool_uses: list = field(default_factory=list)
+
+    @property
+    def notes(self) -> list:
+        """Text blocks for the next user message, after the tool results (a call cut off)."""
+        notes = list(self.early)
+        if self.late is not None:
+            notes.append({"type": "text", "text": self.late()})
+        return notes
+
+    @property
+    def cut(self) -> bool:
+        """It stopped mid-way: max_tokens, a full context window, or a stream that ended early."""
+        return self.stop_reason in pairing.CUT
+
+    @property
+    def answer(self) -> str:
+        """What the user sees when the turn ends, saying why it ended if that was not normal."""
+        note = ENDED.get(self.stop_reason)
+        shown = "\n".join(part for part in (self.said, note) if part)
+        return shown or "(the model returned no text)"
+
+
+def guard(run) -> "Guard":
+    return Guard(run)
+
+
+def shown_url(url: str) -> str:
+    """The URL as a line may show it: without a password (a gateway's basic auth)."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    netloc = f"{parts.username}:***@{parts.hostname}"
+    if parts.port:
+        netloc += f":{parts.port}"
+    return parts._replace(netloc=netloc).geturl()
+
+
+class Guard:
+    """One model call: its live display, and whatever goes wrong as one line (EndpointError)."""
+
+    def __init__(self, run):
+        self.run = run
+        self.where = shown_url(str(run.client.base_url)).rstrip("/")
+        host = urlsplit(self.where).hostname or self.where
+        self.live = terminal.LiveReply(host, run.screen)
+        self.began = False          # an event arrived: a failure now dropped a reply under way
+        self.ended = False          # message_delta or message_stop arrived: the reply is whole
+        self.answer_type = "no type"
+        self.last = None            # the type of the last event the SDK handed on
+        self.watch = None
+
+    def __enter__(self) -> "Guard":
+        return self
+
+    def __exit__(self, kind, exc, traceback) -> bool:
+        self.live.close()
+        if exc is None or not isinstance(exc, Exception) or isinstance(exc, EndpointError):
+            return False            # KeyboardInterrupt goes on to the REPL
+        raise EndpointError(self._line(exc)) from None
+
+    def display(self, stream) -> None:
+        """Each event of the stream on the screen as it arrives, under a watch that closes a
+        stream sending nothing but pings for API_TIMEOUT."""
+        self.answer_type = stream.response.headers.get("content-type", "no type")
+        with _Watch(config.api_timeout(), stream.close) as self.watch:
+            try:
+                for event in stream:
+                    self._show(event)
+            except AttributeError:
+                # A message_delta without usage (some servers leave it out): the SDK fails
+                # after it took the stop reason, and the reply is whole.
+                if stream.current_message_snapshot.stop_reason is None:
+                    raise
+                self.ended = True
+
+    def _show(self, event) -> None:
+        self.began = True
+        self.last = event.type
+        if event.type in CONTENT:
+            self.watch.progress()
+        if event.type in ("message_delta", "message_stop"):
+            self.ended = True
+        self.live.show(event)
+
+    def _line(self, exc: Exception) -> str:
+        """The one line a failure becomes."""
+        client, timeout = self.run.client, config.api_timeout()
+        if self.watch is not None and self.watch.fired:
+            return (f"the endpoint at {self.where} went silent in the middle of its reply for "
+                    f"API_TIMEOUT={timeout:g}s (keep-alive pings do not count): the turn was "
+                    "abandoned; try again")
+        if isinstance(exc, (anthropic.APIConnectionError, httpx.TransportError)):
+            # Told apart by when it happened, not by its class: SDK 2.17 wraps a read that
+            # fails mid-stream in APIConnectionError, where 2.16 let httpx's own through.
+            if self.began:
+                return errors.dropped(exc.__cause__ or exc, self.where, timeout)
+            return config.api_error_line(exc, client)
+        if isinstance(exc, anthropic.APIStatusError):
+            # After the answer began, an error can only be an error event in the stream.
+            if self.began:
+                return errors.error_event(exc, self.where)
+            line = config.api_error_line(exc, client)
+            if self.run.api_context is not None:       # a beta the endpoint does not take
+                line = self.run.api_context.refused(line, exc)
+            return line
+        if isinstance(exc, anthropic.APIError):
+            return config.api_error_line(exc, client)
+        if isinstance(exc, json.JSONDecodeError):     # the SDK parses each event's data line
+            return errors.malformed(self.where, "an event whose data is not JSON: "
+                                                f"{excerpt.one_line(exc.doc, 80)}")
+        if isinstance(exc, UnicodeEncodeError):       # ours: the request cannot be encoded
+            return errors.unsendable(exc)
+        if isinstance(exc, AssertionError):       # get_final_message: no message_start came
+            return errors.malformed(self.where, f"no message_start (the answer was "
+                                                f"{self.answer_type})")
+        if isinstance(exc, ODD_STREAM):
+            after = f"after a {self.last} event: " if self.last else "at its first event: "
+            return (f"the endpoint at {self.where} did not answer like the Messages API "
+                    f"({after}{type(exc).__name__}: {excerpt.one_line(exc, 120)})")
+        return f"the model call failed: {type(exc).__name__}: {excerpt.one_line(exc, 120)}"
+
+    def checked(self, response, request: dict) -> Response:
+        """The SDK's Message as the history keeps it, counted; EndpointError if it lacks what
+        the history needs (a call without an id or a name)."""
+        stop_reason = response.stop_reason if self.ended else pairing.ENDED_EARLY
+        _check_shape(response, stop_reason, self.where)
+        content = _checked_calls(_plain(response.content), self.where)
+        # A stream that ended early stopped inside its last block: text is kept as far as it
+        # went, a tool call is left to _cut_call; anything else (thinking without its
+        # signature) the API would refuse.
+        if not self.ended and content and content[-1]["type"] not in ("text", "tool_use"):
+            content.pop()
+        _count(self.run, response, request)
+        # The server paused a long turn: send what it wrote back, and it goes on.
+        resumes = 0
+        while stop_reason in RESUMED and resumes < MAX_RESUMES:
+            resumes += 1
+            stop_reason, more = _resumed(self.run, request, content)
+            content += more
+        setting = self.run.api_context
+        kinds = KEEP_BLOCKS
+        if setting is not None:                  # a compaction block, kept with its summary
+            content = setting.kept(content)
+            kinds = KEEP_BLOCKS | {"compaction"}
+        content = _kept(content, kinds)
+        early = []
+        cut = _cut_call(content, stop_reason)
+        if cut is not None:
+            content.remove(cut)
+            terminal.show_note(f"  [the reply was cut off by {stop_reason} inside a "
+                               f"{cut['name']} call: it was not run]")
+            early.append(pairing.cut_note(cut["name"], stop_reason))
+        content = content or [{"type": "text", "text": "(no text)"}]
+        # An endpoint that numbers its ids from 1 again would reuse an earlier call's id.
+        sent = pairing.unique_ids(request["messages"], {"content": content})["content"]
+        calls = [b for b in sent if b["type"] == "tool_use"]
+        message = {"content": _as_history(sent)}
+        said = _said(message["content"])
+        if calls:
+            stop_reason = "tool_use"            # whatever the server said beside a call
+            terminal.show_reply_text(said)      # beside tool calls: shown, not returned
+        late = None
+        if setting is not None:                  # s07's board after the API's summary
+            late = setting.after_summary(message["content"])
+        if late is not None and not calls:
+            # The turn ends here: the note follows it, in a message of its own (cli).
+            self.run.carried.append({"type": "text", "text": late()})
+            late = None
+        return Response(message["content"], stop_reason, response.usage, said, late, early,
+                        calls)
+
+
+def _resumed(run, request: dict, content: list) -> tuple:
+    """The rest of a paused turn: its stop reason, and the blocks it added."""
+    paused = {"role": "assistant", "content": content}
+    again = {**request, "messages": [*request["messages"], paused]}
+    with guard(run) as resumed:
+        with run.client.messages.stream(**again) as stream:
+            resumed.display(stream)
+            response = stream.get_final_message()
+    _count(run, response, again)
+    stop_reason = response.stop_reason if resumed.ended else pairing.ENDED_EARLY
+    return stop_reason, _plain(response.content)
+
+
+def _plain(content: list) -> list:
+    """The SDK's blocks as plain dicts, every string sendable (half an emoji mended)."""
+    blocks = []
+    for block in content:
+        blocks.append(block.model_dump(mode="json", exclude_none=True, warnings=False))
+    return clean_json(blocks)
+
+
+def _check_shape(response, stop_reason, where: str) -> None:
+    """EndpointError unless the reply has what the loop reads: a list of blocks, and a stop
+    reason that is a word (or none: a server that leaves it out)."""
+    if not isinstance(response.content, list):
+        raise EndpointError(errors.malformed(where, "a message_start without content (is "
+                                                    "ANTHROPIC_BASE_URL the Messages API?)"))
+    if stop_reason is not None and not isinstance(stop_reason, str):
+        shown = excerpt.one_line(json.dumps(stop_reason, default=str), 60)
+        raise EndpointError(errors.malformed(where, f"a stop_reason that is not a word: {shown}"))
+
+
+def _checked_calls(content: list, where: str) -> list:
+    """The blocks, each call's id and name checked: they pair it with its result and pick the
+    tool."""
+    for block in content:
+        if block.get("type") != "tool_use":
+            continue
+        for part in ("id", "name"):
+            value = block.get(part)
+            if not isinstance(value, str) or not value:
+                raise EndpointError(errors.malformed(where, f"a tool_use block whose {part} is "
+                                                            f"{json.dumps(value)}"))
+    return content
+
+
+def _as_history(calls: list) -> list:
+    """Each call with its input as an object, which the API takes back (JSON text decoded,
+    as some endpoints send it; anything else {}): new blocks, the calls left as sent."""
+    kept = []
+    for block in calls:
+        if block["type"] == "tool_use" and not isinstance(block.get("input"), dict):
+            block = {**block, "input": pairing.input_object(block.get("input")) or {}}
+        kept.append(block)
+    return kept
+
+
+def _kept(content: list, kinds: set) -> list:
+    """The blocks the history keeps: the kinds it sends back, and no empty text."""
+    kept = []
+    for block in content:
+        if block.get("type") not in kinds:
+            terminal.show_note(f"  [a {block.get('type')!r} block in the reply was left out: "
+                               "this harness does not use it]")
+        elif block["type"] == "text" and not block.get("text", "").strip():
+            continue                      # the API refuses an empty text block
+        else:
+            kept.append(block)
+    return kept
+
+
+def _cut_call(content: list, stop_reason: str):
+    """The tool call a cut reply stopped inside, or None. Only the last block can be
+    half-written (llama-server returns several parsed calls with stop_reason max_tokens)."""
+    if stop_reason in pairing.CUT and content and content[-1]["type"] == "tool_use":
+        return content[-1]
+    return None
+
+
+def _said(content: list) -> str:
+    """The text blocks, joined."""
+    texts = [b["text"] for b in content if b["type"] == "text" and b["text"] != "(no text)"]
+    return "\n".join(texts).strip()
+
+
+def _count(run, response, request: dict) -> None:
+    """The usage line, the run's record, and once a session the dropped-tools warning. A
+    summary the API wrote first is a call of its own (billed, and only in usage.iterations),
+    recorded before the reply's, with the compaction it made (api_context's count())."""
+    recorder, usage, setting = run.recorder, response.usage, run.api_context
+    if setting is not None:                      # the API's own summary: a call of its own
+        setting.count(run, response)
+    counts = usage_counts(usage)
+    label = recorder.label
+    terminal.show_usage(counts, label)
+    sent = request["messages"] if setting is None else setting.view(request["messages"])
+    recorder.call(usage, label, sent=sent, system=request["system"], tools=request["tools"])
+    if request["tools"] and len(recorder.data.calls) == 1:
+        terminal.warn_if_tools_dropped(sum(counts[:3]), request["tools"])
+
+
+def total_tokens(usage) -> int:
+    """The context the API counted for a call: its input (uncached, read, written), output."""
+    return sum(usage_counts(usage))
+
+
+class _Watch:
+    """A thread that closes the stream when no content arrived for `seconds`: pings, which
+    each end a read, would otherwise keep httpx's timeout from ever firing."""
+
+    def __init__(self, seconds: float, close):
+        self.seconds, self.close = seconds, close
+        self.fired = False
+        self._moved = threading.Event()
+        self._done = threading.Event()
+
+    def __enter__(self) -> "_Watch":
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._done.set()
+        self._moved.set()
+        self._thread.join()
+
+    def progress(self) -> None:
+        self._moved.set()
+
+    def _run(self) -> None:
+        while not self._done.is_set():
+            if not self._moved.wait(self.seconds):
+                self.fired = True
+                self.close()
+                return
+            self._moved.clear()

@@ -1,0 +1,81 @@
+"""A tool call's input checked against the tool's schema, before the tool runs.
+
+Relied on by s03's call_tool (and so s06's and s07's): the API does not hold a model to a
+tool's input_schema, and weak models, local servers and gateways send what it does not allow.
+Without each piece:
+- the check of required, unknown and mistyped arguments: a missing argument is a TypeError
+  deep in the tool, and a model that sent {"file": "a.txt"} is told "unexpected keyword
+  argument" instead of the arguments it should have sent.
+- JSON text decoded where an object or an array belongs ('{"command": "ls"}', or a todo
+  list sent as a string): the call is refused though the model meant exactly that. json.loads
+  only parses data: the model's text is never run.
+- a boolean is not a number, as in JSON: True would pass for an id of 1.
+What is inside an argument (each todo item, say) the tool itself checks.
+"""
+
+import json
+
+from harness.clean import clean_json
+
+JSON_TYPES = {"string": str, "integer": int, "number": (int, float), "boolean": bool,
+              "array": list, "object": dict}
+
+
+def checked(given: object, name: str, tools: list) -> dict:
+    """The arguments as the tool's schema wants them, or ValueError saying what is wrong."""
+    schema = {}
+    for tool in tools:
+        if tool["name"] == name:
+            schema = tool.get("input_schema", {})
+    arguments = _decoded(given, schema)
+    props = schema.get("properties", {})
+    for required in schema.get("required", []):
+        if required not in arguments:
+            raise ValueError(f"missing required argument {required!r}")
+    for argument, value in arguments.items():
+        if argument not in props:
+            raise ValueError(f"unexpected argument {argument!r}; expected: "
+                             f"{', '.join(props) or 'none'}")
+        kinds = props[argument].get("type")
+        if not kinds:
+            continue
+        kinds = kinds if isinstance(kinds, list) else [kinds]
+        if not any(_is_a(value, kind) for kind in kinds):
+            raise ValueError(f"argument {argument!r} must be {' or '.join(kinds)}, got "
+                             f"{type(value).__name__}")
+    return arguments
+
+
+def _decoded(given: object, schema: dict) -> dict:
+    """The arguments, JSON text decoded where an object or an array belongs."""
+    if isinstance(given, str):
+        given = json_or_none(given)
+    if not isinstance(given, dict):
+        raise ValueError("the arguments must be a JSON object such as {\"path\": \"a.txt\"}, "
+                         f"got {type(given).__name__}")
+    props = schema.get("properties", {})
+    decoded = {}
+    for argument, value in given.items():
+        want = props.get(argument, {}).get("type")
+        if want in ("array", "object") and isinstance(value, str):
+            parsed = json_or_none(value)
+            if isinstance(parsed, JSON_TYPES[want]):
+                value = parsed
+        decoded[argument] = value
+    return decoded
+
+
+def _is_a(value, kind: str) -> bool:
+    """JSON's types: a boolean is not a number here, as it is not in JSON."""
+    if isinstance(value, bool) and kind != "boolean":
+        return False
+    return isinstance(value, JSON_TYPES.get(kind, object))
+
+
+def json_or_none(text: str):
+    """The data of a JSON text, every string sendable (its escapes may hold half an emoji,
+    "\\ud83d"), or None."""
+    try:
+        return clean_json(json.loads(text))
+    except (ValueError, RecursionError):
+        return None
