@@ -24,10 +24,9 @@ board back whenever it needs it; compaction and restarts cannot lose what was ne
 
 The rules, in TaskManager: ids by max-scan, never reused; a blocked task cannot start or
 complete; completing one frees its dependents; a task another agent has in progress is
-theirs; a deleted task stays on disk, blocks nobody, and cannot come back.
-
-New since s06: TaskFolder (the task files), TaskManager, its tools, the board after each
-compaction, --board, --name, /tasks and /task.
+theirs; a deleted task stays on disk, blocks nobody, and cannot come back. New since s06:
+TaskFolder (the task files), TaskManager, its tools, the board after each compaction,
+--board, --name, /tasks and /task.
 
 Run it:   python s07_task_system.py "plan a refactor: the data model, then the API and the docs"
           python s07_task_system.py --name alice     (a REPL: /tasks, /task help, /compact)
@@ -82,20 +81,15 @@ class TaskFolder:
         self.dir = Path(location)
         self.name = f"{self.dir}/"           # the board, as the user and the model see it
         self.agent = None                    # who writes: a file does not say
-        # .tasks/.lock: the lock, and what the last writer left in it (its generation and the
-        # largest id ever given): harness/board/folder.py.
+        # .tasks/.lock: the lock, and what the last writer left in it (harness/board/folder.py).
         self.lock = folder.BoardLock(self.dir)
-        self.parsed = folder.Parsed()        # each file read once while it is unchanged
-        self.known_ids = None                # while we hold the lock and no one else wrote:
-        self.known_board = None              # what the folder holds, without a look
+        self.parsed = folder.Parsed(self.dir)  # each file read once while it is unchanged
+        # While we hold the lock and no one else wrote: the ids, and the board, unread.
+        self.known_ids = self.known_board = None
         self.made = []                       # the files reserve() made under this lock
 
-    @property
-    def board(self):
-        return self.lock.board
-
     def path(self, task_id: int) -> Path:
-        return self.dir / f"task_{task_id}.json"
+        return self.dir / f"task_{task_id}.json"   # .tasks/task_3.json holds #3
 
     @contextlib.contextmanager
     def locked(self):
@@ -120,14 +114,13 @@ class TaskFolder:
         Under the lock it is remembered: creating 10,000 tasks lists the folder once."""
         if self.lock.held and self.known_ids is not None:
             return self.known_ids
-        found = folder.names(self.dir, TASK_FILE)[0]
+        found = set(folder.names(self.dir, TASK_FILE)[0])
         if self.lock.held:
             self.known_ids = found
         return found
 
     def high_water(self) -> int:
-        """The largest id this board ever gave: a task file deleted by hand must not give its
-        id to a new task."""
+        """The largest id this board ever gave (kept in .lock)."""
         return self.lock.mark()
 
     def load(self, task_id: int) -> dict:
@@ -139,6 +132,7 @@ class TaskFolder:
         return folder.read_task(self.path(task_id), task_id)
 
     def try_load(self, task_id: int):
+        """load(), or None for a task that is missing or cannot be read."""
         try:
             return folder.read_task(self.path(task_id), task_id)
         except ValueError:
@@ -153,16 +147,18 @@ class TaskFolder:
         tasks = {}
         for task_id in sorted(ids):
             try:
-                tasks[task_id] = self.parsed.read(self.path(task_id), task_id)
-            except (OSError, ValueError) as exc:
+                tasks[task_id] = self.parsed.read(task_id)
+            except ValueError as exc:
                 problems.append(str(exc))
+            except OSError as exc:               # gone since the listing, say
+                problems.append(f"{self.path(task_id)}: {errors.reason(exc)}")
         if self.lock.held:
-            self.known_ids, self.known_board = ids, tasks
+            self.known_ids, self.known_board = set(ids), tasks
         return dict(tasks), sorted(problems)
 
     def write(self, task: dict) -> None:
-        """Replace a task's file atomically: a temporary file written whole, then renamed
-        over the old one. A reader, or a kill in the middle, sees the old task or the new."""
+        """Replace a task's file atomically: a temporary file written whole, then renamed over
+        the old one. A reader, or a kill in the middle, sees the old task or the new."""
         self._put(task, writer.replace_in)
 
     def reserve(self, task: dict) -> bool:
@@ -179,23 +175,24 @@ class TaskFolder:
     def _put(self, task: dict, place) -> None:
         """Write the task's file with place(), under the lock, and remember what we wrote."""
         task = {**task, "updated_at": record.now()}
-        path = self.path(task["id"])
         data = record.as_file(task)
         try:
-            # None: the file's mode is what the umask gives.
-            st = place(self.lock.folder_fd, path.name, data, None)
-        except FileExistsError:
-            raise
+            st = place(self.lock.folder_fd, self.path(task["id"]).name, data, None)
         except OSError as exc:
+            if isinstance(exc, FileExistsError):      # reserve(): the id is taken
+                raise
             raise ValueError(f"could not save task #{task['id']} in {self.dir}: "
                              f"{errors.reason(exc)}") from None
         self.lock.wrote(task["id"])
-        self.parsed.put(path, task, st)
-        if self.known_ids is not None and task["id"] not in self.known_ids:
-            self.known_ids.append(task["id"])
-        if self.known_board is not None:
-            self.known_board[task["id"]] = task
-            self.known_board = dict(sorted(self.known_board.items()))
+        self.parsed.put(task, st)
+        if self.known_ids is not None:
+            self.known_ids.add(task["id"])
+        # The board we remember is in id order: a new id below its last one is read afresh.
+        known = self.known_board
+        if known and task["id"] not in known and task["id"] < next(reversed(known)):
+            self.known_board = None
+        elif known is not None:
+            known[task["id"]] = task
 
 
 # ---------------------------------------------------------------- the rules
@@ -209,16 +206,14 @@ class TaskManager:
         self.agent = agent or record.default_agent_name()  # who owns what we start
 
     def use(self, location) -> None:
-        """The board at location: a folder (TaskFolder), or a postgresql:// URL
-        (harness/board/postgres.py, for agents on several machines)."""
+        """A folder (TaskFolder), or a postgresql:// URL (agents on several machines)."""
         self.store = board.open_store(location, TaskFolder)
 
     def next_id(self) -> int:
         """Max-scan: one more than the largest id on the board, or than the largest it ever
         gave (a task file deleted by hand must not give its id away)."""
         largest = max(self.store.ids(), default=0)
-        largest = max(largest, self.store.high_water())
-        return largest + 1
+        return max(largest, self.store.high_water()) + 1
 
     def create(self, subject, description="", blocked_by=None) -> str:
         subject = record.check_text(subject, "subject")
@@ -270,7 +265,7 @@ class TaskManager:
             # Read again just before it is written: a hand edit since is kept, not lost.
             fresh = self.store.try_load(other["id"])
             if fresh and finished["id"] in fresh["blockedBy"]:
-                fresh["blockedBy"].remove(finished["id"])
+                fresh["blockedBy"] = [b for b in fresh["blockedBy"] if b != finished["id"]]
                 self.store.write(fresh)
                 freed.append(fresh)
         if finished["status"] == "deleted":          # never done: not "Unblocked"
@@ -284,8 +279,7 @@ class TaskManager:
 
     def can_start(self, task, tasks) -> bool:
         """Pending, and every blocker finished (a missing one is unfinished)."""
-        waiting = graph.waiting_on(task, tasks)
-        return task["status"] == "pending" and not waiting
+        return task["status"] == "pending" and not graph.waiting_on(task, tasks)
 
     def list_all(self) -> str:
         """The board: every live task, an order (if any waits), what can start."""
@@ -312,8 +306,8 @@ class TaskManager:
         if add and new_status in FINISHED:
             raise ValueError(f"#{tid} is {new_status}; set it back to pending before giving "
                              "it blockers")
-        # Who may change it (harness/board/claims.py): another agent's task in progress is
-        # theirs, unless a person takes it over (force); starting claims it.
+        # Another agent's task in progress is theirs, unless a person takes it over (force);
+        # starting claims it (harness/board/claims.py).
         change, notes = claims.check(task, status, owner, self.agent, force)
         blocked, more = self.check_blockers(tid, task["blockedBy"], add or [])
         # A blocker whose task is gone can be removed too.
@@ -328,10 +322,9 @@ class TaskManager:
     def check_not_blocked(self, tid, status, new_status, blocked, added) -> None:
         """A blocked task cannot start or complete; nor may a task in progress take an open
         blocker (it would be blocked while in progress)."""
-        waiting = []
-        for dep in blocked:
-            if (self.store.try_load(dep) or {}).get("status") not in FINISHED:
-                waiting.append(dep)
+        # Read now: a blocker another agent just finished no longer blocks (missing: it does).
+        tasks = {dep: self.store.try_load(dep) or {} for dep in blocked}
+        waiting = [dep for dep in blocked if tasks[dep].get("status") not in FINISHED]
         if status in ("in_progress", "completed") and waiting:
             raise ValueError(f"#{tid} is blocked by {text.described(waiting, self.store)}; "
                              "finish those first (or removeBlockedBy)")
@@ -366,14 +359,13 @@ class TaskManager:
 # No "type": a model sends 3 or "#3", and parse_task_id takes both.
 ID = {"description": "a task id: 3 or \"#3\""}
 IDS = {"type": "array", "items": ID}
-STRING = s03.STRING
 
 TASK_TOOLS = [
     {"name": "task_create",
      "description": "Add a task to the persistent board (pending). Use it for work of several "
                     "steps in an order, or that must outlast this conversation; one quick step "
                     "needs no task.",
-     "input_schema": s03.schema(["subject"], subject=STRING, description=STRING,
+     "input_schema": s03.schema(["subject"], subject=s03.STRING, description=s03.STRING,
                                 blockedBy=IDS)},
     {"name": "task_update",
      "description": "Change a task's status, blockers or owner. A task cannot start or "
@@ -397,7 +389,6 @@ TASKS = TaskManager(TASKS_DIR)   # touches no file until it is used
 
 
 # The model's names (blockedBy) passed on as TaskManager's (blocked_by).
-
 def task_create(subject, description="", blockedBy=None):
     return TASKS.create(subject, description, blockedBy)
 
@@ -474,12 +465,10 @@ def start(run, args) -> str:
 
 
 def main(argv=None) -> int:
-    # /tasks and /task: a person works the board by the same rules.
-    commands = commands_for.repl_commands(TASKS)
-    commands.update(s06.repl_commands(compact_with_board))
-    # --board, --name, and other agents' news before each prompt.
-    board_options = commands_for.cli_options(TASKS)
-    board_options["options"] = [s06.API_CONTEXT, *board_options["options"]]
+    # /tasks and /task: a person works the board by the same rules; /compact as in s06.
+    commands = {**commands_for.repl_commands(TASKS), **s06.repl_commands(compact_with_board)}
+    # --board, --name, s06's --api-context, and other agents' news before each prompt.
+    board_options = commands_for.cli_options(TASKS, s06.API_CONTEXT)
     lesson = cli.Lesson("s07_task_system", __doc__, agent_loop, system=SYSTEM, tools=TOOLS,
                         commands=commands, on_start=start, demo_args=(TASKS, s06.CONTEXT),
                         context_view=s06.micro_compact, context_size=s06.CONTEXT,

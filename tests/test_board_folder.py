@@ -207,7 +207,8 @@ def test_a_hand_edited_unblocked_that_is_not_a_list_is_flagged_not_a_type_error(
 
 
 def test_a_board_next_to_3000_unreadable_files_is_bounded_in_characters(board_dir, monkeypatch):
-    monkeypatch.setattr(s07.TASKS, "store", TaskManager(board_dir).store)   # the board s07 re-attaches
+    # The board s07 re-attaches after a compaction.
+    monkeypatch.setattr(s07.TASKS, "store", TaskManager(board_dir).store)
     for n in range(1, 4):
         s07.TASKS.create(f"Step {n}")
     for n in range(4, 3004):
@@ -289,7 +290,8 @@ def test_a_link_at_the_boards_lock_is_refused_and_nothing_is_written_through_it(
         TaskManager(board_dir).create("Design the data model")
     assert keys.read_text() == KEYS
     assert [p.name for p in board_dir.iterdir()] == [".lock"]           # no task was written
-    monkeypatch.setattr(s07.TASKS, "store", TaskManager(board_dir).store)   # the model's task_create
+    # The board the model's task_create uses.
+    monkeypatch.setattr(s07.TASKS, "store", TaskManager(board_dir).store)
     message, is_error = call_tool("task_create", {"subject": "Design"}, s07.TOOLS,
                                   s07.TOOL_HANDLERS)
     assert is_error and ".lock is a symbolic link" in message
@@ -330,7 +332,8 @@ def test_a_failed_stamp_releases_the_lock_for_this_process_and_others(board_dir,
 
 def test_a_failed_stamp_is_told_in_words(board_dir, next_stamp_fails, monkeypatch):
     fail, failed = next_stamp_fails
-    monkeypatch.setattr(s07.TASKS, "store", TaskManager(board_dir).store)   # the board the tools use
+    # The board the tools use.
+    monkeypatch.setattr(s07.TASKS, "store", TaskManager(board_dir).store)
     s07.TASKS.create("Design the data model")
     fail()
     out, is_error = call_tool("task_update", {"task_id": 1, "status": "in_progress"},

@@ -507,7 +507,8 @@ def test_a_request_that_cannot_be_encoded_names_the_real_cause():
     with StandInAPI([reply(text("never"))]) as api:
         run = Run(anthropic.Anthropic(api_key="k", base_url=api.url))
         with pytest.raises(EndpointError, match="not valid Unicode") as raised:
-            s03_todo.ask_model(run, "s", [], [{"role": "user", "content": "half an emoji \ud83d"}], 9)
+            half = [{"role": "user", "content": "half an emoji \ud83d"}]
+            s03_todo.ask_model(run, "s", [], half, 9)
     assert "'\\ud83d'" in str(raised.value) and "did not answer like" not in str(raised.value)
     assert api.requests == []
 

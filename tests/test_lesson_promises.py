@@ -3,8 +3,9 @@
 Every lesson: its dispatch table has a function for every tool it offers. s06: an edit does
 not hide the file it edits; a `compact` call with a bad input is an error result, and a
 failed compaction is told to the model. The transcript is whole or absent. s03: the loop
-runs exactly the calls it chose, and never a call a cut reply stopped inside. (s07's board after a compaction, bounded and keeping what can start, is tested on
-both stores in test_board_contract.py.)
+runs exactly the calls it chose, and never a call a cut reply stopped inside. (s07's board
+after a compaction, bounded and keeping what can start, is tested on both stores in
+test_board_contract.py.)
 """
 
 import io

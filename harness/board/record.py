@@ -177,12 +177,10 @@ class TaskStore(Protocol):
       removed by hand does not give its id to a new, unrelated task; 0 when there is none. A
       mark that is missing or hand-edited is ignored where it would send ids backwards or past
       MAX_ID.
-    - board is which board was last locked (it changes when a relative folder follows the cwd);
-      name is how to show it to a user (a URL's password as ***); agent is who writes, when
-      known (PostgreSQL tells other agents' live boards).
+    - name is how to show the board to a user (a URL's password as ***); agent is who writes,
+      when known (PostgreSQL tells other agents' live boards).
     """
 
-    board: object
     name: str
     agent: Optional[str]
 
