@@ -16,9 +16,11 @@ PREVIEW_LINES = 6      # lines of a long result's preview, on the screen and on 
 WHOLE_LINES = 14       # a result this short is shown whole there (a task file, a board)
 
 
-def one_line(value, limit: int) -> str:
-    """value on one line (each run of white space one space), cut to limit characters."""
-    return cut(" ".join(str(value).split()), limit)
+def one_line(value, limit: int = None) -> str:
+    """value on one line (each run of white space one space: a newline in a task's subject
+    must not forge a line of the board), cut to limit characters if a limit is given."""
+    joined = " ".join(str(value).split())
+    return joined if limit is None else cut(joined, limit)
 
 
 def cut(text: str, limit: int) -> str:

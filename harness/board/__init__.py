@@ -32,6 +32,8 @@ NO_SLASHES = re.compile(r"(?i)\s*(postgres(?:ql)?(?:\+\w+)?):(?!//)")
 # The start of a libpq keyword=value string (host=db password=...): PostgreSQL, but no URL.
 KEYWORDS = re.compile(r"\s*(host|hostaddr|port|dbname|user|password|passfile|service)\s*=")
 EXAMPLE = "postgresql://user@host/database"
+# Around the board s07 adds after a compaction: /context and the session page find it by them.
+BOARD_START, BOARD_END = "<task-board>", "</task-board>"
 
 
 def open_store(location: object, folder_store):

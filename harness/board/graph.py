@@ -17,9 +17,15 @@ from harness.board.record import FINISHED
 
 def waiting_on(task: dict, tasks: dict) -> list:
     """The blockers of task that are not finished (a missing one counts as unfinished)."""
+    return unfinished(task["blockedBy"], lambda tid: tasks.get(tid, {}).get("status"))
+
+
+def unfinished(blockers: list, status_of) -> list:
+    """The blockers, each once and in order, whose status (status_of(id), None if missing)
+    is not a finished one: s07's board and the session page's picture of it agree."""
     waiting = []
-    for blocker in task["blockedBy"]:
-        if tasks.get(blocker, {}).get("status") not in FINISHED:
+    for blocker in dict.fromkeys(blockers):
+        if status_of(blocker) not in FINISHED:
             waiting.append(blocker)
     return waiting
 

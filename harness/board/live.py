@@ -42,7 +42,8 @@ import time
 from typing import Optional
 
 from harness import excerpt
-from harness.board.record import FINISHED, STATUSES, is_id, one_line
+from harness.board.record import FINISHED, STATUSES, is_id
+from harness.excerpt import one_line
 from harness.terminal import printable
 
 POLL_EVERY = 0.05   # seconds between scans of a folder while changes(wait) waits

@@ -145,11 +145,6 @@ def task_problem(task: object, expected_id: int) -> Optional[str]:
     return None
 
 
-def one_line(text: object) -> str:
-    """A subject on one line: a newline in it must not forge a line of the board."""
-    return " ".join(str(text).split())
-
-
 class TaskStore(Protocol):
     """What TaskManager relies on from a board. Every store (files, PostgreSQL) promises this.
 

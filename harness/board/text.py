@@ -20,8 +20,9 @@ import json
 
 from harness import terminal
 from harness.board.graph import waiting_on
-from harness.board.record import FINISHED, STATUSES, one_line
-from harness.session.blocks import BOARD_END, BOARD_START   # /context and the page find it
+from harness.board.record import FINISHED, STATUSES
+from harness.board import BOARD_END, BOARD_START
+from harness.excerpt import one_line
 
 
 def ids(task_ids: list) -> str:

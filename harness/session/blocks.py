@@ -14,12 +14,12 @@ each piece:
 import json
 
 from harness import tokens
+from harness.board import BOARD_END, BOARD_START   # s07's board after a compaction
 
 # How s06's layer 1 begins a cleared tool result, and a cleared write/edit text (layer1.py
 # writes them from these); how s07 attaches the board after a compaction (board/text.py).
 PLACEHOLDER = "[Previous: "
 INPUT_PLACEHOLDER = "[cleared from the context: "
-BOARD_START, BOARD_END = "<task-board>", "</task-board>"
 
 # The kinds, in the order the request sends them, with the letter /context draws for each.
 KINDS = {"tools": ("T", "tool definitions"), "system": ("S", "system prompt"),

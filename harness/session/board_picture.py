@@ -14,7 +14,7 @@ Relied on by page.py, which draws the board kept at each compaction and at the e
 from collections import deque
 
 from harness import excerpt
-from harness.board.record import FINISHED
+from harness.board import graph
 from harness.session.markup import text
 from harness.session.record import BoardTask
 
@@ -35,12 +35,7 @@ KEY = ('<p class="legend">The board: an arrow runs from a blocker to the task th
 
 def waiting_for(task: BoardTask, board: dict) -> list:
     """The blockers of task that are not finished; one missing from the board counts (as s07's)."""
-    found = []
-    for blocker in dict.fromkeys(task.blocked_by):         # in order, each once
-        other = board.get(blocker)
-        if other is None or other.status not in FINISHED:
-            found.append(blocker)
-    return found
+    return graph.unfinished(task.blocked_by, lambda tid: getattr(board.get(tid), "status", None))
 
 
 def state(task: BoardTask, board: dict) -> str:

@@ -46,6 +46,7 @@ most once a request (the API may compact again in a request whose server tools a
 import copy
 from dataclasses import dataclass, field
 
+from harness import api_context, pairing
 from harness.stand_in import script, usage
 
 KEPT, AGAIN = "kept", "again"      # the two readings of a clearing (above)
@@ -168,19 +169,15 @@ def opens_with_compaction(message) -> bool:
 
 
 def _is_summary(block) -> bool:
+    """A compaction block with a summary: the harness's own test (api_context.summary_text)."""
     return (isinstance(block, dict) and block.get("type") == "compaction"
-            and block.get("content") is not None)
+            and bool(api_context.summary_text(block)))
 
 
 def _tool_uses(messages: list) -> dict:
-    """{tool_use id: tool name}, in the order of the conversation."""
-    uses = {}
-    for m in messages:
-        content = m.get("content")
-        for b in content if m.get("role") == "assistant" and isinstance(content, list) else []:
-            if isinstance(b, dict) and b.get("type") == "tool_use":
-                uses[b.get("id")] = b.get("name")
-    return uses
+    """{tool_use id: tool name}, in the order of the conversation (the rules have checked
+    that every call is answered)."""
+    return {call["id"]: call["name"] for call, _ in pairing.tool_pairs(messages)}
 
 
 def _with_cleared(prompt: dict, ids: set, uses: dict, inputs) -> dict:
