@@ -34,12 +34,16 @@ gives it to the loop. Without each piece:
   link to a folder would send the demo's files there.
 - --continue and the session log: a stopped run cannot be resumed; its work is redone.
 - before_prompt (s07's live board): a person at the REPL does not see what other agents did.
-- end_of_run: no session total and no session page (session/page.py) at the end of a run.
+- end_of_run: no session total and no session page (session/page.py) at the end of a run;
+  _signals_end_the_run: none either when the terminal is closed (SIGHUP) or the run is
+  killed politely (SIGTERM). _closed_streams_to_devnull: a run started with stdout closed
+  ended in a traceback after its work was done.
 - a new Run for every run: a second main() in one process (a test) would count, log and pin
   on the first one's record, log and saved results.
 """
 
 import argparse
+import contextlib
 import dataclasses
 import difflib
 import functools
@@ -47,7 +51,9 @@ import io
 import os
 import select
 import shlex
+import signal
 import sys
+import threading
 from pathlib import Path
 from typing import Callable, Optional
 
@@ -121,6 +127,7 @@ class Lesson:
 
 def run_cli(lesson: Lesson, argv: list = None) -> int:
     """`sNN.py "prompt"` runs one turn; `sNN.py` opens a REPL; `--demo` plays a script."""
+    _closed_streams_to_devnull()
     context = functools.partial(_context, lesson)
     commands = {**lesson.commands, "/context": context, "/cost": _cost, "/clear": clear}
     lesson = dataclasses.replace(lesson, commands=commands)
@@ -139,11 +146,40 @@ def run_cli(lesson: Lesson, argv: list = None) -> int:
         return 1
     _tolerate_narrow_terminals()
     try:
-        code = _run(lesson, args)
+        with _signals_end_the_run():
+            code = _run(lesson, args)
         sys.stdout.flush()         # here, not at exit, so a reader that has gone is caught below
         return code
     except BrokenPipeError:
         return _reader_gone()
+
+
+@contextlib.contextmanager
+def _signals_end_the_run():
+    """SIGTERM, and SIGHUP (the terminal was closed), end the run as q does: the finally
+    blocks write its session page and total (end_of_run), which are made from memory and
+    cannot be made afterwards. The exit status is 128 + the signal's number. The handlers are
+    put back after (a test runs main() in its own process)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def stop(signum, frame):
+        raise SystemExit(128 + signum)
+    saved = {s: signal.signal(s, stop) for s in (signal.SIGTERM, signal.SIGHUP)}
+    try:
+        yield
+    finally:
+        for s, handler in saved.items():
+            signal.signal(s, handler)
+
+
+def _closed_streams_to_devnull() -> None:
+    """A run whose stdout (or stderr) was closed (`>&-`) writes there to /dev/null: Python
+    leaves it None, and the first print after the work was done ended in a traceback."""
+    for name in ("stdout", "stderr"):
+        if getattr(sys, name) is None:
+            setattr(sys, name, open(os.devnull, "w", encoding="utf-8"))
 
 
 def _parser(lesson: Lesson):

@@ -1,0 +1,57 @@
+"""How a run ends when it does not end normally: a closed terminal, a polite kill, a closed
+stdout. Each still leaves what a normal end leaves: the session page and total, and no
+traceback.
+
+The lessons run as a user runs them, as a subprocess against the stand-in.
+"""
+
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from harness.stand_in import StandInAPI
+from harness.stand_in.script import reply, text, tool
+from helpers import ROOT, clean_env, words
+
+
+@pytest.mark.parametrize("signum", [signal.SIGHUP, signal.SIGTERM])
+def test_a_closed_terminal_or_a_kill_at_the_prompt_writes_the_page_and_the_total(workdir,
+                                                                                  signum):
+    """The page is made from the run's memory: a run ended by a signal after one answered
+    prompt must write it, as q does, or it is lost for good."""
+    with StandInAPI([reply(text("first answer"))]) as api:
+        env = clean_env(workdir.parent / "home", ANTHROPIC_BASE_URL=api.url,
+                        ANTHROPIC_API_KEY="test-key")
+        proc = subprocess.Popen([sys.executable, str(ROOT / "s03_todo.py")], cwd=workdir, env=env,
+                                stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)
+        proc.stdin.write("hello\n")
+        proc.stdin.flush()
+        deadline = time.monotonic() + 60
+        while not api.requests and time.monotonic() < deadline:   # a bound, not a speed claim
+            time.sleep(0.05)
+        time.sleep(0.5)                     # the answer printed; the REPL waits at its prompt
+        proc.send_signal(signum)
+        out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 128 + signum, err
+    assert "first answer" in out and "Traceback" not in err
+    assert "[session: 1 call · " in err and "[session page: .transcripts/session_s03_" in err
+    assert list((workdir / ".transcripts").glob("session_s03_*.html"))
+
+
+def test_a_closed_stdout_is_no_traceback_after_the_work_is_done(workdir):
+    """`python s06_compact.py "write it" >&-`: the file is written, and the run ends quietly."""
+    script = [reply(tool("write_file", {"path": "it.txt", "content": "done\n"})),
+              reply(text("Written."))]
+    with StandInAPI(script) as api:
+        env = clean_env(workdir.parent / "home", ANTHROPIC_BASE_URL=api.url,
+                        ANTHROPIC_API_KEY="test-key")
+        command = f'{sys.executable} "{ROOT / "s06_compact.py"}" "write it" >&-'
+        proc = subprocess.run(["sh", "-c", command], cwd=workdir, env=env,
+                              capture_output=True, text=True, timeout=60)
+    assert (workdir / "it.txt").read_text() == "done\n"
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
+    assert "[session page: " in words(proc.stderr)
