@@ -8,7 +8,10 @@ Relied on by all three lessons (through cli.run_cli) and by the tests. Without e
 - child_env: the environment for a command the agent runs. Without it, `env` showed the model
   (and so the API) the API key, and TASK_BOARD with the board's password; without its look at
   the values, a DATABASE_URL or PGPASSWORD that holds the board's password, or a copy of the
-  key under another name, still did.
+  key under another name, still did, and so did ANTHROPIC_BASE_URL=http://alice:PW@host (a
+  gateway with basic auth), password and all.
+- shown_url: the one way a URL is shown (error lines, the terminal's display): without it, an
+  unreachable gateway printed its password in the error line.
 - make_client: a typo'd API_TIMEOUT (or inf), a missing key, or a base URL without its
   http:// fails at the first request, deep in the SDK, or says "cannot reach" while the
   server is up; a local server on 127.0.0.1 is sent through HTTP_PROXY and never answers.
@@ -25,7 +28,7 @@ import math
 import os
 import re
 from pathlib import Path
-from urllib.parse import quote, urlsplit
+from urllib.parse import quote, unquote, urlsplit
 
 from dotenv import dotenv_values
 
@@ -99,13 +102,16 @@ def child_env() -> dict:
     """The environment for a command the agent runs: this one, without the harness's secrets.
 
     Left out: the API key and token and TASK_BOARD, by name; and any variable that holds the
-    key, the token or the board's password (hide_from_commands), whatever its name: a
-    DATABASE_URL or PGPASSWORD that is the board's, a copy of the key. Kept: the user's own
-    settings, PGPASSFILE and PGSERVICEFILE among them (they say where a password is, not what;
-    a command can read any file you can, so leaving them out would protect nothing), and a
-    DATABASE_URL of another database, which the user's own programs need.
+    key, the token, the board's password (hide_from_commands) or the password in
+    ANTHROPIC_BASE_URL (a gateway's basic auth), whatever its name: a DATABASE_URL or
+    PGPASSWORD that is the board's, a copy of the key, ANTHROPIC_BASE_URL itself when it holds
+    a password. Kept: the user's own settings, PGPASSFILE and PGSERVICEFILE among them (they
+    say where a password is, not what; a command can read any file you can, so leaving them
+    out would protect nothing), a DATABASE_URL of another database, which the user's own
+    programs need, and ANTHROPIC_BASE_URL without a password.
     """
     hidden = [os.environ.get(name) for name in SECRETS] + sorted(_LEARNT_SECRETS)
+    hidden += _password_in(os.environ.get("ANTHROPIC_BASE_URL", ""))
     hidden = [value for value in hidden if value]
     env = {}
     for name, value in os.environ.items():
@@ -115,12 +121,38 @@ def child_env() -> dict:
     return env
 
 
+def _password_in(url: str) -> list:
+    """The password a URL holds, as written (percent-encoded) and decoded; [] if none."""
+    found = _USERINFO.match(url)
+    user, colon, password = found["userinfo"].partition(":") if found else ("", "", "")
+    if not (colon and password):
+        return []
+    return [password, unquote(password)]
+
+
 def _holds(value: str, hidden: str) -> bool:
     """Whether a variable's value holds a secret (LONG_SECRET says how closely it looks)."""
     if len(hidden) >= LONG_SECRET:
         return hidden in value
     as_password = rf"(?i)password\s*=\s*['\"]?{re.escape(hidden)}(?=$|[\s&'\"])"
     return value == hidden or f":{hidden}@" in value or bool(re.search(as_password, value))
+
+
+# scheme:// (if written), then user:password@ up to the last @ before the path: what a URL
+# parser takes for the userinfo. A regular expression, not urlsplit, so that a URL no parser
+# reads ("http://alice:pw@[::1", refused by check_base_url) is still shown without it.
+_USERINFO = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)?(?P<userinfo>[^/?#]*)@")
+
+
+def shown_url(url: str) -> str:
+    """The URL with any password in it as *** (the user name kept): how every line, log and
+    display names an endpoint. ANTHROPIC_BASE_URL=http://alice:PW@host (a gateway with basic
+    auth) is shown as http://alice:***@host; a URL without a password is returned as it is."""
+    found = _USERINFO.match(url)
+    if not found or not _password_in(url):
+        return url
+    user = found["userinfo"].partition(":")[0]
+    return f"{found['scheme'] or ''}{user}:***@{url[found.end():]}"
 
 
 def model_id():
@@ -144,20 +176,22 @@ def api_timeout():
 
 
 def check_base_url(url: str) -> None:
-    """Refuse, before any request, a base URL the SDK cannot use; one line says how to write it."""
+    """Refuse, before any request, a base URL the SDK cannot use; one line says how to write it
+    (naming it as shown_url does: without its password)."""
+    shown = shown_url(url)
     try:
         parts = urlsplit(url)
         port = parts.port           # a port out of range or not a number raises here
     except ValueError as exc:       # e.g. "Invalid IPv6 URL" for http://[::1:8080
-        raise SetupError(f"ANTHROPIC_BASE_URL={url!r} is not a valid URL ({exc}); "
+        raise SetupError(f"ANTHROPIC_BASE_URL={shown!r} is not a valid URL ({exc}); "
                          "write it like http://127.0.0.1:8080 or http://[::1]:8080") from None
     if port == 0:
-        raise SetupError(f"ANTHROPIC_BASE_URL={url!r} names port 0; give the server's port")
+        raise SetupError(f"ANTHROPIC_BASE_URL={shown!r} names port 0; give the server's port")
     if "://" not in url:
-        raise SetupError(f"ANTHROPIC_BASE_URL={url!r} has no scheme: write http://{url} "
-                         f"(or https://{url})")
+        raise SetupError(f"ANTHROPIC_BASE_URL={shown!r} has no scheme: write http://{shown} "
+                         f"(or https://{shown})")
     if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise SetupError(f"ANTHROPIC_BASE_URL={url!r} must be http:// or https:// and a host, "
+        raise SetupError(f"ANTHROPIC_BASE_URL={shown!r} must be http:// or https:// and a host, "
                          "like http://127.0.0.1:8080")
 
 
@@ -185,9 +219,10 @@ def make_client(base_url=None, api_key=None, secrets=None):
 
 
 def api_error_line(exc, client=None) -> str:
-    """errors.describe_api_error, with the URL the client used, API_TIMEOUT and MODEL_ID."""
+    """errors.describe_api_error, with the URL the client used (its password as ***),
+    API_TIMEOUT and MODEL_ID."""
     where = str(client.base_url) if client is not None else base_url()
-    return errors.describe_api_error(exc, where, api_timeout(), model_id())
+    return errors.describe_api_error(exc, shown_url(where), api_timeout(), model_id())
 
 
 def positive_int(name: str, default: int, unit: str) -> int:

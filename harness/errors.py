@@ -9,7 +9,9 @@ tools return them to the model, the board and the endpoints raise them. Without 
 - malformed / error_event: a stream that breaks the rules (a delta before its block, a call
   without an id) or sends an error mid-reply is a traceback, or a line that blames the key.
 - describe_api_error: a user sees a traceback instead of one line that says what to fix;
-  a base URL ending in /v1 (the SDK adds /v1/messages) gets a 404 blamed on MODEL_ID.
+  a base URL ending in /v1 (the SDK adds /v1/messages) gets a 404 blamed on MODEL_ID. It, and
+  every line here that names the endpoint, shows its URL through config.shown_url: a
+  gateway's password (http://alice:PW@host) was printed in full.
 - reason: "[Errno 28]" where "the disk is full" says what to do.
 - connect_problem: a PostgreSQL board that is down, a wrong password or a missing database is
   a traceback, with the password in it.
@@ -53,8 +55,9 @@ def reason(exc: OSError) -> str:
 
 def describe_api_error(exc, where: str, timeout: float, model: str) -> str:
     """One line saying what failed and what to do about it, naming the URL actually used
-    (where), API_TIMEOUT and MODEL_ID (config.py reads them; cli passes them)."""
-    where = where.rstrip("/")
+    (where, its password as ***), API_TIMEOUT and MODEL_ID (config.py reads them; cli passes
+    them)."""
+    where = _shown(where).rstrip("/")
     status = getattr(exc, "status_code", None)
     detail = _error_message(exc)
     if isinstance(exc, anthropic.APITimeoutError):
@@ -81,6 +84,13 @@ def describe_api_error(exc, where: str, timeout: float, model: str) -> str:
     return f"the API call failed: {detail}"
 
 
+def _shown(where: str) -> str:
+    """The endpoint's URL as config.shown_url shows it: a gateway's password as ***. Imported
+    here, at the call: config imports this module first, for SetupError."""
+    from harness.config import shown_url
+    return shown_url(where)
+
+
 def _error_message(exc):
     """The endpoint's own words, on one line: a proxy's message may hold a stack trace."""
     body = getattr(exc, "body", None)
@@ -92,6 +102,7 @@ def _error_message(exc):
 
 def dropped(exc: Exception, where: str, timeout: float) -> str:
     """A connection lost in the middle of a streamed reply (the SDK does not wrap it)."""
+    where = _shown(where)
     if "Timeout" in type(exc).__name__:
         return (f"the endpoint at {where} went silent in the middle of its reply for "
                 f"API_TIMEOUT={timeout:g}s: the turn was abandoned; try again")
@@ -102,7 +113,7 @@ def dropped(exc: Exception, where: str, timeout: float) -> str:
 
 def malformed(where: str, what: str) -> str:
     """A stream that breaks the Messages API's rules, naming what the endpoint sent."""
-    return f"the endpoint at {where} did not answer like the Messages API: it sent {what}"
+    return f"the endpoint at {_shown(where)} did not answer like the Messages API: it sent {what}"
 
 
 def error_event(exc, where: str) -> str:
@@ -110,7 +121,7 @@ def error_event(exc, where: str) -> str:
     body = getattr(exc, "body", None)
     error = body.get("error") if isinstance(body, dict) else None
     kind = error.get("type") if isinstance(error, dict) else "error"
-    return (f"the endpoint at {where} sent an error in the middle of the reply ({kind}: "
+    return (f"the endpoint at {_shown(where)} sent an error in the middle of the reply ({kind}: "
             f"{excerpt.one_line(_error_message(exc), 120)}): the turn was abandoned; try again")
 
 
