@@ -12,11 +12,14 @@ are s06's and s07's). Without each piece:
   file reaches the model as 50,000 NUL characters. Stopping within the cap: a read of a 300 kB
   file that passed it was cut again by s03's call_tool, and its "read on with offset=835"
   skipped the 168 lines cut from its middle, for good.
-- write_atomic(): on a full disk, writing over a file leaves half of it (a 20 kB config.json
-  was cut in two, and an edit truncated a 21 kB file), and the model is not told. It writes
-  through harness/writer.py, whose random temporary names are made with O_EXCL | O_NOFOLLOW:
-  a file planted at a guessable name blocked every write of that file (and without O_EXCL,
-  a link there is written through).
+- write_atomic() and write_and_note(): on a full disk, writing over a file leaves half of it
+  (a 20 kB config.json was cut in two, and an edit truncated a 21 kB file), and the model is
+  not told. It writes through harness/writer.py, whose random temporary names are made with
+  O_EXCL | O_NOFOLLOW: a file planted at a guessable name blocked every write of that file
+  (and without O_EXCL, a link there is written through). The new file keeps the old one's
+  mode, owner, group and extended attributes where the process may set them; where it may
+  not, write_and_note's clause says what changed (the file of another user is now yours),
+  instead of the model never knowing.
 - edit_text(): a one-line edit of a CRLF file turns every line ending into LF.
 - encode(): a lone surrogate from a model's JSON fails after the file was opened, leaving an
   empty file behind.
@@ -218,29 +221,38 @@ def encode(text: str, field: str) -> bytes:
 
 
 def write_atomic(path: Path, content, shown: str, field: str = "content") -> int:
-    """Replace path with content whole, and return how many bytes were written: a full disk or
-    a kill -9 leaves the old file, never half.
+    """write_and_note(), and only how many bytes were written."""
+    return write_and_note(path, content, shown, field)[0]
+
+
+def write_and_note(path: Path, content, shown: str, field: str = "content") -> tuple:
+    """Replace path with content whole: (how many bytes were written, a clause for the tool's
+    result saying what of the old file could not be kept, or ""). A full disk or a kill -9
+    leaves the old file, never half.
 
     content is text (encoded first: text that cannot be stored is refused before any file is
     opened; `field` names it in the error) or bytes. writer.replace() puts a temporary file in
     the same folder (os.replace is atomic only within one file system) under a random name,
     made with O_EXCL | O_NOFOLLOW: a link planted where it is made is never written through,
-    and a file planted at a guessable name cannot block the write. It gets the old file's mode
-    through its own fd. Replacing breaks a hard link to the old file; a symlink was resolved
+    and a file planted at a guessable name cannot block the write. It gets the old file's mode,
+    owner, group and extended attributes (POSIX ACLs among them) through its own fd, as far as
+    this process may set them: a user who is not root cannot give a file to another user, and
+    the clause says so. Replacing breaks a hard link to the old file; a symlink was resolved
     before (inside()), so a link swapped in at the folder since is refused.
     """
     data = content if isinstance(content, bytes) else encode(content, field)
     try:
-        mode = _mode_for(path, shown)   # in the try: a file in the way of a folder is said in words
-        writer.replace(path, data, mode)
+        was = _regular_or_none(path, shown)  # in the try: a file in the way of a folder, in words
+        before = writer.attributes(path) if was else {}
+        made = writer.replace(path, data, None if was is None else stat.S_IMODE(was.st_mode))
     except OSError as exc:
         kept = "the file is unchanged" if path.exists() else "nothing was written"
         raise ValueError(f"could not write {shown}: {reason(exc)}; {kept}") from None
-    return len(data)
+    return len(data), _not_kept(was, made, before, writer.attributes(path))
 
 
-def _mode_for(path: Path, shown: str) -> int | None:
-    """The existing file's permission bits, or None for a new file (0o666 less the umask)."""
+def _regular_or_none(path: Path, shown: str) -> os.stat_result | None:
+    """The existing file's stat, or None for a new file (it gets 0o666 less the umask)."""
     try:
         st = os.stat(path)
     except FileNotFoundError:
@@ -248,7 +260,20 @@ def _mode_for(path: Path, shown: str) -> int | None:
     if not stat.S_ISREG(st.st_mode):  # writing to a FIFO would block; to a device, worse
         raise ValueError(f"{shown} is {writer.kind_of(st.st_mode)}, not a regular file; "
                          "nothing was written")
-    return stat.S_IMODE(st.st_mode)
+    return st
+
+
+def _not_kept(was, made: os.stat_result, before: dict, after: dict) -> str:
+    """What the new file did not keep of the old one, as a clause: "" if it kept all."""
+    lost = []
+    if was is not None and (was.st_uid, was.st_gid) != (made.st_uid, made.st_gid):
+        lost.append(f"its owner {was.st_uid}:{was.st_gid}; it is now {made.st_uid}:"
+                    f"{made.st_gid}, and only root can give a file to another user")
+    attributes = [name for name, value in before.items() if after.get(name) != value]
+    if attributes:
+        lost.append(f"its extended attribute{'s' * (len(attributes) > 1)} "
+                    f"{', '.join(attributes)}")
+    return f" (not kept: {'; nor '.join(lost)})" if lost else ""
 
 
 def edit_text(text: str, old: str, new: str, shown: str) -> str:
