@@ -12,7 +12,11 @@ others. Without each piece:
   swapped for a link in between cannot split them.
 - random temporary names made with O_EXCL | O_NOFOLLOW (NEW_FILE): a link planted at a
   guessable name (.transcript.tmp-<pid>, .tmp_<id>_<pid>_<thread>) was written through, to
-  wherever it pointed; a file planted there blocked every write.
+  wherever it pointed; a file planted there blocked every write. The name is short and
+  fixed in length, .tmp_<16 hex digits>.tmp, not made from the final name: one made from it
+  (its first 100 characters, and 22 bytes more) passed the 255 bytes a name may have for a
+  file name of 78 CJK characters (234 bytes), and write_file could not write it. A board
+  sweeps what a killed writer left by that pattern (board/folder.py: .tmp_*).
 - replace_in(): a temporary file, then a rename over the name: a reader, a full disk or a
   kill -9 sees the old file or the new, never half. The rename replaces whatever held the
   name (a planted link itself, never what it points to).
@@ -160,7 +164,7 @@ def _write_temporary(where: int, name: str, data: bytes, mode: int | None,
     keep: the new file gets the owner, group and extended attributes of the regular file at
     name (the one it is to replace), as far as this process may set them.
     """
-    temporary = f".{name[:100]}.{secrets.token_hex(8)}.tmp"
+    temporary = f".tmp_{secrets.token_hex(8)}.tmp"   # never from name: it may be 255 bytes
     fd = os.open(temporary, NEW_FILE, 0o666 if mode is None else PRIVATE, dir_fd=where)
     try:
         with os.fdopen(fd, "wb") as f:

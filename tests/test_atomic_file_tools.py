@@ -140,9 +140,12 @@ def test_a_link_planted_at_the_temporary_name_as_it_is_made_is_not_written_throu
     (in_tmp / "victim.txt").write_text("the user's file")
     real_open = os.open
 
+    planted = []
+
     def plant_then_open(path, flags, *args, **kwargs):
-        if Path(path).name.startswith(".notes.txt") and not os.path.lexists(path):
+        if flags & os.O_CREAT and not os.path.lexists(path):
             Path(path).symlink_to(in_tmp / "victim.txt")
+            planted.append(path)
         return real_open(path, flags, *args, **kwargs)
     monkeypatch.setattr(os, "open", plant_then_open)
     try:
@@ -150,6 +153,7 @@ def test_a_link_planted_at_the_temporary_name_as_it_is_made_is_not_written_throu
     except ValueError as exc:
         assert "could not write notes.txt" in str(exc)
     monkeypatch.undo()
+    assert planted, "no new file was made: the write went straight into notes.txt"
     assert (in_tmp / "victim.txt").read_text() == "the user's file"
 
 

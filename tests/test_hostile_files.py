@@ -216,6 +216,22 @@ def test_read_file_says_a_files_lines_end_in_crlf():
     assert "CRLF" in out                                    # ... so it is said
 
 
+# ---------------------------------------------------------------- long names
+
+@pytest.mark.parametrize("name", ["文" * 78 + ".md", "文" * 85],
+                         ids=["237 bytes", "255 bytes, NAME_MAX"])
+def test_a_long_non_ascii_file_name_the_system_takes_can_be_written_and_edited(name):
+    """Linux allows 255 bytes a name: 85 CJK characters. A temporary name made from the real
+    one (its first 100 characters, and more) went past that, and the write failed."""
+    assert len(os.fsencode(name)) <= 255
+    out, is_error = tool("write_file", path=name, content="first draft\n")
+    assert not is_error, out
+    out, is_error = tool("edit_file", path=name, old_text="first", new_text="second")
+    assert not is_error, out
+    assert Path(name).read_text(encoding="utf-8") == "second draft\n"
+    assert os.listdir() == [name]                   # no temporary file left
+
+
 # ---------------------------------------------------------------- errors in words
 
 @pytest.mark.parametrize("name, words", [
