@@ -3,6 +3,10 @@
 Relied on by all three lessons (through cli.run_cli) and by the tests. Without each piece:
 - load_env: a key kept in ./.env is not found, or a UTF-16 .env becomes a traceback; and a
   key put into os.environ is inherited by every command the agent runs (`env` shows it).
+  A .env a secrets manager serves as a FIFO (1Password Environments does) was skipped in
+  silence, and the error then said to put the key in ./.env, where it was; it is read, for
+  FIFO_WAIT seconds at most (a FIFO nobody serves is one line, not a start that hangs). A
+  .env that is neither (a folder, a socket) is named in one line.
   The credentials from .env are returned, kept on the run (run.secrets) for make_client
   only, and their values are hidden from commands (hide_from_commands).
 - child_env: the environment for a command the agent runs. Without it, `env` showed the model
@@ -24,15 +28,19 @@ Nothing runs at import: anthropic and dotenv are imported inside the functions t
 so importing a lesson needs neither (the SDK alone takes about 2 s to import).
 """
 
+import io
 import math
 import os
 import re
+import select
+import stat
+import time
 from pathlib import Path
 from urllib.parse import quote, unquote, urlsplit
 
 from dotenv import dotenv_values
 
-from harness import errors
+from harness import errors, terminal, writer
 from harness.errors import NoKey, SetupError
 from harness.sdk import anthropic
 
@@ -48,6 +56,9 @@ HARNESS_ONLY = SECRETS + ("TASK_BOARD",)   # and the board's address, which may 
 # one ("postgres" is a common password and a common word) only where it is the whole value,
 # a URL's :password@ or a password=, so that PATH=/usr/lib/postgresql/... is kept.
 LONG_SECRET = 16
+ENV_MOST = 1_000_000   # bytes of a .env read at most: settings, not data
+FIFO_WAIT = 10         # seconds a .env served as a FIFO may take to come (a secrets manager may
+                       # first ask to be unlocked); then one line, not a start that hangs
 # What a run keeps, in the folder it runs in: s06's transcripts, the session log and page, big
 # results saved whole, the REPL's history. One folder: a user finds (or deletes) all of it.
 TRANSCRIPTS = Path(".transcripts")
@@ -64,14 +75,15 @@ def load_env() -> dict:
     """
     secrets = {}
     path = Path.cwd() / ".env"
-    if not path.is_file():
+    data = _read_env(path)
+    if data is None:
         return secrets
     try:
-        path.read_bytes().decode("utf-8")
+        text = data.decode("utf-8")
     except UnicodeDecodeError:  # Notepad and PowerShell often save UTF-16
         raise SetupError(f"{path} is not UTF-8 text; save it as UTF-8 (one NAME=value per "
                          "line)") from None
-    for name, value in dotenv_values(path, encoding="utf-8").items():
+    for name, value in dotenv_values(stream=io.StringIO(text)).items():
         if value is None or os.environ.get(name):  # `export ANTHROPIC_API_KEY=` counts as unset
             continue
         if name in SECRETS:
@@ -80,6 +92,61 @@ def load_env() -> dict:
         else:
             os.environ[name] = value
     return secrets
+
+
+def _read_env(path: Path) -> bytes | None:
+    """The bytes of a .env: a regular file, or a FIFO (named pipe) a secrets manager serves
+    (1Password Environments does); None if there is none. Anything else there (a virtual
+    environment named .env, say) is named in one line and not read."""
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:                  # none, or a link to nothing
+        return None
+    except OSError as exc:
+        raise SetupError(f"{path} cannot be read: {errors.reason(exc)}") from None
+    if not (stat.S_ISREG(mode) or stat.S_ISFIFO(mode)):   # a socket cannot even be opened
+        terminal.show_note(f"warning: {path} is {writer.kind_of(mode)}, not a file of "
+                           "settings (NAME=value lines): it is not read")
+        return None
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)   # a FIFO: no wait here
+    except OSError as exc:
+        raise SetupError(f"{path} cannot be read: {errors.reason(exc)}") from None
+    try:
+        if stat.S_ISFIFO(os.fstat(fd).st_mode):
+            data = _from_fifo(fd, path)
+        else:
+            data = os.fdopen(fd, "rb", closefd=False).read(ENV_MOST + 1)
+    finally:
+        os.close(fd)
+    if len(data) > ENV_MOST:
+        raise SetupError(f"{path} holds over {ENV_MOST:,} bytes: a .env holds settings, one "
+                         "NAME=value per line")
+    return data
+
+
+def _from_fifo(fd: int, path: Path) -> bytes:
+    """What the writer of a FIFO sends before it closes it, waited for FIFO_WAIT seconds at
+    most: a FIFO nobody serves must not hang the start."""
+    deadline = time.monotonic() + FIFO_WAIT
+    data = b""
+    while len(data) <= ENV_MOST:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            said = "not all of it was" if data else "nothing was"
+            raise SetupError(f"{path} is a FIFO (named pipe), and {said} written to it within "
+                             f"{FIFO_WAIT:g} s: start what serves it (a secrets manager), or "
+                             "put a file of settings there")
+        if not select.select([fd], [], [], left)[0]:
+            continue
+        part = os.read(fd, 1 << 16)
+        if part:
+            data += part
+        elif data:                            # the writer closed it: that was all of it
+            break
+        else:                                 # no writer yet, where the system says readable
+            time.sleep(0.05)
+    return data
 
 
 def secret(name: str, secrets: dict) -> str | None:
