@@ -1,14 +1,17 @@
 """Configuration and the client: every lesson's main() reads its settings through here.
 
 Relied on by all three lessons (through cli.run_cli) and by the tests. Without each piece:
-- load_env: a key kept in ./.env is not found, or a UTF-16 .env becomes a traceback; and a
-  key put into os.environ is inherited by every command the agent runs (`env` shows it).
+- load_env and env_files: a key kept in ./.env is not found, or a UTF-16 .env becomes a
+  traceback; and a key put into os.environ is inherited by every command the agent runs
+  (`env` shows it). The credentials from .env are returned, kept on the run (run.secrets)
+  for make_client only, and their values are hidden from commands (hide_from_commands).
   A .env a secrets manager serves as a FIFO (1Password Environments does) was skipped in
-  silence, and the error then said to put the key in ./.env, where it was; it is read, for
-  FIFO_WAIT seconds at most (a FIFO nobody serves is one line, not a start that hangs). A
-  .env that is neither (a folder, a socket) is named in one line.
-  The credentials from .env are returned, kept on the run (run.secrets) for make_client
-  only, and their values are hidden from commands (hide_from_commands).
+  silence, and the error then said to put the key in ./.env, where it was: it is read, for
+  FIFO_WAIT seconds at most (a FIFO nobody serves is one line, not a start that hangs), and
+  a .env that is neither (a folder, a socket) is named in one line. The repository's .env
+  (where the README copies .env.example) is read after ./.env: a key put there was unused
+  from the scratch folder the README says to work in. no_key_message() names every .env
+  looked in: the error said to put the key in ./.env, wherever it was.
 - child_env: the environment for a command the agent runs. Without it, `env` showed the model
   (and so the API) the API key, and TASK_BOARD with the board's password; without its look at
   the values, a DATABASE_URL or PGPASSWORD that holds the board's password, or a copy of the
@@ -56,6 +59,9 @@ HARNESS_ONLY = SECRETS + ("TASK_BOARD",)   # and the board's address, which may 
 # one ("postgres" is a common password and a common word) only where it is the whole value,
 # a URL's :password@ or a password=, so that PATH=/usr/lib/postgresql/... is kept.
 LONG_SECRET = 16
+# The repository: the folder that holds the lessons and harness/. Its .env (where the README
+# copies .env.example) is read after ./.env, so that a key put there works from a scratch folder.
+REPOSITORY = Path(__file__).resolve().parent.parent
 ENV_MOST = 1_000_000   # bytes of a .env read at most: settings, not data
 FIFO_WAIT = 10         # seconds a .env served as a FIFO may take to come (a secrets manager may
                        # first ask to be unlocked); then one line, not a start that hangs
@@ -67,31 +73,52 @@ TRANSCRIPTS = Path(".transcripts")
 # ---------------------------------------------------------------- configuration
 
 def load_env() -> dict:
-    """Read ./.env; a variable already set in the real environment wins, unless it is empty.
+    """Read ./.env, then the repository's .env (env_files()): a variable already set in the
+    real environment wins, unless it is empty, and ./.env wins over the repository's.
 
     Settings go into os.environ; the credentials (SECRETS) are returned instead, for
     make_client, so that no child process inherits a key it was never given, and their values
     are hidden from commands: a copy of the key under another name is left out too.
     """
     secrets = {}
-    path = Path.cwd() / ".env"
-    data = _read_env(path)
-    if data is None:
-        return secrets
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError:  # Notepad and PowerShell often save UTF-16
-        raise SetupError(f"{path} is not UTF-8 text; save it as UTF-8 (one NAME=value per "
-                         "line)") from None
-    for name, value in dotenv_values(stream=io.StringIO(text)).items():
-        if value is None or os.environ.get(name):  # `export ANTHROPIC_API_KEY=` counts as unset
+    for path in env_files():
+        data = _read_env(path)
+        if data is None:
             continue
-        if name in SECRETS:
-            secrets[name] = value
-            hide_from_commands(value)
-        else:
-            os.environ[name] = value
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:  # Notepad and PowerShell often save UTF-16
+            raise SetupError(f"{path} is not UTF-8 text; save it as UTF-8 (one NAME=value per "
+                             "line)") from None
+        for name, value in dotenv_values(stream=io.StringIO(text)).items():
+            # `export ANTHROPIC_API_KEY=` counts as unset; so does an empty value in ./.env
+            if value is None or os.environ.get(name) or secrets.get(name):
+                continue
+            if name in SECRETS:
+                secrets[name] = value
+                hide_from_commands(value)
+            else:
+                os.environ[name] = value
     return secrets
+
+
+def env_files() -> list:
+    """The .env files settings are read from, the first wins: ./.env where you run, then the
+    repository's (the folder that holds the lessons), unless you run in the repository."""
+    found = [Path.cwd() / ".env"]
+    if Path.cwd().resolve() != REPOSITORY:
+        found.append(REPOSITORY / ".env")
+    return found
+
+
+def no_key_message() -> str:
+    """What to do without a key, naming every .env looked in (env_files()): make_client's
+    NoKey, and the line a REPL without a model opens with."""
+    places = ["your environment", "./.env", *(str(path) for path in env_files()[1:])]
+    where = ", in ".join(places[:-1]) + " or in " + places[-1]
+    return (f"no model to talk to: set ANTHROPIC_API_KEY in {where} (copy .env.example; any "
+            "value will do for a local server at ANTHROPIC_BASE_URL), or try --demo, which "
+            "needs no key")
 
 
 def _read_env(path: Path) -> bytes | None:
@@ -150,7 +177,7 @@ def _from_fifo(fd: int, path: Path) -> bytes:
 
 
 def secret(name: str, secrets: dict) -> str | None:
-    """A credential: the real environment's (unless empty), else the one read from ./.env
+    """A credential: the real environment's (unless empty), else the one read from a .env
     (secrets, as load_env returned them)."""
     return os.environ.get(name) or secrets.get(name) or None
 
@@ -264,15 +291,15 @@ def check_base_url(url: str) -> None:
 
 def make_client(base_url=None, api_key=None, secrets=None):
     """Build the Anthropic client, or raise SetupError before any request is made. secrets:
-    the credentials read from ./.env (load_env), for a key the environment does not give."""
+    the credentials read from the .env files (load_env), for a key the environment does not
+    give."""
     auth_token = None
     secrets = secrets or {}
     if api_key is None:
         api_key = secret("ANTHROPIC_API_KEY", secrets)
         auth_token = None if api_key else secret("ANTHROPIC_AUTH_TOKEN", secrets)
         if not (api_key or auth_token):
-            raise NoKey("no API key: set ANTHROPIC_API_KEY in your environment or in ./.env "
-                        "(copy .env.example), or try --demo, which needs no key")
+            raise NoKey(no_key_message())
     url = base_url or os.environ.get("ANTHROPIC_BASE_URL") or None
     if url:
         check_base_url(url)

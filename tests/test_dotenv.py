@@ -1,19 +1,26 @@
 """Where the settings come from: ./.env as a secrets manager serves it (a FIFO), a .env that is
-not a file, and the repository's .env read from a scratch folder.
+not a file, and the repository's .env read from a scratch folder (the environment wins, then
+./.env, then the repository's), and the message without a key naming where it looked.
 
 Each test runs a lesson as a user runs it (a subprocess against the loopback stand-in), or its
 main() in process where a setting of config.py must be made short (the wait for a FIFO).
 """
 
+import json
 import os
+import shutil
+import subprocess
+import sys
 import threading
 
 import pytest
 
 import s03_todo
 from harness import config
-from harness.stand_in.script import reply, text
-from helpers import messages, within, words
+from harness.errors import NoKey
+from harness.stand_in import StandInAPI
+from harness.stand_in.script import reply, text, tool
+from helpers import ROOT, clean_env, messages, tool_results, within, words
 
 KEY = "sk-from-a-secrets-manager"
 
@@ -82,3 +89,76 @@ def test_a_dotenv_that_is_neither_a_file_nor_a_fifo_is_named_in_one_line(run_les
     said = (f"warning: {workdir / '.env'} is {kind}, not a file of settings (NAME=value "
             "lines): it is not read")
     assert words(proc.stderr).startswith(said + " [tokens:") and proc.stderr.count("warning") == 1
+
+
+# ---------------------------------------------------------------- the repository's .env
+
+@pytest.fixture
+def lessons(tmp_path):
+    """A copy of the repository (the lessons and harness/) of the test's own: its .env is the
+    repository's .env, which a test may write without touching the real one."""
+    made = tmp_path / "lessons"
+    shutil.copytree(ROOT / "harness", made / "harness",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(ROOT / "s03_todo.py", made)
+    return made
+
+
+FINE = [reply(text("fine"))]
+
+
+def run_from_scratch(lessons, workdir, env=None, script=FINE):
+    """s03 of the copy run from a scratch folder, as the README says to work, with no key in
+    the environment."""
+    with StandInAPI(list(script)) as api:
+        extra = {"ANTHROPIC_BASE_URL": api.url, **(env or {})}
+        proc = subprocess.run([sys.executable, str(lessons / "s03_todo.py"), "hi"], cwd=workdir,
+                              env=clean_env(workdir.parent / "home", **extra),
+                              capture_output=True, text=True, encoding="utf-8", timeout=60)
+    return proc, api
+
+
+def test_a_key_in_the_repositorys_dotenv_is_used_from_a_scratch_folder(lessons, workdir):
+    """The README: `cp .env.example .env` in the repository, then work in a scratch folder."""
+    (lessons / ".env").write_text(f"ANTHROPIC_API_KEY={KEY}\n", encoding="utf-8")
+    proc, api = run_from_scratch(lessons, workdir)
+    assert proc.returncode == 0 and proc.stdout.strip() == "fine", proc.stderr
+    assert sent_key(api) == KEY
+
+
+def test_the_environment_wins_then_the_scratch_folders_dotenv_then_the_repositorys(lessons,
+                                                                                   workdir):
+    (lessons / ".env").write_text("ANTHROPIC_API_KEY=sk-repository\nMODEL_ID=model-repository\n"
+                                  "MAX_STEPS=7\n", encoding="utf-8")
+    (workdir / ".env").write_text("ANTHROPIC_API_KEY=sk-scratch\nMODEL_ID=model-scratch\n",
+                                  encoding="utf-8")
+    command = "echo steps=${MAX_STEPS:-none} key=${ANTHROPIC_API_KEY:-none}"
+    script = [reply(tool("bash", {"command": command})), reply(text("fine"))]
+    proc, api = run_from_scratch(lessons, workdir, env={"MODEL_ID": "model-environment"},
+                                 script=script)
+    assert proc.returncode == 0 and proc.stdout.strip() == "fine", proc.stderr
+    assert sent_key(api) == "sk-scratch"                           # ./.env before the repo's
+    assert api.requests[0]["model"] == "model-environment"         # the environment first
+    shown = tool_results(api.requests[1])[0]["content"]
+    assert shown.strip() == "steps=7 key=none"     # a setting only the repository's .env has;
+                                                   # its key, like any key, kept from commands
+    assert "sk-repository" not in json.dumps(api.requests)
+
+
+def test_without_a_key_the_message_names_every_dotenv_it_looked_in(lessons, monkeypatch,
+                                                                    tmp_path):
+    monkeypatch.setattr(config, "REPOSITORY", lessons)    # not the real one: it may hold a key
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    monkeypatch.chdir(scratch)
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    monkeypatch.delenv("ANTHROPIC_AUTH_TOKEN", raising=False)
+    said = config.no_key_message()
+    assert said == ("no model to talk to: set ANTHROPIC_API_KEY in your environment, in ./.env "
+                    f"or in {lessons / '.env'} (copy .env.example; any value will do for a local "
+                    "server at ANTHROPIC_BASE_URL), or try --demo, which needs no key")
+    with pytest.raises(NoKey) as caught:
+        config.make_client(secrets=config.load_env())
+    assert str(caught.value) == said
+    monkeypatch.chdir(lessons)                      # run in the repository: one .env, ./.env
+    assert "in your environment or in ./.env (copy" in config.no_key_message()
