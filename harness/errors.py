@@ -9,19 +9,28 @@ tools return them to the model, the board and the endpoints raise them. Without 
 - malformed / error_event: a stream that breaks the rules (a delta before its block, a call
   without an id) or sends an error mid-reply is a traceback, or a line that blames the key.
 - describe_api_error: a user sees a traceback instead of one line that says what to fix;
-  a base URL ending in /v1 (the SDK adds /v1/messages) gets a 404 blamed on MODEL_ID. It, and
-  every line here that names the endpoint, shows its URL through config.shown_url: a
-  gateway's password (http://alice:PW@host) was printed in full.
+  a base URL ending in /v1 (the SDK adds /v1/messages) gets a 404 blamed on MODEL_ID; a
+  server that is not the Messages API (python -m http.server: 501 and an HTML page) got six
+  lines of HTML, no URL, and "try again later". It, and every line here that names the
+  endpoint, shows its URL through config.shown_url: a gateway's password
+  (http://alice:PW@host) was printed in full.
 - reason: "[Errno 28]" where "the disk is full" says what to do.
 - connect_problem: a PostgreSQL board that is down, a wrong password or a missing database is
   a traceback, with the password in it.
 """
 
 import errno
+import json
+from http import HTTPStatus
 from urllib.parse import urlsplit
 
 from harness import excerpt
 from harness.sdk import anthropic
+
+
+# Statuses the Messages API never answers with: the method is not served at that address at
+# all (python -m http.server answers a POST with 501). Retrying will not change that.
+NEVER_FROM_THE_API = (405, 501)
 
 
 class SetupError(Exception):
@@ -73,6 +82,10 @@ def describe_api_error(exc, where: str, timeout: float, model: str) -> str:
     if status == 404 and urlsplit(where).path.rstrip("/").endswith("/v1"):
         return (f"not found (404 {detail}): ANTHROPIC_BASE_URL={where} ends in /v1, and the SDK "
                 "adds /v1/messages itself: drop the /v1")
+    if status in NEVER_FROM_THE_API or (status == 404 and not _from_the_api(exc)):
+        return (f"the endpoint at {where} answered {status} {_phrase(status)} and "
+                f"{_what_came(exc)} to POST /v1/messages: check ANTHROPIC_BASE_URL; it must "
+                "point at an Anthropic-compatible Messages API")
     if status == 404:
         return f"not found (404 {detail}): check MODEL_ID={model!r} and ANTHROPIC_BASE_URL"
     if status == 429:
@@ -92,12 +105,46 @@ def _shown(where: str) -> str:
 
 
 def _error_message(exc):
-    """The endpoint's own words, on one line: a proxy's message may hold a stack trace."""
+    """The endpoint's own words, on one line: a proxy's message may hold a stack trace. An
+    HTML page (a proxy's or a web server's) is said to be one, not shown."""
+    if _is_html(exc):
+        return "an HTML page"
     body = getattr(exc, "body", None)
     message = str(exc)
-    if isinstance(body, dict) and isinstance(body.get("error"), dict):
+    if _from_the_api(exc):
         message = str(body["error"].get("message", message))
     return " ".join(message.split())
+
+
+def _from_the_api(exc) -> bool:
+    """Whether an error's body has the Messages API's shape: {"error": {"type", "message"}}."""
+    body = getattr(exc, "body", None)
+    return isinstance(body, dict) and isinstance(body.get("error"), dict)
+
+
+def _is_html(exc) -> bool:
+    response = getattr(exc, "response", None)
+    kind = response.headers.get("content-type", "") if response is not None else ""
+    body = getattr(exc, "body", None)
+    return "html" in kind or (isinstance(body, str) and body.lstrip()[:1] == "<")
+
+
+def _what_came(exc) -> str:
+    """What an endpoint that is not the Messages API sent: in words, or its first words."""
+    if _is_html(exc):
+        return "an HTML page"
+    body = getattr(exc, "body", None)
+    if body is None or body == "":
+        return "nothing else"
+    return repr(excerpt.one_line(body if isinstance(body, str) else json.dumps(body), 100))
+
+
+def _phrase(status: int) -> str:
+    """The status's name: 501 Not Implemented (not what the server chose to say)."""
+    try:
+        return HTTPStatus(status).phrase
+    except ValueError:
+        return "(a status HTTP does not define)"
 
 
 def dropped(exc: Exception, where: str, timeout: float) -> str:

@@ -1,17 +1,22 @@
-"""Where the settings come from: ./.env as a secrets manager serves it (a FIFO), a .env that is
-not a file, and the repository's .env read from a scratch folder (the environment wins, then
-./.env, then the repository's), and the message without a key naming where it looked.
+"""A user's set-up as it is found. Where the settings come from: ./.env as a secrets manager
+serves it (a FIFO), a .env that is not a file, and the repository's .env read from a scratch
+folder (the environment wins, then ./.env, then the repository's), and the message without a
+key naming where it looked. And an endpoint that is not the Messages API at all.
 
 Each test runs a lesson as a user runs it (a subprocess against the loopback stand-in), or its
 main() in process where a setting of config.py must be made short (the wait for a FIFO).
 """
 
+import functools
+import http.server
 import json
 import os
 import shutil
 import subprocess
 import sys
 import threading
+from contextlib import contextmanager
+from http import HTTPStatus
 
 import pytest
 
@@ -162,3 +167,71 @@ def test_without_a_key_the_message_names_every_dotenv_it_looked_in(lessons, monk
     assert str(caught.value) == said
     monkeypatch.chdir(lessons)                      # run in the repository: one .env, ./.env
     assert "in your environment or in ./.env (copy" in config.no_key_message()
+
+
+# ---------------------------------------------------------------- a server that is not the API
+
+@contextmanager
+def serving(handler):
+    """An HTTP server on 127.0.0.1 with this request handler; yields its URL."""
+    handler.log_message = lambda *args: None
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def answering(status: int, body: str, content_type: str):
+    """A request handler that answers every POST with this status and body."""
+    class Answer(http.server.BaseHTTPRequestHandler):
+        def do_POST(self):
+            self.rfile.read(int(self.headers.get("content-length", 0)))
+            data = body.encode()
+            self.send_response(status)
+            self.send_header("content-type", content_type)
+            self.send_header("content-length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+    return Answer
+
+
+def run_against(url: str, workdir):
+    return subprocess.run([sys.executable, str(ROOT / "s03_todo.py"), "hi"], cwd=workdir,
+                          env=clean_env(workdir.parent / "home", ANTHROPIC_BASE_URL=url,
+                                        ANTHROPIC_API_KEY="test-key"),
+                          capture_output=True, text=True, encoding="utf-8", timeout=60)
+
+
+def not_the_api(url: str, status: int, what: str) -> str:
+    return (f"error: the endpoint at {url} answered {status} {HTTPStatus(status).phrase} and "
+            f"{what} to POST /v1/messages: check ANTHROPIC_BASE_URL; it must point at an "
+            "Anthropic-compatible Messages API")
+
+
+def test_python_m_http_server_is_one_line_naming_it_and_what_it_sent(workdir, tmp_path):
+    """`python -m http.server` (its handler, here in process) answers a POST with 501 and an
+    HTML page: retrying will not help, and the page is not the news."""
+    (tmp_path / "site").mkdir()
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler,
+                                directory=str(tmp_path / "site"))
+    with serving(handler) as url:
+        proc = run_against(url, workdir)
+    assert proc.returncode == 1 and len(messages(proc.stderr)) == 1, proc.stderr
+    assert words(proc.stderr) == not_the_api(url, 501, "an HTML page")
+
+
+@pytest.mark.parametrize("status, body, content_type, what", [
+    (404, "<!DOCTYPE html><html><body>Not Found</body></html>", "text/html; charset=utf-8",
+     "an HTML page"),
+    (405, "Method Not Allowed", "text/plain", "'Method Not Allowed'"),
+])
+def test_a_status_the_messages_api_never_sends_is_named_with_what_came(workdir, status, body,
+                                                                       content_type, what):
+    with serving(answering(status, body, content_type)) as url:
+        proc = run_against(url, workdir)
+    assert proc.returncode == 1 and len(messages(proc.stderr)) == 1, proc.stderr
+    assert words(proc.stderr) == not_the_api(url, status, what)
+    assert "MODEL_ID" not in proc.stderr and "try again" not in proc.stderr
