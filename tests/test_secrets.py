@@ -13,6 +13,7 @@ and with CI=true they fail.
 """
 
 import base64
+import importlib.util
 import json
 import os
 import secrets
@@ -93,11 +94,19 @@ def test_a_postgresql_address_misspelt_is_refused_without_showing_it(address, sa
 
 def test_a_postgresql_url_a_parser_cannot_read_is_one_line_without_its_password(run_lesson,
                                                                               workdir):
+    """On either install: with psycopg, libpq's reason; with the README's requirements.txt
+    alone, how to install psycopg. Both name the board with its password as ***."""
     board = "postgresql://me:Tr0ub4dor@[::1/board"          # the ] of the IPv6 address is missing
     proc, api = run_lesson("s07_task_system", "plan it", env={"TASK_BOARD": board})
     assert proc.returncode == 1 and api.requests == [] and "Traceback" not in proc.stderr
     assert len(messages(proc.stderr)) == 1 and "Tr0ub4dor" not in proc.stderr
-    assert proc.stderr.startswith("error: cannot open the board postgresql://me:***@[::1/board")
+    shown = "postgresql://me:***@[::1/board"
+    if importlib.util.find_spec("psycopg") is not None:       # the lesson runs this Python
+        assert proc.stderr.startswith(f"error: cannot open the board {shown}: ")
+    else:
+        assert words(proc.stderr) == (f"error: the board {shown} needs psycopg (No module "
+                                      "named 'psycopg'): python -m pip install -r "
+                                      "requirements-postgres.txt")
 
 
 def test_a_folder_whose_name_holds_a_colon_and_slashes_is_written_as_a_path(tmp_path, monkeypatch):
