@@ -12,9 +12,10 @@ real machine. Without each piece:
   command running as an orphan. Its handlers go in before the command starts, and a signal
   that comes while Popen runs is held until run() has the command's pid: installed after
   Popen, a SIGTERM in between left the command running (a test saw it, 1 run in 8).
-- child_env (config.py): the API key and the board's password (TASK_BOARD, or a DATABASE_URL
-  that holds it) are handed to every command the model runs (`env` printed them, and the
-  model saw them), and to every install script those commands start.
+- child_env (config.py): the API key, the board's password (TASK_BOARD, or a DATABASE_URL
+  that holds it) and a gateway's password in ANTHROPIC_BASE_URL are handed to every command
+  the model runs (`env` printed them, and the model saw them), and to every install script
+  those commands start.
 This is not a sandbox: a command runs with your rights. Run the lessons in a scratch folder.
 """
 

@@ -1,14 +1,24 @@
 """Configuration and the client: every lesson's main() reads its settings through here.
 
 Relied on by all three lessons (through cli.run_cli) and by the tests. Without each piece:
-- load_env: a key kept in ./.env is not found, or a UTF-16 .env becomes a traceback; and a
-  key put into os.environ is inherited by every command the agent runs (`env` shows it).
-  The credentials from .env are returned, kept on the run (run.secrets) for make_client
-  only, and their values are hidden from commands (hide_from_commands).
+- load_env and env_files: a key kept in ./.env is not found, or a UTF-16 .env becomes a
+  traceback; and a key put into os.environ is inherited by every command the agent runs
+  (`env` shows it). The credentials from .env are returned, kept on the run (run.secrets)
+  for make_client only, and their values are hidden from commands (hide_from_commands).
+  A .env a secrets manager serves as a FIFO (1Password Environments does) was skipped in
+  silence, and the error then said to put the key in ./.env, where it was: it is read, for
+  FIFO_WAIT seconds at most (a FIFO nobody serves is one line, not a start that hangs), and
+  a .env that is neither (a folder, a socket) is named in one line. The repository's .env
+  (where the README copies .env.example) is read after ./.env: a key put there was unused
+  from the scratch folder the README says to work in. no_key_message() names every .env
+  looked in: the error said to put the key in ./.env, wherever it was.
 - child_env: the environment for a command the agent runs. Without it, `env` showed the model
   (and so the API) the API key, and TASK_BOARD with the board's password; without its look at
   the values, a DATABASE_URL or PGPASSWORD that holds the board's password, or a copy of the
-  key under another name, still did.
+  key under another name, still did, and so did ANTHROPIC_BASE_URL=http://alice:PW@host (a
+  gateway with basic auth), password and all.
+- shown_url: the one way a URL is shown (error lines, the terminal's display): without it, an
+  unreachable gateway printed its password in the error line.
 - make_client: a typo'd API_TIMEOUT (or inf), a missing key, or a base URL without its
   http:// fails at the first request, deep in the SDK, or says "cannot reach" while the
   server is up; a local server on 127.0.0.1 is sent through HTTP_PROXY and never answers.
@@ -21,15 +31,19 @@ Nothing runs at import: anthropic and dotenv are imported inside the functions t
 so importing a lesson needs neither (the SDK alone takes about 2 s to import).
 """
 
+import io
 import math
 import os
 import re
+import select
+import stat
+import time
 from pathlib import Path
-from urllib.parse import quote, urlsplit
+from urllib.parse import quote, unquote, urlsplit
 
 from dotenv import dotenv_values
 
-from harness import errors
+from harness import errors, terminal, writer
 from harness.errors import NoKey, SetupError
 from harness.sdk import anthropic
 
@@ -45,6 +59,12 @@ HARNESS_ONLY = SECRETS + ("TASK_BOARD",)   # and the board's address, which may 
 # one ("postgres" is a common password and a common word) only where it is the whole value,
 # a URL's :password@ or a password=, so that PATH=/usr/lib/postgresql/... is kept.
 LONG_SECRET = 16
+# The repository: the folder that holds the lessons and harness/. Its .env (where the README
+# copies .env.example) is read after ./.env, so that a key put there works from a scratch folder.
+REPOSITORY = Path(__file__).resolve().parent.parent
+ENV_MOST = 1_000_000   # bytes of a .env read at most: settings, not data
+FIFO_WAIT = 10         # seconds a .env served as a FIFO may take to come (a secrets manager may
+                       # first ask to be unlocked); then one line, not a start that hangs
 # What a run keeps, in the folder it runs in: s06's transcripts, the session log and page, big
 # results saved whole, the REPL's history. One folder: a user finds (or deletes) all of it.
 TRANSCRIPTS = Path(".transcripts")
@@ -53,34 +73,111 @@ TRANSCRIPTS = Path(".transcripts")
 # ---------------------------------------------------------------- configuration
 
 def load_env() -> dict:
-    """Read ./.env; a variable already set in the real environment wins, unless it is empty.
+    """Read ./.env, then the repository's .env (env_files()): a variable already set in the
+    real environment wins, unless it is empty, and ./.env wins over the repository's.
 
     Settings go into os.environ; the credentials (SECRETS) are returned instead, for
     make_client, so that no child process inherits a key it was never given, and their values
     are hidden from commands: a copy of the key under another name is left out too.
     """
     secrets = {}
-    path = Path.cwd() / ".env"
-    if not path.is_file():
-        return secrets
-    try:
-        path.read_bytes().decode("utf-8")
-    except UnicodeDecodeError:  # Notepad and PowerShell often save UTF-16
-        raise SetupError(f"{path} is not UTF-8 text; save it as UTF-8 (one NAME=value per "
-                         "line)") from None
-    for name, value in dotenv_values(path, encoding="utf-8").items():
-        if value is None or os.environ.get(name):  # `export ANTHROPIC_API_KEY=` counts as unset
+    for path in env_files():
+        data = _read_env(path)
+        if data is None:
             continue
-        if name in SECRETS:
-            secrets[name] = value
-            hide_from_commands(value)
-        else:
-            os.environ[name] = value
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:  # Notepad and PowerShell often save UTF-16
+            raise SetupError(f"{path} is not UTF-8 text; save it as UTF-8 (one NAME=value per "
+                             "line)") from None
+        for name, value in dotenv_values(stream=io.StringIO(text)).items():
+            # `export ANTHROPIC_API_KEY=` counts as unset; so does an empty value in ./.env
+            if value is None or os.environ.get(name) or secrets.get(name):
+                continue
+            if name in SECRETS:
+                secrets[name] = value
+                hide_from_commands(value)
+            else:
+                os.environ[name] = value
     return secrets
 
 
+def env_files() -> list:
+    """The .env files settings are read from, the first wins: ./.env where you run, then the
+    repository's (the folder that holds the lessons), unless you run in the repository."""
+    found = [Path.cwd() / ".env"]
+    if Path.cwd().resolve() != REPOSITORY:
+        found.append(REPOSITORY / ".env")
+    return found
+
+
+def no_key_message() -> str:
+    """What to do without a key, naming every .env looked in (env_files()): make_client's
+    NoKey, and the line a REPL without a model opens with."""
+    places = ["your environment", "./.env", *(str(path) for path in env_files()[1:])]
+    where = ", in ".join(places[:-1]) + " or in " + places[-1]
+    return (f"no model to talk to: set ANTHROPIC_API_KEY in {where} (copy .env.example; any "
+            "value will do for a local server at ANTHROPIC_BASE_URL), or try --demo, which "
+            "needs no key")
+
+
+def _read_env(path: Path) -> bytes | None:
+    """The bytes of a .env: a regular file, or a FIFO (named pipe) a secrets manager serves
+    (1Password Environments does); None if there is none. Anything else there (a virtual
+    environment named .env, say) is named in one line and not read."""
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:                  # none, or a link to nothing
+        return None
+    except OSError as exc:
+        raise SetupError(f"{path} cannot be read: {errors.reason(exc)}") from None
+    if not (stat.S_ISREG(mode) or stat.S_ISFIFO(mode)):   # a socket cannot even be opened
+        terminal.show_note(f"warning: {path} is {writer.kind_of(mode)}, not a file of "
+                           "settings (NAME=value lines): it is not read")
+        return None
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)   # a FIFO: no wait here
+    except OSError as exc:
+        raise SetupError(f"{path} cannot be read: {errors.reason(exc)}") from None
+    try:
+        if stat.S_ISFIFO(os.fstat(fd).st_mode):
+            data = _from_fifo(fd, path)
+        else:
+            data = os.fdopen(fd, "rb", closefd=False).read(ENV_MOST + 1)
+    finally:
+        os.close(fd)
+    if len(data) > ENV_MOST:
+        raise SetupError(f"{path} holds over {ENV_MOST:,} bytes: a .env holds settings, one "
+                         "NAME=value per line")
+    return data
+
+
+def _from_fifo(fd: int, path: Path) -> bytes:
+    """What the writer of a FIFO sends before it closes it, waited for FIFO_WAIT seconds at
+    most: a FIFO nobody serves must not hang the start."""
+    deadline = time.monotonic() + FIFO_WAIT
+    data = b""
+    while len(data) <= ENV_MOST:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            said = "not all of it was" if data else "nothing was"
+            raise SetupError(f"{path} is a FIFO (named pipe), and {said} written to it within "
+                             f"{FIFO_WAIT:g} s: start what serves it (a secrets manager), or "
+                             "put a file of settings there")
+        if not select.select([fd], [], [], left)[0]:
+            continue
+        part = os.read(fd, 1 << 16)
+        if part:
+            data += part
+        elif data:                            # the writer closed it: that was all of it
+            break
+        else:                                 # no writer yet, where the system says readable
+            time.sleep(0.05)
+    return data
+
+
 def secret(name: str, secrets: dict) -> str | None:
-    """A credential: the real environment's (unless empty), else the one read from ./.env
+    """A credential: the real environment's (unless empty), else the one read from a .env
     (secrets, as load_env returned them)."""
     return os.environ.get(name) or secrets.get(name) or None
 
@@ -99,13 +196,16 @@ def child_env() -> dict:
     """The environment for a command the agent runs: this one, without the harness's secrets.
 
     Left out: the API key and token and TASK_BOARD, by name; and any variable that holds the
-    key, the token or the board's password (hide_from_commands), whatever its name: a
-    DATABASE_URL or PGPASSWORD that is the board's, a copy of the key. Kept: the user's own
-    settings, PGPASSFILE and PGSERVICEFILE among them (they say where a password is, not what;
-    a command can read any file you can, so leaving them out would protect nothing), and a
-    DATABASE_URL of another database, which the user's own programs need.
+    key, the token, the board's password (hide_from_commands) or the password in
+    ANTHROPIC_BASE_URL (a gateway's basic auth), whatever its name: a DATABASE_URL or
+    PGPASSWORD that is the board's, a copy of the key, ANTHROPIC_BASE_URL itself when it holds
+    a password. Kept: the user's own settings, PGPASSFILE and PGSERVICEFILE among them (they
+    say where a password is, not what; a command can read any file you can, so leaving them
+    out would protect nothing), a DATABASE_URL of another database, which the user's own
+    programs need, and ANTHROPIC_BASE_URL without a password.
     """
     hidden = [os.environ.get(name) for name in SECRETS] + sorted(_LEARNT_SECRETS)
+    hidden += _password_in(os.environ.get("ANTHROPIC_BASE_URL", ""))
     hidden = [value for value in hidden if value]
     env = {}
     for name, value in os.environ.items():
@@ -115,12 +215,38 @@ def child_env() -> dict:
     return env
 
 
+def _password_in(url: str) -> list:
+    """The password a URL holds, as written (percent-encoded) and decoded; [] if none."""
+    found = _USERINFO.match(url)
+    user, colon, password = found["userinfo"].partition(":") if found else ("", "", "")
+    if not (colon and password):
+        return []
+    return [password, unquote(password)]
+
+
 def _holds(value: str, hidden: str) -> bool:
     """Whether a variable's value holds a secret (LONG_SECRET says how closely it looks)."""
     if len(hidden) >= LONG_SECRET:
         return hidden in value
     as_password = rf"(?i)password\s*=\s*['\"]?{re.escape(hidden)}(?=$|[\s&'\"])"
     return value == hidden or f":{hidden}@" in value or bool(re.search(as_password, value))
+
+
+# scheme:// (if written), then user:password@ up to the last @ before the path: what a URL
+# parser takes for the userinfo. A regular expression, not urlsplit, so that a URL no parser
+# reads ("http://alice:pw@[::1", refused by check_base_url) is still shown without it.
+_USERINFO = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)?(?P<userinfo>[^/?#]*)@")
+
+
+def shown_url(url: str) -> str:
+    """The URL with any password in it as *** (the user name kept): how every line, log and
+    display names an endpoint. ANTHROPIC_BASE_URL=http://alice:PW@host (a gateway with basic
+    auth) is shown as http://alice:***@host; a URL without a password is returned as it is."""
+    found = _USERINFO.match(url)
+    if not found or not _password_in(url):
+        return url
+    user = found["userinfo"].partition(":")[0]
+    return f"{found['scheme'] or ''}{user}:***@{url[found.end():]}"
 
 
 def model_id():
@@ -144,34 +270,36 @@ def api_timeout():
 
 
 def check_base_url(url: str) -> None:
-    """Refuse, before any request, a base URL the SDK cannot use; one line says how to write it."""
+    """Refuse, before any request, a base URL the SDK cannot use; one line says how to write it
+    (naming it as shown_url does: without its password)."""
+    shown = shown_url(url)
     try:
         parts = urlsplit(url)
         port = parts.port           # a port out of range or not a number raises here
     except ValueError as exc:       # e.g. "Invalid IPv6 URL" for http://[::1:8080
-        raise SetupError(f"ANTHROPIC_BASE_URL={url!r} is not a valid URL ({exc}); "
+        raise SetupError(f"ANTHROPIC_BASE_URL={shown!r} is not a valid URL ({exc}); "
                          "write it like http://127.0.0.1:8080 or http://[::1]:8080") from None
     if port == 0:
-        raise SetupError(f"ANTHROPIC_BASE_URL={url!r} names port 0; give the server's port")
+        raise SetupError(f"ANTHROPIC_BASE_URL={shown!r} names port 0; give the server's port")
     if "://" not in url:
-        raise SetupError(f"ANTHROPIC_BASE_URL={url!r} has no scheme: write http://{url} "
-                         f"(or https://{url})")
+        raise SetupError(f"ANTHROPIC_BASE_URL={shown!r} has no scheme: write http://{shown} "
+                         f"(or https://{shown})")
     if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise SetupError(f"ANTHROPIC_BASE_URL={url!r} must be http:// or https:// and a host, "
+        raise SetupError(f"ANTHROPIC_BASE_URL={shown!r} must be http:// or https:// and a host, "
                          "like http://127.0.0.1:8080")
 
 
 def make_client(base_url=None, api_key=None, secrets=None):
     """Build the Anthropic client, or raise SetupError before any request is made. secrets:
-    the credentials read from ./.env (load_env), for a key the environment does not give."""
+    the credentials read from the .env files (load_env), for a key the environment does not
+    give."""
     auth_token = None
     secrets = secrets or {}
     if api_key is None:
         api_key = secret("ANTHROPIC_API_KEY", secrets)
         auth_token = None if api_key else secret("ANTHROPIC_AUTH_TOKEN", secrets)
         if not (api_key or auth_token):
-            raise NoKey("no API key: set ANTHROPIC_API_KEY in your environment or in ./.env "
-                        "(copy .env.example), or try --demo, which needs no key")
+            raise NoKey(no_key_message())
     url = base_url or os.environ.get("ANTHROPIC_BASE_URL") or None
     if url:
         check_base_url(url)
@@ -185,9 +313,10 @@ def make_client(base_url=None, api_key=None, secrets=None):
 
 
 def api_error_line(exc, client=None) -> str:
-    """errors.describe_api_error, with the URL the client used, API_TIMEOUT and MODEL_ID."""
+    """errors.describe_api_error, with the URL the client used (its password as ***),
+    API_TIMEOUT and MODEL_ID."""
     where = str(client.base_url) if client is not None else base_url()
-    return errors.describe_api_error(exc, where, api_timeout(), model_id())
+    return errors.describe_api_error(exc, shown_url(where), api_timeout(), model_id())
 
 
 def positive_int(name: str, default: int, unit: str) -> int:

@@ -9,17 +9,28 @@ tools return them to the model, the board and the endpoints raise them. Without 
 - malformed / error_event: a stream that breaks the rules (a delta before its block, a call
   without an id) or sends an error mid-reply is a traceback, or a line that blames the key.
 - describe_api_error: a user sees a traceback instead of one line that says what to fix;
-  a base URL ending in /v1 (the SDK adds /v1/messages) gets a 404 blamed on MODEL_ID.
+  a base URL ending in /v1 (the SDK adds /v1/messages) gets a 404 blamed on MODEL_ID; a
+  server that is not the Messages API (python -m http.server: 501 and an HTML page) got six
+  lines of HTML, no URL, and "try again later". It, and every line here that names the
+  endpoint, shows its URL through config.shown_url: a gateway's password
+  (http://alice:PW@host) was printed in full.
 - reason: "[Errno 28]" where "the disk is full" says what to do.
 - connect_problem: a PostgreSQL board that is down, a wrong password or a missing database is
   a traceback, with the password in it.
 """
 
 import errno
+import json
+from http import HTTPStatus
 from urllib.parse import urlsplit
 
 from harness import excerpt
 from harness.sdk import anthropic
+
+
+# Statuses the Messages API never answers with: the method is not served at that address at
+# all (python -m http.server answers a POST with 501). Retrying will not change that.
+NEVER_FROM_THE_API = (405, 501)
 
 
 class SetupError(Exception):
@@ -53,8 +64,9 @@ def reason(exc: OSError) -> str:
 
 def describe_api_error(exc, where: str, timeout: float, model: str) -> str:
     """One line saying what failed and what to do about it, naming the URL actually used
-    (where), API_TIMEOUT and MODEL_ID (config.py reads them; cli passes them)."""
-    where = where.rstrip("/")
+    (where, its password as ***), API_TIMEOUT and MODEL_ID (config.py reads them; cli passes
+    them)."""
+    where = _shown(where).rstrip("/")
     status = getattr(exc, "status_code", None)
     detail = _error_message(exc)
     if isinstance(exc, anthropic.APITimeoutError):
@@ -70,6 +82,10 @@ def describe_api_error(exc, where: str, timeout: float, model: str) -> str:
     if status == 404 and urlsplit(where).path.rstrip("/").endswith("/v1"):
         return (f"not found (404 {detail}): ANTHROPIC_BASE_URL={where} ends in /v1, and the SDK "
                 "adds /v1/messages itself: drop the /v1")
+    if status in NEVER_FROM_THE_API or (status == 404 and not _from_the_api(exc)):
+        return (f"the endpoint at {where} answered {status} {_phrase(status)} and "
+                f"{_what_came(exc)} to POST /v1/messages: check ANTHROPIC_BASE_URL; it must "
+                "point at an Anthropic-compatible Messages API")
     if status == 404:
         return f"not found (404 {detail}): check MODEL_ID={model!r} and ANTHROPIC_BASE_URL"
     if status == 429:
@@ -81,17 +97,59 @@ def describe_api_error(exc, where: str, timeout: float, model: str) -> str:
     return f"the API call failed: {detail}"
 
 
+def _shown(where: str) -> str:
+    """The endpoint's URL as config.shown_url shows it: a gateway's password as ***. Imported
+    here, at the call: config imports this module first, for SetupError."""
+    from harness.config import shown_url
+    return shown_url(where)
+
+
 def _error_message(exc):
-    """The endpoint's own words, on one line: a proxy's message may hold a stack trace."""
+    """The endpoint's own words, on one line: a proxy's message may hold a stack trace. An
+    HTML page (a proxy's or a web server's) is said to be one, not shown."""
+    if _is_html(exc):
+        return "an HTML page"
     body = getattr(exc, "body", None)
     message = str(exc)
-    if isinstance(body, dict) and isinstance(body.get("error"), dict):
+    if _from_the_api(exc):
         message = str(body["error"].get("message", message))
     return " ".join(message.split())
 
 
+def _from_the_api(exc) -> bool:
+    """Whether an error's body has the Messages API's shape: {"error": {"type", "message"}}."""
+    body = getattr(exc, "body", None)
+    return isinstance(body, dict) and isinstance(body.get("error"), dict)
+
+
+def _is_html(exc) -> bool:
+    response = getattr(exc, "response", None)
+    kind = response.headers.get("content-type", "") if response is not None else ""
+    body = getattr(exc, "body", None)
+    return "html" in kind or (isinstance(body, str) and body.lstrip()[:1] == "<")
+
+
+def _what_came(exc) -> str:
+    """What an endpoint that is not the Messages API sent: in words, or its first words."""
+    if _is_html(exc):
+        return "an HTML page"
+    body = getattr(exc, "body", None)
+    if body is None or body == "":
+        return "nothing else"
+    return repr(excerpt.one_line(body if isinstance(body, str) else json.dumps(body), 100))
+
+
+def _phrase(status: int) -> str:
+    """The status's name: 501 Not Implemented (not what the server chose to say)."""
+    try:
+        return HTTPStatus(status).phrase
+    except ValueError:
+        return "(a status HTTP does not define)"
+
+
 def dropped(exc: Exception, where: str, timeout: float) -> str:
     """A connection lost in the middle of a streamed reply (the SDK does not wrap it)."""
+    where = _shown(where)
     if "Timeout" in type(exc).__name__:
         return (f"the endpoint at {where} went silent in the middle of its reply for "
                 f"API_TIMEOUT={timeout:g}s: the turn was abandoned; try again")
@@ -102,7 +160,7 @@ def dropped(exc: Exception, where: str, timeout: float) -> str:
 
 def malformed(where: str, what: str) -> str:
     """A stream that breaks the Messages API's rules, naming what the endpoint sent."""
-    return f"the endpoint at {where} did not answer like the Messages API: it sent {what}"
+    return f"the endpoint at {_shown(where)} did not answer like the Messages API: it sent {what}"
 
 
 def error_event(exc, where: str) -> str:
@@ -110,7 +168,7 @@ def error_event(exc, where: str) -> str:
     body = getattr(exc, "body", None)
     error = body.get("error") if isinstance(body, dict) else None
     kind = error.get("type") if isinstance(error, dict) else "error"
-    return (f"the endpoint at {where} sent an error in the middle of the reply ({kind}: "
+    return (f"the endpoint at {_shown(where)} sent an error in the middle of the reply ({kind}: "
             f"{excerpt.one_line(_error_message(exc), 120)}): the turn was abandoned; try again")
 
 

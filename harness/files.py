@@ -11,12 +11,17 @@ are s06's and s07's). Without each piece:
 - read_lines(): `limit=10` on a 2 GB file reads all of it (24 s, 4.3 GB of memory), and a binary
   file reaches the model as 50,000 NUL characters. Stopping within the cap: a read of a 300 kB
   file that passed it was cut again by s03's call_tool, and its "read on with offset=835"
-  skipped the 168 lines cut from its middle, for good.
-- write_atomic(): on a full disk, writing over a file leaves half of it (a 20 kB config.json
-  was cut in two, and an edit truncated a 21 kB file), and the model is not told. It writes
-  through harness/writer.py, whose random temporary names are made with O_EXCL | O_NOFOLLOW:
-  a file planted at a guessable name blocked every write of that file (and without O_EXCL,
-  a link there is written through).
+  skipped the 168 lines cut from its middle, for good. Reading a bounded prefix: a sparse
+  file of 4 GiB, 600 text lines and then a hole of NULs, was read whole to measure its "line"
+  601, and the read ended in an error, none of the 600 lines shown.
+- write_atomic() and write_and_note(): on a full disk, writing over a file leaves half of it
+  (a 20 kB config.json was cut in two, and an edit truncated a 21 kB file), and the model is
+  not told. It writes through harness/writer.py, whose random temporary names are made with
+  O_EXCL | O_NOFOLLOW: a file planted at a guessable name blocked every write of that file
+  (and without O_EXCL, a link there is written through). The new file keeps the old one's
+  mode, owner, group and extended attributes where the process may set them; where it may
+  not, write_and_note's clause says what changed (the file of another user is now yours),
+  instead of the model never knowing.
 - edit_text(): a one-line edit of a CRLF file turns every line ending into LF.
 - encode(): a lone surrogate from a model's JSON fails after the file was opened, leaving an
   empty file behind.
@@ -34,7 +39,9 @@ from harness import writer
 from harness.errors import reason
 
 SNIFF_BYTES = 8192           # a NUL in the first 8 kB marks a binary file (as git decides)
-COUNT_REST_UP_TO = 50_000_000  # bytes: past this, "more lines follow" instead of counting them
+COUNT_REST_UP_TO = 1_000_000  # bytes left after a read: counted as lines; past this, "more
+                              # lines follow" (a read of a 40 MB log read the rest of it again)
+SKIP_PART = 1 << 20          # bytes of a line read at once on the way to the offset
 EDIT_MAX = 10_000_000        # bytes: edit_file holds the whole file in memory; past this, use bash
 READ_ON = "read on with offset="   # how a read that stops before the end says so (layer 1 reads it)
 NOTES_ROOM = 200             # characters of read_file's cap kept for its closing notes
@@ -100,71 +107,101 @@ def read_lines(path: Path, shown: str, offset: int, limit, cap: int) -> str:
     It stops before the line that would pass the cap and ends with "read on with offset=N",
     N the first line not shown: following it from line 1 shows every line once. A line too
     long for the cap on its own is shown cut, with a note saying how to read the rest of it
-    (bash: sed and cut -c), and N is the line after it. Reads only as far as it shows, holding
-    at most 4 * cap bytes of any line. A file whose lines end in CRLF says so (the \\r is not
-    shown).
+    (bash: sed and cut -c), and N is the line after it. A line holding a NUL byte ends the
+    read: the lines before it are shown, and a note says from where the file looks binary
+    (a sparse file's hole, say) and how to look at it. A file whose lines end in CRLF says so
+    (the \\r is not shown).
+
+    From the offset on, it reads a bounded prefix, whatever the line lengths: the lines it
+    shows, at most 4 * cap + 2 bytes of a line it cuts (its rest is never read), and the rest
+    of the file only when at most COUNT_REST_UP_TO bytes are left (to count its lines).
+    Reaching the offset reads the lines before it, a part at a time, and stops at a NUL.
     """
     if offset < 1 or (limit is not None and limit < 1):
         raise ValueError("limit and offset must be positive numbers of lines")
     room = cap - NOTES_ROOM                   # what the lines may use; the notes fit in the rest
+    window = 4 * cap + 2                      # 4 bytes a character at most, and \r\n
     with os.fdopen(open_regular(path, shown), "rb") as f:
         size = os.fstat(f.fileno()).st_size
-        if b"\0" in f.read(SNIFF_BYTES):
+        if _binary(f.read(SNIFF_BYTES)):
             return (f"{shown} is a binary file ({size:,} bytes): not shown as text; inspect it "
                     f"with bash (e.g. `file {shown}`, `xxd {shown} | head`)")
         f.seek(0)
-        for count in range(offset - 1):       # skip to the first line asked for
-            if _next_line(f, 1 << 20)[0] is None:
-                return _past_the_end(shown, count, offset)
+        for number in range(1, offset):       # skip to the first line asked for
+            if not _skip_line(f, number, shown, offset):
+                return _past_the_end(shown, number - 1, offset)
         lines, used, crlf = [], 0, False
         for number in itertools.count(offset):
             start = f.tell()
             if limit is not None and len(lines) >= limit:
                 return _with_rest(lines, f, size, number, crlf)
-            raw, more = _next_line(f, 4 * cap + 2)     # 4 bytes a character at most, and \r\n
-            if raw is None:
+            raw = f.readline(window)
+            if not raw:
                 break
-            text = _decode(raw, shown, number, whole=more == 0)
+            if b"\0" in raw:                  # from here on the file is not text: stop
+                if not lines:
+                    raise ValueError(f"{shown}: {_binary_from(number, start, shown)}")
+                return _joined(lines + [f"[{_binary_from(number, start, shown)}]"], crlf)
+            whole = raw.endswith(b"\n") or not f.peek(1)
+            text = _decode(raw, shown, number, whole)
             crlf = crlf or text.endswith("\r\n")
             text = text.rstrip("\n").removesuffix("\r")
-            if more == 0 and used + len(text) + 1 <= room:
+            if whole and used + len(text) + 1 <= room:
                 lines.append(text)
                 used += len(text) + 1
                 continue
-            if more == 0 and len(text) + 1 <= room:    # it fits a read of its own: the next one
+            if whole and len(text) + 1 <= room:    # it fits a read of its own: the next one
                 f.seek(start)
                 return _with_rest(lines, f, size, number, crlf)
-            lines.append(_cut_line(text, raw, more, number, shown, room - used))   # it never fits
-            return _with_rest(lines, f, size, number + 1, crlf)
+            lines.append(_cut_line(text, raw, whole, number, shown, room - used))  # never fits
+            return _with_rest(lines, f, size, number + 1, crlf, in_line=not whole)
     if offset > 1 and not lines:
         return _past_the_end(shown, offset - 1, offset)
     return _joined(lines, crlf) or "(empty file)"
 
 
-def _next_line(f, most: int) -> tuple:
-    """(the next line's first `most` bytes, how many bytes of it follow), or (None, 0) at the end.
-
-    Only `most` bytes are held: a 2 GB file with no newline is skipped over, not read in.
-    """
-    raw = f.readline(most)
-    if not raw:
-        return None, 0
-    more = 0
-    if len(raw) == most and not raw.endswith(b"\n"):
-        while True:                            # the rest of this line, counted, not kept
-            chunk = f.readline(1 << 20)
-            more += len(chunk.rstrip(b"\r\n"))
-            if not chunk or chunk.endswith(b"\n"):
-                break
-    return raw, more
+def _binary(head: bytes) -> bool:
+    """Whether a file's first bytes make it binary: as git decides, a NUL in them; but a file
+    whose first lines are UTF-8 text (a sparse file's text, before its hole) shows them."""
+    nul = head.find(b"\0")
+    if nul < 0:
+        return False
+    text = head[:head.rfind(b"\n", 0, nul) + 1]     # the whole lines before the NUL
+    if not text:                                     # none: a GIF, an ELF binary, UTF-16
+        return True
+    try:
+        text.decode("utf-8")
+    except UnicodeDecodeError:                       # a PNG's header, say
+        return True
+    return False
 
 
-def _cut_line(text: str, raw: bytes, more: int, number: int, shown: str, room: int) -> str:
-    """A line too long to show whole: its start, and how to read the rest with bash."""
-    length = len(raw.rstrip(b"\r\n")) + more
+def _skip_line(f, number: int, shown: str, offset: int) -> bool:
+    """Past line `number`, read a part at a time (never held whole); False at the end of the
+    file. A NUL ends the read: a hole of gigabytes is not read to find the line after it."""
+    start = f.tell()
+    while part := f.readline(SKIP_PART):
+        if b"\0" in part:
+            raise ValueError(f"{shown}: offset {offset} is past where its text ends: "
+                             f"{_binary_from(number, start, shown)}")
+        if part.endswith(b"\n"):
+            return True
+    return f.tell() > start                    # a last line with no newline is a line too
+
+
+def _binary_from(number: int, start: int, shown: str) -> str:
+    return (f"line {number} holds NUL bytes: from there the file looks binary; inspect it "
+            f"with bash: xxd -s {start} {shlex.quote(shown)} | head")
+
+
+def _cut_line(text: str, raw: bytes, whole: bool, number: int, shown: str, room: int) -> str:
+    """A line too long to show whole: its start, and how to read the rest with bash. Its
+    length is known only if it was read whole."""
+    length = len(raw.rstrip(b"\r\n"))
+    said = f"{length:,} bytes long" if whole else f"longer than {length:,} bytes"
 
     def note(shown_up_to: int) -> str:
-        return (f"\n[line {number} is {length:,} bytes long, cut here; read the rest with bash: "
+        return (f"\n[line {number} is {said}, cut here; read the rest with bash: "
                 f"sed -n '{number}p' {shlex.quote(shown)} | cut -c "
                 f"{shown_up_to + 1}-{shown_up_to + CUT_STEP}]")
     keep = max(room - len(note(room)), 0)      # note(room) is at least as long as note(keep)
@@ -177,9 +214,6 @@ def _past_the_end(shown: str, lines: int, offset: int) -> str:
 
 def _decode(raw: bytes, shown: str, number: int, whole: bool = True) -> str:
     """A line as text; with whole=False, a line cut short, whose last character may be cut too."""
-    if b"\0" in raw:
-        raise ValueError(f"{shown}: line {number} holds NUL bytes: a binary file; inspect it "
-                         "with bash")
     try:
         return codecs.getincrementaldecoder("utf-8")().decode(raw, final=whole)
     except UnicodeDecodeError:
@@ -187,20 +221,21 @@ def _decode(raw: bytes, shown: str, number: int, whole: bool = True) -> str:
                          f"(e.g. `file {shown}`) instead") from None
 
 
-def _with_rest(lines: list, f, size: int, next_line: int, crlf: bool) -> str:
-    """The lines shown, and how many follow from f's place (counted only in a file of
-    reasonable size); nothing if none follow."""
+def _with_rest(lines: list, f, size: int, next_line: int, crlf: bool,
+               in_line: bool = False) -> str:
+    """The lines shown, and how many follow from f's place: counted when at most
+    COUNT_REST_UP_TO bytes are left, else "more lines follow"; nothing if none follow.
+    in_line: f is inside the line before next_line (one cut short), whose end is no line."""
     if not f.peek(1):
         return _joined(lines, crlf)
-    if size <= COUNT_REST_UP_TO:
-        rest, last = 0, b""
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            rest, last = rest + chunk.count(b"\n"), chunk
-        rest += not last.endswith(b"\n")    # a last line with no newline is a line too
-        more = f"... ({rest:,} more lines; {READ_ON}{next_line})"
-    else:
+    if size - f.tell() > COUNT_REST_UP_TO:
         more = f"... (more lines follow: the file is {size:,} bytes; {READ_ON}{next_line})"
-    return _joined(lines + [more], crlf)
+        return _joined(lines + [more], crlf)
+    rest = f.read(COUNT_REST_UP_TO + 1)       # bounded, should the file have grown since
+    count = rest.count(b"\n") + (not rest.endswith(b"\n")) - in_line   # a last line with no
+    if count < 1:                                                      # newline counts too
+        return _joined(lines, crlf)
+    return _joined(lines + [f"... ({count:,} more lines; {READ_ON}{next_line})"], crlf)
 
 
 def _joined(lines: list, crlf: bool) -> str:
@@ -218,29 +253,38 @@ def encode(text: str, field: str) -> bytes:
 
 
 def write_atomic(path: Path, content, shown: str, field: str = "content") -> int:
-    """Replace path with content whole, and return how many bytes were written: a full disk or
-    a kill -9 leaves the old file, never half.
+    """write_and_note(), and only how many bytes were written."""
+    return write_and_note(path, content, shown, field)[0]
+
+
+def write_and_note(path: Path, content, shown: str, field: str = "content") -> tuple:
+    """Replace path with content whole: (how many bytes were written, a clause for the tool's
+    result saying what of the old file could not be kept, or ""). A full disk or a kill -9
+    leaves the old file, never half.
 
     content is text (encoded first: text that cannot be stored is refused before any file is
     opened; `field` names it in the error) or bytes. writer.replace() puts a temporary file in
     the same folder (os.replace is atomic only within one file system) under a random name,
     made with O_EXCL | O_NOFOLLOW: a link planted where it is made is never written through,
-    and a file planted at a guessable name cannot block the write. It gets the old file's mode
-    through its own fd. Replacing breaks a hard link to the old file; a symlink was resolved
+    and a file planted at a guessable name cannot block the write. It gets the old file's mode,
+    owner, group and extended attributes (POSIX ACLs among them) through its own fd, as far as
+    this process may set them: a user who is not root cannot give a file to another user, and
+    the clause says so. Replacing breaks a hard link to the old file; a symlink was resolved
     before (inside()), so a link swapped in at the folder since is refused.
     """
     data = content if isinstance(content, bytes) else encode(content, field)
     try:
-        mode = _mode_for(path, shown)   # in the try: a file in the way of a folder is said in words
-        writer.replace(path, data, mode)
+        was = _regular_or_none(path, shown)  # in the try: a file in the way of a folder, in words
+        before = writer.attributes(path) if was else {}
+        made = writer.replace(path, data, None if was is None else stat.S_IMODE(was.st_mode))
     except OSError as exc:
         kept = "the file is unchanged" if path.exists() else "nothing was written"
         raise ValueError(f"could not write {shown}: {reason(exc)}; {kept}") from None
-    return len(data)
+    return len(data), _not_kept(was, made, before, writer.attributes(path))
 
 
-def _mode_for(path: Path, shown: str) -> int | None:
-    """The existing file's permission bits, or None for a new file (0o666 less the umask)."""
+def _regular_or_none(path: Path, shown: str) -> os.stat_result | None:
+    """The existing file's stat, or None for a new file (it gets 0o666 less the umask)."""
     try:
         st = os.stat(path)
     except FileNotFoundError:
@@ -248,7 +292,20 @@ def _mode_for(path: Path, shown: str) -> int | None:
     if not stat.S_ISREG(st.st_mode):  # writing to a FIFO would block; to a device, worse
         raise ValueError(f"{shown} is {writer.kind_of(st.st_mode)}, not a regular file; "
                          "nothing was written")
-    return stat.S_IMODE(st.st_mode)
+    return st
+
+
+def _not_kept(was, made: os.stat_result, before: dict, after: dict) -> str:
+    """What the new file did not keep of the old one, as a clause: "" if it kept all."""
+    lost = []
+    if was is not None and (was.st_uid, was.st_gid) != (made.st_uid, made.st_gid):
+        lost.append(f"its owner {was.st_uid}:{was.st_gid}; it is now {made.st_uid}:"
+                    f"{made.st_gid}, and only root can give a file to another user")
+    attributes = [name for name, value in before.items() if after.get(name) != value]
+    if attributes:
+        lost.append(f"its extended attribute{'s' * (len(attributes) > 1)} "
+                    f"{', '.join(attributes)}")
+    return f" (not kept: {'; nor '.join(lost)})" if lost else ""
 
 
 def edit_text(text: str, old: str, new: str, shown: str) -> str:

@@ -12,10 +12,19 @@ others. Without each piece:
   swapped for a link in between cannot split them.
 - random temporary names made with O_EXCL | O_NOFOLLOW (NEW_FILE): a link planted at a
   guessable name (.transcript.tmp-<pid>, .tmp_<id>_<pid>_<thread>) was written through, to
-  wherever it pointed; a file planted there blocked every write.
+  wherever it pointed; a file planted there blocked every write. The name is short and
+  fixed in length, .tmp_<16 hex digits>.tmp, not made from the final name: one made from it
+  (its first 100 characters, and 22 bytes more) passed the 255 bytes a name may have for a
+  file name of 78 CJK characters (234 bytes), and write_file could not write it. A board
+  sweeps what a killed writer left by that pattern (board/folder.py: .tmp_*).
 - replace_in(): a temporary file, then a rename over the name: a reader, a full disk or a
   kill -9 sees the old file or the new, never half. The rename replaces whatever held the
   name (a planted link itself, never what it points to).
+- a replaced file's owner, group and extended attributes, copied to the temporary file by its
+  fd (_keep_what_was): a file an agent run as root edited became root's (its user could no
+  longer write it, nor a board's other agents update a task), and lost its POSIX ACLs
+  (system.posix_acl_access) and other attributes. What the process may not set (a file of
+  another user, for a user who is not root) stays as the rename leaves it: files.py says so.
 - create_in() and numbered(): a hard link gives the file its name only if the name is free,
   so no earlier task, transcript or page is replaced. Where the file system has no hard
   links (some FAT, FUSE and SMB mounts), the name is first reserved with O_EXCL, then
@@ -124,7 +133,7 @@ def replace_in(where: int, name: str, data: bytes, mode: int | None) -> os.stat_
 
 def create_in(where: int, name: str, data: bytes, mode: int | None) -> os.stat_result:
     """replace_in(), only if the name is free: FileExistsError if it is taken."""
-    temporary, made = _write_temporary(where, name, data, mode)
+    temporary, made = _write_temporary(where, name, data, mode, keep=False)
     try:
         _link(where, temporary, name)
     finally:
@@ -136,7 +145,7 @@ def numbered(path: Path, stem: str, suffix: str, data: bytes, mode: int = PRIVAT
     """data, whole, in path/<stem>_<n><suffix>: n the first number whose name is free, so
     no earlier file is ever replaced. Returns the new file's path."""
     with folder(path) as where:
-        temporary, _ = _write_temporary(where, stem, data, mode)
+        temporary, _ = _write_temporary(where, stem, data, mode, keep=False)
         try:
             for n in range(1, MOST_NUMBERS + 1):
                 name = f"{stem}_{n}{suffix}"
@@ -148,21 +157,79 @@ def numbered(path: Path, stem: str, suffix: str, data: bytes, mode: int = PRIVAT
     raise FileExistsError(f"{path} already holds {MOST_NUMBERS} files named {stem}_<n>{suffix}")
 
 
-def _write_temporary(where: int, name: str, data: bytes, mode: int | None) -> tuple:
-    """(the random name of a new file in where holding data, and its stat)."""
-    temporary = f".{name[:100]}.{secrets.token_hex(8)}.tmp"
+def _write_temporary(where: int, name: str, data: bytes, mode: int | None,
+                     keep: bool = True) -> tuple:
+    """(the random name of a new file in where holding data, and its stat).
+
+    keep: the new file gets the owner, group and extended attributes of the regular file at
+    name (the one it is to replace), as far as this process may set them.
+    """
+    temporary = f".tmp_{secrets.token_hex(8)}.tmp"   # never from name: it may be 255 bytes
     fd = os.open(temporary, NEW_FILE, 0o666 if mode is None else PRIVATE, dir_fd=where)
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
             f.flush()
-            if mode is not None:
+            if keep:
+                _keep_what_was(where, name, f.fileno())
+            if mode is not None:                # after the chown, which clears a setuid bit
                 os.fchmod(f.fileno(), mode)     # by the fd: the name could be swapped meanwhile
             made = os.fstat(f.fileno())
     except BaseException:
         _remove(where, temporary)
         raise
     return temporary, made
+
+
+def _keep_what_was(where: int, name: str, new: int) -> None:
+    """The new file (fd new) gets the owner, group and extended attributes of where/name, if a
+    regular file is there. What this process may not set is left as it is: the caller
+    compares before and after (attributes()) and says what changed."""
+    try:
+        if not stat.S_ISREG(os.stat(name, dir_fd=where, follow_symlinks=False).st_mode):
+            return                        # a link, a FIFO, a device: nothing to keep, or open
+        old = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC,
+                      dir_fd=where)
+    except OSError:                       # no file there yet, or one we may not read
+        return
+    try:
+        was = os.fstat(old)
+        if not stat.S_ISREG(was.st_mode):  # swapped since: as above
+            return
+        _keep_owner(new, was)
+        for attribute, value in attributes(old).items():
+            with contextlib.suppress(OSError):    # e.g. security.* without the privilege
+                os.setxattr(new, attribute, value)
+    finally:
+        os.close(old)
+
+
+def _keep_owner(new: int, was: os.stat_result) -> None:
+    """The owner and group of `was` on the new file: root may give both; a user may keep the
+    group when the file was theirs, or the group alone when they belong to it."""
+    now = os.fstat(new)
+    if (now.st_uid, now.st_gid) == (was.st_uid, was.st_gid):
+        return
+    for uid in (was.st_uid, -1):          # -1: the group alone
+        with contextlib.suppress(PermissionError):
+            os.fchown(new, uid, was.st_gid)
+            return
+
+
+def attributes(file) -> dict:
+    """A file's extended attributes, {name: value} (file: a path or an fd; a link at a path
+    is not followed): POSIX ACLs are kept there (system.posix_acl_access). {} where the
+    system has none (Linux has them; macOS's os module has no listxattr) or they cannot be
+    read."""
+    if not hasattr(os, "listxattr"):
+        return {}
+    follow = isinstance(file, int)            # an fd: the file itself; a path: not a link
+    found = {}
+    with contextlib.suppress(OSError):
+        for attribute in os.listxattr(file, follow_symlinks=follow):
+            with contextlib.suppress(OSError):
+                found[attribute] = os.getxattr(file, attribute, follow_symlinks=follow)
+    return found
 
 
 def _link(where: int, temporary: str, name: str) -> None:

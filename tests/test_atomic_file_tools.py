@@ -5,8 +5,12 @@ child the moment it writes byte N of any file, so an in-place write is caught at
 every run. Written in place, a model's edit killed halfway leaves half a source file.
 """
 
+import errno
+import multiprocessing
 import os
+import shutil
 import stat
+import tempfile
 import threading
 from pathlib import Path
 
@@ -14,7 +18,9 @@ import pytest
 
 import s03_todo
 from harness import files
-from helpers import call_tool, crash_at_byte, crash_inside_target
+from harness.stand_in.script import reply, text, tool
+from helpers import call_tool, crash_at_byte, crash_inside_target, tool_results
+from s07_task_system import TaskManager
 
 OLD = "old line\n" * 300            # 2,700 bytes
 NEW = "the new line\n" * 300        # 3,900 bytes: a crash anywhere in it is in the middle
@@ -134,9 +140,12 @@ def test_a_link_planted_at_the_temporary_name_as_it_is_made_is_not_written_throu
     (in_tmp / "victim.txt").write_text("the user's file")
     real_open = os.open
 
+    planted = []
+
     def plant_then_open(path, flags, *args, **kwargs):
-        if Path(path).name.startswith(".notes.txt") and not os.path.lexists(path):
+        if flags & os.O_CREAT and not os.path.lexists(path):
             Path(path).symlink_to(in_tmp / "victim.txt")
+            planted.append(path)
         return real_open(path, flags, *args, **kwargs)
     monkeypatch.setattr(os, "open", plant_then_open)
     try:
@@ -144,4 +153,139 @@ def test_a_link_planted_at_the_temporary_name_as_it_is_made_is_not_written_throu
     except ValueError as exc:
         assert "could not write notes.txt" in str(exc)
     monkeypatch.undo()
+    assert planted, "no new file was made: the write went straight into notes.txt"
     assert (in_tmp / "victim.txt").read_text() == "the user's file"
+
+
+# ---------------------------------------------------------------- owner and extended attributes
+
+OTHER_UID, OTHER_GID = 1000, 1000     # a user's file, edited by an agent run as root
+AGENT_UID = 1001                      # an agent run as another user, for the "may not" cases
+ATTRIBUTE = "user.origin"             # POSIX ACLs live in such an attribute (system.posix_acl_*)
+
+
+def root_or_skip():
+    """Changing a file's owner needs root. Skipped elsewhere; CI runs the suite as root."""
+    if os.geteuid() == 0:
+        return
+    if os.environ.get("CI", "").lower() == "true":
+        pytest.fail("CI=true but the tests do not run as root: they must, to test file owners",
+                    pytrace=False)
+    pytest.skip("not root: only root can give a file to another user (CI runs these as root)")
+
+
+def with_attribute(path: Path, name: str = ATTRIBUTE, value: bytes = b"reviewed") -> None:
+    try:
+        os.setxattr(path, name, value)
+    except (AttributeError, OSError) as exc:
+        pytest.skip(f"no extended attributes here ({type(exc).__name__}: {exc})")
+
+
+def a_users_file(folder: Path, mode: int) -> Path:
+    """folder/notes.txt, "one", owned by the user OTHER_UID, with an attribute and this mode."""
+    made = folder / "notes.txt"
+    made.write_text("one\n", encoding="utf-8")
+    with_attribute(made)
+    os.chown(made, OTHER_UID, OTHER_GID)
+    made.chmod(mode)
+    return made
+
+
+def test_write_and_edit_as_root_keep_the_files_owner_group_mode_and_attributes(run_lesson,
+                                                                                workdir):
+    root_or_skip()
+    target = a_users_file(workdir, 0o640)
+    script = [reply(tool("write_file", {"path": "notes.txt", "content": "two\n"})),
+              reply(tool("edit_file", {"path": "notes.txt", "old_text": "two",
+                                       "new_text": "three"})),
+              reply(text("done"))]
+    proc, api = run_lesson("s03_todo", "update the notes", script=script)
+    assert proc.returncode == 0 and api.violations == [], proc.stderr
+    results = [tool_results(request)[0] for request in api.requests[1:]]
+    assert not any(r.get("is_error") for r in results), results
+    assert target.read_text(encoding="utf-8") == "three\n"
+    kept = target.stat()
+    assert (kept.st_uid, kept.st_gid, stat.S_IMODE(kept.st_mode)) == (OTHER_UID, OTHER_GID,
+                                                                      0o640)
+    assert os.getxattr(target, ATTRIBUTE) == b"reviewed"
+
+
+def test_a_task_file_rewritten_as_root_stays_its_owners(in_tmp):
+    """The board is shared: an agent run as root that updates a task must not take it from
+    the user whose agents share the board (they could no longer update it)."""
+    root_or_skip()
+    tasks = TaskManager(".tasks")
+    tasks.create("Design")
+    task_file = in_tmp / ".tasks" / "task_1.json"
+    os.chown(task_file, OTHER_UID, OTHER_GID)
+    tasks.update(1, status="in_progress")
+    assert '"in_progress"' in task_file.read_text(encoding="utf-8")
+    assert (task_file.stat().st_uid, task_file.stat().st_gid) == (OTHER_UID, OTHER_GID)
+
+
+def as_user(uid: int, work) -> object:
+    """work() in a forked child that runs as uid (its group too): what it returns, or the
+    error it raised, as text."""
+    context = multiprocessing.get_context("fork")
+    answers = context.Queue()
+
+    def child():
+        try:
+            os.setgroups([])
+            os.setgid(uid)
+            os.setuid(uid)
+            answers.put(work())
+        except BaseException as exc:  # noqa: BLE001 - the test shows whatever failed
+            answers.put(f"failed: {type(exc).__name__}: {exc}")
+    process = context.Process(target=child)
+    process.start()
+    try:
+        return answers.get(timeout=30)
+    finally:
+        process.join(30)
+
+
+@pytest.fixture
+def shared_folder():
+    """A folder every user may write into (a tmp folder of pytest's is root's alone)."""
+    made = Path(tempfile.mkdtemp(prefix="shared_"))
+    made.chmod(0o777)
+    yield made
+    shutil.rmtree(made)
+
+
+def test_a_file_of_another_user_that_cannot_stay_theirs_is_replaced_and_the_result_says_so(
+        shared_folder):
+    root_or_skip()
+    target = a_users_file(shared_folder, 0o666)   # anyone may write it; only root may chown it
+    said = as_user(AGENT_UID, lambda: files.write_and_note(target, "two\n", "notes.txt"))
+    assert said == (4, f" (not kept: its owner {OTHER_UID}:{OTHER_GID}; it is now "
+                       f"{AGENT_UID}:{AGENT_UID}, and only root can give a file to another "
+                       "user)"), said
+    assert target.read_text(encoding="utf-8") == "two\n"
+    assert os.getxattr(target, ATTRIBUTE) == b"reviewed"     # a user.* attribute is kept
+
+
+def test_an_attribute_that_cannot_be_set_is_named_in_the_result(in_tmp, monkeypatch):
+    target = in_tmp / "notes.txt"
+    target.write_text("one\n", encoding="utf-8")
+    with_attribute(target)
+    with_attribute(target, "user.locked", b"x")
+    real = os.setxattr
+
+    def refuse_locked(path, name, *args, **kwargs):
+        if name == "user.locked":
+            raise PermissionError(errno.EPERM, "Operation not permitted")
+        return real(path, name, *args, **kwargs)
+    monkeypatch.setattr(os, "setxattr", refuse_locked)
+    size, note = files.write_and_note(target, "two\n", "notes.txt")
+    assert (size, note) == (4, " (not kept: its extended attribute user.locked)")
+    monkeypatch.undo()
+    assert target.read_text(encoding="utf-8") == "two\n"
+    assert os.getxattr(target, ATTRIBUTE) == b"reviewed"
+    assert sorted(p.name for p in in_tmp.iterdir()) == ["notes.txt"]
+
+
+def test_a_new_file_or_one_kept_whole_gets_no_note(in_tmp):
+    assert files.write_and_note(in_tmp / "new.txt", "hello\n", "new.txt") == (6, "")
+    assert files.write_and_note(in_tmp / "new.txt", "hello again\n", "new.txt") == (12, "")

@@ -80,6 +80,55 @@ def test_read_file_with_a_limit_on_a_2_gb_sparse_file_is_fast_small_and_says_bin
     assert "binary" in out and "2,147,483,648 bytes" in out
 
 
+def bytes_read(fn) -> tuple:
+    """(fn's value, how many bytes this process read meanwhile, as Linux counts them)."""
+    io_file = Path("/proc/self/io")
+    if not io_file.exists():
+        pytest.skip("no /proc/self/io here: it counts the bytes a call reads (Linux)")
+
+    def rchar() -> int:
+        return int(io_file.read_text().split("rchar:")[1].split()[0])
+    before = rchar()
+    value = fn()
+    return value, rchar() - before
+
+
+BOUNDED_READ = 4 * s03.OUTPUT_CAP + 2_000_000   # a read's lines, and a margin: not 4 GiB
+TEXT_LINES = {"long": [f"{n}: the quick brown fox jumps over the lazy dog" for n in range(600)],
+              "short": [f"line {n}" for n in range(600)]}    # all of them within the first 8 kB
+
+
+@pytest.mark.parametrize("lines", TEXT_LINES.values(), ids=TEXT_LINES.keys())
+def test_read_file_on_a_sparse_file_shows_its_text_lines_and_reads_only_a_bounded_prefix(lines):
+    """A disk image or a preallocated log: text, then a hole of NULs up to 4 GiB. read_file
+    shows the text, says where the binary part starts, and reads a bounded prefix."""
+    text = "".join(f"{line}\n" for line in lines)
+    with open("sparse.log", "wb") as f:
+        f.write(text.encode())
+        f.truncate(4 * 1024 ** 3)
+    (out, is_error), read = bytes_read(lambda: within(60, later("read_file", path="sparse.log")))
+    assert not is_error and read < BOUNDED_READ, (out[-300:], read)
+    assert out.splitlines()[:600] == lines and "\0" not in out
+    note = out.splitlines()[600]
+    assert note.startswith("[line 601 holds NUL bytes: from there the file looks binary")
+    assert f"xxd -s {len(text)} sparse.log | head" in note
+    assert len(out.splitlines()) == 601                     # no read on into the hole
+    (out, is_error), read = bytes_read(later("read_file", path="sparse.log", offset=700))
+    assert is_error and read < BOUNDED_READ, (out, read)
+    assert "line 601 holds NUL bytes" in out and "offset 700" in out
+
+
+def test_a_line_of_100_mb_is_shown_cut_after_reading_only_a_bounded_prefix():
+    with open("one-line.json", "wb") as f:
+        for _ in range(100):
+            f.write(b"x" * 1_000_000)
+        f.write(b"\nafter\n")
+    (out, is_error), read = bytes_read(later("read_file", path="one-line.json"))
+    assert not is_error and read < BOUNDED_READ, (out[-300:], read)
+    assert out.startswith("x" * 1000) and "line 1 is longer than" in out and "cut -c" in out
+    assert out.endswith("read on with offset=2)")
+
+
 def test_a_binary_file_is_described_by_its_size_not_sent():
     Path("logo.gif").write_bytes(b"GIF89a\x01\x00\x01\x00\x00\x00\x00" + b"\x00\x01\x02" * 329)
     out, _ = tool("read_file", path="logo.gif")
@@ -165,6 +214,22 @@ def test_read_file_says_a_files_lines_end_in_crlf():
     out, _ = tool("read_file", path="app.py")
     assert out.splitlines()[:2] == ["a = 1", "b = 2"]      # the \r is not shown ...
     assert "CRLF" in out                                    # ... so it is said
+
+
+# ---------------------------------------------------------------- long names
+
+@pytest.mark.parametrize("name", ["文" * 78 + ".md", "文" * 85],
+                         ids=["237 bytes", "255 bytes, NAME_MAX"])
+def test_a_long_non_ascii_file_name_the_system_takes_can_be_written_and_edited(name):
+    """Linux allows 255 bytes a name: 85 CJK characters. A temporary name made from the real
+    one (its first 100 characters, and more) went past that, and the write failed."""
+    assert len(os.fsencode(name)) <= 255
+    out, is_error = tool("write_file", path=name, content="first draft\n")
+    assert not is_error, out
+    out, is_error = tool("edit_file", path=name, old_text="first", new_text="second")
+    assert not is_error, out
+    assert Path(name).read_text(encoding="utf-8") == "second draft\n"
+    assert os.listdir() == [name]                   # no temporary file left
 
 
 # ---------------------------------------------------------------- errors in words
