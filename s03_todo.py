@@ -164,9 +164,10 @@ def run_read(path: str, limit: int = None, offset: int = 1) -> str:
 
 
 def run_write(path: str, content: str) -> str:
-    # Atomic: a full disk or a kill leaves the old file, never half of it.
-    size = files.write_atomic(safe_path(path), content, path)
-    return f"Wrote {size:,} bytes to {path}"
+    # Atomic: a full disk or a kill leaves the old file, never half of it. The note says what
+    # of the old file (its owner, say) could not be kept.
+    size, note = files.write_and_note(safe_path(path), content, path)
+    return f"Wrote {size:,} bytes to {path}{note}"
 
 
 def run_edit(path: str, old_text: str, new_text: str) -> str:
@@ -174,8 +175,8 @@ def run_edit(path: str, old_text: str, new_text: str) -> str:
     text = files.read_text(target, path)
     # Exactly one occurrence, or a ValueError that says how to fix the call.
     edited = files.edit_text(text, old_text, new_text, path)
-    files.write_atomic(target, edited, path, field="new_text")
-    return f"Edited {path}: replaced 1 occurrence"
+    size, note = files.write_and_note(target, edited, path, field="new_text")
+    return f"Edited {path}: replaced 1 occurrence{note}"
 
 
 def schema(required: list, **properties) -> dict:

@@ -75,9 +75,6 @@ HISTORY_LINES = 1000  # prompts kept in it
 HISTORY_BYTES = 4_000_000   # read of it at most: a thousand prompts of 4 kB
 DEMO = Path("demo")   # where --demo runs: nothing it writes lands beside your own files
 REQUIREMENTS = Path(__file__).resolve().parent.parent / "requirements.txt"
-NO_MODEL = ("no model to talk to: set ANTHROPIC_API_KEY in your environment or in ./.env (copy "
-            ".env.example; any value will do for a local server at ANTHROPIC_BASE_URL), or try "
-            "--demo, which needs no key")
 REPL_HELP = ('A line """ starts a prompt of several lines, and the next """ ends it. Ctrl-C '
              "clears the line; up and down recall earlier prompts. docs/real-use.md says what "
              "each command does.")
@@ -274,8 +271,9 @@ def _client_or_none(args, secrets: dict):
         return config.make_client(secrets=secrets)
     except NoKey:
         if args.prompt is not None:
-            raise SetupError(NO_MODEL) from None
-        terminal.show_note(f"[{NO_MODEL}; the REPL's commands work without one, but /compact]")
+            raise SetupError(config.no_key_message()) from None
+        terminal.show_note(f"[{config.no_key_message()}; the REPL's commands work without one, "
+                           "but /compact]")
         return None
 
 
@@ -367,7 +365,7 @@ def _repl(lesson: Lesson, run: Run, budget, banner, history):
         elif _is_command_word(word):     # answered here: a typo must not cost a model call
             _unknown_command(word, lesson)
         elif run.client is None:
-            terminal.show_error(NO_MODEL)
+            terminal.show_error(config.no_key_message())
         else:
             _run_turn(lesson, run, history, budget, query)
         run.log.record(history)          # saved as it goes: --continue picks it up

@@ -104,7 +104,12 @@ def load_env() -> dict:
 
 def env_files() -> list:
     """The .env files settings are read from, the first wins: ./.env where you run, then the
-    repository's (the folder that holds the lessons), unless you run in the repository."""
+    repository's (the folder that holds the lessons), unless you run in the repository. ENV_FILE,
+    when set, is the one file read instead (the tests set it: a key a learner put in the
+    repository's .env must not change what they check)."""
+    chosen = os.environ.get("ENV_FILE", "").strip()
+    if chosen:
+        return [Path.cwd() / chosen]
     found = [Path.cwd() / ".env"]
     if Path.cwd().resolve() != REPOSITORY:
         found.append(REPOSITORY / ".env")
@@ -114,7 +119,9 @@ def env_files() -> list:
 def no_key_message() -> str:
     """What to do without a key, naming every .env looked in (env_files()): make_client's
     NoKey, and the line a REPL without a model opens with."""
-    places = ["your environment", "./.env", *(str(path) for path in env_files()[1:])]
+    places = ["your environment"]
+    for path in env_files():
+        places.append("./.env" if path == Path.cwd() / ".env" else str(path))
     where = ", in ".join(places[:-1]) + " or in " + places[-1]
     return (f"no model to talk to: set ANTHROPIC_API_KEY in {where} (copy .env.example; any "
             "value will do for a local server at ANTHROPIC_BASE_URL), or try --demo, which "

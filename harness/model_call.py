@@ -106,23 +106,12 @@ def guard(run) -> "Guard":
     return Guard(run)
 
 
-def shown_url(url: str) -> str:
-    """The URL as a line may show it: without a password (a gateway's basic auth)."""
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    netloc = f"{parts.username}:***@{parts.hostname}"
-    if parts.port:
-        netloc += f":{parts.port}"
-    return parts._replace(netloc=netloc).geturl()
-
-
 class Guard:
     """One model call: its live display, and whatever goes wrong as one line (EndpointError)."""
 
     def __init__(self, run):
         self.run = run
-        self.where = shown_url(str(run.client.base_url)).rstrip("/")
+        self.where = config.shown_url(str(run.client.base_url)).rstrip("/")
         host = urlsplit(self.where).hostname or self.where
         self.live = terminal.LiveReply(host, run.screen)
         self.began = False          # an event arrived: a failure now dropped a reply under way

@@ -59,7 +59,8 @@ def clean_env(home, **extra):
     env = {k: v for k, v in os.environ.items()
            if not k.startswith(("ANTHROPIC_", "CLAUDE_"))
            and k not in ("MODEL_ID", "COMPACT_THRESHOLD", "NO_COLOR", "COLUMNS", "LINES")}
-    env.update(HOME=str(home), PYTHONIOENCODING="utf-8", PYTHONPATH=str(ROOT))
+    # ENV_FILE: settings from ./.env only, never from a key a learner put in the repository's.
+    env.update(HOME=str(home), PYTHONIOENCODING="utf-8", PYTHONPATH=str(ROOT), ENV_FILE=".env")
     env.update({k: str(v) for k, v in extra.items()})
     return env
 

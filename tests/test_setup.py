@@ -116,7 +116,8 @@ def run_from_scratch(lessons, workdir, env=None, script=FINE):
     """s03 of the copy run from a scratch folder, as the README says to work, with no key in
     the environment."""
     with StandInAPI(list(script)) as api:
-        extra = {"ANTHROPIC_BASE_URL": api.url, **(env or {})}
+        # ENV_FILE unset: the repository's .env is read, as in a learner's own run.
+        extra = {"ANTHROPIC_BASE_URL": api.url, "ENV_FILE": "", **(env or {})}
         proc = subprocess.run([sys.executable, str(lessons / "s03_todo.py"), "hi"], cwd=workdir,
                               env=clean_env(workdir.parent / "home", **extra),
                               capture_output=True, text=True, encoding="utf-8", timeout=60)
@@ -158,6 +159,7 @@ def test_without_a_key_the_message_names_every_dotenv_it_looked_in(lessons, monk
     monkeypatch.chdir(scratch)
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
     monkeypatch.delenv("ANTHROPIC_AUTH_TOKEN", raising=False)
+    monkeypatch.delenv("ENV_FILE", raising=False)
     said = config.no_key_message()
     assert said == ("no model to talk to: set ANTHROPIC_API_KEY in your environment, in ./.env "
                     f"or in {lessons / '.env'} (copy .env.example; any value will do for a local "

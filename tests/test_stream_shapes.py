@@ -251,3 +251,72 @@ def test_unknown_types_and_a_message_delta_without_usage_do_no_harm(
               {"type": "message_delta", "delta": {"stop_reason": "end_turn"}}, STOP_EVENT]
     code, out, err, api = run_main(s03_todo, "hi", script=[stream(*events)])
     assert code == 0 and out.strip() == "Hello" and "Traceback" not in err, err
+
+
+# ---------------------------------------------------------------- odd stop reasons, endless pings
+
+def test_a_stop_reason_sent_as_an_object_is_one_line_naming_the_endpoint(run_main):
+    events = [START, *text_block(0, "hi"), block_stop(0),
+              {"type": "message_delta", "delta": {"stop_reason": {"why": "done"}},
+               "usage": {"output_tokens": 9}}, STOP_EVENT]
+    code, out, err, api = run_main(s03_todo, "hi", script=[stream(*events)])
+    assert code == 1 and "Traceback" not in err and len(messages(err)) == 1, err
+    said = f"the endpoint at {api.url} did not answer like the Messages API: it sent a stop_reason"
+    assert said in words(err)
+
+
+class Pinging:
+    """A loopback endpoint that answers message_start, then a ping every 0.2 s, forever."""
+
+    def __enter__(self):
+        import http.server
+        import threading
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def do_POST(self):
+                self.rfile.read(int(self.headers.get("content-length", 0)))
+                self.send_response(200)
+                self.send_header("content-type", "text/event-stream")
+                self.end_headers()
+                try:
+                    self.wfile.write(sse(START).encode())
+                    while not stopping.is_set():
+                        self.wfile.write(sse({"type": "ping"}).encode())
+                        self.wfile.flush()
+                        stopping.wait(0.2)
+                except OSError:            # the client gave up: what the test wants
+                    pass
+
+        stopping = threading.Event()
+        self.stopping = stopping
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        return self
+
+    def __exit__(self, *exc):
+        self.stopping.set()
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def test_pings_do_not_keep_a_reply_that_never_comes_waiting_past_api_timeout(run_lesson,
+                                                                               workdir):
+    """Each ping ends a read, so httpx's per-read timeout never fires: the harness's watch
+    bounds the wait for the reply itself. (60 s is a bound against hanging, not a claim.)"""
+    import subprocess
+    import sys
+    from helpers import ROOT, clean_env
+    with Pinging() as endpoint:
+        env = clean_env(workdir.parent / "home", ANTHROPIC_BASE_URL=endpoint.url,
+                        ANTHROPIC_API_KEY="k", API_TIMEOUT="2")
+        proc = subprocess.run([sys.executable, str(ROOT / "s03_todo.py"), "hi"], cwd=workdir,
+                              env=env, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
+    said = (f"the endpoint at {endpoint.url} went silent in the middle of its reply for "
+            "API_TIMEOUT=2s (keep-alive pings do not count)")
+    assert said in words(proc.stderr)
