@@ -13,7 +13,6 @@ import struct
 import subprocess
 import sys
 import threading
-import time
 
 import pytest
 
@@ -37,19 +36,19 @@ class Terminal(io.StringIO):
 
 # ---------------------------------------------------------------- set-up
 
-def test_help_is_instant_and_needs_no_sdk(workdir):
-    shim = workdir.parent / "shim"
-    shim.mkdir()
-    (shim / "anthropic.py").write_text(
-        "raise ImportError('the SDK must not be imported for --help')")
-    env = clean_env(workdir.parent / "home")
-    env["PYTHONPATH"] = f"{shim}:{ROOT}"
-    start = time.monotonic()
-    proc = subprocess.run([sys.executable, str(ROOT / "s07_task_system.py"), "--help"],
-                          cwd=workdir, env=env, capture_output=True, text=True, timeout=30)
+def test_help_imports_no_sdk(workdir):
+    """--help is quick because it never imports the SDK (anthropic and what it pulls in take
+    most of a lesson's start): -X importtime lists every module the process imported, so the
+    cause is checked, not a clock that a busy machine would stop."""
+    proc = subprocess.run([sys.executable, "-X", "importtime", str(ROOT / "s07_task_system.py"),
+                           "--help"], cwd=workdir, env=clean_env(workdir.parent / "home"),
+                          capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
     assert "/task add TITLE" in proc.stdout and "API_TIMEOUT" in proc.stdout
-    assert time.monotonic() - start < 3
+    imported = {line.rpartition("|")[2].strip() for line in proc.stderr.splitlines()
+                if line.startswith("import time:")}
+    assert "harness.cli" in imported            # the list is the lesson's own
+    assert not {name for name in imported if name.split(".")[0] == "anthropic"}
 
 
 @pytest.mark.parametrize("args, message", [
@@ -174,11 +173,13 @@ def test_an_endpoint_that_dropped_the_tools_is_named_once(run_main, lesson):
 
 
 def test_a_hung_endpoint_ends_after_api_timeout_with_one_line(run_main):
-    start = time.monotonic()
+    """Each reply comes after 5 s: a client that waited longer than API_TIMEOUT would get one
+    and exit 0. (No clock here: a loaded machine may take longer, and the suite's bound against
+    hanging, conftest.HANG_LIMIT, ends a run that never returns.)"""
     code, out, err, api = run_main(s03_todo, "hi", script=[reply(text("late"), delay=5)] * 3,
                                    env={"API_TIMEOUT": "0.5"})
     assert code == 1 and "did not answer within API_TIMEOUT=0.5s" in err and api.url in err
-    assert time.monotonic() - start < 15
+    assert "late" not in out and len(messages(err)) == 1
 
 
 def test_empty_content_or_text_after_a_call_keeps_the_history_valid(
@@ -589,7 +590,7 @@ def repl_stopped_mid_batch(workdir, running):
         proc.stdin.flush()
         group = running_command(workdir, proc)
         os.kill(proc.pid, signal.SIGINT)
-        out, err = proc.communicate("next prompt\nq\n", timeout=30)
+        out, err = proc.communicate("next prompt\nq\n", timeout=60)
     assert proc.returncode == 0 and api.violations == [], err
     assert group_ends(group)                      # Ctrl-C stopped the command too
     return out, err, api.requests[1]

@@ -32,7 +32,7 @@ def test_a_300000_character_output_can_be_read_back_in_full_from_the_saved_file(
     total = text.count("\n") + 1
     assert f"{total:,} lines" in shown
     pieces = [subprocess.run(["sed", "-n", f"{a},{a + 999}p", path], capture_output=True, text=True,
-                             check=True).stdout for a in range(1, total + 1, 1000)]
+                             check=True, timeout=60).stdout for a in range(1, total + 1, 1000)]
     assert "".join(pieces).rstrip("\n") == text
     assert not list(Path(results).glob(".*.tmp"))        # no temporary file left behind
 
@@ -201,7 +201,7 @@ def test_a_placeholders_file_is_named_by_its_text_alone_in_any_process(results, 
     code = ("import sys; from harness import spill; "
             "print(spill.save_for_placeholder(sys.stdin.read(), 'bash', spill.SavedTexts()))")
     there = subprocess.run([sys.executable, "-c", code], input=text, capture_output=True,
-                           text=True, check=True, cwd=Path.cwd(),
+                           text=True, check=True, cwd=Path.cwd(), timeout=60,
                            env={**os.environ, "PYTHONPATH": str(ROOT)}).stdout.strip()
     assert here and there == here
     assert Path(here).read_text() == text
