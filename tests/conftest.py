@@ -331,7 +331,8 @@ def chromium():
     if os.environ.get("CI") == "true":
         pytest.fail("Chromium is missing on CI: .ci/run must install it "
                     "(apt-get install -y chromium)")
-    pytest.skip("Chromium is not installed (apt-get install -y chromium)")
+    pytest.skip("Chromium is not installed: no chromium, chromium-browser or google-chrome "
+                "on PATH (apt-get install -y chromium)")
 
 
 # ---------------------------------------------------------------- a test that hangs fails

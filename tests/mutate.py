@@ -11,9 +11,8 @@
 A suite can pass and still not test an idea: a mutation that leaves every test green shows
 where. Each entry below is (name, file, the exact text to replace, what replaces it, the tests
 that must fail: files, or single tests as file::name). The working tree is copied (uncommitted
-changes included) to a temporary folder, with ../shared beside it as beside the repo (the
-tests that replay real sessions read ../shared/data), the one change is made there, and the
-tests run there (stopping at the first failure); the repo is never touched. First every
+changes included) to a temporary folder, the one change is made there, and the tests run there
+(stopping at the first failure); the repo is never touched. First every
 snippet is looked for: one that is not in its file exactly once is a stale entry, and the
 check fails at once, before any test runs (a stale entry would silently test nothing). Then
 the named tests run on an unchanged copy: a test that already fails cannot catch anything, so
@@ -38,7 +37,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-SHARED = ROOT.parent / "shared"     # beside the repo: the real sessions' data (read-only)
 SKIP = shutil.ignore_patterns(".git", "__pycache__", ".pytest_cache", ".tasks", ".transcripts",
                               "demo", ".venv")   # what a run leaves behind is not the code
 TIMEOUT = 300   # seconds for one pytest run: a mutation that makes the tests hang is caught
@@ -553,11 +551,9 @@ IMPORTS = {"shutil.": "import shutil\n"}
 
 
 def copy_of_repo(into: Path) -> Path:
-    """The working tree in into/repo, and ../shared in into/shared where the repo has one."""
+    """The working tree in into/repo."""
     copy = into / "repo"
     shutil.copytree(ROOT, copy, ignore=SKIP, symlinks=True)
-    if SHARED.is_dir():
-        shutil.copytree(SHARED, into / "shared", ignore=SKIP, symlinks=True)
     return copy
 
 

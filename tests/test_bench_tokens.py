@@ -51,12 +51,29 @@ def quoted_row(name):
 
 
 def real_sessions():
-    """The real sessions' shapes; skipped, with the reason, where the data is not beside the
-    repository. It stays outside the project (sizes of other people's sessions), and a clean
-    clone somewhere else has no ../shared: nothing .ci/run could install brings it."""
-    if not bench_tokens.SESSIONS:
-        pytest.skip(f"no real sessions here ({bench_tokens.REAL_SESSIONS} is missing)")
+    """The real sessions' shapes, from bench/real_sessions.json. The repository ships it, so a
+    clone without it is broken: a test that needs it fails, naming the file, instead of
+    skipping."""
+    assert bench_tokens.SESSIONS, (f"{bench_tokens.REAL_SESSIONS} is missing: it is part of the "
+                                   "repository (git checkout -- bench/real_sessions.json)")
     return bench_tokens.SESSIONS
+
+
+def test_the_shipped_real_sessions_hold_sizes_and_tool_names_only():
+    """What bench/real_sessions.json promises, and why it may be shipped: for each model call
+    the characters of its text, and for each tool call its tool's name, sizes and whether it
+    failed. No text of anyone's session."""
+    data = json.loads(bench_tokens.REAL_SESSIONS.read_text(encoding="utf-8"))
+    assert set(data) == {"what", "sessions"} and "no content" in data["what"]
+    moves = [move for session in data["sessions"].values() for move in session]
+    assert len(data["sessions"]) == 2 and len(moves) > 200
+    for move in moves:
+        assert set(move) == {"text", "tools"} and type(move["text"]) is int, move
+        for call in move["tools"]:
+            assert set(call) == {"name", "in", "out", "err"}, call
+            assert re.fullmatch(r"[A-Z][A-Za-z]{1,20}", call["name"]), call
+            assert type(call["in"]) is int and type(call["out"]) is int, call
+            assert type(call["err"]) is bool, call
 
 
 # ---------------------------------------------------------------- the table against docs/cost.md

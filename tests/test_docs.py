@@ -13,6 +13,7 @@ from contextlib import redirect_stdout
 
 import pytest
 
+import pg_server
 from helpers import (NAME, PROMPT, ROOT, WALK_MODEL, WALK_SUMMARY, gather, missing_test,
                      plan_by_hand, shown_by)
 from harness.stand_in.script import reply, text, tool
@@ -89,7 +90,8 @@ def test_what_bob_sees_of_alices_work_on_a_postgresql_board(pg_board, tmp_path):
 
 
 def test_a_board_server_that_is_down_is_one_line_without_its_password(workdir):
-    pytest.importorskip("psycopg")      # without it, the line says to install it instead
+    if pg_server.psycopg_missing():      # without it, the line says to install it instead
+        pg_server.skip_or_fail(pg_server.NO_PSYCOPG)
     (run,) = runs(checked_block(page("many-machines.md"), "board-unreachable"))
     assert "PASSWORD@" in run.command and all("PASSWORD" not in line for line in run.lines)
     code, shown = shown_by(run.command, workdir, key=None)
