@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import ROOT, FullDisk
+from helpers import ROOT, FullDisk, within
 from harness import spill
 
 CAP = 50_000
@@ -239,13 +239,19 @@ def test_a_running_sessions_placeholder_files_survive_another_sessions_pruning(r
                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
                              env={**os.environ, "PYTHONPATH": str(ROOT)})
     try:
-        named = [first.stdout.readline().strip() for _ in range(3)]
+        # Each wait here is bounded at 60 s (then the first session is killed and the test
+        # fails): a prune that waited for a session's lock would wait as long as it runs.
+        named = within(60, lambda: [first.stdout.readline().strip() for _ in range(3)],
+                       unblock=first.kill)
         assert all(Path(p).is_file() for p in named), named
         for n, path in enumerate(named):                 # the oldest in the folder
             os.utime(path, ns=(n * 10**9, n * 10**9))
         monkeypatch.setattr(spill, "MAX_FILES", 2)
-        for n in range(6):                               # this process: the second session
-            spill.keep_whole(big_output(60_000 + n), CAP, "bash", run.saved)
+
+        def second_session():                            # this process, past the bounds
+            for n in range(6):
+                spill.keep_whole(big_output(60_000 + n), CAP, "bash", run.saved)
+        within(60, second_session, unblock=first.kill)
         assert all(Path(p).is_file() for p in named)
     finally:
         if how == "is killed":
