@@ -343,6 +343,7 @@ def test_a_replayed_session_makes_each_call_with_its_real_sizes():
     results = {b["tool_use_id"]: b for m in history if isinstance(m["content"], list)
                for b in m["content"] if b.get("type") == "tool_result"}
     names = {"Read": "read_file", "Write": "write_file", "Edit": "edit_file"}
+    sized = 0                                      # results whose size is checked below
     for move, reply in zip(MOVES, replies, strict=False):
         texts = [b["text"] for b in reply if b["type"] == "text"]
         assert [len(t) for t in texts] == ([move["text"]] if move["text"] else [])
@@ -354,7 +355,9 @@ def test_a_replayed_session_makes_each_call_with_its_real_sizes():
             failed = result.get("is_error") or result["content"].endswith("[exit status 1]")
             assert bool(failed) == made["err"], (made, result)
             if call["name"] in ("read_file", "bash") and not made["err"]:
+                sized += 1
                 assert abs(len(result["content"]) - made["out"]) <= 1   # bash strips a newline
+    assert sized == 2                              # the first move's Read and Grep
 
 
 def test_the_docs_quote_every_real_session_and_a_missing_file_means_none(tmp_path):

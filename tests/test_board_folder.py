@@ -71,8 +71,10 @@ def test_every_field_written_to_a_task_file_is_in_the_schema(board_dir):
 
 
 def test_constructing_a_manager_touches_no_file(board_dir):
-    TaskManager(board_dir)
+    tasks = TaskManager(board_dir)
     assert not board_dir.exists()
+    assert tasks.create("Design") == "Created task #1: Design"     # the first write makes it
+    assert [p.name for p in board_dir.glob("task_*.json")] == ["task_1.json"]
 
 
 def test_an_empty_subject_is_refused_before_the_folder_is_made(board_dir):
@@ -442,3 +444,6 @@ def test_a_board_that_cannot_be_read_at_the_first_prompt_is_tried_again_not_left
     code, out, err, api = run_main(s07, "--board", "not-a-folder", stdin="/help\n/help\nq\n")
     assert code == 0
     assert "AttributeError" not in err and "NoneType" not in err
+    said = "error: the board not-a-folder cannot be read: it is a file, not a folder\n"
+    assert err.count(said) == 3                     # before each of the three prompts: again
+    assert out.count("commands: /help") == 2        # and each /help was answered

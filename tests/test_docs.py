@@ -235,10 +235,13 @@ def test_every_quoted_output_block_is_checked_by_a_test_and_every_test_has_its_b
 
 def test_every_link_between_the_pages_resolves_and_every_page_is_linked_from_the_readme():
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    for path in quoting_files():
-        for target in re.findall(r"\]\(([^)#]+)(?:#[^)]*)?\)", path.read_text(encoding="utf-8")):
-            if not target.startswith(("http://", "https://")):
-                assert (path.parent / target).exists(), f"{path.name} links to {target}"
+    link = re.compile(r"\]\(([^)#]+)(?:#[^)]*)?\)")
+    local = [(path, target) for path in quoting_files()
+             for target in link.findall(path.read_text(encoding="utf-8"))
+             if not target.startswith(("http://", "https://"))]
+    assert len(local) > 20                      # the pages do link each other
+    for path, target in local:
+        assert (path.parent / target).exists(), f"{path.name} links to {target}"
     linked = set(re.findall(r"\]\(docs/([\w.-]+\.md)\)", readme))
     assert linked == {p.name for p in DOCS.glob("*.md")}
 
