@@ -1,4 +1,4 @@
-"""Every fixture of the suite, and only fixtures (the helpers are in helpers.py).
+"""Every fixture of the suite, and the hooks around each test (the helpers are in helpers.py).
 
 - every test's output laid out for 80 columns, as a pipe is;
 - a lesson run as a user runs it (a subprocess, against the loopback stand-in), or in process;
@@ -343,9 +343,9 @@ def chromium():
 # `hang_limit(seconds)` marker says; past it, a SIGALRM raises TestHangs in the test. A
 # blocking call (a read, a wait, a sleep) is interrupted by the signal, and Python runs the
 # handler before it would retry (PEP 475), so the test fails there, naming itself, with the
-# stack of where it waited. The limit is only a bound against hanging, not a speed claim: the
-# slowest test takes about 30 s alone, the others under 10 s, and a loaded machine may take
-# several times that. A hang the signal cannot break (a C loop that never returns to Python,
+# stack of where it waited. The limit is only a bound against hanging, not a speed claim: one
+# test takes about 40 s alone (it is marked), the others under 10 s, and a loaded machine may
+# take several times that. A hang the signal cannot break (a C loop that never returns to Python,
 # or code that swallows the exception) meets the last resort LAST_RESORT seconds later:
 # faulthandler dumps every thread's stack to the real stderr and ends the run.
 HANG_LIMIT = 120
