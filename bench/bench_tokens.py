@@ -8,13 +8,14 @@
 Each shape is a scripted model driving a lesson's real loop, tools and files in a fresh folder,
 against the loopback stand-in of the Messages API. Two kinds of shape:
 - made-up: nine families (big outputs, many reads, writes and edits, ...), from fixed seeds;
-- real: the shapes of real Claude Code sessions, read from ../shared/data/real_sessions.json
-  (sizes only, no content), replayed model call by model call. A Read becomes a read_file of
-  a file of that size, a Write or Edit a write_file or edit_file whose input has that size,
-  anything else (Bash, Grep, Task, ...) a bash command printing that many characters; a call
-  marked 'err' fails; the calls of one model call stay in one reply, with its text. The data
-  has no paths: each Read reads a file of its own, so no read ever makes an earlier one stale.
-  A model call with no tool call ends a turn, and the next turn starts with a user prompt.
+- real: the shapes of real Claude Code sessions, read from bench/real_sessions.json (sizes
+  and tool names only, no content; shipped with the repository, so anyone can replay them),
+  replayed model call by model call. A Read becomes a read_file of a file of that size, a
+  Write or Edit a write_file or edit_file whose input has that size, anything else (Bash,
+  Grep, Task, ...) a bash command printing that many characters; a call marked 'err' fails;
+  the calls of one model call stay in one reply, with its text. The data has no paths: each
+  Read reads a file of its own, so no read ever makes an earlier one stale. A model call
+  with no tool call ends a turn, and the next turn starts with a user prompt.
 
 The table prints, per shape and lesson, billed input as built (prompt caching, s06's batched
 layer 1) as a share of the old baseline, and as a multiple of `once`:
@@ -84,7 +85,7 @@ PROMPT = "work through the project as planned"
 # Processes, because a run changes the folder and the lessons' state. Two: the bench shares its
 # machine, and a run waits on its loopback half the time. The numbers do not depend on it.
 WORKERS = 2
-REAL_SESSIONS = Path(__file__).resolve().parents[2] / "shared" / "data" / "real_sessions.json"
+REAL_SESSIONS = Path(__file__).resolve().parent / "real_sessions.json"   # shipped with the repo
 
 
 # ---------------------------------------------------------------- the made-up shapes
@@ -218,7 +219,7 @@ class Session:
 
 
 def load_sessions(path=REAL_SESSIONS):
-    """The real sessions' shapes, or () where the data is not (it lives beside the repository)."""
+    """The real sessions' shapes, or () where the file is not (a copy of the bench without it)."""
     if not path.is_file():
         return ()
     sessions = json.loads(path.read_text(encoding="utf-8"))["sessions"]

@@ -1,17 +1,20 @@
-"""Every fixture of the suite, and only fixtures (the helpers are in helpers.py).
+"""Every fixture of the suite, and the hooks around each test (the helpers are in helpers.py).
 
 - every test's output laid out for 80 columns, as a pipe is;
 - a lesson run as a user runs it (a subprocess, against the loopback stand-in), or in process;
 - a folder to work in;
 - the boards: a folder, a PostgreSQL schema, and `board`, which is each in turn;
 - what a few files need of their own: a busy PostgreSQL board, a board reached with a
-  password, a big log, a browser, a planted link's victim, a REPL history.
+  password, a big log, a browser, a planted link's victim, a REPL history;
+- and, around every test, a bound against hanging (the hooks at the end).
 """
 
 import errno
+import faulthandler
 import io
 import os
 import secrets
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -328,4 +331,79 @@ def chromium():
     if os.environ.get("CI") == "true":
         pytest.fail("Chromium is missing on CI: .ci/run must install it "
                     "(apt-get install -y chromium)")
-    pytest.skip("Chromium is not installed (apt-get install -y chromium)")
+    pytest.skip("Chromium is not installed: no chromium, chromium-browser or google-chrome "
+                "on PATH (apt-get install -y chromium)")
+
+
+# ---------------------------------------------------------------- a test that hangs fails
+
+# Many tests start a process, open a file that may be a FIFO, or wait on a lock or a server: a
+# bug there hangs, and a hung suite says nothing until CI's 90-minute limit kills it, naming no
+# test. So each phase of a test (setup, call, teardown) gets HANG_LIMIT seconds, or what its
+# `hang_limit(seconds)` marker says; past it, a SIGALRM raises TestHangs in the test. A
+# blocking call (a read, a wait, a sleep) is interrupted by the signal, and Python runs the
+# handler before it would retry (PEP 475), so the test fails there, naming itself, with the
+# stack of where it waited. The limit is only a bound against hanging, not a speed claim: one
+# test takes about 40 s alone (it is marked), the others under 10 s, and a loaded machine may
+# take several times that. A hang the signal cannot break (a C loop that never returns to Python,
+# or code that swallows the exception) meets the last resort LAST_RESORT seconds later:
+# faulthandler dumps every thread's stack to the real stderr and ends the run.
+HANG_LIMIT = 120
+LAST_RESORT = 60
+
+
+class TestHangs(BaseException):
+    """Raised in a test that ran past its limit. A BaseException, as KeyboardInterrupt is: the
+    harness turns an Exception of a tool into a result for the model and goes on, and a hang
+    must end the test instead."""
+
+    __test__ = False            # not a test class, whatever its name
+
+
+STDERR = pytest.StashKey[int]()
+
+
+def pytest_configure(config):
+    # The real stderr, for the last resort: while a test runs, pytest captures fd 2 (and a
+    # process that faulthandler ends loses what was captured).
+    config.stash[STDERR] = os.dup(2)
+
+
+def _limit(item) -> float:
+    marker = item.get_closest_marker("hang_limit")
+    return marker.args[0] if marker else HANG_LIMIT
+
+
+def _bounded(item, phase):
+    """Run one phase of a test (the hook's yield) within its limit."""
+    limit = _limit(item)
+
+    def hangs(signum, frame):
+        faulthandler.dump_traceback(file=2, all_threads=True)   # into the test's report
+        raise TestHangs(f"{item.nodeid}: its {phase} was still running after {limit} s: it "
+                        "hangs (the stack of every thread is in its captured stderr)")
+    previous = signal.signal(signal.SIGALRM, hangs)
+    signal.setitimer(signal.ITIMER_REAL, limit)
+    faulthandler.dump_traceback_later(limit + LAST_RESORT, exit=True,
+                                      file=item.config.stash[STDERR])
+    try:
+        return (yield)
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        faulthandler.cancel_dump_traceback_later()
+        signal.signal(signal.SIGALRM, previous)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_setup(item):
+    return (yield from _bounded(item, "setup"))
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item):
+    return (yield from _bounded(item, "call"))
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_teardown(item, nextitem):
+    return (yield from _bounded(item, "teardown"))

@@ -105,11 +105,11 @@ def batch_of_three(running: int) -> dict:
     number `running` (0, 1 or 2) instead writes its shell's pid to running.pid and sleeps: the
     call that is running when the test stops the lesson."""
     commands = [f"echo {n} > {n}.txt; echo wrote {n}" for n in ("one", "two", "three")]
-    commands[running] = "echo $$ > running.pid; sleep 30"
+    commands[running] = "echo $$ > running.pid; sleep 600"
     return reply(*[tool("bash", {"command": command}) for command in commands])
 
 
-def running_command(workdir: Path, proc: subprocess.Popen, seconds: float = 20) -> int:
+def running_command(workdir: Path, proc: subprocess.Popen, seconds: float = 60) -> int:
     """The process group of the sleeping command of batch_of_three, once it runs."""
     pid_file = workdir / "running.pid"
     deadline = time.monotonic() + seconds
@@ -187,12 +187,12 @@ def _gone(probe, seconds: float) -> bool:
     return False
 
 
-def group_ends(group: int, seconds: float = 5) -> bool:
+def group_ends(group: int, seconds: float = 60) -> bool:
     """Whether no process of the group is left within `seconds`."""
     return _gone(lambda: os.killpg(group, 0), seconds)
 
 
-def process_ends(pid: int, seconds: float = 5) -> bool:
+def process_ends(pid: int, seconds: float = 60) -> bool:
     """Whether the process is gone within `seconds`."""
     return _gone(lambda: os.kill(pid, 0), seconds)
 
@@ -311,7 +311,7 @@ class Pty:
         self.fd = fd
         self.unread = b""         # what came from the program and was not yet looked for
 
-    def read_until(self, needle: bytes, seconds: float = 30) -> bytes:
+    def read_until(self, needle: bytes, seconds: float = 60) -> bytes:
         """Everything up to and including needle (all that came, if it never did within
         `seconds`); what came after it stays for the next call: a prompt that arrived in the
         same read as an answer must not be waited for again."""
@@ -456,7 +456,7 @@ def role_with_schema(pg_url, password):
         conn.execute(f"DROP ROLE {role}")
 
 
-def gather(watcher, count, seconds=10.0):
+def gather(watcher, count, seconds=60.0):
     """The live board's lines until `count` have come, or `seconds` passed: a notification
     reaches a listener some time after the commit that sent it, and a loaded machine may hand
     several over in several reads."""

@@ -11,9 +11,8 @@
 A suite can pass and still not test an idea: a mutation that leaves every test green shows
 where. Each entry below is (name, file, the exact text to replace, what replaces it, the tests
 that must fail: files, or single tests as file::name). The working tree is copied (uncommitted
-changes included) to a temporary folder, with ../shared beside it as beside the repo (the
-tests that replay real sessions read ../shared/data), the one change is made there, and the
-tests run there (stopping at the first failure); the repo is never touched. First every
+changes included) to a temporary folder, the one change is made there, and the tests run there
+(stopping at the first failure); the repo is never touched. First every
 snippet is looked for: one that is not in its file exactly once is a stale entry, and the
 check fails at once, before any test runs (a stale entry would silently test nothing). Then
 the named tests run on an unchanged copy: a test that already fails cannot catch anything, so
@@ -29,6 +28,7 @@ import argparse
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -38,10 +38,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-SHARED = ROOT.parent / "shared"     # beside the repo: the real sessions' data (read-only)
 SKIP = shutil.ignore_patterns(".git", "__pycache__", ".pytest_cache", ".tasks", ".transcripts",
                               "demo", ".venv")   # what a run leaves behind is not the code
-TIMEOUT = 300   # seconds for one pytest run: a mutation that makes the tests hang is caught
+# Seconds for one pytest run, the last bound: a mutation that makes a test hang is caught by
+# the suite's own bound first (conftest.HANG_LIMIT: the test fails, named, after 120 s; or,
+# where the signal cannot break the hang, faulthandler ends the run 60 s later, its dump naming
+# the test), and here only if neither came.
+TIMEOUT = 300
 
 
 @dataclass
@@ -234,6 +237,12 @@ MUTATIONS = [
              '            if isinstance(block.get("id"), str) and block["id"] in earlier and 0:',
              ["tests/test_pairing.py::test_a_new_reply_reusing_an_earlier_id_gets_a_fresh_one_"
               "and_others_are_left_alone"]),
+    Mutation("a prune waits for a running session's pin lock, which it holds (it hangs)",
+             "harness/pins.py",
+             "            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)",
+             "            fcntl.flock(fd, fcntl.LOCK_SH)",
+             ["tests/test_spill.py::test_a_running_sessions_placeholder_files_survive_another_"
+              "sessions_pruning"]),
 
     # ---------------------------------------------------------------- s06: the three layers
     Mutation("layer 1 clears batches of a quarter of CLEAR_AT_LEAST",
@@ -294,6 +303,12 @@ MUTATIONS = [
              '                messages[-1]["content"].append(note)',
              "                pass",
              [S06 + "::test_slash_compact_in_the_repl_and_a_failing_summary_in_a_turn"]),
+    Mutation("the token estimate counts a non-ASCII character as its escape (up to 6x over)",
+             "harness/tokens.py",
+             "    sent = json.dumps(value, ensure_ascii=False, default=str)",
+             "    sent = json.dumps(value, default=str)",
+             ["tests/test_non_ascii_tokens.py::test_context_and_layer_2_count_a_chinese_"
+              "conversation_as_an_ascii_one_of_its_length"]),
 
     # ---------------------------------------------------------------- s07: the rules
     Mutation("_clear_dependency drops the last blocker, not the finished one",
@@ -392,6 +407,12 @@ MUTATIONS = [
              "",
              ["tests/test_board_postgres.py::test_forged_notifications_are_counted_and_never_"
               "hide_the_real_news"]),
+    Mutation("a person's /task done on another agent's task is refused, not taken over",
+             "harness/board/commands.py",
+             '        "done": lambda: tasks.update(rest[0], status="completed", force=True),',
+             '        "done": lambda: tasks.update(rest[0], status="completed"),',
+             ["tests/test_repl_commands.py::test_a_persons_task_done_takes_over_a_task_another_"
+              "agent_has_in_progress"]),
 
     # ---------------------------------------------------------------- s07: the file board
     Mutation("the high-water mark is ignored: a new task takes an id deleted by hand",
@@ -553,29 +574,43 @@ IMPORTS = {"shutil.": "import shutil\n"}
 
 
 def copy_of_repo(into: Path) -> Path:
-    """The working tree in into/repo, and ../shared in into/shared where the repo has one."""
+    """The working tree in into/repo."""
     copy = into / "repo"
     shutil.copytree(ROOT, copy, ignore=SKIP, symlinks=True)
-    if SHARED.is_dir():
-        shutil.copytree(SHARED, into / "shared", ignore=SKIP, symlinks=True)
     return copy
 
 
 def run_tests(repo: Path, tests: list, extra: list) -> tuple:
     """(the ids of the tests that failed, how many were skipped, pytest's exit code, its last
-    lines) in this copy; exit code None when the run did not end within TIMEOUT."""
+    lines) in this copy; exit code None when the run did not end within TIMEOUT. A test that
+    hung past the suite's last resort (faulthandler ended the run) counts as failed."""
     command = [sys.executable, "-m", "pytest", "-q", "-rfEs", "-p", "no:cacheprovider", *extra,
                *tests]
     env = {**_env(), "PYTHONDONTWRITEBYTECODE": "1"}
+    # A session of its own: at TIMEOUT the whole run goes, the lessons and servers it started
+    # too (killing pytest alone left them running, and holding its pipes).
+    proc = subprocess.Popen(command, cwd=repo, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, env=env, start_new_session=True)
     try:
-        proc = subprocess.run(command, cwd=repo, capture_output=True, text=True, timeout=TIMEOUT,
-                              env=env)
+        out, err = proc.communicate(timeout=TIMEOUT)
     except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
         return set(), 0, None, f"still running after {TIMEOUT} s"
-    failed = set(re.findall(r"^(?:FAILED|ERROR) (.+?)(?: - .*)?$", proc.stdout, re.M))
-    skipped = re.search(r"(\d+) skipped", proc.stdout)
-    tail = "\n".join(proc.stdout.strip().splitlines()[-3:])
+    failed = set(re.findall(r"^(?:FAILED|ERROR) (.+?)(?: - .*)?$", out, re.M))
+    failed |= hung_in(err)
+    skipped = re.search(r"(\d+) skipped", out)
+    tail = "\n".join(out.strip().splitlines()[-3:])
     return failed, int(skipped[1]) if skipped else 0, proc.returncode, tail
+
+
+def hung_in(stderr: str) -> set:
+    """The test faulthandler's dump (conftest's last resort) shows running, as file::name
+    (the innermost test function of the dump), or nothing if the run was not ended so."""
+    if not re.search(r"^Timeout \(\d+:\d\d:\d\d\)!$", stderr, re.M):
+        return set()
+    frames = re.findall(r'File "[^"]*/(tests/test_\w+\.py)", line \d+ in (test_\w+)', stderr)
+    return {f"{path}::{name} (hung: faulthandler ended the run)" for path, name in frames[:1]}
 
 
 def _env() -> dict:

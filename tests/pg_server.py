@@ -104,17 +104,26 @@ class ThrowawayServer:
         shutil.rmtree(self.root, ignore_errors=True)
 
 
-def missing() -> Optional[str]:
-    """Why no server can be had here (one line), or None."""
+NO_PSYCOPG = "psycopg is not installed (python -m pip install -r requirements-postgres.txt)"
+NO_SERVER = ("no PostgreSQL server (apt-get install postgresql, for a throwaway one the tests "
+             "start; or TEST_DATABASE_URL=postgresql://... of a server of yours)")
+
+
+def psycopg_missing() -> bool:
     try:
         import psycopg  # noqa: F401
     except ImportError:
-        return "psycopg is not installed (python -m pip install -r requirements-postgres.txt)"
-    if os.environ.get("TEST_DATABASE_URL"):
-        return None
-    if bin_dir() is None:
-        return "no PostgreSQL server binaries (pg_config --bindir, /usr/lib/postgresql/*/bin)"
-    return None
+        return True
+    return False
+
+
+def missing() -> Optional[str]:
+    """What a PostgreSQL board lacks here and how to get it, in one line; or None. Each piece
+    that is missing is named: a newcomer's venv has neither psycopg nor, often, a server."""
+    lacking = [NO_PSYCOPG] * psycopg_missing()
+    if not os.environ.get("TEST_DATABASE_URL") and bin_dir() is None:
+        lacking.append(NO_SERVER)
+    return "; ".join(lacking) or None
 
 
 def server(durable: bool = False):

@@ -51,12 +51,29 @@ def quoted_row(name):
 
 
 def real_sessions():
-    """The real sessions' shapes; skipped, with the reason, where the data is not beside the
-    repository. It stays outside the project (sizes of other people's sessions), and a clean
-    clone somewhere else has no ../shared: nothing .ci/run could install brings it."""
-    if not bench_tokens.SESSIONS:
-        pytest.skip(f"no real sessions here ({bench_tokens.REAL_SESSIONS} is missing)")
+    """The real sessions' shapes, from bench/real_sessions.json. The repository ships it, so a
+    clone without it is broken: a test that needs it fails, naming the file, instead of
+    skipping."""
+    assert bench_tokens.SESSIONS, (f"{bench_tokens.REAL_SESSIONS} is missing: it is part of the "
+                                   "repository (git checkout -- bench/real_sessions.json)")
     return bench_tokens.SESSIONS
+
+
+def test_the_shipped_real_sessions_hold_sizes_and_tool_names_only():
+    """What bench/real_sessions.json promises, and why it may be shipped: for each model call
+    the characters of its text, and for each tool call its tool's name, sizes and whether it
+    failed. No text of anyone's session."""
+    data = json.loads(bench_tokens.REAL_SESSIONS.read_text(encoding="utf-8"))
+    assert set(data) == {"what", "sessions"} and "no content" in data["what"]
+    moves = [move for session in data["sessions"].values() for move in session]
+    assert len(data["sessions"]) == 2 and len(moves) > 200
+    for move in moves:
+        assert set(move) == {"text", "tools"} and type(move["text"]) is int, move
+        for call in move["tools"]:
+            assert set(call) == {"name", "in", "out", "err"}, call
+            assert re.fullmatch(r"[A-Z][A-Za-z]{1,20}", call["name"]), call
+            assert type(call["in"]) is int and type(call["out"]) is int, call
+            assert type(call["err"]) is bool, call
 
 
 # ---------------------------------------------------------------- the table against docs/cost.md
@@ -163,6 +180,7 @@ def shares(line):
     return tuple(int(word.rstrip("%")) for word in line.split()[-2:])
 
 
+@pytest.mark.hang_limit(600)     # 36 s alone: each of the API's settings played on a real session
 def test_on_a_real_session_s06s_layers_bill_less_than_the_apis_best_as_quoted():
     """The promise docs/cost.md makes (issue #38's goal, at equal sight): on a real session,
     s06's layers with layer 2 at the API's trigger bill at least 10% less than the cheapest of
@@ -325,6 +343,7 @@ def test_a_replayed_session_makes_each_call_with_its_real_sizes():
     results = {b["tool_use_id"]: b for m in history if isinstance(m["content"], list)
                for b in m["content"] if b.get("type") == "tool_result"}
     names = {"Read": "read_file", "Write": "write_file", "Edit": "edit_file"}
+    sized = 0                                      # results whose size is checked below
     for move, reply in zip(MOVES, replies, strict=False):
         texts = [b["text"] for b in reply if b["type"] == "text"]
         assert [len(t) for t in texts] == ([move["text"]] if move["text"] else [])
@@ -336,7 +355,9 @@ def test_a_replayed_session_makes_each_call_with_its_real_sizes():
             failed = result.get("is_error") or result["content"].endswith("[exit status 1]")
             assert bool(failed) == made["err"], (made, result)
             if call["name"] in ("read_file", "bash") and not made["err"]:
+                sized += 1
                 assert abs(len(result["content"]) - made["out"]) <= 1   # bash strips a newline
+    assert sized == 2                              # the first move's Read and Grep
 
 
 def test_the_docs_quote_every_real_session_and_a_missing_file_means_none(tmp_path):

@@ -423,7 +423,7 @@ def test_while_one_agent_changes_the_board_another_agents_change_waits_for_it(bo
         thread.join(0.5)
         assert outcome == []                         # b waits for the board
         a.store.write({**a.store.load(1), "status": "in_progress", "owner": "a"})
-    thread.join(10)
+    thread.join(60)                                  # a bound against hanging
     assert len(outcome) == 1 and outcome[0].startswith("#1 is in progress by a;")
     assert a.store.load(1)["owner"] == "a"
 

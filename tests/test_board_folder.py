@@ -13,7 +13,6 @@ import os
 import shutil
 import subprocess
 import sys
-import time
 
 import pytest
 
@@ -23,8 +22,9 @@ from helpers import (ROOT, call_tool, crash_at_byte, crash_inside_target, edit_b
                      within)
 from s07_task_system import TaskManager
 
-DEADLINE = 5          # seconds: a board call that takes longer is hanging
-FAST = 1.0            # seconds: a listing of a few files
+# Seconds after which a board call counts as hanging: only a bound, far above what a loaded
+# machine takes (a call takes milliseconds); how fast the board is, bench/bench_tasks.py says.
+DEADLINE = 60
 
 
 def task_file(board_dir, n: int) -> dict:
@@ -70,8 +70,10 @@ def test_every_field_written_to_a_task_file_is_in_the_schema(board_dir):
 
 
 def test_constructing_a_manager_touches_no_file(board_dir):
-    TaskManager(board_dir)
+    tasks = TaskManager(board_dir)
     assert not board_dir.exists()
+    assert tasks.create("Design") == "Created task #1: Design"     # the first write makes it
+    assert [p.name for p in board_dir.glob("task_*.json")] == ["task_1.json"]
 
 
 def test_an_empty_subject_is_refused_before_the_folder_is_made(board_dir):
@@ -253,11 +255,10 @@ def test_a_fifo_named_like_a_task_does_not_hang_the_board_and_is_flagged(board_d
 def test_a_symlink_to_dev_zero_is_flagged_without_reading_it(board_dir):
     TaskManager(board_dir).create("Design the data model")
     (board_dir / "task_2.json").symlink_to("/dev/zero")
-    start = time.monotonic()
     listing = within(DEADLINE, TaskManager(board_dir).list_all)
-    assert time.monotonic() - start < FAST
     found = flagged(listing)
     assert len(found) == 1 and "task_2.json" in found[0]
+    assert "it is a symbolic link, not a regular file" in found[0]      # refused, unopened
     assert "#1: Design the data model" in listing
 
 
@@ -326,7 +327,7 @@ def test_a_failed_stamp_releases_the_lock_for_this_process_and_others(board_dir,
     within(DEADLINE, lambda: tasks.update(1, status="pending"))
     assert task_file(board_dir, 1)["status"] == "pending"
     proc = subprocess.run([sys.executable, "-c", OTHER_PROCESS, str(board_dir)], cwd=ROOT,
-                          capture_output=True, text=True, timeout=DEADLINE * 4)
+                          capture_output=True, text=True, timeout=DEADLINE)
     assert proc.stdout.startswith("Created task #2"), proc.stderr
 
 
@@ -445,3 +446,6 @@ def test_a_board_that_cannot_be_read_at_the_first_prompt_is_tried_again_not_left
     code, out, err, api = run_main(s07, "--board", "not-a-folder", stdin="/help\n/help\nq\n")
     assert code == 0
     assert "AttributeError" not in err and "NoneType" not in err
+    said = "error: the board not-a-folder cannot be read: it is a file, not a folder\n"
+    assert err.count(said) == 3                     # before each of the three prompts: again
+    assert out.count("commands: /help") == 2        # and each /help was answered

@@ -13,7 +13,6 @@ import struct
 import subprocess
 import sys
 import threading
-import time
 
 import pytest
 
@@ -36,19 +35,19 @@ class Terminal(io.StringIO):
 
 # ---------------------------------------------------------------- set-up
 
-def test_help_is_instant_and_needs_no_sdk(workdir):
-    shim = workdir.parent / "shim"
-    shim.mkdir()
-    (shim / "anthropic.py").write_text(
-        "raise ImportError('the SDK must not be imported for --help')")
-    env = clean_env(workdir.parent / "home")
-    env["PYTHONPATH"] = f"{shim}:{ROOT}"
-    start = time.monotonic()
-    proc = subprocess.run([sys.executable, str(ROOT / "s07_task_system.py"), "--help"],
-                          cwd=workdir, env=env, capture_output=True, text=True, timeout=30)
+def test_help_imports_no_sdk(workdir):
+    """--help is quick because it never imports the SDK (anthropic and what it pulls in take
+    most of a lesson's start): -X importtime lists every module the process imported, so the
+    cause is checked, not a clock that a busy machine would stop."""
+    proc = subprocess.run([sys.executable, "-X", "importtime", str(ROOT / "s07_task_system.py"),
+                           "--help"], cwd=workdir, env=clean_env(workdir.parent / "home"),
+                          capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
     assert "/task add TITLE" in proc.stdout and "API_TIMEOUT" in proc.stdout
-    assert time.monotonic() - start < 3
+    imported = {line.rpartition("|")[2].strip() for line in proc.stderr.splitlines()
+                if line.startswith("import time:")}
+    assert "harness.cli" in imported            # the list is the lesson's own
+    assert not {name for name in imported if name.split(".")[0] == "anthropic"}
 
 
 @pytest.mark.parametrize("args, message", [
@@ -71,6 +70,7 @@ def test_demo_where_demo_cannot_be_its_folder_is_one_line_and_exit_1(run_lesson,
         (workdir / "demo").symlink_to(workdir.parent / "nowhere")
     else:
         (workdir / "demo").symlink_to(elsewhere)
+    before = in_the_way_now(workdir / "demo")
     proc, api = run_lesson("s03_todo", "--demo", key=None)
     assert proc.returncode == 1 and api.requests == [] and proc.stdout == ""
     assert len(messages(proc.stderr)) == 1 and proc.stderr.startswith("error: --demo "), proc.stderr
@@ -79,8 +79,12 @@ def test_demo_where_demo_cannot_be_its_folder_is_one_line_and_exit_1(run_lesson,
     assert said in proc.stderr
     assert sorted(p.name for p in workdir.iterdir()) == ["demo"]      # nothing else written
     assert list(elsewhere.iterdir()) == []
-    if in_the_way == "a file":
-        assert (workdir / "demo").read_text() == "my notes on the demo"
+    assert in_the_way_now(workdir / "demo") == before                  # left as it was
+
+
+def in_the_way_now(demo):
+    """What is at demo/: a link's target, or a file's text."""
+    return os.readlink(demo) if demo.is_symlink() else demo.read_text()
 
 
 def test_demo_in_a_folder_where_nothing_can_be_made_is_one_line_and_exit_1(run_main, workdir,
@@ -173,11 +177,13 @@ def test_an_endpoint_that_dropped_the_tools_is_named_once(run_main, lesson):
 
 
 def test_a_hung_endpoint_ends_after_api_timeout_with_one_line(run_main):
-    start = time.monotonic()
+    """Each reply comes after 5 s: a client that waited longer than API_TIMEOUT would get one
+    and exit 0. (No clock here: a loaded machine may take longer, and the suite's bound against
+    hanging, conftest.HANG_LIMIT, ends a run that never returns.)"""
     code, out, err, api = run_main(s03_todo, "hi", script=[reply(text("late"), delay=5)] * 3,
                                    env={"API_TIMEOUT": "0.5"})
     assert code == 1 and "did not answer within API_TIMEOUT=0.5s" in err and api.url in err
-    assert time.monotonic() - start < 15
+    assert "late" not in out and len(messages(err)) == 1
 
 
 def test_empty_content_or_text_after_a_call_keeps_the_history_valid(
@@ -286,20 +292,23 @@ def test_help_names_where_the_task_commands_are_listed_in_s07_only(run_main):
 
 
 @pytest.mark.parametrize("typed, meant", [("--demoo", "--demo"), ("--contineu", "--continue"),
-                                          ("--max-step=3", None), ("--bord", "--board")])
+                                          ("--bord", "--board")])
 def test_a_mistyped_flag_is_refused_with_the_nearest_one(run_main, typed, meant):
     """argparse says "unrecognized arguments" on Python 3.10 to 3.13; the nearest flag is
-    ours, said once on every version (an abbreviation argparse accepts is no typo)."""
+    ours, said once on every version."""
     code, out, err, api = run_main(s07_task_system, typed, "plan it",
                                    script=[reply(text("planned"))])
-    if meant is None:
-        assert code == 0 and "planned" in out, err
-        return
     assert code == 2 and api.requests == [] and "Traceback" not in err
     assert f"unrecognized arguments: {typed}; did you mean {meant}?" in words(err)
     assert words(err).count("did you mean") == 1
     code, out, err, api = run_main(s07_task_system, "--zzz", "plan it")
     assert code == 2 and "unrecognized arguments: --zzz" in err and "did you mean" not in err
+
+
+def test_an_abbreviated_flag_argparse_accepts_is_no_typo(run_main):
+    code, out, err, api = run_main(s07_task_system, "--max-step=3", "plan it",
+                                   script=[reply(text("planned"))])
+    assert code == 0 and "planned" in out and "did you mean" not in err, err
 
 
 def test_without_the_sdk_the_line_to_paste_works_from_any_folder(workdir):
@@ -349,7 +358,7 @@ def test_a_paste_of_several_lines_into_a_terminal_is_one_prompt(workdir):
             terminal.type(b"typed alone\n")
             assert b"second prompt" in terminal.read_until(b"second prompt")
             terminal.type(b"q\n")
-            assert proc.wait(15) == 0
+            assert proc.wait(60) == 0
     prompts = [r["messages"][-1]["content"] for r in api.requests]
     assert prompts == ["first line of the paste\nsecond line of the paste", "typed alone"]
 
@@ -589,7 +598,7 @@ def repl_stopped_mid_batch(workdir, running):
         proc.stdin.flush()
         group = running_command(workdir, proc)
         os.kill(proc.pid, signal.SIGINT)
-        out, err = proc.communicate("next prompt\nq\n", timeout=30)
+        out, err = proc.communicate("next prompt\nq\n", timeout=60)
     assert proc.returncode == 0 and api.violations == [], err
     assert group_ends(group)                      # Ctrl-C stopped the command too
     return out, err, api.requests[1]

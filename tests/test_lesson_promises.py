@@ -19,7 +19,7 @@ from anthropic.types import Message, TextBlock, ToolUseBlock, Usage
 import s03_todo as s03
 import s06_compact as s06
 import s07_task_system as s07
-from helpers import FullDisk
+from helpers import FullDisk, tool_results
 from harness.stand_in.script import reply, text, tool
 from harness import model_call
 from harness.run import Run
@@ -197,6 +197,9 @@ def test_a_compact_call_refused_by_its_schema_does_not_compact(run_main):
     code, out, err, api = run_main(s06, "go", script=script, summary="SUMMARY")
     assert code == 0 and "compacted" not in err and api.violations == []
     assert not any("<summary-request>" in json.dumps(r["messages"]) for r in api.requests)
+    (told,) = tool_results(api.requests[1])           # what the model and the user were told
+    assert told["is_error"] and told["content"] == "argument 'focus' must be string, got int"
+    assert "! argument 'focus' must be string, got int" in err and out == "ok\n"
 
 
 # ---------------------------------------------------------------- s06: the layers agree

@@ -144,19 +144,20 @@ def test_continue_without_a_prompt_opens_the_repl_on_the_saved_conversation(run_
 def stop_in_the_middle_of_a_batch(workdir, signum):
     """s03 runs three bash calls; signum reaches it while the second one runs."""
     calls = [tool("bash", {"command": "echo one"}),
-             tool("bash", {"command": "echo $$ > shell.pid; sleep 30"}),
+             tool("bash", {"command": "echo $$ > shell.pid; sleep 600"}),
              tool("bash", {"command": "echo three > three.txt"})]
     with StandInAPI([reply(*calls)]) as api:
         env = clean_env(workdir.parent / "home", ANTHROPIC_API_KEY="k", ANTHROPIC_BASE_URL=api.url)
         proc = popen_taking_ctrl_c([sys.executable, str(ROOT / "s03_todo.py"), "three steps"],
                                    cwd=workdir, env=env,
                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        pid_file, deadline = workdir / "shell.pid", time.time() + 20
-        while not (pid_file.exists() and pid_file.read_text().strip()) and time.time() < deadline:
+        pid_file, deadline = workdir / "shell.pid", time.monotonic() + 60
+        while (not (pid_file.exists() and pid_file.read_text().strip())
+               and time.monotonic() < deadline):
             time.sleep(0.05)
         try:
             os.kill(proc.pid, signum)
-            proc.communicate(timeout=20)
+            proc.communicate(timeout=60)
         finally:
             try:                                  # after a kill -9 the sleep is left behind
                 os.killpg(int(pid_file.read_text()), signal.SIGKILL)
@@ -174,7 +175,7 @@ def test_continue_after_a_stopped_batch_keeps_the_calls_that_ran_and_marks_the_r
     sent = api.requests[0]["messages"]
     assert [m["role"] for m in sent[:3]] == ["user", "assistant", "user"]
     commands = [b["input"]["command"] for b in sent[1]["content"] if b["type"] == "tool_use"]
-    assert commands[:2] == ["echo one", "echo $$ > shell.pid; sleep 30"]
+    assert commands[:2] == ["echo one", "echo $$ > shell.pid; sleep 600"]
     first, second = tool_results({"messages": sent}, 2)[:2]
     assert first["content"] == "one" and not first.get("is_error")    # it ran: not run again
     assert second["is_error"] and "interrupted" in second["content"]  # it may have acted

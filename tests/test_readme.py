@@ -123,6 +123,10 @@ def test_the_readme_advises_a_virtual_environment_before_the_two_commands():
     ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")     # CI runs the same two
     assert "-r requirements.txt && python s07_task_system.py --demo\n" in ci
     assert "\n  python -m pytest -q\n" in ci
+    # and first of all, the README's blocks as a newcomer runs them: before anything else is
+    # installed, and without CI=true
+    newcomer = ci.index('bash -euo pipefail -c "$readme_commands"')
+    assert newcomer < ci.index("apt-get install") and newcomer < ci.index("export CI=true")
 
 
 def test_the_packages_and_pythons_the_readme_names_are_the_projects():

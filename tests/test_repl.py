@@ -71,12 +71,12 @@ def test_on_a_terminal_the_up_arrow_brings_back_the_last_prompt_and_history_is_k
         terminal.type(b"\x1b[A\r")                  # up: the same command again
         shown = terminal.read_until(b"s07 >> ")
         terminal.type(b"q\r")
-        proc.wait(timeout=20)
+        proc.wait(timeout=60)
     assert b"Created task #2: First" in shown and b"^[[A" not in shown
     assert "/task add First" in (workdir / ".transcripts" / "repl_history").read_text()
 
 
-def type_at_the_prompt(workdir, *lines: bytes, seconds: float = 20) -> bytes:
+def type_at_the_prompt(workdir, *lines: bytes, seconds: float = 60) -> bytes:
     """s07's REPL on a pseudo-terminal: each line typed once its prompt is shown; what the
     terminal showed. Fails if a prompt does not come within `seconds`."""
     env = clean_env(workdir.parent / "home", TERM="xterm")
@@ -112,7 +112,7 @@ def test_a_link_at_the_history_file_is_not_followed_and_its_target_is_kept(workd
 def test_a_fifo_at_the_history_file_does_not_hang_the_repl(workdir):
     (workdir / ".transcripts").mkdir()
     os.mkfifo(workdir / ".transcripts" / "repl_history")
-    shown = type_at_the_prompt(workdir, b"/task add First\r", b"q\r", seconds=10)
+    shown = type_at_the_prompt(workdir, b"/task add First\r", b"q\r")
     assert b"Created task #1: First" in shown and b"repl_history is a FIFO" in shown
     assert (workdir / ".transcripts" / "repl_history").read_text() == "/task add First\n"
 

@@ -2,6 +2,7 @@
 /context, the live board, and the demo's session page."""
 
 import io
+import json
 import re
 
 import s06_compact
@@ -138,3 +139,19 @@ def test_every_path_a_demo_notes_is_relative_to_the_folder_it_was_run_from(run_m
         assert len(named) >= 2 and {before for before, _ in named} == {"demo/"}, named
         for _, name in named:                        # a page, a transcript, results/
             assert (workdir / "demo" / ".transcripts" / name.rstrip(".")).exists(), name
+
+
+def test_a_persons_task_done_takes_over_a_task_another_agent_has_in_progress(run_main, workdir):
+    """/task help says a person may take a task over; a refusal ("in progress by bob") left the
+    person to edit the file by hand. bob's s07 started #1 and left it so (its file as bob's
+    TaskManager wrote it); pat, at the REPL, completes it: taken over, done, #2 unblocked."""
+    bob = TaskManager(workdir / ".tasks", agent="bob")
+    bob.create("Design the data model")
+    bob.create("Implement the API", blocked_by=[1])
+    assert "(owner: bob)" in bob.update(1, status="in_progress")
+    code, out, err, api = run_main(s07_task_system, "--name", "pat", stdin="/task done 1\nq\n")
+    assert code == 0 and api.requests == [] and "error:" not in err, err
+    assert "took #1 over from bob" in out and "Updated [x] #1: Design the data model" in out
+    assert "Unblocked: #2 Implement the API" in out
+    done = json.loads((workdir / ".tasks" / "task_1.json").read_text(encoding="utf-8"))
+    assert (done["status"], done["owner"]) == ("completed", "pat")

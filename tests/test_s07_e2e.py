@@ -84,7 +84,7 @@ def test_importing_a_lesson_does_nothing(workdir):
             "assert 'anthropic._client' not in sys.modules, "
             "'the SDK loads on first use, not on import'")
     proc = subprocess.run([sys.executable, "-c", code], cwd=workdir, env=env,
-                          capture_output=True, text=True)
+                          capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0 and proc.stdout == "" and proc.stderr == "", proc.stderr
     assert list(workdir.iterdir()) == []  # no .tasks/, no .transcripts/, nothing
 

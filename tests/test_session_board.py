@@ -2,6 +2,7 @@
 
 import re
 
+from harness.session.board_picture import MAX_NODES
 from harness.session.page import BOARD_BYTES, render
 from harness.session.record import BOARDS_KEPT, Recorder
 from helpers import Elements, synthetic_record, task, usage
@@ -33,22 +34,26 @@ def drawn_tasks(page):
 
 
 def test_every_blocker_of_a_drawn_task_is_drawn_or_counted_on_its_box():
-    board = {1: task(1, "the release", blocked=range(2, 101))}      # the first task waits for 99
-    board.update({n: task(n, f"step {n}") for n in range(2, 101)})
+    """The first task waits for all the others, more than the picture draws (MAX_NODES, 40
+    more): each box's blockers are arrows or counted on it, and the page says how many tasks
+    it left out, whatever the limit is."""
+    size = MAX_NODES + 40
+    board = {1: task(1, "the release", blocked=range(2, size + 1))}
+    board.update({n: task(n, f"step {n}") for n in range(2, size + 1)})
     page = Elements(board_page(board))
     nodes = drawn_tasks(page)
-    assert not page.having("g", "missing")            # all 99 blockers are on the board
+    assert not page.having("g", "missing")            # every blocker is on the board
     arrows = {(int(a["data-from"]), int(a["data-to"])) for a in page.having("path", "blocks")}
     for tid, attrs in nodes.items():
         blockers = set(board[tid]["blockedBy"])
         shown = {b for b in blockers if b in nodes}
         assert {(b, tid) for b in shown} <= arrows
         assert len(shown) + int(attrs.get("data-not-drawn", 0)) == len(blockers), tid
-    if len(nodes) < len(board):                        # and the page says how many it left out
-        assert any(f"{len(nodes)} of {len(board)} live tasks" in t for t in page.text)
-    if len(nodes) < len(board):
-        left = int(nodes[1]["data-not-drawn"])
-        assert any(f"+{left} not drawn" in t for t in page.text)
+    assert 1 in nodes and len(nodes) == MAX_NODES      # the release, and as many as fit
+    left = size - MAX_NODES                            # what the release waits for, not drawn
+    assert int(nodes[1]["data-not-drawn"]) == left
+    assert any(f"{MAX_NODES:,} of {size:,} live tasks" in t for t in page.text)
+    assert any(f"+{left} not drawn" in t for t in page.text)
 
 
 def test_a_three_thousand_task_board_keeps_the_page_small_and_the_picture_legible():

@@ -195,7 +195,7 @@ def test_a_writer_killed_with_sigkill_loses_at_most_its_last_line(tmp_path, ackn
         done = int(proc.stdout.readline())
     time.sleep(0.003 * acknowledged)            # and land somewhere in the next writes
     proc.send_signal(signal.SIGKILL)
-    proc.wait()
+    proc.wait(timeout=60)
     proc.stdout.close()
     found = read_session(tmp_path / os.path.basename(path))
     assert found.torn_lines <= 1
@@ -223,7 +223,7 @@ def test_a_lesson_stopped_mid_batch_resumes_with_every_call_that_ran(workdir, ru
                                    stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         group = running_command(workdir, proc)
         proc.send_signal(signum)
-        err = proc.communicate(timeout=30)[1].decode()
+        err = proc.communicate(timeout=60)[1].decode()
         end_group(group)        # a lesson killed with -9 could not stop its command
     assert proc.returncode == (130 if signum == signal.SIGINT else -signal.SIGKILL), err
     proc, api = run_lesson("s03_todo", "--continue", "go on", script=[reply(text("resumed"))])

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import ROOT, FullDisk
+from helpers import ROOT, FullDisk, within
 from harness import spill
 
 CAP = 50_000
@@ -32,7 +32,7 @@ def test_a_300000_character_output_can_be_read_back_in_full_from_the_saved_file(
     total = text.count("\n") + 1
     assert f"{total:,} lines" in shown
     pieces = [subprocess.run(["sed", "-n", f"{a},{a + 999}p", path], capture_output=True, text=True,
-                             check=True).stdout for a in range(1, total + 1, 1000)]
+                             check=True, timeout=60).stdout for a in range(1, total + 1, 1000)]
     assert "".join(pieces).rstrip("\n") == text
     assert not list(Path(results).glob(".*.tmp"))        # no temporary file left behind
 
@@ -201,7 +201,7 @@ def test_a_placeholders_file_is_named_by_its_text_alone_in_any_process(results, 
     code = ("import sys; from harness import spill; "
             "print(spill.save_for_placeholder(sys.stdin.read(), 'bash', spill.SavedTexts()))")
     there = subprocess.run([sys.executable, "-c", code], input=text, capture_output=True,
-                           text=True, check=True, cwd=Path.cwd(),
+                           text=True, check=True, cwd=Path.cwd(), timeout=60,
                            env={**os.environ, "PYTHONPATH": str(ROOT)}).stdout.strip()
     assert here and there == here
     assert Path(here).read_text() == text
@@ -239,13 +239,19 @@ def test_a_running_sessions_placeholder_files_survive_another_sessions_pruning(r
                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
                              env={**os.environ, "PYTHONPATH": str(ROOT)})
     try:
-        named = [first.stdout.readline().strip() for _ in range(3)]
+        # Each wait here is bounded at 60 s (then the first session is killed and the test
+        # fails): a prune that waited for a session's lock would wait as long as it runs.
+        named = within(60, lambda: [first.stdout.readline().strip() for _ in range(3)],
+                       unblock=first.kill)
         assert all(Path(p).is_file() for p in named), named
         for n, path in enumerate(named):                 # the oldest in the folder
             os.utime(path, ns=(n * 10**9, n * 10**9))
         monkeypatch.setattr(spill, "MAX_FILES", 2)
-        for n in range(6):                               # this process: the second session
-            spill.keep_whole(big_output(60_000 + n), CAP, "bash", run.saved)
+
+        def second_session():                            # this process, past the bounds
+            for n in range(6):
+                spill.keep_whole(big_output(60_000 + n), CAP, "bash", run.saved)
+        within(60, second_session, unblock=first.kill)
         assert all(Path(p).is_file() for p in named)
     finally:
         if how == "is killed":

@@ -136,6 +136,10 @@ def test_clear_at_least_and_exclude_tools_hold_a_clearing_back():
     assert edits.Edits().apply(body(grown, at_least)).applied_edits == []
     excluded = clear(trigger=tokens(3_000), exclude_tools=["bash"])
     assert edits.Edits().apply(body(grown, excluded)).applied_edits == []
+    # Without either, the same trigger clears: what held it back was each setting.
+    plain = clear(trigger=tokens(3_000), keep={"type": "tool_uses", "value": 2})
+    (applied,) = edits.Edits().apply(body(grown, plain)).applied_edits
+    assert applied["cleared_tool_uses"] == 2                 # all but the two it keeps
 
 
 def test_clear_tool_inputs_clears_the_calls_input_too():
