@@ -107,7 +107,7 @@ def test_text_after_a_tool_call_keeps_its_place_and_the_results_still_come_first
 
 # Each row's tests, as file::name (named, not imported: a test file imports no other).
 E, C, S = "test_s03_e2e.py::", "test_cli.py::", "test_stream_shapes.py::"
-X, H = "test_sendable_text.py::", "test_endpoint_table.py::"
+X, H, U = "test_sendable_text.py::", "test_endpoint_table.py::", "test_setup.py::"
 ROWS = {
     '`stop_reason: "end_turn"` (or none) beside complete `tool_use` blocks':
         [H + "test_a_complete_call_beside_end_turn_or_no_stop_reason_is_run",
@@ -139,8 +139,9 @@ ROWS = {
          H + "test_a_block_of_a_type_nobody_knows_is_left_out_with_a_note"],
     "text after a tool call":
         [H + "test_text_after_a_tool_call_keeps_its_place_and_the_results_still_come_first"],
-    "a hung endpoint":
+    "a hung endpoint, or one that sends `message_start` and then only pings":
         [C + "test_a_hung_endpoint_ends_after_api_timeout_with_one_line",
+         S + "test_pings_do_not_keep_a_reply_that_never_comes_waiting_past_api_timeout",
          C + "test_a_terminal_sees_the_wait_the_text_live_and_a_tool_call_growing",
          E + "test_ctrl_c_while_the_model_is_still_answering_abandons_the_turn"],
     "a stream that closes cleanly before its `message_delta` (in the middle of a tool call's "
@@ -151,16 +152,23 @@ ROWS = {
          S + "test_a_text_reply_cut_off_keeps_what_arrived_and_says_it_was_cut",
          S + "test_whatever_block_a_stream_ended_in_the_next_request_is_accepted"],
     "a stream that breaks the rules: a delta before its block, a `tool_use` without an id, a "
-    "`null` text, a delta for another kind of block, data that is not JSON, an `error` event":
+    "`null` text, data that is not JSON, an `error` event, a `stop_reason` that is not a word":
         [S + "test_a_stream_that_breaks_the_rules_is_one_line_naming_what_it_sent",
          S + "test_data_not_json_an_error_event_or_no_event_at_all_is_one_line",
-         S + "test_after_a_malformed_stream_the_repl_keeps_the_conversation"],
+         S + "test_after_a_malformed_stream_the_repl_keeps_the_conversation",
+         S + "test_a_stop_reason_sent_as_an_object_is_one_line_naming_the_endpoint"],
+    "a delta for another kind of block, a `null` text with no delta":
+        [S + "test_a_delta_the_sdk_skips_or_a_null_text_alone_costs_nothing_but_the_cut"],
     "event and delta types nobody knows, a `message_delta` without `usage`":
         [S + "test_unknown_types_and_a_message_delta_without_usage_do_no_harm"],
-    "half an emoji (`\\ud83d`) escaped in a tool input's JSON, or in a whole input sent as JSON "
-    "text":
-        [X + "test_half_an_emoji_in_a_streamed_tool_input_runs_the_call",
-         X + "test_half_an_emoji_in_a_tool_input_sent_as_json_text_is_mended"],
+    "an answer that is not the Messages API at all (`python -m http.server`: 501 and an HTML "
+    "page; a 405; a 404 that is not the API's JSON)":
+        [U + "test_python_m_http_server_is_one_line_naming_it_and_what_it_sent",
+         U + "test_a_status_the_messages_api_never_sends_is_named_with_what_came"],
+    "half an emoji (`\\ud83d`) escaped in a whole tool input sent as JSON text":
+        [X + "test_half_an_emoji_in_a_tool_input_sent_as_json_text_is_mended"],
+    "half an emoji escaped in a streamed tool input's JSON":
+        [X + "test_half_an_emoji_in_a_streamed_tool_input_is_one_line_and_the_repl_goes_on"],
 }
 
 
