@@ -42,7 +42,7 @@ API (Setting.client), and model_call asks the Setting what a reply keeps and cos
 
 from dataclasses import dataclass
 
-from harness import config, terminal
+from harness import config, pairing, terminal
 from harness.session.record import SUMMARY_BY_API as SUMMARY_LABEL
 from harness.session.record import usage_counts
 
@@ -258,7 +258,7 @@ def resumed(messages: list, setting) -> list:
     """A resumed history this run can send: with compaction, from the API's last summary on;
     without, that summary as plain text (the API refuses its block in a request without the
     compact edit). Blocks without a summary are left out."""
-    kept = from_last_summary(messages)
+    kept = from_last_summary(without_empty_summaries(messages))
     if setting is not None and setting.mode == COMPACT:
         return kept
     if kept is not messages:
@@ -266,6 +266,28 @@ def resumed(messages: list, setting) -> list:
                            "it goes on from that summary, sent as plain text; add "
                            "--api-context compact to let the API compact it again]")
     return as_text(kept)
+
+
+def without_empty_summaries(messages: list) -> list:
+    """The history without compaction blocks that hold no summary (a failed one, or one
+    blanked by hand in the session log): the API refuses them. Said, and the history is
+    repaired (a message left empty goes; the first must then be the user's)."""
+    blank = 0
+    kept = []
+    for message in messages:
+        content = message.get("content")
+        if not isinstance(content, list):
+            kept.append(message)
+            continue
+        blocks = [b for b in content if not (isinstance(b, dict) and b.get("type") ==
+                                             "compaction" and not summary_text(b))]
+        blank += len(content) - len(blocks)
+        kept.append({**message, "content": blocks} if len(blocks) < len(content) else message)
+    if not blank:
+        return messages
+    terminal.show_note(f"[{terminal.plural(blank, 'compaction block')} without a summary left "
+                       "out of the resumed history: the API refuses them]")
+    return pairing.repair(kept)[0]
 
 
 def as_text(messages: list) -> list:

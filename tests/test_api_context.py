@@ -12,6 +12,7 @@ import re
 import types
 
 import anthropic
+import pytest
 
 import s06_compact
 import s03_todo
@@ -429,3 +430,128 @@ def test_the_demo_plays_each_mode_with_no_key(run_main):
     assert "[summary by the API: " in err and "I went on from the summary" in words(out + err)
     code, out, err, api = run_main(s06_compact, "--demo", "--api-context", "clear", key=None)
     assert code == 0 and "the API cleared" in words(err)
+
+
+# ---------------------------------------------------------------- odd shapes and dead ends (#47)
+
+def compacting(content, usage):
+    """A reply that opens with the API's compaction block (its content as given), then says
+    Done: what a gateway may send back."""
+    return reply({"type": "compaction", "content": content}, text("Done."), usage=usage)
+
+
+def continued_from(run_lesson):
+    """--continue with compaction: the first block the next request sends."""
+    proc, api = run_lesson("s06_compact", "--continue", "--api-context", "compact", "more",
+                           script=[reply(text("on"))])
+    assert proc.returncode == 0 and api.violations == [], proc.stderr
+    return api.requests[0]["messages"][0]["content"][0]
+
+
+@pytest.mark.parametrize("usage, before", [
+    ({"input_tokens": 900, "output_tokens": 5, "iterations": "not a list"}, None),
+    ({"input_tokens": 900, "output_tokens": 5,
+      "iterations": [{"type": "compaction", "input_tokens": "52000", "output_tokens": "300"},
+                     {"type": "message", "input_tokens": 900, "output_tokens": 5}]}, "52,000"),
+    ({"input_tokens": 900, "output_tokens": 5}, None)])
+def test_an_odd_or_missing_count_of_the_apis_summary_keeps_the_summary(run_lesson, usage,
+                                                                        before):
+    """A count sent as text, iterations that is no list, or none at all: one note, never a
+    traceback, and the summary the API already billed is kept for --continue."""
+    proc, api = run_lesson("s06_compact", "--api-context", "compact", "go",
+                           script=[compacting(SUMMARY, usage)])
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
+    said = words(proc.stderr)
+    if before:
+        assert f"the API compacted the conversation {before} → 900 tokens" in said
+    else:
+        assert "the API compacted the conversation to 900 tokens (its size before: not " \
+               "reported)" in said
+    assert continued_from(run_lesson) == {"type": "compaction", "content": SUMMARY}
+
+
+def test_a_summary_sent_as_a_list_of_text_blocks_is_kept_as_the_string_the_api_takes(
+        run_lesson):
+    """A gateway that normalises content sends the summary as text blocks; sent back so, the
+    API (and the stand-in) would refuse every later call."""
+    usage = {"input_tokens": 900, "output_tokens": 5}
+    proc, api = run_lesson("s06_compact", "--api-context", "compact", "go",
+                           script=[compacting([text(SUMMARY)], usage)])
+    assert proc.returncode == 0, proc.stderr
+    assert continued_from(run_lesson) == {"type": "compaction", "content": SUMMARY}
+
+
+def test_a_summary_blanked_by_hand_in_the_log_is_left_out_and_the_session_goes_on(run_lesson,
+                                                                                   workdir):
+    proc, api = run_lesson("s06_compact", "--api-context", "compact", "go",
+                           script=five_bulky_then(reply(text("Done."))), summary=SUMMARY)
+    assert proc.returncode == 0, proc.stderr
+    (log,) = (workdir / ".transcripts").glob("session_*.jsonl")
+    log.write_text(log.read_text(encoding="utf-8").replace(json.dumps(SUMMARY), '""'),
+                   encoding="utf-8")
+    proc, api = run_lesson("s06_compact", "--continue", "--api-context", "compact", "more",
+                           script=[reply(text("on"))])
+    assert proc.returncode == 0 and api.violations == [], proc.stderr
+    assert "1 compaction block without a summary left out" in words(proc.stderr)
+    assert proc.stdout.strip() == "on"
+
+
+def test_a_beta_refused_after_the_api_compacted_names_a_way_on_that_works(run_lesson):
+    """The endpoint took the beta once, and now refuses it: the error's advice (run without
+    --api-context, with --continue) must itself work, not point back at the flag."""
+    proc, api = run_lesson("s06_compact", "--api-context", "compact", "go",
+                           script=five_bulky_then(reply(text("Done."))), summary=SUMMARY)
+    assert proc.returncode == 0, proc.stderr
+    proc, api = run_lesson("s06_compact", "--continue", "--api-context", "compact", "more",
+                           script=[error(400, REFUSED)])
+    (line,) = [words(m) for m in messages(proc.stderr) if m.startswith("error")]
+    assert proc.returncode == 1 and "run without --api-context (add --continue" in line
+    proc, api = run_lesson("s06_compact", "--continue", "more", script=[reply(text("on"))])
+    assert proc.returncode == 0 and api.violations == [] and proc.stdout.strip() == "on"
+    assert SUMMARY in api.requests[0]["messages"][0]["content"][0]["text"]
+
+
+WINDOW = 40_000
+
+
+def run_in_a_window(workdir, args, script, stdin=None):
+    """s06 as a subprocess against a stand-in whose model reads WINDOW tokens at most, with
+    CONTEXT_WINDOW set to it, as a user of a small local model sets it."""
+    import subprocess
+    import sys
+    from helpers import ROOT, clean_env
+    with StandInAPI(script, summary=SUMMARY, context_window=WINDOW) as api:
+        env = clean_env(workdir.parent / "home", ANTHROPIC_BASE_URL=api.url,
+                        ANTHROPIC_API_KEY="k", CONTEXT_WINDOW=str(WINDOW))
+        proc = subprocess.run([sys.executable, str(ROOT / "s06_compact.py"), *args],
+                              cwd=workdir, env=env, input=stdin, capture_output=True, text=True,
+                              timeout=120)
+    return proc, api
+
+
+def talk(turns):
+    """Replies that each say about 6,000 tokens: a conversation that grows by text."""
+    return [reply(text(f"Part {n}: " + "words of an answer " * 1_300)) for n in range(turns)]
+
+
+def test_with_clearing_a_conversation_that_grows_by_text_is_summarised_inside_the_window(
+        workdir):
+    """The API clears tool results, and text is not one: layer 2 must act while the summary
+    request still fits, not once a request is over the window."""
+    prompts = "".join(f"go on {n}\n" for n in range(8)) + "q\n"
+    proc, api = run_in_a_window(workdir, ["--api-context", "clear"], talk(8), stdin=prompts)
+    assert proc.returncode == 0 and api.violations == [], proc.stderr
+    assert "[compacted:" in proc.stderr and "answer cut" not in proc.stdout
+    assert "prompt is too long" not in proc.stderr
+
+
+def test_a_session_resumed_past_the_window_is_summarised_from_what_fits(run_lesson, workdir):
+    """A session that grew in a larger window, resumed with a smaller one: the summary request
+    covers the newest turns that fit, and the session goes on."""
+    prompts = "".join(f"go on {n}\n" for n in range(9)) + "q\n"
+    proc, api = run_lesson("s06_compact", script=talk(9), stdin=prompts)
+    assert proc.returncode == 0, proc.stderr
+    proc, api = run_in_a_window(workdir, ["--continue", "more"], [reply(text("on"))])
+    assert proc.returncode == 0 and api.violations == [], proc.stderr
+    assert "the summary covers its newest" in words(proc.stderr)
+    assert proc.stdout.strip() == "on"
