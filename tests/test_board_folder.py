@@ -18,8 +18,9 @@ import pytest
 
 import s07_task_system as s07
 from harness.run import Run
+from harness.stand_in.script import reply, text, tool
 from helpers import (ROOT, call_tool, crash_at_byte, crash_inside_target, edit_by_hand,
-                     within)
+                     tool_results, within)
 from s07_task_system import TaskManager
 
 # Seconds after which a board call counts as hanging: only a bound, far above what a loaded
@@ -449,3 +450,22 @@ def test_a_board_that_cannot_be_read_at_the_first_prompt_is_tried_again_not_left
     said = "error: the board not-a-folder cannot be read: it is a file, not a folder\n"
     assert err.count(said) == 3                     # before each of the three prompts: again
     assert out.count("commands: /help") == 2        # and each /help was answered
+
+
+def test_a_deeply_nested_task_file_is_flagged_and_the_rest_of_the_board_works(run_lesson,
+                                                                                workdir):
+    """`[` a hundred thousand times is JSON too deep for Python's parser (RecursionError): it
+    must be one flagged file, not a board that no listing, news or completion can read."""
+    tasks = TaskManager(workdir / ".tasks", agent="me")
+    tasks.create("Design the data model")
+    tasks.create("Implement the API", blocked_by=[1])
+    (workdir / ".tasks" / "task_3.json").write_text("[" * 100_000)
+    script = [reply(tool("task_list", {})), reply(text("listed"))]
+    proc, api = run_lesson("s07_task_system", "--name", "me", script=script,
+                           stdin="/tasks\n/task done 1\nlist the board\nq\n")
+    assert proc.returncode == 0 and "RecursionError" not in proc.stdout + proc.stderr
+    assert "Traceback" not in proc.stderr, proc.stderr
+    assert "Unblocked: #2 Implement the API" in proc.stdout
+    listed = tool_results(api.requests[1])[0]["content"]
+    assert "#2: Implement the API" in listed and "task_3.json is unreadable" in listed
+    assert TaskManager(workdir / ".tasks").store.load(2)["blockedBy"] == []
