@@ -424,6 +424,8 @@ def _run_turn(lesson: Lesson, run: Run, history, budget, query):
     except Exception as exc:                 # a bug, or an endpoint odder than any above
         terminal.show_error(f"the turn failed: {type(exc).__name__}: {exc}")
         _keep_completed(run, history, saved, prompt, "turn failed")
+    finally:
+        run.screen.release()                 # a usage line held for an answer that never came
 
 
 def _keep_completed(run, history, saved, prompt, what, results=None):
@@ -556,6 +558,7 @@ def _unknown_command(word, lesson: Lesson):
 def end_of_run(run: Run) -> None:
     """The run's total, its page (session/page.py) with its path as the user finds it from
     their folder (run.screen), the run closed (its log, its pins)."""
+    run.screen.release()            # a usage line held for an answer that never came
     run.close()
     totals = run.recorder.totals()
     terminal.show_session(totals["calls"], totals["fresh"], totals["read"], totals["written"],

@@ -23,6 +23,7 @@ import json
 import os
 import re
 import shlex
+import shutil
 import sys
 
 from harness import terminal
@@ -48,7 +49,7 @@ def s03_demo(run) -> tuple:
         reply(text("Trying to start two items at once (the todo tool should refuse)."),
               todos("in_progress", "in_progress", "pending")),
         reply(tool("write_file", {"path": "hello.py", "content": "print('hello')\n"})),
-        reply(tool("bash", {"command": f"{shlex.quote(sys.executable)} hello.py"})),
+        reply(tool("bash", {"command": f"{_python()} hello.py"})),
         reply(tool("read_file", {"path": "hello.py"})),
         reply(text("The harness reminded me; updating the plan."),
               todos("completed", "completed", "in_progress")),
@@ -58,6 +59,14 @@ def s03_demo(run) -> tuple:
         reply(text("Done: hello.py prints hello and has a docstring.")),
     ]
     return script, "write hello.py, run it, add a docstring, and track your steps", None
+
+
+def _python() -> str:
+    """The command that runs this Python, as a learner types it: python, when that is it."""
+    found = shutil.which("python")
+    if found and os.path.realpath(found) == os.path.realpath(sys.executable):
+        return "python"
+    return shlex.quote(sys.executable)
 
 
 def s06_demo(context, run) -> tuple:
@@ -151,7 +160,7 @@ def s07_demo(tasks, context, run) -> tuple:
     context.threshold = S07_THRESHOLD
     run.recorder.threshold(S07_THRESHOLD)
     mine = os.environ.get("COMPACT_THRESHOLD", "").strip()
-    if mine:
+    if mine and "none (all done)" not in tasks.list_all():
         terminal.show_note(f"[demo] your COMPACT_THRESHOLD={mine} is ignored: this demo "
                            "compacts on purpose, with a compact call (s06's --demo takes it)")
     summary = ("Summary: the plan is on the task board (data model, then the API and the "
@@ -197,8 +206,8 @@ def _s07_steps(continuing: bool):
                              for s, d in PLAN])
         made = re.findall(r"Created task #(\d+)", json.dumps(body["messages"][-1]))
         a, b, c, d = [int(n) for n in made]
-        yield reply(text("Now the order: the API and the docs wait for the model; the tests, "
-                         "for the API."),
+        yield reply(text("Now the order: the API and the docs wait for the model; the tests,\n"
+                         "for the API. (An id as models send it: 2, \"#3\" and \"4\" all work.)"),
                     tool("task_update", {"task_id": b, "addBlockedBy": [a]}),
                     tool("task_update", {"task_id": f"#{c}", "addBlockedBy": [f"#{a}"]}),
                     tool("task_update", {"task_id": str(d), "addBlockedBy": [b]}))

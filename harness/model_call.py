@@ -201,6 +201,12 @@ class Guard:
         # signature) the API would refuse.
         if not self.ended and content and content[-1]["type"] not in ("text", "tool_use"):
             content.pop()
+        # In a log or a pipe, the reply's words come before its usage line, as on a terminal;
+        # a final answer's usage line waits for the answer (terminal.print_answer).
+        if any(block["type"] == "tool_use" for block in content):
+            terminal.show_reply_text(_said(content))
+        else:
+            self.run.screen.hold_usage(self.run.recorder.label)
         _count(self.run, response, request)
         # The server paused a long turn: send what it wrote back, and it goes on.
         resumes = 0
@@ -229,7 +235,6 @@ class Guard:
         said = _said(message["content"])
         if calls:
             stop_reason = "tool_use"            # whatever the server said beside a call
-            terminal.show_reply_text(said)      # beside tool calls: shown, not returned
         late = None
         if setting is not None:                  # s07's board after the API's summary
             late = setting.after_summary(message["content"])
@@ -335,7 +340,7 @@ def _count(run, response, request: dict) -> None:
         setting.count(run, response)
     counts = usage_counts(usage)
     label = recorder.label
-    terminal.show_usage(counts, label)
+    terminal.show_usage(counts, label, run.screen)
     sent = request["messages"] if setting is None else setting.view(request["messages"])
     recorder.call(usage, label, sent=sent, system=request["system"], tools=request["tools"])
     if request["tools"] and len(recorder.data.calls) == 1:

@@ -43,6 +43,7 @@ PLAIN_WIDTH = 80                     # columns when the output is no terminal an
 NARROWEST = 40                       # a terminal narrower than this is laid out as this wide
 ARGUMENT_CHARS = 6                   # the least of a cut argument's head and tail, together
 COMMAND_CHARS = 1000                 # a shell command is shown whole up to this: all of it runs
+ITEMS_SHOWN = 20                     # a list argument of at most this many objects, one a line
 # Two spaces or more between words: a row of a table, whose continuation goes under its last column.
 COLUMN_GAP = re.compile(r"\S {2,}(?=\S)")
 
@@ -184,6 +185,9 @@ def show_tool_call(name, args):
     shares = _shares(needs, columns - len(start))
     lines = [start]
     for key, value in args.items():
+        if _one_per_line(value, needs[key], columns - len(start)):
+            lines += _items(key, value, columns)
+            continue
         limit = COMMAND_CHARS if key == "command" else shares[key] - len(f" {key}=")
         part = f"{key}={_argument(value, limit)}"
         # An argument that would run past the line starts the next one; a command is wrapped
@@ -195,14 +199,36 @@ def show_tool_call(name, args):
     show(fit("\n".join(lines), columns, whole_words=False), "36")
 
 
+def _one_per_line(value, need: int, room: int) -> bool:
+    """A list of objects too long for its line (a todo list): shown an item a line, so that
+    what differs between two calls (an item's status) is not hidden in a cut middle."""
+    return (isinstance(value, list) and 1 < len(value) <= ITEMS_SHOWN and need > room
+            and all(isinstance(item, dict) for item in value))
+
+
+def _items(key: str, value: list, columns: int) -> list:
+    """`key=[`, then each item on a line of its own, cut to the width."""
+    lines = [f"  {key}=["]
+    for item in value:
+        lines.append("    " + _argument(item, columns - 6))
+    lines[-1] += "]"
+    return lines
+
+
 def show_tool_result(output, is_error):
-    """Each line of a result cut to one line of the screen; a long result as its first lines."""
+    """A long result as its first lines, each cut to one line of the screen, its indentation
+    kept (a tab as four spaces); an error whole, wrapped: its remedy is at its end."""
     lines = excerpt.preview(output)
     mark, code = ("!", "31") if is_error else ("=", "2")
     room = width() - 4                           # after "  = "
     for n, line in enumerate(lines):
-        shown = excerpt.one_line(printable(line), room)
-        show(f"  {mark if n == 0 else ' '} {shown}", code)
+        shown = printable(line.expandtabs(4).rstrip())
+        lead = mark if n == 0 else " "
+        if is_error:
+            shown = fit(shown, room).replace("\n", "\n    ")
+        else:
+            shown = excerpt.cut(shown, room)
+        show(f"  {lead} {shown}", code)
 
 
 def show_reply_text(text):
@@ -213,11 +239,17 @@ def show_reply_text(text):
 
 # ---------------------------------------------------------------- usage
 
-def show_usage(counts: tuple, label: str = "tokens"):
-    """One model call's (uncached, read from cache, written to cache, output) tokens."""
+def show_usage(counts: tuple, label: str = "tokens", screen=None):
+    """One model call's (uncached, read from cache, written to cache, output) tokens; on
+    `screen`'s hold (a final answer still to be printed), kept for after it."""
     fresh, read, written, out = counts
-    show(f"  [{label}: {fresh:,} in · {read:,} from cache · {written:,} to cache · "
-         f"{out:,} out]", "2")
+    line = (f"  [{label}: {fresh:,} in · {read:,} from cache · {written:,} to cache · "
+            f"{out:,} out]")
+    if screen is not None and screen.holding:
+        screen.held.append(line)
+        screen.holding = False
+        return
+    show(line, "2")
 
 
 def warn_if_tools_dropped(counted, tools):
@@ -254,6 +286,19 @@ class Screen:
     def __init__(self) -> None:
         self.last_shown = ""    # print_answer does not show it again
         self.seen_from = None   # the user's folder, when it is not the one the run works in
+        self.holding = False    # the next usage line waits for the answer (not on a terminal)
+        self.held = []          # usage lines waiting for the answer
+
+    def hold_usage(self, label: str) -> None:
+        """The loop's final reply, in a pipe or a log: its usage line follows the answer, as
+        on a terminal, where the answer streams first."""
+        self.holding = label == "tokens" and not sys.stderr.isatty()
+
+    def release(self) -> None:
+        """The usage lines held for an answer that was printed (or never came)."""
+        held, self.held = self.held, []
+        for line in held:
+            show(line, "2")
 
     def where(self, path) -> str:
         """path (relative to the folder the run works in) as the user finds it from theirs;
@@ -335,6 +380,7 @@ def print_answer(answer, screen: Screen):
     shown, screen.last_shown = screen.last_shown, ""
     if shown and sys.stdout.isatty() and sys.stderr.isatty() and answer.startswith(shown):
         answer = answer[len(shown):].strip()
-        if not answer:
-            return
-    show(answer, stream=sys.stdout)
+    if answer:
+        show(answer, stream=sys.stdout)
+        sys.stdout.flush()          # before the usage line on stderr, in one pipe
+    screen.release()

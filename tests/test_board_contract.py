@@ -272,9 +272,9 @@ def test_reopening_a_completed_task_says_who_no_longer_waits(board):
     assert tasks.store.load(1)["unblocked"] == [2, 3]          # remembered for a reopen
     out = TaskManager(board).update(1, status="pending")       # read back from the store
     assert out.splitlines() == ["Updated [ ] #1: Design data model",
-                                "Reopened #1: #2, #3 stopped waiting for it when it finished and "
-                                "do not wait again; to make one wait, task_update it with "
-                                "addBlockedBy [1]"]
+                                "Reopened #1: #2, #3 stopped waiting for it when it finished, and "
+                                "no longer wait for it; to make #2 wait again, give it "
+                                "addBlockedBy [1] (task_update), or type /task block 2 1"]
     # nothing restored
     assert tasks.store.load(2)["blockedBy"] == [] and tasks.store.load(3)["blockedBy"] == []
     assert "unblocked" not in tasks.store.load(1)              # said once

@@ -50,7 +50,7 @@ def test_todo_rendering_reminder_and_refused_second_in_progress(run_lesson, work
     # todo used: no nag
     assert all(b["type"] == "tool_result" for b in reqs[6]["messages"][-1]["content"])
     assert (workdir / "hello.py").read_text() == "print('hi')\n"
-    assert "> todo items=" in proc.stderr and "[tokens:" in proc.stderr
+    assert "> todo\n  items=[\n    {\"id\": \"1\"" in proc.stderr and "[tokens:" in proc.stderr
     assert "Traceback" not in proc.stderr
     # Each request carries the base tools and todo; the system prompt; the configured model.
     assert [t["name"] for t in reqs[0]["tools"]] == ["bash", "read_file", "write_file",

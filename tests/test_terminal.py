@@ -164,9 +164,19 @@ def test_a_results_lines_are_each_cut_to_one_line_of_the_screen(capsys, monkeypa
     assert len(shown) == 3 and all(len(line) == 80 for line in (shown[0], shown[2]))
     assert shown[0].startswith("  = 1 2 3") and shown[0].endswith("…")
     monkeypatch.setenv("COLUMNS", "120")
-    terminal.show_tool_result("1 2 3 " * 100, True)
+    terminal.show_tool_result("  indented\tby a tab", False)
     (line,) = capsys.readouterr().err.splitlines()
-    assert line.startswith("  ! 1 2 3") and len(line) == 120
+    assert line == "  =   indented  by a tab"          # the indent kept, a tab to its stop
+
+
+def test_an_error_is_shown_whole_its_remedy_at_its_end_wrapped_to_the_screen(capsys):
+    remedy = "finish those first (or removeBlockedBy)"
+    error = "ValueError: #2 is blocked by #1 Design the data model with every table; " + remedy
+    terminal.show_tool_result(error, True)
+    shown = capsys.readouterr().err.splitlines()
+    assert len(shown) == 2 and all(len(line) <= 80 for line in shown)
+    assert shown[0].startswith("  ! ValueError: #2 is blocked by") and shown[1].startswith("    ")
+    assert " ".join(line.strip() for line in shown).endswith(remedy)
 
 
 REPL_TOUR = ["/help", "/task help", "/task add Design the data model with every table, field and "

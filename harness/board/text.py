@@ -122,9 +122,12 @@ def reopened(task: dict, unblocked: list) -> list:
     """Reopening a finished task does not re-block what it freed: say so, and how to."""
     if not unblocked:
         return []
+    verb = "waits" if len(unblocked) == 1 else "wait"
+    first = unblocked[0]
     return [f"Reopened #{task['id']}: {ids(unblocked)} stopped waiting for it when it "
-            f"finished and do not wait again; to make one wait, task_update it with "
-            f"addBlockedBy [{task['id']}]"]
+            f"finished, and no longer {verb} for it; to make #{first} wait again, give it "
+            f"addBlockedBy [{task['id']}] (task_update), or type /task block {first} "
+            f"{task['id']}"]
 
 
 def no_longer_waiting(freed: list, deleted: dict) -> list:
