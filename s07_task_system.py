@@ -34,15 +34,18 @@ Run it:   python s07_task_system.py "plan a refactor: the data model, then the A
 """
 
 import contextlib
+import fcntl
 import functools
+import json
+import os
 import re
 import sys
 from pathlib import Path
 
 import s03_todo as s03
 import s06_compact as s06
-from harness import board, cli, errors, writer
-from harness.board import claims, folder, graph, record, text
+from harness import board, cli, writer
+from harness.board import folder, graph, record, text
 from harness.board import commands as commands_for
 
 # Relative: each folder you run in has a board.
@@ -57,7 +60,8 @@ FINISHED = record.FINISHED
 
 
 def new_task(task_id: int, subject: str, description: str, blocked_by: list) -> dict:
-    """A task, as its file holds it."""
+    """A task, as its file holds it. ("unblocked" is added when it finishes: the ids that
+    stopped waiting for it, so that reopening it can say who no longer waits.)"""
     stamp = record.now()
     return {"id": task_id,               # the number in its file's name; never reused
             "subject": subject,          # a short title, one line when shown
@@ -68,138 +72,116 @@ def new_task(task_id: int, subject: str, description: str, blocked_by: list) -> 
             "owner": None,               # the agent (or person) that started it
             "created_at": stamp,
             "updated_at": stamp}         # set again on every write
-    # Set when it finishes: "unblocked", the ids that stopped waiting for it.
 
 
 # ---------------------------------------------------------------- the task files
 
 class TaskFolder:
-    """The board as a folder of task files: the store TaskManager reads and writes. (A
-    postgresql:// board, harness/board/postgres.py, has the same methods.)"""
+    """The board as a folder: .tasks/task_<id>.json, one JSON object each, and .tasks/.lock.
+    (The harness mixes in what makes it safe and fast: board/folder.py; a postgresql:// board
+    has the same methods.)"""
 
     def __init__(self, location):
         self.dir = Path(location)
         self.name = f"{self.dir}/"           # the board, as the user and the model see it
         self.agent = None                    # who writes: a file does not say
-        # .tasks/.lock: the lock, and what the last writer left in it (harness/board/folder.py).
-        self.lock = folder.BoardLock(self.dir)
-        self.parsed = folder.Parsed(self.dir)  # each file read once while it is unchanged
-        # While we hold the lock and no one else wrote: the ids, and the board, unread.
-        self.known_ids = self.known_board = None
-        self.made = []                       # the files reserve() made under this lock
 
     def path(self, task_id: int) -> Path:
-        return self.dir / f"task_{task_id}.json"   # .tasks/task_3.json holds #3
+        return self.dir / f"task_{task_id}.json"
 
     @contextlib.contextmanager
     def locked(self):
-        """One change at a time, across processes: an exclusive lock on .tasks/.lock. A change
-        that fails leaves no new task behind (a /task import stopped at item 3)."""
-        with self.lock:
-            # Another agent wrote since we last held it: what we remember is out of date.
-            if not self.lock.unchanged:
-                self.known_ids = self.known_board = None
-            self.made = []
-            try:
-                yield
-            except BaseException:
-                for path in self.made:
-                    path.unlink(missing_ok=True)
-                self.known_ids = self.known_board = None
-                self.lock.forget()
-                raise
+        """One change at a time, across processes: an exclusive lock on .tasks/.lock."""
+        fd = folder.open_lock(self.dir)      # made if missing; a regular file, never a link
+        try:
+            # Waits while another agent holds it; closing the file releases it.
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield fd
+        finally:
+            os.close(fd)
 
-    def ids(self) -> list:
-        """The max-scan's scan: the id in the name of every task_<id>.json, a broken one too.
-        Under the lock it is remembered: creating 10,000 tasks lists the folder once."""
-        if self.lock.held and self.known_ids is not None:
-            return self.known_ids
-        found = set(folder.names(self.dir, TASK_FILE)[0])
-        if self.lock.held:
-            self.known_ids = found
+    def ids(self) -> set:
+        """The max-scan's scan: the id in the name of every task_<id>.json, a broken one too."""
+        found = set()
+        for name in folder.listing(self.dir):
+            match = TASK_FILE.fullmatch(name)
+            if match:
+                found.add(int(match[1]))
         return found
 
-    def high_water(self) -> int:
-        """The largest id this board ever gave (kept in .lock)."""
-        return self.lock.mark()
+    def read(self, task_id: int) -> dict:
+        """A task from its file, or ValueError: a broken file is flagged, never repaired."""
+        path = self.path(task_id)
+        # Never through a link, and at most 1 MB: a FIFO, or a link to /dev/zero, is refused.
+        data = folder.read(path)
+        try:
+            task = json.loads(data)
+        except (ValueError, RecursionError) as exc:   # not JSON, not UTF-8, nested too deep
+            raise ValueError(f"{path} is unreadable ({exc}); it was left as it is") from None
+        # A field a hand edit broke: what PostgreSQL's constraints would refuse (record.py).
+        problem = record.task_problem(task, task_id)
+        if problem:
+            raise ValueError(f"{path} is unreadable (not a valid task: {problem}); it was "
+                             "left as it is")
+        return task
 
     def load(self, task_id: int) -> dict:
-        """One task, read from its file now, or ValueError saying what is wrong."""
+        """One task, read now, or ValueError saying what is wrong."""
         if not self.path(task_id).exists():
             existing = ", ".join(f"#{i}" for i in self.scan()[0]) or "none yet"
             raise ValueError(f"no task #{task_id}; existing tasks: {existing}")
-        # Never through a link, at most 1 MB, and checked (a broken file is not repaired).
-        return folder.read_task(self.path(task_id), task_id)
+        return self.read(task_id)
 
     def try_load(self, task_id: int):
-        """load(), or None for a task that is missing or cannot be read."""
-        try:
-            return folder.read_task(self.path(task_id), task_id)
+        try:                                 # load(), or None: missing, or cannot be read
+            return self.read(task_id)
         except ValueError:
             return None
 
     def scan(self, validate: bool = False) -> tuple:
-        """(every readable task by id, in id order; a line for each file that is not).
-        validate: look at every file, so that a hand edit is seen."""
-        if not validate and self.known_board is not None and self.lock.held:
-            return dict(self.known_board), []
-        ids, problems = folder.names(self.dir, TASK_FILE)
-        tasks = {}
-        for task_id in sorted(ids):
-            try:
-                tasks[task_id] = self.parsed.read(task_id)
-            except ValueError as exc:
-                problems.append(str(exc))
-            except OSError as exc:               # gone since the listing, say
-                problems.append(f"{self.path(task_id)}: {errors.reason(exc)}")
-        if self.lock.held:
-            self.known_ids, self.known_board = set(ids), tasks
-        return dict(tasks), sorted(problems)
+        """(each readable task by id, in id order; a line a file that is not). validate: the
+        harness must look at every file, so that a hand edit is seen."""
+        tasks, problems = {}, []
+        for name in folder.listing(self.dir):
+            match = TASK_FILE.fullmatch(name)
+            if match:
+                try:
+                    tasks[int(match[1])] = self.read(int(match[1]))
+                except ValueError as exc:
+                    problems.append(str(exc))
+            elif name.startswith("task_") and name.endswith(".json"):   # task_05.json
+                problems.append(f"{self.dir / name} is not a task file name; it was left")
+        return dict(sorted(tasks.items())), sorted(problems)
 
     def write(self, task: dict) -> None:
-        """Replace a task's file atomically: a temporary file written whole, then renamed over
-        the old one. A reader, or a kill in the middle, sees the old task or the new."""
-        self._put(task, writer.replace_in)
+        """Replace a task's file atomically: a reader, or a kill, sees the old or the new."""
+        temporary = self.temporary(task)
+        # A rename is atomic: the name holds the old file until it holds the new one.
+        os.replace(temporary, self.path(task["id"]))
 
     def reserve(self, task: dict) -> bool:
-        """Create a new task's file only if its name is free (a hard link never replaces a
-        file): False if another agent took that id first."""
+        """Create a task's file only if its name is free: False if another agent took the id."""
+        temporary = self.temporary(task)
         try:
-            self._put(task, writer.create_in)
+            # A hard link never replaces a file: it fails if the name is taken.
+            writer.link(temporary, self.path(task["id"]))
+            return True
         except FileExistsError:
-            self.known_ids = None            # a file we did not know of: list them again
             return False
-        self.made.append(self.path(task["id"]))
-        return True
+        finally:
+            temporary.unlink(missing_ok=True)    # renamed away, where hard links fail
 
-    def _put(self, task: dict, place) -> None:
-        """Write the task's file with place(), under the lock, and remember what we wrote."""
-        task = {**task, "updated_at": record.now()}
-        data = record.as_file(task)
-        try:
-            st = place(self.lock.folder_fd, self.path(task["id"]).name, data, None)
-        except OSError as exc:
-            if isinstance(exc, FileExistsError):      # reserve(): the id is taken
-                raise
-            raise ValueError(f"could not save task #{task['id']} in {self.dir}: "
-                             f"{errors.reason(exc)}") from None
-        self.lock.wrote(task["id"])
-        self.parsed.put(task, st)
-        if self.known_ids is not None:
-            self.known_ids.add(task["id"])
-        # The board we remember is in id order: a new id below its last one is read afresh.
-        known = self.known_board
-        if known and task["id"] not in known and task["id"] < next(reversed(known)):
-            self.known_board = None
-        elif known is not None:
-            known[task["id"]] = task
+    def temporary(self, task: dict) -> Path:
+        """The task as JSON, whole, in a new file beside its own; ValueError if a read would."""
+        task["updated_at"] = record.now()
+        data = record.as_file(task)          # json.dumps, of a task a read would accept
+        return writer.temporary_beside(self.path(task["id"]), data)
 
 
 # ---------------------------------------------------------------- the rules
 
 class TaskManager:
-    """The board: tasks with blockers, in a store that is the only truth; every call reads it
-    afresh, so it sees other agents' writes."""
+    """The board's rules, over a store that is the only truth: it sees other agents' writes."""
 
     def __init__(self, location, agent=None):
         self.use(location)
@@ -210,8 +192,8 @@ class TaskManager:
         self.store = board.open_store(location, TaskFolder)
 
     def next_id(self) -> int:
-        """Max-scan: one more than the largest id on the board, or than the largest it ever
-        gave (a task file deleted by hand must not give its id away)."""
+        """Max-scan: one more than the largest id on the board, or than the largest the store
+        ever gave (in .tasks/.lock): a task file deleted by hand must not give its id away."""
         largest = max(self.store.ids(), default=0)
         return max(largest, self.store.high_water()) + 1
 
@@ -225,8 +207,7 @@ class TaskManager:
         return text.created(task, notes)
 
     def add(self, subject, description, blocked, status="pending") -> dict:
-        """A new task on the board, under the lock: the next id, unless another agent (or a
-        file made by hand) took it first; then the next."""
+        """A new task, under the lock: the next id, or the one after if another agent took it."""
         task = new_task(self.next_id(), subject, description, blocked)
         task["status"] = status
         while not self.store.reserve(task):
@@ -306,9 +287,7 @@ class TaskManager:
         if add and new_status in FINISHED:
             raise ValueError(f"#{tid} is {new_status}; set it back to pending before giving "
                              "it blockers")
-        # Another agent's task in progress is theirs, unless a person takes it over (force);
-        # starting claims it (harness/board/claims.py).
-        change, notes = claims.check(task, status, owner, self.agent, force)
+        change, notes = self.check_owner(task, status, owner, force)
         blocked, more = self.check_blockers(tid, task["blockedBy"], add or [])
         # A blocker whose task is gone can be removed too.
         for dep in record.ids(remove or []):
@@ -318,6 +297,29 @@ class TaskManager:
         self.check_not_blocked(tid, status, new_status, blocked, record.ids(add or []))
         change["blockedBy"] = blocked
         return change, notes + more
+
+    def check_owner(self, task, status, owner, force) -> tuple:
+        """({the status and owner to set}, notes), or ValueError. Starting claims a task, in
+        one's own name; another agent's task in progress is theirs, unless a person takes it
+        over (force); back to pending frees it."""
+        holder, tid, notes = task.get("owner"), task["id"], []
+        if status == "in_progress" and owner and owner != self.agent and not force:
+            raise ValueError(f"you are {self.agent}: start #{tid} in your own name (leave "
+                             "owner out), or let that agent start it")
+        if task["status"] == "in_progress" and holder and holder != self.agent:
+            if not force:
+                raise ValueError(f"#{tid} is in progress by {holder}; pick another task, or "
+                                 f"ask {holder} (a person can take it over with /task start "
+                                 f"{tid})")
+            notes.append(f"took #{tid} over from {holder}")
+        change = {"status": status} if status else {}
+        if owner is not None:
+            change["owner"] = owner or None
+        elif status == "pending":
+            change["owner"] = None
+        elif status == "in_progress" or (status and task["status"] == "in_progress"):
+            change["owner"] = self.agent
+        return change, notes
 
     def check_not_blocked(self, tid, status, new_status, blocked, added) -> None:
         """A blocked task cannot start or complete; nor may a task in progress take an open
@@ -455,8 +457,7 @@ def agent_loop(messages, run, max_steps=s06.MAX_STEPS) -> str:
 # ---------------------------------------------------------------- main
 
 def start(run, args) -> str:
-    """At the start of a run: s06's settings, with s07's system and tools; --board (or
-    TASK_BOARD) re-points TASKS.store, --name sets TASKS.agent."""
+    """s06's start, with s07's system and tools; then --board and --name (TASK_BOARD)."""
     s06.start(run, args, SYSTEM, TOOLS)
     # With --api-context compact, the board comes back after the API's summary too.
     if run.api_context is not None:
@@ -467,12 +468,11 @@ def start(run, args) -> str:
 def main(argv=None) -> int:
     # /tasks and /task: a person works the board by the same rules; /compact as in s06.
     commands = {**commands_for.repl_commands(TASKS), **s06.repl_commands(compact_with_board)}
-    # --board, --name, s06's --api-context, and other agents' news before each prompt.
-    board_options = commands_for.cli_options(TASKS, s06.API_CONTEXT)
+    # **: --board, --name, s06's --api-context, and other agents' news before each prompt.
     lesson = cli.Lesson("s07_task_system", __doc__, agent_loop, system=SYSTEM, tools=TOOLS,
                         commands=commands, on_start=start, demo_args=(TASKS, s06.CONTEXT),
                         context_view=s06.micro_compact, context_size=s06.CONTEXT,
-                        **board_options)
+                        **commands_for.cli_options(TASKS, s06.API_CONTEXT))
     return cli.run_cli(lesson, argv)
 
 

@@ -1,9 +1,8 @@
 """s07's board: where it is, and the modules that keep it and show it.
 
     record.py     a task's checks (its fields: s07's new_task), and what a store promises
-    folder.py     what s07's TaskFolder needs to be safe and fast: the lock file, safe reads
+    folder.py     what s07's TaskFolder needs to be safe and fast, mixed in around it
     postgres.py   one board for agents on many machines (loaded only for a postgresql:// board)
-    claims.py     who may start or change a task another agent holds
     graph.py      the cycle check and the execution order
     text.py       the board as text, bounded after a compaction
     live.py       what other agents changed, before each REPL prompt
@@ -37,16 +36,17 @@ BOARD_START, BOARD_END = "<task-board>", "</task-board>"
 
 
 def open_store(location: object, folder_store):
-    """A folder (".tasks", a Path), kept by folder_store (s07's TaskFolder), or a PostgreSQL
-    URL (postgres.py, and psycopg, loaded only then). Any other address is refused
-    (SetupError), in one line that shows no password."""
-    if isinstance(location, os.PathLike):
-        return folder_store(location)
-    url = postgres_url(str(location))
+    """A folder (".tasks", a Path), kept by folder_store (s07's TaskFolder) made safe and
+    fast (folder.py), or a PostgreSQL URL (postgres.py, and psycopg, loaded only then). Any
+    other address is refused (SetupError), in one line that shows no password."""
+    url = None if isinstance(location, os.PathLike) else postgres_url(str(location))
     if url:
         from harness.board import postgres
         return postgres.PostgresTasks(url)
-    return folder_store(location)
+    # The lesson's store, with what board/folder.py adds around it (loaded here: s03 and s06,
+    # which read only this module's markers, never need it).
+    from harness.board import folder
+    return folder.remembering(folder_store)(location)
 
 
 def postgres_url(text: str) -> str | None:
