@@ -25,9 +25,10 @@ Key insight: the model plans better when it writes its plan down, and keeps it c
 the harness nags. The todo list is just a tool whose result is the rendered list.
 
 Read it top to bottom: the loop and the model call first (the whole idea of an agent), then
-the four base tools, TodoManager, and the dispatch table that joins them. Each line that calls
-into harness/ makes the bare idea safe on a real machine; its name says how, and a first
-reading can skip it.
+the four base tools, TodoManager, and the dispatch table that joins them. A line that calls
+into harness/ makes the bare idea safe on a real machine, and its comment says how: the
+model call's guard and check (harness/model_call.py), the tools' safety (bash.py, files.py),
+the results kept whole and logged (spill.py, tool_calls.py).
 
 Limits: the todos live in memory: they die with the program, and s06's compaction hides
 them. s07 fixes that.
@@ -75,7 +76,7 @@ def agent_loop(messages: list, run, max_steps: int = MAX_STEPS) -> str:
         messages.append({"role": "assistant", "content": response.content})
         # On disk before its calls run: --continue can pick the session up.
         run.log.record(messages)
-        # No tool asked for: the model has answered, and the turn is over.
+        # No tool call to run: the model has answered, and the turn is over.
         if response.stop_reason != "tool_use":
             return response.answer
         results = run_tool_calls(run, response, TOOL_HANDLERS, TOOLS)
@@ -95,7 +96,12 @@ def agent_loop(messages: list, run, max_steps: int = MAX_STEPS) -> str:
 
 def ask_model(run, system: str, tools: list, messages: list,
               max_tokens: int = MAX_TOKENS) -> model_call.Response:
-    """One model call: the request streamed to the SDK, which puts the reply together."""
+    """One model call: the request streamed to the SDK, which puts the reply together.
+
+    The Response holds the reply's content (as plain dicts, ready to send back) and its
+    stop_reason, with what a real endpoint needs fixed: a call cut off mid-way is left out
+    (and the model told), a turn the server paused is resumed, and stop_reason is "tool_use"
+    exactly when there are calls to run (response.tool_uses)."""
     request = {"model": run.model, "system": system, "tools": tools, "messages": messages,
                "max_tokens": max_tokens,
                # Prompt caching: the next call reads all this from the cache (s06 explains).
@@ -123,7 +129,8 @@ def run_tool_calls(run, response, handlers: dict, tools: list) -> list:
             result = {"type": "tool_result", "tool_use_id": call["id"], "content": output}
             if is_error:
                 result["is_error"] = True
-            # Shown, and logged now: a kill mid-batch loses no result already made.
+            # Made sendable ("(no output)" for none, half an emoji mended), shown, and
+            # logged now: a kill mid-batch loses no result already made.
             results.append(tool_calls.kept(run, call, result))
     return results + response.notes
 

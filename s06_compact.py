@@ -8,8 +8,10 @@ full record on disk so nothing is really lost, and keeps what it sends stable fo
     before every model call:
       layer 1  micro_compact   what the model sees: an old tool result becomes
                                "[Previous: used bash; the whole result is in <file>]"
-                               (an old big write/edit text likewise), in batches worth the
-                               cache they rewrite. The history keeps every result whole.
+                               (a short one: "[Previous: used bash]"; a read_file's, once
+                               the file is read again: "[Previous: read a.py; ...]"; an old
+                               big write/edit text, its length), in batches worth the cache
+                               they rewrite. The history keeps every result whole.
       layer 2  auto_compact    what it sees > COMPACT_THRESHOLD, and grown by half a
                                threshold since the last compaction?
                                  1. history -> .transcripts/transcript_<time>_<n>.jsonl
@@ -157,8 +159,8 @@ class Cleared:
         found = self.instead.get(id(block))
         return found is not None and found[0] is block
 
-    def seen(self, block):
-        """The block as the model sees it."""
+    def as_sent(self, block):
+        """The block as the model is sent it: its placeholder, if it was cleared."""
         if self.holds(block):
             return self.instead[id(block)][1]
         return block
@@ -180,9 +182,10 @@ def clearable(messages: list) -> list:
     for n in range(len(pairs) - 1, -1, -1):
         call, result = pairs[n]
         old = n < len(pairs) - KEEP_RECENT and call["id"] not in newest
-        stale = call["name"] != "read_file" or compaction.path_of(call) in whole_later
+        # A read_file's result is superseded only by a later read or write of the same file.
+        superseded = call["name"] != "read_file" or compaction.path_of(call) in whole_later
         long = len(str(result.get("content"))) > KEEP_CHARS
-        if old and stale and long and not CLEARED.holds(result):
+        if old and superseded and long and not CLEARED.holds(result):
             batch.append((result, call))
         texts = compaction.input_texts(call)
         if old and sum(map(len, texts.values())) > KEEP_CHARS and not CLEARED.holds(call):
@@ -230,7 +233,7 @@ def clear_new_batch(messages: list, run) -> None:
     """Clear what the model can do without, if the batch pays for the cache it rewrites."""
     batch = clearable(messages)
     freed = sum(tokens_freed(block, call) for block, call in batch)
-    # What the API must write again: from the batch's first block to the end, less the batch.
+    # What the API must write again: from the batch's first call to the end, less the batch.
     rewritten = compaction.tokens_from(micro_compact(messages, run, batch=False), batch) - freed
     # No API count yet (resumed, or compacted): a cold cache has nothing to lose.
     if CONTEXT.reported is None:
@@ -249,14 +252,15 @@ def clear_new_batch(messages: list, run) -> None:
 
 def micro_compact(messages: list, run, batch: bool = True) -> list:
     """What the model will see: a copy of the history with each cleared block as its
-    placeholder. batch=False starts no new batch (and --api-context clears on the server)."""
+    placeholder. A new batch is weighed first, unless batch=False (a summary request, or
+    /context, only looks) or --api-context lets the server clear."""
     if batch and run.api_context is None:
         clear_new_batch(messages, run)
     view = []
     for message in messages:
         content = message["content"]
         if isinstance(content, list):
-            message = {**message, "content": [CLEARED.seen(block) for block in content]}
+            message = {**message, "content": [CLEARED.as_sent(block) for block in content]}
         view.append(message)
     # A second cache breakpoint just before the latest batch: the API looks back at most 20
     # blocks from a breakpoint for a cached start, and a batch further back would miss it.
@@ -274,7 +278,7 @@ current state; decisions made and why; open next steps. Be concrete: names, path
 
 def summarize(messages: list, run, focus: str, system: str, tools: list) -> str:
     """The model's summary, asked at the end of the loop's own view with its system and
-    tools: all of it read from the cache."""
+    tools: all but the newest part of it read from the cache."""
     if focus:
         focus = f"\nAbove all, preserve: {focus}"
     view = micro_compact(messages, run, batch=False)

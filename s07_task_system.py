@@ -219,7 +219,7 @@ class TaskManager:
         """load -> check -> write -> _clear_dependency. A refused call changes nothing.
         force: a person takes a task over on purpose (/task start, /task done)."""
         task_id = record.parse_task_id(task_id)
-        record.check_update(status, add_blocked_by, remove_blocked_by, owner)
+        record.check_arguments(status, add_blocked_by, remove_blocked_by, owner)
         with self.store.locked():
             task = self.store.load(task_id)
             before = task["status"]

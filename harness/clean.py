@@ -1,7 +1,7 @@
 """Text hygiene: text that can be sent (every lone surrogate repaired), and text that can be
 shown without being obeyed (every control character escaped).
 
-Relied on by endpoints (each reply, and a tool input decoded from JSON text, is cleaned before
+Relied on by model_call (each reply, and a tool input decoded from JSON text, is cleaned before
 it joins the history), tool_calls (each tool result), cli (each prompt; an earlier prompt
 holding a control character is not loaded for the up key), terminal (what it shows) and the
 session page (markup.py). Without each piece:

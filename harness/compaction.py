@@ -98,8 +98,8 @@ def first_of(messages: list, batch: list):
 
 
 def tokens_from(view: list, batch: list) -> int:
-    """The tokens from the message holding the batch's first block to the end of the view:
-    what clearing the batch makes the API write again."""
+    """The tokens from the first message that names a call of the batch (its tool_use) to
+    the end of the view: about what clearing the batch makes the API write again."""
     ids = {_tool_id(block) for block, call in batch}
     for n, message in enumerate(view):
         content = message.get("content")
@@ -114,8 +114,9 @@ def _tool_id(block: dict):
 
 
 def breakpoint_before(view: list, first) -> list:
-    """The view with a cache breakpoint on the last block of the message just before the one
-    that holds `first` (the latest batch's first block); s03's request has the other."""
+    """The view with a cache breakpoint on the last block of the message just before the
+    first one that names `first`'s call (the latest batch's first block, or its tool_use):
+    all before it is unchanged, and read from the cache. s03's request has the other."""
     n = _message_with(view, first)
     if not 0 < n < len(view):
         return view

@@ -1,7 +1,8 @@
 """Every error a user can meet, and the one line each becomes.
 
 Relied on by every module that talks to a user about a failure: cli prints these lines, the
-tools return them to the model, the board and the endpoints raise them. Without each piece:
+tools return them to the model, the board and the model call (model_call.py) raise them.
+Without each piece:
 - SetupError: a setting to fix (a missing key, a bad MAX_STEPS) ends in a traceback, not one
   line and exit status 1.
 - EndpointError: an endpoint that answers, but not like the Messages API (HTML, other JSON, no

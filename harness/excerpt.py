@@ -1,6 +1,6 @@
 """Excerpts: a long text cut to fit a line, a box or a preview, the same way everywhere.
 
-Relied on by terminal (tool results and arguments), errors and endpoints (an exception in one
+Relied on by terminal (tool results and arguments), errors and model_call (an exception in one
 line), the session record and page (what a run sent, its tool calls and summaries, the board's
 boxes) and the board's notes of what other agents did (a name). Without each piece:
 - one_line: an exception or a result with line breaks would break the one line it was for.

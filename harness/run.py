@@ -3,7 +3,7 @@
 Relied on by all three lessons: cli makes a Run where a run starts (a one-shot run, the REPL,
 --demo, --continue) and hands it to the lesson's loop as its second parameter. The loop
 passes it on to s03's ask_model and run_tool_calls, which show, record and log each model call
-and tool call through it; s06's layers give it to layer1 and transcripts, which record what
+and tool call through it; s06's layers give it to compaction.py, which records what
 they did. Tests and benchmarks make their own (Run(client)): a fresh Run is what a new
 process starts with, so there is nothing to reset. Without each piece:
 - client: the loop has no model to ask (None: no key; the REPL's commands still work).

@@ -1,6 +1,6 @@
 """The anthropic SDK, loaded on first use.
 
-Relied on by config (the client), endpoints (the streamed call, and httpx's errors for a
+Relied on by config (the client), model_call (the SDK's errors, and httpx's for a
 connection lost mid-reply) and errors (what an API error says). Importing the SDK takes
 about 2.5 s; `--help`, a usage error, a REPL without a key and importing a lesson need none
 of it. So the modules name it at their top, where a reader sees

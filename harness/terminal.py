@@ -1,6 +1,6 @@
 """What the user sees, and only that: tool calls, results, usage lines, notes, the live reply.
 
-Relied on by all three lessons (the tool-call lines, notes) and by endpoints (the live reply,
+Relied on by all three lessons (the tool-call lines, notes) and by model_call (the live reply,
 the usage line) and cli (the answer, errors). It draws what it is given: no transport, no
 accounting. Progress goes to stderr, so `python sNN.py "..." > answer.txt` keeps the answer.
 What a run has shown is kept on its Screen (run.screen, harness/run.py), not in this module.

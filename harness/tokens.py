@@ -1,7 +1,7 @@
 """The one token estimate: about 4 characters a token, wherever the API has not counted.
 
-Relied on by s06 (its estimate_tokens is this one: layer 2's ContextSize measures with it),
-layer1 (what a batch frees and rewrites), /context (views.py), the session record and page
+Relied on by s06 (layer 2's ContextSize measures with it; layer 1 weighs what a batch frees
+and rewrites), /context (views.py), the session record and page
 (each block's size and each request's), and terminal (the warning about dropped tools).
 Without each piece:
 - estimate: each would count its own way. Four did, rounding three ways, with and without

@@ -98,7 +98,7 @@ def text_problem(value: object, field: str, empty: bool = False) -> Optional[str
     return None
 
 
-def check_update(status, add, remove, owner) -> None:
+def check_arguments(status, add, remove, owner) -> None:
     """The arguments of a task update, before any task is read: ValueError says what is wrong."""
     if status is None and add is None and remove is None and owner is None:
         raise ValueError("nothing to update: give status, addBlockedBy, removeBlockedBy or owner")
