@@ -235,6 +235,7 @@ def _run(lesson: Lesson, args) -> int:
     try:
         run.secrets = config.load_env()
         run.model = config.model_id()
+        config.price(run.model)         # a bad PRICE_PER_MTOK: one line, before anything runs
         budget = _budget(args)          # before any file is written: a bad value is one line
         banner = lesson.on_start(run, args) if lesson.on_start else None
         if args.demo:

@@ -24,6 +24,12 @@ Relied on by all three lessons (through cli.run_cli) and by the tests. Without e
   server is up; a local server on 127.0.0.1 is sent through HTTP_PROXY and never answers.
 - describe_api_error: a user sees a traceback instead of one line that says what to fix;
   a base URL ending in /v1 (the SDK adds /v1/messages) gets a 404 blamed on MODEL_ID.
+- price, from DEFAULT_PRICE (with PRICE_SOURCE and PRICE_READ: the one place the default
+  model's list price is): without it, /cost and the session page gave money only to a user
+  who had looked the price up. Another MODEL_ID gets no price made up (it would be wrong for
+  most models): the words say to set PRICE_PER_MTOK. _price_set: PRICE_PER_MTOK=abc was
+  refused only when /cost was typed, after the work; cli asks for the price before anything
+  runs, so a bad one is one line naming the variable.
 - TRANSCRIPTS, the folder a run keeps its files in (spill's saved results, the session log
   and page, cli's REPL history): each would name it apart, and one renamed would scatter a
   run's files over two folders.
@@ -39,6 +45,7 @@ import select
 import stat
 import time
 from pathlib import Path
+from typing import NamedTuple, Optional
 from urllib.parse import quote, unquote, urlsplit
 
 from dotenv import dotenv_values
@@ -48,6 +55,10 @@ from harness.errors import NoKey, SetupError
 from harness.sdk import anthropic
 
 DEFAULT_MODEL = "claude-sonnet-5-5"  # any model id works; MODEL_ID overrides it
+# DEFAULT_MODEL's list price, US dollars a million tokens in and out: PRICE_SOURCE, PRICE_READ
+DEFAULT_PRICE = (2.0, 10.0)
+PRICE_SOURCE = "platform.claude.com/docs/en/models/sonnet-5-5/overview"   # Anthropic's model page
+PRICE_READ = "2026-12-06"            # the day DEFAULT_PRICE was read there: list prices change
 DEFAULT_WINDOW = 1_000_000           # tokens the default model reads (CONTEXT_WINDOW for another)
 DEFAULT_TIMEOUT = 300                # seconds of silence before giving up (API_TIMEOUT): a small
                                      # local model can take minutes before its first token
@@ -341,4 +352,60 @@ def context_window() -> int:
     """The model's context window in tokens, for /context: CONTEXT_WINDOW, else the default
     model's. The API does not say it; a local model's is its server's -c (llama-server)."""
     return positive_int("CONTEXT_WINDOW", DEFAULT_WINDOW, "tokens")
+
+
+# ---------------------------------------------------------------- the price
+
+class Price(NamedTuple):
+    """What a million tokens cost, as /cost and the session page give it: input and output
+    (None: not priced), the unit ("$" for the list price, "" for yours: your currency), and
+    the words that say which price it is and where it came from."""
+    input: Optional[float]
+    output: Optional[float]
+    unit: str
+    said: str
+
+
+def price(model: Optional[str] = None) -> Price:
+    """The price a session is costed at: yours (PRICE_PER_MTOK, PRICE_PER_MTOK_OUT) if you set
+    either; else DEFAULT_PRICE for DEFAULT_MODEL; else none, and the words say to set one (a
+    price made up for another model would be wrong). A bad value raises SetupError naming
+    the variable: cli asks for the price first, so that it is refused before anything runs."""
+    model = model or model_id()
+    price_in, price_out = [_price_set(name, what) for name, what in (
+        ("PRICE_PER_MTOK", "input"), ("PRICE_PER_MTOK_OUT", "output"))]
+    if price_in is not None and price_out is not None:
+        said = (f"at your PRICE_PER_MTOK={price_in:g} and PRICE_PER_MTOK_OUT={price_out:g} per "
+                "million tokens")
+    elif price_in is not None:
+        said = (f"at your PRICE_PER_MTOK={price_in:g} per million input tokens; set "
+                "PRICE_PER_MTOK_OUT to price the output")
+    elif price_out is not None:
+        said = (f"at your PRICE_PER_MTOK_OUT={price_out:g} per million output tokens; set "
+                "PRICE_PER_MTOK to price the input")
+    elif model == DEFAULT_MODEL:
+        listed_in, listed_out = DEFAULT_PRICE
+        return Price(listed_in, listed_out, "$",
+                     f"at Anthropic's list price for {DEFAULT_MODEL}, ${listed_in:g} a million "
+                     f"input tokens and ${listed_out:g} a million output tokens ({PRICE_SOURCE}, "
+                     f"read {PRICE_READ}); PRICE_PER_MTOK and PRICE_PER_MTOK_OUT set your own")
+    else:
+        said = (f"none: MODEL_ID is {model}, which has no price here; set PRICE_PER_MTOK (and "
+                "PRICE_PER_MTOK_OUT) to its price per million tokens")
+    return Price(price_in, price_out, "", said)
+
+
+def _price_set(name: str, what: str) -> Optional[float]:
+    """A price you set, per million tokens; None when unset (or empty)."""
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return None
+    try:
+        value = float(raw)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value >= 0):
+        raise SetupError(f"{name} must be a price per million {what} tokens, such as 3 or "
+                         f"0.25; got {raw!r}")
+    return value
 

@@ -5,6 +5,8 @@ from types import SimpleNamespace
 
 import pytest
 
+from harness import config
+from harness.session import views
 from harness.session.page import end_of_run, render, write_page
 from harness.session.record import Recorder
 from helpers import HOSTILE, Elements, messages, synthetic_record, usage, words
@@ -155,6 +157,18 @@ def test_hostile_text_is_shown_as_text_never_markup():
     assert not re.search("[\x00-\x08\x0b\x1b\u202e]", page_text)
     page_text.encode("utf-8")                                            # no lone surrogate left
     assert "default-src 'none'" in page_text                             # no script would run
+
+
+def test_the_price_line_is_the_cost_commands_and_a_hostile_model_id_is_text():
+    rec = synthetic_record()
+    assert "price:" not in render(rec.data)                   # no price given, no line
+    listed = config.price(config.DEFAULT_MODEL)
+    shown = " ".join(Elements(render(rec.data, listed)).text)
+    assert f"price: {views.money(rec.data, listed)}, {listed.said}" in shown
+    page_text = render(rec.data, config.Price(None, None, "", f"none: MODEL_ID is {HOSTILE}"))
+    shown = "".join(Elements(page_text).text)
+    assert "price: none: MODEL_ID is <script>alert(1)</script>" in shown     # as text
+    assert "<script>" not in page_text and not re.search("[\x00-\x08\x1b\u202e]", page_text)
 
 
 # ---------------------------------------------------------------- writing the page

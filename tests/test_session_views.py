@@ -6,11 +6,12 @@ from types import SimpleNamespace
 import pytest
 
 import s06_compact as s06
-from harness.run import Run
+from harness import config
 from harness.errors import SetupError
+from harness.run import Run
 from harness.session import views
 from harness.session.record import Recorder
-from harness.session.views import context_report, cost_report, prices_from_env
+from harness.session.views import context_report, cost_report
 from helpers import synthetic_record, usage
 
 
@@ -168,24 +169,30 @@ def test_cost_splits_the_input_and_prices_it_only_when_asked():
     assert "6 model calls (5 in the loop, 1 summary)" in report
     assert f"billed as {billed:,.0f} input tokens; without caching {sent:,}" in report
     assert f"caching saved {1 - billed / sent:.0%}" in report
-    assert not re.search(r"\d\.\d{4}", report) and "set PRICE_PER_MTOK" in report
-    priced = cost_report(rec.data, 3.0, 15.0)
+    assert not re.search(r"\d\.\d{4}", report) and "price:" not in report
+    priced = cost_report(rec.data, config.Price(3.0, 15.0, "", "at the price given"))
     out = sum(c.output for c in calls)
-    assert f"input {billed * 3 / 1e6:,.4f} (without caching {sent * 3 / 1e6:,.4f})" in priced
-    assert f"total {(billed * 3 + out * 15) / 1e6:,.4f}" in priced
+    assert (f"  price: {(billed * 3 + out * 15) / 1e6:,.4f} = input {billed * 3 / 1e6:,.4f} "
+            f"(without caching {sent * 3 / 1e6:,.4f}) + output {out * 15 / 1e6:,.4f}\n"
+            "    at the price given") in priced
+    unpriced = cost_report(rec.data, config.Price(None, None, "", "none: set one"))
+    assert unpriced.endswith("\n  price: none: set one")
 
 
 @pytest.mark.parametrize("value", ["three", "-1", "nan", "inf", "1e999"])
 def test_a_bad_price_is_one_clear_line(monkeypatch, value):
     monkeypatch.setenv("PRICE_PER_MTOK", value)
     with pytest.raises(SetupError, match="PRICE_PER_MTOK must be a price per million input tokens"):
-        prices_from_env()
+        config.price()
 
 
-def test_prices_come_from_the_environment_and_are_absent_by_default(monkeypatch):
-    monkeypatch.delenv("PRICE_PER_MTOK", raising=False)
+def test_your_output_price_alone_replaces_the_list_price_and_empty_is_unset(monkeypatch):
+    monkeypatch.setenv("PRICE_PER_MTOK", " ")
     monkeypatch.setenv("PRICE_PER_MTOK_OUT", " 15 ")
-    assert prices_from_env() == (None, 15.0)
+    price = config.price(config.DEFAULT_MODEL)
+    assert (price.input, price.output, price.unit) == (None, 15.0, "")
+    assert price.said == ("at your PRICE_PER_MTOK_OUT=15 per million output tokens; set "
+                          "PRICE_PER_MTOK to price the input")
 
 
 def test_the_cost_matches_what_the_stand_in_api_bills():

@@ -28,6 +28,10 @@ task board as a graph (board_picture.py). Without each piece:
 - _sizes: a compaction's "before → after" would hide which number the API counted and which
   is an estimate.
 - prefers-color-scheme: the chart is unreadable in a dark browser.
+- _price_line: the session in money at config.price() (the default model's list price unless
+  the user set one; none for another model), in /cost's words (views.money), naming the price
+  and where it came from: without it the page gave tokens only. _price: a bad price (cli
+  refuses one before the run) is said on the page instead of losing it.
 - _write_new: an interrupted write leaves half a page, or replaces an earlier session's page;
   the lesson in the name tells the pages of s03, s06 and s07 apart. Through
   harness/writer.py, 0600 like the session log: the page shows every request and tool output
@@ -41,8 +45,8 @@ from pathlib import Path
 from typing import Optional
 
 from harness import config, excerpt, writer
-from harness.errors import reason
-from harness.session import board_picture, sent
+from harness.errors import SetupError, reason
+from harness.session import board_picture, sent, views
 from harness.session.markup import n, text
 from harness.session.record import (BOARDS_KEPT, MAX_TOOL_CALLS, Compaction, ModelCall,
                                     Recorder, SessionRecord)
@@ -376,8 +380,19 @@ def _tool_table(record: SessionRecord) -> str:
             + "".join(rows) + "</tbody></table>" + more)
 
 
-def render(record: SessionRecord) -> str:
-    """The whole page as one string: CSS inline, SVG inline, no script."""
+def _price_line(record: SessionRecord, price: Optional[config.Price]) -> str:
+    """What the session cost in money, and at which price from where, as /cost says it."""
+    if price is None:
+        return ""
+    priced = views.money(record, price)
+    if not priced:                    # another model, no price set: the words say to set one
+        return f'<p class="totals">price: {text(price.said)}</p>\n'
+    return f'<p class="totals">price: {text(priced)}, {text(price.said)}</p>\n'
+
+
+def render(record: SessionRecord, price: Optional[config.Price] = None) -> str:
+    """The whole page as one string: CSS inline, SVG inline, no script. price: what the
+    session is costed at (config.price()); None gives no price line."""
     started = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(record.started))
     pictures = _pictures(record)
     board = (f"<h2>The board at the end</h2>{pictures['board-end']}"
@@ -394,15 +409,26 @@ def render(record: SessionRecord) -> str:
             f'<title>{text(record.lesson or "session")} · {text(started)}</title>'
             f'<style>{CSS}</style></head><body>\n'
             f'<h1>{text(record.lesson or "session")} <small>{text(started)}</small></h1>'
-            f'<p class="totals">{_summary_line(record)}</p>\n{_legend(record)}\n{key}'
+            f'<p class="totals">{_summary_line(record)}</p>\n{_price_line(record, price)}'
+            f'{_legend(record)}\n{key}'
             f'{chart}\n{_events(record, pictures)}\n{sent.section(record)}\n{board}\n'
             f'{_tool_table(record)}\n{problems}</body></html>\n')
 
 
-def write_page(record: SessionRecord, folder: Path = config.TRANSCRIPTS) -> Path:
+def write_page(record: SessionRecord, folder: Path = config.TRANSCRIPTS,
+               price: Optional[config.Price] = None) -> Path:
     """Write the page as folder/session_<lesson>_<time>_<n>.html and return it. Raises OSError."""
     stem = f"session_{_lesson_tag(record.lesson)}{time.strftime('%Y%m%d-%H%M%S')}"
-    return _write_new(Path(folder), stem, render(record))
+    return _write_new(Path(folder), stem, render(record, price))
+
+
+def _price() -> config.Price:
+    """The run's price, as /cost gives it. A bad one (cli refuses it before the run starts)
+    is said on the page, in place of the money: the page is not lost for it."""
+    try:
+        return config.price()
+    except SetupError as exc:
+        return config.Price(None, None, "", f"none: {exc}")
 
 
 def _lesson_tag(lesson: str) -> str:
@@ -426,7 +452,7 @@ def end_of_run(recorder: Recorder, folder: Path = config.TRANSCRIPTS,
         return None                          # nothing happened: leave no file behind, read no board
     recorder.finish()
     try:
-        path = write_page(recorder.data, folder)
+        path = write_page(recorder.data, folder, _price())
     except OSError as exc:
         show_note(f"[no session page: cannot write in {folder}/ ({reason(exc)})]")
         return None

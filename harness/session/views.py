@@ -21,18 +21,17 @@ the session page does. Without each piece:
 - in_charge: /context and /cost would not say whether the harness's
   layers or the API (--api-context) manage the context; with the API, /context measures the
   context against the API's trigger instead of COMPACT_THRESHOLD.
-- prices_from_env: a price appears only when the user says what the tokens cost; a price made
-  up here would be wrong for most models and most currencies.
+- money and the price line: the session in money at config.price() (the default model's
+  list price unless you set yours; none for another model, whose price would be made up),
+  with the words that say which price it was and where it came from. The session page
+  (page.py) gives the same line, so the two never disagree.
 """
 
-import math
-import os
 import sys
 import textwrap
 from typing import Optional
 
 from harness import config, terminal, tokens
-from harness.errors import SetupError
 from harness.session import blocks
 from harness.session.record import SUMMARY_BY_API, Recorder, SessionRecord
 
@@ -208,36 +207,16 @@ def print_context(recorder: Recorder, system: str, tools: list, view: list,
 
 # ---------------------------------------------------------------- /cost
 
-def prices_from_env() -> tuple:
-    """PRICE_PER_MTOK (input) and PRICE_PER_MTOK_OUT (output), per million tokens; None when
-    unset."""
-    prices = []
-    for name, what in (("PRICE_PER_MTOK", "input"), ("PRICE_PER_MTOK_OUT", "output")):
-        raw = os.environ.get(name, "").strip()
-        try:
-            price = float(raw) if raw else None
-        except ValueError:
-            price = math.nan
-        if price is not None and not (math.isfinite(price) and price >= 0):
-            raise SetupError(f"{name} must be a price per million {what} tokens, such as 3 or "
-                             f"0.25; got {raw!r}")
-        prices.append(price)
-    return tuple(prices)
-
-
-def cost_report(record: SessionRecord, price_per_mtok: Optional[float] = None,
-                price_per_mtok_out: Optional[float] = None,
+def cost_report(record: SessionRecord, price: Optional[config.Price] = None,
                 in_charge: Optional[str] = None) -> str:
-    """/cost: the session's tokens as the API bills them, and what they would cost without
-    caching; in_charge: which manages the context (a summary the API wrote is a call here)."""
+    """/cost: the session's tokens as the API bills them, what they would cost without
+    caching, and at `price` (config.price()) what they cost in money; in_charge: which
+    manages the context (a summary the API wrote is a call here)."""
     calls = record.calls
     summaries = sum(c.is_summary for c in calls)
     by_api = sum(c.label == SUMMARY_BY_API for c in calls)
-    uncached = sum(c.uncached for c in calls)
-    written = sum(c.cache_written for c in calls)
-    read = sum(c.cache_read for c in calls)
-    output, sent = sum(c.output for c in calls), uncached + written + read
-    billed = uncached + WRITE_PRICE * written + READ_PRICE * read
+    uncached, written, read, sent, billed = _input(record)
+    output = sum(c.output for c in calls)
     split = f" ({len(calls) - summaries} in the loop, {summaries} summary)" if summaries else ""
     if by_api:
         split = split.replace(" summary)", f" summary: {by_api} written by the API)")
@@ -250,8 +229,41 @@ def cost_report(record: SessionRecord, price_per_mtok: Optional[float] = None,
              f"  billed as {billed:,.0f} input tokens; without caching {sent:,} "
              f"({_saving(billed, sent)})",
              f"  output           {output:>10,} tokens"]
-    lines.append(_price_line(billed, sent, output, price_per_mtok, price_per_mtok_out))
+    priced = money(record, price) if price is not None else ""
+    if priced:                         # the money, then which price it was and from where
+        lines += [f"  price: {priced}", f"    {price.said}"]
+    elif price is not None:            # none: the words say why, and how to set one
+        lines.append(f"  price: {price.said}")
     return "\n".join(line for line in lines if line)
+
+
+def _input(record: SessionRecord) -> tuple:
+    """The session's input tokens: uncached, written to the cache, read from it, all sent,
+    and billed (the 1.25x and 0.1x applied), as the API bills them."""
+    calls = record.calls
+    uncached = sum(c.uncached for c in calls)
+    written = sum(c.cache_written for c in calls)
+    read = sum(c.cache_read for c in calls)
+    billed = uncached + WRITE_PRICE * written + READ_PRICE * read
+    return uncached, written, read, uncached + written + read, billed
+
+
+def money(record: SessionRecord, price: config.Price) -> str:
+    """The session at `price`, for /cost and the page: the whole, = input (and without
+    caching) + output, when both are priced; else the one that is; "" when neither is
+    (another model, no price set)."""
+    _, _, _, sent, billed = _input(record)
+    output = sum(c.output for c in record.calls)
+    unit, parts = price.unit, []
+    if price.input is not None:
+        parts.append(f"input {unit}{billed * price.input / 1e6:,.4f} "
+                     f"(without caching {unit}{sent * price.input / 1e6:,.4f})")
+    if price.output is not None:
+        parts.append(f"output {unit}{output * price.output / 1e6:,.4f}")
+    if len(parts) < 2:
+        return "".join(parts)
+    total = (billed * price.input + output * price.output) / 1e6
+    return f"{unit}{total:,.4f} = " + " + ".join(parts)
 
 
 def _saving(billed: float, sent: int) -> str:
@@ -263,28 +275,9 @@ def _saving(billed: float, sent: int) -> str:
     return f"caching cost {-change:.0%} more: cache writes are billed at 1.25x"
 
 
-def _price_line(billed: float, sent: int, output: int, price_in: Optional[float],
-                price_out: Optional[float]) -> str:
-    if price_in is None and price_out is None:
-        return ("  price: set PRICE_PER_MTOK (and PRICE_PER_MTOK_OUT) to your price per million "
-                "tokens")
-    parts = []
-    if price_in is not None:
-        parts.append(f"input {billed * price_in / 1e6:,.4f} "
-                     f"(without caching {sent * price_in / 1e6:,.4f})")
-    if price_out is not None:
-        parts.append(f"output {output * price_out / 1e6:,.4f}")
-    if price_in is not None and price_out is not None:
-        parts.append(f"total {(billed * price_in + output * price_out) / 1e6:,.4f}")
-    names = [n for n, p in (("PRICE_PER_MTOK", price_in), ("PRICE_PER_MTOK_OUT", price_out))
-             if p is not None]
-    return "  price: " + " · ".join(parts) + f" (at {' and '.join(names)})"
-
-
 def cost_command(messages: list, run, arg: str = "") -> None:
-    """/cost in any lesson's REPL: the record of this run, priced only if the user set a price."""
-    terminal.show_out(cost_report(run.recorder.data, *prices_from_env(),
-                                  in_charge(run)))
+    """/cost in any lesson's REPL: the record of this run, at the price of its model."""
+    terminal.show_out(cost_report(run.recorder.data, config.price(run.model), in_charge(run)))
 
 
 def in_charge(run) -> Optional[str]:
