@@ -10,7 +10,8 @@ gives it to the loop. Without each piece:
   the path of requirements.txt from where you are.
 - the budget (--max-steps, MAX_STEPS, StepLimit, STEPS_RAN_OUT): a turn that ran out of
   model calls exits 0 as if done, and a script cannot tell it from a finished one (it exits
-  3, naming --continue). A bad MAX_STEPS is refused before anything is written.
+  3, naming --continue). A bad MAX_STEPS, or a bad PRICE_PER_MTOK, is refused before anything
+  is written.
 - no key, the REPL still opens: /tasks, /task, /context, /cost and /help need no model;
   a typed prompt gets one line saying how to reach one. /help lists the commands, and a
   lesson's own help for its own (s07: /task help); a mistyped /command gets the nearest.
