@@ -2,8 +2,8 @@
 
 Read the lessons first (s03, s06, s07): each holds the mechanism it is named for, as code.
 Then, to see how a piece is made safe, open the module the lesson's line names; each opens by
-saying who relies on it and what breaks without each of its pieces. This is the reading
-guide; the README links here.
+saying who relies on it and what breaks without each of its pieces.
+This is the reading guide; the README links here.
 
     after s03   run            the loop's second parameter: the client, the model, and this
                                run's record, log, saved results and screen

@@ -76,8 +76,11 @@ def s06_demo(context, run) -> tuple:
     context: s06's ContextSize; its threshold is set low for the demo, and said so."""
     if run.api_context is not None:
         return s06_api_demo(run)
-    _say_threshold(context.threshold, "s06's DEMO_THRESHOLD: low, so that layer 2 compacts "
-                   "within ten calls; COMPACT_THRESHOLD changes it")
+    why = "s06's DEMO_THRESHOLD: low, so that layer 2 compacts within ten calls; set "
+    why += "COMPACT_THRESHOLD to change it"
+    if os.environ.get("COMPACT_THRESHOLD", "").strip():
+        why = "your COMPACT_THRESHOLD; the demo's own is s06's DEMO_THRESHOLD"
+    _say_threshold(context.threshold, why)
 
     def first_result_cleared(body):
         for message in body["messages"]:
@@ -94,6 +97,14 @@ def s06_demo(context, run) -> tuple:
             said = "My first result is still whole: layer 1 has not needed to clear it."
         return reply(text(said), tool("bash", {"command": "seq -s ' ' 20000 23000"}))
 
+    def went_on(body):
+        first = body["messages"][0]["content"]
+        if isinstance(first, str) and first.startswith("[This conversation was compacted"):
+            said = "I go on from the summary layer 2 wrote."
+        else:
+            said = "Layer 2 has not compacted yet: the context is under COMPACT_THRESHOLD."
+        return reply(text(said), tool("bash", {"command": "wc -l notes.md"}))
+
     script = [
         reply(text("I'll generate some bulky output."),
               tool("bash", {"command": "seq -s ' ' 1 7000"})),
@@ -103,8 +114,7 @@ def s06_demo(context, run) -> tuple:
         reply(tool("bash", {"command": "ls -l notes.md"})),
         narrate,
         reply(tool("bash", {"command": "seq -s ' ' 30000 33000"})),
-        reply(text("I go on from the summary layer 2 wrote."),
-              tool("bash", {"command": "wc -l notes.md"})),
+        went_on,
         reply(text("A phase is done; compacting on purpose."),
               tool("compact", {"focus": "the notes file"})),
         reply(tool("bash", {"command": "wc -c notes.md"})),

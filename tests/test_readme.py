@@ -272,8 +272,9 @@ def test_without_a_model_those_steps_are_refused_with_one_message_each(workdir):
 # ---------------------------------------------------------------- what the README says of the code
 
 def test_the_settings_the_readme_lists_are_the_ones_the_docs_and_env_example_have():
-    listed = re.search(r"Settings come from the environment or from `./.env` \(the environment "
-                       r"wins\): (.*?); `.env.example` has the common ones\.", README)[1]
+    listed = re.search(r"Settings come from the environment, from `./.env` where you run, or "
+                       r"from the repository's `.env` \(the environment wins, then `./.env`\): "
+                       r"(.*?); `.env.example` has the common ones\.", README)[1]
     names = re.findall(r"`([A-Z_]+)`", listed)
     example = re.findall(r"^#? ?([A-Z_]+)=", (ROOT / ".env.example").read_text(encoding="utf-8"),
                          re.M)
