@@ -16,7 +16,7 @@ import pytest
 
 import s06_compact
 import s03_todo
-from harness import api_context
+from harness import api_context, tokens
 from harness.run import Run
 from harness.stand_in import StandInAPI, edits
 from harness.stand_in.script import error, reply, text, tool
@@ -75,8 +75,9 @@ def test_compact_sends_the_compaction_edit_with_its_beta_at_the_apis_minimum(run
 
 def test_without_the_flag_no_beta_and_no_context_management_is_sent(run_lesson):
     proc, api = run_lesson("s06_compact", "hi", script=[reply(text("Done."))])
-    assert proc.returncode == 0
+    assert proc.returncode == 0 and proc.stdout.strip() == "Done."
     assert "context_management" not in api.requests[0] and betas(api.headers[0]) == set()
+    assert api.requests[0]["messages"] == [{"role": "user", "content": "hi"}]
 
 
 def test_s07_takes_the_flag_too_as_it_runs_s06s_loop(run_lesson):
@@ -332,9 +333,13 @@ def test_a_422_that_names_the_beta_gets_the_hint_too(run_lesson):
 
 
 def test_a_400_that_does_not_name_the_beta_gets_no_hint(run_lesson):
+    """Any other 400 is the API's own line, whole and alone: a hint there would send the user
+    after the wrong cause."""
     proc, api = run_lesson("s06_compact", "--api-context", "clear", "hi",
                            script=[error(400, "messages.0: something else")])
-    assert proc.returncode == 1 and "--api-context" not in proc.stderr
+    assert proc.returncode == 1 and proc.stdout == ""
+    assert messages(proc.stderr) == [
+        "error: the API refused the request (400 messages.0: something else)"]
 
 
 # ---------------------------------------------------------------- the reply as history
@@ -400,7 +405,7 @@ def test_a_reply_that_says_nothing_of_context_management_is_noted_once(run, caps
     heard = types.SimpleNamespace(content=[], usage={}, context_management={"applied_edits": []})
     run.api_context = api_context.Setting(api_context.CLEAR, 30_000)
     run.api_context.count(run, heard)
-    assert "says nothing" not in capsys.readouterr().err
+    assert capsys.readouterr().err == ""           # a reply that did nothing: nothing to say
 
 
 def test_a_clearing_is_said_when_it_grows_and_again_after_layer_3_made_a_new_history(run,
@@ -448,25 +453,25 @@ def continued_from(run_lesson):
     return api.requests[0]["messages"][0]["content"][0]
 
 
-@pytest.mark.parametrize("usage, before", [
-    ({"input_tokens": 900, "output_tokens": 5, "iterations": "not a list"}, None),
+NOT_REPORTED = "the API compacted the conversation to 900 tokens (its size before: not reported)"
+
+
+@pytest.mark.parametrize("usage, note", [
+    ({"input_tokens": 900, "output_tokens": 5, "iterations": "not a list"}, NOT_REPORTED),
     ({"input_tokens": 900, "output_tokens": 5,
       "iterations": [{"type": "compaction", "input_tokens": "52000", "output_tokens": "300"},
-                     {"type": "message", "input_tokens": 900, "output_tokens": 5}]}, "52,000"),
-    ({"input_tokens": 900, "output_tokens": 5}, None)])
+                     {"type": "message", "input_tokens": 900, "output_tokens": 5}]},
+     "the API compacted the conversation 52,000 → 900 tokens"),
+    ({"input_tokens": 900, "output_tokens": 5}, NOT_REPORTED)])
 def test_an_odd_or_missing_count_of_the_apis_summary_keeps_the_summary(run_lesson, usage,
-                                                                        before):
+                                                                        note):
     """A count sent as text, iterations that is no list, or none at all: one note, never a
     traceback, and the summary the API already billed is kept for --continue."""
     proc, api = run_lesson("s06_compact", "--api-context", "compact", "go",
                            script=[compacting(SUMMARY, usage)])
     assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
-    said = words(proc.stderr)
-    if before:
-        assert f"the API compacted the conversation {before} → 900 tokens" in said
-    else:
-        assert "the API compacted the conversation to 900 tokens (its size before: not " \
-               "reported)" in said
+    assert proc.stdout.strip() == "Done."
+    assert words(proc.stderr).count(note) == 1
     assert continued_from(run_lesson) == {"type": "compaction", "content": SUMMARY}
 
 
@@ -555,3 +560,132 @@ def test_a_session_resumed_past_the_window_is_summarised_from_what_fits(run_less
     assert proc.returncode == 0 and api.violations == [], proc.stderr
     assert "the summary covers its newest" in words(proc.stderr)
     assert proc.stdout.strip() == "on"
+
+
+# ---------------------------------------------------------------- a second compaction (#46)
+
+def compacted_twice(run_lesson):
+    """s06 with --api-context compact over eleven bulky outputs: the API summarises twice
+    (after the fifth output, and after the tenth, the first five gone with the first
+    summary), and one more output follows the second summary. Returns the run."""
+    script = [bulky(n * 10_000) for n in range(1, 12)] + [reply(text("Done."))]
+    proc, api = run_lesson("s06_compact", "--api-context", "compact", "go", script=script,
+                           summary=SUMMARY)
+    assert proc.returncode == 0 and api.violations == [], proc.stderr
+    return proc, api
+
+
+def compactions_in(request) -> list:
+    """Where each compaction block of a request is: (message, block)."""
+    return [(m, b) for m, message in enumerate(request["messages"])
+            if isinstance(message["content"], list)
+            for b, block in enumerate(message["content"]) if block["type"] == "compaction"]
+
+
+def size(counts) -> int:
+    """What a usage says the API read: its input, uncached, read from the cache and written."""
+    return (counts["input_tokens"] + counts["cache_read_input_tokens"]
+            + counts["cache_creation_input_tokens"])
+
+
+def test_after_the_apis_second_compaction_a_request_sends_only_what_follows_it(run_lesson):
+    """The API drops everything before its LAST compaction block: a request that still sent
+    the span between the first summary and the second would pay for it on every call."""
+    proc, api = compacted_twice(run_lesson)
+    compacting = [n for n, counted in enumerate(api.usages) if counted.get("iterations")]
+    assert len(compacting) == 2                         # the API did summarise twice
+    last = api.requests[-1]
+    assert compactions_in(last) == [(0, 0)]             # one summary, first: the second one
+    assert last["messages"][0]["role"] == "assistant"
+    sent = json.dumps(last)
+    # The sixth to tenth outputs came between the summaries; the eleventh follows the second.
+    assert "60000 60001" not in sent and "100000 100001" not in sent
+    assert "110000 110001" in sent
+    # Each compaction is said with its sizes, as the API counted them.
+    said = words(proc.stderr)
+    for n in compacting:
+        step, reply_step = api.usages[n]["iterations"]
+        assert (f"the API compacted the conversation {size(step):,} → {size(reply_step):,} "
+                "tokens") in said
+
+
+def test_continue_after_the_apis_second_compaction_counts_and_sends_from_the_last_summary(
+        run_lesson):
+    """--continue goes on from the last summary: /context counts that, layer 2's guard (here a
+    60,000-token window, so 44,000 tokens) does not summarise the span the API dropped, and
+    the request sends it alone."""
+    compacted_twice(run_lesson)
+    window = {"CONTEXT_WINDOW": "60000"}
+    proc, api = run_lesson("s06_compact", "--continue", "--api-context", "compact",
+                           script=[reply(text("Still here."))], stdin="/context\nmore\nq\n",
+                           env=window)
+    assert proc.returncode == 0 and api.violations == [], proc.stderr
+    assert "summary call" not in proc.stderr and len(api.requests) == 1
+    (request,) = api.requests
+    assert compactions_in(request) == [(0, 0)]
+    assert "60000 60001" not in json.dumps(request) and "110000 110001" in json.dumps(request)
+    resumed = request["messages"][:-1]                  # what /context was shown, then "more"
+    assert request["messages"][-1]["content"] == "more"
+    assert f": {len(resumed)} messages;" in words(proc.stderr)
+    total = tokens.request(s06_compact.SYSTEM, s06_compact.TOOLS, resumed)
+    assert (f"context now: ~{total:,} tokens (estimated: no API count for this context yet)"
+            in proc.stdout)
+
+
+# ---------------------------------------------------------------- the size of a compaction (#46)
+
+def test_the_apis_compaction_is_said_with_its_cached_part_on_the_screen_and_the_page(
+        run_lesson, workdir):
+    """The API counts a request in three parts: uncached, read from the cache, written to it.
+    A summary step reads almost all of its input from the cache: said as its uncached part
+    alone, a compaction of 60,500 tokens would read "500 → 2,003"."""
+    summary_step = {"type": "compaction", "input_tokens": 500, "cache_read_input_tokens": 48_000,
+                    "cache_creation_input_tokens": 12_000, "output_tokens": 300}
+    after = {"input_tokens": 2_003, "cache_read_input_tokens": 40_000,
+             "cache_creation_input_tokens": 0, "output_tokens": 5}
+    usage = {**after, "iterations": [summary_step, {"type": "message", **after}]}
+    proc, api = run_lesson("s06_compact", "--api-context", "compact", "go",
+                           script=[compacting(SUMMARY, usage)])
+    assert proc.returncode == 0 and api.violations == [], proc.stderr
+    assert ("the API compacted the conversation 60,500 → 42,003 tokens; its summary, a "
+            "compaction block, is kept in the history and sent back") in words(proc.stderr)
+    (page,) = (workdir / ".transcripts").glob("session_*.html")
+    shown = words(html.unescape(page.read_text(encoding="utf-8")))
+    assert ("60,500 → 42,003 tokens (before: the API's count; after: the API's count)"
+            in shown)
+
+
+def test_the_stand_ins_own_compaction_is_said_with_the_cache_it_read(run_lesson):
+    """The same, as the stand-in plays the API: its summary step reads the conversation from
+    the cache the loop's calls wrote."""
+    proc, api = run_lesson("s06_compact", "--api-context", "compact", "go",
+                           script=five_bulky_then(reply(text("Done."))), summary=SUMMARY)
+    assert proc.returncode == 0, proc.stderr
+    (counted,) = [u for u in api.usages if u.get("iterations")]
+    step, reply_step = counted["iterations"]
+    assert step["cache_read_input_tokens"] > 40_000                  # read from the cache
+    assert (f"the API compacted the conversation {size(step):,} → {size(reply_step):,} tokens"
+            in words(proc.stderr))
+
+
+# ---------------------------------------------------------------- --continue with clear (#46)
+
+def test_continue_with_clear_of_a_session_the_api_compacted_goes_on_from_the_summary_as_text(
+        run_lesson):
+    """The API refuses a compaction block in a request without the compaction edit (a bare
+    400): a session the API compacted, continued with clearing instead, goes on from its
+    summary sent as text, and says so."""
+    proc, api = run_lesson("s06_compact", "--api-context", "compact", "go",
+                           script=five_bulky_then(reply(text("Done."))), summary=SUMMARY)
+    assert proc.returncode == 0, proc.stderr
+    proc, api = run_lesson("s06_compact", "--continue", "--api-context", "clear", "more",
+                           script=[reply(text("Going on."))])
+    assert proc.returncode == 0 and api.violations == [], proc.stderr
+    assert proc.stdout.strip() == "Going on."
+    (request,) = api.requests
+    assert edit_of(request)["type"] == "clear_tool_uses_20250919"
+    assert compactions_in(request) == []
+    first = request["messages"][0]
+    assert first == {"role": "user", "content": [text(api_context.AS_TEXT + SUMMARY)]}
+    assert ("it goes on from that summary, sent as plain text; add --api-context compact to "
+            "let the API compact it again") in words(proc.stderr)
