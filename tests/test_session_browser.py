@@ -18,7 +18,7 @@ import zlib
 
 import pytest
 
-from harness.session.page import BAR_WIDTH_MAX, CHART_WIDTH, write_page
+from harness.session.page import BAR_WIDTH_MAX, CHART_MIN, CHART_WIDTH, write_page
 from helpers import HOSTILE, ROOT, Elements, synthetic_record
 
 sys.path.insert(0, str(ROOT / "tools"))
@@ -44,7 +44,15 @@ MEASURE = """<script>
 addEventListener("load", () => {
   const box = (e) => e.getBoundingClientRect();
   const facts = {page: document.documentElement.scrollWidth, window: innerWidth,
-    chart: box(document.querySelector("svg.chart")).right,
+    chart: box(document.querySelector("svg.chart").closest(".scroll")).right,
+    chartText: Math.min(...[...document.querySelectorAll("svg.chart text")].map((t) => {
+      const svg = t.closest("svg");
+      return parseFloat(getComputedStyle(t).fontSize) * box(svg).width / svg.viewBox.baseVal.width;
+    })),
+    legendItems: document.querySelectorAll(".legend .item").length,
+    legendSplit: [...document.querySelectorAll(".legend .item")]
+      .filter((e) => box(e).height > 2 * parseFloat(getComputedStyle(e).fontSize))
+      .map((e) => e.textContent),
     table: box(document.querySelector("table.tools")).right,
     boards: [...document.querySelectorAll("svg.board")].map((svg) => {
       const scroller = svg.closest(".scroll"), style = getComputedStyle(scroller);
@@ -69,6 +77,16 @@ def layout(chromium, page, width):
     dom, _ = session_screenshot.run_chromium(chromium, measured, "--dump-dom",
                                              f"--window-size={width},800")
     return json.loads(html_module.unescape(re.search(r'<pre id="measured">(.*?)</pre>', dom)[1]))
+
+
+@pytest.mark.parametrize("width", [600, 400])
+def test_in_a_narrow_window_the_charts_words_stay_readable_and_no_legend_entry_splits(
+        chromium, tmp_path, width):
+    """The chart is drawn to the page's width: at 600 px its labels were 6 to 7 px tall, and
+    the legend broke an entry (a swatch and its words) across two lines."""
+    facts = layout(chromium, write_page(synthetic_record().data, tmp_path), width)
+    assert facts["chartText"] >= 10, facts["chartText"]        # pixels, as drawn
+    assert facts["legendItems"] >= 8 and facts["legendSplit"] == []
 
 
 def test_at_600_px_nothing_is_cut_and_a_wide_board_scrolls_in_its_box(chromium, tmp_path):
@@ -119,9 +137,10 @@ def test_the_page_renders_from_disk_in_both_schemes_with_no_console_error(
     colour = WRITTEN_LIGHT if scheme == "light" else WRITTEN_DARK
     runs = [len(run) // 3 for row in rows for run in pixel_runs(row, colour)]
     assert sum(runs) > 1_500                                           # call 2's bar
-    # The chart is as wide as the page: its bars are as much wider as the page is.
-    page_width = min(window - 2 * PADDING, PAGE_MAX)
-    assert abs(max(runs) - BAR_WIDTH_MAX * page_width / CHART_WIDTH) <= 2
+    # The chart is as wide as the page, or CHART_MIN in a narrow window (it then scrolls in its
+    # box): its bars are as much wider as it is.
+    chart_width = max(min(window - 2 * PADDING, PAGE_MAX), CHART_MIN)
+    assert abs(max(runs) - BAR_WIDTH_MAX * chart_width / CHART_WIDTH) <= 2
 
 
 def test_the_console_check_sees_a_script_error(chromium, tmp_path):

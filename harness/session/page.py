@@ -10,7 +10,8 @@ task board as a graph (board_picture.py). Without each piece:
 - the Content-Security-Policy: if an escape were ever missed, the browser still runs no script
   and loads nothing from the network.
 - the chart's viewBox: the chart keeps its drawn size, a strip in a wide window or cut off
-  in a narrow one; scaled to the page's width, it uses the room there is.
+  in a narrow one; scaled to the page's width, it uses the room there is. Down to CHART_MIN
+  px: narrower, its words were 6 px tall (at 600 px), so it scrolls in its box instead.
 - MAX_BARS and _Scale.per: 3,000 calls drew 3,050 bars 1.5 units wide in slots 0.3 wide
   (a 1.7 MB chart, each bar over the next); past MAX_BARS a bar stands for a run of calls
   and draws the tallest of them, so the peaks against the threshold stay true, and its
@@ -24,7 +25,7 @@ task board as a graph (board_picture.py). Without each piece:
 - .scroll's shadows: a board wider than a narrow window (600 px) scrolls in its box, and
   where scroll bars are hidden until used, a shadow at the edge says there is more.
 - _legend: marks the lesson cannot make (s03 neither clears nor compacts) would be explained
-  as if they could appear.
+  as if they could appear; each entry in one piece (a swatch split from its words at 600 px).
 - _sizes: a compaction's "before → after" would hide which number the API counted and which
   is an estimate.
 - prefers-color-scheme: the chart is unreadable in a dark browser.
@@ -52,6 +53,7 @@ from harness.session.record import (BOARDS_KEPT, MAX_TOOL_CALLS, Compaction, Mod
                                     Recorder, SessionRecord)
 from harness.terminal import Screen, show_note
 
+CHART_MIN = 1000                     # px: in a narrower window the chart scrolls, its words legible
 CHART_WIDTH = 1168                   # the chart's drawing units across: the page's width (1200px
                                      # less its padding), so that at full width a unit is a pixel
 CHART_HEIGHT = 280                   # units of the plot area
@@ -107,14 +109,17 @@ def _nice_step(value: float) -> float:
 
 
 def _chart(record: SessionRecord) -> str:
-    """The SVG is as wide as the page (width 100%); its viewBox keeps the proportions."""
+    """The SVG is as wide as the page (width 100%); its viewBox keeps the proportions. In a
+    narrow window it keeps CHART_MIN px and scrolls in its box: drawn narrower, its words
+    were 6 px tall at 600 px."""
     scale = _Scale(record.calls)
-    parts = [f'<svg class="chart" xmlns="http://www.w3.org/2000/svg" width="100%" '
+    parts = ['<div class="scroll">',
+             f'<svg class="chart" xmlns="http://www.w3.org/2000/svg" width="100%" '
              f'viewBox="0 0 {scale.width} {scale.height}" role="img" '
              'aria-label="tokens per model call">',
              _axes(record, scale), *_bars(record.calls, scale), _threshold_line(record, scale),
              *_clearing_marks(record.clearings, scale),
-             *_compaction_marks(record, scale), "</svg>"]
+             *_compaction_marks(record, scale), "</svg>", "</div>"]
     return "\n".join(parts)
 
 
@@ -300,18 +305,19 @@ def _compacts(record: SessionRecord) -> bool:
 
 def _legend(record: SessionRecord) -> str:
     """The marks this lesson can make, and only those."""
-    items = ['<span class="swatch read"></span>read from the cache (0.1×) ',
-             '<span class="swatch written"></span>written to the cache (1.25×) ',
-             '<span class="swatch uncached"></span>uncached input (1×) ',
-             '<span class="swatch output"></span>output ']
+    items = ['<span class="swatch read"></span>read from the cache (0.1×)',
+             '<span class="swatch written"></span>written to the cache (1.25×)',
+             '<span class="swatch uncached"></span>uncached input (1×)',
+             '<span class="swatch output"></span>output']
     if _compacts(record):
-        items += ['<span class="swatch line"></span>COMPACT_THRESHOLD ',
-                  '<span class="swatch summary-call"></span>a summary call ',
-                  '<span class="mark-cleared">▲</span> layer 1 cleared a batch before this call ',
+        items += ['<span class="swatch line"></span>COMPACT_THRESHOLD',
+                  '<span class="swatch summary-call"></span>a summary call',
+                  '<span class="mark-cleared">▲</span> layer 1 cleared a batch before this call',
                   '<span class="mark-compaction">①</span> compaction (hover, or see the list)']
     if any(c.request for c in record.calls):
-        items.append(' · click a bar for what the model saw')
-    return f'<p class="legend">{"".join(items)}</p>'
+        items.append('· click a bar for what the model saw')
+    entries = " ".join(f'<span class="item">{item}</span>' for item in items)
+    return f'<p class="legend">{entries}</p>'
 
 
 def _pictures(record: SessionRecord) -> dict:
@@ -407,7 +413,7 @@ def render(record: SessionRecord, price: Optional[config.Price] = None) -> str:
             f'style-src \'unsafe-inline\'"><meta name="color-scheme" content="light dark">'
             f'<meta name="viewport" content="width=device-width, initial-scale=1">'
             f'<title>{text(record.lesson or "session")} · {text(started)}</title>'
-            f'<style>{CSS}</style></head><body>\n'
+            f'<style>{CSS.replace("MIN_WIDTH", str(CHART_MIN))}</style></head><body>\n'
             f'<h1>{text(record.lesson or "session")} <small>{text(started)}</small></h1>'
             f'<p class="totals">{_summary_line(record)}</p>\n{_price_line(record, price)}'
             f'{_legend(record)}\n{key}'
@@ -491,10 +497,8 @@ h2 { font-size: 1.1em; margin-top: 1.8em; }
     radial-gradient(farthest-side at 100% 50%, var(--shade), transparent) right / 1em 100%
       no-repeat scroll; }
 svg { overflow: visible; }
-svg.chart { display: block; width: 100%; height: auto; }
+svg.chart { display: block; width: 100%; height: auto; min-width: MIN_WIDTHpx; }
 svg text { fill: var(--fg); font: 12px system-ui, sans-serif; }
-@media (max-width: 800px) {          /* the chart is drawn smaller: its words stay readable */
-  svg.chart text.axis { font-size: 18px; } svg.chart .threshold text { font-size: 15px; } }
 svg text.axis { fill: var(--muted); }
 .grid { stroke: var(--grid); }
 .read, .swatch.read { fill: var(--read); background: var(--read); }
@@ -515,6 +519,7 @@ svg text.axis { fill: var(--muted); }
   margin: 0 0.3em 0 0.9em; }
 .swatch.line { height: 0; border-top: 2px dashed var(--threshold); vertical-align: 0.25em; }
 .legend { font-size: 13px; }
+.legend .item { white-space: nowrap; }   /* a swatch stays with its words */
 pre { white-space: pre-wrap; word-break: break-word; margin: 0; font-size: 12px; }
 pre.summary, pre.sent { background: var(--panel); padding: 0.6em 0.8em; border-radius: 6px;
   margin: 0.4em 0; }
