@@ -277,7 +277,8 @@ def test_the_defaults_and_bounds_the_pages_quote_are_the_codes():
         "limits.md")
     quoted = {
         page("session.md"): [f"The chart draws at most {session_page.MAX_BARS} bars",
-                             f"whole up to {excerpt.WHOLE_LINES} lines, as the terminal shows it"],
+                             f"whole up to {excerpt.WHOLE_LINES} lines, as the terminal shows "
+                             "them, indentation kept"],
         real_use: [f"the model (default `{config.DEFAULT_MODEL}`)",
                    f"next piece of a reply (default {config.DEFAULT_TIMEOUT};",
                    f"above this many tokens (default {s06_compact.DEFAULT_THRESHOLD:,})",
