@@ -20,7 +20,8 @@ it is left out of the runs (--after-suite skips that run: .ci/run has just run t
 and it passed). The PostgreSQL mutations need a server (TEST_DATABASE_URL, or the
 binaries for a throwaway one): without it their tests skip, and the mutation is reported
 MISSED. Exit status: 0 when every mutation is caught, 1 when one is missed, 2 when an entry is
-stale. .ci/run runs it once, after the suite. See tests/MUTATIONS.md.
+stale or the unchanged run did not end (nothing to compare with). .ci/run runs it once, after
+the suite. See tests/MUTATIONS.md.
 Not collected by pytest (no test_ names).
 """
 
@@ -45,6 +46,10 @@ SKIP = shutil.ignore_patterns(".git", "__pycache__", ".pytest_cache", ".tasks", 
 # where the signal cannot break the hang, faulthandler ends the run 60 s later, its dump naming
 # the test), and here only if neither came.
 TIMEOUT = 300
+# The same bound for a run of the whole suite (--suite, and its run on an unchanged copy): the
+# suite takes some 4 minutes alone, more beside another run. At 300 s its unchanged run was cut
+# off and read as "nothing fails", and a surviving mutation as one that made it hang: caught.
+SUITE_TIMEOUT = 1800
 
 
 @dataclass
@@ -610,23 +615,23 @@ def copy_of_repo(into: Path) -> Path:
     return copy
 
 
-def run_tests(repo: Path, tests: list, extra: list) -> tuple:
+def run_tests(repo: Path, tests: list, extra: list, timeout: float = TIMEOUT) -> tuple:
     """(the ids of the tests that failed, how many were skipped, pytest's exit code, its last
-    lines) in this copy; exit code None when the run did not end within TIMEOUT. A test that
-    hung past the suite's last resort (faulthandler ended the run) counts as failed."""
+    lines) in this copy; exit code None when the run did not end within timeout seconds. A
+    test that hung past the suite's last resort (faulthandler ended the run) counts as failed."""
     command = [sys.executable, "-m", "pytest", "-q", "-rfEs", "-p", "no:cacheprovider", *extra,
                *tests]
     env = {**_env(), "PYTHONDONTWRITEBYTECODE": "1"}
-    # A session of its own: at TIMEOUT the whole run goes, the lessons and servers it started
-    # too (killing pytest alone left them running, and holding its pipes).
+    # A session of its own: at the timeout the whole run goes, the lessons and servers it
+    # started too (killing pytest alone left them running, and holding its pipes).
     proc = subprocess.Popen(command, cwd=repo, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, env=env, start_new_session=True)
     try:
-        out, err = proc.communicate(timeout=TIMEOUT)
+        out, err = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
-        return set(), 0, None, f"still running after {TIMEOUT} s"
+        return set(), 0, None, f"still running after {timeout:g} s"
     failed = set(re.findall(r"^(?:FAILED|ERROR) (.+?)(?: - .*)?$", out, re.M))
     failed |= hung_in(err)
     skipped = re.search(r"(\d+) skipped", out)
@@ -691,14 +696,14 @@ def apply(mutation: Mutation, repo: Path) -> None:
     path.write_text(source, encoding="utf-8")
 
 
-def check(mutation: Mutation, tests: list, baseline: set) -> tuple:
+def check(mutation: Mutation, tests: list, baseline: set, timeout: float = TIMEOUT) -> tuple:
     """(caught, the lines that say so): the mutation made in a fresh copy, its tests run."""
     started = time.monotonic()
     deselect = [f"--deselect={test}" for test in sorted(baseline)]
     with tempfile.TemporaryDirectory(prefix="mutate_") as tmp:
         repo = copy_of_repo(Path(tmp))
         apply(mutation, repo)
-        failed, skipped, code, tail = run_tests(repo, tests, ["-x", *deselect])
+        failed, skipped, code, tail = run_tests(repo, tests, ["-x", *deselect], timeout)
     took = f"({time.monotonic() - started:.0f} s)"
     new = sorted(failed - baseline)
     if new or code not in (0, 1, 5):     # 2-4: pytest could not even run (an import error)
@@ -718,7 +723,8 @@ def parse(argv: list) -> argparse.Namespace:
         prog="python tests/mutate.py",
         description="The mutation check: make each change of the list in a copy of the repo "
                     "and run the tests it names; each must fail. Exit 0: every mutation "
-                    "caught; 1: one missed; 2: a stale entry (nothing run).",
+                    "caught; 1: one missed; 2: a stale entry, or an unchanged run that did "
+                    "not end (nothing compared).",
         epilog="The list and what kills each: tests/MUTATIONS.md.")
     parser.add_argument("words", nargs="*",
                         help="run only the mutations whose name contains one of these words")
@@ -750,10 +756,18 @@ def main(argv: list) -> int:
               "nothing was run")
         return 2
     every = ["tests"] if args.suite else sorted({t for m in chosen for t in m.tests})
+    timeout = SUITE_TIMEOUT if args.suite else TIMEOUT
     baseline, skipped = set(), 0
     if not args.after_suite:
         with tempfile.TemporaryDirectory(prefix="mutate_") as tmp:
-            baseline, skipped, _, _ = run_tests(copy_of_repo(Path(tmp)), every, [])
+            baseline, skipped, code, tail = run_tests(copy_of_repo(Path(tmp)), every, [],
+                                                      timeout)
+        # A run that did not end, or could not start, says nothing of which tests fail: every
+        # mutation would then count as caught.
+        if code not in (0, 1, 5):
+            print(f"the named tests did not run to their end on an unchanged copy (pytest "
+                  f"exit code {code}): nothing was compared\n        {tail}")
+            return 2
     if baseline:
         print("already failing without any mutation (left out of the runs below):")
         for test in sorted(baseline):
@@ -764,7 +778,7 @@ def main(argv: list) -> int:
     print(f"checking {len(chosen)} mutations, {max(args.jobs, 1)} at a time", flush=True)
     caught = 0
     with ThreadPoolExecutor(max_workers=max(args.jobs, 1)) as pool:
-        runs = [pool.submit(check, m, ["tests"] if args.suite else m.tests, baseline)
+        runs = [pool.submit(check, m, ["tests"] if args.suite else m.tests, baseline, timeout)
                 for m in chosen]
         for run in runs:                 # in the list's order, whatever finished first
             found, lines = run.result()
