@@ -30,8 +30,8 @@ s03's request asks the API to cache all of it (cache_control), so the next call 
 its new blocks from the cache. The cache matches byte for byte: a block that changes is
 written again, with everything after it. So layer 1 clears in rare, large batches, and the
 summary request is added at the end of the conversation, which is read from the cache. An
-entry lives 5 minutes after its last use; nothing under 1,024 to 4,096 tokens (by model) is
-cached (platform.claude.com/docs/en/build-with-claude/prompt-caching, 2026-12).
+entry lives 5 minutes after its last use; nothing under 512 to 4,096 tokens (by model; 1,024 for
+Sonnet 5) is cached (platform.claude.com/docs/en/build-with-claude/prompt-caching, 2026-12).
 
 Key insight: the conversation is working memory, not storage. Summaries keep the thread; the
 transcript (and every big result, saved whole) keeps every detail for whoever needs it.
@@ -50,7 +50,8 @@ import functools
 import sys
 
 import s03_todo as s03
-from harness import cli, compaction, config, errors, model_call, pairing, tokens, tool_input
+from harness import (cli, compaction, config, errors, model_call, pairing, terminal, tokens,
+                     tool_input)
 
 # Model calls a turn may make: compaction lets it go on longer.
 MAX_STEPS = 200
@@ -389,10 +390,15 @@ def start(run, args, system: str = SYSTEM, tools: list = TOOLS) -> None:
         CONTEXT.threshold = config.positive_int("COMPACT_THRESHOLD", DEMO_THRESHOLD, "tokens")
     # Layer 2 acts before a request outgrows the model's window (a local model's may be
     # smaller than the threshold); with --api-context that is all it does.
-    guard = compaction.window_guard(config.context_window(), s03.MAX_TOKENS)
+    window = config.context_window()
+    guard = compaction.window_guard(window, s03.MAX_TOKENS)
     if run.api_context is not None:
         CONTEXT.threshold = guard
-    CONTEXT.threshold = min(CONTEXT.threshold, guard)
+    # A threshold past the window would never be reached: lower it, and say so once.
+    if CONTEXT.threshold > guard:
+        terminal.show_note(f"[COMPACT_THRESHOLD {CONTEXT.threshold:,} does not fit the model's "
+                           f"window of {window:,} tokens: layer 2 compacts at {guard:,}]")
+        CONTEXT.threshold = guard
     CONTEXT.prefix = tokens.estimate([system, tools])
     run.recorder.threshold(CONTEXT.threshold)
 

@@ -174,7 +174,7 @@ def timed_completions(tasks, size):
 
 
 def bench(size):
-    """s07 alone, the rows of the README's table: amortized and late creates, an owner update."""
+    """s07 alone: amortized and late creates, an owner update."""
     with tempfile.TemporaryDirectory() as tmp:
         tasks = TaskManager(Path(tmp) / ".tasks")
         start = time.perf_counter()
@@ -353,7 +353,7 @@ def main():
             row += f"{safe:>12.2f}{unsafe:>9.2f}{safe / unsafe:>6.1f}x"
         print(row)
     details = {size: bench(size) for size in sizes}
-    print("\ns07 alone (the README's table), ms per operation")
+    print("\ns07 alone, ms per operation")
     print(f"{'operation':<34}" + "".join(f"{s:>12,}" for s in sizes))
     for op in details[sizes[0]]:
         print(f"{op:<34}" + "".join(f"{details[s][op]:>12.2f}" for s in sizes))

@@ -236,7 +236,7 @@ def _run(lesson: Lesson, args) -> int:
     try:
         run.secrets = config.load_env()
         run.model = config.model_id()
-        config.price(run.model)         # a bad PRICE_PER_MTOK: one line, before anything runs
+        config.check_numbers(run.model)     # a bad number: one line, before anything runs
         budget = _budget(args)          # before any file is written: a bad value is one line
         banner = lesson.on_start(run, args) if lesson.on_start else None
         if args.demo:
@@ -596,8 +596,8 @@ def _run_demo(lesson: Lesson, run: Run):
             run.client = config.make_client(base_url=api.url, api_key="demo-no-key")
             messages = [{"role": "user", "content": prompt}]
             terminal.print_answer(_turn(lesson, run, messages, {}), run.screen)
-        end_of_run(run)
     finally:
+        end_of_run(run)                      # in demo/, where its .transcripts/ are
         os.chdir(home)
     if api.violations:
         terminal.show_error(f"the demo sent an invalid request: {api.violations[0]}")

@@ -48,9 +48,6 @@ from harness.files import READ_ON          # how read_file ends a read it cut sh
 # The texts of a write or edit call layer 1 may clear.
 INPUT_FIELDS = {"write_file": ("content",), "edit_file": ("old_text", "new_text")}
 SHOW_WHOLE_FILE = {"read_file", "write_file"}   # an edit shows only a part of a file
-# Of the model's window, what layer 2 leaves for its estimate's error, the reply and the
-# summary request: it acts at most at 80% of the window, less a reply.
-WINDOW_SHARE = 0.8
 
 
 # ---------------------------------------------------------------- layer 1's bookkeeping

@@ -354,6 +354,15 @@ def context_window() -> int:
     return positive_int("CONTEXT_WINDOW", DEFAULT_WINDOW, "tokens")
 
 
+def check_numbers(model: str) -> None:
+    """Read every setting that must be a number, so that a bad one is one line before anything
+    runs: API_TIMEOUT is otherwise read only by the client (a keyless REPL has none) and
+    CONTEXT_WINDOW in s03 only by /context. COMPACT_THRESHOLD is s06's, read in its start."""
+    api_timeout()
+    context_window()
+    price(model)
+
+
 # ---------------------------------------------------------------- the price
 
 class Price(NamedTuple):
@@ -370,7 +379,7 @@ def price(model: Optional[str] = None) -> Price:
     """The price a session is costed at: yours (PRICE_PER_MTOK, PRICE_PER_MTOK_OUT) if you set
     either; else DEFAULT_PRICE for DEFAULT_MODEL; else none, and the words say to set one (a
     price made up for another model would be wrong). A bad value raises SetupError naming
-    the variable: cli asks for the price first, so that it is refused before anything runs."""
+    the variable: cli reads it first (check_numbers), so that it is refused before anything runs."""
     model = model or model_id()
     price_in, price_out = [_price_set(name, what) for name, what in (
         ("PRICE_PER_MTOK", "input"), ("PRICE_PER_MTOK_OUT", "output"))]

@@ -18,8 +18,10 @@ Without each piece:
   terminal and the terminal breaks it mid-word; a tool call or a result line wraps into the
   next one. Every line fits the terminal's width (80 columns in a pipe or a log, COLUMNS
   where it is set): a notice wraps at spaces, its continuation under its own text; a tool
-  call and each line of a result are cut to one line. The model's own words are printed as
-  they came: a terminal wraps them, and an answer sent to a file stays exact.
+  call takes one line, its arguments cut to share it; a result shows up to 14 lines, each
+  cut to the width with its indentation kept, and an error result all of it, wrapped. The
+  model's own words are printed as they came: a terminal wraps them, and an answer sent to a
+  file stays exact.
 - _argument: a long command is cut, and what it does at its end is never shown. A shell
   command is shown whole (up to COMMAND_CHARS), continued on the next lines: all of it runs.
 - _colour: colour codes end up in log files and pipes.

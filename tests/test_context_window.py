@@ -116,3 +116,23 @@ def test_the_window_is_the_default_models_without_context_window(monkeypatch, ca
     monkeypatch.delenv("CONTEXT_WINDOW", raising=False)
     views.print_context(Recorder(), "system", [], [{"role": "user", "content": "hi"}])
     assert f"of {config.DEFAULT_WINDOW:,} tokens used" in capsys.readouterr().out
+
+
+def test_a_threshold_past_the_window_is_lowered_to_fit_and_the_user_is_told(run_main):
+    """docs/real-use.md: COMPACT_THRESHOLD past the model's window is lowered to fit it. A
+    user who set either number sees, once, which threshold layer 2 uses, and /context says
+    the same."""
+    import s06_compact
+    env = {"COMPACT_THRESHOLD": "2000000"}
+    code, out, err, api = run_main(s06_compact, stdin="/context\nq\n", env=env)
+    assert code == 0 and api.requests == [], err
+    note = ("[COMPACT_THRESHOLD 2,000,000 does not fit the model's window of 1,000,000 tokens: "
+            "layer 2 compacts at 984,000]")
+    assert words(err).count(note) == 1, err
+    assert "COMPACT_THRESHOLD 984,000" in words(out)
+    env = {"CONTEXT_WINDOW": "32768"}
+    code, out, err, api = run_main(s06_compact, stdin="q\n", env=env)
+    assert ("[COMPACT_THRESHOLD 50,000 does not fit the model's window of 32,768 tokens: "
+            "layer 2 compacts at 16,768]") in words(err)
+    code, out, err, api = run_main(s06_compact, stdin="q\n")
+    assert "does not fit" not in err                 # the defaults fit: nothing to say

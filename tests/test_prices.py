@@ -7,6 +7,7 @@ import re
 
 import pytest
 
+import s03_todo
 import s06_compact
 import s07_task_system
 from harness import config
@@ -167,3 +168,15 @@ def test_a_bad_price_in_env_file_is_one_line_from_the_lesson_run_as_a_user_runs_
     assert len(messages(proc.stderr)) == 1
     assert words(proc.stderr) == ("error: PRICE_PER_MTOK must be a price per million input "
                                   "tokens, such as 3 or 0.25; got 'inf'")
+
+
+@pytest.mark.parametrize("name, value, lesson", [("API_TIMEOUT", "abc", s07_task_system),
+                                                 ("CONTEXT_WINDOW", "x", s03_todo)])
+def test_every_bad_number_stops_the_keyless_repl_before_it_starts(run_main, workdir,
+                                                                   name, value, lesson):
+    """docs/real-use.md: a value that must be a number and is not is refused before anything
+    runs. API_TIMEOUT is used only by the client and CONTEXT_WINDOW in s03 only by /context,
+    yet a REPL without a key (no client) must not open over either."""
+    code, out, err, api = run_main(lesson, stdin="q\n", key=None, env={name: value})
+    assert code == 1 and out == "" and len(messages(err)) == 1, err
+    assert name in err and repr(value) in err

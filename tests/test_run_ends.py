@@ -55,3 +55,19 @@ def test_a_closed_stdout_is_no_traceback_after_the_work_is_done(workdir):
     assert (workdir / "it.txt").read_text() == "done\n"
     assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
     assert "[session page: " in words(proc.stderr)
+
+
+def test_a_kill_during_the_demo_writes_the_page_and_the_total(run_main, workdir, monkeypatch):
+    """docs/real-use.md: 143 after writing the session page and total as a normal end does,
+    --demo included. The signal's handler raises SystemExit(143) wherever the run is; here it
+    is raised as the demo's turn ends, before the demo's own end, deterministically."""
+    import s06_compact
+    from harness import terminal
+
+    def killed(*args):
+        raise SystemExit(128 + signal.SIGTERM)
+    monkeypatch.setattr(terminal, "print_answer", killed)
+    code, out, err, api = run_main(s06_compact, "--demo", key=None)
+    assert code == 143 and "Traceback" not in err
+    assert "[session: " in words(err) and "[session page: demo/.transcripts/session_s06_" in err
+    assert list((workdir / "demo" / ".transcripts").glob("session_s06_*.html"))

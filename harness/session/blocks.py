@@ -16,8 +16,8 @@ import json
 from harness import tokens
 from harness.board import BOARD_END, BOARD_START   # s07's board after a compaction
 
-# How s06's layer 1 begins a cleared tool result, and a cleared write/edit text (layer1.py
-# writes them from these); how s07 attaches the board after a compaction (board/text.py).
+# How s06's layer 1 begins a cleared tool result, and a cleared write/edit text (s06 writes
+# them from these); how s07 attaches the board after a compaction (board/text.py).
 PLACEHOLDER = "[Previous: "
 INPUT_PLACEHOLDER = "[cleared from the context: "
 
