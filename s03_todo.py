@@ -30,6 +30,11 @@ into harness/ makes the bare idea safe on a real machine, and its comment says h
 model call's guard and check (harness/model_call.py), the tools' safety (bash.py, files.py),
 the results kept whole and logged (spill.py, tool_calls.py).
 
+Each call ends with a line such as [tokens: 12 in · 1,100 from cache · 80 to cache · 60 out]:
+input the API read fresh, read from its cache (a tenth of the price), written to the cache
+(a quarter more), and the output. A request under the model's minimum (1,024 tokens for the
+default model) is not cached, so a short session shows 0 for both; s06 explains the cache.
+
 Limits: the todos live in memory: they die with the program, and s06's compaction hides
 them. s07 fixes that.
 
@@ -98,10 +103,12 @@ def ask_model(run, system: str, tools: list, messages: list,
               max_tokens: int = MAX_TOKENS) -> model_call.Response:
     """One model call: the request streamed to the SDK, which puts the reply together.
 
-    The Response holds the reply's content (as plain dicts, ready to send back) and its
-    stop_reason, with what a real endpoint needs fixed: a call cut off mid-way is left out
-    (and the model told), a turn the server paused is resumed, and stop_reason is "tool_use"
-    exactly when there are calls to run (response.tool_uses)."""
+    The Response (harness/model_call.py) holds what the loop reads: content, the reply's
+    blocks as plain dicts, ready to send back; stop_reason; tool_uses, the calls to run;
+    answer, the reply's text (and why it stopped, when that was not the model's choice);
+    notes, text blocks the harness sends after the results. Fixed on the way: a tool_use cut
+    off in the middle by max_tokens is left out, and a note tells the model; a turn the
+    server paused is resumed; stop_reason is "tool_use" exactly when tool_uses has calls."""
     request = {"model": run.model, "system": system, "tools": tools, "messages": messages,
                "max_tokens": max_tokens,
                # Prompt caching: the next call reads all this from the cache (s06 explains).
@@ -112,12 +119,13 @@ def ask_model(run, system: str, tools: list, messages: list,
             # The reply on the screen as it is written.
             guard.display(stream)
             response = stream.get_final_message()
-    # The reply as the history keeps it: plain dicts, a call cut short left out, counted.
+    # The reply as the history keeps it: plain dicts, a half-written call left out, counted.
     return guard.checked(response, request)
 
 
 def run_tool_calls(run, response, handlers: dict, tools: list) -> list:
-    """One tool_result per tool_use, in order; then the harness's notes (a call cut short)."""
+    """One tool_result per tool_use, in order; then the harness's notes (such as: the reply
+    ran out of max_tokens in the middle of a call, which was not run)."""
     results = []
     # Ctrl-C keeps the results made so far, and marks the rest not run.
     with tool_calls.keep_on_ctrl_c(response.tool_uses, results):

@@ -8,10 +8,11 @@ full record on disk so nothing is really lost, and keeps what it sends stable fo
     before every model call:
       layer 1  micro_compact   what the model sees: an old tool result becomes
                                "[Previous: used bash; the whole result is in <file>]"
-                               (a short one: "[Previous: used bash]"; a read_file's, once
-                               the file is read again: "[Previous: read a.py; ...]"; an old
-                               big write/edit text, its length), in batches worth the cache
-                               they rewrite. The history keeps every result whole.
+                               (one under 2,000 characters is not saved: "[Previous: used
+                               bash]"; a read_file's, once the file is read again:
+                               "[Previous: read a.py; ...]"; an old big write/edit text,
+                               its length), in batches worth the cache they rewrite. One
+                               under KEEP_CHARS stays. The history keeps every result whole.
       layer 2  auto_compact    what it sees > COMPACT_THRESHOLD, and grown by half a
                                threshold since the last compaction?
                                  1. history -> .transcripts/transcript_<time>_<n>.jsonl
@@ -30,8 +31,9 @@ s03's request asks the API to cache all of it (cache_control), so the next call 
 its new blocks from the cache. The cache matches byte for byte: a block that changes is
 written again, with everything after it. So layer 1 clears in rare, large batches, and the
 summary request is added at the end of the conversation, which is read from the cache. An
-entry lives 5 minutes after its last use; nothing under 512 to 4,096 tokens (by model; 1,024 for
-Sonnet 5) is cached (platform.claude.com/docs/en/build-with-claude/prompt-caching, 2026-12).
+entry lives 5 minutes after its last use. A request shorter than the model's minimum is not
+cached at all: 1,024 tokens for Sonnet 5, 512 to 4,096 for others
+(platform.claude.com/docs/en/build-with-claude/prompt-caching, 2026-12).
 
 Key insight: the conversation is working memory, not storage. Summaries keep the thread; the
 transcript (and every big result, saved whole) keeps every detail for whoever needs it.
@@ -123,6 +125,8 @@ class ContextSize:
         self.seen = len(messages)
 
     def estimate(self, view: list) -> int:
+        # No count yet, or one for a longer history than this (a compaction made it shorter):
+        # estimate it all.
         if self.reported is None or self.seen > len(view):
             return self.prefix + tokens.estimate(view)
         return self.reported + tokens.estimate(view[self.seen:])
@@ -155,8 +159,8 @@ class Cleared:
         self.batch_start = None    # the latest batch's first block: a breakpoint goes before it
 
     def holds(self, block) -> bool:
-        # The very block, not its tool_use id: an endpoint that numbers its ids afresh (after
-        # /clear) must not have a new result shown as an old one's placeholder.
+        # The very block, not its tool_use id: some servers reuse ids such as toolu_1 (a
+        # local one after /clear), and a new result must not get an old one's placeholder.
         found = self.instead.get(id(block))
         return found is not None and found[0] is block
 
@@ -180,6 +184,7 @@ def clearable(messages: list) -> list:
     newest = pairing.newest_ids(messages)
     whole_later = set()                            # files a later call shows whole
     batch = []
+    # Newest first: whole_later then holds the later reads before an older read is judged.
     for n in range(len(pairs) - 1, -1, -1):
         call, result = pairs[n]
         old = n < len(pairs) - KEEP_RECENT and call["id"] not in newest
@@ -205,6 +210,8 @@ def placeholder(block: dict, call: dict, run) -> dict:
     if name == "read_file":
         text = f"[Previous: read {compaction.path_of(call)}; a later read or write of it follows]"
         return {**block, "content": text}
+    # Saved to a file only from 2,000 characters (spill.SAVE_WHEN_CLEARED): a shorter
+    # result is just named.
     path = compaction.save_whole(block, name, run)
     if path is None:
         return {**block, "content": f"[Previous: used {name}]"}
@@ -235,6 +242,7 @@ def clear_new_batch(messages: list, run) -> None:
     batch = clearable(messages)
     freed = sum(tokens_freed(block, call) for block, call in batch)
     # What the API must write again: from the batch's first call to the end, less the batch.
+    # (batch=False: micro_compact only looks, and does not come back here.)
     rewritten = compaction.tokens_from(micro_compact(messages, run, batch=False), batch) - freed
     # No API count yet (resumed, or compacted): a cold cache has nothing to lose.
     if CONTEXT.reported is None:

@@ -9,7 +9,8 @@ kept in files, one JSON file per task:
                          "status": "completed", "blockedBy": [], "owner": "alice",
                          "unblocked": [2, 3], "created_at": "2026-12-04T16:00:00+00:00", ...}
     .tasks/task_4.json  {"id": 4, "subject": "Write the API tests", "blockedBy": [2], ...}
-    .tasks/.lock        one change at a time, across processes
+    .tasks/.lock        one change at a time, across processes (the harness keeps in it a
+                        change stamp and the largest id the board ever gave)
 
         #1 Design the data model --+--> #2 Implement the API --> #4 Write the API tests
                                    +--> #3 Write the docs
@@ -100,6 +101,12 @@ class TaskFolder:
         finally:
             os.close(fd)
 
+    def high_water(self) -> int:
+        """The largest id this board ever gave, so that a task file deleted by hand does not
+        give its id away. A bare folder keeps none: 0. The harness's board/folder.py keeps
+        it in .tasks/.lock."""
+        return 0
+
     def ids(self) -> set:
         """The max-scan's scan: the id in the name of every task_<id>.json, a broken one too."""
         found = set()
@@ -139,8 +146,10 @@ class TaskFolder:
             return None
 
     def scan(self, validate: bool = False) -> tuple:
-        """(each readable task by id, in id order; a line a file that is not). validate: the
-        harness must look at every file, so that a hand edit is seen."""
+        """Every task file, read now: (the readable tasks by id, in id order; one line for
+        each file that cannot be read). validate=True is for the harness's cache
+        (board/folder.py), which may otherwise answer from memory within one change: read
+        every file, so that a hand edit is seen. This folder always reads them all."""
         tasks, problems = {}, []
         for name in folder.listing(self.dir):
             match = TASK_FILE.fullmatch(name)
@@ -169,10 +178,12 @@ class TaskFolder:
         except FileExistsError:
             return False
         finally:
-            temporary.unlink(missing_ok=True)    # renamed away, where hard links fail
+            # Where hard links fail, writer.link renamed it: then it is gone already.
+            temporary.unlink(missing_ok=True)
 
     def temporary(self, task: dict) -> Path:
-        """The task as JSON, whole, in a new file beside its own; ValueError if a read would."""
+        """The task as JSON, whole, in a new file beside its own; ValueError if read() would
+        refuse the task (a subject too long, say): no file is written then."""
         task["updated_at"] = record.now()
         data = record.as_file(task)          # json.dumps, of a task a read would accept
         return writer.temporary_beside(self.path(task["id"]), data)
@@ -251,7 +262,7 @@ class TaskManager:
                 freed.append(fresh)
         if finished["status"] == "deleted":          # never done: not "Unblocked"
             return text.no_longer_waiting(freed, finished)
-        # Kept: reopening it can then say who stopped waiting.
+        # Written a second time, with the ids it freed: reopening it can say who stopped waiting.
         finished["unblocked"] = [t["id"] for t in freed]
         self.store.write(finished)
         tasks = self.store.scan()[0]
@@ -278,6 +289,9 @@ class TaskManager:
         """One task in full, with the live tasks it blocks."""
         task = self.store.load(record.parse_task_id(task_id))
         return text.in_full(task, self.store.scan(validate=True)[0])
+
+    # ------------------------------------------------------------ the rules of a change
+    # What a change must pass before anything is written. A first reading can skip to the tools.
 
     def check_update(self, task, status, add, remove, owner, force) -> tuple:
         """(the new field values, notes), or ValueError. Writes nothing."""

@@ -82,17 +82,18 @@ def s06_demo(context, run) -> tuple:
         why = "your COMPACT_THRESHOLD; the demo's own is s06's DEMO_THRESHOLD"
     _say_threshold(context.threshold, why)
 
-    def first_result_cleared(body):
+    def first_result(body) -> str:
         for message in body["messages"]:
             for block in message["content"] if isinstance(message["content"], list) else []:
                 if block.get("type") == "tool_result":
-                    return str(block.get("content")).startswith("[Previous:")
-        return False
+                    return str(block.get("content"))
+        return ""
 
     def narrate(body):
-        if first_result_cleared(body):
-            said = ("Layer 1 has cleared my first result: the model sees a placeholder now;\n"
-                    "the whole text is saved in demo/.transcripts/results/.")
+        seen = first_result(body)
+        if seen.startswith("[Previous:"):
+            # Quoted from the request: the placeholder is what the model really saw.
+            said = f"Layer 1 has cleared my first result. I see in its place:\n{seen}"
         else:
             said = "My first result is still whole: layer 1 has not needed to clear it."
         return reply(text(said), tool("bash", {"command": "seq -s ' ' 20000 23000"}))

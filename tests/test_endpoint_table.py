@@ -116,7 +116,7 @@ ROWS = {
     "(llama-server returns several parsed calls so)":
         [E + "test_complete_tool_calls_before_the_cut_one_run_and_the_cut_one_does_not",
          E + "test_a_tool_call_cut_by_max_tokens_is_not_run"],
-    "fewer input tokens counted than the tool definitions hold "
+    "fewer than half the input tokens counted that the tool definitions hold "
     "(a local chat template without tools)":
         [C + "test_an_endpoint_that_dropped_the_tools_is_named_once"],
     "content empty, only whitespace, or `null`":
