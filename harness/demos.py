@@ -93,7 +93,8 @@ def s06_demo(context, run) -> tuple:
         seen = first_result(body)
         if seen.startswith("[Previous:"):
             # Quoted from the request: the placeholder is what the model really saw.
-            said = f"Layer 1 has cleared my first result. I see in its place:\n{seen}"
+            said = ("Layer 1 has cleared my first result. I see in its place (I work in "
+                    f"demo/):\n{seen}")
         else:
             said = "My first result is still whole: layer 1 has not needed to clear it."
         return reply(text(said), tool("bash", {"command": "seq -s ' ' 20000 23000"}))
