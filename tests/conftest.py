@@ -11,6 +11,7 @@
 
 import errno
 import faulthandler
+import importlib
 import io
 import os
 import secrets
@@ -63,15 +64,29 @@ def in_tmp(workdir, monkeypatch):
 
 
 @pytest.fixture
-def run_lesson(workdir):
-    """run_lesson("s03_todo", "prompt", script=[...]) -> (CompletedProcess, StandInAPI)."""
+def run_lesson(workdir, run_main):
+    """The one way a test runs a lesson: run_lesson("s03_todo", "prompt", script=[...]) ->
+    (CompletedProcess, StandInAPI), in workdir, with a clean environment (helpers.clean_env)
+    and a stand-in on 127.0.0.1 that answers from `script`.
+
+    By default as a user runs it: `python s03_todo.py prompt`, a subprocess, through the real
+    client. in_process=True calls the lesson's main() in this process instead (run_main, the
+    same code and the same stand-in): about a second less a run, the SDK's import, for a test
+    of what a lesson does, not of how a process starts, ends or is signalled. stand_in: more
+    settings of the stand-in (a small context_window, say)."""
     def run(lesson, *args, script=(), summary=None, stdin=None, env=None, key="test-key",
-            timeout=60):
-        with StandInAPI(script, summary=summary) as api:
+            timeout=60, in_process=False, python=(), stand_in=None):
+        if in_process:
+            code, out, err, api = run_main(importlib.import_module(lesson), *args,
+                                           script=script, summary=summary, stdin=stdin or "",
+                                           env=env, key=key, stand_in=stand_in)
+            return subprocess.CompletedProcess([lesson, *args], code, out, err), api
+        with StandInAPI(script, summary=summary, **(stand_in or {})) as api:
             extra = {"ANTHROPIC_BASE_URL": api.url, **(env or {})}
             if key:
                 extra["ANTHROPIC_API_KEY"] = key
-            proc = subprocess.run([sys.executable, str(ROOT / f"{lesson}.py"), *args], cwd=workdir,
+            proc = subprocess.run(helpers.lesson_command(lesson, *args, python=python),
+                                  cwd=workdir,
                                   env=helpers.clean_env(workdir.parent / "home", **extra),
                                   input=stdin, capture_output=True, text=True, encoding="utf-8",
                                   timeout=timeout)
@@ -115,11 +130,12 @@ def run_main(fresh_layers, workdir, monkeypatch, capsys):
     saved = dict(os.environ)
     monkeypatch.chdir(workdir)
 
-    def run(lesson, *args, script=(), summary=None, stdin="", env=None, key="test-key"):
+    def run(lesson, *args, script=(), summary=None, stdin="", env=None, key="test-key",
+            stand_in=None):
         fresh_layers()
         os.environ.clear()
         os.environ.update(helpers.clean_env(workdir.parent / "home"))
-        with StandInAPI(script, summary=summary) as api:
+        with StandInAPI(script, summary=summary, **(stand_in or {})) as api:
             os.environ.update({"ANTHROPIC_BASE_URL": api.url, **(env or {})})
             if key:
                 os.environ["ANTHROPIC_API_KEY"] = key

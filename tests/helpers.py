@@ -53,6 +53,13 @@ TESTS = ROOT / "tests"
 
 # ---------------------------------------------------------------- running a lesson
 
+def lesson_command(lesson: str, *args, python=(), root: Path = ROOT) -> list:
+    """`python s03_todo.py args`, as a user types it, with this Python; python: its own
+    options (-X importtime), root: where the lessons are (a copy of them, elsewhere). The
+    run_lesson fixture runs it; a test that must signal or type to the process starts it."""
+    return [sys.executable, *python, str(root / f"{lesson}.py"), *args]
+
+
 def clean_env(home, **extra):
     """The environment of a user with no key and nothing configured, plus `extra`. No
     COLUMNS: the output is a pipe, and laid out for 80 columns, as the docs quote it."""
@@ -621,7 +628,7 @@ def shown_by(command, cwd, script=(), summary=None, inputs=None, key="test-key",
         if key:
             extra["ANTHROPIC_API_KEY"] = key
         typed = None if inputs is None else "".join(f"{line}\n" for line in inputs)
-        proc = subprocess.run([sys.executable, str(ROOT / f"{lesson}.py"), *args], cwd=cwd,
+        proc = subprocess.run(lesson_command(lesson, *args), cwd=cwd,
                               env=clean_env(cwd.parent / "home", **extra), input=typed,
                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                               text=True, encoding="utf-8", timeout=60)

@@ -27,7 +27,7 @@ from harness.board.live import BoardWatcher
 from harness.board.postgres import shown
 from harness.errors import SetupError
 from harness.stand_in.script import reply, text, tool
-from helpers import (ROOT, at_once, clean_env, gather, listing, messages,
+from helpers import (lesson_command, at_once, clean_env, gather, listing, messages,
                      psycopg_or_skip, sql, within)
 from s07_task_system import TaskManager
 
@@ -264,7 +264,7 @@ def s07_process(cwd, board, name):
     cwd.mkdir(parents=True)
     env = clean_env(cwd.parent, TASK_BOARD=board, AGENT_NAME=name, ANTHROPIC_API_KEY="test-key",
                     ANTHROPIC_BASE_URL="http://127.0.0.1:9")    # never called: /task needs no model
-    return subprocess.Popen([sys.executable, str(ROOT / "s07_task_system.py")], cwd=cwd, env=env,
+    return subprocess.Popen(lesson_command("s07_task_system"), cwd=cwd, env=env,
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, encoding="utf-8")
 

@@ -20,7 +20,7 @@ from harness.run import Run
 import s03_todo
 import s06_compact
 import s07_task_system
-from helpers import (ROOT, batch_of_three, clean_env, group_ends, on_a_terminal,
+from helpers import (lesson_command, ROOT, batch_of_three, clean_env, group_ends, on_a_terminal,
                      popen_taking_ctrl_c, running_command, tool_results)
 from harness.pairing import INTERRUPTED, NOT_RUN
 from harness.stand_in import StandInAPI
@@ -39,8 +39,8 @@ def test_help_imports_no_sdk(workdir):
     """--help is quick because it never imports the SDK (anthropic and what it pulls in take
     most of a lesson's start): -X importtime lists every module the process imported, so the
     cause is checked, not a clock that a busy machine would stop."""
-    proc = subprocess.run([sys.executable, "-X", "importtime", str(ROOT / "s07_task_system.py"),
-                           "--help"], cwd=workdir, env=clean_env(workdir.parent / "home"),
+    proc = subprocess.run(lesson_command("s07_task_system", "--help", python=("-X", "importtime")),
+                          cwd=workdir, env=clean_env(workdir.parent / "home"),
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
     assert "/task add TITLE" in proc.stdout and "API_TIMEOUT" in proc.stdout
@@ -319,7 +319,7 @@ def test_without_the_sdk_the_line_to_paste_works_from_any_folder(workdir):
     (shim / "sitecustomize.py").write_text("import sys\nsys.modules['anthropic'] = None\n")
     env = clean_env(workdir.parent / "home", ANTHROPIC_API_KEY="k")
     env["PYTHONPATH"] = f"{shim}:{ROOT}"
-    proc = subprocess.run([sys.executable, str(ROOT / "s03_todo.py"), "hi"], cwd=workdir,
+    proc = subprocess.run(lesson_command("s03_todo", "hi"), cwd=workdir,
                           env=env, capture_output=True, text=True, timeout=30)
     assert proc.returncode == 1 and len(messages(proc.stderr)) == 1, proc.stderr
     (said,) = messages(proc.stderr)
@@ -346,7 +346,7 @@ def test_a_turn_that_fails_after_tool_calls_keeps_them_so_a_retry_does_not_dupli
 def test_a_paste_of_several_lines_into_a_terminal_is_one_prompt(workdir):
     """A real pseudo-terminal: the lines arrive together, as a paste does, and make one model
     call."""
-    lesson = [sys.executable, str(ROOT / "s03_todo.py")]
+    lesson = lesson_command("s03_todo")
     with StandInAPI([reply(text("one prompt")), reply(text("second prompt"))]) as api:
         env = clean_env(workdir.parent / "home", ANTHROPIC_BASE_URL=api.url, ANTHROPIC_API_KEY="k")
         with on_a_terminal(lesson, workdir, env) as (proc, terminal):
@@ -493,7 +493,7 @@ def test_a_typed_latin1_byte_does_not_end_the_repl(workdir):
     from harness.stand_in import StandInAPI
     with StandInAPI([reply(text("understood"))]) as api:
         env = clean_env(workdir.parent / "home", ANTHROPIC_BASE_URL=api.url, ANTHROPIC_API_KEY="k")
-        proc = subprocess.run([sys.executable, str(ROOT / "s03_todo.py")], cwd=workdir, env=env,
+        proc = subprocess.run(lesson_command("s03_todo"), cwd=workdir, env=env,
                               input=b"caf\xe9?\nq\n", capture_output=True, timeout=60)
     assert proc.returncode == 0 and b"understood" in proc.stdout, proc.stderr.decode()
     assert api.requests[0]["messages"][0]["content"] == "caf\ufffd?"
@@ -533,7 +533,7 @@ def test_an_answer_piped_into_a_reader_that_has_gone_ends_quietly(workdir):
         reader, writer = os.pipe()
         os.close(reader)            # the reader is gone before the answer comes
         try:
-            proc = subprocess.run([sys.executable, str(ROOT / "s03_todo.py"), "go"], cwd=workdir,
+            proc = subprocess.run(lesson_command("s03_todo", "go"), cwd=workdir,
                                   env=env, stdout=writer, stderr=subprocess.PIPE, text=True,
                                   timeout=60)
         finally:
@@ -591,7 +591,7 @@ def repl_stopped_mid_batch(workdir, running):
     script = [batch_of_three(running), reply(text("after interrupt"))]
     with StandInAPI(script) as api:
         env = clean_env(workdir.parent / "home", ANTHROPIC_API_KEY="k", ANTHROPIC_BASE_URL=api.url)
-        proc = popen_taking_ctrl_c([sys.executable, str(ROOT / "s03_todo.py")], cwd=workdir,
+        proc = popen_taking_ctrl_c(lesson_command("s03_todo"), cwd=workdir,
                                    env=env, text=True, stdin=subprocess.PIPE,
                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         proc.stdin.write("make three files\n")

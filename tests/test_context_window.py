@@ -8,15 +8,11 @@ stand-in whose context window is small enough to overflow in one turn.
 
 import json
 import re
-import subprocess
-import sys
 from types import SimpleNamespace
 
-from helpers import ROOT, clean_env
 from harness import config
 from harness.session import views
 from harness.session.record import Recorder
-from harness.stand_in import StandInAPI
 from harness.stand_in.script import is_summary_request, reply, tool
 from harness.stand_in.usage import prompt_tokens
 from helpers import messages, words
@@ -26,28 +22,19 @@ THRESHOLD = 4_500    # above the window, so compaction is first tried when it ca
 BULKY = "seq -s ' ' 1 5000"   # about 24,000 characters, 6,000 tokens: more than the whole window
 
 
-def run_s06_repl(workdir, stdin, script):
-    """s06 with no prompt (the REPL), fed `stdin`, against a stand-in with a WINDOW-token window."""
-    with StandInAPI(script, summary="never used: the summary call is refused",
-                    context_window=WINDOW) as api:
-        env = clean_env(workdir.parent / "home", ANTHROPIC_BASE_URL=api.url,
-                        ANTHROPIC_API_KEY="test-key", COMPACT_THRESHOLD=THRESHOLD)
-        proc = subprocess.run([sys.executable, str(ROOT / "s06_compact.py")], cwd=workdir, env=env,
-                              input=stdin, capture_output=True, text=True, encoding="utf-8",
-                              timeout=60)
-    return proc, api
-
-
 def too_long(request):
     return f"prompt is too long: {prompt_tokens(request)} tokens > {WINDOW} maximum"
 
 
 def test_a_conversation_over_the_window_fails_to_compact_in_one_line_keeps_its_history_and_goes_on(
-        workdir):
+        run_lesson, workdir):
     # Turn 1 runs the bulky command, then compaction (layer 2) and the next call both overflow.
     # Turn 2 overflows too. /compact (layer 3) fails the same way. q still ends the session.
     script = [reply(tool("bash", {"command": BULKY}))]
-    proc, api = run_s06_repl(workdir, "make some bulky output\ngo on\n/compact\nq\n", script)
+    proc, api = run_lesson("s06_compact", stdin="make some bulky output\ngo on\n/compact\nq\n",
+                           script=script, summary="never used: the summary call is refused",
+                           env={"COMPACT_THRESHOLD": THRESHOLD},
+                           stand_in={"context_window": WINDOW})
     assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
     assert not api.script   # the one scripted reply was used, and nothing beyond it was asked for
 

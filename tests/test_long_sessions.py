@@ -5,7 +5,6 @@ import os
 import re
 import signal
 import subprocess
-import sys
 import time
 
 import pytest
@@ -15,7 +14,7 @@ import s07_task_system
 from harness import cli, terminal
 from harness.stand_in import StandInAPI
 from harness.stand_in.script import error, reply, text, tool
-from helpers import ROOT, clean_env, messages, popen_taking_ctrl_c, tool_results
+from helpers import lesson_command, clean_env, messages, popen_taking_ctrl_c, tool_results
 
 
 @pytest.mark.slow
@@ -71,15 +70,16 @@ def test_a_resumed_session_is_measured_after_layer_1_not_compacted_for_its_raw_h
 def test_a_one_shot_turn_the_api_refused_is_not_kept_for_continue(run_lesson):
     """As in the REPL, a turn that failed before any tool ran is undone: --continue must not
     send its prompt again, beside the next one, as if the model had ignored it."""
-    proc, api = run_lesson("s06_compact", "hello", script=[reply(text("Hi."))])
+    proc, api = run_lesson("s06_compact", "hello", script=[reply(text("Hi."))], in_process=True)
     assert proc.returncode == 0, proc.stderr
     proc, api = run_lesson("s06_compact", "--continue", "refused prompt",
-                           script=[error(400, "messages: something the API refuses")])
+                           script=[error(400, "messages: something the API refuses")],
+                           in_process=True)
     assert proc.returncode == 1
     assert [m for m in messages(proc.stderr) if m.startswith("error")] == [
         "error: the API refused the request (400 messages: something the API refuses)"]
     proc, api = run_lesson("s06_compact", "--continue", "next prompt",
-                           script=[reply(text("Still here."))])
+                           script=[reply(text("Still here."))], in_process=True)
     assert proc.returncode == 0, proc.stderr
     sent = api.requests[0]["messages"]
     assert [m["content"] for m in sent if m["role"] == "user"] == ["hello", "next prompt"]
@@ -105,7 +105,7 @@ def test_a_one_shot_turn_that_finished_is_kept_when_printing_its_answer_fails(in
 
 
 def test_continue_with_no_saved_session_is_one_line(run_lesson):
-    proc, api = run_lesson("s06_compact", "--continue", "go on")
+    proc, api = run_lesson("s06_compact", "--continue", "go on", in_process=True)
     assert proc.returncode == 1 and api.requests == [] and len(messages(proc.stderr)) == 1
     assert "no saved session" in proc.stderr
 
@@ -116,7 +116,8 @@ def test_a_300000_character_output_is_read_back_whole_after_layer_1_clears_it(ru
     script += [reply(tool("bash", {"command": f"echo {n}" + " " * 500})) for n in range(4)]
     script += [lambda body: reply(text(json.dumps(body["messages"])))]
     proc, api = run_lesson("s06_compact", "make a big log", script=script,
-                           env={"COMPACT_THRESHOLD": "20000"})  # 8,000 tokens in a batch: worth it
+                           env={"COMPACT_THRESHOLD": "20000"},   # 8,000 tokens in a batch
+                           in_process=True)
     assert proc.returncode == 0, proc.stderr
     first = tool_results(api.requests[1], -1)[0]["content"]
     saved = re.search(r"is saved in (\S+\.txt);", first)[1]
@@ -131,10 +132,10 @@ def test_a_300000_character_output_is_read_back_whole_after_layer_1_clears_it(ru
 def test_continue_without_a_prompt_opens_the_repl_on_the_saved_conversation(run_lesson):
     proc, _ = run_lesson("s03_todo", "remember the word tangerine",
                          script=[reply(tool("bash", {"command": "echo noted"})),
-                                 reply(text("noted"))])
+                                 reply(text("noted"))], in_process=True)
     assert proc.returncode == 0
     proc, api = run_lesson("s03_todo", "--continue", stdin="what was the word?\nq\n",
-                           script=[reply(text("tangerine"))])
+                           script=[reply(text("tangerine"))], in_process=True)
     assert proc.returncode == 0 and "tangerine" in proc.stdout and api.violations == []
     sent = api.requests[0]["messages"]
     assert sent[0]["content"] == "remember the word tangerine" and len(sent) == 5  # all of it, then
@@ -148,7 +149,7 @@ def stop_in_the_middle_of_a_batch(workdir, signum):
              tool("bash", {"command": "echo three > three.txt"})]
     with StandInAPI([reply(*calls)]) as api:
         env = clean_env(workdir.parent / "home", ANTHROPIC_API_KEY="k", ANTHROPIC_BASE_URL=api.url)
-        proc = popen_taking_ctrl_c([sys.executable, str(ROOT / "s03_todo.py"), "three steps"],
+        proc = popen_taking_ctrl_c(lesson_command("s03_todo", "three steps"),
                                    cwd=workdir, env=env,
                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         pid_file, deadline = workdir / "shell.pid", time.monotonic() + 60
@@ -204,10 +205,12 @@ def test_continue_renames_tool_use_ids_an_endpoint_used_twice(run_main):
 @pytest.mark.slow
 def test_a_reply_that_reuses_an_earlier_tool_use_id_is_run_and_answered(run_lesson):
     proc, _ = run_lesson("s06_compact", "say one", script=[
-        reply(tool("bash", {"command": "echo one"}, id="toolu_01")), reply(text("said one"))])
+        reply(tool("bash", {"command": "echo one"}, id="toolu_01")), reply(text("said one"))],
+        in_process=True)
     assert proc.returncode == 0, proc.stderr
     proc, api = run_lesson("s06_compact", "--continue", "say two", script=[
-        reply(tool("bash", {"command": "echo two"}, id="toolu_01")), reply(text("said two"))])
+        reply(tool("bash", {"command": "echo two"}, id="toolu_01")), reply(text("said two"))],
+        in_process=True)
     assert proc.returncode == 0 and api.violations == [], proc.stderr
     assert proc.stdout.strip() == "said two"
     assert tool_results(api.requests[1])[0]["content"] == "two"    # not "[Previous: used bash]"

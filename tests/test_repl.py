@@ -10,10 +10,10 @@ import pytest
 
 import s06_compact
 import s07_task_system
-from helpers import ROOT, clean_env, messages, on_a_terminal, widest, words
+from helpers import lesson_command, clean_env, messages, on_a_terminal, widest, words
 from harness.stand_in.script import error, reply, text, tool
 
-S07 = [sys.executable, str(ROOT / "s07_task_system.py")]   # its REPL, as a user starts it
+S07 = lesson_command("s07_task_system")   # its REPL, as a user starts it
 
 
 # ---------------------------------------------------------------- without a key

@@ -14,7 +14,7 @@ import pytest
 
 from harness.stand_in import StandInAPI
 from harness.stand_in.script import reply, text, tool
-from helpers import ROOT, clean_env, words
+from helpers import lesson_command, ROOT, clean_env, words
 
 
 @pytest.mark.parametrize("signum", [signal.SIGHUP, signal.SIGTERM])
@@ -25,7 +25,7 @@ def test_a_closed_terminal_or_a_kill_at_the_prompt_writes_the_page_and_the_total
     with StandInAPI([reply(text("first answer"))]) as api:
         env = clean_env(workdir.parent / "home", ANTHROPIC_BASE_URL=api.url,
                         ANTHROPIC_API_KEY="test-key")
-        proc = subprocess.Popen([sys.executable, str(ROOT / "s03_todo.py")], cwd=workdir, env=env,
+        proc = subprocess.Popen(lesson_command("s03_todo"), cwd=workdir, env=env,
                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, text=True)
         proc.stdin.write("hello\n")

@@ -5,13 +5,12 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 
 import pytest
 
 import s03_todo
-from helpers import ROOT, clean_env, group_ends, popen_taking_ctrl_c, tool_results
+from helpers import lesson_command, clean_env, group_ends, popen_taking_ctrl_c, tool_results
 from harness.stand_in import StandInAPI
 from harness.stand_in.script import error, reply, text, tool
 from helpers import messages, words
@@ -194,7 +193,7 @@ def ctrl_c_in_the_first_turn(workdir, api, prompt: str, settle: float) -> tuple:
     """s03's REPL, given `prompt`, gets Ctrl-C `settle` seconds after its first request reached
     `api`; then "next prompt" and q are typed. (exit code, stdout, stderr)."""
     env = clean_env(workdir.parent / "home", ANTHROPIC_API_KEY="k", ANTHROPIC_BASE_URL=api.url)
-    proc = popen_taking_ctrl_c([sys.executable, str(ROOT / "s03_todo.py")], cwd=workdir,
+    proc = popen_taking_ctrl_c(lesson_command("s03_todo"), cwd=workdir,
                                env=env, text=True, stdin=subprocess.PIPE,
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     proc.stdin.write(prompt + "\n")
@@ -250,7 +249,7 @@ def test_a_closed_terminal_or_sigterm_kills_the_running_command_too(workdir, sig
     script = [reply(tool("bash", {"command": "echo $$ > shell.pid; sleep 600"}))]
     with StandInAPI(script) as api:
         env = clean_env(workdir.parent / "home", ANTHROPIC_API_KEY="k", ANTHROPIC_BASE_URL=api.url)
-        proc = subprocess.Popen([sys.executable, str(ROOT / "s03_todo.py"), "start a long job"],
+        proc = subprocess.Popen(lesson_command("s03_todo", "start a long job"),
                                 cwd=workdir, env=env, stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE)
         pid_file, deadline = workdir / "shell.pid", time.monotonic() + 60

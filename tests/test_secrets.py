@@ -19,13 +19,12 @@ import os
 import secrets
 import socket
 import subprocess
-import sys
 from pathlib import Path
 from urllib.parse import quote
 
 import pytest
 
-from helpers import ROOT, clean_env, sql, tool_results
+from helpers import lesson_command, clean_env, sql, tool_results
 import s03_todo
 from harness import config, errors
 from harness.board.postgres import PostgresTasks
@@ -197,8 +196,7 @@ def env_seen_by_the_model(agent, args, env, workdir):
     with StandInAPI(script) as api:
         extra = {"ANTHROPIC_BASE_URL": api.url, "ANTHROPIC_API_KEY": "test-key",
                  "SEEN_BY_BASH": "yes", **env}
-        proc = subprocess.run([sys.executable, str(ROOT / "s07_task_system.py"), *args,
-                               "plan it"], cwd=workdir,
+        proc = subprocess.run(lesson_command("s07_task_system", *args, "plan it"), cwd=workdir,
                               env=clean_env(workdir.parent / "home", **extra),
                               capture_output=True, text=True, encoding="utf-8", timeout=60)
     assert proc.returncode == 0 and proc.stdout.strip() == "done", proc.stderr
@@ -232,7 +230,7 @@ def test_the_board_password_never_reaches_the_model_through_bash(agent, how, wor
 def run_s07(workdir, args, env, script):
     with StandInAPI(script) as api:
         extra = {"ANTHROPIC_BASE_URL": api.url, "ANTHROPIC_API_KEY": "test-key", **env}
-        proc = subprocess.run([sys.executable, str(ROOT / "s07_task_system.py"), *args],
+        proc = subprocess.run(lesson_command("s07_task_system", *args),
                               cwd=workdir, env=clean_env(workdir.parent / "home", **extra),
                               capture_output=True, text=True, encoding="utf-8", timeout=60)
     return proc
@@ -329,7 +327,7 @@ def test_a_password_in_the_base_url_never_reaches_the_model_and_still_opens_the_
                                           encoding="utf-8")
         else:
             env["ANTHROPIC_BASE_URL"] = with_userinfo(api.url)
-        proc = subprocess.run([sys.executable, str(ROOT / "s03_todo.py"), "show me env"],
+        proc = subprocess.run(lesson_command("s03_todo", "show me env"),
                               cwd=workdir, env=clean_env(workdir.parent / "home", **env),
                               capture_output=True, text=True, encoding="utf-8", timeout=60)
     assert proc.returncode == 0 and proc.stdout.strip() == "done", proc.stderr
@@ -348,7 +346,7 @@ def test_an_unreachable_endpoint_with_a_password_is_named_with_the_password_hidd
         closed.bind(("127.0.0.1", 0))
         port = closed.getsockname()[1]
     url = with_userinfo(f"http://127.0.0.1:{port}")
-    proc = subprocess.run([sys.executable, str(ROOT / "s03_todo.py"), "hi"], cwd=workdir,
+    proc = subprocess.run(lesson_command("s03_todo", "hi"), cwd=workdir,
                           env=clean_env(workdir.parent / "home", ANTHROPIC_API_KEY="test-key",
                                         ANTHROPIC_BASE_URL=url),
                           capture_output=True, text=True, encoding="utf-8", timeout=60)

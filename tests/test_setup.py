@@ -13,7 +13,6 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 import threading
 from contextlib import contextmanager
 from http import HTTPStatus
@@ -25,7 +24,7 @@ from harness import config
 from harness.errors import NoKey
 from harness.stand_in import StandInAPI
 from harness.stand_in.script import reply, text, tool
-from helpers import ROOT, clean_env, messages, tool_results, within, words
+from helpers import lesson_command, ROOT, clean_env, messages, tool_results, within, words
 
 KEY = "sk-from-a-secrets-manager"
 
@@ -118,7 +117,7 @@ def run_from_scratch(lessons, workdir, env=None, script=FINE):
     with StandInAPI(list(script)) as api:
         # ENV_FILE unset: the repository's .env is read, as in a learner's own run.
         extra = {"ANTHROPIC_BASE_URL": api.url, "ENV_FILE": "", **(env or {})}
-        proc = subprocess.run([sys.executable, str(lessons / "s03_todo.py"), "hi"], cwd=workdir,
+        proc = subprocess.run(lesson_command("s03_todo", "hi", root=lessons), cwd=workdir,
                               env=clean_env(workdir.parent / "home", **extra),
                               capture_output=True, text=True, encoding="utf-8", timeout=60)
     return proc, api
@@ -201,7 +200,7 @@ def answering(status: int, body: str, content_type: str):
 
 
 def run_against(url: str, workdir):
-    return subprocess.run([sys.executable, str(ROOT / "s03_todo.py"), "hi"], cwd=workdir,
+    return subprocess.run(lesson_command("s03_todo", "hi"), cwd=workdir,
                           env=clean_env(workdir.parent / "home", ANTHROPIC_BASE_URL=url,
                                         ANTHROPIC_API_KEY="test-key"),
                           capture_output=True, text=True, encoding="utf-8", timeout=60)

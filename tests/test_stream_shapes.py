@@ -13,7 +13,7 @@ import pytest
 
 import s03_todo
 import s07_task_system
-from helpers import tool_results
+from helpers import lesson_command, tool_results
 from harness.stand_in.script import raw, reply, text, tool
 from helpers import messages, words
 
@@ -309,12 +309,11 @@ def test_pings_do_not_keep_a_reply_that_never_comes_waiting_past_api_timeout(run
     """Each ping ends a read, so httpx's per-read timeout never fires: the harness's watch
     bounds the wait for the reply itself. (60 s is a bound against hanging, not a claim.)"""
     import subprocess
-    import sys
-    from helpers import ROOT, clean_env
+    from helpers import clean_env
     with Pinging() as endpoint:
         env = clean_env(workdir.parent / "home", ANTHROPIC_BASE_URL=endpoint.url,
                         ANTHROPIC_API_KEY="k", API_TIMEOUT="2")
-        proc = subprocess.run([sys.executable, str(ROOT / "s03_todo.py"), "hi"], cwd=workdir,
+        proc = subprocess.run(lesson_command("s03_todo", "hi"), cwd=workdir,
                               env=env, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
     said = (f"the endpoint at {endpoint.url} went silent in the middle of its reply for "
