@@ -43,7 +43,6 @@ is checked (rules.py) but clears nothing (the lessons send no thinking); compact
 most once a request (the API may compact again in a request whose server tools add enough).
 """
 
-import copy
 from dataclasses import dataclass, field
 
 from harness import api_context, pairing
@@ -185,13 +184,20 @@ def _with_cleared(prompt: dict, ids: set, uses: dict, inputs) -> dict:
     clear_tool_inputs says so (True: every tool; a list: those tools)."""
     if not ids:
         return prompt
-    messages = copy.deepcopy(prompt["messages"])
-    for m in messages:
+    messages = []
+    for m in prompt["messages"]:
         content = m.get("content")
-        for b in content if isinstance(content, list) else []:
+        if not isinstance(content, list):
+            messages.append(m)
+            continue
+        # A cleared block is a new one; the others are the request's own (usage counts them once).
+        blocks = []
+        for b in content:
             if b.get("type") == "tool_result" and b.get("tool_use_id") in ids:
-                b["content"] = CLEARED
+                b = {**b, "content": CLEARED}
             named = isinstance(inputs, list) and uses.get(b.get("id")) in inputs
             if b.get("type") == "tool_use" and b.get("id") in ids and (inputs is True or named):
-                b["input"] = {}
+                b = {**b, "input": {}}
+            blocks.append(b)
+        messages.append({**m, "content": blocks})
     return {**prompt, "messages": messages}

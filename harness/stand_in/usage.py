@@ -47,6 +47,27 @@ def count_tokens(obj):
     return max(1, len(json.dumps(obj, ensure_ascii=False)) // 4)
 
 
+# One request's blocks, counted, by identity: a request is counted several times (the window,
+# the server's clearing, the cache), and a long session's hold thousands of blocks. server.py
+# forgets them before each request; a block is never changed once parsed (edits.py copies a
+# block it clears), so a count holds while its block is here.
+_COUNTED = {}
+
+
+def forget_counts() -> None:
+    _COUNTED.clear()
+
+
+def block_tokens(block) -> int:
+    """count_tokens of a request's block as the model reads it (_plain), counted once."""
+    found = _COUNTED.get(id(block))
+    if found is not None and found[0] is block:
+        return found[1]
+    counted = count_tokens(_plain(block))
+    _COUNTED[id(block)] = (block, counted)
+    return counted
+
+
 def _plain(block: dict) -> dict:
     """A block as the model reads it: cache_control is an instruction to the API, not content."""
     return {k: v for k, v in block.items() if k != "cache_control"}
@@ -77,7 +98,7 @@ def breakpoints(body):
 def prompt_tokens(body: dict) -> int:
     """The request's input, counted as the cache counts it: characters/4 of each block."""
     blocks, _ = cache_blocks(body)
-    return sum(count_tokens(_plain(b)) for b in blocks)
+    return sum(block_tokens(b) for b in blocks)
 
 
 def prefix_hashes(body, blocks, start):
@@ -101,7 +122,7 @@ class PromptCache:
         """input_tokens (uncached), cache_read_input_tokens, cache_creation_input_tokens."""
         blocks, start = cache_blocks(body)
         hashes = prefix_hashes(body, blocks, start)
-        upto = list(itertools.accumulate(count_tokens(_plain(b)) for b in blocks))
+        upto = list(itertools.accumulate(block_tokens(b) for b in blocks))
         now = self.clock()
         self.entries = {h: t for h, t in self.entries.items() if t > now}
         marks = sorted(set(breakpoints(body)))
