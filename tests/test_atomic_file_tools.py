@@ -199,7 +199,7 @@ def test_write_and_edit_as_root_keep_the_files_owner_group_mode_and_attributes(r
               reply(tool("edit_file", {"path": "notes.txt", "old_text": "two",
                                        "new_text": "three"})),
               reply(text("done"))]
-    proc, api = run_lesson("s03_todo", "update the notes", script=script)
+    proc, api = run_lesson("s03_todo", "update the notes", script=script, in_process=True)
     assert proc.returncode == 0 and api.violations == [], proc.stderr
     results = [tool_results(request)[0] for request in api.requests[1:]]
     assert not any(r.get("is_error") for r in results), results

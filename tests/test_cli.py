@@ -71,7 +71,7 @@ def test_demo_where_demo_cannot_be_its_folder_is_one_line_and_exit_1(run_lesson,
     else:
         (workdir / "demo").symlink_to(elsewhere)
     before = in_the_way_now(workdir / "demo")
-    proc, api = run_lesson("s03_todo", "--demo", key=None)
+    proc, api = run_lesson("s03_todo", "--demo", key=None, in_process=True)
     assert proc.returncode == 1 and api.requests == [] and proc.stdout == ""
     assert len(messages(proc.stderr)) == 1 and proc.stderr.startswith("error: --demo "), proc.stderr
     said = {"a file": "demo is a file, not a folder", "a dangling link": "demo is a symbolic link",
@@ -628,7 +628,8 @@ def test_ctrl_c_in_a_batch_keeps_the_calls_that_ran_and_marks_the_one_running(wo
         [(INTERRUPTED, True)] + [(NOT_RUN, True)] * (2 - running))
     assert next_prompt == {"role": "user", "content": "next prompt"}
     # The log holds the same: --continue sends what the REPL sent, and the answer after it.
-    proc, api = run_lesson("s03_todo", "--continue", "go on", script=[reply(text("resumed"))])
+    proc, api = run_lesson("s03_todo", "--continue", "go on", script=[reply(text("resumed"))],
+                           in_process=True)
     assert proc.returncode == 0 and api.violations == [], proc.stderr
     assert api.requests[0]["messages"] == request["messages"] + [
         {"role": "assistant", "content": [text("after interrupt")]},

@@ -304,7 +304,7 @@ def test_a_round_with_todo_among_other_calls_resets_the_nag(run_lesson):
     work = reply(tool("bash", {"command": "true"}))
     script = [work, work, reply(tool("bash", {"command": "true"}), todo("in_progress")),
               work, work, work, reply(text("done"))]
-    proc, api = run_lesson("s03_todo", "work on it", script=script)
+    proc, api = run_lesson("s03_todo", "work on it", script=script, in_process=True)
     assert proc.returncode == 0 and api.violations == [], proc.stderr
     reminded = [n for n, request in enumerate(api.requests)
                 if s03_todo.REMINDER in json.dumps(request["messages"][-1]["content"])]
@@ -324,7 +324,8 @@ def test_a_sibling_folder_whose_name_starts_with_the_workspaces_is_outside_it(ru
              tool("write_file", {"path": "../work-evil/planted.txt", "content": "x"}),
              tool("edit_file", {"path": "../work-evil/secret.txt", "old_text": "TOP",
                                 "new_text": "NO"})]
-    proc, api = run_lesson("s03_todo", "look next door", script=[reply(*tries), reply(text("ok"))])
+    proc, api = run_lesson("s03_todo", "look next door", script=[reply(*tries), reply(text("ok"))],
+                           in_process=True)
     assert proc.returncode == 0 and api.violations == [], proc.stderr
     results = tool_results(api.requests[1])
     assert len(results) == 4
@@ -340,7 +341,8 @@ def test_the_user_and_the_history_get_the_whole_of_a_paused_turn(run_lesson):
     reads both parts, and the next prompt's request holds both as one assistant message."""
     first, second = text("The first half of the answer."), text("The second half.")
     script = [reply(first, stop_reason="pause_turn"), reply(second), reply(text("Yes."))]
-    proc, api = run_lesson("s03_todo", script=script, stdin="explain\nis that all?\nq\n")
+    proc, api = run_lesson("s03_todo", script=script, stdin="explain\nis that all?\nq\n",
+                           in_process=True)
     assert proc.returncode == 0 and api.violations == [], proc.stderr
     assert "The first half of the answer.\nThe second half." in proc.stdout
     assert api.requests[1]["messages"][-1] == {"role": "assistant", "content": [first]}

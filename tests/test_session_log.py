@@ -226,7 +226,8 @@ def test_a_lesson_stopped_mid_batch_resumes_with_every_call_that_ran(workdir, ru
         err = proc.communicate(timeout=60)[1].decode()
         end_group(group)        # a lesson killed with -9 could not stop its command
     assert proc.returncode == (130 if signum == signal.SIGINT else -signal.SIGKILL), err
-    proc, api = run_lesson("s03_todo", "--continue", "go on", script=[reply(text("resumed"))])
+    proc, api = run_lesson("s03_todo", "--continue", "go on", script=[reply(text("resumed"))],
+                           in_process=True)
     assert proc.returncode == 0 and api.violations == [], proc.stderr
     prompt, batch, results, go_on = api.requests[0]["messages"]
     assert prompt == {"role": "user", "content": "make three files"}

@@ -88,7 +88,7 @@ def test_a_dotenv_that_is_neither_a_file_nor_a_fifo_is_named_in_one_line(run_les
         import socket
         with socket.socket(socket.AF_UNIX) as bound:
             bound.bind(str(workdir / ".env"))
-    proc, api = run_lesson("s03_todo", "hi", script=[reply(text("fine"))])
+    proc, api = run_lesson("s03_todo", "hi", script=[reply(text("fine"))], in_process=True)
     assert proc.returncode == 0 and proc.stdout.strip() == "fine", proc.stderr
     said = (f"warning: {workdir / '.env'} is {kind}, not a file of settings (NAME=value "
             "lines): it is not read")
