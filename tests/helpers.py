@@ -374,13 +374,25 @@ def interrupted(id):
             "is_error": True}
 
 
+def conversation(*calls, prompt="go", answer=None):
+    """The one history builder: a conversation as the loop builds it. The prompt, then for each
+    call (tool name, input[, result]) one assistant tool_use, id t0, t1, ..., and its
+    tool_result (its content "result N" when left out); answer: a last reply in words."""
+    messages = [{"role": "user", "content": prompt}]
+    for n, (name, args, *content) in enumerate(calls):
+        said = content[0] if content else f"result {n}"
+        use = {"type": "tool_use", "id": f"t{n}", "name": name, "input": args}
+        messages += [{"role": "assistant", "content": [use]},
+                     {"role": "user", "content": [result(f"t{n}", said)]}]
+    if answer is not None:
+        messages.append({"role": "assistant", "content": [{"type": "text", "text": answer}]})
+    return messages
+
+
 def session(n_calls):
-    """A history as the loop builds it: a prompt, then a call and its result, n times, an answer."""
-    history = [{"role": "user", "content": "fix the tests"}]
-    for n in range(n_calls):
-        history += [{"role": "assistant", "content": [call(f"t{n}")]},
-                    {"role": "user", "content": [result(f"t{n}", f"output {n}")]}]
-    return history + [{"role": "assistant", "content": [{"type": "text", "text": "Done."}]}]
+    """A finished turn: n bash calls, each with its output, then "Done."."""
+    calls = [("bash", {"command": "ls"}, f"output {n}") for n in range(n_calls)]
+    return conversation(*calls, prompt="fix the tests", answer="Done.")
 
 
 # ---------------------------------------------------------------- output read as words

@@ -9,20 +9,10 @@ import s06_compact as s06
 from harness import compaction
 from harness.run import Run
 from harness.stand_in.rules import check_request
-from harness.stand_in.script import tool
 from harness.stand_in.usage import PromptCache
+from helpers import conversation
 
 BIG = "x = 1\n" * 2_000          # 12,000 characters written
-
-
-def history(*calls):
-    """A valid history: one assistant call and its short result per (name, input)."""
-    messages = [{"role": "user", "content": "go"}]
-    for n, (name, args) in enumerate(calls):
-        messages.append({"role": "assistant", "content": [tool(name, args, id=f"t{n}")]})
-        messages.append({"role": "user", "content": [
-            {"type": "tool_result", "tool_use_id": f"t{n}", "content": f"result {n}"}]})
-    return messages
 
 
 def inputs(view):
@@ -60,7 +50,7 @@ pytestmark = pytest.mark.usefixtures("fresh_layers")    # s06's layers new, in a
 
 
 def test_old_big_writes_and_edits_are_worth_clearing_and_the_newest_calls_are_not():
-    messages = history(("write_file", {"path": "a.py", "content": BIG}),
+    messages = conversation(("write_file", {"path": "a.py", "content": BIG}),
                        ("edit_file", {"path": "a.py", "old_text": BIG[:600],
                                       "new_text": BIG[:700]}),
                        ("write_file", {"path": "small.py", "content": "x = 1\n"}),
@@ -74,7 +64,7 @@ def test_old_big_writes_and_edits_are_worth_clearing_and_the_newest_calls_are_no
 
 
 def test_cleared_inputs_keep_the_call_valid_and_the_history_whole():
-    messages = history(("write_file", {"path": "a.py", "content": BIG}),
+    messages = conversation(("write_file", {"path": "a.py", "content": BIG}),
                        ("edit_file", {"path": "a.py", "old_text": BIG[:600],
                                       "new_text": BIG[:700]}),
                        ("bash", {"command": "ls"}))
@@ -93,7 +83,7 @@ def test_cleared_inputs_keep_the_call_valid_and_the_history_whole():
 
 
 def test_an_input_that_is_not_text_is_left_alone():
-    messages = history(("write_file", {"path": "a.py", "content": ["not", "a", "string"]}),
+    messages = conversation(("write_file", {"path": "a.py", "content": ["not", "a", "string"]}),
                        ("bash", {"command": "1"}), ("bash", {"command": "2"}),
                        ("bash", {"command": "3"}))
     assert clearable_inputs(messages) == {}
@@ -107,7 +97,7 @@ def test_a_batch_must_free_enough_and_a_fair_share_of_what_it_rewrites(monkeypat
                                         "content": "o" * 16_000}]}   # about 4,000 tokens freed
 
     def cleared_with(after: int) -> bool:
-        messages = history(("bash", {"command": "a"}), ("bash", {"command": "b" * after}),
+        messages = conversation(("bash", {"command": "a"}), ("bash", {"command": "b" * after}),
                            ("bash", {"command": "c"}))
         messages[2] = copy.deepcopy(old)
         s06.CLEARED = s06.Cleared()
@@ -123,7 +113,7 @@ def test_a_batch_must_free_enough_and_a_fair_share_of_what_it_rewrites(monkeypat
 
 def test_a_small_compact_threshold_makes_smaller_batches_worth_it(monkeypatch, run):
     monkeypatch.setattr(s06, "KEEP_RECENT", 1)
-    messages = history(("bash", {"command": "a"}), ("bash", {"command": "b"}))
+    messages = conversation(("bash", {"command": "a"}), ("bash", {"command": "b"}))
     batch = s06.CLEAR_AT_LEAST * 3 // 4                            # tokens: under CLEAR_AT_LEAST
     messages[2]["content"][0]["content"] = "o" * 4 * batch
     s06.CONTEXT.reported = 1
@@ -138,7 +128,7 @@ def test_a_cold_cache_clears_what_is_worth_it_without_counting_a_rewrite(monkeyp
     """The first call of a resumed session sends everything at full price anyway: a batch
     that frees enough is cleared, whatever comes after it."""
     monkeypatch.setattr(s06, "KEEP_RECENT", 1)
-    messages = history(("bash", {"command": "a"}), ("bash", {"command": "b" * 200_000}),
+    messages = conversation(("bash", {"command": "a"}), ("bash", {"command": "b" * 200_000}),
                        ("bash", {"command": "c"}))
     messages[2]["content"][0]["content"] = "o" * 40_000
     s06.CONTEXT.reported = 1
@@ -151,12 +141,12 @@ def test_a_cold_cache_clears_what_is_worth_it_without_counting_a_rewrite(monkeyp
 
 def test_a_placeholder_is_made_once_and_stays_the_same_text(monkeypatch, run):
     monkeypatch.setattr(s06, "KEEP_RECENT", 1)
-    messages = history(("bash", {"command": "a"}), ("bash", {"command": "b"}),
+    messages = conversation(("bash", {"command": "a"}), ("bash", {"command": "b"}),
                        ("bash", {"command": "c"}))
     messages[2]["content"][0]["content"] = "o" * 40_000
     s06.CONTEXT.reported = None
     first = s06.micro_compact(messages, run)
-    messages += history(("bash", {"command": "d"}))[1:]
+    messages += conversation(("bash", {"command": "d"}))[1:]
     messages[-2]["content"][0]["id"] = messages[-1]["content"][0]["tool_use_id"] = "t9"
     again = s06.micro_compact(messages, run, batch=False)
     assert again[:len(first) - 1] == first[:-1]
@@ -168,7 +158,7 @@ def test_the_cache_point_keeps_the_prefix_read_when_a_batch_starts_far_back():
     a result 30 blocks back writes the whole request again, tools and system included."""
     calls = [("bash", {"command": f"cat {n}" + " " * 400}) for n in range(20)]
     body = {"model": "m", "system": "s" * 8_000, "cache_control": {"type": "ephemeral"},
-            "messages": history(*calls)}
+            "messages": conversation(*calls)}
     changed = copy.deepcopy(body["messages"])
     changed[4]["content"][0]["content"] = "[Previous: used bash]"      # 36 blocks from the end
     for point, read_at_least in ((None, 0), (changed[4]["content"][0], 2_000)):
@@ -187,7 +177,7 @@ def test_the_cache_point_keeps_the_prefix_read_when_a_batch_starts_far_back():
 
 
 def test_no_cache_point_without_a_batch_or_for_the_first_message():
-    messages = history(("bash", {"command": "a"}))
+    messages = conversation(("bash", {"command": "a"}))
     assert compaction.breakpoint_before(messages, None) is messages
     unknown = {"type": "tool_result", "tool_use_id": "unknown", "content": "x"}
     assert compaction.breakpoint_before(messages, unknown) is messages

@@ -19,7 +19,7 @@ from anthropic.types import Message, TextBlock, ToolUseBlock, Usage
 import s03_todo as s03
 import s06_compact as s06
 import s07_task_system as s07
-from helpers import FullDisk, tool_results
+from helpers import conversation, FullDisk, tool_results
 from harness.stand_in.script import reply, text, tool
 from harness import model_call
 from harness.run import Run
@@ -29,16 +29,6 @@ BIG = "y" * (4 * s06.CLEAR_AT_LEAST)   # one result worth a whole batch of layer
 
 
 pytestmark = pytest.mark.usefixtures("fresh_layers")    # s06's layers new, in a tmp folder
-
-
-def history(*calls) -> list:
-    """A valid history: per (tool name, input, result) one tool_use and its tool_result."""
-    messages = [{"role": "user", "content": "go"}]
-    for n, (name, args, result) in enumerate(calls):
-        messages.append({"role": "assistant", "content": [tool(name, args, id=f"t{n}")]})
-        messages.append({"role": "user", "content": [
-            {"type": "tool_result", "tool_use_id": f"t{n}", "content": result}]})
-    return messages
 
 
 def shown(view: list) -> list:
@@ -52,7 +42,7 @@ NEWEST = [("bash", {"command": "ls"}, "1"), ("bash", {"command": "ls"}, "2"),
 
 
 def test_an_edit_does_not_hide_the_read_of_the_file_it_edits(run):
-    view = shown(s06.micro_compact(history(
+    view = shown(s06.micro_compact(conversation(
         ("read_file", {"path": "a.txt"}, BIG),
         ("edit_file", {"path": "a.txt", "old_text": "y", "new_text": "z"},
          "Edited a.txt: replaced 1 occurrence"),
@@ -64,7 +54,7 @@ def test_an_edit_does_not_hide_the_read_of_the_file_it_edits(run):
 @pytest.mark.parametrize("later", [("read_file", {"path": "./a.txt"}, BIG),
                                    ("write_file", {"path": "a.txt", "content": "new"}, "Wrote")])
 def test_a_later_read_or_write_of_the_file_does_supersede_the_read(later, run):
-    view = shown(s06.micro_compact(history(
+    view = shown(s06.micro_compact(conversation(
         ("read_file", {"path": "a.txt"}, BIG * 3),    # worth more than all that follows it
         ("edit_file", {"path": "a.txt", "old_text": "y", "new_text": "z"}, "Edited a.txt"),
         later, *NEWEST), run))
@@ -142,7 +132,7 @@ def test_a_transcript_cut_by_a_full_disk_leaves_no_file_and_the_compaction_is_sk
         f = real_open(file, mode, *args, **kwargs)
         return FullDisk(f) if "w" in mode or "x" in mode else f
     monkeypatch.setattr(io, "open", open_on_full_disk)
-    messages = history(*[("bash", {"command": f"step {n}"}, BIG) for n in range(6)])
+    messages = conversation(*[("bash", {"command": f"step {n}"}, BIG) for n in range(6)])
     before = json.dumps(messages)
     assert s06.auto_compact(messages, Run(NoCalls())) is False
     assert json.dumps(messages) == before               # the history is kept as it was
@@ -208,7 +198,7 @@ def test_a_compact_call_refused_by_its_schema_does_not_compact(run_main):
 def test_layer_2_does_not_compact_what_layer_1_has_just_cleared(capsys, run):
     """The API's count for the last call still holds the results a batch has just cleared:
     layer 2 measures the view, so it must not see them and summarise for nothing."""
-    messages = history(("bash", {"command": "big"}, BIG), *NEWEST)
+    messages = conversation(("bash", {"command": "big"}, BIG), *NEWEST)
     s06.CONTEXT.threshold = 10_000
     s06.CONTEXT.record(Usage(input_tokens=11_000, output_tokens=10), messages)
     view = s06.micro_compact(messages, run)
@@ -220,10 +210,10 @@ def test_layer_2_does_not_compact_what_layer_1_has_just_cleared(capsys, run):
 def test_a_new_result_under_an_old_cleared_id_is_shown_whole(run):
     """An endpoint that numbers its ids afresh (after a compaction, or /clear) reuses an id
     layer 1 cleared: the new result is not the old one, and the model must see it."""
-    old = history(("bash", {"command": "big"}, BIG), *NEWEST)
+    old = conversation(("bash", {"command": "big"}, BIG), *NEWEST)
     s06.micro_compact(old, run)
     assert shown(s06.micro_compact(old, run))[0].startswith("[Previous:")
-    new = history(("bash", {"command": "again"}, "NEW OUTPUT"), *NEWEST)     # the same ids
+    new = conversation(("bash", {"command": "again"}, "NEW OUTPUT"), *NEWEST)     # the same ids
     assert shown(s06.micro_compact(new, run))[0] == "NEW OUTPUT"
 
 

@@ -11,23 +11,11 @@ import pytest
 import s06_compact as s06
 from harness import compaction, config
 from harness.run import Run
-from helpers import tool_results
+from helpers import conversation, tool_results
 from harness.stand_in import StandInAPI
 from harness.stand_in.rules import check_request
 from harness.stand_in.script import error, reply, text, tool
 from helpers import words
-
-
-def history_with_results(*calls):
-    """A valid history: one assistant tool_use and its result per (tool name, result
-    content[, input])."""
-    messages = [{"role": "user", "content": "go"}]
-    for n, (name, content, *args) in enumerate(calls):
-        call = tool(name, args[0] if args else {}, id=f"t{n}")
-        result = {"type": "tool_result", "tool_use_id": f"t{n}", "content": content}
-        messages.append({"role": "assistant", "content": [call]})
-        messages.append({"role": "user", "content": [result]})
-    return messages
 
 
 # Each test with s06's layers made new, in a tmp folder (a cleared result is saved whole
@@ -46,9 +34,9 @@ def contents(view):
 # ---------------------------------------------------------------- layer 1
 
 def test_layer1_clears_old_long_results_in_one_worthwhile_batch_and_keeps_the_newest(capsys, run):
-    history = history_with_results(("bash", BIG), ("bash", "short"),
-                                   ("edit_file", LONG, {"path": "a.py"}),
-                                   ("bash", LONG), ("bash", LONG), ("bash", LONG))
+    history = conversation(("bash", {}, BIG), ("bash", {}, "short"),
+                           ("edit_file", {"path": "a.py"}, LONG),
+                           ("bash", {}, LONG), ("bash", {}, LONG), ("bash", {}, LONG))
     original = copy.deepcopy(history)
     view = s06.micro_compact(history, run)
     first, *rest = contents(view)
@@ -72,7 +60,7 @@ def test_layer1_never_clears_what_the_model_has_not_answered_yet(run):
     """Calls made at once come back in one message: the model has seen none of those results,
     and wrote those inputs in its newest turn, so none is cleared, whatever KEEP_RECENT says:
     here the turn holds more calls than KEEP_RECENT, its first results big enough to clear."""
-    history = history_with_results(("bash", BIG), ("bash", BIG))
+    history = conversation(("bash", {}, BIG), ("bash", {}, BIG))
     turn = [tool("bash", {}, id="p0"),
             tool("write_file", {"path": "a.py", "content": BIG}, id="p1")]
     turn += [tool("bash", {}, id=f"p{n}") for n in range(2, s06.KEEP_RECENT + 2)]
@@ -86,8 +74,8 @@ def test_layer1_never_clears_what_the_model_has_not_answered_yet(run):
 
 def test_a_call_whose_result_and_input_are_both_cleared_counts_both(capsys, run):
     """One id clears both a result and its call's input: what the batch frees is their sum."""
-    history = history_with_results(("write_file", LONG, {"path": "a.py", "content": BIG}),
-                                   *[("bash", "ok")] * s06.KEEP_RECENT)
+    history = conversation(("write_file", {"path": "a.py", "content": BIG}, LONG),
+                           *[("bash", {}, "ok")] * s06.KEEP_RECENT)
     (call,) = [call for block, call in s06.clearable(history) if block is call]
     input_freed = s06.tokens_freed(call, call)
     s06.micro_compact(history, run)
@@ -101,10 +89,10 @@ def test_clearing_a_calls_input_keeps_its_short_result_and_claims_nothing_about_
     input does not say the file was written."""
     failed = {"type": "tool_result", "tool_use_id": "t0", "content": "Error: outside the workspace",
               "is_error": True}
-    history = history_with_results(("write_file", "x", {"path": "/proc/no/a.py", "content": BIG}),
-                                   ("edit_file", "Error: old_text not found in b.py",
-                                    {"path": "b.py", "old_text": BIG, "new_text": BIG + "!"}),
-                                   *[("bash", "ok")] * s06.KEEP_RECENT)
+    history = conversation(("write_file", {"path": "/proc/no/a.py", "content": BIG}, "x"),
+                           ("edit_file", {"path": "b.py", "old_text": BIG, "new_text": BIG + "!"},
+                            "Error: old_text not found in b.py"),
+                           *[("bash", {}, "ok")] * s06.KEEP_RECENT)
     history[2]["content"] = [failed]
     view = s06.micro_compact(history, run)
     assert view[2]["content"][0]["content"] == "Error: outside the workspace"
@@ -118,21 +106,19 @@ def test_clearing_a_calls_input_keeps_its_short_result_and_claims_nothing_about_
 
 def test_only_a_whole_read_or_write_that_worked_makes_an_earlier_read_stale(monkeypatch):
     whole = "line\n" * 2_000
-    history = history_with_results(("read_file", whole, {"path": "a.py"}),
-                                   ("read_file", "line\n" * 100, {"path": "a.py", "offset": 50}),
-                                   ("read_file", whole, {"path": "b.py"}),
-                                   ("write_file", "Error: the disk is full",
-                                    {"path": "b.py", "content": "y"}),
-                                   ("read_file", whole, {"path": "c.py"}),
-                                   ("write_file", "Wrote 1 bytes",
-                                    {"path": "c.py", "content": "y"}),
-                                   ("read_file", whole, {"path": "d.py"}),
-                                   ("read_file", "(no lines)", {"path": "d.py", "limit": 0}),
-                                   ("read_file", whole, {"path": "e.py", "offset": 900}),
-                                   ("read_file",
-                                    whole + "... (9 more lines; read on with offset=2001)",
-                                    {"path": "e.py"}),
-                                   ("bash", BIG), ("bash", "ok"))
+    history = conversation(("read_file", {"path": "a.py"}, whole),
+                           ("read_file", {"path": "a.py", "offset": 50}, "line\n" * 100),
+                           ("read_file", {"path": "b.py"}, whole),
+                           ("write_file", {"path": "b.py", "content": "y"},
+                            "Error: the disk is full"),
+                           ("read_file", {"path": "c.py"}, whole),
+                           ("write_file", {"path": "c.py", "content": "y"}, "Wrote 1 bytes"),
+                           ("read_file", {"path": "d.py"}, whole),
+                           ("read_file", {"path": "d.py", "limit": 0}, "(no lines)"),
+                           ("read_file", {"path": "e.py", "offset": 900}, whole),
+                           ("read_file", {"path": "e.py"},
+                            whole + "... (9 more lines; read on with offset=2001)"),
+                           ("bash", {}, BIG), ("bash", {}, "ok"))
     history[8]["content"][0]["is_error"] = True
     monkeypatch.setattr(s06, "KEEP_RECENT", 1)
     gone = {block["tool_use_id"] for block, call in s06.clearable(history) if block is not call}
@@ -148,10 +134,10 @@ def test_layer1_never_clears_a_batch_smaller_than_clear_at_least(run):
     """Even where a rewrite would be cheap (small results after it), a batch under CLEAR_AT_LEAST
     waits: each batch throws the cache away from its first block, so batches must be rare."""
     just_under = "z" * (4 * s06.CLEAR_AT_LEAST - 200)        # one old result a little under
-    history = history_with_results(("bash", just_under), *[("bash", "ok")] * s06.KEEP_RECENT)
+    history = conversation(("bash", {}, just_under), *[("bash", {}, "ok")] * s06.KEEP_RECENT)
     assert contents(s06.micro_compact(history, run))[0] == just_under
-    history = history_with_results(("bash", just_under + "z" * 400),
-                                   *[("bash", "ok")] * s06.KEEP_RECENT)
+    history = conversation(("bash", {}, just_under + "z" * 400),
+                           *[("bash", {}, "ok")] * s06.KEEP_RECENT)
     assert contents(s06.micro_compact(history, run))[0].startswith("[Previous: used bash")
 
 
@@ -159,7 +145,7 @@ def test_a_batch_waits_while_clearing_it_would_rewrite_more_cache_than_it_frees(
     """An old result worth CLEAR_AT_LEAST, followed by three times as much: clearing it would
     make the API write all that again (1.25 x) to free less than REWRITE_SHARE x of it. With a
     cold cache (nothing counted yet: a resumed session's first call) nothing is lost: it goes."""
-    history = history_with_results(("bash", BIG), *[("bash", BIG + str(n)) for n in range(3)])
+    history = conversation(("bash", {}, BIG), *[("bash", {}, BIG + str(n)) for n in range(3)])
     s06.CONTEXT.record(Usage(40_000, 100), history)          # the API has read all of it
     assert contents(s06.micro_compact(history, run)) == [BIG] + [BIG + str(n) for n in range(3)]
     s06.CONTEXT.reported = None                              # a cold cache
@@ -167,16 +153,17 @@ def test_a_batch_waits_while_clearing_it_would_rewrite_more_cache_than_it_frees(
 
 
 def test_layer1_waits_until_a_batch_is_worth_the_cache_it_throws_away(run):
-    history = history_with_results(*[("bash", LONG)] * 8)        # 5 old results of ~100 tokens each
+    history = conversation(*[("bash", {}, LONG)] * 8)        # 5 old results of ~100 tokens each
     assert s06.micro_compact(history, run) == history
 
 
 def test_between_batches_every_request_repeats_the_last_one_as_its_prefix(run):
-    history = history_with_results(("bash", BIG), ("bash", LONG), ("bash", LONG), ("bash", LONG))
+    history = conversation(("bash", {}, BIG), ("bash", {}, LONG), ("bash", {}, LONG),
+                           ("bash", {}, LONG))
     views = []
     for n in range(6):                    # six more calls, each adding a result too small to batch
         views.append(s06.micro_compact(history, run))
-        history += history_with_results(("bash", LONG))[1:]
+        history += conversation(("bash", {}, LONG))[1:]
         history[-2]["content"][0]["id"] = history[-1]["content"][0]["tool_use_id"] = f"more{n}"
     assert contents(views[0])[0].startswith("[Previous: used bash")
     for before, after in zip(views, views[1:], strict=False):
@@ -185,10 +172,10 @@ def test_between_batches_every_request_repeats_the_last_one_as_its_prefix(run):
 
 
 def test_a_file_stays_visible_until_a_later_read_or_write_supersedes_it(run):
-    history = history_with_results(("read_file", BIG, {"path": "a.py"}),
-                                   ("read_file", LONG, {"path": "b.py"}),
-                                   ("write_file", "Wrote", {"path": "./a.py"}),
-                                   ("bash", "1"), ("bash", "2"), ("bash", "3"))
+    history = conversation(("read_file", {"path": "a.py"}, BIG),
+                           ("read_file", {"path": "b.py"}, LONG),
+                           ("write_file", {"path": "./a.py"}, "Wrote"),
+                           ("bash", {}, "1"), ("bash", {}, "2"), ("bash", {}, "3"))
     view = contents(s06.micro_compact(history, run))
     assert view[0] == "[Previous: read a.py; a later read or write of it follows]"
     assert view[1] == LONG          # b.py was never read again: its contents are current
@@ -197,7 +184,7 @@ def test_a_file_stays_visible_until_a_later_read_or_write_supersedes_it(run):
 # ---------------------------------------------------------------- the summary call
 
 def test_the_summary_call_repeats_the_loops_prefix_and_asks_for_no_tool(in_tmp, run):
-    history = history_with_results(("bash", LONG), ("bash", "done"))
+    history = conversation(("bash", {}, LONG), ("bash", {}, "done"))
     view = s06.micro_compact(history, run)
     answer = reply(tool("bash", {"command": "ls"}), text("SUMMARY: ran bash twice"))
     with StandInAPI([answer]) as api:
@@ -253,7 +240,7 @@ def test_the_threshold_comes_from_the_environment_when_a_run_starts(run_main):
 # ---------------------------------------------------------------- layer 2
 
 def test_transcripts_are_jsonl_of_plain_data_and_never_overwritten(in_tmp):
-    history = history_with_results(("bash", "héllo ✓"), ("read_file", LONG))
+    history = conversation(("bash", {}, "héllo ✓"), ("read_file", {}, LONG))
     first = compaction.save(config.TRANSCRIPTS, history)
     second = compaction.save(config.TRANSCRIPTS, history[:1])
     assert first != second and first.parent.name == ".transcripts"
@@ -266,7 +253,7 @@ def test_transcripts_are_jsonl_of_plain_data_and_never_overwritten(in_tmp):
 @pytest.mark.parametrize("answer", [error(400, "prompt is too long"), reply()],
                          ids=["api-error", "empty"])
 def test_a_failed_summary_loses_nothing(in_tmp, capsys, answer):
-    history = history_with_results(("bash", LONG))
+    history = conversation(("bash", {}, LONG))
     before = copy.deepcopy(history)
     with StandInAPI([answer]) as api:
         client = anthropic.Anthropic(api_key="k", base_url=api.url, max_retries=0)
@@ -376,7 +363,7 @@ def test_slash_compact_in_the_repl_and_a_failing_summary_in_a_turn(run_main, wor
 
 def test_a_compaction_that_cannot_save_its_transcript_keeps_the_history(in_tmp, capsys):
     (in_tmp / ".transcripts").write_text("a file in the way")
-    history = history_with_results(("bash", LONG))
+    history = conversation(("bash", {}, LONG))
     original = copy.deepcopy(history)
     with StandInAPI([]) as api:
         client = anthropic.Anthropic(api_key="k", base_url=api.url)
@@ -393,7 +380,7 @@ def test_a_compaction_never_writes_its_transcript_through_a_link_planted_for_it(
     victim.write_text("the user's file")
     (in_tmp / ".transcripts").mkdir()
     (in_tmp / ".transcripts" / f".transcript.tmp-{os.getpid()}").symlink_to(victim)
-    history = history_with_results(("bash", LONG), ("bash", "done"))
+    history = conversation(("bash", {}, LONG), ("bash", {}, "done"))
     with StandInAPI([reply(text("SUMMARY: ran bash twice"))]) as api:
         client = anthropic.Anthropic(api_key="k", base_url=api.url)
         assert s06.auto_compact(history, Run(client)) is True
@@ -415,7 +402,7 @@ def test_usage_with_null_fields_counts_as_zero():
 
 def test_layer2_does_not_compact_again_until_new_work_has_grown_the_context(in_tmp, capsys):
     s06.CONTEXT.threshold = 40
-    history = history_with_results(("bash", LONG))
+    history = conversation(("bash", {}, LONG))
     with StandInAPI([reply(text("SUMMARY " + "s" * 400))]) as api:
         client = anthropic.Anthropic(api_key="k", base_url=api.url)
         assert s06.needs_compaction(history) and s06.auto_compact(history, Run(client))

@@ -11,8 +11,9 @@ import pytest
 
 from harness.stand_in import StandInAPI, edits
 from harness.stand_in.rules import check_request
-from harness.stand_in.script import reply, text, tool
+from harness.stand_in.script import reply, text
 from harness.stand_in.usage import bill
+from helpers import conversation
 
 CLEAR_BETA, COMPACT_BETA = "context-management-2025-06-27", "compact-2026-01-12"
 TOOLS = [{"name": "bash", "description": "run", "input_schema": {"type": "object"}}]
@@ -42,13 +43,7 @@ HI = [{"role": "user", "content": "hi"}]
 
 def history(*results):
     """A prompt, then one bash call a result, each result that many characters."""
-    messages = [{"role": "user", "content": "go"}]
-    for n, size in enumerate(results):
-        messages += [{"role": "assistant", "content": [tool("bash", {"command": "x" * 40},
-                                                            id=f"t{n}")]},
-                     {"role": "user", "content": [{"type": "tool_result", "tool_use_id": f"t{n}",
-                                                   "content": "r" * size}]}]
-    return messages
+    return conversation(*[("bash", {"command": "x" * 40}, "r" * size) for size in results])
 
 
 # ---------------------------------------------------------------- the rules
