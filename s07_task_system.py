@@ -125,7 +125,7 @@ class TaskFolder:
             task = json.loads(data)
         except (ValueError, RecursionError) as exc:   # not JSON, not UTF-8, nested too deep
             raise ValueError(f"{path} is unreadable ({exc}); it was left as it is") from None
-        # A field a hand edit broke: what PostgreSQL's constraints would refuse (record.py).
+        # A field a hand edit broke: what PostgreSQL's constraints would refuse (board/record.py).
         problem = record.task_problem(task, task_id)
         if problem:
             raise ValueError(f"{path} is unreadable (not a valid task: {problem}); it was "

@@ -3,7 +3,7 @@
 
     python bench/bench_page.py          (about a minute)
 
-Synthetic runs fed to harness.session.record as the lessons feed it (each call's request as
+Synthetic runs fed to harness.session.recorder as the lessons feed it (each call's request as
 sent, after layer 1), then rendered by harness.session.page:
 - 200 calls of an s06-like session: results of 2 to 40 kB, layer 1 every 8 calls, a
   compaction every 60; the page's size, the record's memory, the time a call's record takes;
@@ -29,7 +29,7 @@ from types import SimpleNamespace
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from harness.session.page import render  # noqa: E402
-from harness.session.record import Recorder  # noqa: E402
+from harness.session.recorder import Recorder  # noqa: E402
 
 SYSTEM = "You are a coding agent working in the current folder. " * 20
 TOOLS = [{"name": f"tool_{n}", "description": "Does one thing well. " * 12,

@@ -43,8 +43,8 @@ API (Setting.client), and model_call asks the Setting what a reply keeps and cos
 from dataclasses import dataclass
 
 from harness import config, pairing, terminal
-from harness.session.record import SUMMARY_BY_API as SUMMARY_LABEL
-from harness.session.record import usage_counts
+from harness.session.recorder import SUMMARY_BY_API as SUMMARY_LABEL
+from harness.session.recorder import usage_counts
 
 CLEAR, COMPACT = "clear", "compact"
 BETAS = {CLEAR: "context-management-2025-06-27", COMPACT: "compact-2026-01-12"}

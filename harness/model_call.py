@@ -33,7 +33,7 @@ Without each piece:
   (after --continue, say) reuses an earlier call's id; the API refuses the request.
 - pause_turn (and "compaction", a pause after the API's summary): a turn the server paused
   looks finished; checked() sends it back and the reply goes on (up to MAX_RESUMES).
-- the usage line and the run's record (session/record.py): the cost of a session is
+- the usage line and the run's record (session/recorder.py): the cost of a session is
   invisible, and a local server that silently dropped the tools goes unnoticed. A summary the
   API wrote (--api-context compact) is a call of its own: its usage is only in
   usage.iterations (api_context.py).
@@ -48,7 +48,7 @@ from harness import config, errors, excerpt, pairing, terminal
 from harness.clean import clean_json
 from harness.errors import EndpointError
 from harness.sdk import anthropic, httpx
-from harness.session.record import usage_counts
+from harness.session.recorder import usage_counts
 
 MAX_RESUMES = 10      # pause_turn continuations of one call before it is returned as it is
 RESUMED = {"pause_turn", "compaction"}    # stop reasons of a turn the server paused

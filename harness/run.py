@@ -7,7 +7,7 @@ and tool call through it; s06's layers give it to compaction.py, which records w
 they did. Tests and benchmarks make their own (Run(client)): a fresh Run is what a new
 process starts with, so there is nothing to reset. Without each piece:
 - client: the loop has no model to ask (None: no key; the REPL's commands still work).
-- recorder (session/record.py): the session page, /context and /cost have nothing to show.
+- recorder (session/recorder.py): the session page, /context and /cost have nothing to show.
 - log (session/log.py): --continue finds nothing, and a failed turn cannot tell which calls
   of its last reply ran. Without a file (SessionLog()) it keeps the bookkeeping only.
 - saved (spill.SavedTexts): making room for a new saved result, in this process or another,
@@ -28,7 +28,7 @@ second main()) shared one record, one log and one set of pins, each reset by han
 
 from harness import config, spill, terminal
 from harness.session import log as session_log
-from harness.session import record
+from harness.session import recorder as recorders
 
 
 class Run:
@@ -39,7 +39,7 @@ class Run:
         self.api_context = None       # --api-context's Setting (use_api_context), or None
         self.client = client
         self.model = None             # MODEL_ID, read when the run starts (None: read it now)
-        self.recorder = record.Recorder(lesson)
+        self.recorder = recorders.Recorder(lesson)
         self.log = log if log is not None else session_log.SessionLog()
         self.saved = spill.SavedTexts()
         self.screen = terminal.Screen()

@@ -41,7 +41,7 @@ import pg_server
 import s03_todo
 from harness import model_call, pairing
 from harness.run import Run
-from harness.session.record import Recorder
+from harness.session.recorder import Recorder
 from harness.stand_in import StandInAPI
 from harness.stand_in.rules import check_request
 from harness.stand_in.script import reply, text, tool

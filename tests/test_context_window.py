@@ -12,7 +12,7 @@ from types import SimpleNamespace
 
 from harness import config
 from harness.session import views
-from harness.session.record import Recorder
+from harness.session.recorder import Recorder
 from harness.stand_in.script import is_summary_request, reply, tool
 from harness.stand_in.usage import prompt_tokens
 from helpers import messages, words

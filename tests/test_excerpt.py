@@ -6,7 +6,7 @@ from types import SimpleNamespace
 from harness import excerpt, terminal
 from harness.session import markup
 from harness.session.page import render
-from harness.session.record import Recorder
+from harness.session.recorder import Recorder
 
 TWENTY_LINES = "\n".join(f"line {n}" for n in range(20))
 

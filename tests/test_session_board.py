@@ -4,7 +4,7 @@ import re
 
 from harness.session.board_picture import MAX_NODES
 from harness.session.page import BOARD_BYTES, render
-from harness.session.record import BOARDS_KEPT, Recorder
+from harness.session.recorder import BOARDS_KEPT, Recorder
 from helpers import Elements, synthetic_record, task, usage
 
 PAGE_LIMIT = 5_000_000      # bytes: the page must open quickly in any browser, whatever the board

@@ -8,7 +8,7 @@ import pytest
 from harness import config
 from harness.session import views
 from harness.session.page import end_of_run, render, write_page
-from harness.session.record import Recorder
+from harness.session.recorder import Recorder
 from helpers import HOSTILE, Elements, messages, synthetic_record, usage, words
 
 

@@ -4,7 +4,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from harness.session.record import Recorder, usage_counts
+from harness.session.recorder import Recorder, usage_counts
 from helpers import usage
 
 

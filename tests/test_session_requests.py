@@ -2,9 +2,9 @@
 
 import re
 
-from harness.session import record as record_module
+from harness.session import recorder as recorder_module
 from harness.session.page import render
-from harness.session.record import Recorder
+from harness.session.recorder import Recorder
 from helpers import HOSTILE, SYSTEM, TOOLS, Elements, sent_result, synthetic_record, usage, use
 
 PAGE_LIMIT = 5_000_000       # bytes: the page must open quickly in any browser
@@ -121,7 +121,7 @@ def test_a_200_call_session_page_stays_under_5_mb_and_shows_every_call():
 def test_a_long_session_keeps_memory_bounded_and_the_page_says_what_it_left_out(monkeypatch):
     """Each request keeps only the messages that differ from the one before; the text kept over
     the run stops at SENT_CHARS (here made small, to keep this test quick)."""
-    monkeypatch.setattr(record_module, "SENT_CHARS", 200_000)
+    monkeypatch.setattr(recorder_module, "SENT_CHARS", 200_000)
     rec = long_session(200, 3_000)
     requests = [c.request for c in rec.data.calls if c.request]
     stored = sum(len(keys) for r in requests for _, keys in r.messages)

@@ -10,7 +10,7 @@ from harness import config
 from harness.errors import SetupError
 from harness.run import Run
 from harness.session import views
-from harness.session.record import Recorder
+from harness.session.recorder import Recorder
 from harness.session.views import context_report, cost_report
 from helpers import synthetic_record, usage
 

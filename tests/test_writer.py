@@ -17,7 +17,7 @@ import s07_task_system
 from harness import cli, compaction, files, spill, writer
 from harness.session import log as session_log
 from harness.session import page
-from harness.session.record import Recorder
+from harness.session.recorder import Recorder
 from helpers import VICTIM
 
 try:

@@ -1,6 +1,6 @@
 """The blocks of a request: what kind each is, and about how many tokens it holds.
 
-Relied on by record.py (which keeps each call's request for the session page) and views.py
+Relied on by recorder.py (which keeps each call's request for the session page) and views.py
 (/context), so that the page and /context sort and count a request the same way: each block
 by tokens.estimate, the harness's one estimate, marked "~" wherever it is shown. Without
 each piece:

@@ -1,7 +1,7 @@
 """s07's task board as a picture on the session page: a box per task, an arrow per blocker.
 
 Relied on by page.py, which draws the board kept at each compaction and at the end of a run
-(record.py keeps them). Without each piece:
+(recorder.py keeps them). Without each piece:
 - chosen(): the picture of a big board is unbounded (a 3,000-task board made a 31.6 MB page
   with an SVG 194,054 pixels tall); drawing just the first tasks instead showed live blockers
   as "(not on the board)". It draws at most MAX_NODES tasks, each with its blockers while
@@ -16,7 +16,7 @@ from collections import deque
 from harness import excerpt
 from harness.board import graph
 from harness.session.markup import text
-from harness.session.record import BoardTask
+from harness.session.recorder import BoardTask
 
 MAX_NODES = 60               # tasks drawn: /tasks lists a bigger board; the picture stays legible
 NODE_W, NODE_H = 220, 64     # pixels of a task's box: three lines of text

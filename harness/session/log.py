@@ -3,7 +3,7 @@
 Relied on by all three lessons and the cli, through the Run (harness/run.py): cli opens the
 log where a run starts (open_session, which also serves --continue) and keeps it on the Run;
 each loop calls run.log.record(messages) once a round, after appending a reply (cli after
-each turn too); tool_calls.result() calls run.log.tool_result(block) the moment one tool
+each turn too); tool_calls.kept() calls run.log.tool_result(block) the moment one tool
 call's result exists. This module only saves and reads back: the rule that every tool_use
 gets one tool_result, and the repair of a history that breaks it, are harness/pairing.py's.
 

@@ -1,7 +1,7 @@
 """The session page: one self-contained HTML file that shows a run, written when it ends.
 
 Relied on by all three lessons through cli (end_of_run, given the run's recorder), reading
-harness/session/record.py.
+harness/session/recorder.py.
 It draws one bar per model call (cache read, cache written and uncached input stacked, then
 output), the compaction threshold, layer 1's clearings, each compaction with its summary and
 its sizes, what the model saw at each call (sent.py), the tool calls in order, and for s07 the
@@ -49,7 +49,7 @@ from harness import config, excerpt, writer
 from harness.errors import SetupError, reason
 from harness.session import board_picture, sent, views
 from harness.session.markup import n, text
-from harness.session.record import (BOARDS_KEPT, MAX_TOOL_CALLS, Compaction, ModelCall,
+from harness.session.recorder import (BOARDS_KEPT, MAX_TOOL_CALLS, Compaction, ModelCall,
                                     Recorder, SessionRecord)
 from harness.terminal import Screen, show_note
 

@@ -1,6 +1,6 @@
 """The session page's "what the model saw": each call's request, as it was sent, after layer 1.
 
-Relied on by page.py, reading the requests record.py keeps. One collapsed section per call,
+Relied on by page.py, reading the requests recorder.py keeps. One collapsed section per call,
 listing its request in order: the blocks new since the previous request in full (cut to a
 head and a tail, with the whole length), layer 1's placeholders as the model read them, the
 summary and s07's board after a compaction, and each run of unchanged blocks as one line
@@ -15,7 +15,7 @@ from typing import Optional
 
 from harness import excerpt
 from harness.session.markup import n, text
-from harness.session.record import MAX_REQUESTS, ModelCall, SentBlock, SessionRecord
+from harness.session.recorder import MAX_REQUESTS, ModelCall, SentBlock, SessionRecord
 
 SECTION_BYTES = 2_000_000    # of the page (about 5 MB in all) for the requests; then one line
 SUMMARY_PROBE = 200          # characters of a compaction's summary looked for in a sent text

@@ -3,7 +3,7 @@
 Relied on by the REPL of all three lessons (cli adds /cost; each lesson makes its /context
 with context_command, from its own system prompt and tools, and s06 and s07 with layer 1
 and their ContextSize). A command is given the run (harness/run.py) and reads its record
-(run.recorder, harness/session/record.py); it sorts and counts a request with blocks.py, as
+(run.recorder, harness/session/recorder.py); it sorts and counts a request with blocks.py, as
 the session page does. Without each piece:
 - context_report: a learner cannot see that tool results, not their own words, fill the window,
   nor how much of it the cache already holds, how far layer 2 is, and how much of the model's
@@ -33,7 +33,7 @@ from typing import Optional
 
 from harness import config, terminal, tokens
 from harness.session import blocks
-from harness.session.record import SUMMARY_BY_API, Recorder, SessionRecord
+from harness.session.recorder import SUMMARY_BY_API, Recorder, SessionRecord
 
 LABEL = 17                   # columns of a /context row's label: "  what fills it  "
 WRITE_PRICE, READ_PRICE = 1.25, 0.1   # cache writes and reads, as multiples of the input price

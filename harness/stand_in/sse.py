@@ -1,7 +1,7 @@
 """Server-sent events: a message as the API streams it, for requests with "stream": true.
 
 Relied on by server.py, which sends a reply this way when the request asks for a stream (the
-lessons always do: endpoints.ask streams). The order is the documented one: message_start
+lessons always do: s03.ask_model streams). The order is the documented one: message_start
 (empty content, output_tokens 1), each block's start / deltas / stop, a ping after the first
 block starts, message_delta with the stop reason and output tokens, message_stop. Without
 each piece:

@@ -1,10 +1,10 @@
 """A record of one run, in memory: what the session page, /context and /cost show.
 
 Relied on by all three lessons through the Run, which holds one Recorder a run (run.recorder,
-harness/run.py): endpoints.ask records every model call with the request it sent,
-tool_calls.result every tool call, s06 its threshold, clearings (layer1.announce) and
-compactions (transcripts.announce), s07 its board (board/commands.choose_board). cli reads
-the session's totals; page.py and views.py only read it. Without each piece:
+harness/run.py): model_call.py records every model call with the request it sent,
+tool_calls.py every tool call, s06 its threshold, compaction.py its clearings and
+compactions (api_context.py the API's), s07 its board (board/commands.choose_board). cli
+reads the session's totals; page.py and views.py only read it. Without each piece:
 - usage_counts() / totals(): the token line and the session total would each add up usage
   their own way; a missing field or a count sent as "12" by an odd endpoint would break them.
 - call(): the page has no bars and /cost nothing to add up.
