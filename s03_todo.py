@@ -72,7 +72,10 @@ REMINDER = "<reminder>Update your todos.</reminder>"
 
 def agent_loop(messages: list, run, max_steps: int = MAX_STEPS) -> str:
     """Call the model until it answers in words, or max_steps calls are spent; return that
-    answer. run (harness/run.py) holds the client and what this run keeps."""
+    answer. messages ends with the user's prompt (the command line appends it, and the REPL
+    keeps messages from one prompt to the next). run (harness/run.py) holds what this run
+    uses: run.client (the SDK's Anthropic client), run.model, run.log (the session on disk)
+    and run.recorder (what /cost and the session page show)."""
     rounds_without_todo = 0
     steps = 0
     while steps < max_steps:
@@ -85,8 +88,9 @@ def agent_loop(messages: list, run, max_steps: int = MAX_STEPS) -> str:
         if response.stop_reason != "tool_use":
             return response.answer
         results = run_tool_calls(run, response, TOOL_HANDLERS, TOOLS)
-        # The nag: a round with a `todo` call resets the count; after NAG_AFTER rounds
-        # without one, every round carries the reminder.
+        # The nag: a round with a `todo` call resets the count (a call refused for a bad
+        # list counts too: the model did look at its plan); after NAG_AFTER rounds without
+        # one, every round carries the reminder.
         if any(call["name"] == "todo" for call in response.tool_uses):
             rounds_without_todo = 0
         else:
@@ -111,7 +115,8 @@ def ask_model(run, system: str, tools: list, messages: list,
     server paused is resumed; stop_reason is "tool_use" exactly when tool_uses has calls."""
     request = {"model": run.model, "system": system, "tools": tools, "messages": messages,
                "max_tokens": max_tokens,
-               # Prompt caching: the next call reads all this from the cache (s06 explains).
+               # Automatic prompt caching: the next call reads all this from the cache
+               # (s06 explains).
                "cache_control": {"type": "ephemeral"}}
     # Whatever fails on the way is one line that names the endpoint.
     with model_call.guard(run) as guard:
@@ -243,6 +248,9 @@ class TodoManager:
         return self.render()
 
     def check(self, number: int, item: object) -> dict:
+        """One item, checked. The API does not hold a model to its tool's schema (only a
+        strict tool would), so an item may come without the fields the schema requires: a
+        missing id or status takes a default, a wrong one is refused."""
         if not isinstance(item, dict):
             raise ValueError(f"item {number} must be an object")
         text = str(item.get("text", "")).strip()

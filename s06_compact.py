@@ -6,13 +6,17 @@ the whole conversation it sends. So the agent forgets on purpose, in three layer
 full record on disk so nothing is really lost, and keeps what it sends stable for the cache.
 
     before every model call:
-      layer 1  micro_compact   what the model sees: an old tool result becomes
-                               "[Previous: used bash; the whole result is in <file>]"
-                               (one under 2,000 characters is not saved: "[Previous: used
-                               bash]"; a read_file's, once the file is read again:
-                               "[Previous: read a.py; ...]"; an old big write/edit text,
-                               its length), in batches worth the cache they rewrite. One
-                               under KEEP_CHARS stays. The history keeps every result whole.
+      layer 1  micro_compact   what the model sees: an old tool result, or an old write or
+                               edit call's long text, is replaced by a placeholder:
+                                 a result         "[Previous: used bash; the whole result
+                                                   is in <file>]"
+                                 under 2,000 ch.  "[Previous: used bash]" (not saved)
+                                 a read_file's,   "[Previous: read a.py; a later read or
+                                 once read again   write of it follows]"
+                                 a long text      "[cleared from the context: 5,120
+                                                   characters; ...]"
+                               in batches worth the cache they rewrite. A result under
+                               KEEP_CHARS stays. The history keeps every result whole.
       layer 2  auto_compact    what it sees > COMPACT_THRESHOLD, and grown by half a
                                threshold since the last compaction?
                                  1. history -> .transcripts/transcript_<time>_<n>.jsonl
@@ -61,12 +65,13 @@ MAX_STEPS = 200
 KEEP_RECENT = 3
 # A result this short is never cleared: it costs little.
 KEEP_CHARS = 400
-# A batch is cleared only if it frees at least CLEAR_AT_LEAST tokens (at most 0.4 x a low
-# COMPACT_THRESHOLD, to leave layer 1 room to act), and at least REWRITE_SHARE x what
+# A batch is cleared only if it frees at least min(CLEAR_AT_LEAST, 0.4 x COMPACT_THRESHOLD)
+# tokens (a low threshold must leave layer 1 room to act), and at least REWRITE_SHARE x what
 # clearing it makes the API write to the cache again. Example, in tokens: a batch of 12,000
 # with 6,000 after it. Kept, it is read on every call: 0.1 x 12,000 = 1,200 a call. Cleared,
-# the 6,000 after it are written once at 1.25 x, not read at 0.1 x: 6,900 once. As 12,000 >=
-# 8,000 and >= 1.5 x 6,000, it is cleared, and pays for itself within 6 calls.
+# the 6,000 after it are written once at 1.25 x, not read at 0.1 x: 6,000 x (1.25 - 0.1) =
+# 6,900 once. As 12,000 >= 8,000 and >= 1.5 x 6,000, it is cleared, and pays for itself
+# within 6 calls.
 CLEAR_AT_LEAST = 8_000
 REWRITE_SHARE = 1.5
 # Tokens before layer 2 summarises: lower bills less, forgets sooner (docs/cost.md).
@@ -154,7 +159,8 @@ class Cleared:
         self.clear()
 
     def clear(self) -> None:
-        """Nothing cleared: a compaction made a new history, without these blocks."""
+        """Forget every placeholder: a compaction made a new history, without these blocks.
+        (A history read back by --continue is new blocks too: it starts with none cleared.)"""
         self.instead = {}          # id() of a cleared block -> (the block, what is sent instead)
         self.batch_start = None    # the latest batch's first block: a breakpoint goes before it
 
@@ -188,7 +194,8 @@ def clearable(messages: list) -> list:
     for n in range(len(pairs) - 1, -1, -1):
         call, result = pairs[n]
         old = n < len(pairs) - KEEP_RECENT and call["id"] not in newest
-        # A read_file's result is superseded only by a later read or write of the same file.
+        # Only a read_file's result must wait: until a later read or write shows the same
+        # file whole, the model may be about to edit it. Any other result may go.
         superseded = call["name"] != "read_file" or compaction.path_of(call) in whole_later
         long = len(str(result.get("content"))) > KEEP_CHARS
         if old and superseded and long and not CLEARED.holds(result):
@@ -271,8 +278,9 @@ def micro_compact(messages: list, run, batch: bool = True) -> list:
         if isinstance(content, list):
             message = {**message, "content": [CLEARED.as_sent(block) for block in content]}
         view.append(message)
-    # A second cache breakpoint just before the latest batch: the API looks back at most 20
-    # blocks from a breakpoint for a cached start, and a batch further back would miss it.
+    # A second cache breakpoint (cache_control on one block) just before the latest batch:
+    # the API looks back at most 20 blocks from a breakpoint for a cached start, and a
+    # batch further back would miss it.
     return compaction.breakpoint_before(view, CLEARED.batch_start)
 
 
@@ -294,6 +302,8 @@ def summarize(messages: list, run, focus: str, system: str, tools: list) -> str:
     # What does not fit in the model's window is left to the transcript.
     room = config.context_window() - SUMMARY_MAX_TOKENS - CONTEXT.prefix
     view = compaction.fit_for_summary(view, room)
+    # The request is a text block added to the last user message: all before it is
+    # unchanged, and read from the cache.
     view = compaction.ask_at_end(view, SUMMARY_REQUEST.format(focus=focus))
     with run.recorder.labelled("summary call"):
         response = s03.ask_model(run, system, tools, view, SUMMARY_MAX_TOKENS)

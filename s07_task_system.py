@@ -10,7 +10,8 @@ kept in files, one JSON file per task:
                          "unblocked": [2, 3], "created_at": "2026-12-04T16:00:00+00:00", ...}
     .tasks/task_4.json  {"id": 4, "subject": "Write the API tests", "blockedBy": [2], ...}
     .tasks/.lock        one change at a time, across processes (the harness keeps in it a
-                        change stamp and the largest id the board ever gave)
+                        change stamp, a new random token after each change, which tells another
+                        agent to read again; and the largest id the board ever gave)
 
         #1 Design the data model --+--> #2 Implement the API --> #4 Write the API tests
                                    +--> #3 Write the docs
@@ -178,7 +179,9 @@ class TaskFolder:
         except FileExistsError:
             return False
         finally:
-            # Where hard links fail, writer.link renamed it: then it is gone already.
+            # Where hard links fail, writer.link first makes the name as a new, empty file
+            # (which fails if it is taken), then renames the temporary over that empty file:
+            # still no other file is replaced, and the temporary is gone already.
             temporary.unlink(missing_ok=True)
 
     def temporary(self, task: dict) -> Path:
@@ -199,7 +202,9 @@ class TaskManager:
         self.agent = agent or record.default_agent_name()  # who owns what we start
 
     def use(self, location) -> None:
-        """A folder (TaskFolder), or a postgresql:// URL (agents on several machines)."""
+        """A folder, or a postgresql:// URL (agents on several machines). A folder's store is
+        TaskFolder with board/folder.py's Remembering mixed in: the same methods, plus a
+        cache and the high-water mark kept in .tasks/.lock."""
         self.store = board.open_store(location, TaskFolder)
 
     def next_id(self) -> int:
@@ -218,7 +223,8 @@ class TaskManager:
         return text.created(task, notes)
 
     def add(self, subject, description, blocked, status="pending") -> dict:
-        """A new task, under the lock: the next id, or the one after if another agent took it."""
+        """A new task, under the lock: the next id. Only a file made without the lock (by
+        hand, say) can take that id first; then the one after it."""
         task = new_task(self.next_id(), subject, description, blocked)
         task["status"] = status
         while not self.store.reserve(task):
@@ -327,10 +333,13 @@ class TaskManager:
                                  f"{tid})")
             notes.append(f"took #{tid} over from {holder}")
         change = {"status": status} if status else {}
+        # The caller named an owner ('' clears it).
         if owner is not None:
             change["owner"] = owner or None
+        # Back to pending frees the task.
         elif status == "pending":
             change["owner"] = None
+        # Starting it, or moving it on from in progress: whoever does it is its owner.
         elif status == "in_progress" or (status and task["status"] == "in_progress"):
             change["owner"] = self.agent
         return change, notes
