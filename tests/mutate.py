@@ -69,6 +69,8 @@ CONTRACT = "tests/test_board_contract.py"
 FOLDER = "tests/test_board_folder.py"
 SESSION_LOG = "tests/test_session_log.py"
 API_CONTEXT = "tests/test_api_context.py"
+SECRETS_TESTS = "tests/test_secrets.py"
+ATOMIC = "tests/test_atomic_file_tools.py"
 RESERVE_TAKEN = CONTRACT + "::test_reserve_refuses_a_taken_id_and_a_freed_task_keeps_its_hand_edit"
 WAITS = CONTRACT + "::test_while_one_agent_changes_the_board_another_agents_change_waits_for_it"
 HELD_BY_ANOTHER = (CONTRACT + "::test_a_task_in_progress_by_another_agent_cannot_be_started_or_"
@@ -602,6 +604,139 @@ MUTATIONS = [
              "    if setting is not None:\n        return kept\n",
              [API_CONTEXT + "::test_continue_with_clear_of_a_session_the_api_compacted_goes_on_"
                             "from_the_summary_as_text"]),
+
+    # ---------------------------------------------------------------- issue #46: fifth audit
+    # What the redesign (#45) and the hostile-conditions fixes (#47) changed; MUTATIONS.md.
+    Mutation("the board's .lock is opened through a link planted there",
+             "harness/board/folder.py",
+             "        return writer.open_shared(None, lock, LOCK_MODE)\n"
+             "    except (FileNotFoundError, NotADirectoryError):",
+             "        return os.open(lock, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, LOCK_MODE)\n"
+             "    except (FileNotFoundError, NotADirectoryError):",
+             [FOLDER + "::test_a_link_at_the_boards_lock_is_refused_and_nothing_is_written_"
+                       "through_it"]),
+    Mutation("an endpoint's password is shown in the lines that name it", "harness/config.py",
+             "    return f\"{found['scheme'] or ''}{user}:***@{url[found.end():]}\"",
+             "    return url",
+             [SECRETS_TESTS + "::test_an_unreachable_endpoint_with_a_password_is_named_with_the_"
+                              "password_hidden"]),
+    Mutation("a command sees the password in ANTHROPIC_BASE_URL", "harness/config.py",
+             '    hidden += _password_in(os.environ.get("ANTHROPIC_BASE_URL", ""))\n',
+             "",
+             [SECRETS_TESTS + "::test_a_password_in_the_base_url_never_reaches_the_model_and_"
+                              "still_opens_the_gateway"]),
+    Mutation("a command sees the base URL's password decoded from its %-escapes",
+             "harness/config.py",
+             "    return [password, unquote(password)]",
+             "    return [password]",
+             [SECRETS_TESTS + "::test_child_env_leaves_out_a_base_url_that_holds_a_password_and_"
+                              "its_copies"]),
+    Mutation("a bad CONTEXT_WINDOW opens a keyless REPL", "harness/config.py",
+             "    context_window()\n    price(model)",
+             "    price(model)",
+             ["tests/test_prices.py::test_every_bad_number_stops_the_keyless_repl_before_it_"
+              "starts"]),
+    Mutation("a .env served as a FIFO is skipped as not a file of settings", "harness/config.py",
+             "    if not (stat.S_ISREG(mode) or stat.S_ISFIFO(mode)):",
+             "    if not stat.S_ISREG(mode):",
+             ["tests/test_setup.py::test_a_dotenv_served_as_a_fifo_is_read"]),
+    Mutation("a temporary name made from the final name passes 255 bytes", "harness/writer.py",
+             '    temporary = f".tmp_{secrets.token_hex(8)}.tmp"',
+             '    temporary = f".tmp_{os.path.basename(name)[:100]}_{secrets.token_hex(8)}.tmp"',
+             ["tests/test_hostile_files.py::test_a_long_non_ascii_file_name_the_system_takes_can_"
+              "be_written_and_edited"]),
+    Mutation("a replaced file becomes the owner's of the process that wrote it",
+             "harness/writer.py",
+             "        _keep_owner(new, was)\n",
+             "",
+             [ATOMIC + "::test_a_task_file_rewritten_as_root_stays_its_owners"]),
+    Mutation("a replaced file loses its extended attributes (its ACLs)", "harness/writer.py",
+             "                os.setxattr(new, attribute, value)",
+             "                pass",
+             [ATOMIC + "::test_write_and_edit_as_root_keep_the_files_owner_group_mode_and_"
+                       "attributes"]),
+    Mutation("the API's summary sent as a list of text blocks counts as a failed one",
+             "harness/api_context.py",
+             "    if isinstance(content, list):\n        texts =",
+             "    if False:\n        texts =",
+             [API_CONTEXT + "::test_a_summary_sent_as_a_list_of_text_blocks_is_kept_as_the_"
+                            "string_the_api_takes"]),
+    Mutation("the reply's own entry in usage.iterations is taken for the API's summary",
+             "harness/api_context.py",
+             '    return [step for step in steps if _field(step, "type") == "compaction"]',
+             "    return steps",
+             [API_CONTEXT + "::test_an_odd_or_missing_count_of_the_apis_summary_keeps_the_"
+                            "summary"]),
+    Mutation("a summary blanked in the log is sent back on --continue",
+             "harness/api_context.py",
+             "    kept = from_last_summary(without_empty_summaries(messages))",
+             "    kept = from_last_summary(messages)",
+             [API_CONTEXT + "::test_a_summary_blanked_by_hand_in_the_log_is_left_out_and_the_"
+                            "session_goes_on"]),
+    Mutation("layer 2 waits until a request fills the model's whole window",
+             "harness/compaction.py",
+             "    return max(window - 2 * reply_tokens, window // 2)",
+             "    return window",
+             [API_CONTEXT + "::test_with_clearing_a_conversation_that_grows_by_text_is_"
+                            "summarised_inside_the_window"]),
+    Mutation("s06's --demo ignores the learner's COMPACT_THRESHOLD", "s06_compact.py",
+             '        CONTEXT.threshold = config.positive_int("COMPACT_THRESHOLD", '
+             'DEMO_THRESHOLD, "tokens")',
+             "        CONTEXT.threshold = DEMO_THRESHOLD",
+             ["tests/test_demo_threshold.py::test_a_threshold_above_the_demos_context_keeps_"
+              "layer_2_from_compacting"]),
+    Mutation("a closed terminal (SIGHUP) ends a run without its page and total",
+             "harness/cli.py",
+             "(signal.SIGTERM, signal.SIGHUP)}",
+             "(signal.SIGTERM,)}",
+             ["tests/test_run_ends.py::test_a_closed_terminal_or_a_kill_at_the_prompt_writes_the_"
+              "page_and_the_total"]),
+    Mutation("a run with stdout closed ends in a traceback", "harness/cli.py",
+             '    for name in ("stdout", "stderr"):',
+             '    for name in ("stderr",):',
+             ["tests/test_run_ends.py::test_a_closed_stdout_is_no_traceback_after_the_work_is_"
+              "done"]),
+    Mutation("a keep-alive event counts as progress: a reply that never comes waits forever",
+             "harness/model_call.py",
+             "        if event.type in CONTENT:\n            self.watch.progress()",
+             "        if True:\n            self.watch.progress()",
+             [STREAMS + "::test_a_keep_alive_event_of_a_gateways_own_does_not_count_as_the_"
+                        "reply_coming"]),
+    Mutation("a stop_reason sent as an object goes into the history", "harness/model_call.py",
+             "    if stop_reason is not None and not isinstance(stop_reason, str):",
+             "    if False:",
+             [STREAMS + "::test_a_stop_reason_sent_as_an_object_is_one_line_naming_the_endpoint"]),
+    Mutation("read_file shows a sparse file's hole as text", "harness/files.py",
+             '            if b"\\0" in raw:                  # from here on the file is not text',
+             '            if False:                  # from here on the file is not text',
+             ["tests/test_hostile_files.py::test_read_file_on_a_sparse_file_shows_its_text_lines_"
+              "and_reads_only_a_bounded_prefix"]),
+    Mutation("read_file reads a huge line whole to cut it", "harness/files.py",
+             "            raw = f.readline(window)",
+             "            raw = f.readline()",
+             ["tests/test_hostile_files.py::test_a_line_of_100_mb_is_shown_cut_after_reading_"
+              "only_a_bounded_prefix"]),
+    Mutation("a task file nested too deeply takes the board down", "s07_task_system.py",
+             "        except (ValueError, RecursionError) as exc:",
+             "        except ValueError as exc:",
+             [FOLDER + "::test_a_deeply_nested_task_file_is_flagged_and_the_rest_of_the_board_"
+                       "works"]),
+    Mutation("a file named task_05.json is not flagged: the task vanishes in silence",
+             "s07_task_system.py",
+             '            elif name.startswith("task_") and name.endswith(".json"):',
+             "            elif False:",
+             [FOLDER + "::test_only_canonical_files_with_integer_ids_are_tasks"]),
+    Mutation("removing a blocker a task does not have is accepted in silence",
+             "s07_task_system.py",
+             '            if dep not in blocked:\n                raise ValueError(f"#{tid} is not '
+             'blocked by #{dep}")',
+             '            if dep not in blocked:\n                continue',
+             [CONTRACT + "::test_a_blocker_is_removed_by_its_id_and_one_not_there_is_refused"]),
+    Mutation("a writer's litter (.tmp_*) is never swept from the board",
+             "harness/board/folder.py",
+             'TEMPORARY = (".task_*.tmp", ".tmp_*")',
+             'TEMPORARY = (".task_*.tmp",)',
+             [FOLDER + "::test_unreadable_boards_say_so_and_nothing_is_left_behind"]),
 ]
 
 # Names a mutation's new text uses that its file does not import.

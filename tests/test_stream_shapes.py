@@ -266,7 +266,11 @@ def test_a_stop_reason_sent_as_an_object_is_one_line_naming_the_endpoint(run_mai
 
 
 class Pinging:
-    """A loopback endpoint that answers message_start, then a ping every 0.2 s, forever."""
+    """A loopback endpoint that answers message_start, then an event every 0.2 s, forever: a
+    ping, or another that carries nothing of the reply (a gateway's keep-alive of its own)."""
+
+    def __init__(self, event: dict):
+        self.event = event
 
     def __enter__(self):
         import http.server
@@ -284,13 +288,14 @@ class Pinging:
                 try:
                     self.wfile.write(sse(START).encode())
                     while not stopping.is_set():
-                        self.wfile.write(sse({"type": "ping"}).encode())
+                        self.wfile.write(sse(event).encode())
                         self.wfile.flush()
                         stopping.wait(0.2)
                 except OSError:            # the client gave up: what the test wants
                     pass
 
         stopping = threading.Event()
+        event = self.event
         self.stopping = stopping
         self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.server.daemon_threads = True
@@ -304,17 +309,29 @@ class Pinging:
         self.server.server_close()
 
 
-def test_pings_do_not_keep_a_reply_that_never_comes_waiting_past_api_timeout(run_lesson,
-                                                                               workdir):
+def test_pings_do_not_keep_a_reply_that_never_comes_waiting_past_api_timeout(workdir):
     """Each ping ends a read, so httpx's per-read timeout never fires: the harness's watch
     bounds the wait for the reply itself. (60 s is a bound against hanging, not a claim.)"""
+    went_silent(workdir, {"type": "ping"}, bound=60)
+
+
+def test_a_keep_alive_event_of_a_gateways_own_does_not_count_as_the_reply_coming(workdir):
+    """The SDK drops pings before the harness sees them, but hands on an event of a type the
+    API does not have: a gateway that keeps the line open with its own must still meet
+    API_TIMEOUT, not keep the user waiting forever. (30 s bounds a hang; it is no claim.)"""
+    went_silent(workdir, {"type": "keepalive"}, bound=30)
+
+
+def went_silent(workdir, event: dict, bound: float) -> None:
+    """s03 against an endpoint that sends message_start, then only this event: it must end
+    after API_TIMEOUT=2 with the one line that says so."""
     import subprocess
     from helpers import clean_env
-    with Pinging() as endpoint:
+    with Pinging(event) as endpoint:
         env = clean_env(workdir.parent / "home", ANTHROPIC_BASE_URL=endpoint.url,
                         ANTHROPIC_API_KEY="k", API_TIMEOUT="2")
         proc = subprocess.run(lesson_command("s03_todo", "hi"), cwd=workdir,
-                              env=env, capture_output=True, text=True, timeout=60)
+                              env=env, capture_output=True, text=True, timeout=bound)
     assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
     said = (f"the endpoint at {endpoint.url} went silent in the middle of its reply for "
             "API_TIMEOUT=2s (keep-alive pings do not count)")
