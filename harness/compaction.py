@@ -161,19 +161,32 @@ def window_guard(window: int, reply_tokens: int) -> int:
 def fit_for_summary(view: list, room: int) -> list:
     """The view, its oldest turns left out until it fits in `room` tokens (the summary
     request of a conversation already past the model's window would be refused, and the
-    session could never go on): it starts at a user prompt, never between a call and its
-    result. The transcript keeps what is left out; the user is told."""
+    session could never go on). It starts at a user prompt, or, inside one long turn, at
+    the first message followed by the newest calls that fit; never between a call and its
+    result. If nothing fits, the shortest such view: the API may refuse it, and the
+    compaction fails in one line with the history kept. The transcript keeps what is left
+    out; the user is told."""
     if tokens.estimate(view) <= room:
         return view
-    starts = [n for n, m in enumerate(view) if m["role"] == "user" and n > 0
-              and not _results_only(m)]
-    for start in starts:
-        if tokens.estimate(view[start:]) <= room:
-            terminal.show_note(f"[the conversation is past the model's window: the summary "
-                               f"covers its newest {len(view) - start} messages; the "
-                               "transcript keeps them all]")
-            return view[start:]
-    return view[-1:]
+    shorter = []
+    for start in range(1, len(view)):
+        if view[start]["role"] == "assistant":
+            # A request opens with a user message: the first (the prompt, or the last
+            # summary) says what the work is.
+            shorter = [view[0]] + view[start:]
+            kept = f"its first message and newest {len(view) - start} messages"
+        elif not _results_only(view[start]):
+            shorter = view[start:]
+            kept = f"its newest {len(view) - start} messages"
+        else:
+            continue                  # results without their calls: never a start
+        if tokens.estimate(shorter) <= room:
+            break
+    if not shorter:
+        return view
+    terminal.show_note(f"[the conversation is past the model's window: the summary covers "
+                       f"{kept}; the transcript keeps them all]")
+    return shorter
 
 
 def _results_only(message: dict) -> bool:

@@ -13,9 +13,9 @@ from types import SimpleNamespace
 from harness import config
 from harness.session import views
 from harness.session.recorder import Recorder
-from harness.stand_in.script import is_summary_request, reply, tool
+from harness.stand_in.script import is_summary_request, reply, text, tool
 from harness.stand_in.usage import prompt_tokens
-from helpers import messages, words
+from helpers import conversation, messages, words
 
 WINDOW = 4_000       # tokens: one bulky tool result overflows it
 THRESHOLD = 4_500    # above the window, so compaction is first tried when it can no longer work
@@ -123,3 +123,45 @@ def test_a_threshold_past_the_window_is_lowered_to_fit_and_the_user_is_told(run_
             "layer 2 compacts at 16,768]") in words(err)
     code, out, err, api = run_main(s06_compact, stdin="q\n")
     assert "does not fit" not in err                 # the defaults fit: nothing to say
+
+
+# ---------------------------------------------------------------- one long turn, a small window
+
+def test_one_long_turn_past_a_small_window_is_summarised_from_its_prompt_and_newest_calls(
+        run_lesson):
+    """A local model with a 4,096-token window (CONTEXT_WINDOW=4096), and one prompt whose
+    turn makes twelve calls: no later prompt to start a shorter summary request at. It starts
+    at the prompt, then the newest calls that fit, each result after its call: the API takes
+    it, the summary replaces the history, and the turn ends with the model's answer. (A later
+    summary starts at the first one, the history's first message then.)"""
+    command = "python3 -c \"print('z' * 1500)\""
+    script = [reply(tool("bash", {"command": command})) for _ in range(12)]
+    script.append(reply(text("done")))
+    proc, api = run_lesson("s06_compact", "fix the build", script=script,
+                           summary="Summary: ran the build twelve times.",
+                           env={"CONTEXT_WINDOW": "4096"}, stand_in={"context_window": 4096},
+                           in_process=True)
+    assert proc.returncode == 0, proc.stderr
+    assert api.violations == []
+    summaries = [r for r in api.requests if is_summary_request(r)]
+    assert summaries, "layer 2 never asked for a summary"
+    assert "fix the build" in json.dumps(summaries[0]["messages"][0])
+    for request in summaries:
+        sent = request["messages"]
+        # The first message, then an assistant turn: a request the API takes.
+        assert sent[0]["role"] == "user" and sent[1]["role"] == "assistant"
+        assert prompt_tokens(request) <= 4096
+    assert "compaction failed" not in proc.stderr
+    assert "the summary covers its first message and newest" in words(proc.stderr)
+    assert proc.stdout.strip().endswith("done")
+
+
+def test_a_summary_request_that_cannot_fit_is_never_sent_broken():
+    """Nothing fits the room: the shortest view that keeps every result after its call is
+    sent (the API may refuse it: one line, the history kept), never a lone tool_result."""
+    from harness import compaction
+    big = "x" * 40_000
+    view = conversation(("bash", {"command": "a"}, big), ("bash", {"command": "b"}, big),
+                        prompt="fix it")
+    fitted = compaction.fit_for_summary(view, room=100)
+    assert fitted[0] == view[0] and fitted[1:] == view[-2:]
