@@ -280,10 +280,11 @@ def _check_shape(response, stop_reason, where: str) -> None:
 
 def _checked_calls(content: list, where: str) -> list:
     """The blocks, each call's id and name checked: they pair it with its result and pick the
-    tool."""
+    tool. A call without an input gets None: the SDK leaves out an input sent as null."""
     for block in content:
         if block.get("type") != "tool_use":
             continue
+        block.setdefault("input", None)
         for part in ("id", "name"):
             value = block.get(part)
             if not isinstance(value, str) or not value:

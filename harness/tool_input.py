@@ -10,6 +10,8 @@ Without each piece:
   list sent as a string): the call is refused though the model meant exactly that. json.loads
   only parses data: the model's text is never run.
 - a boolean is not a number, as in JSON: True would pass for an id of 1.
+- an input of null (or none) as no arguments: task_list called so ran nothing, and the turn
+  failed.
 What is inside an argument (each todo item, say) the tool itself checks.
 """
 
@@ -48,6 +50,9 @@ def checked(given: object, name: str, tools: list) -> dict:
 
 def _decoded(given: object, schema: dict) -> dict:
     """The arguments, JSON text decoded where an object or an array belongs."""
+    # null, or no input at all: no arguments (a weak model calling a tool that takes none).
+    if given is None:
+        given = {}
     if isinstance(given, str):
         given = json_or_none(given)
     if not isinstance(given, dict):

@@ -131,6 +131,11 @@ ROWS = {
     "tool input that is a list, a number, or text that is not JSON":
         [H + "test_tool_input_that_is_not_an_object_is_an_error_result_and_the_history_holds_"
              "an_object"],
+    "tool input `null`, or none at all (a tool that takes no arguments, such as `task_list`)":
+        ["test_tool_call_without_input.py::test_a_bash_call_with_a_null_or_missing_input_is_an_"
+         "error_the_model_can_act_on",
+         "test_tool_call_without_input.py::test_task_list_with_a_null_input_shows_the_board_and_"
+         "the_repl_goes_on"],
     "`thinking`, `redacted_thinking` blocks":
         [C + "test_thinking_is_kept_and_unknown_blocks_are_left_out_with_a_note",
          H + "test_redacted_thinking_goes_back_to_the_api_unchanged"],
