@@ -24,8 +24,13 @@ remembers. Without each piece:
 - the undo of reservations: a /task import that stops at item 3 left items 1 and 2, and
   importing the file again made them twice. (A task replaced by write() stays replaced: one
   file at a time is all a folder does.)
-- the sweep: a writer killed mid-write leaves a temporary file; under the lock nobody is
-  mid-write, so what is left is litter.
+- the sweep (once per process and board): a writer killed mid-write leaves a temporary file.
+  Under the lock no task file is being written, but a folder may be a board and more (--board
+  .): it swept the user's .tmp_notes.md, and the temporary file of a write_file in flight,
+  which holds no board lock. Only writer.py's temporary names go (any other name is the
+  user's), and of those only one that holds the start of a task file (TASK_START: under the
+  lock no task is being written), or that nobody has written for STALE seconds. The names
+  older harnesses gave a task's temporary file alone (LITTER) go at once.
 - the mutex: the flock orders processes; two threads of one process share this object.
 fcntl is POSIX: like the bash tool, this harness expects Linux or macOS. A folder shared over a
 network file system is not safe (its locks are unreliable): use a postgresql:// board there.
@@ -33,8 +38,10 @@ network file system is not safe (its locks are unreliable): use a postgresql:// 
 
 import contextlib
 import os
+import re
 import secrets
 import threading
+import time
 
 from harness import writer
 from harness.board.record import MAX_ID
@@ -45,7 +52,14 @@ TASK_FILE_MAX = 1_000_000   # bytes: a task is a title and some details; a bigge
 STAMP_BYTES = 32            # .lock: the generation stamp (a random token per change) ...
 MARK_BYTES = 16             # ... then the high-water mark, the largest id ever given, in digits
 LOCK_MODE = 0o644           # .lock, less the umask: every agent opens it for writing
-TEMPORARY = (".task_*.tmp", ".tmp_*")   # writer.py's temporary names, and older harnesses'
+# writer.py's temporary name, for every file it writes (a task's, write_file's, a log's).
+TEMPORARY = re.compile(r"\.tmp_[0-9a-f]{16}\.tmp", re.ASCII)
+STALE = 3600                # seconds unwritten: a temporary file nobody is writing any more
+TASK_START = b'{\n  "id": '  # how every task file begins (record.as_file)
+# What older harnesses named a task file's temporary file: .task_1.json.<hex>.tmp and
+# .tmp_<id>_<pid>_<thread>. Written only under the lock, so under it they are litter.
+LITTER = re.compile(r"\.task_[1-9][0-9]{0,14}\.json\.[0-9a-f]+\.tmp"
+                    r"|\.tmp_[1-9][0-9]{0,14}_[0-9]+_[0-9]+", re.ASCII)
 
 
 def open_lock(folder) -> int:
@@ -94,6 +108,39 @@ def read(path) -> bytes:
     return data
 
 
+def sweep(where) -> None:
+    """Remove what a killed writer left in the board's folder, under the lock: a regular file
+    named as LITTER, or named as TEMPORARY and holding the start of a task or unwritten for
+    STALE seconds. Nothing else."""
+    stale = time.time() - STALE
+    with contextlib.suppress(OSError), os.scandir(where) as found:
+        for entry in found:
+            with contextlib.suppress(OSError):          # gone meanwhile: nothing to do
+                if _litter(entry, stale):
+                    os.unlink(entry.path)
+
+
+def _litter(entry, stale: float) -> bool:
+    if not entry.is_file(follow_symlinks=False):    # a folder or a link of that name: left
+        return False
+    if LITTER.fullmatch(entry.name):
+        return True
+    if not TEMPORARY.fullmatch(entry.name):
+        return False
+    return entry.stat(follow_symlinks=False).st_mtime < stale or _begins_a_task(entry.path)
+
+
+def _begins_a_task(path: str) -> bool:
+    """Whether the file holds the first bytes of a task file (one at least): what a task's
+    writer, killed, left. Another writer's file (write_file's) holds anything else."""
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        head = os.read(fd, len(TASK_START))
+    finally:
+        os.close(fd)
+    return bool(head) and TASK_START.startswith(head)
+
+
 def remembering(lesson_folder: type) -> type:
     """s07's TaskFolder with Remembering mixed in: the store board.open_store makes."""
     return type(lesson_folder.__name__, (Remembering, lesson_folder), {})
@@ -140,9 +187,7 @@ class Remembering:
         self._wrote, self._largest, self._made = False, 0, []
         if self._swept != board:
             self._swept = board
-            for pattern in TEMPORARY:
-                for litter in self.dir.glob(pattern):
-                    litter.unlink(missing_ok=True)
+            sweep(self.dir)
 
     def _leave(self, fd: int) -> None:
         try:
