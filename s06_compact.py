@@ -406,10 +406,22 @@ def start(run, args, system: str = SYSTEM, tools: list = TOOLS) -> None:
     CONTEXT.threshold = config.positive_int("COMPACT_THRESHOLD", DEFAULT_THRESHOLD, "tokens")
     if args.demo:
         CONTEXT.threshold = config.positive_int("COMPACT_THRESHOLD", DEMO_THRESHOLD, "tokens")
-    # Layer 2 acts before a request outgrows the model's window (a local model's may be
-    # smaller than the threshold); with --api-context that is all it does.
+    CONTEXT.prefix = tokens.estimate([system, tools])
+    fit_to_window(run)
+    run.recorder.threshold(CONTEXT.threshold)
+
+
+def fit_to_window(run) -> None:
+    """Layer 2 acts before a request outgrows the model's window (a local model's may be
+    smaller than the threshold); with --api-context that is all it does."""
     window = config.context_window()
     guard = compaction.window_guard(window, s03.MAX_TOKENS)
+    # A window the system prompt and tools fill leaves no room: every prompt would be
+    # summarised before the model saw it.
+    if guard <= CONTEXT.prefix:
+        raise errors.SetupError(f"CONTEXT_WINDOW {window:,} leaves no room for a conversation: "
+                                f"the system prompt and tools alone are about "
+                                f"{CONTEXT.prefix:,} tokens")
     if run.api_context is not None:
         CONTEXT.threshold = guard
     # A threshold past the window would never be reached: lower it, and say so once.
@@ -417,8 +429,6 @@ def start(run, args, system: str = SYSTEM, tools: list = TOOLS) -> None:
         terminal.show_note(f"[COMPACT_THRESHOLD {CONTEXT.threshold:,} does not fit the model's "
                            f"window of {window:,} tokens: layer 2 compacts at {guard:,}]")
         CONTEXT.threshold = guard
-    CONTEXT.prefix = tokens.estimate([system, tools])
-    run.recorder.threshold(CONTEXT.threshold)
 
 
 def repl_commands(compact=auto_compact) -> dict:

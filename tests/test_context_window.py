@@ -165,3 +165,15 @@ def test_a_summary_request_that_cannot_fit_is_never_sent_broken():
                         prompt="fix it")
     fitted = compaction.fit_for_summary(view, room=100)
     assert fitted[0] == view[0] and fitted[1:] == view[-2:]
+
+
+def test_a_window_the_system_prompt_and_tools_fill_is_refused_in_one_line(run_main):
+    """CONTEXT_WINDOW=300 (a typo for 3000, say): the system prompt and the tools alone are
+    more than layer 2 may let a request grow to, so every prompt would be summarised away
+    before the model saw it. Refused before anything runs, in one line that says why."""
+    import s06_compact
+    code, out, err, api = run_main(s06_compact, "fix the build", env={"CONTEXT_WINDOW": "300"})
+    assert code == 1 and api.requests == []
+    [line] = messages(err)
+    assert line.startswith("error: CONTEXT_WINDOW 300 leaves no room for a conversation: ")
+    assert "the system prompt and tools alone are about" in line
