@@ -305,7 +305,8 @@ def _as_history(calls: list) -> list:
 
 
 def _kept(content: list, kinds: set) -> list:
-    """The blocks the history keeps: the kinds it sends back, and no empty text."""
+    """The blocks the history keeps: the kinds it sends back, no empty text, no unsigned
+    thinking."""
     kept = []
     for block in content:
         if block.get("type") not in kinds:
@@ -313,6 +314,10 @@ def _kept(content: list, kinds: set) -> list:
                                "this harness does not use it]")
         elif block["type"] == "text" and not block.get("text", "").strip():
             continue                      # the API refuses an empty text block
+        elif block["type"] == "thinking" and not block.get("signature"):
+            # A compatible endpoint's reasoning, unsigned: the API refuses it back.
+            terminal.show_note("  [a thinking block without its signature was left out: the "
+                               "API refuses it back]")
         else:
             kept.append(block)
     return kept

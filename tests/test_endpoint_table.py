@@ -82,6 +82,20 @@ def test_redacted_thinking_goes_back_to_the_api_unchanged(run_main):
     assert "left out" not in err
 
 
+@pytest.mark.parametrize("signature", [None, ""])
+def test_thinking_without_its_signature_is_left_out_with_a_note(run_main, signature):
+    """A compatible endpoint's reasoning, unsigned: the API refuses such a block back
+    ("Invalid signature"), and every later request of the session would fail."""
+    thinking = {"type": "thinking", "thinking": "The list comes first."}
+    if signature is not None:
+        thinking["signature"] = signature
+    script = [reply(thinking, tool("bash", {"command": "echo hi"})), reply(text("done"))]
+    code, out, err, api = run_main(s03_todo, "go", script=script)
+    assert code == 0 and out.strip() == "done" and api.violations == [], err
+    assert [b["type"] for b in sent_assistant(api)] == ["tool_use"]
+    assert err.count("a thinking block without its signature was left out") == 1
+
+
 def test_a_block_of_a_type_nobody_knows_is_left_out_with_a_note(run_main):
     unknown = {"type": "hologram_2031", "payload": {"frames": 3}}
     script = [reply(text("Look:"), unknown, tool("bash", {"command": "echo hi"})),
@@ -138,7 +152,8 @@ ROWS = {
          "the_repl_goes_on"],
     "`thinking`, `redacted_thinking` blocks":
         [C + "test_thinking_is_kept_and_unknown_blocks_are_left_out_with_a_note",
-         H + "test_redacted_thinking_goes_back_to_the_api_unchanged"],
+         H + "test_redacted_thinking_goes_back_to_the_api_unchanged",
+         H + "test_thinking_without_its_signature_is_left_out_with_a_note"],
     "server tool blocks and unknown block types":
         [C + "test_thinking_is_kept_and_unknown_blocks_are_left_out_with_a_note",
          H + "test_a_block_of_a_type_nobody_knows_is_left_out_with_a_note"],
