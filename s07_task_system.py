@@ -211,7 +211,7 @@ class TaskManager:
         """Max-scan: one more than the largest id on the board, or than the largest the store
         ever gave (in .tasks/.lock): a task file deleted by hand must not give its id away."""
         largest = max(self.store.ids(), default=0)
-        return max(largest, self.store.high_water()) + 1
+        return record.new_id(max(largest, self.store.high_water()) + 1)
 
     def create(self, subject, description="", blocked_by=None) -> str:
         subject = record.check_text(subject, "subject")

@@ -6,6 +6,8 @@ live.py. Without each piece:
 - STATUSES / FINISHED: a lesson and a store that disagree on what "done" means.
 - parse_task_id / check_text / task_problem: a model's "#3", a 300-digit id, a lone surrogate
   or a hand-broken file reach the store and fail there with a traceback, or corrupt it.
+- new_id: a task (or a high-water mark) at the largest id made every create fail with "field
+  'id' is 1000000000000000, expected 1000000000000000"; now one line says the board is full.
 - the same refusals for both stores (a NUL, a task blocked by itself, an empty owner): the
   folder would keep what PostgreSQL refuses, so a board could not move from one to the other,
   and a /task import that works on one would fail halfway on the other.
@@ -67,6 +69,16 @@ def parse_task_id(value: object) -> int:
     return number
 
 
+def new_id(number: int) -> int:
+    """A new task's id (s07's max-scan), or ValueError when it is past the largest a task may
+    have: a board with a task (or a high-water mark) at 999,999,999,999,999 is full."""
+    if number < MAX_ID:
+        return number
+    raise ValueError(f"this board's ids have reached their largest ({MAX_ID - 1:,}): no task "
+                     "can be added to it; start a new board (--board with another folder or "
+                     "database)")
+
+
 def ids(value: object) -> list:
     return [parse_task_id(v) for v in (value if isinstance(value, list) else [value])]
 
@@ -124,9 +136,10 @@ def task_problem(task: object, expected_id: int) -> Optional[str]:
     refuse, the folder flags, so a hand-edited file is no more than a row could be."""
     if not isinstance(task, dict):
         return "the file must hold a JSON object"
-    if not is_id(task.get("id")) or task["id"] != expected_id:
-        return (f"field 'id' is {task.get('id')!r}, expected {expected_id} (the number in the "
-                "file name)")
+    if not is_id(task.get("id")):
+        return f"field 'id' is {task.get('id')!r}, not a task id (1 to {MAX_ID - 1:,})"
+    if task["id"] != expected_id:
+        return f"field 'id' is {task['id']}, expected {expected_id} (the number in the file name)"
     if task.get("status") not in STATUSES:
         return f"field 'status' is {task.get('status')!r}, expected one of {', '.join(STATUSES)}"
     texts = (("subject", task.get("subject"), False),

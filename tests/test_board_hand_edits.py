@@ -1,0 +1,72 @@
+"""What a person's hand edit of a board may leave, and how the board then behaves: a task at
+the largest id, a high-water mark there, a blocker listed twice."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+import s07_task_system
+from harness.board import folder, record
+from helpers import messages, on_postgres, sql
+from s07_task_system import TaskManager
+
+LARGEST = record.MAX_ID - 1          # 999,999,999,999,999: the most a file name may hold
+
+
+def board_files(board) -> list:
+    """Every name in a folder board, the lock's bytes too; a PostgreSQL board's rows and mark."""
+    if on_postgres(board):
+        return sql(board, "SELECT id, updated_at FROM tasks ORDER BY id") + \
+            sql(board, "SELECT high_water FROM task_board")
+    return sorted((p.name, p.read_bytes()) for p in Path(board).iterdir())
+
+
+def at_the_largest_id(board, how):
+    """A person made the task #999,999,999,999,999 (a file, a row), or wrote that id as the
+    board's high-water mark."""
+    if how == "task" and on_postgres(board):
+        sql(board, "INSERT INTO tasks (id, subject, description, status, blocked_by, created_at, "
+                   "updated_at) VALUES (%s, 'by hand', '', 'pending', '{}', now(), now())",
+            (LARGEST,))
+    elif how == "task":
+        task = {"id": LARGEST, "subject": "by hand", "description": "", "status": "pending",
+                "blockedBy": []}
+        (Path(board) / f"task_{LARGEST}.json").write_text(json.dumps(task))
+    elif on_postgres(board):
+        sql(board, "UPDATE task_board SET high_water = %s", (LARGEST,))
+    else:
+        lock = Path(board) / ".lock"
+        lock.write_bytes(lock.read_bytes()[:folder.STAMP_BYTES] + str(LARGEST).encode())
+
+
+@pytest.mark.parametrize("how", ["task", "mark"])
+def test_a_board_whose_ids_reached_their_largest_says_so_and_writes_nothing(board, how):
+    TaskManager(board).create("first")
+    at_the_largest_id(board, how)
+    before = board_files(board)
+    with pytest.raises(ValueError) as refused:
+        TaskManager(board).create("one more")
+    message = str(refused.value)
+    assert "ids have reached their largest (999,999,999,999,999)" in message, message
+    assert "start a new board" in message and "expected" not in message
+    assert "\n" not in message
+    assert board_files(board) == before                     # nothing written, not even the stamp
+    assert "#1: first" in TaskManager(board).list_all()     # the board is still read
+
+
+def test_the_repl_says_it_in_one_line(run_main, workdir):
+    TaskManager(workdir / ".tasks").create("first")
+    at_the_largest_id(workdir / ".tasks", "mark")
+    code, out, err, api = run_main(s07_task_system, stdin="/task add one more\nq\n")
+    assert code == 0 and "Created" not in out and "Traceback" not in err
+    (line,) = [x for x in messages(err) if "largest" in x]      # wrapped to 80 columns
+    assert line.startswith("error: ") and "start a new board" in line
+
+
+def test_an_id_out_of_range_is_named_as_such_not_as_the_number_expected():
+    problem = record.task_problem({"id": record.MAX_ID}, record.MAX_ID)
+    assert problem.startswith("field 'id' is 1000000000000000, not a task id")
+    assert "expected" not in problem
+    wrong = record.task_problem({"id": 4, "status": "pending"}, 5)
+    assert wrong == "field 'id' is 4, expected 5 (the number in the file name)"
