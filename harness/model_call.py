@@ -60,6 +60,10 @@ ENDED = {"max_tokens": "[answer cut: the model reached max_tokens]",
          pairing.ENDED_EARLY: "[answer cut: the endpoint ended the stream before the reply was "
                               "complete]",
          "refusal": "[the model refused to continue with this request]"}
+# Still paused after MAX_RESUMES resumes: the turn is not finished, and a prompt goes on.
+PAUSED = ("[the server paused this turn more often than the harness resumes it: send a "
+          "prompt such as 'go on' to continue it]")
+ENDED.update(dict.fromkeys(RESUMED, PAUSED))
 # Events that carry the reply: a stream of anything else (pings) is no progress.
 CONTENT = {"message_start", "content_block_start", "content_block_delta", "content_block_stop",
            "message_delta", "message_stop", "text", "input_json", "thinking", "citation",
@@ -208,9 +212,11 @@ class Guard:
         else:
             self.run.screen.hold_usage(self.run.recorder.label)
         _count(self.run, response, request)
-        # The server paused a long turn: send what it wrote back, and it goes on.
+        # The server paused a long turn: send what it wrote back, and it goes on. (Not a
+        # reply that holds a call of ours: sent back without its result, the API refuses
+        # it; its calls run instead.)
         resumes = 0
-        while stop_reason in RESUMED and resumes < MAX_RESUMES:
+        while stop_reason in RESUMED and resumes < MAX_RESUMES and not _has_calls(content):
             resumes += 1
             stop_reason, more = _resumed(self.run, request, content)
             content += more
@@ -257,6 +263,10 @@ def _resumed(run, request: dict, content: list) -> tuple:
     _count(run, response, again)
     stop_reason = response.stop_reason if resumed.ended else pairing.ENDED_EARLY
     return stop_reason, _plain(response.content)
+
+
+def _has_calls(content: list) -> bool:
+    return any(block.get("type") == "tool_use" for block in content)
 
 
 def _plain(content: list) -> list:
