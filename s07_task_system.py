@@ -309,11 +309,11 @@ class TaskManager:
                              "it blockers")
         change, notes = self.check_owner(task, status, owner, force)
         blocked, more = self.check_blockers(tid, task["blockedBy"], add or [])
-        # A blocker whose task is gone can be removed too.
+        # A blocker whose task is gone can be removed too; one listed twice (by hand) goes whole.
         for dep in record.ids(remove or []):
             if dep not in blocked:
                 raise ValueError(f"#{tid} is not blocked by #{dep}")
-            blocked.remove(dep)
+            blocked = [b for b in blocked if b != dep]
         self.check_not_blocked(tid, status, new_status, blocked, record.ids(add or []))
         change["blockedBy"] = blocked
         return change, notes + more

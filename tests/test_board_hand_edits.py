@@ -8,7 +8,7 @@ import pytest
 
 import s07_task_system
 from harness.board import folder, record
-from helpers import messages, on_postgres, sql
+from helpers import edit_by_hand, messages, on_postgres, sql
 from s07_task_system import TaskManager
 
 LARGEST = record.MAX_ID - 1          # 999,999,999,999,999: the most a file name may hold
@@ -70,3 +70,14 @@ def test_an_id_out_of_range_is_named_as_such_not_as_the_number_expected():
     assert "expected" not in problem
     wrong = record.task_problem({"id": 4, "status": "pending"}, 5)
     assert wrong == "field 'id' is 4, expected 5 (the number in the file name)"
+
+
+def test_a_blocker_listed_twice_by_hand_is_removed_whole(board):
+    tasks = TaskManager(board, agent="alice")
+    tasks.create("a")
+    tasks.create("b", blocked_by=[1])
+    edit_by_hand(board, 2, blockedBy=[1, 1])
+    answer = TaskManager(board, agent="alice").update(2, remove_blocked_by=[1])
+    assert answer == "Updated [ ] #2: b"                        # not "blocked by #1" still
+    assert tasks.store.load(2)["blockedBy"] == []
+    assert "(owner: alice)" in tasks.update(2, status="in_progress")
