@@ -31,6 +31,7 @@ Without each piece:
 """
 
 import json
+import re
 
 from harness.clean import clean_json
 
@@ -40,13 +41,15 @@ ENDED_EARLY = "an early end of the stream"
 CUT = {"max_tokens", "model_context_window_exceeded", ENDED_EARLY}   # the reply stopped mid-way
 INTERRUPTED = "interrupted by the user while it ran: it may have acted (check before redoing it)"
 NOT_RUN = "not run: interrupted by the user"
+ID = re.compile(r"[a-zA-Z0-9_-]+")    # the tool_use ids the API takes
 STOPPED = "interrupted; it may have acted"   # the result of a call running when a session stopped
 
 
 # ---------------------------------------------------------------- a new reply
 
 def unique_ids(history: list[dict], message: dict) -> dict:
-    """message (a new reply), with each tool_use id that history or the message already used
+    """message (a new reply), with each tool_use id that history or the message already used,
+    or that the API would refuse (only letters, digits, _ and -: a local server's "call 1"),
     renamed; message itself if none is. Call it before appending the reply, and answer each
     call under the id in the returned message: its tool_use blocks keep their order."""
     content = message.get("content")
@@ -57,8 +60,12 @@ def unique_ids(history: list[dict], message: dict) -> dict:
     renamed, blocks = False, []
     for block in content:
         if isinstance(block, dict) and block.get("type") == "tool_use":
-            if isinstance(block.get("id"), str) and block["id"] in earlier:
-                block = {**block, "id": names.fresh(block["id"])}
+            given = block.get("id")
+            if isinstance(given, str) and not ID.fullmatch(given):
+                block = {**block, "id": _sendable_id(given, names)}
+                renamed = True
+            elif isinstance(given, str) and given in earlier:
+                block = {**block, "id": names.fresh(given)}
                 renamed = True
             earlier.add(block.get("id"))
         blocks.append(block)
@@ -177,15 +184,15 @@ def keep_completed(messages: list, saved: int, prompt: dict, results: list | Non
 def repair(history: list[dict], ran: list[dict] | None = None) -> tuple[list[dict], int]:
     """(a history the API accepts, tool calls left out).
 
-    A tool_use is kept if the next message answers it. If it is the last message (the batch
-    was running when the session stopped), its calls are answered from ran (the results
-    written one by one), the first call without a result gets STOPPED (it may have acted),
-    and the calls after it are left out: the calls of a batch run one at a time, so those
-    never ran. A tool_result is kept only if it answers the message just before it, once;
-    results come first in their message; the first message is the user's (or opens with a
-    compaction block, the API's summary); no empty text; a tool_use id used twice gets a new
-    one (its result too); a tool input saved as JSON text is decoded, and a call whose input
-    is not a JSON object is left out with its result.
+    A tool_use is kept if the next message answers it. If it is the last message (the batch was
+    running when the session stopped), its calls are answered from ran (the results written one
+    by one), the first call without a result gets STOPPED (it may have acted), and the calls
+    after it are left out: the calls of a batch run one at a time, so those never ran. A
+    tool_result is kept only if it answers the message just before it, once; results come first
+    in their message; the first message is the user's (or opens with a compaction block, the
+    API's summary); no empty text; a tool_use id used twice, or one the API refuses (a local
+    server's "call 1"), gets a new one (its result too); a tool input saved as JSON text is
+    decoded, and a call whose input is not a JSON object is left out with its result.
     Messages that need no change are returned as the same objects, so that the session log
     afterwards writes only what changed.
     """
@@ -261,7 +268,11 @@ class Rebuild:
             if call is None or answer is None:
                 self.dropped += 1
                 continue
-            if call["id"] in self._used:   # an id used before: the call and its result renamed
+            # An id used before, or one the API refuses: the call and its result renamed.
+            if not ID.fullmatch(call["id"]):
+                new = _sendable_id(call["id"], self._names)
+                call, answer = {**call, "id": new}, {**answer, "tool_use_id": new}
+            if call["id"] in self._used:
                 new = self._names.fresh(call["id"])
                 call, answer = {**call, "id": new}, {**answer, "tool_use_id": new}
             self._used.add(call["id"])
@@ -332,6 +343,15 @@ def _ids_in(history: list) -> set:
             if isinstance(named, str):
                 ids.add(named)
     return ids
+
+
+def _sendable_id(given: str, names) -> str:
+    """An id the API takes, from one it would refuse: each other character is _."""
+    sendable = re.sub(r"[^a-zA-Z0-9_-]", "_", given)
+    if sendable in names.taken:
+        return names.fresh(sendable)
+    names.taken.add(sendable)
+    return sendable
 
 
 class _NewIds:

@@ -96,6 +96,22 @@ def test_thinking_without_its_signature_is_left_out_with_a_note(run_main, signat
     assert err.count("a thinking block without its signature was left out") == 1
 
 
+def test_tool_use_ids_the_api_would_refuse_are_renamed_with_their_results(run_main):
+    """A local server's ids such as "call 1" or "fc:7": kept, the history would be refused by
+    the API (an id is letters, digits, _ and - only) once the session goes there, with
+    --continue, say. Each is renamed, and its result answers it under the new name."""
+    script = [reply(tool("bash", {"command": "echo a"}, id="call 1"),
+                    tool("bash", {"command": "echo b"}, id="fc:7")),
+              reply(text("done"))]
+    code, out, err, api = run_main(s03_todo, "go", script=script)
+    assert code == 0 and out.strip() == "done" and api.violations == [], err
+    calls = [b for b in sent_assistant(api) if b["type"] == "tool_use"]
+    assert [c["id"] for c in calls] == ["call_1", "fc_7"]
+    results = tool_results(api.requests[1])
+    assert [r["tool_use_id"] for r in results] == ["call_1", "fc_7"]
+    assert [r["content"].strip() for r in results] == ["a", "b"]
+
+
 def test_a_block_of_a_type_nobody_knows_is_left_out_with_a_note(run_main):
     unknown = {"type": "hologram_2031", "payload": {"frames": 3}}
     script = [reply(text("Look:"), unknown, tool("bash", {"command": "echo hi"})),
@@ -150,6 +166,13 @@ ROWS = {
          "error_the_model_can_act_on",
          "test_tool_call_without_input.py::test_task_list_with_a_null_input_shows_the_board_and_"
          "the_repl_goes_on"],
+    "`tool_use` ids the API would refuse (a local server's `call 1`, `fc:7`), or an id used "
+    "before (numbered from 1 again)":
+        [H + "test_tool_use_ids_the_api_would_refuse_are_renamed_with_their_results",
+         "test_long_sessions.py::test_a_reply_that_reuses_an_earlier_tool_use_id_is_run_and_"
+         "answered",
+         "test_pairing.py::test_ids_the_api_refuses_in_a_saved_session_are_renamed_call_and_"
+         "result_together"],
     "`thinking`, `redacted_thinking` blocks":
         [C + "test_thinking_is_kept_and_unknown_blocks_are_left_out_with_a_note",
          H + "test_redacted_thinking_goes_back_to_the_api_unchanged",

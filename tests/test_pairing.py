@@ -96,6 +96,19 @@ def test_reused_tool_use_ids_in_a_saved_session_are_renamed_call_and_result_toge
     assert repaired[6]["content"] == [result(first, "4"), result(second, "5")]
 
 
+def test_ids_the_api_refuses_in_a_saved_session_are_renamed_call_and_result_together():
+    """A session a local server numbered "call 1", "call 2", resumed with --continue against
+    the API (a log saved before the harness renamed such ids)."""
+    history = [{"role": "user", "content": "go"},
+               {"role": "assistant", "content": [call("call 1"), call("call_1")]},
+               {"role": "user", "content": [result("call 1", "1"), result("call_1", "2")]}]
+    repaired, dropped = pairing.repair(history)
+    assert dropped == 0 and valid(repaired) is None
+    first, second = (b["id"] for b in repaired[1]["content"])
+    assert first != second and "call 1" not in (first, second)
+    assert repaired[2]["content"] == [result(first, "1"), result(second, "2")]
+
+
 def test_a_new_reply_reusing_an_earlier_id_gets_a_fresh_one_and_others_are_left_alone():
     history = session(2)                                    # t0 and t1 are taken
     fresh = {"role": "assistant", "content": [call("t9")]}

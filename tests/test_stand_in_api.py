@@ -653,3 +653,13 @@ def test_a_prompt_that_fits_is_answered_and_a_reply_that_fills_the_window_stops_
     # it filled, not overflowed
     assert prompt_tokens(req([HI])) + count_tokens(text(kept)) <= window
     assert api.violations == []
+
+
+def test_a_tool_use_id_of_other_characters_is_refused_as_the_api_does():
+    history = [{"role": "user", "content": "go"},
+               {"role": "assistant", "content": [
+                   {"type": "tool_use", "id": "call 1", "name": "bash", "input": {}}]},
+               {"role": "user", "content": [
+                   {"type": "tool_result", "tool_use_id": "call 1", "content": "ok"}]}]
+    assert check_request(req(history)) == (
+        "messages.1.content.0.id: String should match pattern '^[a-zA-Z0-9_-]+$'")

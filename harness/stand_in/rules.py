@@ -8,12 +8,13 @@ end-to-end test passes on requests the real API would refuse, and proves nothing
   max_tokens missing or over the model's output limit;
 - the tools: a name the API refuses, a schema that is not an object, duplicate names, a
   tool_choice in no documented form or naming no tool;
-- the history: a first message not the user's, empty content, empty text (in a tool_result
-  too), a tool_use without its tool_result in the next message, a tool_result answering
-  nothing or a second time, a tool_result after other blocks, a tool_use id used twice in the
-  conversation, a thinking block with an empty signature, an unknown block type, a block only
-  the other role may send. What a model's reply may carry is accepted back (thinking with its
-  signature, redacted_thinking, server tool blocks), and so are consecutive user messages.
+- the history: a first message not the user's, empty content, empty text (in a tool_result too),
+  a tool_use without its tool_result in the next message, a tool_result answering nothing or a
+  second time, a tool_result after other blocks, a tool_use id used twice in the conversation or
+  of other characters than [a-zA-Z0-9_-], a thinking block with an empty signature, an unknown
+  block type, a block only the other role may send. What a model's reply may carry is accepted
+  back (thinking with its signature, redacted_thinking, server tool blocks), and so are
+  consecutive user messages.
   The pairing of tool_use and tool_result is checked here on its own, apart from
   harness/pairing.py on purpose: the stand-in plays the real API, an independent judge, and
   a check of the keeper by the keeper catches nothing;
@@ -44,6 +45,7 @@ import re
 from harness.stand_in import edits, script, usage
 
 TOOL_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
+TOOL_USE_ID = re.compile(r"[a-zA-Z0-9_-]+")    # what the API takes as a tool_use id
 # Blocks a model's reply may hold that the API accepts back in the history.
 ASSISTANT_ONLY = {"thinking", "redacted_thinking", "server_tool_use", "web_search_tool_result",
                   "compaction"}
@@ -184,7 +186,7 @@ def _check_blocks(i: int, role: str, content: list, pending: set, used: set) -> 
         where = f"messages.{i}.content.{j}"
         broken = (kind and _check_cache_control(b, where)) or _check_block(where, role, kind, b)
         if not broken and kind == "tool_use":
-            broken = f"{where}: `tool_use` ids must be unique" if b.get("id") in used else None
+            broken = _check_id(where, b.get("id"), used)
             used.add(b.get("id"))
         if not broken and kind == "tool_result" and results_done:
             broken = (f"{where}: tool_result blocks must come first in the content, "
@@ -247,6 +249,14 @@ def _check_result_content(where: str, inner) -> str | None:
     for k, block in enumerate(inner if isinstance(inner, list) else []):
         if isinstance(block, dict) and block.get("type") == "text" and block.get("text") == "":
             return f"{where}.content.{k}: text content blocks must be non-empty"
+    return None
+
+
+def _check_id(where: str, tool_use_id, used: set) -> str | None:
+    if not isinstance(tool_use_id, str) or not TOOL_USE_ID.fullmatch(tool_use_id):
+        return f"{where}.id: String should match pattern '^[a-zA-Z0-9_-]+$'"
+    if tool_use_id in used:
+        return f"{where}: `tool_use` ids must be unique"
     return None
 
 
