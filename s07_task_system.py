@@ -25,10 +25,10 @@ Key insight: state that must outlive the conversation belongs outside it. The mo
 board back whenever it needs it; compaction and restarts cannot lose what was never only in it.
 
 The rules, in TaskManager: ids by max-scan, never reused; a blocked task cannot start or
-complete; completing one frees its dependents; a task another agent has in progress is
-theirs; a deleted task stays on disk, blocks nobody, and cannot come back. New since s06:
-TaskFolder (the task files), TaskManager, its tools, the board after each compaction,
---board, --name, /tasks and /task.
+complete; completing one frees its dependents; a task another agent has in progress, or has
+completed, is theirs (a person may take it over, or reopen it); a deleted task stays on disk,
+blocks nobody, and cannot come back. New since s06: TaskFolder (the task files), TaskManager,
+its tools, the board after each compaction, --board, --name, /tasks and /task.
 
 Run it:   python s07_task_system.py "plan a refactor: the data model, then the API and the docs"
           python s07_task_system.py --name alice     (a REPL: /tasks, /task help, /compact)
@@ -320,18 +320,19 @@ class TaskManager:
 
     def check_owner(self, task, status, owner, force) -> tuple:
         """({the status and owner to set}, notes), or ValueError. Starting claims a task, in
-        one's own name; another agent's task in progress is theirs, unless a person takes it
-        over (force); back to pending frees it."""
+        one's own name; another agent's task in progress, or completed, is theirs, unless a
+        person takes it over or reopens it (force); back to pending frees it."""
         holder, tid, notes = task.get("owner"), task["id"], []
         if status == "in_progress" and owner and owner != self.agent and not force:
             raise ValueError(f"you are {self.agent}: start #{tid} in your own name (leave "
                              "owner out), or let that agent start it")
-        if task["status"] == "in_progress" and holder and holder != self.agent:
+        # Theirs: in progress, or completed (which a new status other than deleted reopens).
+        theirs = task["status"] == "in_progress" or (
+            task["status"] == "completed" and status not in (None, *FINISHED))
+        if theirs and holder and holder != self.agent:
             if not force:
-                raise ValueError(f"#{tid} is in progress by {holder}; pick another task, or "
-                                 f"ask {holder} (a person can take it over with /task start "
-                                 f"{tid})")
-            notes.append(f"took #{tid} over from {holder}")
+                raise ValueError(text.theirs(task, holder))
+            notes.append(text.taken_over(task, holder))
         change = {"status": status} if status else {}
         # The caller named an owner ('' clears it).
         if owner is not None:
@@ -395,8 +396,8 @@ TASK_TOOLS = [
     {"name": "task_update",
      "description": "Change a task's status, blockers or owner. A task cannot start or "
                     "complete while a blocker is unfinished. Starting a task claims it; one in "
-                    "progress by another agent is theirs. Completing it unblocks its "
-                    "dependents.",
+                    "progress, or completed, by another agent is theirs. Completing it "
+                    "unblocks its dependents.",
      "input_schema": s03.schema(
          ["task_id"], task_id=ID, addBlockedBy=IDS, removeBlockedBy=IDS,
          status={"type": "string", "enum": list(record.STATUSES)},

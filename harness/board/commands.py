@@ -7,7 +7,8 @@ with the run (harness/run.py), whose record reads the board for the session page
 This module imports no lesson.
 The commands go through the same TaskManager methods and rules as the model's tools, so a
 person cannot do what an agent may not, except taking a task over on purpose (start, done
-and delete are forced: "took #3 over from bob"). Without it, fixing one task on the board
+and delete are forced: "took #3 over from bob"; start reopens a task another agent completed:
+"#3 was completed by bob; reopened"). Without it, fixing one task on the board
 costs a model call and a prompt; without live(), a person at the REPL does not see what the
 other agents on a shared board are doing; without choose_board(), every agent is on ./.tasks
 under one name; without its warning, a password given with --board is seen in `ps` by every
@@ -28,7 +29,7 @@ HELP = """/task commands (no model call; the same rules as the model's tools):
   /task                 the board (same as /tasks)
   /task add TITLE       a new task
   /task show N          one task in full
-  /task start N         start it (takes it over from another agent)
+  /task start N         start it (takes it over from another agent, or reopens it)
   /task done N          complete it
   /task delete N        delete it
   /task block N BY...   N waits for BY

@@ -14,6 +14,8 @@ module words it. Without each piece:
 - reopened / no_longer_waiting: reopening a finished task does not re-block what it freed,
   and deleting one frees its dependents although the work was never done; unsaid, a model
   believes otherwise.
+- theirs / taken_over: a model that started a task another agent had just completed reopened
+  it without a word, and that agent's work and its record of whom it freed were lost.
 """
 
 import json
@@ -116,6 +118,24 @@ def finished_blocker(blocker: dict, tid) -> str:
     """A blocker already finished is not stored: say so, not silently."""
     what = f"#{tid}" if tid is not None else "the new task"
     return f"#{blocker['id']} is already {blocker['status']}, so it does not block {what}"
+
+
+def theirs(task: dict, holder: str) -> str:
+    """Why an agent may not change another agent's task (in progress, or completed: reopening
+    it), and who may."""
+    tid, holder = task["id"], one_line(holder)
+    if task["status"] == "completed":
+        return (f"#{tid} was completed by {holder}; to do more on it, create a new task (a "
+                f"person can reopen it with /task start {tid})")
+    return (f"#{tid} is in progress by {holder}; pick another task, or ask {holder} (a person "
+            f"can take it over with /task start {tid})")
+
+
+def taken_over(task: dict, holder: str) -> str:
+    """What a person's /task start or /task done says when the task was another agent's."""
+    if task["status"] == "completed":
+        return f"#{task['id']} was completed by {one_line(holder)}; reopened"
+    return f"took #{task['id']} over from {one_line(holder)}"
 
 
 def reopened(task: dict, unblocked: list) -> list:
