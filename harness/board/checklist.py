@@ -17,6 +17,7 @@ Without each piece:
   folder, which has no journal: the tasks made so far stay. PostgreSQL rolls it back.)
 - line numbers in the refusal, the first few only (BAD_SHOWN) and a count: "bad checklist"
   alone sends the user hunting through the file; 100,000 bad lines listed made a 7 MB error.
+  A bad line's number and why, never its text: /task import .env showed an API key in full.
 - the same checks as task_create (check_text): a 10,000-character line or a NUL is refused
   here, by line number, not by the store halfway through.
 - a size cap read as a cap (at most CHECKLIST_MAX + 1 bytes are read): a 3 GB file pointed at
@@ -51,7 +52,7 @@ def parse_checklist(text: str) -> list:
                 why = "an indented item (nested lists are not imported)"
             else:
                 why = "not a checklist item ('- [ ] text' or '- [x] text')"
-            bad.append(f"line {number}: {why}: {line.strip()[:60]!r}")
+            bad.append(f"line {number}: {why}")    # never its text: it may hold a key
             continue
         try:
             items.append((match[1] != " ", check_text(match[2], "subject")))
