@@ -3,7 +3,8 @@
 Each run goes through the real SDK to the loopback stand-in, which plays the API's two betas
 (harness/stand_in/edits.py) and refuses what the real API refuses (stand_in/rules.py): a request
 without its beta header, an edit with a field the API does not take, a compaction block sent
-back without the compaction edit.
+back without the compaction edit. Each mode, and s07 with the flag, runs as a subprocess as a
+user runs it; a test of what a run sends, keeps or says runs main() in process (in_process=True).
 """
 
 import html
@@ -91,7 +92,8 @@ def test_a_compact_threshold_the_user_set_is_said_to_be_unused_with_the_flag(run
     """With --api-context the API's trigger decides, and layer 2 guards only the window: a
     COMPACT_THRESHOLD set in the environment or ./.env would otherwise be ignored in silence."""
     proc, api = run_lesson("s06_compact", "--api-context", "clear", "hi",
-                           script=[reply(text("Done."))], env={"COMPACT_THRESHOLD": "5000"})
+                           script=[reply(text("Done."))], env={"COMPACT_THRESHOLD": "5000"},
+                           in_process=True)
     assert proc.returncode == 0, proc.stderr
     assert ("COMPACT_THRESHOLD=5000 is not used with --api-context: the API clears past "
             f"{s06_compact.API_CLEAR_AT:,} tokens") in words(proc.stderr)
@@ -99,14 +101,15 @@ def test_a_compact_threshold_the_user_set_is_said_to_be_unused_with_the_flag(run
 
 def test_a_compact_threshold_that_is_not_a_number_is_one_line_with_the_flag_too(run_lesson):
     proc, api = run_lesson("s06_compact", "--api-context", "compact", "hi",
-                           script=[reply(text("Done."))], env={"COMPACT_THRESHOLD": "lots"})
+                           script=[reply(text("Done."))], env={"COMPACT_THRESHOLD": "lots"},
+                           in_process=True)
     assert proc.returncode == 1 and api.requests == []
     assert messages(proc.stderr) == [
         "error: COMPACT_THRESHOLD must be a positive whole number of tokens, got 'lots'"]
 
 
 def test_an_unknown_mode_is_a_usage_error_before_any_call(run_lesson):
-    proc, api = run_lesson("s06_compact", "--api-context", "summarize", "hi")
+    proc, api = run_lesson("s06_compact", "--api-context", "summarize", "hi", in_process=True)
     assert proc.returncode == 2 and "invalid choice: 'summarize'" in proc.stderr
     assert api.requests == []
 
@@ -115,7 +118,8 @@ def test_an_unknown_mode_is_a_usage_error_before_any_call(run_lesson):
 
 def test_with_clear_the_server_clears_and_the_harness_neither_clears_nor_summarises(run_lesson):
     proc, api = run_lesson("s06_compact", "--api-context", "clear", "go",
-                           script=five_bulky_then(reply(text("Done."))), summary=SUMMARY)
+                           script=five_bulky_then(reply(text("Done."))), summary=SUMMARY,
+                           in_process=True)
     assert proc.returncode == 0, proc.stderr
     assert api.violations == []
     sent = json.dumps(api.requests)
@@ -161,14 +165,14 @@ def test_continue_of_a_compacted_session_counts_what_is_sent_not_what_the_api_dr
     window = {"CONTEXT_WINDOW": "90000"}
     script = five_bulky_then(bulky(60_000), bulky(70_000), reply(text("Done.")))
     proc, api = run_lesson("s06_compact", "--api-context", "compact", "go", script=script,
-                           summary=SUMMARY, env=window)
+                           summary=SUMMARY, env=window, in_process=True)
     assert proc.returncode == 0, proc.stderr
     # The history kept all seven outputs (some 84,000 tokens, past layer 2's guard of 74,000
     # in this window); the API's summary came before the sixth, so a request sends about
     # 24,000.
     assert api.requests[-1]["messages"][0]["content"][0]["type"] == "compaction"
     proc, api = run_lesson("s06_compact", "--continue", "--api-context", "compact", "more",
-                           script=[reply(text("Still here."))], env=window)
+                           script=[reply(text("Still here."))], env=window, in_process=True)
     assert proc.returncode == 0, proc.stderr
     assert "summary call" not in proc.stderr and len(api.requests) == 1
     # It goes on from the summary, and says so in what it counts; the next --continue too.
@@ -176,7 +180,7 @@ def test_continue_of_a_compacted_session_counts_what_is_sent_not_what_the_api_dr
     assert "[continuing .transcripts/session_" in proc.stderr
     assert f": {len(sent) - 1} messages;" in words(proc.stderr)
     proc, api = run_lesson("s06_compact", "--continue", "--api-context", "compact", "again",
-                           script=[reply(text("Here."))], env=window)
+                           script=[reply(text("Here."))], env=window, in_process=True)
     assert proc.returncode == 0, proc.stderr
     again = api.requests[0]["messages"]
     assert again[:len(sent)] == sent and again[len(sent)]["content"] == [text("Still here.")]
@@ -186,9 +190,11 @@ def test_s03_continues_a_session_the_api_compacted_from_its_summary_as_text(run_
     """s03 has no --api-context: the API would refuse the compaction block, so the session
     goes on from its summary, sent as plain text, and the user is told."""
     proc, api = run_lesson("s06_compact", "--api-context", "compact", "go",
-                           script=five_bulky_then(reply(text("Done."))), summary=SUMMARY)
+                           script=five_bulky_then(reply(text("Done."))), summary=SUMMARY,
+                           in_process=True)
     assert proc.returncode == 0, proc.stderr
-    proc, api = run_lesson("s03_todo", "--continue", "more", script=[reply(text("Going on."))])
+    proc, api = run_lesson("s03_todo", "--continue", "more", script=[reply(text("Going on."))],
+                           in_process=True)
     assert proc.returncode == 0 and api.violations == [], proc.stderr
     first = api.requests[0]["messages"][0]
     assert first["role"] == "user" and SUMMARY in first["content"][0]["text"]
@@ -203,7 +209,7 @@ def test_in_s07_the_board_comes_back_after_the_apis_compaction(run_lesson):
     started = tool("task_update", {"task_id": 1, "status": "in_progress"})
     script += five_bulky_then(reply(text("on"), started), reply(text("Done.")))
     proc, api = run_lesson("s07_task_system", "--api-context", "compact", "go",
-                           script=script, summary=SUMMARY)
+                           script=script, summary=SUMMARY, in_process=True)
     assert proc.returncode == 0, proc.stderr
     assert api.violations == []
     after = api.requests[-1]["messages"]
@@ -222,11 +228,11 @@ def test_in_s07_the_board_comes_back_after_the_apis_compaction_in_a_reply_that_e
     script = [reply(tool("task_create", {"subject": "Design the data model"}))]
     script += five_bulky_then(reply(text("Done.")))
     proc, api = run_lesson("s07_task_system", "--api-context", "compact", "go",
-                           script=script, summary=SUMMARY)
+                           script=script, summary=SUMMARY, in_process=True)
     assert proc.returncode == 0, proc.stderr
     assert "the board, read from" in words(proc.stderr)
     proc, api = run_lesson("s07_task_system", "--continue", "--api-context", "compact", "more",
-                           script=[reply(text("On it."))])
+                           script=[reply(text("On it."))], in_process=True)
     assert proc.returncode == 0, proc.stderr
     assert api.violations == []
     sent = api.requests[0]["messages"]
@@ -326,7 +332,7 @@ def test_in_the_repl_a_refused_beta_fails_the_turn_and_the_repl_goes_on(run_main
 def test_a_422_that_names_the_beta_gets_the_hint_too(run_lesson):
     """Some proxies validate the body themselves and answer 422 for a field they do not know."""
     proc, api = run_lesson("s06_compact", "--api-context", "clear", "hi",
-                           script=[error(422, REFUSED)])
+                           script=[error(422, REFUSED)], in_process=True)
     assert proc.returncode == 1
     (line,) = [words(line) for line in messages(proc.stderr) if line.startswith("error")]
     assert REFUSED in line and "run without --api-context" in line
@@ -336,7 +342,7 @@ def test_a_400_that_does_not_name_the_beta_gets_no_hint(run_lesson):
     """Any other 400 is the API's own line, whole and alone: a hint there would send the user
     after the wrong cause."""
     proc, api = run_lesson("s06_compact", "--api-context", "clear", "hi",
-                           script=[error(400, "messages.0: something else")])
+                           script=[error(400, "messages.0: something else")], in_process=True)
     assert proc.returncode == 1 and proc.stdout == ""
     assert messages(proc.stderr) == [
         "error: the API refused the request (400 messages.0: something else)"]
@@ -448,7 +454,7 @@ def compacting(content, usage):
 def continued_from(run_lesson):
     """--continue with compaction: the first block the next request sends."""
     proc, api = run_lesson("s06_compact", "--continue", "--api-context", "compact", "more",
-                           script=[reply(text("on"))])
+                           script=[reply(text("on"))], in_process=True)
     assert proc.returncode == 0 and api.violations == [], proc.stderr
     return api.requests[0]["messages"][0]["content"][0]
 
@@ -468,7 +474,7 @@ def test_an_odd_or_missing_count_of_the_apis_summary_keeps_the_summary(run_lesso
     """A count sent as text, iterations that is no list, or none at all: one note, never a
     traceback, and the summary the API already billed is kept for --continue."""
     proc, api = run_lesson("s06_compact", "--api-context", "compact", "go",
-                           script=[compacting(SUMMARY, usage)])
+                           script=[compacting(SUMMARY, usage)], in_process=True)
     assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
     assert proc.stdout.strip() == "Done."
     assert words(proc.stderr).count(note) == 1
@@ -481,7 +487,7 @@ def test_a_summary_sent_as_a_list_of_text_blocks_is_kept_as_the_string_the_api_t
     API (and the stand-in) would refuse every later call."""
     usage = {"input_tokens": 900, "output_tokens": 5}
     proc, api = run_lesson("s06_compact", "--api-context", "compact", "go",
-                           script=[compacting([text(SUMMARY)], usage)])
+                           script=[compacting([text(SUMMARY)], usage)], in_process=True)
     assert proc.returncode == 0, proc.stderr
     assert continued_from(run_lesson) == {"type": "compaction", "content": SUMMARY}
 
@@ -489,13 +495,14 @@ def test_a_summary_sent_as_a_list_of_text_blocks_is_kept_as_the_string_the_api_t
 def test_a_summary_blanked_by_hand_in_the_log_is_left_out_and_the_session_goes_on(run_lesson,
                                                                                    workdir):
     proc, api = run_lesson("s06_compact", "--api-context", "compact", "go",
-                           script=five_bulky_then(reply(text("Done."))), summary=SUMMARY)
+                           script=five_bulky_then(reply(text("Done."))), summary=SUMMARY,
+                           in_process=True)
     assert proc.returncode == 0, proc.stderr
     (log,) = (workdir / ".transcripts").glob("session_*.jsonl")
     log.write_text(log.read_text(encoding="utf-8").replace(json.dumps(SUMMARY), '""'),
                    encoding="utf-8")
     proc, api = run_lesson("s06_compact", "--continue", "--api-context", "compact", "more",
-                           script=[reply(text("on"))])
+                           script=[reply(text("on"))], in_process=True)
     assert proc.returncode == 0 and api.violations == [], proc.stderr
     assert "1 compaction block without a summary left out" in words(proc.stderr)
     assert proc.stdout.strip() == "on"
@@ -505,13 +512,15 @@ def test_a_beta_refused_after_the_api_compacted_names_a_way_on_that_works(run_le
     """The endpoint took the beta once, and now refuses it: the error's advice (run without
     --api-context, with --continue) must itself work, not point back at the flag."""
     proc, api = run_lesson("s06_compact", "--api-context", "compact", "go",
-                           script=five_bulky_then(reply(text("Done."))), summary=SUMMARY)
+                           script=five_bulky_then(reply(text("Done."))), summary=SUMMARY,
+                           in_process=True)
     assert proc.returncode == 0, proc.stderr
     proc, api = run_lesson("s06_compact", "--continue", "--api-context", "compact", "more",
-                           script=[error(400, REFUSED)])
+                           script=[error(400, REFUSED)], in_process=True)
     (line,) = [words(m) for m in messages(proc.stderr) if m.startswith("error")]
     assert proc.returncode == 1 and "run without --api-context (add --continue" in line
-    proc, api = run_lesson("s06_compact", "--continue", "more", script=[reply(text("on"))])
+    proc, api = run_lesson("s06_compact", "--continue", "more", script=[reply(text("on"))],
+                           in_process=True)
     assert proc.returncode == 0 and api.violations == [] and proc.stdout.strip() == "on"
     assert SUMMARY in api.requests[0]["messages"][0]["content"][0]["text"]
 
@@ -519,19 +528,12 @@ def test_a_beta_refused_after_the_api_compacted_names_a_way_on_that_works(run_le
 WINDOW = 40_000
 
 
-def run_in_a_window(workdir, args, script, stdin=None):
-    """s06 as a subprocess against a stand-in whose model reads WINDOW tokens at most, with
-    CONTEXT_WINDOW set to it, as a user of a small local model sets it."""
-    import subprocess
-    import sys
-    from helpers import ROOT, clean_env
-    with StandInAPI(script, summary=SUMMARY, context_window=WINDOW) as api:
-        env = clean_env(workdir.parent / "home", ANTHROPIC_BASE_URL=api.url,
-                        ANTHROPIC_API_KEY="k", CONTEXT_WINDOW=str(WINDOW))
-        proc = subprocess.run([sys.executable, str(ROOT / "s06_compact.py"), *args],
-                              cwd=workdir, env=env, input=stdin, capture_output=True, text=True,
-                              timeout=120)
-    return proc, api
+def run_in_a_window(run_lesson, args, script, stdin=None, in_process=False):
+    """s06 against a stand-in whose model reads WINDOW tokens at most, with CONTEXT_WINDOW set
+    to it, as a user of a small local model sets it: as a subprocess, or in_process."""
+    return run_lesson("s06_compact", *args, script=script, summary=SUMMARY, stdin=stdin,
+                      env={"CONTEXT_WINDOW": str(WINDOW)}, key="k", timeout=120,
+                      stand_in={"context_window": WINDOW}, in_process=in_process)
 
 
 def talk(turns):
@@ -540,23 +542,25 @@ def talk(turns):
 
 
 def test_with_clearing_a_conversation_that_grows_by_text_is_summarised_inside_the_window(
-        workdir):
+        run_lesson):
     """The API clears tool results, and text is not one: layer 2 must act while the summary
     request still fits, not once a request is over the window."""
     prompts = "".join(f"go on {n}\n" for n in range(8)) + "q\n"
-    proc, api = run_in_a_window(workdir, ["--api-context", "clear"], talk(8), stdin=prompts)
+    proc, api = run_in_a_window(run_lesson, ["--api-context", "clear"], talk(8),
+                                stdin=prompts)
     assert proc.returncode == 0 and api.violations == [], proc.stderr
     assert "[compacted:" in proc.stderr and "answer cut" not in proc.stdout
     assert "prompt is too long" not in proc.stderr
 
 
-def test_a_session_resumed_past_the_window_is_summarised_from_what_fits(run_lesson, workdir):
+def test_a_session_resumed_past_the_window_is_summarised_from_what_fits(run_lesson):
     """A session that grew in a larger window, resumed with a smaller one: the summary request
     covers the newest turns that fit, and the session goes on."""
     prompts = "".join(f"go on {n}\n" for n in range(9)) + "q\n"
-    proc, api = run_lesson("s06_compact", script=talk(9), stdin=prompts)
+    proc, api = run_lesson("s06_compact", script=talk(9), stdin=prompts, in_process=True)
     assert proc.returncode == 0, proc.stderr
-    proc, api = run_in_a_window(workdir, ["--continue", "more"], [reply(text("on"))])
+    proc, api = run_in_a_window(run_lesson, ["--continue", "more"], [reply(text("on"))],
+                                in_process=True)
     assert proc.returncode == 0 and api.violations == [], proc.stderr
     assert "the summary covers its newest" in words(proc.stderr)
     assert proc.stdout.strip() == "on"
@@ -570,7 +574,7 @@ def compacted_twice(run_lesson):
     summary), and one more output follows the second summary. Returns the run."""
     script = [bulky(n * 10_000) for n in range(1, 12)] + [reply(text("Done."))]
     proc, api = run_lesson("s06_compact", "--api-context", "compact", "go", script=script,
-                           summary=SUMMARY)
+                           summary=SUMMARY, in_process=True)
     assert proc.returncode == 0 and api.violations == [], proc.stderr
     return proc, api
 
@@ -618,7 +622,7 @@ def test_continue_after_the_apis_second_compaction_counts_and_sends_from_the_las
     window = {"CONTEXT_WINDOW": "60000"}
     proc, api = run_lesson("s06_compact", "--continue", "--api-context", "compact",
                            script=[reply(text("Still here."))], stdin="/context\nmore\nq\n",
-                           env=window)
+                           env=window, in_process=True)
     assert proc.returncode == 0 and api.violations == [], proc.stderr
     assert "summary call" not in proc.stderr and len(api.requests) == 1
     (request,) = api.requests
@@ -645,7 +649,7 @@ def test_the_apis_compaction_is_said_with_its_cached_part_on_the_screen_and_the_
              "cache_creation_input_tokens": 0, "output_tokens": 5}
     usage = {**after, "iterations": [summary_step, {"type": "message", **after}]}
     proc, api = run_lesson("s06_compact", "--api-context", "compact", "go",
-                           script=[compacting(SUMMARY, usage)])
+                           script=[compacting(SUMMARY, usage)], in_process=True)
     assert proc.returncode == 0 and api.violations == [], proc.stderr
     assert ("the API compacted the conversation 60,500 → 42,003 tokens; its summary, a "
             "compaction block, is kept in the history and sent back") in words(proc.stderr)
@@ -659,7 +663,8 @@ def test_the_stand_ins_own_compaction_is_said_with_the_cache_it_read(run_lesson)
     """The same, as the stand-in plays the API: its summary step reads the conversation from
     the cache the loop's calls wrote."""
     proc, api = run_lesson("s06_compact", "--api-context", "compact", "go",
-                           script=five_bulky_then(reply(text("Done."))), summary=SUMMARY)
+                           script=five_bulky_then(reply(text("Done."))), summary=SUMMARY,
+                           in_process=True)
     assert proc.returncode == 0, proc.stderr
     (counted,) = [u for u in api.usages if u.get("iterations")]
     step, reply_step = counted["iterations"]
@@ -676,10 +681,11 @@ def test_continue_with_clear_of_a_session_the_api_compacted_goes_on_from_the_sum
     400): a session the API compacted, continued with clearing instead, goes on from its
     summary sent as text, and says so."""
     proc, api = run_lesson("s06_compact", "--api-context", "compact", "go",
-                           script=five_bulky_then(reply(text("Done."))), summary=SUMMARY)
+                           script=five_bulky_then(reply(text("Done."))), summary=SUMMARY,
+                           in_process=True)
     assert proc.returncode == 0, proc.stderr
     proc, api = run_lesson("s06_compact", "--continue", "--api-context", "clear", "more",
-                           script=[reply(text("Going on."))])
+                           script=[reply(text("Going on."))], in_process=True)
     assert proc.returncode == 0 and api.violations == [], proc.stderr
     assert proc.stdout.strip() == "Going on."
     (request,) = api.requests
