@@ -95,7 +95,7 @@ def test_a_postgresql_url_a_parser_cannot_read_is_one_line_without_its_password(
     """On either install: with psycopg, libpq's reason; with the README's requirements.txt
     alone, how to install psycopg. Both name the board with its password as ***."""
     board = "postgresql://me:Tr0ub4dor@[::1/board"          # the ] of the IPv6 address is missing
-    proc, api = run_lesson("s07_task_system", "plan it", env={"TASK_BOARD": board})
+    proc, api = run_lesson("s07_task_system", "plan it", env={"TASK_BOARD": board}, in_process=True)
     assert proc.returncode == 1 and api.requests == [] and "Traceback" not in proc.stderr
     assert len(messages(proc.stderr)) == 1 and "Tr0ub4dor" not in proc.stderr
     shown = "postgresql://me:***@[::1/board"
@@ -126,7 +126,7 @@ def test_a_path_object_is_always_a_folder(tmp_path):
 def test_a_refused_board_in_task_board_stops_s07_before_any_request_or_folder(run_lesson, workdir):
     board = "mysql://me:Tr0ub4dor@db.example/board"
     proc, api = run_lesson("s07_task_system", "plan it", env={"TASK_BOARD": board},
-                           script=[reply(text("never asked"))])
+                           script=[reply(text("never asked"))], in_process=True)
     assert proc.returncode == 1 and api.requests == [] and "Traceback" not in proc.stderr
     assert len(messages(proc.stderr)) == 1 and "Tr0ub4dor" not in proc.stderr
     assert "error: the board mysql://me:***@db.example/board is neither" in proc.stderr
@@ -134,7 +134,8 @@ def test_a_refused_board_in_task_board_stops_s07_before_any_request_or_folder(ru
 
 
 def test_a_refused_board_in_the_flag_stops_s07_with_one_line(run_lesson, workdir):
-    proc, api = run_lesson("s07_task_system", "--board", "ftp://db.example/board", "plan it")
+    proc, api = run_lesson("s07_task_system", "--board", "ftp://db.example/board", "plan it",
+                           in_process=True)
     assert proc.returncode == 1 and api.requests == []
     assert messages(proc.stderr) == [("error: the board ftp://db.example/board is neither a folder "
                                    "nor a PostgreSQL URL (ftp:// is not a board): give a folder "
@@ -227,12 +228,11 @@ def test_the_board_password_never_reaches_the_model_through_bash(agent, how, wor
 
 # ---------------------------------------------------------------- the password out of `ps`
 
-def run_s07(workdir, args, env, script):
-    with StandInAPI(script) as api:
-        extra = {"ANTHROPIC_BASE_URL": api.url, "ANTHROPIC_API_KEY": "test-key", **env}
-        proc = subprocess.run(lesson_command("s07_task_system", *args),
-                              cwd=workdir, env=clean_env(workdir.parent / "home", **extra),
-                              capture_output=True, text=True, encoding="utf-8", timeout=60)
+def run_s07(run_lesson, args, env, script, in_process=True):
+    """s07 with `args` and `env`: in process (what it says and writes is the lesson's own), or
+    as a user runs it."""
+    proc, api = run_lesson("s07_task_system", *args, script=script, env=env,
+                           in_process=in_process)
     return proc
 
 
@@ -241,15 +241,18 @@ WARNING = ("warning: a password in --board shows in `ps` to every user of this m
            "it in TASK_BOARD, ~/.pgpass or a service file (docs/many-machines.md)")
 
 
-def test_a_password_in_the_board_flag_is_one_warning_line_and_the_run_goes_on(agent, workdir):
-    proc = run_s07(workdir, ["--board", agent.url(), "plan it"], {}, CREATE)
+def test_a_password_in_the_board_flag_is_one_warning_line_and_the_run_goes_on(agent,
+                                                                            run_lesson):
+    proc = run_s07(run_lesson, ["--board", agent.url(), "plan it"], {}, CREATE,
+                   in_process=False)
     assert proc.returncode == 0 and proc.stdout.strip() == "planned", proc.stderr
     assert words(proc.stderr).count(WARNING) == 1 and agent.password not in proc.stderr
     assert subjects(agent) == ["Design"]
 
 
-def test_a_board_flag_without_a_password_gives_no_warning(agent, workdir):
-    proc = run_s07(workdir, ["--board", agent.url(with_password=False), "plan it"],
+def test_a_board_flag_without_a_password_gives_no_warning(agent, run_lesson,
+                                                          nothing_hidden_yet):
+    proc = run_s07(run_lesson, ["--board", agent.url(with_password=False), "plan it"],
                    {"PGPASSWORD": agent.password}, CREATE)
     assert proc.returncode == 0 and "warning" not in proc.stderr, proc.stderr
 
@@ -260,42 +263,48 @@ def write_private(path: Path, content: str, mode: int = 0o600) -> Path:
     return path
 
 
-def test_a_password_file_gives_the_board_its_password_off_the_command_line(agent, workdir):
+def test_a_password_file_gives_the_board_its_password_off_the_command_line(agent, workdir,
+                                                                           run_lesson,
+                                                                           nothing_hidden_yet):
     passfile = write_private(workdir.parent / "pgpass",
                              f"{agent.host}:{agent.port}:*:{agent.role}:{agent.password}\n")
     board = agent.url(with_password=False)
-    proc = run_s07(workdir, ["--board", board, "plan it"], {"PGPASSFILE": str(passfile)},
+    proc = run_s07(run_lesson, ["--board", board, "plan it"], {"PGPASSFILE": str(passfile)},
                    CREATE)
     assert proc.returncode == 0 and proc.stdout.strip() == "planned", proc.stderr
     assert "warning" not in proc.stderr and agent.password not in board
     assert subjects(agent) == ["Design"]
 
 
-def test_a_service_file_gives_the_board_its_whole_address_off_the_command_line(agent, workdir):
+def test_a_service_file_gives_the_board_its_whole_address_off_the_command_line(
+        agent, workdir, run_lesson, nothing_hidden_yet):
     service = write_private(workdir.parent / "pg_service.conf",
                             f"[board]\nhost={agent.host}\nport={agent.port}\n"
                             f"dbname={agent.database}\nuser={agent.role}\n"
                             f"password={agent.password}\noptions=-csearch_path={agent.schema}\n")
-    proc = run_s07(workdir, ["--board", "postgresql://?service=board", "plan it"],
+    proc = run_s07(run_lesson, ["--board", "postgresql://?service=board", "plan it"],
                    {"PGSERVICEFILE": str(service)}, CREATE)
     assert proc.returncode == 0 and proc.stdout.strip() == "planned", proc.stderr
     assert "warning" not in proc.stderr
     assert subjects(agent) == ["Design"]
 
 
-def test_a_password_file_others_can_read_is_named_with_how_to_fix_it(agent, workdir):
+def test_a_password_file_others_can_read_is_named_with_how_to_fix_it(agent, workdir, run_lesson):
+    """As a subprocess: libpq, reading such a file, writes a warning of its own to fd 2, which
+    only a process's stderr shows; the user must get the one line."""
     passfile = write_private(workdir.parent / "pgpass",
                              f"{agent.host}:{agent.port}:*:{agent.role}:{agent.password}\n",
                              mode=0o644)
-    proc = run_s07(workdir, ["--board", agent.url(with_password=False), "plan it"],
-                   {"PGPASSFILE": str(passfile)}, CREATE)
+    proc = run_s07(run_lesson, ["--board", agent.url(with_password=False), "plan it"],
+                   {"PGPASSFILE": str(passfile)}, CREATE, in_process=False)
     assert proc.returncode == 1 and len(messages(proc.stderr)) == 1, proc.stderr
     assert f"the password file {passfile} is ignored" in words(proc.stderr)
     assert f"chmod 600 {passfile}" in words(proc.stderr)
 
 
-def test_no_password_anywhere_says_where_to_put_one(agent, workdir):
-    proc = run_s07(workdir, ["--board", agent.url(with_password=False), "plan it"],
+def test_no_password_anywhere_says_where_to_put_one(agent, workdir, run_lesson,
+                                                   nothing_hidden_yet):
+    proc = run_s07(run_lesson, ["--board", agent.url(with_password=False), "plan it"],
                    {"PGPASSFILE": str(workdir.parent / "none")}, CREATE)
     assert proc.returncode == 1 and len(messages(proc.stderr)) == 1, proc.stderr
     assert "needs a password and none was given" in proc.stderr
@@ -341,15 +350,13 @@ def test_a_password_in_the_base_url_never_reaches_the_model_and_still_opens_the_
         assert GATEWAY_PASSWORD not in seen and GATEWAY_ENCODED not in seen
 
 
-def test_an_unreachable_endpoint_with_a_password_is_named_with_the_password_hidden(workdir):
+def test_an_unreachable_endpoint_with_a_password_is_named_with_the_password_hidden(
+        run_lesson, nothing_hidden_yet):
     with socket.socket() as closed:            # a port nothing listens on
         closed.bind(("127.0.0.1", 0))
         port = closed.getsockname()[1]
     url = with_userinfo(f"http://127.0.0.1:{port}")
-    proc = subprocess.run(lesson_command("s03_todo", "hi"), cwd=workdir,
-                          env=clean_env(workdir.parent / "home", ANTHROPIC_API_KEY="test-key",
-                                        ANTHROPIC_BASE_URL=url),
-                          capture_output=True, text=True, encoding="utf-8", timeout=60)
+    proc, api = run_lesson("s03_todo", "hi", env={"ANTHROPIC_BASE_URL": url}, in_process=True)
     assert proc.returncode == 1 and len(messages(proc.stderr)) == 1, proc.stderr
     assert f"cannot reach the API at http://alice:***@127.0.0.1:{port}" in words(proc.stderr)
     assert GATEWAY_ENCODED not in proc.stderr and GATEWAY_PASSWORD not in proc.stderr

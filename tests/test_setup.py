@@ -3,8 +3,9 @@ serves it (a FIFO), a .env that is not a file, and the repository's .env read fr
 folder (the environment wins, then ./.env, then the repository's), and the message without a
 key naming where it looked. And an endpoint that is not the Messages API at all.
 
-Each test runs a lesson as a user runs it (a subprocess against the loopback stand-in), or its
-main() in process where a setting of config.py must be made short (the wait for a FIFO).
+The repository's .env is read as a user's run reads it, by a subprocess of a copy of the
+lessons (config.py finds the repository from where it is); the other tests run the lesson's
+main() in process, against the loopback stand-in or a server that is not the API.
 """
 
 import functools
@@ -60,7 +61,8 @@ def test_a_dotenv_served_as_a_fifo_is_read(run_lesson, workdir):
     os.mkfifo(fifo)
     writer = serve(fifo, f"ANTHROPIC_API_KEY={KEY}\nMODEL_ID=model-from-the-fifo\n")
     try:
-        proc, api = run_lesson("s03_todo", "hi", script=[reply(text("fine"))], key=None)
+        proc, api = run_lesson("s03_todo", "hi", script=[reply(text("fine"))], key=None,
+                               in_process=True)
     finally:
         release(fifo, writer)
     assert proc.returncode == 0 and proc.stdout.strip() == "fine", proc.stderr
@@ -174,8 +176,9 @@ def test_without_a_key_the_message_names_every_dotenv_it_looked_in(lessons, monk
 
 @contextmanager
 def serving(handler):
-    """An HTTP server on 127.0.0.1 with this request handler; yields its URL."""
-    handler.log_message = lambda *args: None
+    """An HTTP server on 127.0.0.1 with this request handler (a class, or a partial of one);
+    yields its URL. Its log is quiet: it runs in the process the lesson runs in."""
+    getattr(handler, "func", handler).log_message = lambda *args: None
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
@@ -199,11 +202,10 @@ def answering(status: int, body: str, content_type: str):
     return Answer
 
 
-def run_against(url: str, workdir):
-    return subprocess.run(lesson_command("s03_todo", "hi"), cwd=workdir,
-                          env=clean_env(workdir.parent / "home", ANTHROPIC_BASE_URL=url,
-                                        ANTHROPIC_API_KEY="test-key"),
-                          capture_output=True, text=True, encoding="utf-8", timeout=60)
+def run_against(url: str, run_lesson):
+    """s03 with ANTHROPIC_BASE_URL at url, in process: what it says of the endpoint."""
+    proc, api = run_lesson("s03_todo", "hi", env={"ANTHROPIC_BASE_URL": url}, in_process=True)
+    return proc
 
 
 def not_the_api(url: str, status: int, what: str) -> str:
@@ -212,14 +214,15 @@ def not_the_api(url: str, status: int, what: str) -> str:
             "Anthropic-compatible Messages API")
 
 
-def test_python_m_http_server_is_one_line_naming_it_and_what_it_sent(workdir, tmp_path):
+def test_python_m_http_server_is_one_line_naming_it_and_what_it_sent(run_lesson, tmp_path):
     """`python -m http.server` (its handler, here in process) answers a POST with 501 and an
     HTML page: retrying will not help, and the page is not the news."""
     (tmp_path / "site").mkdir()
-    handler = functools.partial(http.server.SimpleHTTPRequestHandler,
-                                directory=str(tmp_path / "site"))
+    # A class of its own: serving() quiets its log, which would land in the lesson's stderr.
+    site = type("Site", (http.server.SimpleHTTPRequestHandler,), {})
+    handler = functools.partial(site, directory=str(tmp_path / "site"))
     with serving(handler) as url:
-        proc = run_against(url, workdir)
+        proc = run_against(url, run_lesson)
     assert proc.returncode == 1 and len(messages(proc.stderr)) == 1, proc.stderr
     assert words(proc.stderr) == not_the_api(url, 501, "an HTML page")
 
@@ -229,10 +232,10 @@ def test_python_m_http_server_is_one_line_naming_it_and_what_it_sent(workdir, tm
      "an HTML page"),
     (405, "Method Not Allowed", "text/plain", "'Method Not Allowed'"),
 ])
-def test_a_status_the_messages_api_never_sends_is_named_with_what_came(workdir, status, body,
+def test_a_status_the_messages_api_never_sends_is_named_with_what_came(run_lesson, status, body,
                                                                        content_type, what):
     with serving(answering(status, body, content_type)) as url:
-        proc = run_against(url, workdir)
+        proc = run_against(url, run_lesson)
     assert proc.returncode == 1 and len(messages(proc.stderr)) == 1, proc.stderr
     assert words(proc.stderr) == not_the_api(url, status, what)
     assert "MODEL_ID" not in proc.stderr and "try again" not in proc.stderr
