@@ -133,9 +133,10 @@ def test_a_proxy_in_the_environment_never_carries_loopback_traffic(run_lesson):
     dead = "http://127.0.0.1:9"   # nothing listens there: any request through it fails
     proxies = {k: dead for k in ("HTTP_PROXY", "http_proxy", "HTTPS_PROXY", "https_proxy",
                                  "ALL_PROXY", "all_proxy")}
-    proc, _ = run_lesson("s03_todo", "--demo", key=None, env=proxies)
+    proc, _ = run_lesson("s03_todo", "--demo", key=None, env=proxies, in_process=True)
     assert proc.returncode == 0, proc.stderr
-    proc, api = run_lesson("s03_todo", "hi", script=[reply(text("through no proxy"))], env=proxies)
+    proc, api = run_lesson("s03_todo", "hi", script=[reply(text("through no proxy"))], env=proxies,
+                           in_process=True)
     assert proc.returncode == 0 and "through no proxy" in proc.stdout, proc.stderr
 
 
@@ -473,8 +474,9 @@ def test_an_answer_a_narrow_terminal_cannot_encode_is_shown_and_the_turn_kept(ru
     assert proc.returncode == 0, proc.stderr
     assert "Done ? ? all of it." in proc.stdout
     assert "turn failed" not in proc.stderr
+    # What --continue sends is the log's, not the terminal's: in process.
     proc, api = run_lesson("s06_compact", "--continue", "more", env=ascii_only,
-                           script=[reply(text("ok"))])
+                           script=[reply(text("ok"))], in_process=True)
     sent = api.requests[0]["messages"]
     assert [m["role"] for m in sent] == ["user", "assistant", "user"]
 

@@ -100,14 +100,15 @@ def test_the_step_limit_ends_the_turn_with_a_clear_message(run_main):
 
 
 def test_no_key_is_one_line_and_makes_no_request(run_lesson):
-    proc, api = run_lesson("s03_todo", "hi", key=None)
+    proc, api = run_lesson("s03_todo", "hi", key=None, in_process=True)
     assert proc.returncode == 1 and api.requests == []
     assert len(messages(proc.stderr)) == 1 and "ANTHROPIC_API_KEY" in words(proc.stderr)
     assert ".env.example" in words(proc.stderr)
 
 
 def test_a_bad_key_is_one_line_and_exit_1(run_lesson):
-    proc, api = run_lesson("s03_todo", "hi", script=[error(401, "invalid x-api-key")])
+    proc, api = run_lesson("s03_todo", "hi", script=[error(401, "invalid x-api-key")],
+                           in_process=True)
     assert proc.returncode == 1 and proc.stdout == ""
     assert messages(proc.stderr) == ["error: the API rejected the key (401 invalid x-api-key): "
                                      "check ANTHROPIC_API_KEY (or ANTHROPIC_AUTH_TOKEN)"]
@@ -178,7 +179,7 @@ def test_the_repl_keeps_the_conversation_and_quits(run_lesson):
     assert "s03 >> " in proc.stdout and "first answer" in proc.stdout and "second" in proc.stdout
     roles = [m["role"] for m in api.requests[2]["messages"]]
     assert roles == ["user", "assistant", "user", "assistant", "user"]
-    proc, _ = run_lesson("s03_todo", script=[], stdin="")  # EOF quits too
+    proc, _ = run_lesson("s03_todo", script=[], stdin="", in_process=True)  # EOF quits too
     assert proc.returncode == 0
 
 
