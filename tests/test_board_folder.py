@@ -494,7 +494,7 @@ def test_a_deeply_nested_task_file_is_flagged_and_the_rest_of_the_board_works(ru
     (workdir / ".tasks" / "task_3.json").write_text("[" * 100_000)
     script = [reply(tool("task_list", {})), reply(text("listed"))]
     proc, api = run_lesson("s07_task_system", "--name", "me", script=script,
-                           stdin="/tasks\n/task done 1\nlist the board\nq\n")
+                           stdin="/tasks\n/task done 1\nlist the board\nq\n", in_process=True)
     assert proc.returncode == 0 and "RecursionError" not in proc.stdout + proc.stderr
     assert "Traceback" not in proc.stderr, proc.stderr
     assert "Unblocked: #2 Implement the API" in proc.stdout

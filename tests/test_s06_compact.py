@@ -317,7 +317,7 @@ def test_a_session_shorter_than_keep_recent_loses_nothing(run_lesson, workdir):
     script = [reply(tool("write_file", {"path": "report.txt", "content": big})),
               reply(tool("write_file", {"path": "notes.txt", "content": "short"})),
               reply(text("both written"))]
-    proc, api = run_lesson("s06_compact", "write the report", script=script)
+    proc, api = run_lesson("s06_compact", "write the report", script=script, in_process=True)
     assert proc.returncode == 0 and api.violations == [], proc.stderr
     assert len(api.requests) == 3 and s06.KEEP_RECENT > 2
     for request in api.requests[1:]:
@@ -336,7 +336,8 @@ def test_what_layer_1_just_cleared_does_not_push_layer_2_to_compact(run_lesson):
     script = [reply(tool("bash", {"command": command})) for command in commands]
     script.append(reply(text("all four looked at")))
     proc, api = run_lesson("s06_compact", "look at the logs", script=script,
-                           summary="SUMMARY: four logs", env={"COMPACT_THRESHOLD": "14000"})
+                           summary="SUMMARY: four logs", env={"COMPACT_THRESHOLD": "14000"},
+                           in_process=True)
     assert proc.returncode == 0 and api.violations == [], proc.stderr
     assert "micro_compact: an old tool result is now a placeholder" in proc.stderr
     assert "[compacted" not in proc.stderr and len(api.requests) == 5
