@@ -394,10 +394,10 @@ TASK_TOOLS = [
      "input_schema": s03.schema(["subject"], subject=s03.STRING, description=s03.STRING,
                                 blockedBy=IDS)},
     {"name": "task_update",
-     "description": "Change a task's status, blockers or owner. A task cannot start or "
-                    "complete while a blocker is unfinished. Starting a task claims it; one in "
-                    "progress, or completed, by another agent is theirs. Completing it "
-                    "unblocks its dependents.",
+     "description": "Set a task's status, blockers or owner. A task cannot start or "
+                    "complete while a blocker is unfinished. Starting a task claims it; one "
+                    "another agent started or completed is theirs. Completing it frees its "
+                    "dependents.",
      "input_schema": s03.schema(
          ["task_id"], task_id=ID, addBlockedBy=IDS, removeBlockedBy=IDS,
          status={"type": "string", "enum": list(record.STATUSES)},
