@@ -230,9 +230,12 @@ def test_arguments_sent_as_json_text_are_decoded_as_if_sent_properly(in_tmp):
     items = '[{"id": "1", "text": "plan", "status": "in_progress"}]'   # an array sent as a string
     output, is_error = call_tool("todo", {"items": items}, s03.TOOLS, s03.TOOL_HANDLERS)
     assert not is_error and "[>] #1: plan" in output
-    for bad in (["ls"], "ls", 3, None):
+    for bad in (["ls"], "ls", 3):
         output, is_error = call_tool("bash", bad, s03.TOOLS, s03.TOOL_HANDLERS)
         assert is_error and "must be a JSON object" in output
+    # null is no arguments (a tool that takes none runs): bash's is missing.
+    output, is_error = call_tool("bash", None, s03.TOOLS, s03.TOOL_HANDLERS)
+    assert is_error and output == "ValueError: missing required argument 'command'"
 
 
 def test_a_lone_surrogate_is_refused_and_leaves_no_file(in_tmp):
