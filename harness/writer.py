@@ -16,7 +16,8 @@ others. Without each piece:
   fixed in length, .tmp_<16 hex digits>.tmp, not made from the final name: one made from it
   (its first 100 characters, and 22 bytes more) passed the 255 bytes a name may have for a
   file name of 78 CJK characters (234 bytes), and write_file could not write it. A board
-  sweeps what a killed writer left by that pattern (board/folder.py: .tmp_*).
+  sweeps what a killed task writer left by that pattern (board/folder.py's TEMPORARY), and
+  only such a file that holds the start of a task, or one nobody has written for an hour.
 - replace_in(): a temporary file, then a rename over the name: a reader, a full disk or a
   kill -9 sees the old file or the new, never half. The rename replaces whatever held the
   name (a planted link itself, never what it points to).

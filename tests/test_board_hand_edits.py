@@ -2,6 +2,7 @@
 the largest id, a high-water mark there, a blocker listed twice."""
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -81,3 +82,22 @@ def test_a_blocker_listed_twice_by_hand_is_removed_whole(board):
     assert answer == "Updated [ ] #2: b"                        # not "blocked by #1" still
     assert tasks.store.load(2)["blockedBy"] == []
     assert "(owner: alice)" in tasks.update(2, status="in_progress")
+
+
+def test_a_hand_edit_that_keeps_the_size_and_the_time_is_not_written_over(tmp_path):
+    """A person edits a subject in place, same length, and the file's time is as before (a
+    file system with a coarse clock, an editor or a sync tool that keeps it: `touch -r`).
+    A listing may still show the old subject (the folder remembers a file by its size and
+    time), but a change to that task reads the file again first: the edit is kept."""
+    tasks = TaskManager(tmp_path / ".tasks")
+    tasks.create("draft the API")
+    tasks.list_all()                            # the folder now remembers task_1.json
+    path = tmp_path / ".tasks" / "task_1.json"
+    before = path.stat()
+    path.write_text(path.read_text(encoding="utf-8").replace("draft", "write"),
+                    encoding="utf-8")
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert path.stat().st_size == before.st_size
+    tasks.update(1, status="in_progress")
+    saved = json.loads(path.read_text(encoding="utf-8"))
+    assert saved["subject"] == "write the API" and saved["status"] == "in_progress"

@@ -20,7 +20,8 @@ remembers. Without each piece:
   task, and a task that waited for the deleted one then waited for an unrelated new one.
 - each file remembered by (size, mtime_ns, inode): a board of 10,000 tasks took a second to
   list. A hand edit that keeps the size within one mtime tick of our own write (a few ms) is
-  seen only once the file changes again: touch it.
+  seen by a listing only once the file changes again (touch it); load and try_load, which
+  a change reads its tasks with, always read the file, so such an edit is never written over.
 - the undo of reservations: a /task import that stops at item 3 left items 1 and 2, and
   importing the file again made them twice. (A task replaced by write() stays replaced: one
   file at a time is all a folder does.)
@@ -275,10 +276,14 @@ class Remembering:
         return task
 
     def load(self, task_id: int) -> dict:
-        """A copy: the caller may change it; what is remembered must not change with it."""
+        """Read from the file, never from memory: the caller is about to change the task (or
+        check a rule by it), and a hand edit that kept the size and the time must not be
+        written over. A copy: what is remembered must not change with it."""
+        self._files.pop(f"task_{task_id}.json", None)
         return _copied(super().load(task_id))
 
     def try_load(self, task_id: int):
+        self._files.pop(f"task_{task_id}.json", None)      # from the file, as load
         task = super().try_load(task_id)
         return None if task is None else _copied(task)
 
