@@ -151,7 +151,7 @@ class Setting:
             run.recorder.call(step, SUMMARY_LABEL)
         for block in response.content:
             if block.type == "compaction" and getattr(block, "content", None):
-                _compacted(run, steps, usage, summary_text(block.model_dump()))
+                _compacted(run, steps, usage, summary_text(block.model_dump(warnings=False)))
         said = _field(response, "context_management")
         if said is None and not self.unheard:
             self.unheard = True

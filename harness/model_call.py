@@ -17,7 +17,8 @@ Without each piece:
 - the guard's one line (EndpointError): an endpoint that answers HTML, breaks the stream's
   rules (a delta before its block, a null text), drops the connection mid-reply, or sends an
   error event, ends in a traceback deep in the SDK, or in a line that blames the key.
-- display: a slow model shows nothing for minutes, then a wall of text.
+- display: a slow model shows nothing for minutes, then a wall of text. quiet_serializer: a
+  count sent as text put pydantic's warning, lines of site-packages paths, on the terminal.
 - the watch on the stream (_Watch): an endpoint that sends message_start and then only pings
   keeps the run waiting forever; httpx's timeout is per read, and each ping is a read.
 - checked(), the reply as the history keeps it: the SDK's objects (None fields, unknown and
@@ -30,17 +31,21 @@ Without each piece:
 - stop_reason made "tool_use" whenever a complete call is in the reply: a server that says
   end_turn beside a tool call loses that call.
 - unique ids (pairing.unique_ids): an endpoint that numbers its tool_use ids from 1 again
-  (after --continue, say) reuses an earlier call's id; the API refuses the request.
+  (after --continue, say) reuses an earlier call's id, or names one "call 1"; the API
+  refuses the request.
 - pause_turn (and "compaction", a pause after the API's summary): a turn the server paused
-  looks finished; checked() sends it back and the reply goes on (up to MAX_RESUMES).
+  looks finished; checked() sends it back and the reply goes on (up to MAX_RESUMES, then
+  the answer says a prompt goes on; never a reply holding a call of ours, which runs).
 - the usage line and the run's record (session/recorder.py): the cost of a session is
   invisible, and a local server that silently dropped the tools goes unnoticed. A summary the
   API wrote (--api-context compact) is a call of its own: its usage is only in
   usage.iterations (api_context.py).
 """
 
+import contextlib
 import json
 import threading
+import warnings
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
@@ -110,6 +115,17 @@ def guard(run) -> "Guard":
     return Guard(run)
 
 
+@contextlib.contextmanager
+def quiet_serializer():
+    """The SDK's stream serialises each event with pydantic, which warns, in lines of
+    site-packages paths on the user's terminal, when an endpoint sent an odd shape (a count
+    as text, usage.iterations that is no list). The harness says what was odd in one note."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="Pydantic serializer warnings",
+                                category=UserWarning)
+        yield
+
+
 class Guard:
     """One model call: its live display, and whatever goes wrong as one line (EndpointError)."""
 
@@ -137,7 +153,7 @@ class Guard:
         """Each event of the stream on the screen as it arrives, under a watch that closes a
         stream sending nothing but pings for API_TIMEOUT."""
         self.answer_type = stream.response.headers.get("content-type", "no type")
-        with _Watch(config.api_timeout(), stream.close) as self.watch:
+        with _Watch(config.api_timeout(), stream.close) as self.watch, quiet_serializer():
             try:
                 for event in stream:
                     self._show(event)
