@@ -105,15 +105,20 @@ def run():
 
 @pytest.fixture
 def fresh_layers(monkeypatch, tmp_path):
-    """s06's layer state is the lesson's own, on two module objects: what layer 1 cleared
-    (CLEARED) and what layer 2 measured (CONTEXT). The test gets new ones, as a new process
-    does, and runs in its own tmp folder (whatever a layer saves lands there). Returns the
-    function that makes them new again: run_main calls it before each run."""
+    """The state a new process starts without: s06's layers, on two module objects (what
+    layer 1 cleared, CLEARED; what layer 2 measured, CONTEXT), s03's todo list, and the
+    secrets the harness learnt as it ran. The test gets them new, and runs in its own tmp
+    folder (whatever a layer saves lands there). Returns the function that makes them new
+    again: run_main calls it before each run."""
+    import s03_todo
     import s06_compact
 
     def renew() -> None:
         monkeypatch.setattr(s06_compact, "CLEARED", s06_compact.Cleared())
         monkeypatch.setattr(s06_compact, "CONTEXT", s06_compact.ContextSize())
+        # TOOL_HANDLERS holds TODO's bound method: the same object, emptied.
+        monkeypatch.setattr(s03_todo.TODO, "items", [])
+        monkeypatch.setattr(config, "_LEARNT_SECRETS", set())
     renew()
     monkeypatch.chdir(tmp_path)
     return renew

@@ -195,8 +195,27 @@ def _gone(probe, seconds: float) -> bool:
 
 
 def group_ends(group: int, seconds: float = 60) -> bool:
-    """Whether no process of the group is left within `seconds`."""
-    return _gone(lambda: os.killpg(group, 0), seconds)
+    """Whether no process of the group is left running within `seconds`. A killed child whose
+    shell died first is a zombie until init reaps it (here, a second or more later; longer on
+    a busy machine): it runs no more, so it counts as ended."""
+    def probe():
+        os.killpg(group, 0)                 # ProcessLookupError: none left at all
+        if _only_zombies(group):
+            raise ProcessLookupError
+    return _gone(probe, seconds)
+
+
+def _only_zombies(group: int) -> bool:
+    """Whether every process of the group is a zombie (Linux's /proc; elsewhere: unknown)."""
+    states = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue                        # gone as we looked
+        if int(fields[2]) == group:         # after the name: state, ppid, pgrp
+            states.append(fields[0])
+    return bool(states) and all(state == "Z" for state in states)
 
 
 def process_ends(pid: int, seconds: float = 60) -> bool:
