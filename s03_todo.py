@@ -72,10 +72,9 @@ REMINDER = "<reminder>Update your todos.</reminder>"
 
 def agent_loop(messages: list, run, max_steps: int = MAX_STEPS) -> str:
     """Call the model until it answers in words, or max_steps calls are spent; return that
-    answer. messages ends with the user's prompt (the command line appends it, and the REPL
-    keeps messages from one prompt to the next). run (harness/run.py) holds what this run
-    uses: run.client (the SDK's Anthropic client), run.model, run.log (the session on disk)
-    and run.recorder (what /cost and the session page show)."""
+    answer. messages ends with the user's prompt (the REPL keeps it from prompt to prompt).
+    run (harness/run.py) holds run.client (the SDK's client), run.model, run.log (the
+    session on disk) and run.recorder (what /cost and the session page show)."""
     rounds_without_todo = 0
     steps = 0
     while steps < max_steps:
