@@ -13,7 +13,7 @@ import pytest
 
 import s03_todo
 import s07_task_system
-from helpers import lesson_command, tool_results
+from helpers import tool_results
 from harness.stand_in.script import raw, reply, text, tool
 from helpers import messages, words
 
@@ -309,30 +309,28 @@ class Pinging:
         self.server.server_close()
 
 
-def test_pings_do_not_keep_a_reply_that_never_comes_waiting_past_api_timeout(workdir):
+@pytest.mark.hang_limit(60)       # a bound against hanging, not a claim
+def test_pings_do_not_keep_a_reply_that_never_comes_waiting_past_api_timeout(run_main):
     """Each ping ends a read, so httpx's per-read timeout never fires: the harness's watch
-    bounds the wait for the reply itself. (60 s is a bound against hanging, not a claim.)"""
-    went_silent(workdir, {"type": "ping"}, bound=60)
+    bounds the wait for the reply itself."""
+    went_silent(run_main, {"type": "ping"})
 
 
-def test_a_keep_alive_event_of_a_gateways_own_does_not_count_as_the_reply_coming(workdir):
+@pytest.mark.hang_limit(30)       # a bound against hanging, not a claim
+def test_a_keep_alive_event_of_a_gateways_own_does_not_count_as_the_reply_coming(run_main):
     """The SDK drops pings before the harness sees them, but hands on an event of a type the
     API does not have: a gateway that keeps the line open with its own must still meet
-    API_TIMEOUT, not keep the user waiting forever. (30 s bounds a hang; it is no claim.)"""
-    went_silent(workdir, {"type": "keepalive"}, bound=30)
+    API_TIMEOUT, not keep the user waiting forever."""
+    went_silent(run_main, {"type": "keepalive"})
 
 
-def went_silent(workdir, event: dict, bound: float) -> None:
+def went_silent(run_main, event: dict) -> None:
     """s03 against an endpoint that sends message_start, then only this event: it must end
     after API_TIMEOUT=2 with the one line that says so."""
-    import subprocess
-    from helpers import clean_env
     with Pinging(event) as endpoint:
-        env = clean_env(workdir.parent / "home", ANTHROPIC_BASE_URL=endpoint.url,
-                        ANTHROPIC_API_KEY="k", API_TIMEOUT="2")
-        proc = subprocess.run(lesson_command("s03_todo", "hi"), cwd=workdir,
-                              env=env, capture_output=True, text=True, timeout=bound)
-    assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
+        env = {"ANTHROPIC_BASE_URL": endpoint.url, "API_TIMEOUT": "2"}
+        code, out, err, api = run_main(s03_todo, "hi", env=env)
+    assert code == 1 and "Traceback" not in err, err
     said = (f"the endpoint at {endpoint.url} went silent in the middle of its reply for "
             "API_TIMEOUT=2s (keep-alive pings do not count)")
-    assert said in words(proc.stderr)
+    assert said in words(err)
