@@ -319,16 +319,15 @@ class TaskManager:
         return change, notes + more
 
     def check_owner(self, task, status, owner, force) -> tuple:
-        """({the status and owner to set}, notes), or ValueError. Starting claims a task, in
-        one's own name; another agent's task in progress, or completed, is theirs, unless a
-        person takes it over or reopens it (force); back to pending frees it."""
+        """({the status and owner to set}, notes), or ValueError. Starting or completing a
+        task claims it, in one's own name; another agent's task in progress, or completed, is
+        theirs: no change to it, unless a person takes it over or reopens it (force); back to
+        pending frees it."""
         holder, tid, notes = task.get("owner"), task["id"], []
         if status == "in_progress" and owner and owner != self.agent and not force:
             raise ValueError(f"you are {self.agent}: start #{tid} in your own name (leave "
                              "owner out), or let that agent start it")
-        # Theirs: in progress, or completed (which a new status other than deleted reopens).
-        theirs = task["status"] == "in_progress" or (
-            task["status"] == "completed" and status not in (None, *FINISHED))
+        theirs = task["status"] in ("in_progress", "completed")
         if theirs and holder and holder != self.agent:
             if not force:
                 raise ValueError(text.theirs(task, holder))
@@ -340,8 +339,11 @@ class TaskManager:
         # Back to pending frees the task.
         elif status == "pending":
             change["owner"] = None
-        # Starting it, or moving it on from in progress: whoever does it is its owner.
-        elif status == "in_progress" or (status and task["status"] == "in_progress"):
+        # Starting or completing it: whoever does it is its owner.
+        elif status in ("in_progress", "completed"):
+            change["owner"] = self.agent
+        # Moving it on from in progress (deleting it): the same.
+        elif status and task["status"] == "in_progress":
             change["owner"] = self.agent
         return change, notes
 

@@ -342,6 +342,19 @@ MUTATIONS = [
              "        if theirs and holder and holder != self.agent:",
              "        if theirs and holder and holder != self.agent and not status:",
              [HELD_BY_ANOTHER]),
+    Mutation("a task another agent completed may be taken, reopened or deleted",
+             "s07_task_system.py",
+             '        theirs = task["status"] in ("in_progress", "completed")',
+             '        theirs = task["status"] == "in_progress"',
+             ["tests/test_board_reopen.py::test_a_model_cannot_take_or_delete_a_task_another_"
+              "agent_completed"]),
+    Mutation("completing a task from pending leaves it nobody's", "s07_task_system.py",
+             '        elif status in ("in_progress", "completed"):\n'
+             '            change["owner"] = self.agent\n',
+             '        elif status == "in_progress":\n'
+             '            change["owner"] = self.agent\n',
+             ["tests/test_board_reopen.py::test_a_task_completed_without_being_started_is_its_"
+              "completers"]),
     Mutation("an agent may start a task in another agent's name", "s07_task_system.py",
              '        if status == "in_progress" and owner and owner != self.agent and not '
              'force:',
@@ -374,7 +387,9 @@ MUTATIONS = [
              "",
              [CONTRACT + "::test_a_deleted_task_cannot_become_a_blocker"]),
     Mutation("starting a task does not make the agent its owner", "s07_task_system.py",
+             '        elif status in ("in_progress", "completed"):\n'
              '            change["owner"] = self.agent\n',
+             '        elif status in ("in_progress", "completed"):\n'
              "            pass\n",
              [CONTRACT + "::test_of_eight_concurrent_starters_exactly_one_wins_each_round"]),
     Mutation("a blocker that cannot be read counts as finished", "harness/board/graph.py",

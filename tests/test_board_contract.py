@@ -481,12 +481,12 @@ def test_unknown_self_and_cyclic_blockers_are_refused_and_change_nothing(board):
 def test_a_blocker_removed_by_hand_still_holds_its_task_back(board):
     """A blocker that is gone (or cannot be read) is not finished: the task waiting for it is
     neither ready nor "Unblocked" when its other blocker completes, and cannot start."""
-    tasks = TaskManager(board)
+    tasks = TaskManager(board, agent="alice")
     tasks.create("Design")
     tasks.create("Review")
     tasks.create("Build", blocked_by=[1, 2])
     remove_by_hand(board, 1)
-    assert tasks.update(2, status="completed") == "Updated [x] #2: Review"
+    assert tasks.update(2, status="completed") == "Updated [x] #2: Review (owner: alice)"
     assert tasks.list_all().splitlines()[-1] == ("Ready to start: none (the rest are in "
                                                  "progress or blocked)")
     with pytest.raises(ValueError, match="#3 is blocked by #1"):
@@ -612,14 +612,14 @@ def test_a_missing_task_names_the_tasks_another_agent_has_just_added(board):
 # ---------------------------------------------------------------- the board as text
 
 def test_list_all_orders_numerically_and_names_what_can_start(board):
-    tasks = TaskManager(board)
+    tasks = TaskManager(board, agent="alice")
     for n in range(1, 12):
         tasks.create(f"task {n}")
     tasks.update(11, add_blocked_by=[9, 10])
     TaskManager(board, agent="bob").update(10, status="in_progress")
     tasks.update(1, status="completed")
     lines = tasks.list_all().splitlines()
-    assert lines[0] == "[x] #1: task 1" and lines[8] == "[ ] #9: task 9"
+    assert lines[0] == "[x] #1: task 1 (owner: alice)" and lines[8] == "[ ] #9: task 9"
     assert lines[9] == "[>] #10: task 10 (owner: bob)"
     assert lines[10] == "[ ] #11: task 11 blocked by #9, #10"
     assert lines[-1] == "Ready to start: " + ", ".join(f"#{n} task {n}" for n in range(2, 10))

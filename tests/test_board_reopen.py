@@ -35,6 +35,28 @@ def test_a_model_cannot_reopen_a_task_another_agent_completed(board, status):
     assert TaskManager(board).store.load(1)["unblocked"] == [2]  # bob's record kept
 
 
+@pytest.mark.parametrize("change", [{"owner": "alice"}, {"owner": ""}, {"status": "deleted"}])
+def test_a_model_cannot_take_or_delete_a_task_another_agent_completed(board, change):
+    """Taking its owner first would make it the taker's to reopen; deleting it undoes bob's
+    work as surely as reopening it."""
+    done_by_bob(board)
+    before = listing(TaskManager(board))
+    with pytest.raises(ValueError) as refused:
+        TaskManager(board, agent="alice").update(1, **change)
+    assert str(refused.value).startswith("#1 was completed by bob;")
+    assert listing(TaskManager(board)) == before
+
+
+def test_a_task_completed_without_being_started_is_its_completers(board):
+    """Models often complete a task straight from pending: it is still their work."""
+    carol = TaskManager(board, agent="carol")
+    carol.create("Write the docs")
+    out = carol.update(1, status="completed")
+    assert out.startswith("Updated [x] #1: Write the docs (owner: carol)")
+    with pytest.raises(ValueError, match="^#1 was completed by carol;"):
+        TaskManager(board, agent="alice").update(1, status="in_progress")
+
+
 def test_the_agent_that_completed_it_may_reopen_it(board):
     bob = done_by_bob(board)
     out = bob.update(1, status="in_progress")
