@@ -162,21 +162,20 @@ def fit_for_summary(view: list, room: int) -> list:
     """The view, its oldest turns left out until it fits in `room` tokens (the summary
     request of a conversation already past the model's window would be refused, and the
     session could never go on). It starts at a user prompt, or, inside one long turn, at
-    the first message followed by the newest calls that fit; never between a call and its
+    that turn's prompt followed by the newest calls that fit; never between a call and its
     result. If nothing fits, the shortest such view: the API may refuse it, and the
     compaction fails in one line with the history kept. The transcript keeps what is left
     out; the user is told."""
     if tokens.estimate(view) <= room:
         return view
-    shorter = []
+    shorter, prompt = [], 0           # prompt: the turn's prompt (or the last summary)
     for start in range(1, len(view)):
         if view[start]["role"] == "assistant":
-            # A request opens with a user message: the first (the prompt, or the last
-            # summary) says what the work is.
-            shorter = [view[0]] + view[start:]
-            kept = f"its first message and newest {len(view) - start} messages"
+            # A request opens with a user message: the turn's prompt says what the work is.
+            shorter = [view[prompt]] + view[start:]
+            kept = f"its turn's prompt and newest {len(view) - start} messages"
         elif not _results_only(view[start]):
-            shorter = view[start:]
+            shorter, prompt = view[start:], start
             kept = f"its newest {len(view) - start} messages"
         else:
             continue                  # results without their calls: never a start

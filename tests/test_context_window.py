@@ -152,7 +152,7 @@ def test_one_long_turn_past_a_small_window_is_summarised_from_its_prompt_and_new
         assert sent[0]["role"] == "user" and sent[1]["role"] == "assistant"
         assert prompt_tokens(request) <= 4096
     assert "compaction failed" not in proc.stderr
-    assert "the summary covers its first message and newest" in words(proc.stderr)
+    assert "the summary covers its turn's prompt and newest" in words(proc.stderr)
     assert proc.stdout.strip().endswith("done")
 
 
@@ -177,3 +177,19 @@ def test_a_window_the_system_prompt_and_tools_fill_is_refused_in_one_line(run_ma
     [line] = messages(err)
     assert line.startswith("error: CONTEXT_WINDOW 300 leaves no room for a conversation: ")
     assert "the system prompt and tools alone are about" in line
+
+
+def test_inside_a_long_turn_the_summary_keeps_its_own_prompt_not_an_older_one():
+    """A REPL session: an earlier turn, then a prompt whose turn makes many big calls. The
+    summary request starts at the prompt of the turn under way (what the work is now), then
+    its newest calls; never the morning's first prompt in its place."""
+    from harness import compaction
+    big = "x" * 4_000
+    earlier = conversation(("bash", {"command": "ls"}), prompt="old task from this morning",
+                           answer="Done.")
+    now = conversation(*[("bash", {"command": f"step {n}"}, big) for n in range(6)],
+                       prompt="NOW: fix the build")
+    view = earlier + now
+    fitted = compaction.fit_for_summary(view, room=3_000)
+    assert fitted[0] == {"role": "user", "content": "NOW: fix the build"}
+    assert fitted[1]["role"] == "assistant" and fitted[1:] == view[-len(fitted) + 1:]
