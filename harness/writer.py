@@ -16,8 +16,8 @@ others. Without each piece:
   fixed in length, .tmp_<16 hex digits>.tmp, not made from the final name: one made from it
   (its first 100 characters, and 22 bytes more) passed the 255 bytes a name may have for a
   file name of 78 CJK characters (234 bytes), and write_file could not write it. A board
-  sweeps what a killed task writer left by that pattern (board/folder.py's TEMPORARY), and
-  only such a file that holds the start of a task, or one nobody has written for an hour.
+  sweeps what a killed task writer left by its own name (.tmp_task_<hex>.tmp, from
+  temporary_beside), and of other such names only one nobody has written for an hour.
 - replace_in(): a temporary file, then a rename over the name: a reader, a full disk or a
   kill -9 sees the old file or the new, never half. The rename replaces whatever held the
   name (a planted link itself, never what it points to).
@@ -146,10 +146,12 @@ def temporary_beside(path: Path, data: bytes) -> Path:
     """A new file beside path holding data, whole, under a random name, never through a link,
     with the owner, group and extended attributes of the file at path, as replace_in gives
     them: for a caller that puts it in place itself (s07's task files: os.replace, or link()).
-    The folder is taken by its name, a link too (a board may be shared so): no fd of it is
-    opened, which on a board of 10,000 tasks cost a third of a create."""
+    Its name, .tmp_task_<16 hex digits>.tmp (BESIDE), says it is a task's: a board sweeps
+    such a file under its lock, and no other. The folder is taken by its name, a link too (a
+    board may be shared so): no fd of it is opened, which on a board of 10,000 tasks cost a
+    third of a create."""
     temporary, _ = _write_temporary(None, os.fspath(path), data, None,
-                                    within=os.fspath(path.parent))
+                                    within=os.fspath(path.parent), kind="task_")
     return Path(temporary)
 
 
@@ -176,14 +178,15 @@ def numbered(path: Path, stem: str, suffix: str, data: bytes, mode: int = PRIVAT
 
 
 def _write_temporary(where, name: str, data: bytes, mode: int | None, keep: bool = True,
-                     within: str = "") -> tuple:
+                     within: str = "", kind: str = "") -> tuple:
     """(the random name of a new file in where holding data, and its stat). where: an open
     folder, or None for names that are paths (the temporary is then made in `within`).
+    kind: a word in the name, after .tmp_, that says whose file it is.
 
     keep: the new file gets the owner, group and extended attributes of the regular file at
     name (the one it is to replace), as far as this process may set them.
     """
-    temporary = f".tmp_{secrets.token_hex(8)}.tmp"   # never from name: it may be 255 bytes
+    temporary = f".tmp_{kind}{secrets.token_hex(8)}.tmp"   # never from name: 255 bytes, maybe
     if within:
         temporary = os.path.join(within, temporary)
     fd = os.open(temporary, NEW_FILE, 0o666 if mode is None else PRIVATE, dir_fd=where)

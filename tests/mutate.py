@@ -655,8 +655,9 @@ MUTATIONS = [
              "    if not stat.S_ISREG(mode):",
              ["tests/test_setup.py::test_a_dotenv_served_as_a_fifo_is_read"]),
     Mutation("a temporary name made from the final name passes 255 bytes", "harness/writer.py",
-             '    temporary = f".tmp_{secrets.token_hex(8)}.tmp"',
-             '    temporary = f".tmp_{os.path.basename(name)[:100]}_{secrets.token_hex(8)}.tmp"',
+             '    temporary = f".tmp_{kind}{secrets.token_hex(8)}.tmp"',
+             '    temporary = f".tmp_{kind}{os.path.basename(name)[:100]}_{secrets.token_hex(8)}'
+             '.tmp"',
              ["tests/test_hostile_files.py::test_a_long_non_ascii_file_name_the_system_takes_can_"
               "be_written_and_edited"]),
     Mutation("a replaced file becomes the owner's of the process that wrote it",
@@ -746,11 +747,16 @@ MUTATIONS = [
              'blocked by #{dep}")',
              '            if dep not in blocked:\n                continue',
              [CONTRACT + "::test_a_blocker_is_removed_by_its_id_and_one_not_there_is_refused"]),
-    Mutation("what a killed task writer left (.tmp_<hex>.tmp) stays on the board for an hour",
+    Mutation("the board sweeps any writer's temporary file, one being written too",
              "harness/board/folder.py",
-             "    return entry.stat(follow_symlinks=False).st_mtime < stale or "
-             "_begins_a_task(entry.path)",
-             "    return entry.stat(follow_symlinks=False).st_mtime < stale",
+             "    return entry.stat(follow_symlinks=False).st_mtime < stale\n",
+             "    return True\n",
+             ["tests/test_board_sweep.py::test_another_writers_temporary_file_being_written_is_"
+              "kept"]),
+    Mutation("what a killed task writer left (.tmp_task_<hex>.tmp) stays on the board",
+             "harness/board/folder.py",
+             "    if LITTER.fullmatch(entry.name) or TASK_TEMPORARY.fullmatch(entry.name):",
+             "    if LITTER.fullmatch(entry.name):",
              ["tests/test_board_sweep.py::test_a_task_writers_temporary_file_is_swept_at_once_"
               "and_only_it"]),
 ]

@@ -8,6 +8,7 @@ import os
 import time
 
 import s07_task_system
+from harness.board import folder
 from s07_task_system import TaskManager
 
 HOUR = 3600
@@ -63,18 +64,33 @@ def test_a_folder_named_like_litter_is_left_and_the_board_still_works(tmp_path):
 
 
 def test_a_task_writers_temporary_file_is_swept_at_once_and_only_it(tmp_path):
-    """Under the lock no task file is being written: a temporary file holding the start of
-    one is what a killed task writer left, however new; one holding anything else may be
-    another writer's, being written now."""
+    """Under the lock no task file is being written: a task's temporary file (its own name,
+    .tmp_task_<hex>.tmp) is what a killed task writer left, however new. Any other writer's,
+    whatever it holds (a JSON record of write_file's that starts as a task file does), may be
+    being written now, and stays."""
     TaskManager(tmp_path).create("a")
-    for name, data in ((".tmp_00000000000000a1.tmp", '{\n  "id": 2,\n  "subj'),
-                       (".tmp_00000000000000a2.tmp", "{"),
-                       (".tmp_00000000000000b1.tmp", '{"id": 2}'),
+    for name, data in ((".tmp_task_00000000000000a1.tmp", '{\n  "id": 2,\n  "subj'),
+                       (".tmp_task_00000000000000a2.tmp", ""),
+                       (".tmp_00000000000000b1.tmp", '{\n  "id": 7,\n  "name": "a record"'),
                        (".tmp_00000000000000b2.tmp", "")):
         (tmp_path / name).write_text(data)
     TaskManager(tmp_path).create("b")
     left = sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".tmp_"))
     assert left == [".tmp_00000000000000b1.tmp", ".tmp_00000000000000b2.tmp"]
+
+
+def test_a_task_is_written_through_a_temporary_file_of_a_tasks_name(tmp_path, monkeypatch):
+    """The name the sweep knows a task writer's file by is the one the writer gives it."""
+    from harness import writer
+    made = []
+    real = writer.temporary_beside
+
+    def spy(path, data):
+        made.append(real(path, data))
+        return made[-1]
+    monkeypatch.setattr(writer, "temporary_beside", spy)
+    TaskManager(tmp_path).create("a")
+    assert made and all(folder.TASK_TEMPORARY.fullmatch(p.name) for p in made)
 
 
 def test_a_task_file_begins_with_its_id_whatever_order_a_hand_edit_left(tmp_path):

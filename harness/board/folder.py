@@ -29,9 +29,10 @@ remembers. Without each piece:
   Under the lock no task file is being written, but a folder may be a board and more (--board
   .): it swept the user's .tmp_notes.md, and the temporary file of a write_file in flight,
   which holds no board lock. Only writer.py's temporary names go (any other name is the
-  user's), and of those only one that holds the start of a task file (TASK_START: under the
-  lock no task is being written), or that nobody has written for STALE seconds. The names
-  older harnesses gave a task's temporary file alone (LITTER) go at once.
+  user's): a task's (TASK_TEMPORARY: task files are written only under the lock, so under it
+  one is what a killed writer left) at once, another only when nobody has written it for
+  STALE seconds (older harnesses gave a task's temporary file that name). The names older
+  harnesses gave a task's temporary file alone (LITTER) go at once too.
 - the mutex: the flock orders processes; two threads of one process share this object.
 fcntl is POSIX: like the bash tool, this harness expects Linux or macOS. A folder shared over a
 network file system is not safe (its locks are unreliable): use a postgresql:// board there.
@@ -53,10 +54,10 @@ TASK_FILE_MAX = 1_000_000   # bytes: a task is a title and some details; a bigge
 STAMP_BYTES = 32            # .lock: the generation stamp (a random token per change) ...
 MARK_BYTES = 16             # ... then the high-water mark, the largest id ever given, in digits
 LOCK_MODE = 0o644           # .lock, less the umask: every agent opens it for writing
-# writer.py's temporary name, for every file it writes (a task's, write_file's, a log's).
+# writer.py's temporary names: a task file's (temporary_beside), and every other file's.
+TASK_TEMPORARY = re.compile(r"\.tmp_task_[0-9a-f]{16}\.tmp", re.ASCII)
 TEMPORARY = re.compile(r"\.tmp_[0-9a-f]{16}\.tmp", re.ASCII)
 STALE = 3600                # seconds unwritten: a temporary file nobody is writing any more
-TASK_START = b'{\n  "id": '  # how every task file begins (record.as_file)
 # What older harnesses named a task file's temporary file: .task_1.json.<hex>.tmp and
 # .tmp_<id>_<pid>_<thread>. Written only under the lock, so under it they are litter.
 LITTER = re.compile(r"\.task_[1-9][0-9]{0,14}\.json\.[0-9a-f]+\.tmp"
@@ -111,8 +112,8 @@ def read(path) -> bytes:
 
 def sweep(where) -> None:
     """Remove what a killed writer left in the board's folder, under the lock: a regular file
-    named as LITTER, or named as TEMPORARY and holding the start of a task or unwritten for
-    STALE seconds. Nothing else."""
+    named as LITTER or TASK_TEMPORARY, or named as TEMPORARY and unwritten for STALE seconds.
+    Nothing else."""
     stale = time.time() - STALE
     with contextlib.suppress(OSError), os.scandir(where) as found:
         for entry in found:
@@ -124,22 +125,11 @@ def sweep(where) -> None:
 def _litter(entry, stale: float) -> bool:
     if not entry.is_file(follow_symlinks=False):    # a folder or a link of that name: left
         return False
-    if LITTER.fullmatch(entry.name):
+    if LITTER.fullmatch(entry.name) or TASK_TEMPORARY.fullmatch(entry.name):
         return True
     if not TEMPORARY.fullmatch(entry.name):
         return False
-    return entry.stat(follow_symlinks=False).st_mtime < stale or _begins_a_task(entry.path)
-
-
-def _begins_a_task(path: str) -> bool:
-    """Whether the file holds the first bytes of a task file (one at least): what a task's
-    writer, killed, left. Another writer's file (write_file's) holds anything else."""
-    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-    try:
-        head = os.read(fd, len(TASK_START))
-    finally:
-        os.close(fd)
-    return bool(head) and TASK_START.startswith(head)
+    return entry.stat(follow_symlinks=False).st_mtime < stale
 
 
 def remembering(lesson_folder: type) -> type:

@@ -12,7 +12,7 @@ live.py. Without each piece:
   folder would keep what PostgreSQL refuses, so a board could not move from one to the other,
   and a /task import that works on one would fail halfway on the other.
 - as_file: a store would write a task that a read then flags, and it would be lost. Its id
-  comes first: a killed writer's temporary file is known by it (folder.py's sweep).
+  comes first, so that a person opening the file sees first which task it is.
 - TaskStore: a second store (PostgreSQL) would have to guess what TaskManager relies on.
 - default_agent_name with the host: `root-pts0` on two machines sharing one PostgreSQL board
   would be one agent, and each would take over the other's tasks in progress without a word.
@@ -47,7 +47,7 @@ def as_file(task: dict) -> bytes:
     problem = task_problem(task, task["id"])
     if problem:
         raise ValueError(f"task #{task['id']} cannot be saved: {problem}")
-    # The id first, whatever order a hand edit left: the sweep knows a task file by its start.
+    # The id first, whatever order a hand edit left: a person sees first which task it is.
     data = json.dumps({"id": task["id"], **task}, indent=2, ensure_ascii=False) + "\n"
     try:
         return data.encode("utf-8")
