@@ -72,7 +72,7 @@ REMINDER = "<reminder>Update your todos.</reminder>"
 
 def agent_loop(messages: list, run, max_steps: int = MAX_STEPS) -> str:
     """Call the model until it answers in words, or max_steps calls are spent; return that
-    answer. messages ends with the user's prompt (the REPL keeps it from prompt to prompt).
+    answer. messages ends with the user's prompt (the REPL keeps the list from turn to turn).
     run (harness/run.py) holds run.client (the SDK's client), run.model, run.log (the
     session on disk) and run.recorder (what /cost and the session page show)."""
     rounds_without_todo = 0
@@ -249,7 +249,7 @@ class TodoManager:
     def check(self, number: int, item: object) -> dict:
         """One item, checked. The API does not hold a model to its tool's schema (only a
         strict tool would), so an item may come without the fields the schema requires: a
-        missing id or status takes a default, a wrong one is refused."""
+        missing id or status takes a default; a status not in MARKS is refused."""
         if not isinstance(item, dict):
             raise ValueError(f"item {number} must be an object")
         text = str(item.get("text", "")).strip()

@@ -80,6 +80,9 @@ DEFAULT_THRESHOLD = 50_000
 DEMO_THRESHOLD = 9_500
 # A longer summary is cut, and says so.
 SUMMARY_MAX_TOKENS = 2000
+# Tokens a window must leave layer 2 beyond the system prompt and tools: less holds no prompt
+# and its summary, and every prompt would be summarised before the model saw it.
+MIN_ROOM = 1_000
 # --api-context: where the API clears, or summarises.
 API_CLEAR_AT = 30_000     # tokens, inputs too
 API_COMPACT_AT = 50_000   # tokens: its minimum
@@ -412,13 +415,12 @@ def start(run, args, system: str = SYSTEM, tools: list = TOOLS) -> None:
 
 
 def fit_to_window(run) -> None:
-    """Layer 2 acts before a request outgrows the model's window (a local model's may be
-    smaller than the threshold); with --api-context that is all it does."""
+    """Layer 2's threshold lowered to fit the model's window (a local model's may be smaller
+    than the threshold); with --api-context, layer 2 acts only there. SetupError if the
+    window leaves less than MIN_ROOM beyond the system prompt and tools."""
     window = config.context_window()
     guard = compaction.window_guard(window, s03.MAX_TOKENS)
-    # A window the system prompt and tools fill leaves no room: every prompt would be
-    # summarised before the model saw it.
-    if guard <= CONTEXT.prefix:
+    if guard - CONTEXT.prefix < MIN_ROOM:
         raise errors.SetupError(f"CONTEXT_WINDOW {window:,} leaves no room for a conversation: "
                                 f"the system prompt and tools alone are about "
                                 f"{CONTEXT.prefix:,} tokens")

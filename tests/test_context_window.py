@@ -10,6 +10,8 @@ import json
 import re
 from types import SimpleNamespace
 
+import pytest
+
 from harness import config
 from harness.session import views
 from harness.session.recorder import Recorder
@@ -167,15 +169,19 @@ def test_a_summary_request_that_cannot_fit_is_never_sent_broken():
     assert fitted[0] == view[0] and fitted[1:] == view[-2:]
 
 
-def test_a_window_the_system_prompt_and_tools_fill_is_refused_in_one_line(run_main):
-    """CONTEXT_WINDOW=300 (a typo for 3000, say): the system prompt and the tools alone are
-    more than layer 2 may let a request grow to, so every prompt would be summarised away
+@pytest.mark.parametrize("window", [300, 800, 2048])
+def test_a_window_the_system_prompt_and_tools_all_but_fill_is_refused_in_one_line(run_main,
+                                                                                 window):
+    """CONTEXT_WINDOW=300 (a typo for 3000, say), or one that leaves layer 2 a few hundred
+    tokens beyond the system prompt and the tools: every prompt would be summarised away
     before the model saw it. Refused before anything runs, in one line that says why."""
     import s06_compact
-    code, out, err, api = run_main(s06_compact, "fix the build", env={"CONTEXT_WINDOW": "300"})
+    code, out, err, api = run_main(s06_compact, "fix the build",
+                                   env={"CONTEXT_WINDOW": str(window)})
     assert code == 1 and api.requests == []
     [line] = messages(err)
-    assert line.startswith("error: CONTEXT_WINDOW 300 leaves no room for a conversation: ")
+    assert line.startswith(f"error: CONTEXT_WINDOW {window:,} leaves no room for a "
+                           "conversation: ")
     assert "the system prompt and tools alone are about" in line
 
 
