@@ -423,7 +423,8 @@ def fit_to_window(run) -> None:
     if guard - CONTEXT.prefix < MIN_ROOM:
         raise errors.SetupError(f"CONTEXT_WINDOW {window:,} leaves no room for a conversation: "
                                 f"the system prompt and tools alone are about "
-                                f"{CONTEXT.prefix:,} tokens")
+                                f"{CONTEXT.prefix:,} of the {guard:,} tokens layer 2 lets a "
+                                f"request grow to, and the work needs {MIN_ROOM:,}")
     if run.api_context is not None:
         CONTEXT.threshold = guard
     # A threshold past the window would never be reached: lower it, and say so once.
