@@ -663,3 +663,13 @@ def test_a_tool_use_id_of_other_characters_is_refused_as_the_api_does():
                    {"type": "tool_result", "tool_use_id": "call 1", "content": "ok"}]}]
     assert check_request(req(history)) == (
         "messages.1.content.0.id: String should match pattern '^[a-zA-Z0-9_-]+$'")
+
+
+def test_a_block_changed_between_two_counts_outside_a_request_is_counted_as_it_is_now():
+    """The stand-in remembers a block's count only while it answers one request: a test that
+    builds a history, counts it, then changes a block, gets the new count."""
+    block = {"type": "text", "text": "hi"}
+    request = {"messages": [{"role": "user", "content": [block]}]}
+    before = prompt_tokens(request)
+    block["text"] = "x" * 4_000
+    assert prompt_tokens(request) >= before + 900

@@ -97,8 +97,7 @@ class StandInAPI:
 
     def _answer(self, body, betas=()):
         """(status, payload, headers, delay) for one request."""
-        with self._lock:
-            usage.forget_counts()
+        with self._lock, usage.counting():
             self.requests.append(body)
             broken = rules.check_request(body, self.max_output, self.context_window, betas)
             if broken:

@@ -30,6 +30,7 @@ thinking counts, which the API leaves out); one cache for every key, and a "1h" 
 minutes too.
 """
 
+import contextlib
 import hashlib
 import itertools
 import json
@@ -48,18 +49,29 @@ def count_tokens(obj):
 
 
 # One request's blocks, counted, by identity: a request is counted several times (the window,
-# the server's clearing, the cache), and a long session's hold thousands of blocks. server.py
-# forgets them before each request; a block is never changed once parsed (edits.py copies a
-# block it clears), so a count holds while its block is here.
-_COUNTED = {}
+# the server's clearing, the cache), and a long session's hold thousands of blocks. Only while
+# server.py answers a request (counting()): a block is not changed while its request is
+# answered (edits.py copies a block it clears), and a caller outside it, which may change a
+# block between two counts, always gets a count of the block as it is.
+_COUNTED = None
 
 
-def forget_counts() -> None:
-    _COUNTED.clear()
+@contextlib.contextmanager
+def counting():
+    """Remember each block's count until the request is answered."""
+    global _COUNTED
+    _COUNTED = {}
+    try:
+        yield
+    finally:
+        _COUNTED = None
 
 
 def block_tokens(block) -> int:
-    """count_tokens of a request's block as the model reads it (_plain), counted once."""
+    """count_tokens of a request's block as the model reads it (_plain), counted once a
+    request."""
+    if _COUNTED is None:
+        return count_tokens(_plain(block))
     found = _COUNTED.get(id(block))
     if found is not None and found[0] is block:
         return found[1]
