@@ -42,6 +42,7 @@ others. Without each piece:
 
 import contextlib
 import os
+import re
 import secrets
 import stat
 from pathlib import Path
@@ -51,6 +52,12 @@ NEW_FILE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC  
 SHARED = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC   # a FIFO: no wait
 FOLDER = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 MOST_NUMBERS = 1000  # numbered names tried for one stem (<stem>_1 .. _1000) before giving up
+# The name of every temporary file written here: .tmp_<kind><16 hex digits>.tmp, never made
+# from the final name (which may be 255 bytes). A task's (temporary_beside) has kind "task_":
+# a board sweeps such a file under its lock (board/folder.py), and no other writer's.
+TASK_KIND = "task_"
+TEMPORARY = re.compile(r"\.tmp_[0-9a-f]{16}\.tmp", re.ASCII)
+TASK_TEMPORARY = re.compile(rf"\.tmp_{TASK_KIND}[0-9a-f]{{16}}\.tmp", re.ASCII)
 
 KINDS = [(stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO (named pipe)"),
          (stat.S_ISCHR, "a device"), (stat.S_ISBLK, "a device"), (stat.S_ISSOCK, "a socket"),
@@ -146,12 +153,12 @@ def temporary_beside(path: Path, data: bytes) -> Path:
     """A new file beside path holding data, whole, under a random name, never through a link,
     with the owner, group and extended attributes of the file at path, as replace_in gives
     them: for a caller that puts it in place itself (s07's task files: os.replace, or link()).
-    Its name, .tmp_task_<16 hex digits>.tmp (BESIDE), says it is a task's: a board sweeps
+    Its name, .tmp_task_<16 hex digits>.tmp (TASK_TEMPORARY), says it is a task's: a board sweeps
     such a file under its lock, and no other. The folder is taken by its name, a link too (a
     board may be shared so): no fd of it is opened, which on a board of 10,000 tasks cost a
     third of a create."""
     temporary, _ = _write_temporary(None, os.fspath(path), data, None,
-                                    within=os.fspath(path.parent), kind="task_")
+                                    within=os.fspath(path.parent), kind=TASK_KIND)
     return Path(temporary)
 
 
@@ -186,7 +193,7 @@ def _write_temporary(where, name: str, data: bytes, mode: int | None, keep: bool
     keep: the new file gets the owner, group and extended attributes of the regular file at
     name (the one it is to replace), as far as this process may set them.
     """
-    temporary = f".tmp_{kind}{secrets.token_hex(8)}.tmp"   # never from name: 255 bytes, maybe
+    temporary = f".tmp_{kind}{secrets.token_hex(8)}.tmp"   # TEMPORARY, TASK_TEMPORARY
     if within:
         temporary = os.path.join(within, temporary)
     fd = os.open(temporary, NEW_FILE, 0o666 if mode is None else PRIVATE, dir_fd=where)

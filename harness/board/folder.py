@@ -55,8 +55,8 @@ STAMP_BYTES = 32            # .lock: the generation stamp (a random token per ch
 MARK_BYTES = 16             # ... then the high-water mark, the largest id ever given, in digits
 LOCK_MODE = 0o644           # .lock, less the umask: every agent opens it for writing
 # writer.py's temporary names: a task file's (temporary_beside), and every other file's.
-TASK_TEMPORARY = re.compile(r"\.tmp_task_[0-9a-f]{16}\.tmp", re.ASCII)
-TEMPORARY = re.compile(r"\.tmp_[0-9a-f]{16}\.tmp", re.ASCII)
+TASK_TEMPORARY = writer.TASK_TEMPORARY
+TEMPORARY = writer.TEMPORARY
 STALE = 3600                # seconds unwritten: a temporary file nobody is writing any more
 # What older harnesses named a task file's temporary file: .task_1.json.<hex>.tmp and
 # .tmp_<id>_<pid>_<thread>. Written only under the lock, so under it they are litter.
