@@ -48,6 +48,8 @@ from harness.files import READ_ON          # how read_file ends a read it cut sh
 # The texts of a write or edit call layer 1 may clear.
 INPUT_FIELDS = {"write_file": ("content",), "edit_file": ("old_text", "new_text")}
 SHOW_WHOLE_FILE = {"read_file", "write_file"}   # an edit shows only a part of a file
+# How the new first message opens after a compaction (the demo knows one by it).
+SUMMARY_OPENING = "[This conversation was compacted to save context."
 
 
 # ---------------------------------------------------------------- layer 1's bookkeeping
@@ -206,8 +208,8 @@ def save(folder: Path, messages: list) -> Path:
 
 def summary_message(summary: str, path: Path) -> str:
     """The history's new first message: where the details are, the summary, and go on."""
-    return (f"[This conversation was compacted to save context. The full transcript is in "
-            f"{path}.]\n\n{summary}\n\nContinue the work from here.")
+    return (f"{SUMMARY_OPENING} The full transcript is in {path}.]\n\n{summary}\n\n"
+            "Continue the work from here.")
 
 
 def save_new(folder: Path, stem: str, lines) -> Path:

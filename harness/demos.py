@@ -26,7 +26,8 @@ import shlex
 import shutil
 import sys
 
-from harness import terminal
+from harness import compaction, terminal
+from harness.session import blocks
 from harness.stand_in.script import reply, text, tool
 
 S07_THRESHOLD = 50_000    # s07's demo compacts on purpose (its compact call), never by size
@@ -91,7 +92,7 @@ def s06_demo(context, run) -> tuple:
 
     def narrate(body):
         seen = first_result(body)
-        if seen.startswith("[Previous:"):
+        if seen.startswith(blocks.PLACEHOLDER):
             # Quoted from the request: the placeholder is what the model really saw.
             said = ("Layer 1 has cleared my first result. I see in its place (I work in "
                     f"demo/):\n{seen}")
@@ -101,7 +102,7 @@ def s06_demo(context, run) -> tuple:
 
     def went_on(body):
         first = body["messages"][0]["content"]
-        if isinstance(first, str) and first.startswith("[This conversation was compacted"):
+        if isinstance(first, str) and first.startswith(compaction.SUMMARY_OPENING):
             said = "I go on from the summary layer 2 wrote."
         else:
             said = "Layer 2 has not compacted yet: the context is under COMPACT_THRESHOLD."
