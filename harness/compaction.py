@@ -31,6 +31,9 @@ so s07). Without each piece:
 - window_guard: with a window smaller than the threshold (a local model's), or with
   --api-context, layer 2 would act only once a request no longer fits: then the summary
   request does not fit either, and the session can never go on.
+- fit_for_summary: the summary request of a conversation already past the window is
+  refused, and the session can never go on; it starts at a prompt (inside one long turn,
+  that turn's prompt and its newest calls), never at a result without its call.
 - compact_now: /compact with nothing to compact, or without a model, fails at the API.
 Simpler than a production agent: tokens are estimated as characters / 4 (tokens.estimate, the
 one s06, /context and the session page use).

@@ -223,7 +223,7 @@ class Guard:
             content.pop()
         # In a log or a pipe, the reply's words come before its usage line, as on a terminal;
         # a final answer's usage line waits for the answer (terminal.print_answer).
-        if any(block["type"] == "tool_use" for block in content):
+        if _has_calls(content):
             terminal.show_reply_text(_said(content))
         else:
             self.run.screen.hold_usage(self.run.recorder.label)

@@ -12,6 +12,8 @@ Without each piece:
 - unique_ids: an endpoint that numbers its tool_use ids from 1 in each process reuses them
   after --continue; the API refuses the request, and layer 1 takes the new result for an old
   one it already cleared ("[Previous: used bash]").
+  An id of other characters than ID's (a local server's "call 1") is renamed too: a session
+  with one could never go to the API, nor be resumed there (repair renames it as well).
 - cut_note: a reply cut by max_tokens ends in a half-written call, which model_call leaves
   out of the history (so it is owed no result); the model is told which call was not run.
 - input_object: a tool input sent, or saved, as JSON text ('{"command": "ls"}') is not the
@@ -42,6 +44,7 @@ CUT = {"max_tokens", "model_context_window_exceeded", ENDED_EARLY}   # the reply
 INTERRUPTED = "interrupted by the user while it ran: it may have acted (check before redoing it)"
 NOT_RUN = "not run: interrupted by the user"
 ID = re.compile(r"[a-zA-Z0-9_-]+")    # the tool_use ids the API takes
+NOT_IN_ID = re.compile(r"[^a-zA-Z0-9_-]")   # the characters it refuses in one
 STOPPED = "interrupted; it may have acted"   # the result of a call running when a session stopped
 
 
@@ -347,7 +350,7 @@ def _ids_in(history: list) -> set:
 
 def _sendable_id(given: str, names) -> str:
     """An id the API takes, from one it would refuse: each other character is _."""
-    sendable = re.sub(r"[^a-zA-Z0-9_-]", "_", given)
+    sendable = NOT_IN_ID.sub("_", given)
     if sendable in names.taken:
         return names.fresh(sendable)
     names.taken.add(sendable)

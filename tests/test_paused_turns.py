@@ -28,7 +28,7 @@ def test_a_turn_that_never_stops_pausing_says_so_and_can_go_on(run_main):
     code, out, err, api = run_main(s03_todo, stdin="work\ngo on\nq\n", script=script)
     assert code == 0 and api.violations == [], err
     assert len(api.requests) == model_call.MAX_RESUMES + 2
-    assert "[the server paused this turn" in out and "go on" in out
+    assert "[the server paused this turn" in out
     # The next prompt goes on from where it paused: the API takes the history as it is.
     last = api.requests[-1]["messages"]
     assert last[-1] == {"role": "user", "content": "go on"} and last[-2]["role"] == "assistant"
