@@ -72,10 +72,11 @@ def run_lesson(workdir, run_main):
     By default as a user runs it: `python s03_todo.py prompt`, a subprocess, through the real
     client. in_process=True calls the lesson's main() in this process instead (run_main, the
     same code and the same stand-in): about a second less a run, the SDK's import, for a test
-    of what a lesson does, not of how a process starts, ends or is signalled. stand_in: more
-    settings of the stand-in (a small context_window, say)."""
+    of what a lesson does, not of how a process starts, ends or is signalled (timeout bounds
+    only the subprocess; in process, the suite's HANG_LIMIT does). stand_in: more settings of
+    the stand-in (a small context_window, say)."""
     def run(lesson, *args, script=(), summary=None, stdin=None, env=None, key="test-key",
-            timeout=60, in_process=False, python=(), stand_in=None):
+            timeout=60, in_process=False, stand_in=None):
         if in_process:
             code, out, err, api = run_main(importlib.import_module(lesson), *args,
                                            script=script, summary=summary, stdin=stdin or "",
@@ -85,7 +86,7 @@ def run_lesson(workdir, run_main):
             extra = {"ANTHROPIC_BASE_URL": api.url, **(env or {})}
             if key:
                 extra["ANTHROPIC_API_KEY"] = key
-            proc = subprocess.run(helpers.lesson_command(lesson, *args, python=python),
+            proc = subprocess.run(helpers.lesson_command(lesson, *args),
                                   cwd=workdir,
                                   env=helpers.clean_env(workdir.parent / "home", **extra),
                                   input=stdin, capture_output=True, text=True, encoding="utf-8",

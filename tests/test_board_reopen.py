@@ -8,7 +8,7 @@ import pytest
 
 import s07_task_system
 from harness.stand_in.script import reply, text, tool
-from helpers import listing, tool_results
+from helpers import listing, tool_results, words
 from s07_task_system import TaskManager
 
 
@@ -83,3 +83,14 @@ def test_the_models_start_of_a_task_bob_completed_comes_back_as_an_error(run_mai
     assert "#1 was completed by bob; to do more on it, create a new task" in refused["content"]
     task = json.loads((workdir / ".tasks" / "task_1.json").read_text())
     assert (task["status"], task["owner"], task["unblocked"]) == ("completed", "bob", [2])
+
+
+def test_a_persons_task_start_in_the_repl_reopens_bobs_finished_task_and_says_so(run_main,
+                                                                                workdir):
+    done_by_bob(workdir / ".tasks")
+    code, out, err, api = run_main(s07_task_system, "--name", "pat", key=None,
+                                   stdin="/task start 1\n/tasks\nq\n")
+    assert code == 0 and api.requests == [], err
+    shown = words(out + err)
+    assert "#1 was completed by bob; reopened" in shown
+    assert "[>] #1: Design the data model (owner: pat)" in shown
