@@ -631,7 +631,11 @@ def measure(shapes, setting=(), lessons=NAMES, floor=True, api=True):
 def report(shapes=None, setting=()):
     """The table this script prints, for these shapes (all of them by default)."""
     shapes = list(shapes or SHAPES + SESSIONS)
-    results = measure(shapes, setting)
+    return tables(measure(shapes, setting), shapes, setting)
+
+
+def tables(results, shapes, setting=()):
+    """Both tables, printed from measure()'s results for these shapes."""
     out = HEADER + [f"s06 with {constants(setting)}.", "", COLUMNS]
     for kind, group in (("made-up", [s for s in shapes if isinstance(s, Shape)]),
                         ("real", [s for s in shapes if isinstance(s, Session)])):

@@ -140,9 +140,10 @@ def run_main(fresh_layers, workdir, monkeypatch, capsys):
             stand_in=None):
         fresh_layers()
         os.environ.clear()
-        os.environ.update(helpers.clean_env(workdir.parent / "home"))
         with StandInAPI(script, summary=summary, **(stand_in or {})) as api:
-            os.environ.update({"ANTHROPIC_BASE_URL": api.url, **(env or {})})
+            # As run_lesson's subprocess gets it: a value may be given as a number.
+            extra = {"ANTHROPIC_BASE_URL": api.url, **(env or {})}
+            os.environ.update(helpers.clean_env(workdir.parent / "home", **extra))
             if key:
                 os.environ["ANTHROPIC_API_KEY"] = key
             monkeypatch.setattr("sys.stdin",

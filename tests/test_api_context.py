@@ -3,8 +3,9 @@
 Each run goes through the real SDK to the loopback stand-in, which plays the API's two betas
 (harness/stand_in/edits.py) and refuses what the real API refuses (stand_in/rules.py): a request
 without its beta header, an edit with a field the API does not take, a compaction block sent
-back without the compaction edit. Each mode, and s07 with the flag, runs as a subprocess as a
-user runs it; a test of what a run sends, keeps or says runs main() in process (in_process=True).
+back without the compaction edit. Each mode runs as a subprocess as a user runs it; a test of
+what a run sends, keeps or says runs main() in process (in_process=True), the same code without
+the SDK's import paid again.
 """
 
 import html
@@ -75,7 +76,7 @@ def test_compact_sends_the_compaction_edit_with_its_beta_at_the_apis_minimum(run
 
 
 def test_without_the_flag_no_beta_and_no_context_management_is_sent(run_lesson):
-    proc, api = run_lesson("s06_compact", "hi", script=[reply(text("Done."))])
+    proc, api = run_lesson("s06_compact", "hi", script=[reply(text("Done."))], in_process=True)
     assert proc.returncode == 0 and proc.stdout.strip() == "Done."
     assert "context_management" not in api.requests[0] and betas(api.headers[0]) == set()
     assert api.requests[0]["messages"] == [{"role": "user", "content": "hi"}]
@@ -83,7 +84,7 @@ def test_without_the_flag_no_beta_and_no_context_management_is_sent(run_lesson):
 
 def test_s07_takes_the_flag_too_as_it_runs_s06s_loop(run_lesson):
     proc, api = run_lesson("s07_task_system", "--api-context", "clear", "hi",
-                           script=[reply(text("Done."))])
+                           script=[reply(text("Done."))], in_process=True)
     assert proc.returncode == 0, proc.stderr
     assert edit_of(api.requests[0])["type"] == "clear_tool_uses_20250919"
 
@@ -149,10 +150,11 @@ def test_a_compaction_block_is_kept_sent_back_and_carried_across_continue(run_le
     assert any(block in entry.get("content", []) for entry in logged if isinstance(entry, dict)
                and isinstance(entry.get("content"), list))
     proc, api = run_lesson("s06_compact", "--continue", "--api-context", "compact", "more",
-                           script=[reply(text("Still here."))])
+                           script=[reply(text("Still here."))], in_process=True)
     assert proc.returncode == 0, proc.stderr
     assert api.violations == [] and api.requests[0]["messages"][0]["content"][0] == block
-    proc, api = run_lesson("s06_compact", "--continue", "more", script=[reply(text("on"))])
+    proc, api = run_lesson("s06_compact", "--continue", "more", script=[reply(text("on"))],
+                           in_process=True)
     assert proc.returncode == 0 and api.violations == [], proc.stderr
     first = api.requests[0]["messages"][0]
     assert first["role"] == "user" and SUMMARY in first["content"][0]["text"]
@@ -315,7 +317,7 @@ REFUSED = "context_management: Extra inputs are not permitted"
 
 def test_an_endpoint_that_refuses_the_beta_is_one_line_and_exit_1(run_lesson):
     proc, api = run_lesson("s06_compact", "--api-context", "clear", "hi",
-                           script=[error(400, REFUSED)])
+                           script=[error(400, REFUSED)], in_process=True)
     assert proc.returncode == 1
     lines = [words(line) for line in messages(proc.stderr) if line.startswith("error")]
     assert len(lines) == 1 and "Traceback" not in proc.stderr
@@ -528,12 +530,12 @@ def test_a_beta_refused_after_the_api_compacted_names_a_way_on_that_works(run_le
 WINDOW = 40_000
 
 
-def run_in_a_window(run_lesson, args, script, stdin=None, in_process=False):
-    """s06 against a stand-in whose model reads WINDOW tokens at most, with CONTEXT_WINDOW set
-    to it, as a user of a small local model sets it: as a subprocess, or in_process."""
+def run_in_a_window(run_lesson, args, script, stdin=None):
+    """s06's main() against a stand-in whose model reads WINDOW tokens at most, with
+    CONTEXT_WINDOW set to it, as a user of a small local model sets it."""
     return run_lesson("s06_compact", *args, script=script, summary=SUMMARY, stdin=stdin,
-                      env={"CONTEXT_WINDOW": str(WINDOW)}, key="k", timeout=120,
-                      stand_in={"context_window": WINDOW}, in_process=in_process)
+                      env={"CONTEXT_WINDOW": str(WINDOW)}, key="k",
+                      stand_in={"context_window": WINDOW}, in_process=True)
 
 
 def talk(turns):
@@ -559,8 +561,7 @@ def test_a_session_resumed_past_the_window_is_summarised_from_what_fits(run_less
     prompts = "".join(f"go on {n}\n" for n in range(9)) + "q\n"
     proc, api = run_lesson("s06_compact", script=talk(9), stdin=prompts, in_process=True)
     assert proc.returncode == 0, proc.stderr
-    proc, api = run_in_a_window(run_lesson, ["--continue", "more"], [reply(text("on"))],
-                                in_process=True)
+    proc, api = run_in_a_window(run_lesson, ["--continue", "more"], [reply(text("on"))])
     assert proc.returncode == 0 and api.violations == [], proc.stderr
     assert "the summary covers its newest" in words(proc.stderr)
     assert proc.stdout.strip() == "on"

@@ -9,6 +9,7 @@ The pieces the figures rely on are checked too: the floor, the replay of a real 
 the lessons' state put back after a run.
 """
 
+import functools
 import json
 import re
 import statistics
@@ -92,9 +93,22 @@ def test_the_docs_describe_the_constants_s06_has():
         f"s06 has {built}")
 
 
+def measured(name, lessons=tuple(bench_tokens.NAMES), floor=True):
+    """measure() of one shape with the quoted setting, once for all the tests that need it
+    (its modes with and without the API's settings)."""
+    return _measured(name, tuple(lessons), floor)
+
+
+@functools.cache
+def _measured(name, lessons, floor):
+    shape = bench_tokens.shapes_named([name])[0]
+    return bench_tokens.measure([shape], quoted_setting(), list(lessons), floor=floor)
+
+
 def test_a_made_up_shapes_row_in_the_docs_is_what_the_bench_prints_for_it():
     shape = bench_tokens.shapes_named([FAST_SHAPE])[0]
-    printed = bench_tokens.report([shape], quoted_setting()).splitlines()
+    printed = bench_tokens.tables(measured(FAST_SHAPE), [shape],
+                                  quoted_setting()).splitlines()
     columns = printed.index(bench_tokens.COLUMNS)
     assert table()[:columns + 1] == printed[:columns + 1]       # the header says what is measured
     assert quoted_row(FAST_SHAPE) == next(line for line in printed if line.startswith(FAST_SHAPE))
@@ -103,8 +117,7 @@ def test_a_made_up_shapes_row_in_the_docs_is_what_the_bench_prints_for_it():
 @pytest.mark.slow
 def test_a_real_sessions_s06_figures_in_the_docs_are_what_the_bench_measures():
     session = next(s for s in real_sessions() if s.name == FAST_SESSION)
-    results = bench_tokens.measure([session], quoted_setting(), ["s06_compact"], floor=False,
-                                   api=False)
+    results = measured(FAST_SESSION, ("s06_compact",), floor=False)
     printed = bench_tokens.row_line(session, bench_tokens.figures(results, session.name))
     # The lessons and columns not measured here print as … : any one figure of the quoted row.
     pattern = " ".join(".+?" if word == bench_tokens.UNKNOWN else re.escape(word)
@@ -160,14 +173,15 @@ def quoted_api_row(name):
     return rows[0]
 
 
-def api_table_of(shape):
+def api_table_of(shape, lessons=("s06_compact",), floor=False):
     """The second table as the bench prints it for this one shape, s06 as quoted."""
-    results = bench_tokens.measure([shape], quoted_setting(), ["s06_compact"], floor=False)
-    return bench_tokens.api_table(results, [shape])
+    return bench_tokens.api_table(measured(shape.name, lessons, floor), [shape])
 
 
 def test_the_api_tables_header_and_a_made_up_row_are_what_the_bench_prints():
-    printed = api_table_of(bench_tokens.shapes_named([FAST_SHAPE])[0])
+    # Measured with the whole row above: s06 with the API's settings is part of it.
+    printed = api_table_of(bench_tokens.shapes_named([FAST_SHAPE])[0],
+                           tuple(bench_tokens.NAMES), floor=True)
     columns = printed.index(bench_tokens.API_COLUMNS[-1])
     assert api_block()[:columns + 1] == printed[:columns + 1]   # what is measured, and how
     assert quoted_api_row(FAST_SHAPE) == next(line for line in printed

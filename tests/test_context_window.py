@@ -2,8 +2,8 @@
 
 The README's "Honest limits" promise: with a COMPACT_THRESHOLD set above the window, the
 conversation grows past it, the summary call fails with one line, the history is kept, and
-the session goes on. Here s06's REPL runs in a subprocess, through the real client, against a
-stand-in whose context window is small enough to overflow in one turn.
+the session goes on. Here s06's REPL runs (its main(), in process) through the real client,
+against a stand-in whose context window is small enough to overflow in one turn.
 """
 
 import json
@@ -36,7 +36,7 @@ def test_a_conversation_over_the_window_fails_to_compact_in_one_line_keeps_its_h
     proc, api = run_lesson("s06_compact", stdin="make some bulky output\ngo on\n/compact\nq\n",
                            script=script, summary="never used: the summary call is refused",
                            env={"COMPACT_THRESHOLD": THRESHOLD},
-                           stand_in={"context_window": WINDOW})
+                           stand_in={"context_window": WINDOW}, in_process=True)
     assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
     assert not api.script   # the one scripted reply was used, and nothing beyond it was asked for
 

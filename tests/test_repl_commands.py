@@ -99,7 +99,8 @@ def test_context_after_compact_gives_the_size_the_compaction_line_and_the_page_g
     script = [reply(tool("task_create", {"subject": "Design the data model"})),
               reply(text("Created #1."))]
     proc, api = run_lesson("s07_task_system", stdin="plan it\n/compact\n/context\nq\n",
-                           script=script, summary="SUMMARY: one task created, #1.")
+                           script=script, summary="SUMMARY: one task created, #1.",
+                           in_process=True)
     assert proc.returncode == 0 and api.violations == [], proc.stderr
     compacted = re.search(r"\[compacted: [\d,]+ → ~([\d,]+) tokens", proc.stderr)
     context = re.search(r"context now: ~([\d,]+) tokens \(estimated", proc.stdout)

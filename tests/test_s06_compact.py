@@ -273,7 +273,7 @@ def test_the_model_calls_compact_mid_task_and_keeps_working(run_lesson, workdir)
               reply(text("SUMMARY: wrote a.txt"), stop_reason="end_turn"),   # the summary call
               reply(tool("read_file", {"path": "a.txt"})),
               reply(text("finished after compaction"))]
-    proc, api = run_lesson("s06_compact", "work", script=script)
+    proc, api = run_lesson("s06_compact", "work", script=script, in_process=True)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "finished after compaction" and api.violations == []
     summary_req, after = api.requests[2], api.requests[3]

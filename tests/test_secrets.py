@@ -189,17 +189,14 @@ def test_a_short_board_password_hides_the_variables_that_hold_it_and_only_those(
     assert "DATABASE_URL" not in env and "PGPASSWORD" not in env
 
 
-def env_seen_by_the_model(agent, args, env, workdir):
-    """s07 run as a user runs it, whose model asks bash for `env`: what the API received."""
+def env_seen_by_the_model(agent, args, env, run_lesson, in_process):
+    """s07, whose model asks bash for `env`: what the API received. As a user runs it, or its
+    main() in process (the same code, from an environment as clean as a new process's)."""
     script = [reply(tool("task_create", {"subject": "Design"})),
               reply(tool("bash", {"command": "env"})),
               reply(text("done"))]
-    with StandInAPI(script) as api:
-        extra = {"ANTHROPIC_BASE_URL": api.url, "ANTHROPIC_API_KEY": "test-key",
-                 "SEEN_BY_BASH": "yes", **env}
-        proc = subprocess.run(lesson_command("s07_task_system", *args, "plan it"), cwd=workdir,
-                              env=clean_env(workdir.parent / "home", **extra),
-                              capture_output=True, text=True, encoding="utf-8", timeout=60)
+    proc, api = run_lesson("s07_task_system", *args, "plan it", script=script,
+                           env={"SEEN_BY_BASH": "yes", **env}, in_process=in_process)
     assert proc.returncode == 0 and proc.stdout.strip() == "done", proc.stderr
     assert subjects(agent) == ["Design"]                    # the board was the database
     shown_env = tool_results(api.requests[2])[0]["content"]
@@ -210,7 +207,8 @@ def env_seen_by_the_model(agent, args, env, workdir):
 @pytest.mark.slow
 @pytest.mark.parametrize("how", ["TASK_BOARD", ".env", "--board and DATABASE_URL",
                                  "PGPASSWORD"])
-def test_the_board_password_never_reaches_the_model_through_bash(agent, how, workdir):
+def test_the_board_password_never_reaches_the_model_through_bash(agent, how, workdir,
+                                                                run_lesson):
     args, env = [], {}
     if how == "TASK_BOARD":
         env["TASK_BOARD"] = agent.url()
@@ -221,7 +219,9 @@ def test_the_board_password_never_reaches_the_model_through_bash(agent, how, wor
         env["DATABASE_URL"] = agent.url("postgresql+psycopg")
     if how == "PGPASSWORD":
         env = {"TASK_BOARD": agent.url(with_password=False), "PGPASSWORD": agent.password}
-    requests, proc = env_seen_by_the_model(agent, args, env, workdir)
+    # The commonest way as a user runs it; the others in process.
+    requests, proc = env_seen_by_the_model(agent, args, env, run_lesson,
+                                           in_process=how != "TASK_BOARD")
     assert agent.password not in requests
     assert agent.password not in proc.stdout + proc.stderr
 
@@ -243,8 +243,7 @@ WARNING = ("warning: a password in --board shows in `ps` to every user of this m
 
 def test_a_password_in_the_board_flag_is_one_warning_line_and_the_run_goes_on(agent,
                                                                             run_lesson):
-    proc = run_s07(run_lesson, ["--board", agent.url(), "plan it"], {}, CREATE,
-                   in_process=False)
+    proc = run_s07(run_lesson, ["--board", agent.url(), "plan it"], {}, CREATE)
     assert proc.returncode == 0 and proc.stdout.strip() == "planned", proc.stderr
     assert words(proc.stderr).count(WARNING) == 1 and agent.password not in proc.stderr
     assert subjects(agent) == ["Design"]

@@ -209,12 +209,14 @@ def test_a_writer_killed_with_sigkill_loses_at_most_its_last_line(tmp_path, ackn
 
 @pytest.mark.slow
 @pytest.mark.parametrize("signum, running", [(signal.SIGKILL, 0), (signal.SIGKILL, 1),
-                                             (signal.SIGKILL, 2), (signal.SIGINT, 1)])
+                                             (signal.SIGKILL, 2), (signal.SIGINT, 1),
+                                             (signal.SIGHUP, 1)])
 def test_a_lesson_stopped_mid_batch_resumes_with_every_call_that_ran(workdir, run_lesson,
                                                                      signum, running):
-    """`python s03_todo.py "..."` killed (kill -9, or Ctrl-C) while the call number `running` of
-    three runs: --continue sends every call that ran with its result, the one that was
-    running marked interrupted (it may have acted), and not the one never started."""
+    """`python s03_todo.py "..."` killed (kill -9), stopped (Ctrl-C) or its terminal closed
+    (SIGHUP) while the call number `running` of three runs: --continue sends every call that ran
+    with its result, the one that was running marked interrupted (it may have acted), and not
+    the one never started, which never ran."""
     script = [batch_of_three(running)]
     with StandInAPI(script) as api:
         env = clean_env(workdir.parent / "home", ANTHROPIC_API_KEY="k", ANTHROPIC_BASE_URL=api.url)
@@ -225,7 +227,11 @@ def test_a_lesson_stopped_mid_batch_resumes_with_every_call_that_ran(workdir, ru
         proc.send_signal(signum)
         err = proc.communicate(timeout=60)[1].decode()
         end_group(group)        # a lesson killed with -9 could not stop its command
-    assert proc.returncode == (130 if signum == signal.SIGINT else -signal.SIGKILL), err
+    # Ctrl-C exits 130, a closed terminal 128 + SIGHUP, as a shell's own; kill -9 is the kill.
+    exits = {signal.SIGINT: 130, signal.SIGHUP: 128 + signal.SIGHUP, signal.SIGKILL: -9}
+    assert proc.returncode == exits[signum], err
+    for never in ("one", "two", "three")[running + 1:]:
+        assert not (workdir / f"{never}.txt").exists()
     proc, api = run_lesson("s03_todo", "--continue", "go on", script=[reply(text("resumed"))],
                            in_process=True)
     assert proc.returncode == 0 and api.violations == [], proc.stderr
