@@ -407,13 +407,12 @@ def _bounded(item, phase):
                         "hangs (the stack of every thread is in its captured stderr)")
     previous = signal.signal(signal.SIGALRM, hangs)
     signal.setitimer(signal.ITIMER_REAL, limit)
-    faulthandler.dump_traceback_later(limit + LAST_RESORT, exit=True,
-                                      file=item.config.stash[STDERR])
+    helpers.arm_watchdog(limit + LAST_RESORT, item.config.stash[STDERR])
     try:
         return (yield)
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
-        faulthandler.cancel_dump_traceback_later()
+        helpers.disarm_watchdog()
         signal.signal(signal.SIGALRM, previous)
 
 

@@ -3,8 +3,8 @@ fixtures are in conftest.py; a helper only one file needs stays in that file).
 
 - running a lesson: its environment, the tool_results of a request, one tool call as the loop
   runs it, a child that takes Ctrl-C;
-- processes and time: a call with a deadline, processes released together at a barrier, a
-  command's process group;
+- processes and time: a call with a deadline, a fork with no other thread running, processes
+  released together at a barrier, a command's process group;
 - files: a full disk, a crash at a chosen byte of a write;
 - a pseudo-terminal, read as a user's terminal window shows it;
 - histories as the loop builds them, and the stand-in's verdict on them;
@@ -16,6 +16,7 @@ fixtures are in conftest.py; a helper only one file needs stays in that file).
 """
 
 import errno
+import faulthandler
 import json
 import multiprocessing
 import os
@@ -150,6 +151,39 @@ def within(seconds: float, fn, unblock=None):
     return box["value"]
 
 
+# The last resort against a hang (conftest.py): faulthandler's watchdog, which runs in a thread
+# of its own while a test runs. {"seconds", "file", "since"} while it is armed.
+WATCHDOG = {}
+
+
+def arm_watchdog(seconds: float, file: int) -> None:
+    """In `seconds`, faulthandler dumps every thread's stack to `file` and ends the run."""
+    WATCHDOG.update(seconds=seconds, file=file, since=time.monotonic())
+    faulthandler.dump_traceback_later(seconds, exit=True, file=file)
+
+
+def disarm_watchdog() -> None:
+    faulthandler.cancel_dump_traceback_later()
+    WATCHDOG.clear()
+
+
+@contextmanager
+def forking():
+    """Fork (a process, a pool) with no other thread running. A forked child holds only the
+    thread that forked, and any lock another thread held stays held there for good: Python 3.12
+    warns of it (\"is multi-threaded, use of fork() may lead to deadlocks\"). The one thread
+    the suite keeps is the watchdog's: it stops while the test forks, then is armed again for
+    the time its test had left. (The SIGALRM bound, which needs no thread, stays.)"""
+    armed = dict(WATCHDOG)
+    faulthandler.cancel_dump_traceback_later()
+    try:
+        yield
+    finally:
+        if armed:
+            left = armed["seconds"] - (time.monotonic() - armed["since"])
+            faulthandler.dump_traceback_later(max(left, 1), exit=True, file=armed["file"])
+
+
 FORK = multiprocessing.get_context("fork")
 
 
@@ -169,8 +203,9 @@ def at_once(work, *arguments, seconds: float = 60) -> list:
     barrier, results = FORK.Barrier(len(arguments)), FORK.Queue()
     procs = [FORK.Process(target=_report, args=(work, barrier.wait, args, n, results))
              for n, args in enumerate(arguments)]
-    for proc in procs:
-        proc.start()
+    with forking():
+        for proc in procs:
+            proc.start()
     try:
         values = dict(results.get(timeout=seconds) for _ in procs)
     finally:

@@ -19,7 +19,7 @@ import pytest
 import s03_todo
 from harness import files
 from harness.stand_in.script import reply, text, tool
-from helpers import call_tool, crash_at_byte, crash_inside_target, tool_results
+from helpers import call_tool, crash_at_byte, crash_inside_target, forking, tool_results
 from s07_task_system import TaskManager
 
 OLD = "old line\n" * 300            # 2,700 bytes
@@ -238,7 +238,8 @@ def as_user(uid: int, work) -> object:
         except BaseException as exc:  # noqa: BLE001 - the test shows whatever failed
             answers.put(f"failed: {type(exc).__name__}: {exc}")
     process = context.Process(target=child)
-    process.start()
+    with forking():
+        process.start()
     try:
         return answers.get(timeout=30)
     finally:

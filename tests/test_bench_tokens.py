@@ -18,7 +18,7 @@ import sys
 import pytest
 
 import s06_compact
-from helpers import ROOT
+from helpers import ROOT, forking
 from harness.stand_in import StandInAPI
 from harness.stand_in.script import is_summary_request
 from harness.stand_in.usage import breakpoints, cache_blocks
@@ -102,7 +102,9 @@ def measured(name, lessons=tuple(bench_tokens.NAMES), floor=True):
 @functools.cache
 def _measured(name, lessons, floor):
     shape = bench_tokens.shapes_named([name])[0]
-    return bench_tokens.measure([shape], quoted_setting(), list(lessons), floor=floor)
+    # The bench plays its runs in a pool of forked processes.
+    with forking():
+        return bench_tokens.measure([shape], quoted_setting(), list(lessons), floor=floor)
 
 
 def test_a_made_up_shapes_row_in_the_docs_is_what_the_bench_prints_for_it():
@@ -237,7 +239,9 @@ def sweep_block():
 
 def test_a_tiny_sweep_runs_and_its_line_for_the_table_constants_agrees_with_the_table():
     shape = bench_tokens.shapes_named([FAST_SHAPE])[0]
-    printed = bench_tokens.sweep([{}, {"KEEP_RECENT": 5}], [shape], quoted_setting()).splitlines()
+    with forking():
+        printed = bench_tokens.sweep([{}, {"KEEP_RECENT": 5}], [shape], quoted_setting())
+    printed = printed.splitlines()
     header = printed.index(bench_tokens.SWEEP_COLUMNS)
     assert sweep_block()[:header + 1] == printed[:header + 1]
     built, other = (line.split() for line in printed[header + 1:])
