@@ -80,8 +80,9 @@ def new_task(task_id: int, subject: str, description: str, blocked_by: list) -> 
 
 class TaskFolder:
     """The board as a folder: .tasks/task_<id>.json, one JSON object each, and .tasks/.lock.
-    (The harness mixes in what makes it safe and fast: board/folder.py; a postgresql:// board
-    has the same methods.)"""
+    board/folder.py mixes in a cache, a guarded lock, and three methods TaskManager calls: load()
+    and try_load() read a task from its file now (an error, or None), and high_water() says the
+    largest id ever given. A postgresql:// board has the same methods."""
 
     def __init__(self, location):
         self.dir = Path(location)
@@ -101,12 +102,6 @@ class TaskFolder:
             yield fd
         finally:
             os.close(fd)
-
-    def high_water(self) -> int:
-        """The largest id this board ever gave, so that a task file deleted by hand does not
-        give its id away. A bare folder keeps none: 0. The harness's board/folder.py keeps
-        it in .tasks/.lock."""
-        return 0
 
     def ids(self) -> set:
         """The max-scan's scan: the id in the name of every task_<id>.json, a broken one too."""
@@ -132,19 +127,6 @@ class TaskFolder:
             raise ValueError(f"{path} is unreadable (not a valid task: {problem}); it was "
                              "left as it is")
         return task
-
-    def load(self, task_id: int) -> dict:
-        """One task, read now, or ValueError saying what is wrong."""
-        if not self.path(task_id).exists():
-            existing = ", ".join(f"#{i}" for i in self.scan()[0]) or "none yet"
-            raise ValueError(f"no task #{task_id}; existing tasks: {existing}")
-        return self.read(task_id)
-
-    def try_load(self, task_id: int):
-        try:                                 # load(), or None: missing, or cannot be read
-            return self.read(task_id)
-        except ValueError:
-            return None
 
     def scan(self, validate: bool = False) -> tuple:
         """Every task file, read now: (the readable tasks by id, in id order; one line for
@@ -202,9 +184,8 @@ class TaskManager:
         self.agent = agent or record.default_agent_name()  # who owns what we start
 
     def use(self, location) -> None:
-        """A folder, or a postgresql:// URL (agents on several machines). A folder's store is
-        TaskFolder with board/folder.py's Remembering mixed in: the same methods, plus a
-        cache and the high-water mark kept in .tasks/.lock."""
+        """A folder (its store: TaskFolder, with more mixed in: see its docstring), or a
+        postgresql:// URL (agents on several machines)."""
         self.store = board.open_store(location, TaskFolder)
 
     def next_id(self) -> int:
