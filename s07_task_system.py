@@ -120,12 +120,11 @@ class TaskFolder:
         try:
             task = json.loads(data)
         except (ValueError, RecursionError) as exc:   # not JSON, not UTF-8, nested too deep
-            raise ValueError(f"{path} is unreadable ({exc}); it was left as it is") from None
+            raise folder.unreadable(path, exc) from None
         # A field a hand edit broke: what PostgreSQL's constraints would refuse (board/record.py).
         problem = record.task_problem(task, task_id)
         if problem:
-            raise ValueError(f"{path} is unreadable (not a valid task: {problem}); it was "
-                             "left as it is")
+            raise folder.unreadable(path, f"not a valid task: {problem}")
         return task
 
     def scan(self, validate: bool = False) -> tuple:

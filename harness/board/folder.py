@@ -9,7 +9,8 @@ load, try_load and high_water. Without each piece:
   was followed, and creating a task wrote the board's stamp into an SSH authorized_keys; a
   FIFO there ended the call in a traceback. A file where the folder belongs is said in words.
 - read: regular files only, never through a link, with a cap (TASK_FILE_MAX): a FIFO named
-  task_2.json hung /tasks, and a symlink to /dev/zero read gigabytes.
+  task_2.json hung /tasks, and a symlink to /dev/zero read gigabytes. unreadable() words every
+  refusal of a task file alike, s07's too: it names the file, says why, and that it was kept.
 - load and try_load (what a change reads its tasks with): a task the model names that does not
   exist would be "unreadable", and the model not told which tasks there are; load names them.
   try_load is load or None: the tasks a completion frees, the blockers a start checks.
@@ -105,13 +106,17 @@ def read(path) -> bytes:
     try:
         data = read_bytes(path, "it", TASK_FILE_MAX + 1, follow=False)
     except OSError as exc:
-        raise ValueError(f"{path} is unreadable ({reason(exc)}); it was left as it is") from None
+        raise unreadable(path, reason(exc)) from None
     except ValueError as exc:                       # a link, a FIFO, a device
-        raise ValueError(f"{path} is unreadable ({exc}); it was left as it is") from None
+        raise unreadable(path, exc) from None
     if len(data) > TASK_FILE_MAX:
-        raise ValueError(f"{path} is unreadable (it is over {TASK_FILE_MAX:,} bytes: too big "
-                         "for a task); it was left as it is")
+        raise unreadable(path, f"it is over {TASK_FILE_MAX:,} bytes: too big for a task")
     return data
+
+
+def unreadable(path, why) -> ValueError:
+    """The error for a task file that cannot be used: it says why, and that it was kept."""
+    return ValueError(f"{path} is unreadable ({why}); it was left as it is")
 
 
 def sweep(where) -> None:
