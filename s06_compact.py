@@ -398,10 +398,10 @@ API_CONTEXT = (("--api-context",), {
             "writes); see docs/cost.md"})
 
 
-def start(run, args, system: str = SYSTEM, tools: list = TOOLS) -> None:
+def start(run, args, system: str = SYSTEM, tools: list = TOOLS, attach=None) -> None:
     """When a run starts (after ./.env is read): --api-context, COMPACT_THRESHOLD, and the
-    prefix every request starts with."""
-    run.use_api_context(args.api_context, API_CLEAR_AT, API_COMPACT_AT, KEEP_RECENT)
+    prefix every request starts with. attach: as auto_compact's, after the API's summary."""
+    run.use_api_context(args.api_context, API_CLEAR_AT, API_COMPACT_AT, KEEP_RECENT, attach)
     CONTEXT.threshold = config.positive_int("COMPACT_THRESHOLD", DEFAULT_THRESHOLD, "tokens")
     if args.demo:
         CONTEXT.threshold = config.positive_int("COMPACT_THRESHOLD", DEMO_THRESHOLD, "tokens")

@@ -37,7 +37,6 @@ Run it:   python s07_task_system.py "plan a refactor: the data model, then the A
 
 import contextlib
 import fcntl
-import functools
 import json
 import os
 import re
@@ -464,10 +463,8 @@ def agent_loop(messages, run, max_steps=s06.MAX_STEPS) -> str:
 
 def start(run, args) -> str:
     """s06's start, with s07's system and tools; then --board and --name (TASK_BOARD)."""
-    s06.start(run, args, SYSTEM, TOOLS)
     # With --api-context compact, the board comes back after the API's summary too.
-    if run.api_context is not None:
-        run.api_context.after = functools.partial(board_message, run)
+    s06.start(run, args, SYSTEM, TOOLS, attach=board_message)
     return commands_for.choose_board(run, TASKS, TASKS_DIR, args)
 
 
