@@ -128,9 +128,8 @@ class TaskFolder:
 
     def scan(self, validate: bool = False) -> tuple:
         """Every task file, read now: (the readable tasks by id, in id order; one line for
-        each file that cannot be read). validate=True is for the harness's cache
-        (board/folder.py), which may otherwise answer from memory within one change: read
-        every file, so that a hand edit is seen. This folder always reads them all."""
+        each file that cannot be read). This folder always reads them all; validate=True tells
+        the harness's cache (board/folder.py) to do so too, so that a hand edit is seen."""
         tasks, problems = {}, []
         for name in folder.listing(self.dir):
             match = TASK_FILE.fullmatch(name)
@@ -261,8 +260,7 @@ class TaskManager:
     def list_all(self) -> str:
         """The board: every live task, an order (if any waits), what can start."""
         tasks, problems = self.store.scan(validate=True)
-        # The unfinished tasks, blockers first (a topological sort).
-        order = graph.order_line(tasks)
+        order = graph.order_line(tasks)  # the unfinished tasks, blockers first (a topological sort)
         return text.board(tasks, problems, order, self.ready(tasks))
 
     def ready(self, tasks) -> str:
@@ -454,8 +452,7 @@ def agent_loop(messages, run, max_steps=s06.MAX_STEPS) -> str:
             return response.answer
         results = s03.run_tool_calls(run, response, TOOL_HANDLERS, TOOLS)
         messages.append({"role": "user", "content": results})
-        s06.compact_if_asked(response, messages, run,          # layer 3 + board
-                             compact_with_board)
+        s06.compact_if_asked(response, messages, run, compact_with_board)  # layer 3 + board
     return cli.step_limit(max_steps)
 
 
