@@ -56,8 +56,7 @@ import functools
 import sys
 
 import s03_todo as s03
-from harness import (cli, compaction, config, errors, model_call, pairing, terminal, tokens,
-                     tool_input)
+from harness import cli, compaction, config, errors, model_call, pairing, tokens, tool_input
 
 # Model calls a turn may make: compaction lets it go on longer.
 MAX_STEPS = 200
@@ -80,9 +79,6 @@ DEFAULT_THRESHOLD = 50_000
 DEMO_THRESHOLD = 9_500
 # A longer summary is cut, and says so.
 SUMMARY_MAX_TOKENS = 2000
-# Tokens a window must leave layer 2 beyond the system prompt and tools: less holds no prompt
-# and its summary, and every prompt would be summarised before the model saw it.
-MIN_ROOM = 1_000
 # --api-context: where the API clears, or summarises.
 API_CLEAR_AT = 30_000     # tokens, inputs too
 API_COMPACT_AT = 50_000   # tokens: its minimum
@@ -402,36 +398,19 @@ API_CONTEXT = (("--api-context",), {
             "writes); see docs/cost.md"})
 
 
-def start(run, args, system: str = SYSTEM, tools: list = TOOLS) -> None:
+def start(run, args, system: str = SYSTEM, tools: list = TOOLS, attach=None) -> None:
     """When a run starts (after ./.env is read): --api-context, COMPACT_THRESHOLD, and the
-    prefix every request starts with."""
-    run.use_api_context(args.api_context, API_CLEAR_AT, API_COMPACT_AT, KEEP_RECENT)
+    prefix every request starts with. attach: as auto_compact's, after the API's summary."""
+    run.use_api_context(args.api_context, API_CLEAR_AT, API_COMPACT_AT, KEEP_RECENT, attach)
     CONTEXT.threshold = config.positive_int("COMPACT_THRESHOLD", DEFAULT_THRESHOLD, "tokens")
     if args.demo:
         CONTEXT.threshold = config.positive_int("COMPACT_THRESHOLD", DEMO_THRESHOLD, "tokens")
     CONTEXT.prefix = tokens.estimate([system, tools])
-    fit_to_window(run)
+    # A threshold past the model's window (a local model's may be smaller) would never be
+    # reached: it is lowered to fit, or the run refused if the window leaves no room.
+    CONTEXT.threshold = compaction.fit_to_window(CONTEXT.threshold, CONTEXT.prefix,
+                                                 s03.MAX_TOKENS, run.api_context)
     run.recorder.threshold(CONTEXT.threshold)
-
-
-def fit_to_window(run) -> None:
-    """Layer 2's threshold lowered to fit the model's window (a local model's may be smaller
-    than the threshold); with --api-context, layer 2 acts only there. SetupError if the
-    window leaves less than MIN_ROOM beyond the system prompt and tools."""
-    window = config.context_window()
-    guard = compaction.window_guard(window, s03.MAX_TOKENS)
-    if guard - CONTEXT.prefix < MIN_ROOM:
-        raise errors.SetupError(f"CONTEXT_WINDOW {window:,} leaves no room for a conversation: "
-                                f"the system prompt and tools alone are about "
-                                f"{CONTEXT.prefix:,} of the {guard:,} tokens layer 2 lets a "
-                                f"request grow to, and the work needs {MIN_ROOM:,}")
-    if run.api_context is not None:
-        CONTEXT.threshold = guard
-    # A threshold past the window would never be reached: lower it, and say so once.
-    if CONTEXT.threshold > guard:
-        terminal.show_note(f"[COMPACT_THRESHOLD {CONTEXT.threshold:,} does not fit the model's "
-                           f"window of {window:,} tokens: layer 2 compacts at {guard:,}]")
-        CONTEXT.threshold = guard
 
 
 def repl_commands(compact=auto_compact) -> dict:

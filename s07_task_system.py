@@ -37,7 +37,6 @@ Run it:   python s07_task_system.py "plan a refactor: the data model, then the A
 
 import contextlib
 import fcntl
-import functools
 import json
 import os
 import re
@@ -80,8 +79,9 @@ def new_task(task_id: int, subject: str, description: str, blocked_by: list) -> 
 
 class TaskFolder:
     """The board as a folder: .tasks/task_<id>.json, one JSON object each, and .tasks/.lock.
-    (The harness mixes in what makes it safe and fast: board/folder.py; a postgresql:// board
-    has the same methods.)"""
+    board/folder.py mixes in a cache, a guarded lock, and three methods TaskManager calls: load()
+    and try_load() read a task from its file now (an error, or None), and high_water() says the
+    largest id ever given. A postgresql:// board has the same methods."""
 
     def __init__(self, location):
         self.dir = Path(location)
@@ -102,12 +102,6 @@ class TaskFolder:
         finally:
             os.close(fd)
 
-    def high_water(self) -> int:
-        """The largest id this board ever gave, so that a task file deleted by hand does not
-        give its id away. A bare folder keeps none: 0. The harness's board/folder.py keeps
-        it in .tasks/.lock."""
-        return 0
-
     def ids(self) -> set:
         """The max-scan's scan: the id in the name of every task_<id>.json, a broken one too."""
         found = set()
@@ -125,32 +119,17 @@ class TaskFolder:
         try:
             task = json.loads(data)
         except (ValueError, RecursionError) as exc:   # not JSON, not UTF-8, nested too deep
-            raise ValueError(f"{path} is unreadable ({exc}); it was left as it is") from None
+            raise folder.unreadable(path, exc) from None
         # A field a hand edit broke: what PostgreSQL's constraints would refuse (board/record.py).
         problem = record.task_problem(task, task_id)
         if problem:
-            raise ValueError(f"{path} is unreadable (not a valid task: {problem}); it was "
-                             "left as it is")
+            raise folder.unreadable(path, f"not a valid task: {problem}")
         return task
-
-    def load(self, task_id: int) -> dict:
-        """One task, read now, or ValueError saying what is wrong."""
-        if not self.path(task_id).exists():
-            existing = ", ".join(f"#{i}" for i in self.scan()[0]) or "none yet"
-            raise ValueError(f"no task #{task_id}; existing tasks: {existing}")
-        return self.read(task_id)
-
-    def try_load(self, task_id: int):
-        try:                                 # load(), or None: missing, or cannot be read
-            return self.read(task_id)
-        except ValueError:
-            return None
 
     def scan(self, validate: bool = False) -> tuple:
         """Every task file, read now: (the readable tasks by id, in id order; one line for
-        each file that cannot be read). validate=True is for the harness's cache
-        (board/folder.py), which may otherwise answer from memory within one change: read
-        every file, so that a hand edit is seen. This folder always reads them all."""
+        each file that cannot be read). This folder always reads them all; validate=True tells
+        the harness's cache (board/folder.py) to do so too, so that a hand edit is seen."""
         tasks, problems = {}, []
         for name in folder.listing(self.dir):
             match = TASK_FILE.fullmatch(name)
@@ -202,9 +181,8 @@ class TaskManager:
         self.agent = agent or record.default_agent_name()  # who owns what we start
 
     def use(self, location) -> None:
-        """A folder, or a postgresql:// URL (agents on several machines). A folder's store is
-        TaskFolder with board/folder.py's Remembering mixed in: the same methods, plus a
-        cache and the high-water mark kept in .tasks/.lock."""
+        """A folder (its store: TaskFolder, with more mixed in: see its docstring), or a
+        postgresql:// URL (agents on several machines)."""
         self.store = board.open_store(location, TaskFolder)
 
     def next_id(self) -> int:
@@ -282,8 +260,7 @@ class TaskManager:
     def list_all(self) -> str:
         """The board: every live task, an order (if any waits), what can start."""
         tasks, problems = self.store.scan(validate=True)
-        # The unfinished tasks, blockers first (a topological sort).
-        order = graph.order_line(tasks)
+        order = graph.order_line(tasks)  # the unfinished tasks, blockers first (a topological sort)
         return text.board(tasks, problems, order, self.ready(tasks))
 
     def ready(self, tasks) -> str:
@@ -475,8 +452,7 @@ def agent_loop(messages, run, max_steps=s06.MAX_STEPS) -> str:
             return response.answer
         results = s03.run_tool_calls(run, response, TOOL_HANDLERS, TOOLS)
         messages.append({"role": "user", "content": results})
-        s06.compact_if_asked(response, messages, run,          # layer 3 + board
-                             compact_with_board)
+        s06.compact_if_asked(response, messages, run, compact_with_board)  # layer 3 + board
     return cli.step_limit(max_steps)
 
 
@@ -484,10 +460,8 @@ def agent_loop(messages, run, max_steps=s06.MAX_STEPS) -> str:
 
 def start(run, args) -> str:
     """s06's start, with s07's system and tools; then --board and --name (TASK_BOARD)."""
-    s06.start(run, args, SYSTEM, TOOLS)
     # With --api-context compact, the board comes back after the API's summary too.
-    if run.api_context is not None:
-        run.api_context.after = functools.partial(board_message, run)
+    s06.start(run, args, SYSTEM, TOOLS, attach=board_message)
     return commands_for.choose_board(run, TASKS, TASKS_DIR, args)
 
 

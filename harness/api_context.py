@@ -84,7 +84,7 @@ class Setting:
     clear_inputs: bool = False  # CLEAR: their inputs cleared too
     cleared: int = 0            # CLEAR: tool uses the last reply's applied_edits counted
     unheard: bool = False       # a reply said nothing of context management (said once)
-    after: object = None        # s07: the text to add after the API's summary (the board)
+    after: object = None        # s07: after() is the board to add after the API's summary
 
     def request(self) -> dict:
         """What every request adds: the beta, and context_management."""

@@ -28,9 +28,11 @@ so s07). Without each piece:
   COMPACT_THRESHOLD will not be compacted again until the context grows; the session page
   (through the run's recorder) has no mark where it acted. It names the transcript as the
   user finds it (run.screen.where): `demo/.transcripts/…` during --demo.
-- window_guard: with a window smaller than the threshold (a local model's), or with
-  --api-context, layer 2 would act only once a request no longer fits: then the summary
-  request does not fit either, and the session can never go on.
+- window_guard and fit_to_window (s06's start): with a window smaller than the threshold
+  (a local model's), or with --api-context, layer 2 would act only once a request no longer
+  fits: then the summary request does not fit either, and the session can never go on. A
+  window the system prompt and tools (nearly) filled (300, a typo for 3000) summarised every
+  prompt away before the model saw it: one that leaves less than MIN_ROOM is refused.
 - fit_for_summary: the summary request of a conversation already past the window is
   refused, and the session can never go on; it starts at a prompt (inside one long turn,
   that turn's prompt and its newest calls), never at a result without its call.
@@ -53,6 +55,9 @@ INPUT_FIELDS = {"write_file": ("content",), "edit_file": ("old_text", "new_text"
 SHOW_WHOLE_FILE = {"read_file", "write_file"}   # an edit shows only a part of a file
 # How the new first message opens after a compaction (the demo knows one by it).
 SUMMARY_OPENING = "[This conversation was compacted to save context."
+# Tokens a window must leave layer 2 beyond the system prompt and tools: less holds no prompt
+# and its summary, and every prompt would be summarised before the model saw it.
+MIN_ROOM = 1_000
 
 
 # ---------------------------------------------------------------- layer 1's bookkeeping
@@ -161,6 +166,28 @@ def window_guard(window: int, reply_tokens: int) -> int:
     """The most layer 2 may let a request grow to in a window of this size: room for the
     reply, and for the summary request that follows it."""
     return max(window - 2 * reply_tokens, window // 2)
+
+
+def fit_to_window(threshold: int, prefix: int, reply_tokens: int, api_context) -> int:
+    """s06's threshold, lowered to fit the model's window (a local model's may be smaller
+    than the threshold); with --api-context (api_context not None), layer 2 acts only there.
+    prefix: the system prompt and tools. SetupError if the window leaves less than MIN_ROOM
+    beyond them."""
+    window = config.context_window()
+    guard = window_guard(window, reply_tokens)
+    if guard - prefix < MIN_ROOM:
+        raise SetupError(f"CONTEXT_WINDOW {window:,} leaves no room for a conversation: the "
+                         f"system prompt and tools alone are about {prefix:,} of the "
+                         f"{guard:,} tokens layer 2 lets a request grow to, and the work "
+                         f"needs {MIN_ROOM:,}")
+    if api_context is not None:
+        return guard
+    # A threshold past the window would never be reached: lower it, and say so once.
+    if threshold > guard:
+        terminal.show_note(f"[COMPACT_THRESHOLD {threshold:,} does not fit the model's window "
+                           f"of {window:,} tokens: layer 2 compacts at {guard:,}]")
+        return guard
+    return threshold
 
 
 def fit_for_summary(view: list, room: int) -> list:

@@ -19,12 +19,15 @@ process starts with, so there is nothing to reset. Without each piece:
 - api_context: s06's --api-context (harness/api_context.py), set by its start() through
   use_api_context(); None: the lesson's own layers manage the context. The client property
   then sends every request to the beta Messages API, so the loops need no branch for it.
+  Its attach (s07's board, as after layer 2's summary) follows the API's summary too.
 - model: MODEL_ID as the run started, for every request s03's ask_model makes.
 - carried: what a turn that ended must still tell the model (s07's board after the API's own
   summary), in a message of its own after the turn (cli).
 Kept in module-level singletons, as they were, two runs in one process (the test suite, a
 second main()) shared one record, one log and one set of pins, each reset by hand.
 """
+
+import functools
 
 from harness import config, spill, terminal
 from harness.session import log as session_log
@@ -65,13 +68,17 @@ class Run:
     def model(self, model) -> None:
         self._model = model
 
-    def use_api_context(self, mode, clear_at: int, compact_at: int, keep: int) -> None:
+    def use_api_context(self, mode, clear_at: int, compact_at: int, keep: int,
+                        attach=None) -> None:
         """--api-context clear|compact (s06's settings): the API manages the context
-        (harness/api_context.py, loaded only then). None: the lesson's own layers do."""
+        (harness/api_context.py, loaded only then). None: the lesson's own layers do.
+        attach(run): text to add after the API's summary, as after layer 2's (s07's board)."""
         if mode is None:
             return
         from harness import api_context
         self.api_context = api_context.setting(mode, clear_at, compact_at, keep)
+        if attach is not None:
+            self.api_context.after = functools.partial(attach, self)
         self.client = self._client
 
     def resumed(self, messages: list) -> list:

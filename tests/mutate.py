@@ -412,8 +412,8 @@ MUTATIONS = [
              "            s06.auto_compact(messages, run)                    # layer 2 + board",
              ["tests/test_s07_e2e.py::test_an_automatic_compaction_also_brings_the_board_back"]),
     Mutation("the board is not added after a compaction", "s07_task_system.py",
-             "SYSTEM, TOOLS, attach=board_message)",
-             "SYSTEM, TOOLS, attach=None)",
+             "focus, SYSTEM, TOOLS, attach=board_message)",
+             "focus, SYSTEM, TOOLS, attach=None)",
              [CONTRACT + "::test_the_board_survives_a_compaction_in_a_real_run"]),
     Mutation("a big board after a compaction leaves out the tasks in progress",
              "harness/board/text.py",
@@ -515,10 +515,8 @@ MUTATIONS = [
              [API_CONTEXT + "::test_a_compaction_block_is_kept_sent_back_and_carried_across_"
                             "continue"]),
     Mutation("s07's board does not come back after the API's summary", "s07_task_system.py",
-             "    if run.api_context is not None:\n"
-             "        run.api_context.after = functools.partial(board_message, run)",
-             "    if False:\n"
-             "        run.api_context.after = functools.partial(board_message, run)",
+             "    s06.start(run, args, SYSTEM, TOOLS, attach=board_message)",
+             "    s06.start(run, args, SYSTEM, TOOLS)",
              [API_CONTEXT + "::test_in_s07_the_board_comes_back_after_the_apis_compaction"]),
     Mutation("an endpoint's message of several lines is printed as several", "harness/errors.py",
              '    return " ".join(message.split())',

@@ -3,12 +3,17 @@
 s07 holds the mechanism as code: a task's file, reading it, the scan the max-scan uses, the
 lock and the atomic write. board.open_store makes the folder store as remembering(TaskFolder):
 the lesson's own methods do the work, and Remembering, mixed in around them, guards and
-remembers. Without each piece:
+remembers, and adds the three methods of a store (record.TaskStore) that are not the idea:
+load, try_load and high_water. Without each piece:
 - open_lock: .tasks/.lock opened only as a regular file (writer.open_shared): a link there
   was followed, and creating a task wrote the board's stamp into an SSH authorized_keys; a
   FIFO there ended the call in a traceback. A file where the folder belongs is said in words.
 - read: regular files only, never through a link, with a cap (TASK_FILE_MAX): a FIFO named
-  task_2.json hung /tasks, and a symlink to /dev/zero read gigabytes.
+  task_2.json hung /tasks, and a symlink to /dev/zero read gigabytes. unreadable() words every
+  refusal of a task file alike, s07's too: it names the file, says why, and that it was kept.
+- load and try_load (what a change reads its tasks with): a task the model names that does not
+  exist would be "unreadable", and the model not told which tasks there are; load names them.
+  try_load is load or None: the tasks a completion frees, the blockers a start checks.
 - listing: a board that cannot be read (a file where the folder belongs) says so, rather
   than look empty; one that does not exist yet is empty.
 - the generation stamp (a random token in .lock, renewed by every writer under the lock):
@@ -101,13 +106,17 @@ def read(path) -> bytes:
     try:
         data = read_bytes(path, "it", TASK_FILE_MAX + 1, follow=False)
     except OSError as exc:
-        raise ValueError(f"{path} is unreadable ({reason(exc)}); it was left as it is") from None
+        raise unreadable(path, reason(exc)) from None
     except ValueError as exc:                       # a link, a FIFO, a device
-        raise ValueError(f"{path} is unreadable ({exc}); it was left as it is") from None
+        raise unreadable(path, exc) from None
     if len(data) > TASK_FILE_MAX:
-        raise ValueError(f"{path} is unreadable (it is over {TASK_FILE_MAX:,} bytes: too big "
-                         "for a task); it was left as it is")
+        raise unreadable(path, f"it is over {TASK_FILE_MAX:,} bytes: too big for a task")
     return data
+
+
+def unreadable(path, why) -> ValueError:
+    """The error for a task file that cannot be used: it says why, and that it was kept."""
+    return ValueError(f"{path} is unreadable ({why}); it was left as it is")
 
 
 def sweep(where) -> None:
@@ -139,7 +148,8 @@ def remembering(lesson_folder: type) -> type:
 
 class Remembering:
     """Around s07's TaskFolder: while this process holds the lock and no other agent wrote
-    since, what the folder holds is remembered, not read again; and the lock is guarded."""
+    since, what the folder holds is remembered, not read again; and the lock is guarded.
+    load, try_load and high_water are its own: the lesson's folder has none of them."""
 
     def __init__(self, location):
         super().__init__(location)
@@ -266,16 +276,23 @@ class Remembering:
         return task
 
     def load(self, task_id: int) -> dict:
-        """Read from the file, never from memory: the caller is about to change the task (or
-        check a rule by it), and a hand edit that kept the size and the time must not be
-        written over. A copy: what is remembered must not change with it."""
+        """One task, read now, or ValueError saying what is wrong (a missing one: which tasks
+        there are). Read from the file, never from memory: the caller is about to change the
+        task (or check a rule by it), and a hand edit that kept the size and the time must
+        not be written over. A copy: what is remembered must not change with it."""
         self._files.pop(_file_name(task_id), None)
-        return _copied(super().load(task_id))
+        if not self.path(task_id).exists():
+            existing = ", ".join(f"#{i}" for i in self.scan()[0]) or "none yet"
+            raise ValueError(f"no task #{task_id}; existing tasks: {existing}")
+        return _copied(self.read(task_id))
 
     def try_load(self, task_id: int):
+        """load(), or None: missing, or cannot be read."""
         self._files.pop(_file_name(task_id), None)          # from the file, as load
-        task = super().try_load(task_id)
-        return None if task is None else _copied(task)
+        try:
+            return _copied(self.read(task_id))
+        except ValueError:
+            return None
 
     # ------------------------------------------------------------ writing
 
