@@ -181,8 +181,7 @@ class TaskManager:
         self.agent = agent or record.default_agent_name()  # who owns what we start
 
     def use(self, location) -> None:
-        """A folder (its store: TaskFolder, with more mixed in: see its docstring), or a
-        postgresql:// URL (agents on several machines)."""
+        """A folder (a TaskFolder), or a postgresql:// URL (agents on several machines)."""
         self.store = board.open_store(location, TaskFolder)
 
     def next_id(self) -> int:
@@ -258,9 +257,10 @@ class TaskManager:
         return task["status"] == "pending" and not graph.waiting_on(task, tasks)
 
     def list_all(self) -> str:
-        """The board: every live task, an order (if any waits), what can start."""
+        """The board: every live task; an order for the unfinished ones, blockers first (a
+        topological sort), if any waits; what can start."""
         tasks, problems = self.store.scan(validate=True)
-        order = graph.order_line(tasks)  # the unfinished tasks, blockers first (a topological sort)
+        order = graph.order_line(tasks)
         return text.board(tasks, problems, order, self.ready(tasks))
 
     def ready(self, tasks) -> str:
