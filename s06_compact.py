@@ -114,7 +114,8 @@ def agent_loop(messages: list, run, max_steps: int = MAX_STEPS) -> str:
 
 class ContextSize:
     """How big the next request is: the API's count for the last call, plus about 4
-    characters a token for the messages since."""
+    characters a token for the messages since. Say the last call was counted at 9,000 tokens,
+    over 11 messages, and the 2 messages since hold 1,200 characters: about 9,300."""
 
     def __init__(self) -> None:
         self.threshold = DEFAULT_THRESHOLD  # COMPACT_THRESHOLD, read by start()
@@ -164,10 +165,10 @@ class Cleared:
         self.batch_start = None    # the latest batch's first block: a breakpoint goes before it
 
     def holds(self, block) -> bool:
-        # The very block, not its tool_use id: some servers reuse ids such as toolu_1 (a
-        # local one after /clear), and a new result must not get an old one's placeholder.
-        found = self.instead.get(id(block))
-        return found is not None and found[0] is block
+        # The very block, by id(), not its tool_use id: some servers reuse ids such as toolu_1
+        # (a local one after /clear), and a new result must not get an old one's placeholder.
+        # The entry keeps its block alive, so no other block can take that id().
+        return id(block) in self.instead
 
     def as_sent(self, block):
         """The block as the model is sent it: its placeholder, if it was cleared."""
@@ -195,13 +196,14 @@ def clearable(messages: list) -> list:
         old = n < len(pairs) - KEEP_RECENT and call["id"] not in newest
         # Only a read_file's result must wait: until a later read or write shows the same
         # file whole, the model may be about to edit it. Any other result may go.
-        superseded = call["name"] != "read_file" or compaction.path_of(call) in whole_later
+        may_go = call["name"] != "read_file" or compaction.path_of(call) in whole_later
         long = len(str(result.get("content"))) > KEEP_CHARS
-        if old and superseded and long and not CLEARED.holds(result):
+        if old and may_go and long and not CLEARED.holds(result):
             batch.append((result, call))
         texts = compaction.input_texts(call)
         if old and sum(map(len, texts.values())) > KEEP_CHARS and not CLEARED.holds(call):
             batch.append((call, call))
+        # Whole: a read_file with no offset or limit, not cut short, or a write_file; no error.
         whole_later |= compaction.shows_whole_file(call, result)
     return batch
 
@@ -266,9 +268,11 @@ def clear_new_batch(messages: list, run) -> None:
 
 
 def micro_compact(messages: list, run, batch: bool = True) -> list:
-    """What the model will see: a copy of the history with each cleared block as its
-    placeholder. A new batch is weighed first, unless batch=False (a summary request, or
-    /context, only looks) or --api-context lets the server clear."""
+    """Layer 1, in two steps. First a new batch is weighed, and cleared if it pays
+    (clear_new_batch), unless --api-context lets the server clear or batch=False: the summary
+    request and layer 2's measures only look (/context weighs, as the next call would). Then
+    what the model will see: a copy of the history with each cleared block as its
+    placeholder. The history itself keeps every block whole."""
     if batch and run.api_context is None:
         clear_new_batch(messages, run)
     view = []
@@ -332,7 +336,9 @@ def auto_compact(messages: list, run, focus: str = "", system: str = SYSTEM,
         summary = summarize(messages, run, focus, system, tools)
     except (OSError, ValueError, errors.EndpointError) as exc:
         return compaction.failed(exc, path)
-    text = compaction.summary_message(summary, path)
+    # The new history, one message: where the details are, the summary, and go on.
+    text = (f"{compaction.SUMMARY_OPENING} The full transcript is in {path}.]\n\n"
+            f"{summary}\n\nContinue the work from here.")
     if attach:
         text += "\n\n" + attach(run)
     messages[:] = [{"role": "user", "content": text}]

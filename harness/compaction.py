@@ -21,7 +21,6 @@ so s07). Without each piece:
   whole conversation, and the transcript was readable by every local user.
 - ask_at_end: the summary request is sent as a new user message after a user message that
   ends in tool results; the API merges them, but the cached prefix then ends one block sooner.
-- summary_message: the model, after a compaction, does not know where the details went.
 - failed: an API error during the summary call, or a full disk, ends the turn with a
   traceback.
 - announce: the user does not see what layer 2 did, nor that a summary over
@@ -234,12 +233,6 @@ def save(folder: Path, messages: list) -> Path:
     """The history as JSONL, one message per line, in a new transcript_<time>_<n>.jsonl."""
     lines = (json.dumps(m, ensure_ascii=False) + "\n" for m in messages)
     return save_new(folder, "transcript", lines)
-
-
-def summary_message(summary: str, path: Path) -> str:
-    """The history's new first message: where the details are, the summary, and go on."""
-    return (f"{SUMMARY_OPENING} The full transcript is in {path}.]\n\n{summary}\n\n"
-            "Continue the work from here.")
 
 
 def save_new(folder: Path, stem: str, lines) -> Path:

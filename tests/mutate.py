@@ -279,9 +279,9 @@ MUTATIONS = [
              "        old = n < len(pairs) - KEEP_RECENT",
              [S06 + "::test_layer1_never_clears_what_the_model_has_not_answered_yet"]),
     Mutation("layer 1 clears a read of a file no later read or write shows", "s06_compact.py",
-             '        superseded = call["name"] != "read_file" or compaction.path_of(call) in '
+             '        may_go = call["name"] != "read_file" or compaction.path_of(call) in '
              'whole_later',
-             "        superseded = True",
+             "        may_go = True",
              [S06 + "::test_a_file_stays_visible_until_a_later_read_or_write_supersedes_it"]),
     Mutation("a write that failed counts as showing the whole file", "harness/compaction.py",
              '    shown = call.get("name") in SHOW_WHOLE_FILE and not part and not '
