@@ -9,9 +9,8 @@ kept in files, one JSON file per task:
                          "status": "completed", "blockedBy": [], "owner": "alice",
                          "unblocked": [2, 3], "created_at": "2026-12-04T16:00:00+00:00", ...}
     .tasks/task_4.json  {"id": 4, "subject": "Write the API tests", "blockedBy": [2], ...}
-    .tasks/.lock        one change at a time, across processes (the harness keeps in it a
-                        change stamp, a new random token after each change, which tells another
-                        agent to read again; and the largest id the board ever gave)
+    .tasks/.lock        one change at a time, across processes; the harness keeps in it a change
+                        stamp (new after each change: read again) and the largest id ever given
 
         #1 Design the data model --+--> #2 Implement the API --> #4 Write the API tests
                                    +--> #3 Write the docs
@@ -79,9 +78,10 @@ def new_task(task_id: int, subject: str, description: str, blocked_by: list) -> 
 
 class TaskFolder:
     """The board as a folder: .tasks/task_<id>.json, one JSON object each, and .tasks/.lock.
-    board/folder.py mixes in a cache, a guarded lock, and three methods TaskManager calls: load()
-    and try_load() read a task from its file now (an error, or None), and high_water() says the
-    largest id ever given. A postgresql:// board has the same methods."""
+    board.open_store makes the store (Remembering, TaskFolder): board/folder.py's locked, ids,
+    scan, read, write and reserve come first (a cache, a guarded lock), then call these. It
+    adds load and try_load (a task read now: an error, or None) and high_water (the largest
+    id ever given, kept in .lock). A postgresql:// board has the same methods."""
 
     def __init__(self, location):
         self.dir = Path(location)
@@ -128,8 +128,7 @@ class TaskFolder:
 
     def scan(self, validate: bool = False) -> tuple:
         """Every task file, read now: (the readable tasks by id, in id order; one line for
-        each file that cannot be read). This folder always reads them all; validate=True tells
-        the harness's cache (board/folder.py) to do so too, so that a hand edit is seen."""
+        each file that cannot be read). validate=True: the cache reads them all too."""
         tasks, problems = {}, []
         for name in folder.listing(self.dir):
             match = TASK_FILE.fullmatch(name)
@@ -158,9 +157,9 @@ class TaskFolder:
         except FileExistsError:
             return False
         finally:
-            # Where hard links fail, writer.link first makes the name as a new, empty file
-            # (which fails if it is taken), then renames the temporary over that empty file:
-            # still no other file is replaced, and the temporary is gone already.
+            # Linked, the task has two names: the temporary one goes. (Where hard links fail,
+            # writer.link makes the name as a new, empty file, which fails if it is taken, then
+            # renames the temporary over it: no other file is replaced, and it is gone already.)
             temporary.unlink(missing_ok=True)
 
     def temporary(self, task: dict) -> Path:
@@ -231,7 +230,8 @@ class TaskManager:
         return "\n".join(lines)
 
     def _clear_dependency(self, finished) -> list:
-        """Remove a finished task from every blockedBy; say what can start now."""
+        """Remove a finished task from every blockedBy (each dependent read again, then
+        written); write it again with the ids it freed, unless deleted; say what can start."""
         tasks = self.store.scan()[0]
         freed = []
         for other in tasks.values():
@@ -274,7 +274,8 @@ class TaskManager:
         return text.in_full(task, self.store.scan(validate=True)[0])
 
     # ------------------------------------------------------------ the rules of a change
-    # What a change must pass before anything is written. A first reading can skip to the tools.
+    # What a change must pass before anything is written: check_blockers and check_not_blocked
+    # hold the graph's rules; check_owner, the claims of several agents, can wait.
 
     def check_update(self, task, status, add, remove, owner, force) -> tuple:
         """(the new field values, notes), or ValueError. Writes nothing."""
@@ -297,9 +298,8 @@ class TaskManager:
 
     def check_owner(self, task, status, owner, force) -> tuple:
         """({the status and owner to set}, notes), or ValueError. Starting or completing a
-        task claims it, in one's own name; another agent's task in progress, or completed, is
-        theirs: no change to it, unless a person takes it over or reopens it (force); back to
-        pending frees it."""
+        task claims it; another agent's task in progress, or completed, is theirs, unless a
+        person takes it over or reopens it (force); back to pending frees it."""
         holder, tid, notes = task.get("owner"), task["id"], []
         if status == "in_progress" and owner and owner != self.agent and not force:
             raise ValueError(f"you are {self.agent}: start #{tid} in your own name (leave "
@@ -431,7 +431,7 @@ def board_message(run) -> str:
 
 
 def compact_with_board(messages, run, focus="") -> bool:
-    """s06's compaction, with the board, read fresh, after the summary."""
+    """s06's compaction; after its summary, <task-board> task_list's answer </task-board>."""
     return s06.auto_compact(messages, run, focus, SYSTEM, TOOLS, attach=board_message)
 
 
