@@ -268,11 +268,10 @@ def clear_new_batch(messages: list, run) -> None:
 
 
 def micro_compact(messages: list, run, batch: bool = True) -> list:
-    """Layer 1, in two steps. First a new batch is weighed, and cleared if it pays
-    (clear_new_batch), unless --api-context lets the server clear or batch=False: the summary
-    request and layer 2's measures only look (/context weighs, as the next call would). Then
-    what the model will see: a copy of the history with each cleared block as its
-    placeholder. The history itself keeps every block whole."""
+    """Layer 1, in two steps. A new batch is weighed, and cleared if it pays (clear_new_batch),
+    unless --api-context lets the server clear or batch=False (the summary request and layer
+    2's measures only look; /context weighs, as the next call would). Then what the model sees:
+    a copy of the history, each cleared block as its placeholder; the history keeps them whole."""
     if batch and run.api_context is None:
         clear_new_batch(messages, run)
     view = []
@@ -305,9 +304,7 @@ def summarize(messages: list, run, focus: str, system: str, tools: list) -> str:
     # What does not fit in the model's window is left to the transcript.
     room = config.context_window() - SUMMARY_MAX_TOKENS - CONTEXT.prefix
     view = compaction.fit_for_summary(view, room)
-    # The request is a text block added to the last user message: all before it is
-    # unchanged, and read from the cache.
-    view = compaction.ask_at_end(view, SUMMARY_REQUEST.format(focus=focus))
+    view = ask_at_end(view, SUMMARY_REQUEST.format(focus=focus))
     with run.recorder.labelled("summary call"):
         response = s03.ask_model(run, system, tools, view, SUMMARY_MAX_TOKENS)
     # response.said: the model's words, not the harness's notes for the user.
@@ -317,6 +314,21 @@ def summarize(messages: list, run, focus: str, system: str, tools: list) -> str:
     if response.cut:
         return response.said + "\n[this summary was cut before its end]"
     return response.said
+
+
+def ask_at_end(view: list, text: str) -> list:
+    """The view with the text as the last block of its last user message (after an assistant
+    one, a new message): all before it is unchanged, and read from the cache. (A message of its
+    own after tool results is merged by the API, and the cached prefix ends one block sooner.)"""
+    ask = {"type": "text", "text": text}
+    last = view[-1]
+    if last["role"] != "user":
+        return view + [{"role": "user", "content": [ask]}]
+    content = last["content"]
+    # A message sent as a plain string becomes a text block, so that the ask can follow it.
+    if isinstance(content, str):
+        content = [{"type": "text", "text": content}]
+    return view[:-1] + [{**last, "content": content + [ask]}]
 
 
 def auto_compact(messages: list, run, focus: str = "", system: str = SYSTEM,
@@ -396,14 +408,6 @@ def compact_if_asked(response, messages: list, run, compact=auto_compact) -> Non
 
 # ---------------------------------------------------------------- main
 
-# The flag that lets the API manage the context instead of layers 1 and 2 (docs/cost.md).
-API_CONTEXT = (("--api-context",), {
-    "choices": ("clear", "compact"), "metavar": "{clear,compact}",
-    "help": "let the API manage the context on the server instead of the harness's layers 1 "
-            "and 2: clear old tool results (context editing), or compact (a summary the API "
-            "writes); see docs/cost.md"})
-
-
 def start(run, args, system: str = SYSTEM, tools: list = TOOLS, attach=None) -> None:
     """When a run starts (after ./.env is read): --api-context, COMPACT_THRESHOLD, and the
     prefix every request starts with. attach: as auto_compact's, after the API's summary."""
@@ -426,9 +430,9 @@ def repl_commands(compact=auto_compact) -> dict:
 
 def main(argv: list = None) -> int:
     lesson = cli.Lesson("s06_compact", __doc__, agent_loop, system=SYSTEM, tools=TOOLS,
-                        commands=repl_commands(), on_start=start, options=[API_CONTEXT],
-                        context_view=micro_compact, context_size=CONTEXT,
-                        demo_args=(CONTEXT,))
+                        commands=repl_commands(), on_start=start,
+                        options=[compaction.API_CONTEXT_FLAG],
+                        context_view=micro_compact, context_size=CONTEXT, demo_args=(CONTEXT,))
     return cli.run_cli(lesson, argv)
 
 

@@ -44,7 +44,7 @@ from pathlib import Path
 
 import s03_todo as s03
 import s06_compact as s06
-from harness import board, cli, writer
+from harness import board, cli, compaction, writer
 from harness.board import folder, graph, record, text
 from harness.board import commands as commands_for
 
@@ -472,7 +472,7 @@ def main(argv=None) -> int:
     lesson = cli.Lesson("s07_task_system", __doc__, agent_loop, system=SYSTEM, tools=TOOLS,
                         commands=commands, on_start=start, demo_args=(TASKS, s06.CONTEXT),
                         context_view=s06.micro_compact, context_size=s06.CONTEXT,
-                        **commands_for.cli_options(TASKS, s06.API_CONTEXT))
+                        **commands_for.cli_options(TASKS, compaction.API_CONTEXT_FLAG))
     return cli.run_cli(lesson, argv)
 
 

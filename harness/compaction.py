@@ -19,8 +19,6 @@ so s07). Without each piece:
   full disk leaves a truncated transcript (or an empty file) that looks like a complete one.
   Written through harness/writer.py: a link planted at its old temporary name received the
   whole conversation, and the transcript was readable by every local user.
-- ask_at_end: the summary request is sent as a new user message after a user message that
-  ends in tool results; the API merges them, but the cached prefix then ends one block sooner.
 - failed: an API error during the summary call, or a full disk, ends the turn with a
   traceback.
 - announce: the user does not see what layer 2 did, nor that a summary over
@@ -57,6 +55,13 @@ SUMMARY_OPENING = "[This conversation was compacted to save context."
 # Tokens a window must leave layer 2 beyond the system prompt and tools: less holds no prompt
 # and its summary, and every prompt would be summarised before the model saw it.
 MIN_ROOM = 1_000
+# s06's (and s07's) flag that lets the API manage the context on the server instead of layers
+# 1 and 2 (docs/cost.md); harness/api_context.py, which does it, loads only when it is given.
+API_CONTEXT_FLAG = (("--api-context",), {
+    "choices": ("clear", "compact"), "metavar": "{clear,compact}",
+    "help": "let the API manage the context on the server instead of the harness's layers 1 "
+            "and 2: clear old tool results (context editing), or compact (a summary the API "
+            "writes); see docs/cost.md"})
 
 
 # ---------------------------------------------------------------- layer 1's bookkeeping
@@ -249,18 +254,6 @@ def save_new(folder: Path, stem: str, lines) -> Path:
     data = "".join(lines).encode("utf-8")    # text that cannot be stored fails before a file
     stamp = time.strftime("%Y%m%d-%H%M%S")
     return writer.numbered(folder, f"{stem}_{stamp}", ".jsonl", data, writer.PRIVATE)
-
-
-def ask_at_end(view: list, text: str) -> list:
-    """view with a text block added to its last user turn (or a new user turn after an
-    assistant one)."""
-    ask = {"type": "text", "text": text}
-    last = view[-1]
-    if last["role"] != "user":
-        return view + [{"role": "user", "content": [ask]}]
-    content = last["content"]
-    content = content if isinstance(content, list) else [{"type": "text", "text": content}]
-    return view[:-1] + [{**last, "content": content + [ask]}]
 
 
 def failed(exc: Exception, path=None, folder: Path = config.TRANSCRIPTS) -> bool:

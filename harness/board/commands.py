@@ -84,7 +84,7 @@ def repl_commands(tasks) -> dict:
 
 
 def cli_options(tasks, *more) -> dict:
-    """cli.Lesson's keywords for s07: --board and --name (and `more` options: s06's), /task
+    """cli.Lesson's keywords for s07: --board and --name (and `more` options: --api-context), /task
     help in --help and named by /help, and the live board before each REPL prompt."""
     return {"options": [*more, *OPTIONS], "help_extra": HELP, "before_prompt": Live(tasks),
             "repl_help": "/task help lists what /task does: add, start, done, block, ..."}
