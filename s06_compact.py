@@ -249,14 +249,15 @@ def clear_new_batch(messages: list, run) -> None:
     """Clear what the model can do without, if the batch pays for the cache it rewrites."""
     batch = clearable(messages)
     freed = sum(tokens_freed(block, call) for block, call in batch)
-    # What the API must write again: from the batch's first call to the end, less the batch.
-    # (batch=False: micro_compact only looks, and does not come back here.)
-    rewritten = compaction.tokens_from(micro_compact(messages, run, batch=False), batch) - freed
+    # What the API must write again: from the batch's first tool_use to the end, less the batch.
+    view_now = micro_compact(messages, run, batch=False)     # only looks: no batch weighed
+    rewritten = compaction.tokens_from(view_now, batch) - freed
     # No API count yet (resumed, or compacted): a cold cache has nothing to lose.
     if CONTEXT.reported is None:
         rewritten = 0
-    at_least = min(CLEAR_AT_LEAST, CONTEXT.threshold * 2 // 5)
-    if not batch or freed < at_least or freed < REWRITE_SHARE * rewritten:
+    big_enough = freed >= min(CLEAR_AT_LEAST, CONTEXT.threshold * 2 // 5)
+    pays_for_itself = freed >= REWRITE_SHARE * rewritten
+    if not batch or not big_enough or not pays_for_itself:
         return
     for block, call in batch:
         CLEARED.instead[id(block)] = (block, placeholder(block, call, run))
@@ -416,8 +417,7 @@ def start(run, args, system: str = SYSTEM, tools: list = TOOLS, attach=None) -> 
     if args.demo:
         CONTEXT.threshold = config.positive_int("COMPACT_THRESHOLD", DEMO_THRESHOLD, "tokens")
     CONTEXT.prefix = tokens.estimate([system, tools])
-    # A threshold past the model's window (a local model's may be smaller) would never be
-    # reached: it is lowered to fit, or the run refused if the window leaves no room.
+    # Lowered to fit the model's window (a local model's may be smaller), or the run refused.
     CONTEXT.threshold = compaction.fit_to_window(CONTEXT.threshold, CONTEXT.prefix,
                                                  s03.MAX_TOKENS, run.api_context)
     run.recorder.threshold(CONTEXT.threshold)

@@ -78,10 +78,9 @@ def new_task(task_id: int, subject: str, description: str, blocked_by: list) -> 
 
 class TaskFolder:
     """The board as a folder: .tasks/task_<id>.json, one JSON object each, and .tasks/.lock.
-    board.open_store makes the store (Remembering, TaskFolder): board/folder.py's locked, ids,
-    scan, read, write and reserve come first (a cache, a guarded lock), then call these. It
-    adds load and try_load (a task read now: an error, or None) and high_water (the largest
-    id ever given, kept in .lock). A postgresql:// board has the same methods."""
+    TaskManager.use mixes folder.Remembering in first: its locked, ids, scan, read, write and
+    reserve (a cache, a guarded lock) call these through super(), and it adds load, try_load (a
+    task read now: an error, or None) and high_water (the largest id ever given, in .lock)."""
 
     def __init__(self, location):
         self.dir = Path(location)
@@ -180,7 +179,8 @@ class TaskManager:
         self.agent = agent or record.default_agent_name()  # who owns what we start
 
     def use(self, location) -> None:
-        """A folder (a TaskFolder), or a postgresql:// URL (agents on several machines)."""
+        """A folder, or a postgresql:// URL (agents on several machines; the same methods).
+        For a folder: type("TaskFolder", (folder.Remembering, TaskFolder), {})(location)."""
         self.store = board.open_store(location, TaskFolder)
 
     def next_id(self) -> int:

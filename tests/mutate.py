@@ -251,12 +251,12 @@ MUTATIONS = [
     # ---------------------------------------------------------------- s06: the three layers
     Mutation("layer 1 clears batches of a quarter of CLEAR_AT_LEAST",
              "s06_compact.py",
-             "    at_least = min(CLEAR_AT_LEAST, CONTEXT.threshold * 2 // 5)",
-             "    at_least = min(CLEAR_AT_LEAST // 4, CONTEXT.threshold * 2 // 5)",
+             "    big_enough = freed >= min(CLEAR_AT_LEAST, CONTEXT.threshold * 2 // 5)",
+             "    big_enough = freed >= min(CLEAR_AT_LEAST // 4, CONTEXT.threshold * 2 // 5)",
              [S06 + "::test_layer1_never_clears_a_batch_smaller_than_clear_at_least"]),
     Mutation("layer 1 ignores the cache a batch rewrites", "s06_compact.py",
-             "    if not batch or freed < at_least or freed < REWRITE_SHARE * rewritten:",
-             "    if not batch or freed < at_least:",
+             "    if not batch or not big_enough or not pays_for_itself:",
+             "    if not batch or not big_enough:",
              [S06 + "::test_a_batch_waits_while_clearing_it_would_rewrite_more_cache_than_it_"
                     "frees"]),
     Mutation("layer 2 still counts what layer 1 just cleared", "s06_compact.py",
