@@ -106,12 +106,15 @@ def ask_model(run, system: str, tools: list, messages: list,
               max_tokens: int = MAX_TOKENS) -> model_call.Response:
     """One model call: the request streamed to the SDK, which puts the reply together.
 
-    The Response (harness/model_call.py) holds what the loop reads: content, the reply's
-    blocks as plain dicts, ready to send back; stop_reason; tool_uses, the calls to run;
-    answer, the reply's text (and why it stopped, when that was not the model's choice);
-    notes, text blocks the harness sends after the results. Fixed on the way: a tool_use cut
-    off in the middle by max_tokens is left out, and a note tells the model; a turn the
-    server paused is resumed; stop_reason is "tool_use" exactly when tool_uses has calls."""
+    The Response (harness/model_call.py) holds what the loop reads, where the SDK's Message
+    has objects: content, the reply's blocks as plain dicts, ready to send back; stop_reason;
+    usage, the API's token counts; tool_uses, the tool_use dicts to run; said, the model's own
+    text; cut, whether it stopped mid-way (max_tokens, a full window, a stream that ended);
+    answer, what the user sees (said, and why it stopped when that was not the model's
+    choice); notes, text blocks the harness sends after the results. Fixed on the way: a
+    tool_use cut off in the middle by max_tokens is left out, and a note tells the model; a
+    turn the server paused is resumed; stop_reason is "tool_use" exactly when tool_uses has
+    calls."""
     request = {"model": run.model, "system": system, "tools": tools, "messages": messages,
                "max_tokens": max_tokens,
                # Automatic prompt caching: the next call reads all this from the cache

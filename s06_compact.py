@@ -31,13 +31,13 @@ at a time (a block: a text, a tool call or a tool result in a message):
     tools -> system -> message 1 -> message 2 -> ... -> the last block   <- breakpoint
     |--- as in the last call: read from the cache, 0.1 x ---|-- new: written, 1.25 x --|
 
-s03's request asks the API to cache all of it (cache_control), so the next call reads all but
-its new blocks from the cache. The cache matches byte for byte: a block that changes is
-written again, with everything after it. So layer 1 clears in rare, large batches, and the
-summary request is added at the end of the conversation, which is read from the cache. An
-entry lives 5 minutes after its last use. A request shorter than the model's minimum is not
-cached at all: 1,024 tokens for Sonnet 5, 512 to 4,096 for others
-(platform.claude.com/docs/en/build-with-claude/prompt-caching, 2026-12).
+s03's request asks the API to cache all of it (cache_control: a breakpoint on its last block;
+layer 1 adds one just before its latest batch), so the next call reads all but its new blocks
+from the cache. The cache matches byte for byte: a block that changes is written again, with
+everything after it. So layer 1 clears in rare, large batches, and the summary request is added
+at the end of the conversation, which is read from the cache. An entry lives 5 minutes after its
+last use. A request under the model's minimum is not cached: 1,024 tokens for Sonnet 5, 512 to
+4,096 for others (platform.claude.com/docs/en/build-with-claude/prompt-caching, 2026-12).
 
 Key insight: the conversation is working memory, not storage. Summaries keep the thread; the
 transcript (and every big result, saved whole) keeps every detail for whoever needs it.
