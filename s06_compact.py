@@ -203,7 +203,7 @@ def clearable(messages: list) -> list:
         texts = compaction.input_texts(call)
         if old and sum(map(len, texts.values())) > KEEP_CHARS and not CLEARED.holds(call):
             batch.append((call, call))
-        # Whole: a read_file with no offset or limit, not cut short, or a write_file; no error.
+        # Whole: a read_file from line 1 with no limit, not cut short, or a write_file; no error.
         whole_later |= compaction.shows_whole_file(call, result)
     return batch
 
@@ -249,8 +249,9 @@ def clear_new_batch(messages: list, run) -> None:
     """Clear what the model can do without, if the batch pays for the cache it rewrites."""
     batch = clearable(messages)
     freed = sum(tokens_freed(block, call) for block, call in batch)
-    # What the API must write again: from the batch's first tool_use to the end, less the batch.
-    view_now = micro_compact(messages, run, batch=False)     # only looks: no batch weighed
+    # What the API must write again: from the batch's first tool_use to the end, less the
+    # batch, measured on the view as it is now (batch=False only looks: no batch is weighed).
+    view_now = micro_compact(messages, run, batch=False)
     rewritten = compaction.tokens_from(view_now, batch) - freed
     # No API count yet (resumed, or compacted): a cold cache has nothing to lose.
     if CONTEXT.reported is None:
@@ -402,8 +403,7 @@ def compact_if_asked(response, messages: list, run, compact=auto_compact) -> Non
         if call["name"] == "compact" and answered and not answered[0].get("is_error"):
             focus = tool_input.checked(call["input"], "compact", TOOLS).get("focus", "")
             if not compact(messages, run, focus):
-                note = {"type": "text", "text": COMPACTION_FAILED}
-                messages[-1]["content"].append(note)
+                messages[-1]["content"].append({"type": "text", "text": COMPACTION_FAILED})
             return
 
 

@@ -23,7 +23,7 @@ This is the reading guide; the README links here.
     after s06   tokens         the one token estimate, about 4 characters a token
                 compaction     what s06's layers need and a learner need not read: the
                                cache breakpoint, the saved copy a placeholder names, the
-                               transcript, the window guard, the notes
+                               transcript, the window guard, the notes, the --api-context flag
                 api_context    --api-context: the API's own clearing or compaction instead
                                of layers 1 and 2, through the run's client (loaded when used)
     after s07   board/         record (a task's checks, the TaskStore), folder (what makes

@@ -56,7 +56,8 @@ SUMMARY_OPENING = "[This conversation was compacted to save context."
 # and its summary, and every prompt would be summarised before the model saw it.
 MIN_ROOM = 1_000
 # s06's (and s07's) flag that lets the API manage the context on the server instead of layers
-# 1 and 2 (docs/cost.md); harness/api_context.py, which does it, loads only when it is given.
+# 1 and 2 (docs/cost.md). Defined here, where both lessons' parsers find it at start without
+# loading harness/api_context.py, which does the work and loads only when the flag is given.
 API_CONTEXT_FLAG = (("--api-context",), {
     "choices": ("clear", "compact"), "metavar": "{clear,compact}",
     "help": "let the API manage the context on the server instead of the harness's layers 1 "

@@ -139,11 +139,15 @@ def run_main(fresh_layers, workdir, monkeypatch, capsys):
     def run(lesson, *args, script=(), summary=None, stdin="", env=None, key="test-key",
             stand_in=None):
         fresh_layers()
-        os.environ.clear()
         with StandInAPI(script, summary=summary, **(stand_in or {})) as api:
-            # As run_lesson's subprocess gets it: a value may be given as a number.
+            # The environment run_lesson's subprocess gets: made from the test's own (PATH,
+            # LANG...), less any key or setting; a value may be given as a number.
+            os.environ.clear()
+            os.environ.update(saved)
             extra = {"ANTHROPIC_BASE_URL": api.url, **(env or {})}
-            os.environ.update(helpers.clean_env(workdir.parent / "home", **extra))
+            made = helpers.clean_env(workdir.parent / "home", **extra)
+            os.environ.clear()
+            os.environ.update(made)
             if key:
                 os.environ["ANTHROPIC_API_KEY"] = key
             monkeypatch.setattr("sys.stdin",

@@ -34,6 +34,7 @@ from contextlib import contextmanager
 from html.parser import HTMLParser
 from pathlib import Path
 from types import SimpleNamespace
+from unittest import mock
 from urllib.parse import urlsplit, urlunsplit
 
 import pytest
@@ -169,22 +170,44 @@ def disarm_watchdog() -> None:
 
 @contextmanager
 def forking():
-    """Fork (a process, a pool) with no other thread running. A forked child holds only the
-    thread that forked, and any lock another thread held stays held there for good: Python 3.12
-    warns of it (\"is multi-threaded, use of fork() may lead to deadlocks\"). The one thread
-    the suite keeps is the watchdog's: it stops while the test forks, then is armed again for
-    the time its test had left. (The SIGALRM bound, which needs no thread, stays.)"""
+    """Fork (a process, a pool's workers) with no other thread running: wrap the fork alone.
+    A forked child holds only the thread that forked, and any lock another thread held stays
+    held there for good: Python 3.12 warns of it (\"is multi-threaded, use of fork() may lead
+    to deadlocks\"). The one thread the suite keeps is the watchdog's: it stops for the fork,
+    then is armed again for the time its test phase had left, if that phase still runs. (The
+    SIGALRM bound, which needs no thread, stays.)"""
     armed = dict(WATCHDOG)
     faulthandler.cancel_dump_traceback_later()
     try:
         yield
     finally:
-        if armed:
+        # Not after its phase ended (or was armed anew): that would end a later test.
+        if armed and WATCHDOG.get("since") == armed["since"]:
             left = armed["seconds"] - (time.monotonic() - armed["since"])
             faulthandler.dump_traceback_later(max(left, 1), exit=True, file=armed["file"])
 
 
 FORK = multiprocessing.get_context("fork")
+
+
+@contextmanager
+def forks_alone():
+    """While open, the fork context's pools and processes each fork inside forking(), and only
+    the fork: for code that forks by itself (the benchmarks), whose runs the watchdog still
+    bounds. (get_context("fork") is one object: a bench's own call gets this one.)"""
+    pool, process = FORK.Pool, FORK.Process
+
+    def quiet_pool(*args, **kwargs):
+        with forking():
+            return pool(*args, **kwargs)
+
+    class QuietProcess(process):
+        def start(self):
+            with forking():
+                super().start()
+    with mock.patch.object(FORK, "Pool", quiet_pool), \
+            mock.patch.object(FORK, "Process", QuietProcess):
+        yield
 
 
 def _report(work, wait, args, index, results) -> None:

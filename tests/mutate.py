@@ -307,7 +307,8 @@ MUTATIONS = [
              "        path = None",
              [S06 + "::test_the_model_calls_compact_mid_task_and_keeps_working"]),
     Mutation("the model is not told that the compaction it asked for failed", "s06_compact.py",
-             '                messages[-1]["content"].append(note)',
+             '                messages[-1]["content"].append({"type": "text", "text": '
+             'COMPACTION_FAILED})',
              "                pass",
              [S06 + "::test_slash_compact_in_the_repl_and_a_failing_summary_in_a_turn"]),
     Mutation("the token estimate counts a non-ASCII character as its escape (up to 6x over)",

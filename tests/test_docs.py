@@ -17,7 +17,7 @@ import pg_server
 from helpers import (NAME, PROMPT, ROOT, WALK_MODEL, WALK_SUMMARY, gather, missing_test,
                      plan_by_hand, shown_by)
 from harness.stand_in.script import reply, text, tool
-from helpers import forking, words
+from helpers import forks_alone, words
 from readme_blocks import assert_matches, checked_block, markers, quoting_files, runs
 
 DOCS = ROOT / "docs"
@@ -117,7 +117,7 @@ def bench_prints(bench_tasks, argv, monkeypatch):
     monkeypatch.setattr(sys, "argv", argv)
     out = io.StringIO()
     # Its claimers are forked processes.
-    with redirect_stdout(out), forking():
+    with redirect_stdout(out), forks_alone():
         bench_tasks.main()
     return out.getvalue()
 
