@@ -178,6 +178,11 @@ def forking():
     SIGALRM bound, which needs no thread, stays.)"""
     armed = dict(WATCHDOG)
     faulthandler.cancel_dump_traceback_later()
+    # Its thread ends a moment after it is told to, and a fork before that still forks a
+    # process of two threads: wait for the count (Linux keeps it in /proc) to drop.
+    deadline = time.monotonic() + 2
+    while _os_threads() > threading.active_count() and time.monotonic() < deadline:
+        time.sleep(0.005)
     try:
         yield
     finally:
@@ -185,6 +190,14 @@ def forking():
         if armed and WATCHDOG.get("since") == armed["since"]:
             left = armed["seconds"] - (time.monotonic() - armed["since"])
             faulthandler.dump_traceback_later(max(left, 1), exit=True, file=armed["file"])
+
+
+def _os_threads() -> int:
+    """The threads of this process, Python's and others (faulthandler's): 1 where unknown."""
+    try:
+        return len(os.listdir("/proc/self/task"))
+    except OSError:
+        return 1
 
 
 FORK = multiprocessing.get_context("fork")
