@@ -40,6 +40,35 @@ from harness.stand_in import StandInAPI  # noqa: E402
 
 # ---------------------------------------------------------------- a lesson, as a user runs it
 
+@pytest.fixture(autouse=True, scope="session")
+def one_tls_context():
+    """Every client the harness makes (one per lesson run in process, hundreds in the suite)
+    builds a TLS context and loads the CA bundle into it: 20 ms each, seconds of the suite,
+    for a loopback that never uses TLS. The SDK's HTTP library (httpx2, or httpx in older
+    SDKs) makes the default one once and shares it, as its docs allow a context to be."""
+    transport = None
+    for name in ("httpx2._transports.default", "httpx._transports.default"):
+        try:
+            transport = importlib.import_module(name)
+            break
+        except ImportError:
+            continue
+    if transport is None or not hasattr(transport, "create_ssl_context"):
+        yield
+        return
+    made, shared = transport.create_ssl_context, {}
+
+    def create_ssl_context(verify=True, cert=None, trust_env=True, **more):
+        if verify is not True or cert is not None or more:
+            return made(verify=verify, cert=cert, trust_env=trust_env, **more)
+        if trust_env not in shared:
+            shared[trust_env] = made(verify=verify, cert=cert, trust_env=trust_env)
+        return shared[trust_env]
+    transport.create_ssl_context = create_ssl_context
+    yield
+    transport.create_ssl_context = made
+
+
 @pytest.fixture(autouse=True)
 def plain_width(monkeypatch):
     """Every test lays out its output for 80 columns, as a pipe is (terminal.width), whatever
