@@ -78,9 +78,9 @@ def new_task(task_id: int, subject: str, description: str, blocked_by: list) -> 
 
 class TaskFolder:
     """The board as a folder: .tasks/task_<id>.json, one JSON object each, and .tasks/.lock.
-    TaskManager.use mixes folder.Remembering in first: its locked, ids, scan, read, write and
-    reserve (a cache, a guarded lock) call these through super(), and it adds load, try_load (a
-    task read now: an error, or None) and high_water (the largest id ever given, in .lock)."""
+    TaskManager.use (board.open_store) mixes folder.Remembering in first: its locked, ids,
+    scan, read, write and reserve (a cache, a guarded lock) call these through super(); it adds
+    load, try_load (a task read now: an error, or None) and high_water (in .lock)."""
 
     def __init__(self, location):
         self.dir = Path(location)

@@ -28,7 +28,7 @@ so s07). Without each piece:
 - window_guard and fit_to_window (s06's start): with a window smaller than the threshold
   (a local model's), or with --api-context, layer 2 would act only once a request no longer
   fits: then the summary request does not fit either, and the session can never go on. A
-  window the system prompt and tools (nearly) filled (300, a typo for 3000) summarised every
+  window the system prompt and tools (nearly) filled (CONTEXT_WINDOW=300 for 3000) summarised every
   prompt away before the model saw it: one that leaves less than MIN_ROOM is refused.
 - fit_for_summary: the summary request of a conversation already past the window is
   refused, and the session can never go on; it starts at a prompt (inside one long turn,
