@@ -159,8 +159,7 @@ class Cleared:
         self.clear()
 
     def clear(self) -> None:
-        """Forget every placeholder: a compaction made a new history, without these blocks.
-        (A history read back by --continue is new blocks too: it starts with none cleared.)"""
+        """Forget every placeholder: a compaction (or --continue) starts a new history."""
         self.instead = {}          # id() of a cleared block -> (the block, what is sent instead)
         self.batch_start = None    # the latest batch's first block: a breakpoint goes before it
 
@@ -183,9 +182,8 @@ CLEARED = Cleared()
 def clearable(messages: list) -> list:
     """Layer 1's choice, as (block, its call): the tool results, and the texts of write/edit
     calls, that the model can do without. Not the newest KEEP_RECENT calls, nor the newest
-    reply's (the model has not seen their results yet), nor anything under KEEP_CHARS; and a
-    read_file's result only once a later read or write shows that file whole again (until
-    then, the model may be about to edit it)."""
+    reply's (the model has not seen their results yet), nor anything under KEEP_CHARS, nor a
+    read_file's result before a later call shows that file whole."""
     pairs = pairing.tool_pairs(messages)           # (tool_use, tool_result), oldest first
     newest = pairing.newest_ids(messages)
     whole_later = set()                            # files a later call shows whole
@@ -238,8 +236,7 @@ def cleared_input(call: dict) -> dict:
 
 
 def tokens_freed(block: dict, call: dict) -> int:
-    """About what clearing a block frees: a result's text, or a call's texts less the notes
-    that replace them."""
+    """About what clearing a block frees: a result's text, or what a call's texts lose."""
     if block is call:
         return tokens.estimate(call["input"]) - tokens.estimate(cleared_input(call)["input"])
     return tokens.estimate(block.get("content"))
@@ -250,8 +247,8 @@ def clear_new_batch(messages: list, run) -> None:
     batch = clearable(messages)
     freed = sum(tokens_freed(block, call) for block, call in batch)
     # What the API must write again: from the batch's first tool_use to the end, less the
-    # batch, measured on the view as it is now (batch=False only looks: no batch is weighed).
-    view_now = micro_compact(messages, run, batch=False)
+    # batch, measured on what the model sees now.
+    view_now = view_of(messages)
     rewritten = compaction.tokens_from(view_now, batch) - freed
     # No API count yet (resumed, or compacted): a cold cache has nothing to lose.
     if CONTEXT.reported is None:
@@ -270,21 +267,25 @@ def clear_new_batch(messages: list, run) -> None:
 
 
 def micro_compact(messages: list, run, batch: bool = True) -> list:
-    """Layer 1, in two steps. A new batch is weighed, and cleared if it pays (clear_new_batch),
-    unless --api-context lets the server clear or batch=False (the summary request and layer
-    2's measures only look; /context weighs, as the next call would). Then what the model sees:
-    a copy of the history, each cleared block as its placeholder; the history keeps them whole."""
+    """Layer 1, in two steps: clear a new batch if it pays, then return what the model sees.
+    batch=False only looks (the summary request, layer 2's measures); /context runs both
+    steps, as the next call would. With --api-context the server clears instead."""
     if batch and run.api_context is None:
         clear_new_batch(messages, run)
+    return view_of(messages)
+
+
+def view_of(messages: list) -> list:
+    """What the model sees: a copy of the history, each cleared block as its placeholder.
+    The history keeps every block whole."""
     view = []
     for message in messages:
         content = message["content"]
         if isinstance(content, list):
             message = {**message, "content": [CLEARED.as_sent(block) for block in content]}
         view.append(message)
-    # A second cache breakpoint (cache_control on one block) just before the latest batch:
-    # the API looks back at most 20 blocks from a breakpoint for a cached start, and a
-    # batch further back would miss it.
+    # A second cache breakpoint just before the latest batch: the API looks back at most 20
+    # blocks from a breakpoint for a cached start, and would miss a batch further back.
     return compaction.breakpoint_before(view, CLEARED.batch_start)
 
 
@@ -320,8 +321,8 @@ def summarize(messages: list, run, focus: str, system: str, tools: list) -> str:
 
 def ask_at_end(view: list, text: str) -> list:
     """The view with the text as the last block of its last user message (after an assistant
-    one, a new message): all before it is unchanged, and read from the cache. (A message of its
-    own after tool results is merged by the API, and the cached prefix ends one block sooner.)"""
+    one, a new message), so that all before it is read from the cache. (The API merges a new
+    user message into the tool results before it: the cached part would end a block sooner.)"""
     ask = {"type": "text", "text": text}
     last = view[-1]
     if last["role"] != "user":
@@ -413,9 +414,8 @@ def start(run, args, system: str = SYSTEM, tools: list = TOOLS, attach=None) -> 
     """When a run starts (after ./.env is read): --api-context, COMPACT_THRESHOLD, and the
     prefix every request starts with. attach: as auto_compact's, after the API's summary."""
     run.use_api_context(args.api_context, API_CLEAR_AT, API_COMPACT_AT, KEEP_RECENT, attach)
-    CONTEXT.threshold = config.positive_int("COMPACT_THRESHOLD", DEFAULT_THRESHOLD, "tokens")
-    if args.demo:
-        CONTEXT.threshold = config.positive_int("COMPACT_THRESHOLD", DEMO_THRESHOLD, "tokens")
+    default = DEMO_THRESHOLD if args.demo else DEFAULT_THRESHOLD
+    CONTEXT.threshold = config.positive_int("COMPACT_THRESHOLD", default, "tokens")
     CONTEXT.prefix = tokens.estimate([system, tools])
     # Lowered to fit the model's window (a local model's may be smaller), or the run refused.
     CONTEXT.threshold = compaction.fit_to_window(CONTEXT.threshold, CONTEXT.prefix,

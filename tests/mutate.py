@@ -694,9 +694,8 @@ MUTATIONS = [
              [API_CONTEXT + "::test_with_clearing_a_conversation_that_grows_by_text_is_"
                             "summarised_inside_the_window"]),
     Mutation("s06's --demo ignores the learner's COMPACT_THRESHOLD", "s06_compact.py",
-             '        CONTEXT.threshold = config.positive_int("COMPACT_THRESHOLD", '
-             'DEMO_THRESHOLD, "tokens")',
-             "        CONTEXT.threshold = DEMO_THRESHOLD",
+             '    CONTEXT.threshold = config.positive_int("COMPACT_THRESHOLD", default, "tokens")',
+             "    CONTEXT.threshold = default",
              ["tests/test_demo_threshold.py::test_a_threshold_above_the_demos_context_keeps_"
               "layer_2_from_compacting"]),
     Mutation("a closed terminal (SIGHUP) ends a run without its page and total",
