@@ -289,12 +289,12 @@ def in_charge(run) -> Optional[str]:
     return "the harness's layers 1 and 2 (without --api-context)"
 
 
-def context_command(system: str, tools: list, view_of=None, context=None):
+def context_command(system: str, tools: list, context_view=None, context=None):
     """/context for a lesson's REPL: what the next request would send (in s06 and s07,
-    view_of(messages, run) is layer 1, micro_compact, as the next call runs it), against the
-    threshold and the window (context: s06's ContextSize). No model call."""
+    context_view(messages, run) is layer 1, micro_compact, as the next call runs it), against
+    the threshold and the window (context: s06's ContextSize). No model call."""
     def command(messages: list, run, arg: str) -> None:
-        view = view_of(messages, run) if view_of else messages
+        view = context_view(messages, run) if context_view else messages
         whole = len(view)
         if run.api_context is not None:     # what the next request will send of it
             view = run.api_context.view(view)
