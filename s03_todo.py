@@ -25,17 +25,13 @@ Key insight: the model plans better when it writes its plan down, and keeps it c
 the harness nags. The todo list is just a tool whose result is the rendered list.
 
 Read it top to bottom: the loop and the model call first (the whole idea of an agent), then
-the four base tools, TodoManager, and the dispatch table that joins them. A line that calls
-into harness/ makes the bare idea safe on a real machine, and its comment says how: the
-model call's guard and check (harness/model_call.py), the tools' safety (bash.py, files.py),
-the results kept whole and logged (spill.py, tool_calls.py).
+the four base tools, TodoManager, and the dispatch table that joins them. A call into
+harness/ makes the bare idea safe on a real machine; its name, or the comment above it, says
+what it does, and you can skip it on a first read. Each model call ends with a line such as
+[tokens: 12 in · 1,100 from cache · 80 to cache · 60 out]; s06 explains the cache.
 
-Each call ends with a line such as [tokens: 12 in · 1,100 from cache · 80 to cache · 60 out]:
-input the API read fresh, read from its cache (a tenth of the price), written to the cache
-(a quarter more), and the output. A request under the model's minimum (1,024 tokens for the
-default model) is not cached, so a short session shows 0 for both; s06 explains the cache.
-
-Limits: the todos live in memory: they die with the program, and s06's compaction hides
+Limits: the todos live in memory: they die with the program (--continue brings back the
+conversation, with the last list the model wrote, but not TODO), and s06's compaction hides
 them. s07 fixes that.
 
 Run it:   python s03_todo.py "add a docstring to hello.py and track your steps"
@@ -104,17 +100,14 @@ def agent_loop(messages: list, run, max_steps: int = MAX_STEPS) -> str:
 
 def ask_model(run, system: str, tools: list, messages: list,
               max_tokens: int = MAX_TOKENS) -> model_call.Response:
-    """One model call: the request streamed to the SDK, which puts the reply together.
+    """One model call. The block below does what `run.client.messages.create(**request)`
+    would, streamed so that the reply shows as it is written, and checked.
 
-    The Response (harness/model_call.py) holds what the loop reads, where the SDK's Message
-    has objects: content, the reply's blocks as plain dicts, ready to send back; stop_reason;
-    usage, the API's token counts; tool_uses, the tool_use dicts to run; said, the model's own
-    text; cut, whether it stopped mid-way (max_tokens, a full window, a stream that ended);
-    answer, what the user sees (said, and why it stopped when that was not the model's
-    choice); notes, text blocks the harness sends after the results. Fixed on the way: a
-    tool_use cut off in the middle by max_tokens is left out, and a note tells the model; a
-    turn the server paused is resumed; stop_reason is "tool_use" exactly when tool_uses has
-    calls."""
+    The loop reads four fields of the Response (harness/model_call.py lists the rest):
+    content, the reply's blocks as plain dicts, ready to send back; stop_reason, "tool_use"
+    exactly when the reply holds a call to run; tool_uses, those calls, each a dict
+    {"type": "tool_use", "id": ..., "name": ..., "input": {...}}; answer, what the user sees
+    (the model's text, and why it stopped when that was not the model's choice)."""
     request = {"model": run.model, "system": system, "tools": tools, "messages": messages,
                "max_tokens": max_tokens,
                # Automatic prompt caching: the next call reads all this from the cache
@@ -131,8 +124,8 @@ def ask_model(run, system: str, tools: list, messages: list,
 
 
 def run_tool_calls(run, response, handlers: dict, tools: list) -> list:
-    """One tool_result per tool_use, in order; then the harness's notes (such as: the reply
-    ran out of max_tokens in the middle of a call, which was not run)."""
+    """One tool_result per tool_use, in order; then the harness's notes. The idea is two
+    lines: call_tool runs the call, and the dict below answers it by its id."""
     results = []
     # Ctrl-C keeps the results made so far, and marks the rest not run.
     with tool_calls.keep_on_ctrl_c(response.tool_uses, results):
@@ -147,6 +140,8 @@ def run_tool_calls(run, response, handlers: dict, tools: list) -> list:
             # Made sendable ("(no output)" for none, half an emoji mended), shown, and
             # logged now: a kill mid-batch loses no result already made.
             results.append(tool_calls.kept(run, call, result))
+    # The notes, text after the results (which must come first): such as "your reply ran out
+    # of max_tokens in the middle of a call, which was not run".
     return results + response.notes
 
 
@@ -177,6 +172,8 @@ def safe_path(path: str) -> Path:
 
 
 def run_bash(command: str) -> str:
+    # subprocess with shell=True: stdout and stderr together, "[exit status N]" when it
+    # fails; killed, with all it started, after BASH_TIMEOUT seconds.
     return bash.run(command, cwd=Path.cwd(), timeout=BASH_TIMEOUT)
 
 
@@ -186,8 +183,8 @@ def run_read(path: str, limit: int = None, offset: int = 1) -> str:
 
 
 def run_write(path: str, content: str) -> str:
-    # Atomic: a full disk or a kill leaves the old file, never half of it. The note says what
-    # of the old file (its owner, say) could not be kept.
+    # Atomic: a full disk or a kill leaves the old file, never half of it. note: "", or what
+    # of the old file (its owner, its mode) could not be carried over.
     size, note = files.write_and_note(safe_path(path), content, path)
     return f"Wrote {size:,} bytes to {path}{note}"
 
@@ -300,6 +297,8 @@ TOOL_HANDLERS = {
 
 
 def main(argv: list = None) -> int:
+    # Each turn, run_cli appends {"role": "user", "content": prompt} to the history, calls
+    # agent_loop(history, run) and prints its answer; a REPL keeps the history for the next.
     lesson = cli.Lesson("s03_todo", __doc__, agent_loop, system=SYSTEM, tools=TOOLS)
     return cli.run_cli(lesson, argv)
 
