@@ -2,50 +2,41 @@
 """s06: three layers of context compaction, so the agent can work for as long as the work takes.
 
 A context window is finite; a long task is not. And every call pays again, by the token, for
-the whole conversation it sends. So the agent forgets on purpose, in three layers, keeps a
-full record on disk so nothing is really lost, and keeps what it sends stable for the cache.
+the whole conversation it sends. So the agent forgets on purpose, in three layers. The history
+(messages) keeps every block whole; each call sends the model a view of it, in which old blocks
+may be short placeholders. A block: a text, a tool call or a tool result in a message.
+
+Prompt caching, the rule layer 1 is built around. The API reads a request in this order:
+
+    tools -> system -> message 1 -> message 2 -> ... -> the last block   <- breakpoint
+    |--- as in the last call: read from the cache, 0.1 x ---|-- new: written, 1.25 x --|
+
+The part that is byte for byte as in the last request is cheap. From the first block that
+changed, everything is written to the cache again, at more than the full price. So layer 1
+changes old blocks rarely, many at once, and the summary request goes at the end. (s03's
+request asks for the cache; an entry lives 5 minutes; a small request is not cached at all:
+docs/cost.md has the sizes.)
 
     before every model call:
-      layer 1  micro_compact   what the model sees: an old tool result, or an old write or
-                               edit call's long text, is replaced by a placeholder:
-                                 a result         "[Previous: used bash; the whole result
-                                                   is in <file>]"
-                                 under 2,000 ch.  "[Previous: used bash]" (not saved)
-                                 a read_file's,   "[Previous: read a.py; a later read or
-                                 once read again   write of it follows]"
-                                 a long text      "[cleared from the context: 5,120
-                                                   characters; ...]"
-                               in batches worth the cache they rewrite. A result under
-                               KEEP_CHARS stays. The history keeps every result whole.
-      layer 2  auto_compact    what it sees > COMPACT_THRESHOLD, and grown by half a
-                               threshold since the last compaction?
+      layer 1  micro_compact   in the view, old long tool results, and the long texts of old
+                               write/edit calls, become placeholders ("[Previous: used bash;
+                               the whole result is in <file>]"; placeholder() shows each
+                               kind), in batches big enough to pay for the cache they rewrite
+      layer 2  auto_compact    the view over COMPACT_THRESHOLD tokens, and grown by half of it
+                               since the last compaction?
                                  1. history -> .transcripts/transcript_<time>_<n>.jsonl
                                  2. the model writes a summary (same prefix: cached)
                                  3. history := [summary + transcript path]
     any time:
       layer 3  `compact` tool or /compact   -> the same as layer 2, now
 
-Prompt caching, the rule layer 1 is built around. A request is read in this order, one block
-at a time (a block: a text, a tool call or a tool result in a message):
-
-    tools -> system -> message 1 -> message 2 -> ... -> the last block   <- breakpoint
-    |--- as in the last call: read from the cache, 0.1 x ---|-- new: written, 1.25 x --|
-
-s03's request asks the API to cache all of it (cache_control: a breakpoint on its last block;
-layer 1 adds one just before its latest batch), so the next call reads all but its new blocks
-from the cache. The cache matches byte for byte: a block that changes is written again, with
-everything after it. So layer 1 clears in rare, large batches, and the summary request is added
-at the end of the conversation, which is read from the cache. An entry lives 5 minutes after its
-last use. A request under the model's minimum is not cached: 1,024 tokens for Sonnet 5, 512 to
-4,096 for others (platform.claude.com/docs/en/build-with-claude/prompt-caching, 2026-12).
-
 Key insight: the conversation is working memory, not storage. Summaries keep the thread; the
 transcript (and every big result, saved whole) keeps every detail for whoever needs it.
 
-New since s03: the three layers (marked lines in the loop), ContextSize, /compact. The todo
-tool is gone: the model would see its list only in old tool results, which a compaction
-summarises away (s07 brings the plan back, on disk). The API can do layers 1 and 2 itself:
---api-context (docs/cost.md).
+New since s03: the history and its view (the loop sends micro_compact's copy), the three
+layers (marked lines in the loop), ContextSize, /compact. The todo tool is gone: the model
+would see its list only in old tool results, which a compaction summarises away (s07 brings
+the plan back, on disk). --api-context lets the API do layers 1 and 2 instead (docs/cost.md).
 
 Run it:   python s06_compact.py "run the tests, fix what fails, and run them again"
           COMPACT_THRESHOLD=5000 python s06_compact.py      (a REPL; /compact, /context)
@@ -66,11 +57,7 @@ KEEP_RECENT = 3
 KEEP_CHARS = 400
 # A batch is cleared only if it frees at least min(CLEAR_AT_LEAST, 0.4 x COMPACT_THRESHOLD)
 # tokens (a low threshold must leave layer 1 room to act), and at least REWRITE_SHARE x what
-# clearing it makes the API write to the cache again. Example, in tokens: a batch of 12,000
-# with 6,000 after it. Kept, it is read on every call: 0.1 x 12,000 = 1,200 a call. Cleared,
-# the 6,000 after it are written once at 1.25 x, not read at 0.1 x: 6,000 x (1.25 - 0.1) =
-# 6,900 once. As 12,000 >= 8,000 and >= 1.5 x 6,000, it is cleared, and pays for itself
-# within 6 calls.
+# clearing it makes the API write to the cache again (clear_new_batch has an example).
 CLEAR_AT_LEAST = 8_000
 REWRITE_SHARE = 1.5
 # Tokens before layer 2 summarises: lower bills less, forgets sooner (docs/cost.md).
@@ -120,7 +107,7 @@ class ContextSize:
     def __init__(self) -> None:
         self.threshold = DEFAULT_THRESHOLD  # COMPACT_THRESHOLD, read by start()
         self.prefix = 0                 # the system prompt and tools, set by start()
-        self.reported = None            # the last call's input + output, as the API counted
+        self.reported = None            # the last call's input, cached too, + output
         self.seen = 0                   # how many messages that count covers
         self.after_compaction = 0       # the size right after the last compaction
 
@@ -182,42 +169,47 @@ CLEARED = Cleared()
 def clearable(messages: list) -> list:
     """Layer 1's choice, as (block, its call): the tool results, and the texts of write/edit
     calls, that the model can do without. Not the newest KEEP_RECENT calls, nor the newest
-    reply's (the model has not seen their results yet), nor anything under KEEP_CHARS, nor a
-    read_file's result before a later call shows that file whole."""
+    reply's (the model has not seen their results yet), nor anything under KEEP_CHARS, nor
+    the newest whole view of a file."""
     pairs = pairing.tool_pairs(messages)           # (tool_use, tool_result), oldest first
     newest = pairing.newest_ids(messages)
     whole_later = set()                            # files a later call shows whole
     batch = []
-    # Newest first: whole_later then holds the later reads before an older read is judged.
+    # Newest first: whole_later then holds the later views before an older one is judged.
     for n in range(len(pairs) - 1, -1, -1):
         call, result = pairs[n]
         old = n < len(pairs) - KEEP_RECENT and call["id"] not in newest
-        # Only a read_file's result must wait: until a later read or write shows the same
-        # file whole, the model may be about to edit it. Any other result may go.
-        may_go = call["name"] != "read_file" or compaction.path_of(call) in whole_later
-        long = len(str(result.get("content"))) > KEEP_CHARS
-        if old and may_go and long and not CLEARED.holds(result):
-            batch.append((result, call))
-        texts = compaction.input_texts(call)
-        if old and sum(map(len, texts.values())) > KEEP_CHARS and not CLEARED.holds(call):
-            batch.append((call, call))
+        # A read of a file, or a write of it that worked, stays until a later call shows the
+        # whole file: it may be the model's only view of it, and the model may edit it next.
+        may_go = call["name"] not in ("read_file", "write_file")
+        if compaction.path_of(call) in whole_later or result.get("is_error"):
+            may_go = True
+        result_size = len(str(result.get("content")))
+        if old and may_go and result_size > KEEP_CHARS and not CLEARED.holds(result):
+            batch.append((result, call))           # the result
+        input_size = sum(map(len, compaction.input_texts(call).values()))
+        if old and may_go and input_size > KEEP_CHARS and not CLEARED.holds(call):
+            batch.append((call, call))             # the call's own long texts
         # Whole: a read_file from line 1 with no limit, not cut short, or a write_file; no error.
         whole_later |= compaction.shows_whole_file(call, result)
     return batch
 
 
 def placeholder(block: dict, call: dict, run) -> dict:
-    """What the model sees instead of a cleared block: a result names the file that holds it
-    whole (saved now), or for a read_file, the later read that shows the file; a write or edit
-    keeps its path, and each long text says how long it was."""
+    """What the model sees instead of a cleared block, one of four kinds:
+        a result                 "[Previous: used bash; the whole result is in <file>]"
+        a result under 2,000 ch. "[Previous: used bash]" (cheaper to run again than to save)
+        a read_file's result     "[Previous: read a.py; a later read or write of it follows]"
+        a write or edit's text   "[cleared from the context: 5,120 characters; ...]"
+    """
     name = call["name"]
     if block is call:
         return cleared_input(call)
     if name == "read_file":
         text = f"[Previous: read {compaction.path_of(call)}; a later read or write of it follows]"
         return {**block, "content": text}
-    # Saved to a file only from 2,000 characters (spill.SAVE_WHEN_CLEARED): a shorter
-    # result is just named.
+    # Saved in .transcripts/results/ from 2,000 characters (spill.SAVE_WHEN_CLEARED); None
+    # for a shorter result, or one that cannot be saved.
     path = compaction.save_whole(block, name, run)
     if path is None:
         return {**block, "content": f"[Previous: used {name}]"}
@@ -253,6 +245,10 @@ def clear_new_batch(messages: list, run) -> None:
     # No API count yet (resumed, or compacted): a cold cache has nothing to lose.
     if CONTEXT.reported is None:
         rewritten = 0
+    # Say the batch frees 12,000 tokens, and 6,000 come after it. Kept, the batch is read on
+    # every call: 0.1 x 12,000 = 1,200 a call. Cleared, the 6,000 are written once at 1.25 x,
+    # not read at 0.1 x: 6,000 x (1.25 - 0.1) = 6,900, once. As 12,000 >= 8,000 and
+    # >= 1.5 x 6,000, it is cleared, and pays for itself within 6 calls.
     big_enough = freed >= min(CLEAR_AT_LEAST, CONTEXT.threshold * 2 // 5)
     pays_for_itself = freed >= REWRITE_SHARE * rewritten
     if not batch or not big_enough or not pays_for_itself:
@@ -321,8 +317,7 @@ def summarize(messages: list, run, focus: str, system: str, tools: list) -> str:
 
 def ask_at_end(view: list, text: str) -> list:
     """The view with the text as the last block of its last user message (after an assistant
-    one, a new message), so that all before it is read from the cache. (The API merges a new
-    user message into the tool results before it: the cached part would end a block sooner.)"""
+    one, a new message), so that all before it is as in the loop's last call: cached."""
     ask = {"type": "text", "text": text}
     last = view[-1]
     if last["role"] != "user":
@@ -351,7 +346,8 @@ def auto_compact(messages: list, run, focus: str = "", system: str = SYSTEM,
         summary = summarize(messages, run, focus, system, tools)
     except (OSError, ValueError, errors.EndpointError) as exc:
         return compaction.failed(exc, path)
-    # The new history, one message: where the details are, the summary, and go on.
+    # The new history, one message: "[This conversation was compacted to save context. The
+    # full transcript is in <path>.]", the summary, and "Continue the work from here."
     text = (f"{compaction.SUMMARY_OPENING} The full transcript is in {path}.]\n\n"
             f"{summary}\n\nContinue the work from here.")
     if attach:

@@ -9,8 +9,8 @@ kept in files, one JSON file per task:
                          "status": "completed", "blockedBy": [], "owner": "alice",
                          "unblocked": [2, 3], "created_at": "2026-12-04T16:00:00+00:00", ...}
     .tasks/task_4.json  {"id": 4, "subject": "Write the API tests", "blockedBy": [2], ...}
-    .tasks/.lock        one change at a time, across processes; the harness keeps in it a change
-                        stamp (new after each change: read again) and the largest id ever given
+    .tasks/.lock        one change at a time, across processes; it also holds the largest id
+                        ever given (and a stamp the harness's cache reads: board/folder.py)
 
         #1 Design the data model --+--> #2 Implement the API --> #4 Write the API tests
                                    +--> #3 Write the docs
@@ -23,11 +23,12 @@ kept in files, one JSON file per task:
 Key insight: state that must outlive the conversation belongs outside it. The model reads the
 board back whenever it needs it; compaction and restarts cannot lose what was never only in it.
 
-The rules, in TaskManager: ids by max-scan, never reused; a blocked task cannot start or
-complete; completing one frees its dependents; a task another agent has in progress, or has
-completed, is theirs (a person may take it over, or reopen it); a deleted task stays on disk,
-blocks nobody, and cannot come back. New since s06: TaskFolder (the task files), TaskManager,
-its tools, the board after each compaction, --board, --name, /tasks and /task.
+The rules, in TaskManager: a new id by max-scan (one more than the largest id on the board,
+or ever given), so never reused; a blocked task cannot start or complete; completing one frees
+its dependents; a deleted task stays on disk, blocks nobody, and cannot come back. Agents that
+share a board claim what they start (harness/board/claims.py). New since s06: TaskFolder (the
+task files), TaskManager, its tools, the board after each compaction, --board, --name, /tasks
+and /task.
 
 Run it:   python s07_task_system.py "plan a refactor: the data model, then the API and the docs"
           python s07_task_system.py --name alice     (a REPL: /tasks, /task help, /compact)
@@ -45,7 +46,7 @@ from pathlib import Path
 import s03_todo as s03
 import s06_compact as s06
 from harness import board, cli, compaction, writer
-from harness.board import folder, graph, record, text
+from harness.board import claims, folder, graph, record, text
 from harness.board import commands as commands_for
 
 # Relative: each folder you run in has a board.
@@ -60,7 +61,7 @@ FINISHED = record.FINISHED
 
 
 def new_task(task_id: int, subject: str, description: str, blocked_by: list) -> dict:
-    """A task, as its file holds it. ("unblocked" is added when it finishes: the ids that
+    """A task, as its file holds it. ("unblocked" is added when it is completed: the ids that
     stopped waiting for it, so that reopening it can say who no longer waits.)"""
     stamp = record.now()
     return {"id": task_id,               # the number in its file's name; never reused
@@ -78,9 +79,12 @@ def new_task(task_id: int, subject: str, description: str, blocked_by: list) -> 
 
 class TaskFolder:
     """The board as a folder: .tasks/task_<id>.json, one JSON object each, and .tasks/.lock.
-    TaskManager.use (board.open_store) mixes folder.Remembering in first: its locked, ids,
-    scan, read, write and reserve (a cache, a guarded lock) call these through super(); it adds
-    load, try_load (a task read now: an error, or None) and high_water (in .lock)."""
+
+    Defined here: path, locked, ids, read, scan, write, reserve. TaskManager calls three more,
+    which the harness adds (board/folder.py's Remembering, mixed in by board.open_store):
+    load(id), a task read from its file now (an error names the tasks there are); try_load(id),
+    load or None; high_water(), the largest id ever given, kept in .lock. Remembering also
+    caches what these methods read between changes, which a big board needs."""
 
     def __init__(self, location):
         self.dir = Path(location)
@@ -127,7 +131,7 @@ class TaskFolder:
 
     def scan(self, validate: bool = False) -> tuple:
         """Every task file, read now: (the readable tasks by id, in id order; one line for
-        each file that cannot be read). validate=True: the cache reads them all too."""
+        each file that cannot be read). validate: for Remembering's cache (read them all)."""
         tasks, problems = {}, []
         for name in folder.listing(self.dir):
             match = TASK_FILE.fullmatch(name)
@@ -179,8 +183,8 @@ class TaskManager:
         self.agent = agent or record.default_agent_name()  # who owns what we start
 
     def use(self, location) -> None:
-        """A folder, or a postgresql:// URL (agents on several machines; the same methods).
-        For a folder: type("TaskFolder", (folder.Remembering, TaskFolder), {})(location)."""
+        """A folder (a TaskFolder, with Remembering mixed in), or a postgresql:// URL (agents
+        on several machines; board/postgres.py has the same methods)."""
         self.store = board.open_store(location, TaskFolder)
 
     def next_id(self) -> int:
@@ -209,7 +213,8 @@ class TaskManager:
 
     def update(self, task_id, status=None, add_blocked_by=None, remove_blocked_by=None,
                owner=None, force=False) -> str:
-        """load -> check -> write -> _clear_dependency. A refused call changes nothing.
+        """load -> check -> write -> _clear_dependency. A refused call changes nothing (a
+        write that fails in _clear_dependency keeps those made before it, each one whole).
         force: a person takes a task over on purpose (/task start, /task done)."""
         task_id = record.parse_task_id(task_id)
         record.check_arguments(status, add_blocked_by, remove_blocked_by, owner)
@@ -275,7 +280,7 @@ class TaskManager:
 
     # ------------------------------------------------------------ the rules of a change
     # What a change must pass before anything is written: check_blockers and check_not_blocked
-    # hold the graph's rules; check_owner, the claims of several agents, can wait.
+    # hold the graph's rules; claims.check (in the harness), those of several agents.
 
     def check_update(self, task, status, add, remove, owner, force) -> tuple:
         """(the new field values, notes), or ValueError. Writes nothing."""
@@ -285,7 +290,8 @@ class TaskManager:
         if add and new_status in FINISHED:
             raise ValueError(f"#{tid} is {new_status}; set it back to pending before giving "
                              "it blockers")
-        change, notes = self.check_owner(task, status, owner, force)
+        # Several agents on one board: whose the task is, and who owns it after.
+        change, notes = claims.check(task, status, owner, force, self.agent)
         blocked, more = self.check_blockers(tid, task["blockedBy"], add or [])
         # A blocker whose task is gone can be removed too; one listed twice (by hand) goes whole.
         for dep in record.ids(remove or []):
@@ -296,38 +302,12 @@ class TaskManager:
         change["blockedBy"] = blocked
         return change, notes + more
 
-    def check_owner(self, task, status, owner, force) -> tuple:
-        """({the status and owner to set}, notes), or ValueError. Starting or completing a
-        task claims it; another agent's task in progress, or completed, is theirs, unless a
-        person takes it over or reopens it (force); back to pending frees it."""
-        holder, tid, notes = task.get("owner"), task["id"], []
-        if status == "in_progress" and owner and owner != self.agent and not force:
-            raise ValueError(f"you are {self.agent}: start #{tid} in your own name (leave "
-                             "owner out), or let that agent start it")
-        theirs = task["status"] in ("in_progress", "completed")
-        if theirs and holder and holder != self.agent:
-            if not force:
-                raise ValueError(text.theirs(task, holder))
-            notes.append(text.taken_over(task, holder))
-        change = {"status": status} if status else {}
-        # The caller named an owner ('' clears it).
-        if owner is not None:
-            change["owner"] = owner or None
-        # Back to pending frees the task.
-        elif status == "pending":
-            change["owner"] = None
-        # Starting or completing it: whoever does it is its owner.
-        elif status in ("in_progress", "completed"):
-            change["owner"] = self.agent
-        # Moving it on from in progress (deleting it): the same.
-        elif status and task["status"] == "in_progress":
-            change["owner"] = self.agent
-        return change, notes
-
     def check_not_blocked(self, tid, status, new_status, blocked, added) -> None:
         """A blocked task cannot start or complete; nor may a task in progress take an open
         blocker (it would be blocked while in progress)."""
-        # Read now: a blocker another agent just finished no longer blocks (missing: it does).
+        # Completing a task takes it out of every blockedBy, so blocked normally holds only
+        # unfinished ids. Their status is read anyway: a hand edit, or a completion whose
+        # writes stopped part way, can leave a finished one (a missing one still blocks).
         tasks = {dep: self.store.try_load(dep) or {} for dep in blocked}
         waiting = [dep for dep in blocked if tasks[dep].get("status") not in FINISHED]
         if status in ("in_progress", "completed") and waiting:
@@ -426,8 +406,20 @@ SYSTEM = ("You are a coding agent working in the current folder. Plan multi-step
 # ---------------------------------------------------------------- the loop
 
 def board_message(run) -> str:
-    """After a compaction: the board, read fresh (see BOARD_CHARS); the user is told."""
-    return text.board_message(TASKS, BOARD_CHARS, run.screen)
+    """After a compaction, added after the summary: the board, read fresh, as task_list
+    answers; over BOARD_CHARS, only its unfinished tasks. Marked, so that /context and the
+    session page find it; the user is told."""
+    text.say_board_added(run.screen, TASKS.store.name)
+    try:
+        shown = TASKS.list_all()
+        if len(shown) > BOARD_CHARS:
+            tasks, problems = TASKS.store.scan(validate=True)
+            shown = text.brief(tasks, problems, TASKS.ready(tasks), BOARD_CHARS)
+    except ValueError as exc:
+        # An unreadable board must not look like an empty one: the model would plan it all again.
+        shown = f"The task board could not be read: {exc}"
+    heading = f"The task board ({TASKS.store.name}), just read:"
+    return f"{board.BOARD_START}\n{heading}\n{shown}\n{board.BOARD_END}"
 
 
 def compact_with_board(messages, run, focus="") -> bool:

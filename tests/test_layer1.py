@@ -54,6 +54,7 @@ def test_old_big_writes_and_edits_are_worth_clearing_and_the_newest_calls_are_no
                        ("edit_file", {"path": "a.py", "old_text": BIG[:600],
                                       "new_text": BIG[:700]}),
                        ("write_file", {"path": "small.py", "content": "x = 1\n"}),
+                       ("read_file", {"path": "a.py"}),          # a.py, whole, later
                        ("bash", {"command": "echo " + "y" * 2_000}),
                        ("write_file", {"path": "b.py", "content": BIG}),     # the newest three
                        ("bash", {"command": "ls"}), ("bash", {"command": "pwd"}))
@@ -61,6 +62,22 @@ def test_old_big_writes_and_edits_are_worth_clearing_and_the_newest_calls_are_no
     assert set(worth) == {"t0", "t1"}          # not short, not bash, not one of the newest 3
     assert 3_400 < worth["t0"] < 3_600         # 14,000 characters of JSON / 4
     assert worth["t1"] > 300
+
+
+def test_the_newest_whole_view_of_a_file_stays_in_sight():
+    """A read of a.py, then a write of it whole, then other work: the read may go (the write
+    shows the file as it now is), the write's text may not, until a later call shows a.py
+    whole; else the model would see a.py nowhere, though it may be about to edit it."""
+    listing = "y" * 3_000
+    calls = [("read_file", {"path": "a.py"}, BIG[:3_000]),
+             ("write_file", {"path": "a.py", "content": BIG[:3_000]})]
+    calls += [("bash", {"command": f"ls {n}"}, listing) for n in range(4)]
+    chosen = {call["id"] for block, call in s06.clearable(conversation(*calls))}
+    assert "t0" in chosen and "t1" not in chosen
+    # Read again later, a.py is in sight there: the write's text may go too.
+    calls.insert(2, ("read_file", {"path": "a.py"}, BIG[:3_000]))
+    chosen = {call["id"] for block, call in s06.clearable(conversation(*calls))}
+    assert {"t0", "t1"} <= chosen and "t2" not in chosen
 
 
 def test_cleared_inputs_keep_the_call_valid_and_the_history_whole():

@@ -75,7 +75,8 @@ def test_layer1_never_clears_what_the_model_has_not_answered_yet(run):
 def test_a_call_whose_result_and_input_are_both_cleared_counts_both(capsys, run):
     """One id clears both a result and its call's input: what the batch frees is their sum."""
     history = conversation(("write_file", {"path": "a.py", "content": BIG}, LONG),
-                           *[("bash", {}, "ok")] * s06.KEEP_RECENT)
+                           ("read_file", {"path": "a.py"}, "x = 1"),    # a.py in sight later
+                           *[("bash", {}, "ok")] * (s06.KEEP_RECENT - 1))
     (call,) = [call for block, call in s06.clearable(history) if block is call]
     input_freed = s06.tokens_freed(call, call)
     s06.micro_compact(history, run)
@@ -313,18 +314,21 @@ def test_a_low_threshold_triggers_auto_compact_and_the_turn_completes(run_lesson
 def test_a_session_shorter_than_keep_recent_loses_nothing(run_lesson, workdir):
     """Two calls, fewer than KEEP_RECENT: however big the first one's input, every request
     sends it whole (layer 1 keeps the newest KEEP_RECENT, and here that is all of them)."""
-    big = "line of the report\n" * 2_000          # about 9,500 tokens: a batch worth clearing
-    script = [reply(tool("write_file", {"path": "report.txt", "content": big})),
+    big = "line of the report\n" * 1_000          # twice, about 9,500 tokens: worth clearing
+    (workdir / "report.txt").write_text(big)
+    # An edit's texts, unlike a write's, may go once old: only KEEP_RECENT keeps them here.
+    edit = {"path": "report.txt", "old_text": big, "new_text": big + "the end\n"}
+    script = [reply(tool("edit_file", edit)),
               reply(tool("write_file", {"path": "notes.txt", "content": "short"})),
               reply(text("both written"))]
-    proc, api = run_lesson("s06_compact", "write the report", script=script, in_process=True)
+    proc, api = run_lesson("s06_compact", "finish the report", script=script, in_process=True)
     assert proc.returncode == 0 and api.violations == [], proc.stderr
     assert len(api.requests) == 3 and s06.KEEP_RECENT > 2
     for request in api.requests[1:]:
-        (write,) = [b for b in request["messages"][1]["content"] if b["type"] == "tool_use"]
-        assert write["input"]["content"] == big
+        (sent,) = [b for b in request["messages"][1]["content"] if b["type"] == "tool_use"]
+        assert sent["input"] == edit
     assert "micro_compact" not in proc.stderr
-    assert (workdir / "report.txt").read_text() == big
+    assert (workdir / "report.txt").read_text() == big + "the end\n"
 
 
 def test_what_layer_1_just_cleared_does_not_push_layer_2_to_compact(run_lesson):

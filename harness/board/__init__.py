@@ -4,6 +4,7 @@
     folder.py     what s07's TaskFolder needs to be safe and fast, mixed in around it
     postgres.py   one board for agents on many machines (loaded only for a postgresql:// board)
     graph.py      the cycle check and the execution order
+    claims.py     whose a task is, when several agents share the board
     text.py       the board as text, bounded after a compaction
     live.py       what other agents changed, before each REPL prompt
     commands.py   /task and /tasks; checklist.py: /task import

@@ -23,7 +23,6 @@ import json
 from harness import terminal
 from harness.board.graph import waiting_on
 from harness.board.record import FINISHED, STATUSES
-from harness.board import BOARD_END, BOARD_START
 from harness.excerpt import one_line
 
 
@@ -184,21 +183,9 @@ def brief(tasks: dict, problems: list, ready: str, limit: int) -> str:
     return fit("\n".join(lines + [ready]), limit)
 
 
-def board_message(tasks, limit: int, screen=None) -> str:
-    """The board for the model after a compaction (tasks: s07's TaskManager): task_list's
-    answer, or, if it is over limit characters, the unfinished tasks first, cut to fit; an
-    unreadable board says so (it must not look like an empty one). Marked, so /context and
-    the session page find it. screen (the run's): the user is told, with the board's folder
-    as they find it from theirs."""
+def say_board_added(screen, name: str) -> None:
+    """Tell the user the board was added after a summary, naming its folder as they find it
+    from where they are (screen: the run's; None: say nothing)."""
     if screen is not None:
-        name = screen.where(tasks.store.name)
-        terminal.show_note(f"  [the board, read from {name}, was added after the summary]")
-    try:
-        shown = tasks.list_all()
-        if len(shown) > limit:
-            board, problems = tasks.store.scan(validate=True)
-            shown = brief(board, problems, tasks.ready(board), limit)
-    except ValueError as exc:
-        shown = f"The task board could not be read: {exc}"
-    return (f"{BOARD_START}\nThe task board ({tasks.store.name}), just read:\n{shown}\n"
-            f"{BOARD_END}")
+        terminal.show_note(f"  [the board, read from {screen.where(name)}, was added after "
+                           "the summary]")

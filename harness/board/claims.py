@@ -1,0 +1,42 @@
+"""Who owns a task: the claims of several agents (and people) that share one board.
+
+s07's TaskManager calls check() in every task_update, before anything is written. A lone agent
+never meets these rules; agents that share a board (--name, a postgresql:// board) do. Starting
+or completing a task claims it; another agent's task in progress, or completed, is theirs,
+unless a person takes it over or reopens it (/task start, /task done: force); back to pending
+frees it. Without each rule:
+- theirs: a model that started a task another agent had just completed reopened it without a
+  word, and that agent's work, and its record of whom it freed, were lost.
+- in your own name: a model could start a task as another agent (owner "bob"), and the board
+  would say bob was working on it.
+- the owner moves on: a task deleted while in progress would still name the agent that
+  started it, not the one that deleted it.
+"""
+
+from harness.board import text
+
+CLAIMING = ("in_progress", "completed")      # the statuses that make a task someone's
+
+
+def check(task: dict, status, owner, force: bool, agent: str) -> tuple:
+    """({the status and owner to set}, notes), or ValueError. agent: who makes the change."""
+    holder, tid, notes = task.get("owner"), task["id"], []
+    if status == "in_progress" and owner and owner != agent and not force:
+        raise ValueError(f"you are {agent}: start #{tid} in your own name (leave owner out), "
+                         "or let that agent start it")
+    if task["status"] in CLAIMING and holder and holder != agent:
+        if not force:
+            raise ValueError(text.theirs(task, holder))
+        notes.append(text.taken_over(task, holder))
+    change = {"status": status} if status else {}
+    # The caller named an owner ('' clears it).
+    if owner is not None:
+        change["owner"] = owner or None
+    # Back to pending frees the task.
+    elif status == "pending":
+        change["owner"] = None
+    # Starting or completing it, or moving it on from in progress (deleting it): whoever does
+    # it is its owner.
+    elif status in CLAIMING or (status and task["status"] == "in_progress"):
+        change["owner"] = agent
+    return change, notes
