@@ -154,7 +154,8 @@ def call_tool(call: dict, handlers: dict, tools: list) -> tuple:
         return f"unknown tool {name!r}; use one of {list(handlers)}", True
     try:
         # The input checked against the tool's schema: a missing, unknown or mistyped
-        # argument is a clear error, not a TypeError deep in the tool.
+        # argument is a clear error, not a TypeError deep in the tool. (Only the top level:
+        # TodoManager checks each item itself.)
         arguments = tool_input.checked(call["input"], name, tools)
         return str(handlers[name](**arguments)), False
     except Exception as exc:

@@ -147,19 +147,18 @@ class Cleared:
 
     def clear(self) -> None:
         """Forget every placeholder: a compaction (or --continue) starts a new history."""
-        self.instead = {}          # id() of a cleared block -> (the block, what is sent instead)
+        self.placeholders = {}     # id() of a cleared block -> (the block, its placeholder)
         self.batch_start = None    # the latest batch's first block: a breakpoint goes before it
 
     def holds(self, block) -> bool:
-        # The very block, by id(), not its tool_use id: some servers reuse ids such as toolu_1
-        # (a local one after /clear), and a new result must not get an old one's placeholder.
-        # The entry keeps its block alive, so no other block can take that id().
-        return id(block) in self.instead
+        # The very block, by id(): tool_use ids can repeat (a local server's toolu_1 after
+        # /clear). The entry keeps its block alive, so no other block can take that id().
+        return id(block) in self.placeholders
 
     def as_sent(self, block):
         """The block as the model is sent it: its placeholder, if it was cleared."""
         if self.holds(block):
-            return self.instead[id(block)][1]
+            return self.placeholders[id(block)][1]
         return block
 
 
@@ -254,7 +253,7 @@ def clear_new_batch(messages: list, run) -> None:
     if not batch or not big_enough or not pays_for_itself:
         return
     for block, call in batch:
-        CLEARED.instead[id(block)] = (block, placeholder(block, call, run))
+        CLEARED.placeholders[id(block)] = (block, placeholder(block, call, run))
     CLEARED.batch_start = compaction.first_of(messages, batch)
     compaction.announce_cleared(run, len(batch), freed)
     # The API's last count still holds what was just cleared: layer 2 must not count it.
@@ -262,11 +261,11 @@ def clear_new_batch(messages: list, run) -> None:
         CONTEXT.reported -= freed
 
 
-def micro_compact(messages: list, run, batch: bool = True) -> list:
+def micro_compact(messages: list, run, clear: bool = True) -> list:
     """Layer 1, in two steps: clear a new batch if it pays, then return what the model sees.
-    batch=False only looks (the summary request, layer 2's measures); /context runs both
+    clear=False only looks (the summary request, layer 2's measures); /context runs both
     steps, as the next call would. With --api-context the server clears instead."""
-    if batch and run.api_context is None:
+    if clear and run.api_context is None:
         clear_new_batch(messages, run)
     return view_of(messages)
 
@@ -299,7 +298,7 @@ def summarize(messages: list, run, focus: str, system: str, tools: list) -> str:
     tools: all but the newest part of it read from the cache."""
     if focus:
         focus = f"\nAbove all, preserve: {focus}"
-    view = micro_compact(messages, run, batch=False)
+    view = micro_compact(messages, run, clear=False)
     # What does not fit in the model's window is left to the transcript.
     room = config.context_window() - SUMMARY_MAX_TOKENS - CONTEXT.prefix
     view = compaction.fit_for_summary(view, room)
@@ -335,7 +334,7 @@ def auto_compact(messages: list, run, focus: str = "", system: str = SYSTEM,
     then as it was. attach(run): text to add after the summary (s07's board). system and
     tools are the loop's, so the summary call is read from the cache."""
     tools = tools or TOOLS
-    before = CONTEXT.estimate(micro_compact(messages, run, batch=False))
+    before = CONTEXT.estimate(micro_compact(messages, run, clear=False))
     counted = CONTEXT.reported          # the part of `before` the API counted
     # On failure, wait for more work before trying again.
     CONTEXT.after_compaction = before

@@ -51,7 +51,7 @@ from harness.board import commands as commands_for
 
 # Relative: each folder you run in has a board.
 TASKS_DIR = ".tasks"
-# The only file names that are tasks: task_<id>.json.
+# The only file names that are tasks: task_<id>.json, the id under 10**15 (record.MAX_ID).
 TASK_FILE = re.compile(r"task_([1-9][0-9]{0,14})\.json", re.ASCII)
 # At most this much of the board (about 3,000 tokens) comes back with a compaction's summary;
 # a bigger board comes back as its unfinished tasks.
@@ -89,7 +89,7 @@ class TaskFolder:
     def __init__(self, location):
         self.dir = Path(location)
         self.name = f"{self.dir}/"           # the board, as the user and the model see it
-        self.agent = None                    # who writes: a file does not say
+        self.agent = None                    # who writes: a PostgreSQL board tells; a file not
 
     def path(self, task_id: int) -> Path:
         return self.dir / f"task_{task_id}.json"
@@ -160,9 +160,8 @@ class TaskFolder:
         except FileExistsError:
             return False
         finally:
-            # Linked, the task has two names: the temporary one goes. (Where hard links fail,
-            # writer.link makes the name as a new, empty file, which fails if it is taken, then
-            # renames the temporary over it: no other file is replaced, and it is gone already.)
+            # Linked, the task has two names: the temporary one goes. (Where a file system has no
+            # hard links, writer.link claims the name another way, as safely.)
             temporary.unlink(missing_ok=True)
 
     def temporary(self, task: dict) -> Path:

@@ -314,7 +314,7 @@ def prose(n):
 
 # ---------------------------------------------------------------- the old baseline
 
-def per_call_micro_compact(messages, run=None, batch=True):
+def per_call_micro_compact(messages, run=None, clear=True):
     """The published lesson's layer 1 (for comparison only): on every call the newest 3 results
     stay and every older one but read_file's becomes a placeholder, so the prefix changes."""
     names = {b["id"]: b["name"] for m in messages if m["role"] == "assistant"
@@ -360,7 +360,7 @@ class WithoutCaching:
 INPUT_TEXTS = {"write_file": ("content",), "edit_file": ("old_text", "new_text")}
 
 
-def seen_once(messages, run=None, batch=True):
+def seen_once(messages, run=None, clear=True):
     """The floor (for comparison only): each result longer than KEEP_CHARS, and each long text a
     write_file or edit_file sent, is shown whole in one request, never written to the cache, and
     a placeholder from the next on. A layer 1 that lets the model see every result whole at

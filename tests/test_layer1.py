@@ -25,14 +25,14 @@ def cleared_inputs(messages, ids):
     for message in messages[1::2]:
         call = message["content"][0]
         if call["id"] in ids:
-            cleared.instead[id(call)] = (call, s06.placeholder(call, call, Run()))
+            cleared.placeholders[id(call)] = (call, s06.placeholder(call, call, Run()))
     return cleared
 
 
 def view(messages, cleared):
     """What the model sees of messages, with `cleared` as layer 1's memory."""
     s06.CLEARED = cleared
-    return s06.micro_compact(messages, Run(), batch=False)
+    return s06.micro_compact(messages, Run(), clear=False)
 
 
 def clearable_inputs(messages):
@@ -43,7 +43,7 @@ def clearable_inputs(messages):
 
 
 def cleared_ids():
-    return {b.get("tool_use_id") or b.get("id") for b, _ in s06.CLEARED.instead.values()}
+    return {b.get("tool_use_id") or b.get("id") for b, _ in s06.CLEARED.placeholders.values()}
 
 
 pytestmark = pytest.mark.usefixtures("fresh_layers")    # s06's layers new, in a tmp folder
@@ -165,7 +165,7 @@ def test_a_placeholder_is_made_once_and_stays_the_same_text(monkeypatch, run):
     first = s06.micro_compact(messages, run)
     messages += conversation(("bash", {"command": "d"}))[1:]
     messages[-2]["content"][0]["id"] = messages[-1]["content"][0]["tool_use_id"] = "t9"
-    again = s06.micro_compact(messages, run, batch=False)
+    again = s06.micro_compact(messages, run, clear=False)
     assert again[:len(first) - 1] == first[:-1]
     assert first[2]["content"][0]["content"].startswith("[Previous: used bash; the whole result")
 

@@ -73,8 +73,8 @@ def test_context_counts_a_cleared_write_as_a_placeholder_not_as_a_call(monkeypat
                {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t0",
                                              "content": "ok"}]}]
     monkeypatch.setattr(s06, "CLEARED", s06.Cleared())
-    s06.CLEARED.instead[id(call)] = (call, s06.placeholder(call, call, Run()))
-    cleared = s06.micro_compact(history, Run(), batch=False)
+    s06.CLEARED.placeholders[id(call)] = (call, s06.placeholder(call, call, Run()))
+    cleared = s06.micro_compact(history, Run(), clear=False)
     report = context_report("", [], cleared, 50_000, None, None)
     assert row(report, "cleared placeholders") > 10 and row(report, "tool calls") == 0
     assert row(context_report("", [], history, 50_000, None, None), "tool calls") > 1_000
