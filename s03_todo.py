@@ -30,9 +30,9 @@ harness/ makes the bare idea safe on a real machine; its name, or the comment ab
 what it does, and you can skip it on a first read. Each model call ends with a line such as
 [tokens: 12 in · 1,100 from cache · 80 to cache · 60 out]; s06 explains the cache.
 
-Limits: the todos live in memory: they die with the program (--continue brings back the
-conversation, with the last list the model wrote, but not TODO), and s06's compaction hides
-them. s07 fixes that.
+Limits: the todos live in memory: they die with the program (after --continue, TODO starts
+empty; the model still sees its last list in the history, and its next call replaces it
+whole), and s06's compaction hides them. s07 fixes that.
 
 Run it:   python s03_todo.py "add a docstring to hello.py and track your steps"
           python s03_todo.py            (a REPL)
@@ -69,9 +69,9 @@ REMINDER = "<reminder>Update your todos.</reminder>"
 def agent_loop(messages: list, run, max_steps: int = MAX_STEPS) -> str:
     """Call the model until it answers in words, or max_steps calls are spent; return that
     answer. messages ends with the user's prompt (the REPL keeps the list from turn to turn).
-    run (harness/run.py) holds run.client (the SDK's client), run.model, run.log (the
-    session on disk) and run.recorder (what /cost and the session page show)."""
-    rounds_without_todo = 0
+    run (harness/run.py) holds run.client (the SDK's), run.model, run.log (the session on
+    disk), run.recorder (what /cost and the page show) and run.saved (long results, whole)."""
+    rounds_without_todo = 0        # the nag's count: from 0 at each turn
     steps = 0
     while steps < max_steps:
         steps += 1
@@ -83,9 +83,9 @@ def agent_loop(messages: list, run, max_steps: int = MAX_STEPS) -> str:
         if response.stop_reason != "tool_use":
             return response.answer
         results = run_tool_calls(run, response, TOOL_HANDLERS, TOOLS)
-        # The nag: a round with a `todo` call resets the count (a call refused for a bad
-        # list counts too: the model did look at its plan); after NAG_AFTER rounds without
-        # one, every round carries the reminder.
+        # A round with a `todo` call (a refused one too: the model did look at its plan) sets
+        # the nag's count back to 0; from NAG_AFTER rounds without one, every round's results
+        # are followed by the reminder.
         if any(call["name"] == "todo" for call in response.tool_uses):
             rounds_without_todo = 0
         else:
@@ -105,9 +105,10 @@ def ask_model(run, system: str, tools: list, messages: list,
 
     The loop reads four fields of the Response (harness/model_call.py lists the rest):
     content, the reply's blocks as plain dicts, ready to send back; stop_reason, "tool_use"
-    exactly when the reply holds a call to run; tool_uses, those calls, each a dict
-    {"type": "tool_use", "id": ..., "name": ..., "input": {...}}; answer, what the user sees
-    (the model's text, and why it stopped when that was not the model's choice)."""
+    exactly when the reply holds a call to run (checked() makes it so: a server may say
+    "end_turn" beside a call, and a call cut off by max_tokens is dropped); tool_uses, those
+    calls, each {"type": "tool_use", "id": ..., "name": ..., "input": {...}}; answer, what the
+    user sees (the model's text, and why it stopped when that was not the model's choice)."""
     request = {"model": run.model, "system": system, "tools": tools, "messages": messages,
                "max_tokens": max_tokens,
                # Automatic prompt caching: the next call reads all this from the cache
@@ -154,8 +155,8 @@ def call_tool(call: dict, handlers: dict, tools: list) -> tuple:
         return f"unknown tool {name!r}; use one of {list(handlers)}", True
     try:
         # The input checked against the tool's schema: a missing, unknown or mistyped
-        # argument is a clear error, not a TypeError deep in the tool. (Only the top level:
-        # TodoManager checks each item itself.)
+        # argument is a clear error, not a TypeError deep in the tool; an object or array
+        # sent as JSON text is decoded. (Only the top level: TodoManager checks each item.)
         arguments = tool_input.checked(call["input"], name, tools)
         return str(handlers[name](**arguments)), False
     except Exception as exc:
@@ -184,8 +185,8 @@ def run_read(path: str, limit: int = None, offset: int = 1) -> str:
 
 
 def run_write(path: str, content: str) -> str:
-    # Atomic: a full disk or a kill leaves the old file, never half of it. note: "", or what
-    # of the old file (its owner, its mode) could not be carried over.
+    # Atomic: a full disk or a kill leaves the old file, never half of it. note: "", or which
+    # of the old file's attributes (its owner, say) could not be kept.
     size, note = files.write_and_note(safe_path(path), content, path)
     return f"Wrote {size:,} bytes to {path}{note}"
 
@@ -257,7 +258,8 @@ class TodoManager:
         status = item.get("status", "pending")
         if not text:
             raise ValueError(f"item {number}: text is empty")
-        if status not in self.MARKS:
+        # A status sent as a list or an object is refused in words, not with a TypeError.
+        if not isinstance(status, str) or status not in self.MARKS:
             raise ValueError(f"item {number}: status {status!r} is not one of "
                              f"{', '.join(self.MARKS)}")
         return {"id": str(item.get("id", number)), "text": text, "status": status}

@@ -6,7 +6,8 @@ the whole conversation it sends. So the agent forgets on purpose, in three layer
 (messages) keeps every block whole; each call sends the model a view of it, in which old blocks
 may be short placeholders. A block: a text, a tool call or a tool result in a message.
 
-Prompt caching, the rule layer 1 is built around. The API reads a request in this order:
+Prompt caching, the rule layer 1 is built around. The API reads a request in this order, and
+caches it up to a breakpoint (a block marked cache_control):
 
     tools -> system -> message 1 -> message 2 -> ... -> the last block   <- breakpoint
     |--- as in the last call: read from the cache, 0.1 x ---|-- new: written, 1.25 x --|
@@ -25,7 +26,7 @@ docs/cost.md has the sizes.)
       layer 2  auto_compact    the view over COMPACT_THRESHOLD tokens, and grown by half of it
                                since the last compaction?
                                  1. history -> .transcripts/transcript_<time>_<n>.jsonl
-                                 2. the model writes a summary (same prefix: cached)
+                                 2. the model writes a summary (same prefix: mostly cached)
                                  3. history := [summary + transcript path]
     any time:
       layer 3  `compact` tool or /compact   -> the same as layer 2, now
@@ -168,8 +169,8 @@ CLEARED = Cleared()
 def clearable(messages: list) -> list:
     """Layer 1's choice, as (block, its call): the tool results, and the texts of write/edit
     calls, that the model can do without. Not the newest KEEP_RECENT calls, nor the newest
-    reply's (the model has not seen their results yet), nor anything under KEEP_CHARS, nor
-    the newest whole view of a file."""
+    reply's (the model has not seen their results yet), nor anything under KEEP_CHARS, nor a
+    read of a file (whole or a part) or a write of it that no later whole view follows."""
     pairs = pairing.tool_pairs(messages)           # (tool_use, tool_result), oldest first
     newest = pairing.newest_ids(messages)
     whole_later = set()                            # files a later call shows whole
@@ -204,7 +205,8 @@ def placeholder(block: dict, call: dict, run) -> dict:
     name = call["name"]
     if block is call:
         return cleared_input(call)
-    if name == "read_file":
+    # A read that worked: a later call shows the file. (A failed one is any other result.)
+    if name == "read_file" and not block.get("is_error"):
         text = f"[Previous: read {compaction.path_of(call)}; a later read or write of it follows]"
         return {**block, "content": text}
     # Saved in .transcripts/results/ from 2,000 characters (spill.SAVE_WHEN_CLEARED); None
@@ -248,7 +250,7 @@ def clear_new_batch(messages: list, run) -> None:
     # every call: 0.1 x 12,000 = 1,200 a call. Cleared, the 6,000 are written once at 1.25 x,
     # not read at 0.1 x: 6,000 x (1.25 - 0.1) = 6,900, once. As 12,000 >= 8,000 and
     # >= 1.5 x 6,000, it is cleared, and pays for itself within 6 calls.
-    big_enough = freed >= min(CLEAR_AT_LEAST, CONTEXT.threshold * 2 // 5)
+    big_enough = freed >= min(CLEAR_AT_LEAST, 0.4 * CONTEXT.threshold)
     pays_for_itself = freed >= REWRITE_SHARE * rewritten
     if not batch or not big_enough or not pays_for_itself:
         return
@@ -303,6 +305,8 @@ def summarize(messages: list, run, focus: str, system: str, tools: list) -> str:
     room = config.context_window() - SUMMARY_MAX_TOKENS - CONTEXT.prefix
     view = compaction.fit_for_summary(view, room)
     view = ask_at_end(view, SUMMARY_REQUEST.format(focus=focus))
+    # The loop's own tools, though the model must not call one: without them, or with a
+    # tool_choice, the prefix would differ, and the API would write it all to the cache again.
     with run.recorder.labelled("summary call"):
         response = s03.ask_model(run, system, tools, view, SUMMARY_MAX_TOKENS)
     # response.said: the model's words, not the harness's notes for the user.

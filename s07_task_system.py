@@ -70,7 +70,7 @@ def new_task(task_id: int, subject: str, description: str, blocked_by: list) -> 
             # pending, in_progress, completed, or deleted (kept on disk, blocks nobody)
             "status": "pending",
             "blockedBy": blocked_by,     # the ids of the tasks that must finish first
-            "owner": None,               # the agent (or person) that started it
+            "owner": None,               # who holds it: the agent (or person) that started it
             "created_at": stamp,
             "updated_at": stamp}         # set again on every write
 
@@ -80,11 +80,12 @@ def new_task(task_id: int, subject: str, description: str, blocked_by: list) -> 
 class TaskFolder:
     """The board as a folder: .tasks/task_<id>.json, one JSON object each, and .tasks/.lock.
 
-    Defined here: path, locked, ids, read, scan, write, reserve. TaskManager calls three more,
-    which the harness adds (board/folder.py's Remembering, mixed in by board.open_store):
-    load(id), a task read from its file now (an error names the tasks there are); try_load(id),
-    load or None; high_water(), the largest id ever given, kept in .lock. Remembering also
-    caches what these methods read between changes, which a big board needs."""
+    Defined here: path, locked, ids, read, scan, write, reserve, temporary. The store is
+    Remembering (board/folder.py, mixed in by board.open_store) in front of this class: its
+    methods of these names remember what was read, for a big board, and call these through
+    super(). It adds the three more that TaskManager calls: load(id), a task read from its
+    file now (an error names the tasks there are); try_load(id), load or None; high_water(),
+    the largest id ever given, kept in .lock. So scan() may answer from memory; load never."""
 
     def __init__(self, location):
         self.dir = Path(location)
@@ -160,8 +161,9 @@ class TaskFolder:
         except FileExistsError:
             return False
         finally:
-            # Linked, the task has two names: the temporary one goes. (Where a file system has no
-            # hard links, writer.link claims the name another way, as safely.)
+            # Linked, the task has two names: the temporary one goes. (Without hard links,
+            # writer.link claims the name another way; a kill then may leave an empty task file,
+            # which read() flags.)
             temporary.unlink(missing_ok=True)
 
     def temporary(self, task: dict) -> Path:
@@ -239,7 +241,8 @@ class TaskManager:
         tasks = self.store.scan()[0]
         freed = []
         for other in tasks.values():
-            if finished["id"] not in other["blockedBy"]:
+            # A deleted task waits for nothing: it is not freed, and reopening will not name it.
+            if finished["id"] not in other["blockedBy"] or other["status"] == "deleted":
                 continue
             # Read again just before it is written: a hand edit since is kept, not lost.
             fresh = self.store.try_load(other["id"])
@@ -287,8 +290,8 @@ class TaskManager:
         if task["status"] == "deleted":
             raise ValueError(f"task #{tid} was deleted; create a new task")
         if add and new_status in FINISHED:
-            raise ValueError(f"#{tid} is {new_status}; set it back to pending before giving "
-                             "it blockers")
+            raise ValueError(f"#{tid} is {new_status}; set it back to pending (in the same "
+                             "call, or before) to give it blockers")
         # Several agents on one board: whose the task is, and who owns it after.
         change, notes = claims.check(task, status, owner, force, self.agent)
         blocked, more = self.check_blockers(tid, task["blockedBy"], add or [])

@@ -298,6 +298,17 @@ def test_deleting_a_blocker_frees_its_dependents_without_saying_unblocked(board)
     assert tasks.store.load(5)["blockedBy"] == []
 
 
+def test_a_deleted_task_is_neither_freed_nor_shown_waiting(board):
+    """A deleted task keeps its blockedBy on disk, but waits for nothing: completing its
+    blocker does not count it as freed, so a reopen never tells the model to make it wait."""
+    tasks = TaskManager(board)
+    plan(tasks)
+    assert tasks.update(3, status="deleted") == "Updated [-] #3: Write docs"
+    assert tasks.update(1, status="completed").splitlines()[1:] == ["Unblocked: #2 Implement API"]
+    assert tasks.store.load(1)["unblocked"] == [2]
+    assert "#3" not in tasks.update(1, status="pending")
+
+
 # s07's refusal of a deleted blocker (the lead's new s07 says "...; it cannot block anything").
 DELETED_BLOCKER = "task #1 was deleted; it cannot block anything"
 
@@ -362,6 +373,19 @@ def test_an_agent_starts_a_task_only_in_its_own_name(board):
     assert alice.update("#1", status="in_progress", owner="alice") == (
         "Updated [>] #1: a (owner: alice)")
     assert alice.store.load(1)["owner"] == "alice"
+
+
+def test_a_task_in_progress_stays_in_the_name_of_the_agent_working_on_it(board):
+    """Naming another owner of a task in progress would say bob works on what alice started;
+    a handover goes through pending. A pending task may be given a name."""
+    alice = TaskManager(board, agent="alice")
+    alice.create("a")
+    alice.update(1, status="in_progress")
+    with pytest.raises(ValueError, match="set it back to pending"):
+        alice.update(1, owner="bob")
+    assert listing(alice) == {1: ("in_progress", "alice", [])}
+    alice.update(1, status="pending", owner="bob")
+    assert listing(alice) == {1: ("pending", "bob", [])}
 
 
 def test_a_task_in_progress_by_another_agent_cannot_be_started_or_completed(board):

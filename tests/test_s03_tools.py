@@ -173,6 +173,7 @@ def test_todo_renders_markers_and_progress():
     (items(*["pending"] * 21), "20 or fewer"),
     ([{"id": "1", "text": "  ", "status": "pending"}], "text is empty"),
     ([{"id": "1", "text": "x", "status": "done"}], "not one of pending, in_progress, completed"),
+    ([{"id": "1", "text": "x", "status": ["done"]}], "not one of pending, in_progress, completed"),
     (["just text"], "must be an object"),
 ])
 def test_a_call_that_breaks_a_rule_is_refused_and_keeps_the_old_list(bad, message):

@@ -131,6 +131,17 @@ def test_only_a_whole_read_or_write_that_worked_makes_an_earlier_read_stale(monk
     assert "t10" in gone
 
 
+def test_an_old_failed_read_is_cleared_without_claiming_a_read(run):
+    """An old read_file that failed with a long error may be cleared like any result; its
+    placeholder must not say the file was read, nor that a later read of it follows."""
+    error = "Error: " + "cannot read a.py; " * 40
+    history = conversation(("read_file", {"path": "a.py"}, error),
+                           *[("bash", {}, "ok")] * s06.KEEP_RECENT)
+    history[2]["content"][0]["is_error"] = True
+    ((block, call),) = s06.clearable(history)
+    assert s06.placeholder(block, call, run)["content"] == "[Previous: used read_file]"
+
+
 def test_layer1_never_clears_a_batch_smaller_than_clear_at_least(run):
     """Even where a rewrite would be cheap (small results after it), a batch under CLEAR_AT_LEAST
     waits: each batch throws the cache away from its first block, so batches must be rare."""

@@ -49,6 +49,9 @@ def line(task: dict, waiting: list = None) -> str:
     blockers (all of its blockers when not given)."""
     if waiting is None:
         waiting = task["blockedBy"]
+    # A deleted task waits for nothing, though its file keeps its blockers.
+    if task["status"] == "deleted":
+        waiting = []
     shown = f"{STATUSES[task['status']]} #{task['id']}: {one_line(task['subject'])}"
     if task.get("owner"):
         shown += f" (owner: {one_line(task['owner'])})"
