@@ -280,18 +280,35 @@ def _only_zombies(group: int) -> bool:
     """Whether every process of the group is a zombie (Linux's /proc; elsewhere: unknown)."""
     states = []
     for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except (OSError, IndexError):
-            continue                        # gone as we looked
-        if int(fields[2]) == group:         # after the name: state, ppid, pgrp
+        fields = _fields(stat)
+        if fields and int(fields[2]) == group:      # after the name: state, ppid, pgrp
             states.append(fields[0])
     return bool(states) and all(state == "Z" for state in states)
 
 
+def _fields(stat: Path) -> list:
+    """The fields of a /proc/PID/stat after the command's name; [] if it is gone, or there is
+    no /proc (not Linux)."""
+    try:
+        return stat.read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return []                           # gone as we looked
+
+
+def _state(stat: Path) -> str:
+    """A process's state letter (Z: a zombie), from its /proc/PID/stat; "" if unknown."""
+    fields = _fields(stat)
+    return fields[0] if fields else ""
+
+
 def process_ends(pid: int, seconds: float = 60) -> bool:
-    """Whether the process is gone within `seconds`."""
-    return _gone(lambda: os.kill(pid, 0), seconds)
+    """Whether the process runs no more within `seconds`: gone, or a zombie, as group_ends
+    counts it (a killed child whose shell died first waits a second or more for init)."""
+    def probe():
+        os.kill(pid, 0)                     # ProcessLookupError: gone
+        if _state(Path(f"/proc/{pid}/stat")) == "Z":
+            raise ProcessLookupError
+    return _gone(probe, seconds)
 
 
 def end_group(group: int) -> None:

@@ -3,9 +3,9 @@
 Each run goes through the real SDK to the loopback stand-in, which plays the API's two betas
 (harness/stand_in/edits.py) and refuses what the real API refuses (stand_in/rules.py): a request
 without its beta header, an edit with a field the API does not take, a compaction block sent
-back without the compaction edit. Each mode runs as a subprocess as a user runs it; a test of
-what a run sends, keeps or says runs main() in process (in_process=True), the same code without
-the SDK's import paid again.
+back without the compaction edit. Each test runs s06's main() in process (in_process=True): what
+a run sends, keeps or says is the same code there, without the SDK's import paid again for each
+run; nothing here depends on how a process starts or ends.
 """
 
 import html
@@ -51,7 +51,7 @@ def betas(headers):
 
 def test_clear_sends_the_context_editing_edit_with_its_beta_and_s06s_settings(run_lesson):
     proc, api = run_lesson("s06_compact", "--api-context", "clear", "hi",
-                           script=[reply(text("Done."))])
+                           script=[reply(text("Done."))], in_process=True)
     assert proc.returncode == 0, proc.stderr
     assert api.violations == []
     assert edit_of(api.requests[0]) == {
@@ -64,7 +64,7 @@ def test_clear_sends_the_context_editing_edit_with_its_beta_and_s06s_settings(ru
 
 def test_compact_sends_the_compaction_edit_with_its_beta_at_the_apis_minimum(run_lesson):
     proc, api = run_lesson("s06_compact", "--api-context", "compact", "hi",
-                           script=[reply(text("Done."))])
+                           script=[reply(text("Done."))], in_process=True)
     assert proc.returncode == 0, proc.stderr
     edit = edit_of(api.requests[0])
     assert edit["type"] == "compact_20260112"
@@ -135,7 +135,8 @@ def test_a_compaction_block_is_kept_sent_back_and_carried_across_continue(run_le
     proc, api = run_lesson("s06_compact", "--api-context", "compact", "go",
                            script=five_bulky_then(reply(text("on"), tool("bash", {"command":
                                                                              "echo on"})),
-                                                  reply(text("Done."))), summary=SUMMARY)
+                                                  reply(text("Done."))), summary=SUMMARY,
+                           in_process=True)
     assert proc.returncode == 0, proc.stderr
     assert api.violations == []
     block = {"type": "compaction", "content": SUMMARY}

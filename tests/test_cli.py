@@ -658,7 +658,7 @@ def test_the_key_in_the_real_environment_never_reaches_a_command(run_lesson):
     command = "echo key=${ANTHROPIC_API_KEY:-none} token=${ANTHROPIC_AUTH_TOKEN:-none}"
     script = [reply(tool("bash", {"command": command})), reply(text("done"))]
     proc, api = run_lesson("s03_todo", "hi", script=script, key="sk-from-env",
-                           env={"ANTHROPIC_AUTH_TOKEN": "tok-from-env"})
+                           env={"ANTHROPIC_AUTH_TOKEN": "tok-from-env"}, in_process=True)
     assert proc.returncode == 0 and api.violations == [], proc.stderr
     assert tool_results(api.requests[1])[0]["content"] == "key=none token=none"
     assert "sk-from-env" not in json.dumps(api.requests) and "sk-from-env" not in proc.stderr

@@ -1,4 +1,6 @@
-"""s03 run as a user runs it: `python s03_todo.py ...` against the loopback stand-in."""
+"""s03 run as a user runs it, against the loopback stand-in: what a run does, through its main()
+in process (the same client and code, without the SDK's import paid for each run); what only a
+process shows (Ctrl-C, a closed terminal, SIGTERM) as `python s03_todo.py ...`."""
 
 import importlib
 import json
@@ -31,7 +33,8 @@ def test_todo_rendering_reminder_and_refused_second_in_progress(run_lesson, work
         reply(todo("completed", "completed")),
         reply(text("All done.")),
     ]
-    proc, api = run_lesson("s03_todo", "write hello.py and track your steps", script=script)
+    proc, api = run_lesson("s03_todo", "write hello.py and track your steps", script=script,
+                           in_process=True)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "All done."
     assert api.violations == [] and len(api.requests) == 7
@@ -57,7 +60,7 @@ def test_todo_rendering_reminder_and_refused_second_in_progress(run_lesson, work
     assert reqs[0]["model"] == "claude-sonnet-5-5"
 
 
-# The edge cases below run main() in-process: same client and code, without a subprocess each.
+# The edge cases below run main() in-process too.
 
 def test_a_tool_call_cut_by_max_tokens_is_not_run(run_main, workdir):
     cut = reply(text("Writing the file"), tool("write_file", {"path": "x.txt", "content": "par"}),
@@ -174,7 +177,7 @@ def test_every_lesson_has_help_and_the_no_key_line(run_main, lesson, commands):
 def test_the_repl_keeps_the_conversation_and_quits(run_lesson):
     script = [reply(text("first answer")), reply(tool("bash", {"command": "echo hi"})),
               reply(text("second"))]
-    proc, api = run_lesson("s03_todo", script=script, stdin="one\n\ntwo\nq\n")
+    proc, api = run_lesson("s03_todo", script=script, stdin="one\n\ntwo\nq\n", in_process=True)
     assert proc.returncode == 0 and api.violations == []
     assert "s03 >> " in proc.stdout and "first answer" in proc.stdout and "second" in proc.stdout
     roles = [m["role"] for m in api.requests[2]["messages"]]

@@ -308,7 +308,7 @@ def test_a_low_threshold_triggers_auto_compact_and_the_turn_completes(run_lesson
               + [reply(tool("read_file", {"path": f"big{n}.txt"})) for n in range(10)]
               + [reply(text("done"))])
     proc, api = run_lesson("s06_compact", "work", script=script, summary="SUMMARY: printed numbers",
-                           env={"COMPACT_THRESHOLD": "60000"})
+                           env={"COMPACT_THRESHOLD": "60000"}, in_process=True)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "done" and api.violations == []
     summaries = [r for r in api.requests if "<summary-request>" in json.dumps(r["messages"][-1])]

@@ -28,7 +28,7 @@ def test_the_board_survives_compaction_and_a_restart(run_lesson, workdir):
         reply(tool("task_update", {"task_id": 1, "status": "completed"})),
         reply(text("data model done")),
     ]
-    proc, api = run_lesson("s07_task_system", "plan a refactor", script=script)
+    proc, api = run_lesson("s07_task_system", "plan a refactor", script=script, in_process=True)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "data model done" and api.violations == []
     reqs = api.requests
@@ -55,7 +55,8 @@ def test_the_board_survives_compaction_and_a_restart(run_lesson, workdir):
     assert "> task_create subject=\"Design data model\"" in proc.stderr
     assert "[compacted: " in proc.stderr
 
-    # A second process in the same folder continues the board.
+    # A second process in the same folder continues the board: a real one, which has only
+    # what the first left on disk.
     again = [reply(tool("task_list", {}), tool("task_create", {"subject": "Release"})),
              reply(text("ok"))]
     proc, api = run_lesson("s07_task_system", "what is left?", script=again)
@@ -125,7 +126,8 @@ def test_every_task_command_works_in_the_repl_as_a_user_runs_it(run_lesson, work
              "/task block 2 1 3\n/task unblock 2 3\n/task order\n/task ready\n"
              "/task start 1\n/task show 1\n/task done 1\n/task delete 3\n"
              "/task\n/tasks\n/task help\n/task show 99\n/task block 2\nq\n")
-    proc, api = run_lesson("s07_task_system", stdin=stdin, env={"AGENT_NAME": "dora"})
+    proc, api = run_lesson("s07_task_system", stdin=stdin, env={"AGENT_NAME": "dora"},
+                           in_process=True)
     out, err = proc.stdout, proc.stderr
     assert proc.returncode == 0 and api.requests == [], err       # no model call for any of them
     assert "(agent dora)" in err
