@@ -149,7 +149,7 @@ class Cleared:
     def clear(self) -> None:
         """Forget every placeholder: a compaction (or --continue) starts a new history."""
         self.placeholders = {}     # id() of a cleared block -> (the block, its placeholder)
-        self.batch_start = None    # the latest batch's first block: a breakpoint goes before it
+        self.batch_start = None    # the latest batch's first block: view_of's breakpoint
 
     def holds(self, block) -> bool:
         # The very block, by id(): tool_use ids can repeat (a local server's toolu_1 after

@@ -244,7 +244,8 @@ class TaskManager:
             # A deleted task waits for nothing: it is not freed, and reopening will not name it.
             if finished["id"] not in other["blockedBy"] or other["status"] == "deleted":
                 continue
-            # Read again just before it is written: a hand edit since is kept, not lost.
+            # Read again just before it is written (scan() may answer from memory): a hand
+            # edit since is kept, not lost.
             fresh = self.store.try_load(other["id"])
             if fresh and finished["id"] in fresh["blockedBy"]:
                 fresh["blockedBy"] = [b for b in fresh["blockedBy"] if b != finished["id"]]
@@ -286,13 +287,14 @@ class TaskManager:
 
     def check_update(self, task, status, add, remove, owner, force) -> tuple:
         """(the new field values, notes), or ValueError. Writes nothing."""
-        tid, new_status = task["id"], status or task["status"]
+        tid, status_after = task["id"], status or task["status"]
         if task["status"] == "deleted":
             raise ValueError(f"task #{tid} was deleted; create a new task")
-        if add and new_status in FINISHED:
-            raise ValueError(f"#{tid} is {new_status}; set it back to pending (in the same "
+        if add and status_after in FINISHED:
+            raise ValueError(f"#{tid} is {status_after}; set it back to pending (in the same "
                              "call, or before) to give it blockers")
-        # Several agents on one board: whose the task is, and who owns it after.
+        # Several agents on one board: whose the task is. The status and owner to set, or
+        # ValueError.
         change, notes = claims.check(task, status, owner, force, self.agent)
         blocked, more = self.check_blockers(tid, task["blockedBy"], add or [])
         # A blocker whose task is gone can be removed too; one listed twice (by hand) goes whole.
@@ -300,13 +302,14 @@ class TaskManager:
             if dep not in blocked:
                 raise ValueError(f"#{tid} is not blocked by #{dep}")
             blocked = [b for b in blocked if b != dep]
-        self.check_not_blocked(tid, status, new_status, blocked, record.ids(add or []))
+        self.check_not_blocked(tid, status, status_after, blocked, record.ids(add or []))
         change["blockedBy"] = blocked
         return change, notes + more
 
-    def check_not_blocked(self, tid, status, new_status, blocked, added) -> None:
+    def check_not_blocked(self, tid, status, status_after, blocked, added) -> None:
         """A blocked task cannot start or complete; nor may a task in progress take an open
-        blocker (it would be blocked while in progress)."""
+        blocker (it would be blocked while in progress). status: the one asked for (None:
+        unchanged); status_after: the task's, once changed."""
         # Completing a task takes it out of every blockedBy, so blocked normally holds only
         # unfinished ids. Their status is read anyway: a hand edit, or a completion whose
         # writes stopped part way, can leave a finished one (a missing one still blocks).
@@ -316,7 +319,7 @@ class TaskManager:
             raise ValueError(f"#{tid} is blocked by {text.described(waiting, self.store)}; "
                              "finish those first (or removeBlockedBy)")
         opened = [dep for dep in waiting if dep in added]
-        if new_status == "in_progress" and opened:
+        if status_after == "in_progress" and opened:
             raise ValueError(f"#{tid} is in progress; to make it wait for "
                              f"{text.described(opened, self.store)}, give it status pending "
                              "in the same call (that frees it)")
