@@ -167,10 +167,11 @@ CLEARED = Cleared()
 
 
 def clearable(messages: list) -> list:
-    """Layer 1's choice, as (block, its call): the tool results, and the texts of write/edit
-    calls, that the model can do without. Not the newest KEEP_RECENT calls, nor the newest
-    reply's (the model has not seen their results yet), nor anything under KEEP_CHARS, nor a
-    read of a file (whole or a part) or a write of it that no later whole view follows."""
+    """Layer 1's choice, as (block, its call): the tool results, and the write/edit calls
+    (block is call: their long texts), the model can do without. Not the newest KEEP_RECENT
+    calls, nor the newest reply's (the model has not seen their results yet), nor anything
+    under KEEP_CHARS, nor a read of a file (whole or a part) or a write of it that no later
+    whole view follows."""
     pairs = pairing.tool_pairs(messages)           # (tool_use, tool_result), oldest first
     newest = pairing.newest_ids(messages)
     whole_later = set()                            # files a later call shows whole
