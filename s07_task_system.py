@@ -10,7 +10,7 @@ kept in files, one JSON file per task:
                          "unblocked": [2, 3], "created_at": "2026-12-04T16:00:00+00:00", ...}
     .tasks/task_4.json  {"id": 4, "subject": "Write the API tests", "blockedBy": [2], ...}
     .tasks/.lock        one change at a time, across processes; it also holds the largest id
-                        ever given (and a stamp the harness's cache reads: board/folder.py)
+                        ever given
 
         #1 Design the data model --+--> #2 Implement the API --> #4 Write the API tests
                                    +--> #3 Write the docs
@@ -190,8 +190,10 @@ class TaskManager:
 
     def next_id(self) -> int:
         """Max-scan: one more than the largest id on the board, or than the largest the store
-        ever gave (in .tasks/.lock): a task file deleted by hand must not give its id away."""
+        ever gave (in .tasks/.lock, which the store updates as the lock is let go): a task file
+        deleted by hand must not give its id away."""
         largest = max(self.store.ids(), default=0)
+        # record.new_id only refuses an id of 16 digits or more (MAX_ID).
         return record.new_id(max(largest, self.store.high_water()) + 1)
 
     def create(self, subject, description="", blocked_by=None) -> str:
