@@ -103,12 +103,12 @@ def ask_model(run, system: str, tools: list, messages: list,
     """One model call. The block below does what `run.client.messages.create(**request)`
     would, streamed so that the reply shows as it is written, and checked.
 
-    The loop reads four fields of the Response (harness/model_call.py lists the rest):
+    The loop reads five fields of the Response (harness/model_call.py lists the rest):
     content, the reply's blocks as plain dicts, ready to send back; stop_reason, "tool_use"
-    exactly when the reply holds a call to run (checked() makes it so: a server may say
-    "end_turn" beside a call, and a call cut off by max_tokens is dropped); tool_uses, those
-    calls, each {"type": "tool_use", "id": ..., "name": ..., "input": {...}}; answer, what the
-    user sees (the model's text, and why it stopped when that was not the model's choice)."""
+    exactly when the reply holds a call to run (checked() makes it so, whatever a server
+    says); tool_uses, those calls, each {"type": "tool_use", "id": ..., "name": ...,
+    "input": {...}}; answer, what the user sees (the model's text, and why it stopped when
+    that was not the model's choice); notes, text for the model, sent after the results."""
     request = {"model": run.model, "system": system, "tools": tools, "messages": messages,
                "max_tokens": max_tokens,
                # Automatic prompt caching: the next call reads all this from the cache

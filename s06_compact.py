@@ -219,8 +219,8 @@ def placeholder(block: dict, call: dict, run) -> dict:
 
 
 def cleared_input(call: dict) -> dict:
-    """A write or edit call with each long text replaced by its length: worded so that it
-    cannot pass for file contents, and true whether or not the call worked."""
+    """A write or edit call with its texts (content; old_text, new_text) replaced by their
+    lengths: worded so that none can pass for file contents, true whether or not it worked."""
     texts = compaction.input_texts(call)
     said = {}
     for field, text in texts.items():

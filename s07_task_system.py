@@ -90,7 +90,6 @@ class TaskFolder:
     def __init__(self, location):
         self.dir = Path(location)
         self.name = f"{self.dir}/"           # the board, as the user and the model see it
-        self.agent = None                    # who writes: a PostgreSQL board tells; a file not
 
     def path(self, task_id: int) -> Path:
         return self.dir / f"task_{task_id}.json"
@@ -131,8 +130,8 @@ class TaskFolder:
         return task
 
     def scan(self, validate: bool = False) -> tuple:
-        """Every task file, read now: (the readable tasks by id, in id order; one line for
-        each file that cannot be read). validate: for Remembering's cache (read them all)."""
+        """Every task file: (the readable tasks by id, in id order; one line for each file
+        that cannot be read). validate: Remembering, which may answer from memory, looks again."""
         tasks, problems = {}, []
         for name in folder.listing(self.dir):
             match = TASK_FILE.fullmatch(name)
@@ -191,7 +190,8 @@ class TaskManager:
     def next_id(self) -> int:
         """Max-scan: one more than the largest id on the board, or than the largest the store
         ever gave (in .tasks/.lock, which the store updates as the lock is let go): a task file
-        deleted by hand must not give its id away."""
+        deleted by hand must not give its id away. (One made by hand is seen once another
+        agent writes, or a new process lists the board; until then reserve() skips its id.)"""
         largest = max(self.store.ids(), default=0)
         # record.new_id only refuses an id of 16 digits or more (MAX_ID).
         return record.new_id(max(largest, self.store.high_water()) + 1)
@@ -239,7 +239,8 @@ class TaskManager:
 
     def _clear_dependency(self, finished) -> list:
         """Remove a finished task from every blockedBy (each dependent read again, then
-        written); write it again with the ids it freed, unless deleted; say what can start."""
+        written); write it again with the ids it freed, unless deleted; say what can start.
+        (The dependents as last listed: a blocker added by hand since is seen by task_list.)"""
         tasks = self.store.scan()[0]
         freed = []
         for other in tasks.values():

@@ -28,8 +28,9 @@ Without each piece:
   call stopped half-written; running it writes half a file (task #1 completed while the model
   was writing #17). It is left out of the history; when other calls ran, the next message
   tells the model, and when it was the only one, the turn ends saying the answer was cut.
-- stop_reason made "tool_use" whenever a complete call is in the reply: a server that says
-  end_turn beside a tool call loses that call.
+- stop_reason made "tool_use" exactly when a complete call is in the reply: a server that says
+  end_turn beside a tool call loses that call, and one that says tool_use beside none sent an
+  empty user message next, which the API refuses.
 - unique ids (pairing.unique_ids): an endpoint that numbers its tool_use ids from 1 again
   (after --continue, say) reuses an earlier call's id, or names one "call 1"; the API
   refuses the request.
@@ -257,6 +258,8 @@ class Guard:
         said = _said(message["content"])
         if calls:
             stop_reason = "tool_use"            # whatever the server said beside a call
+        elif stop_reason == "tool_use":
+            stop_reason = "end_turn"            # no call to run: the turn is over
         late = None
         if setting is not None:                  # s07's board after the API's summary
             late = setting.after_summary(message["content"])

@@ -265,6 +265,15 @@ def test_a_stop_reason_sent_as_an_object_is_one_line_naming_the_endpoint(run_mai
     assert said in words(err)
 
 
+def test_a_reply_in_words_that_says_tool_use_ends_the_turn(run_main):
+    """A server that says tool_use beside no call: with nothing to run, the turn is over; the
+    loop must not go round and send an empty user message, which the API refuses."""
+    script = [reply(text("All done."), stop_reason="tool_use"), reply(text("unused"))]
+    code, out, err, api = run_main(s03_todo, "hi", script=script)
+    assert code == 0 and out.strip() == "All done." and "Traceback" not in err, err
+    assert len(api.requests) == 1 and api.violations == []
+
+
 class Pinging:
     """A loopback endpoint that answers message_start, then an event every 0.2 s, forever: a
     ping, or another that carries nothing of the reply (a gateway's keep-alive of its own)."""

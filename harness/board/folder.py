@@ -153,6 +153,7 @@ class Remembering:
 
     def __init__(self, location):
         super().__init__(location)
+        self.agent = None           # who writes (record.TaskStore): a file does not say
         self._mutex = threading.Lock()
         self._fd = None             # .lock, while we hold it
         self._stamp = None          # the board's generation as we last left it
