@@ -128,10 +128,10 @@ class ContextSize:
 CONTEXT = ContextSize()
 
 
-def needs_compaction(view: list) -> bool:
+def needs_compaction(view: list, cleared: int = 0) -> bool:
     """Over the threshold, and grown by half of it since the last compaction: else a summary
-    over it would be summarised again on every call."""
-    size = CONTEXT.estimate(view)
+    over it would be summarised again on every call. cleared: tokens layer 1 would clear."""
+    size = CONTEXT.estimate(view) - cleared
     grown = size - CONTEXT.after_compaction
     return size > CONTEXT.threshold and grown > CONTEXT.threshold // 2
 
@@ -152,8 +152,7 @@ class Cleared:
         self.batch_start = None    # the latest batch's first block: view_of's breakpoint
 
     def holds(self, block) -> bool:
-        # The very block, by id(): tool_use ids can repeat (a local server's toolu_1 after
-        # /clear). The entry keeps its block alive, so no other block can take that id().
+        # By id(), as tool_use ids can repeat; the entry keeps the block alive, id() unique.
         return id(block) in self.placeholders
 
     def as_sent(self, block):
@@ -253,7 +252,8 @@ def clear_new_batch(messages: list, run) -> None:
     # >= 1.5 x 6,000, it is cleared, and pays for itself within 6 calls.
     big_enough = freed >= min(CLEAR_AT_LEAST, 0.4 * CONTEXT.threshold)
     pays_for_itself = freed >= REWRITE_SHARE * rewritten
-    if not batch or not big_enough or not pays_for_itself:
+    # Over the threshold even so: layer 2 summarises now, and should see these results whole.
+    if not batch or not big_enough or not pays_for_itself or needs_compaction(view_now, freed):
         return
     for block, call in batch:
         CLEARED.placeholders[id(block)] = (block, placeholder(block, call, run))

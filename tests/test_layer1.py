@@ -148,12 +148,26 @@ def test_a_cold_cache_clears_what_is_worth_it_without_counting_a_rewrite(monkeyp
     messages = conversation(("bash", {"command": "a"}), ("bash", {"command": "b" * 200_000}),
                        ("bash", {"command": "c"}))
     messages[2]["content"][0]["content"] = "o" * 40_000
+    s06.CONTEXT.threshold = 100_000                # under it: layer 2 has nothing to do
     s06.CONTEXT.reported = 1
     s06.micro_compact(messages, run)
     assert cleared_ids() == set()                  # warm: it would rewrite far more than it frees
     s06.CONTEXT.reported = None
     s06.micro_compact(messages, run)
     assert cleared_ids() == {"t0"}                 # cold: nothing to lose
+
+
+def test_no_batch_is_cleared_just_before_layer_2_summarises(run):
+    """Over the threshold even once the batch is cleared, layer 2 summarises in this step: the
+    summary should see those results whole, and a batch cleared first would only cost a cache
+    write. Under it once cleared, the batch is cleared (and layer 2 waits)."""
+    messages = conversation(("bash", {}, "o" * 40_000), *[("bash", {}, "ok")] * s06.KEEP_RECENT,
+                            ("bash", {"command": "b" * 200_000}))
+    s06.CONTEXT.threshold = 48_000                 # about 60,000 tokens now, 50,000 cleared
+    assert s06.needs_compaction(s06.micro_compact(messages, run)) and cleared_ids() == set()
+    s06.CONTEXT.threshold = 55_000
+    assert not s06.needs_compaction(s06.micro_compact(messages, run))
+    assert cleared_ids() == {"t0"}
 
 
 def test_a_placeholder_is_made_once_and_stays_the_same_text(monkeypatch, run):
