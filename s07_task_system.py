@@ -7,7 +7,7 @@ kept in files, one JSON file per task:
 
     .tasks/task_1.json  {"id": 1, "subject": "Design the data model", "description": "",
                          "status": "completed", "blockedBy": [], "owner": "alice",
-                         "unblocked": [2, 3], "created_at": "2026-12-04T16:00:00+00:00", ...}
+                         "created_at": "2026-12-04T16:00:00+00:00", ..., "unblocked": [2, 3]}
     .tasks/task_4.json  {"id": 4, "subject": "Write the API tests", "blockedBy": [2], ...}
     .tasks/.lock        one change at a time, across processes; it also holds the largest id
                         ever given
@@ -189,9 +189,9 @@ class TaskManager:
 
     def next_id(self) -> int:
         """Max-scan: one more than the largest id on the board, or than the largest the store
-        ever gave (in .tasks/.lock, which the store updates as the lock is let go): a task file
-        deleted by hand must not give its id away. (One made by hand is seen once another
-        agent writes, or a new process lists the board; until then reserve() skips its id.)"""
+        ever gave (in .tasks/.lock, updated as the lock is let go): a task file deleted by hand
+        must not give its id away (unless .lock goes too). One made by hand is seen once another
+        agent writes, or a new process lists the board; until then reserve() skips its id."""
         largest = max(self.store.ids(), default=0)
         # record.new_id only refuses an id of 16 digits or more (MAX_ID).
         return record.new_id(max(largest, self.store.high_water()) + 1)
