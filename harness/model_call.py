@@ -30,7 +30,9 @@ Without each piece:
   tells the model, and when it was the only one, the turn ends saying the answer was cut.
 - stop_reason made "tool_use" exactly when a complete call is in the reply: a server that says
   end_turn beside a tool call loses that call, and one that says tool_use beside none sent an
-  empty user message next, which the API refuses.
+  empty user message next, which the API refuses. A refused reply (the API's classifier can
+  stop one inside a call) runs none of its calls: the call ran, half written, and the loop went
+  on past the refusal.
 - unique ids (pairing.unique_ids): an endpoint that numbers its tool_use ids from 1 again
   (after --continue, say) reuses an earlier call's id, or names one "call 1"; the API
   refuses the request.
@@ -243,6 +245,9 @@ class Guard:
             content = setting.kept(content)
             kinds = KEEP_BLOCKS | {"compaction"}
         content = _kept(content, kinds)
+        # A refused reply may stop inside a call: none of its calls runs.
+        if stop_reason == "refusal":
+            content = [block for block in content if block["type"] != "tool_use"]
         early = []
         cut = _cut_call(content, stop_reason)
         if cut is not None:

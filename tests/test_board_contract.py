@@ -384,6 +384,10 @@ def test_a_task_in_progress_stays_in_the_name_of_the_agent_working_on_it(board):
     with pytest.raises(ValueError, match="set it back to pending"):
         alice.update(1, owner="bob")
     assert listing(alice) == {1: ("in_progress", "alice", [])}
+    for change in ({"status": "completed", "owner": "bob"}, {"status": "deleted", "owner": "bob"}):
+        with pytest.raises(ValueError, match="set it back to pending"):
+            alice.update(1, **change)
+    assert listing(alice) == {1: ("in_progress", "alice", [])}
     alice.update(1, status="pending", owner="bob")
     assert listing(alice) == {1: ("pending", "bob", [])}
 

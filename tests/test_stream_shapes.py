@@ -274,6 +274,16 @@ def test_a_reply_in_words_that_says_tool_use_ends_the_turn(run_main):
     assert len(api.requests) == 1 and api.violations == []
 
 
+def test_a_refused_reply_runs_none_of_its_calls(run_main, workdir):
+    """The API's classifier can stop a reply with refusal in the middle of a tool call: no
+    call of a refused reply runs (half a file would be written), and the user is told."""
+    write = tool("write_file", {"path": "x.txt", "content": "half"})
+    script = [reply(text("Sure"), write, stop_reason="refusal"), reply(text("after"))]
+    code, out, err, api = run_main(s03_todo, "hi", script=script)
+    assert not (workdir / "x.txt").exists() and len(api.requests) == 1, err
+    assert "[the model refused to continue with this request]" in out + err
+
+
 class Pinging:
     """A loopback endpoint that answers message_start, then an event every 0.2 s, forever: a
     ping, or another that carries nothing of the reply (a gateway's keep-alive of its own)."""

@@ -7,14 +7,13 @@ unless a person takes it over or reopens it (/task start, /task done: force); ba
 frees it. Without each rule:
 - theirs: a model that started a task another agent had just completed reopened it without a
   word, and that agent's work, and its record of whom it freed, were lost.
-- in your own name: a model could start a task as another agent (owner "bob"), or name bob
-  the owner of the task it had started, and the board would say bob was working on it.
+- in your own name: a model could start, complete or delete a task as another agent (owner
+  "bob"), or name bob the owner of the task it had started, and the board would say bob did it.
 - the owner moves on: a task deleted while in progress would still name the agent that
   started it, not the one that deleted it.
 """
 
 from harness.board import text
-from harness.excerpt import one_line
 
 CLAIMING = ("in_progress", "completed")      # the statuses that make a task someone's
 
@@ -22,18 +21,19 @@ CLAIMING = ("in_progress", "completed")      # the statuses that make a task som
 def check(task: dict, status, owner, force: bool, agent: str) -> tuple:
     """({the status and owner to set}, notes), or ValueError. agent: who makes the change."""
     holder, tid, notes = task.get("owner"), task["id"], []
-    if status == "in_progress" and owner and owner != agent and not force:
-        raise ValueError(f"you are {agent}: start #{tid} in your own name (leave owner out), "
-                         "or let that agent start it")
     if task["status"] in CLAIMING and holder and holder != agent:
         if not force:
             raise ValueError(text.theirs(task, holder))
         notes.append(text.taken_over(task, holder))
-    # A task in progress stays in the name of whoever works on it: a handover goes by pending.
-    handed = task["status"] == "in_progress" and status is None
-    if handed and owner and owner != agent and not force:
-        raise ValueError(f"#{tid} is in progress; to hand it to {one_line(owner)}, set it back to "
-                         "pending in the same call (that frees it), and let them start it")
+    # Only a pending task may be put in another agent's name: one in progress, done or
+    # deleted is in the name of whoever did it. (Its holder may let it go: owner ''.)
+    after = status or task["status"]
+    if owner and owner != agent and after != "pending" and not force:
+        if status == "in_progress":
+            raise ValueError(f"you are {agent}: start #{tid} in your own name (leave owner "
+                             "out), or let that agent start it")
+        raise ValueError(f"#{tid} stays in the name of whoever works on it; to hand it on, set "
+                         "it back to pending in the same call (that frees it)")
     change = {"status": status} if status else {}
     # The caller named an owner ('' clears it).
     if owner is not None:
