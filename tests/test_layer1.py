@@ -170,6 +170,22 @@ def test_no_batch_is_cleared_just_before_layer_2_summarises(run):
     assert cleared_ids() == {"t0"}
 
 
+def test_a_batch_held_for_layer_2_is_cleared_when_the_summary_fails(monkeypatch, run):
+    """The loop runs layer 1 again after layer 2: if the summary failed (a 529 on its call,
+    say), the batch held back for it is cleared then, before the step's request goes out."""
+    messages = conversation(("bash", {}, "o" * 40_000), *[("bash", {}, "ok")] * s06.KEEP_RECENT,
+                            ("bash", {"command": "b" * 200_000}))
+    s06.CONTEXT.threshold = 48_000
+    assert s06.needs_compaction(s06.micro_compact(messages, run)) and cleared_ids() == set()
+
+    def fails(*args):
+        raise ValueError("the summary came back empty")
+    monkeypatch.setattr(s06, "summarize", fails)
+    assert s06.auto_compact(messages, run) is False
+    s06.micro_compact(messages, run)
+    assert cleared_ids() == {"t0"}
+
+
 def test_a_placeholder_is_made_once_and_stays_the_same_text(monkeypatch, run):
     monkeypatch.setattr(s06, "KEEP_RECENT", 1)
     messages = conversation(("bash", {"command": "a"}), ("bash", {"command": "b"}),
