@@ -9,8 +9,7 @@ kept in files, one JSON file per task:
                          "status": "completed", "blockedBy": [], "owner": "alice",
                          "created_at": "2026-12-04T16:00:00+00:00", ..., "unblocked": [2, 3]}
     .tasks/task_4.json  {"id": 4, "subject": "Write the API tests", "blockedBy": [2], ...}
-    .tasks/.lock        one change at a time, across processes; it also holds the largest id
-                        ever given
+    .tasks/.lock        the lock (one change at a time); it also holds the largest id given
 
         #1 Design the data model --+--> #2 Implement the API --> #4 Write the API tests
                                    +--> #3 Write the docs
@@ -23,12 +22,10 @@ kept in files, one JSON file per task:
 Key insight: state that must outlive the conversation belongs outside it. The model reads the
 board back whenever it needs it; compaction and restarts cannot lose what was never only in it.
 
-The rules, in TaskManager: a new id by max-scan (one more than the largest id on the board,
-or ever given), so never reused; a blocked task cannot start or complete; completing one frees
-its dependents; a deleted task stays on disk, blocks nobody, and cannot come back. Agents that
-share a board claim what they start (harness/board/claims.py). New since s06: TaskFolder (the
-task files), TaskManager, its tools, the board after each compaction, --board, --name, /tasks
-and /task.
+The rules, in TaskManager: a new id by max-scan, never reused; a blocked task cannot start or
+complete; completing one frees its dependents; a deleted task stays on disk, blocks nobody,
+and cannot come back; agents that share a board claim what they start (board/claims.py).
+New since s06: TaskFolder, TaskManager, its tools, the board after a compaction, --board, --name.
 
 Run it:   python s07_task_system.py "plan a refactor: the data model, then the API and the docs"
           python s07_task_system.py --name alice     (a REPL: /tasks, /task help, /compact)
@@ -49,15 +46,14 @@ from harness import board, cli, compaction, writer
 from harness.board import claims, folder, graph, record, text
 from harness.board import commands as commands_for
 
-# Relative: each folder you run in has a board.
-TASKS_DIR = ".tasks"
+TASKS_DIR = ".tasks"             # relative: each folder you run in has its own board
 # The only file names that are tasks: task_<id>.json, the id under 10**15 (record.MAX_ID).
 TASK_FILE = re.compile(r"task_([1-9][0-9]{0,14})\.json", re.ASCII)
-# At most this much of the board (about 3,000 tokens) comes back with a compaction's summary;
-# a bigger board comes back as its unfinished tasks.
+# About 3,000 tokens: after a compaction, a bigger board comes back as its unfinished tasks.
 BOARD_CHARS = 12_000
-# Completed or deleted: such a task blocks nobody.
-FINISHED = record.FINISHED
+FINISHED = record.FINISHED      # completed or deleted: such a task blocks nobody
+MARK_AT = folder.STAMP_BYTES    # .lock holds the largest id ever given, after folder.py's
+MARK_BYTES = 16                 # stamp, in 16 digits (spaces before)
 
 
 def new_task(task_id: int, subject: str, description: str, blocked_by: list) -> dict:
@@ -79,17 +75,12 @@ def new_task(task_id: int, subject: str, description: str, blocked_by: list) -> 
 
 class TaskFolder:
     """The board as a folder: .tasks/task_<id>.json, one JSON object each, and .tasks/.lock.
-
-    Defined here: path, locked, ids, read, scan, write, reserve, temporary. The store is
-    Remembering (board/folder.py, mixed in by board.open_store) in front of this class: its
-    methods of these names remember what was read, for a big board, and call these through
-    super(). It adds the three more that TaskManager calls: load(id), a task read from its
-    file now (an error names the tasks there are); try_load(id), load or None; high_water(),
-    the largest id ever given, kept in .lock. So scan() may answer from memory; load never."""
+    Each method works alone; Remembering (board/folder.py) goes in front, for a big board."""
 
     def __init__(self, location):
         self.dir = Path(location)
         self.name = f"{self.dir}/"           # the board, as the user and the model see it
+        self.lock_fd = None                  # .tasks/.lock, open while we hold the lock
 
     def path(self, task_id: int) -> Path:
         return self.dir / f"task_{task_id}.json"
@@ -101,9 +92,19 @@ class TaskFolder:
         try:
             # Waits while another agent holds it; closing the file releases it.
             fcntl.flock(fd, fcntl.LOCK_EX)
+            self.lock_fd = fd
             yield fd
         finally:
+            self.lock_fd = None
             os.close(fd)
+
+    def high_water(self) -> int:
+        """The largest id ever given (read under the lock), or 0: none, or a hand edit."""
+        raw = os.pread(self.lock_fd, MARK_BYTES, MARK_AT)
+        digits = raw.decode("ascii", "replace").strip()
+        if digits.isdigit() and int(digits) < record.MAX_ID:
+            return int(digits)
+        return 0
 
     def ids(self) -> set:
         """The max-scan's scan: the id in the name of every task_<id>.json, a broken one too."""
@@ -129,9 +130,22 @@ class TaskFolder:
             raise folder.unreadable(path, f"not a valid task: {problem}")
         return task
 
-    def scan(self, validate: bool = False) -> tuple:
-        """Every task file: (the readable tasks by id, in id order; one line for each file
-        that cannot be read). validate: Remembering, which may answer from memory, looks again."""
+    def load(self, task_id: int) -> dict:
+        """A task to change, or ValueError: a missing one names the tasks there are."""
+        if not self.path(task_id).exists():
+            existing = ", ".join(f"#{i}" for i in self.scan()[0]) or "none yet"
+            raise ValueError(f"no task #{task_id}; existing tasks: {existing}")
+        return self.read(task_id)
+
+    def try_load(self, task_id: int):
+        """load(), or None: missing, or cannot be read."""
+        try:
+            return self.read(task_id)
+        except ValueError:
+            return None
+
+    def scan(self) -> tuple:
+        """Every task file: (the readable tasks by id, in id order; a line per broken file)."""
         tasks, problems = {}, []
         for name in folder.listing(self.dir):
             match = TASK_FILE.fullmatch(name)
@@ -145,29 +159,30 @@ class TaskFolder:
         return dict(sorted(tasks.items())), sorted(problems)
 
     def write(self, task: dict) -> None:
-        """Replace a task's file atomically: a reader, or a kill, sees the old or the new."""
+        """Replace a task's file atomically: a rename, so a reader (or a kill) sees the old
+        file or the new, never half of one."""
         temporary = self.temporary(task)
-        # A rename is atomic: the name holds the old file until it holds the new one.
         os.replace(temporary, self.path(task["id"]))
 
     def reserve(self, task: dict) -> bool:
         """Create a task's file only if its name is free: False if another agent took the id."""
         temporary = self.temporary(task)
         try:
+            # The mark first: the id is never given again, even if what follows fails.
+            if task["id"] > self.high_water():
+                mark = str(task["id"]).rjust(MARK_BYTES)
+                os.pwrite(self.lock_fd, mark.encode(), MARK_AT)
             # A hard link never replaces a file: it fails if the name is taken.
             writer.link(temporary, self.path(task["id"]))
             return True
         except FileExistsError:
             return False
         finally:
-            # Linked, the task has two names: the temporary one goes. (Without hard links,
-            # writer.link claims the name another way; a kill then may leave an empty task file,
-            # which read() flags.)
-            temporary.unlink(missing_ok=True)
+            temporary.unlink(missing_ok=True)    # linked, it had two names: this one goes
 
     def temporary(self, task: dict) -> Path:
-        """The task as JSON, whole, in a new file beside its own; ValueError if read() would
-        refuse the task (a subject too long, say): no file is written then."""
+        """The task as JSON, whole, in a new file beside its own (ValueError: read() would
+        refuse it, a subject too long, say; nothing is written)."""
         task["updated_at"] = record.now()
         data = record.as_file(task)          # json.dumps, of a task a read would accept
         return writer.temporary_beside(self.path(task["id"]), data)
@@ -183,15 +198,12 @@ class TaskManager:
         self.agent = agent or record.default_agent_name()  # who owns what we start
 
     def use(self, location) -> None:
-        """A folder (a TaskFolder, with Remembering mixed in), or a postgresql:// URL (agents
-        on several machines; board/postgres.py has the same methods)."""
+        """A folder (TaskFolder), or a postgresql:// URL (board/postgres.py: the same methods)."""
         self.store = board.open_store(location, TaskFolder)
 
     def next_id(self) -> int:
-        """Max-scan: one more than the largest id on the board, or than the largest the store
-        ever gave (in .tasks/.lock, updated as the lock is let go): a task file deleted by hand
-        must not give its id away (unless .lock goes too). One made by hand is seen once another
-        agent writes, or a new process lists the board; until then reserve() skips its id."""
+        """Max-scan, under the lock: one more than the largest id on the board, or ever given
+        (the high-water mark): a task file deleted by hand must not give its id away."""
         largest = max(self.store.ids(), default=0)
         # record.new_id only refuses an id of 16 digits or more (MAX_ID).
         return record.new_id(max(largest, self.store.high_water()) + 1)
@@ -216,8 +228,7 @@ class TaskManager:
 
     def update(self, task_id, status=None, add_blocked_by=None, remove_blocked_by=None,
                owner=None, force=False) -> str:
-        """load -> check -> write -> _clear_dependency. A refused call changes nothing (a
-        write that fails in _clear_dependency keeps those made before it, each one whole).
+        """load -> check -> write -> _clear_dependency; a refused call changes nothing.
         force: a person takes a task over on purpose (/task start, /task done)."""
         task_id = record.parse_task_id(task_id)
         record.check_arguments(status, add_blocked_by, remove_blocked_by, owner)
@@ -238,17 +249,15 @@ class TaskManager:
         return "\n".join(lines)
 
     def _clear_dependency(self, finished) -> list:
-        """Remove a finished task from every blockedBy (each dependent read again, then
-        written); write it again with the ids it freed, unless deleted; say what can start.
-        (The dependents as last listed: a blocker added by hand since is seen by task_list.)"""
+        """Remove a finished task from every blockedBy; write it again with the ids it freed,
+        unless deleted; say what can start. A write that fails keeps those made before it."""
         tasks = self.store.scan()[0]
         freed = []
         for other in tasks.values():
             # A deleted task waits for nothing: it is not freed, and reopening will not name it.
             if finished["id"] not in other["blockedBy"] or other["status"] == "deleted":
                 continue
-            # Read again just before it is written (scan() may answer from memory): a hand
-            # edit since is kept, not lost.
+            # Read again just before it is written: a hand edit since is kept, not lost.
             fresh = self.store.try_load(other["id"])
             if fresh and finished["id"] in fresh["blockedBy"]:
                 fresh["blockedBy"] = [b for b in fresh["blockedBy"] if b != finished["id"]]
@@ -284,20 +293,15 @@ class TaskManager:
         task = self.store.load(record.parse_task_id(task_id))
         return text.in_full(task, self.store.scan(validate=True)[0])
 
-    # ------------------------------------------------------------ the rules of a change
-    # What a change must pass before anything is written: check_blockers and check_not_blocked
-    # hold the graph's rules; claims.check (in the harness), those of several agents.
-
     def check_update(self, task, status, add, remove, owner, force) -> tuple:
-        """(the new field values, notes), or ValueError. Writes nothing."""
+        """What a change must pass: (the new fields, notes), or ValueError; writes nothing."""
         tid, status_after = task["id"], status or task["status"]
         if task["status"] == "deleted":
             raise ValueError(f"task #{tid} was deleted; create a new task")
         if add and status_after in FINISHED:
             raise ValueError(f"#{tid} is {status_after}; set it back to pending (in the same "
                              "call, or before) to give it blockers")
-        # Several agents on one board: whose the task is. The status and owner to set, or
-        # ValueError.
+        # Several agents on one board: whose the task is (the status and owner to set).
         change, notes = claims.check(task, status, owner, force, self.agent)
         blocked, more = self.check_blockers(tid, task["blockedBy"], add or [])
         # A blocker whose task is gone can be removed too; one listed twice (by hand) goes whole.
@@ -311,11 +315,9 @@ class TaskManager:
 
     def check_not_blocked(self, tid, status, status_after, blocked, added) -> None:
         """A blocked task cannot start or complete; nor may a task in progress take an open
-        blocker (it would be blocked while in progress). status: the one asked for (None:
-        unchanged); status_after: the task's, once changed."""
-        # Completing a task takes it out of every blockedBy, so blocked normally holds only
-        # unfinished ids. Their status is read anyway: a hand edit, or a completion whose
-        # writes stopped part way, can leave a finished one (a missing one still blocks).
+        blocker. status: the one asked for (None: unchanged); status_after: once changed."""
+        # A completion takes itself out of every blockedBy, but a hand edit (or a completion
+        # stopped part way) can leave a finished id here: read each (a missing one blocks).
         tasks = {dep: self.store.try_load(dep) or {} for dep in blocked}
         waiting = [dep for dep in blocked if tasks[dep].get("status") not in FINISHED]
         if status in ("in_progress", "completed") and waiting:
@@ -340,8 +342,7 @@ class TaskManager:
             if other["status"] in FINISHED:
                 notes.append(text.finished_blocker(other, tid))
             elif dep not in blocked:
-                # A new task (tid None) has no dependents: it closes no cycle.
-                if tid is not None:
+                if tid is not None:          # a new task has no dependents: no cycle
                     graph.refuse_cycle(self.store.scan(validate=True)[0], tid, dep)
                 blocked.append(dep)
         return blocked, notes
@@ -414,9 +415,8 @@ SYSTEM = ("You are a coding agent working in the current folder. Plan multi-step
 # ---------------------------------------------------------------- the loop
 
 def board_message(run) -> str:
-    """After a compaction, added after the summary: the board, read fresh, as task_list
-    answers; over BOARD_CHARS, only its unfinished tasks. Marked, so that /context and the
-    session page find it; the user is told."""
+    """After a compaction's summary: the board, read fresh, as task_list answers (over
+    BOARD_CHARS, its unfinished tasks), marked for /context and the page; the user is told."""
     text.say_board_added(run.screen, TASKS.store.name)
     try:
         shown = TASKS.list_all()

@@ -107,7 +107,31 @@ def test_creating_many_tasks_lists_the_folder_once(board_dir, monkeypatch):
     for n in range(1, 51):
         with store.locked():                        # as s07 creates: next_id(), reserved
             assert tasks.add(f"task {n}", "", [])["id"] == n
-    assert len(listed) <= 2 and tasks.next_id() == 51
+    assert len(listed) <= 2
+    with store.locked():
+        assert tasks.next_id() == 51
+
+
+def test_the_lessons_task_folder_works_alone_without_what_the_harness_puts_in_front(board_dir):
+    store = s07.TaskFolder(board_dir)                 # as a learner may use it: no Remembering
+    with store.locked():
+        assert store.high_water() == 0 and store.ids() == set()
+        assert store.reserve(s07.new_task(1, "Design", "", []))
+        assert store.reserve(s07.new_task(2, "Build", "", [1]))
+        assert not store.reserve(s07.new_task(2, "taken", "", []))
+        assert store.high_water() == 2
+    (board_dir / "task_2.json").unlink()              # by hand: its id stays given
+    with store.locked():
+        assert store.ids() == {1} and store.high_water() == 2
+        task = store.load(1)
+        task["status"] = "completed"
+        store.write(task)
+    assert store.scan()[0][1]["status"] == "completed"
+    assert json.loads((board_dir / "task_1.json").read_text())["status"] == "completed"
+    with pytest.raises(ValueError, match="^no task #7; existing tasks: #1$"):
+        store.load(7)
+    assert store.try_load(7) is None
+    assert TaskManager(board_dir).create("Docs") == "Created task #3: Docs"
 
 
 # ---------------------------------------------------------------- corrupt and stray files

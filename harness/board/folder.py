@@ -1,28 +1,21 @@
 """What s07's TaskFolder needs beyond its mechanism: safe to share, and fast on a big board.
 
 s07 holds the mechanism as code: a task's file, reading it, the scan the max-scan uses, the
-lock and the atomic write. board.open_store makes the folder store as remembering(TaskFolder):
-the lesson's own methods do the work, and Remembering, mixed in around them, guards and
-remembers, and adds the three methods of a store (record.TaskStore) that are not the idea:
-load, try_load and high_water. Without each piece:
+lock, the high-water mark and the atomic write. board.open_store makes the folder store as
+remembering(TaskFolder): the lesson's own methods do the work, and Remembering, mixed in
+around them, guards and remembers. Without each piece:
 - open_lock: .tasks/.lock opened only as a regular file (writer.open_shared): a link there
   was followed, and creating a task wrote the board's stamp into an SSH authorized_keys; a
   FIFO there ended the call in a traceback. A file where the folder belongs is said in words.
 - read: regular files only, never through a link, with a cap (TASK_FILE_MAX): a FIFO named
   task_2.json hung /tasks, and a symlink to /dev/zero read gigabytes. unreadable() words every
   refusal of a task file alike, s07's too: it names the file, says why, and that it was kept.
-- load and try_load (what a change reads its tasks with): a task the model names that does not
-  exist would be "unreadable", and the model not told which tasks there are; load names them.
-  try_load is load or None: the tasks a completion frees, the blockers a start checks.
 - listing: a board that cannot be read (a file where the folder belongs) says so, rather
   than look empty; one that does not exist yet is empty.
 - the generation stamp (a random token in .lock, renewed by every writer under the lock):
   without it nothing may be remembered, since another agent may have written, and every call
   lists and reads the whole folder again (creating 10,000 tasks listed the folder once per
   task: quadratic; completing one read 10,000 files).
-- the high-water mark (the largest id ever given, in .lock after the stamp, written with it in
-  one pwrite under the lock): deleting the highest task file by hand gave its id to the next
-  task, and a task that waited for the deleted one then waited for an unrelated new one.
 - each file remembered by (size, mtime_ns, inode): a board of 10,000 tasks took a second to
   list. A hand edit that keeps the size within one mtime tick of our own write (a few ms) is
   seen by a listing only once the file changes again (touch it); load and try_load, which
@@ -51,13 +44,12 @@ import threading
 import time
 
 from harness import writer
-from harness.board.record import MAX_ID
 from harness.errors import reason
 from harness.files import read_bytes
 
 TASK_FILE_MAX = 1_000_000   # bytes: a task is a title and some details; a bigger file is not one
-STAMP_BYTES = 32            # .lock: the generation stamp (a random token per change) ...
-MARK_BYTES = 16             # ... then the high-water mark, the largest id ever given, in digits
+STAMP_BYTES = 32            # .lock: the generation stamp (a random token per change), then
+                            # s07's high-water mark (TaskFolder.high_water)
 LOCK_MODE = 0o644           # .lock, less the umask: every agent opens it for writing
 # writer.py's temporary names: a task file's (temporary_beside), and every other file's.
 TASK_TEMPORARY = writer.TASK_TEMPORARY
@@ -148,17 +140,14 @@ def remembering(lesson_folder: type) -> type:
 
 class Remembering:
     """Around s07's TaskFolder: while this process holds the lock and no other agent wrote
-    since, what the folder holds is remembered, not read again; and the lock is guarded.
-    load, try_load and high_water are its own: the lesson's folder has none of them."""
+    since, what the folder holds is remembered, not read again; and the lock is guarded."""
 
     def __init__(self, location):
         super().__init__(location)
         self.agent = None           # who writes (record.TaskStore): a file does not say
         self._mutex = threading.Lock()
-        self._fd = None             # .lock, while we hold it
         self._stamp = None          # the board's generation as we last left it
         self._wrote = False         # a task written under the lock held now
-        self._largest = 0           # the largest id written under it
         self._made = []             # the files reserve() made under it
         self._swept = None          # the board whose temporary files were swept
         self._files = {}            # file name -> ((size, mtime_ns, inode), task)
@@ -185,27 +174,21 @@ class Remembering:
         stamp = (board, os.pread(fd, STAMP_BYTES, 0))
         if stamp != self._stamp:                    # another agent wrote: forget the folder
             self._ids = self._tasks = None
-        self._stamp, self._fd = stamp, fd
-        self._wrote, self._largest, self._made = False, 0, []
+        self._stamp = stamp
+        self._wrote, self._made = False, []
         if self._swept != board:
             self._swept = board
             sweep(self.dir)
 
     def _leave(self, fd: int) -> None:
-        try:
-            if self._wrote:                         # a new stamp tells every other agent
-                self._new_stamp(fd)
-        finally:                                    # even when the stamp fails (a full disk)
-            self._fd = None
+        if self._wrote:                             # a new stamp tells every other agent
+            self._new_stamp(fd)
 
     def _new_stamp(self, fd: int) -> None:
-        """A new token in .lock; after it, in the same pwrite, the mark if it grew."""
+        """A new token at the start of .lock (the lesson's mark follows it)."""
         new = secrets.token_hex(STAMP_BYTES // 2).encode()
-        mark = b""
-        if self._largest > self.high_water():
-            mark = str(self._largest).rjust(MARK_BYTES).encode()
         try:
-            os.pwrite(fd, new + mark, 0)
+            os.pwrite(fd, new, 0)
         except OSError as exc:
             self._forget()
             with contextlib.suppress(OSError):      # needs no space: an empty stamp matches
@@ -227,37 +210,23 @@ class Remembering:
     def _forget(self) -> None:
         self._stamp = self._ids = self._tasks = None
 
-    def high_water(self) -> int:
-        """The mark in .lock, or 0 when there is none or it is not a number below MAX_ID (a
-        hand edit): the max-scan alone then, which never goes below a task that exists."""
-        try:
-            if self._fd is not None:
-                raw = os.pread(self._fd, MARK_BYTES, STAMP_BYTES)
-            else:                                   # outside the lock: a look, no lock taken
-                raw = read_bytes(self.dir / ".lock", ".lock", STAMP_BYTES + MARK_BYTES,
-                                 follow=False)[STAMP_BYTES:]
-        except (OSError, ValueError):               # no .lock yet (or not a file): no mark
-            return 0
-        text = raw.decode("ascii", "replace").strip()
-        if not text.isdigit() or int(text) >= MAX_ID:
-            return 0
-        return int(text)
-
     # ------------------------------------------------------------ reading
 
     def ids(self):
-        if self._fd is not None and self._ids is not None:
+        if self.lock_fd is not None and self._ids is not None:
             return self._ids
         found = super().ids()
-        if self._fd is not None:
+        if self.lock_fd is not None:
             self._ids = found
         return found
 
     def scan(self, validate: bool = False) -> tuple:
-        if not validate and self._fd is not None and self._tasks is not None:
+        """The lesson's scan; from memory while nothing changed, unless validate (a listing
+        the user or the model sees looks again, for a hand edit)."""
+        if not validate and self.lock_fd is not None and self._tasks is not None:
             return dict(self._tasks), []
-        tasks, problems = super().scan(validate)
-        if self._fd is not None:
+        tasks, problems = super().scan()
+        if self.lock_fd is not None:
             self._tasks = dict(tasks)
         return tasks, problems
 
@@ -277,23 +246,18 @@ class Remembering:
         return task
 
     def load(self, task_id: int) -> dict:
-        """One task, read now, or ValueError saying what is wrong (a missing one: which tasks
-        there are). Read from the file, never from memory: the caller is about to change the
-        task (or check a rule by it), and a hand edit that kept the size and the time must
+        """The lesson's load, from the file, never from memory: the caller is about to change
+        the task (or check a rule by it), and a hand edit that kept the size and the time must
         not be written over. A copy: what is remembered must not change with it."""
         self._files.pop(_file_name(task_id), None)
-        if not self.path(task_id).exists():
-            existing = ", ".join(f"#{i}" for i in self.scan()[0]) or "none yet"
-            raise ValueError(f"no task #{task_id}; existing tasks: {existing}")
-        return _copied(self.read(task_id))
+        return _copied(super().load(task_id))
 
     def try_load(self, task_id: int):
-        """load(), or None: missing, or cannot be read."""
         self._files.pop(_file_name(task_id), None)          # from the file, as load
-        try:
-            return _copied(self.read(task_id))
-        except ValueError:
+        task = super().try_load(task_id)
+        if task is None:
             return None
+        return _copied(task)
 
     # ------------------------------------------------------------ writing
 
@@ -321,7 +285,7 @@ class Remembering:
         return True
 
     def _held(self) -> None:
-        assert self._fd is not None, "task files are written only under the board's lock"
+        assert self.lock_fd is not None, "task files are written only under the board's lock"
 
     def _remember(self, task: dict) -> None:
         """What we just wrote, as the folder now holds it."""
@@ -329,7 +293,7 @@ class Remembering:
         name = _file_name(task["id"])
         st = os.stat(self.dir / name, follow_symlinks=False)
         self._files[name] = ((st.st_size, st.st_mtime_ns, st.st_ino), task)
-        self._wrote, self._largest = True, max(self._largest, task["id"])
+        self._wrote = True
         if self._ids is not None:
             self._ids.add(task["id"])
         known = self._tasks

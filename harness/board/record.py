@@ -184,7 +184,8 @@ class TaskStore(Protocol):
       in no order. s07's max-scan takes the largest. Cheap when nothing changed: s07 asks
       before every create.
     - high_water(): the largest id this board ever gave, kept beside the tasks, so that a task
-      removed by hand does not give its id to a new, unrelated task; 0 when there is none. A
+      removed by hand does not give its id to a new, unrelated task; 0 when there is none.
+      The folder's is read only under locked(), where next_id asks for it. A
       mark that is missing or hand-edited is ignored where it would send ids backwards or past
       MAX_ID.
     - name is how to show the board to a user (a URL's password as ***); agent is who writes,
