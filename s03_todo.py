@@ -42,7 +42,7 @@ Run it:   python s03_todo.py "add a docstring to hello.py and track your steps"
 import sys
 from pathlib import Path
 
-from harness import bash, cli, files, model_call, spill, terminal, tool_calls, tool_input
+from harness import bash, files, model_call, spill, step_limit, terminal, tool_calls, tool_input
 
 # Tokens the model may write per call: enough for a file of code.
 MAX_TOKENS = 8000
@@ -95,7 +95,7 @@ def agent_loop(messages: list, run, max_steps: int = MAX_STEPS) -> str:
             terminal.show_note(f"  [harness adds: {REMINDER}]")
         messages.append({"role": "user", "content": results})
     # Not finished: the command line tells the user how to go on.
-    return cli.step_limit(max_steps)
+    return step_limit.reached(max_steps)
 
 
 def ask_model(run, system: str, tools: list, messages: list,
@@ -300,6 +300,9 @@ TOOL_HANDLERS = {
 
 
 def main(argv: list = None) -> int:
+    # The command line (the REPL, --demo, --continue, the page) loads here, when the lesson
+    # runs: importing a lesson, as s06 imports s03, loads its mechanism alone.
+    from harness import cli
     # Each turn, run_cli appends {"role": "user", "content": prompt} to the history, calls
     # agent_loop(history, run) and prints its answer; a REPL keeps the history for the next.
     lesson = cli.Lesson("s03_todo", __doc__, agent_loop, system=SYSTEM, tools=TOOLS)

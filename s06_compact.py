@@ -48,14 +48,11 @@ import functools
 import sys
 
 import s03_todo as s03
-from harness import cli, compaction, config, errors, model_call, pairing, tokens, tool_input
+from harness import compaction, config, errors, model_call, pairing, step_limit, tokens, tool_input
 
-# Model calls a turn may make: compaction lets it go on longer.
-MAX_STEPS = 200
-# The newest results stay whole: the model may still be using them.
-KEEP_RECENT = 3
-# A result this short is never cleared: it costs little.
-KEEP_CHARS = 400
+MAX_STEPS = 200      # model calls a turn may make: compaction lets it go on longer
+KEEP_RECENT = 3      # the newest results stay whole: the model may still be using them
+KEEP_CHARS = 400     # a result this short is never cleared: it costs little
 # A batch is cleared only if it frees at least min(CLEAR_AT_LEAST, 0.4 x COMPACT_THRESHOLD)
 # tokens (a low threshold must leave layer 1 room to act), and at least REWRITE_SHARE x what
 # clearing it makes the API write to the cache again (clear_new_batch has an example).
@@ -95,7 +92,7 @@ def agent_loop(messages: list, run, max_steps: int = MAX_STEPS) -> str:
         results = s03.run_tool_calls(run, response, TOOL_HANDLERS, TOOLS)
         messages.append({"role": "user", "content": results})
         compact_if_asked(response, messages, run)                        # layer 3
-    return cli.step_limit(max_steps)
+    return step_limit.reached(max_steps)
 
 
 # ---------------------------------------------------------------- measuring the context
@@ -429,6 +426,8 @@ def repl_commands(compact=auto_compact) -> dict:
 
 
 def main(argv: list = None) -> int:
+    # As in s03: the command line loads only when the lesson runs.
+    from harness import cli
     lesson = cli.Lesson("s06_compact", __doc__, agent_loop, system=SYSTEM, tools=TOOLS,
                         commands=repl_commands(), on_start=start,
                         options=[compaction.API_CONTEXT_FLAG],

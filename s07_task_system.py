@@ -42,9 +42,8 @@ from pathlib import Path
 
 import s03_todo as s03
 import s06_compact as s06
-from harness import board, cli, compaction, writer
+from harness import board, compaction, step_limit, writer
 from harness.board import claims, folder, graph, record, text
-from harness.board import commands as commands_for
 
 TASKS_DIR = ".tasks"             # relative: each folder you run in has its own board
 # The only file names that are tasks: task_<id>.json, the id under 10**15 (record.MAX_ID).
@@ -57,8 +56,7 @@ MARK_BYTES = 16                 # stamp, in 16 digits (spaces before)
 
 
 def new_task(task_id: int, subject: str, description: str, blocked_by: list) -> dict:
-    """A task, as its file holds it. ("unblocked" is added when it is completed: the ids that
-    stopped waiting for it, so that reopening it can say who no longer waits.)"""
+    """A task, as its file holds it ("unblocked", the ids it freed, is added once completed)."""
     stamp = record.now()
     return {"id": task_id,               # the number in its file's name; never reused
             "subject": subject,          # a short title, one line when shown
@@ -181,8 +179,7 @@ class TaskFolder:
             temporary.unlink(missing_ok=True)    # linked, it had two names: this one goes
 
     def temporary(self, task: dict) -> Path:
-        """The task as JSON, whole, in a new file beside its own (ValueError: read() would
-        refuse it, a subject too long, say; nothing is written)."""
+        """The task, whole, in a new file beside its own (ValueError if read() would refuse it)."""
         task["updated_at"] = record.now()
         data = record.as_file(task)          # json.dumps, of a task a read would accept
         return writer.temporary_beside(self.path(task["id"]), data)
@@ -453,20 +450,23 @@ def agent_loop(messages, run, max_steps=s06.MAX_STEPS) -> str:
         results = s03.run_tool_calls(run, response, TOOL_HANDLERS, TOOLS)
         messages.append({"role": "user", "content": results})
         s06.compact_if_asked(response, messages, run, compact_with_board)  # layer 3 + board
-    return cli.step_limit(max_steps)
+    return step_limit.reached(max_steps)
 
 
 # ---------------------------------------------------------------- main
 
 def start(run, args) -> str:
-    """s06's start, with s07's system and tools; then --board and --name (TASK_BOARD)."""
-    # With --api-context compact, the board comes back after the API's summary too.
+    """s06's start, with s07's system and tools (and the board after the API's summary too,
+    with --api-context compact); then --board and --name (or TASK_BOARD, AGENT_NAME)."""
     s06.start(run, args, SYSTEM, TOOLS, attach=board_message)
-    return commands_for.choose_board(run, TASKS, TASKS_DIR, args)
+    return board.choose(run, TASKS, TASKS_DIR, args)
 
 
 def main(argv=None) -> int:
-    # /tasks and /task: a person works the board by the same rules; /compact as in s06.
+    # As in s03, the command line loads only when the lesson runs; with it, /tasks and /task,
+    # by which a person works the board by the same rules (and s06's /compact).
+    from harness import cli
+    from harness.board import commands as commands_for
     commands = {**commands_for.repl_commands(TASKS), **s06.repl_commands(compact_with_board)}
     # **: --board, --name, s06's --api-context, and other agents' news before each prompt.
     lesson = cli.Lesson("s07_task_system", __doc__, agent_loop, system=SYSTEM, tools=TOOLS,

@@ -20,17 +20,20 @@ This is the reading guide; the README links here.
                                a running session's files are pinned against any prune
                 clean          text that can be sent and shown (half an emoji repaired,
                                control characters escaped)
+                step_limit     what a loop returns when its turn ran out of model calls
     after s06   tokens         the one token estimate, about 4 characters a token
                 compaction     what s06's layers need and a learner need not read: the
                                cache breakpoint, the saved copy a placeholder names, the
                                transcript, the window guard, the notes, the --api-context flag
                 api_context    --api-context: the API's own clearing or compaction instead
                                of layers 1 and 2, through the run's client (loaded when used)
-    after s07   board/         record (a task's checks, the TaskStore), folder (what makes
-                               s07's TaskFolder safe and fast), postgres (loaded when used),
-                               graph, text, live (what other agents did), commands (/task),
+    after s07   board/         where the board is (board.choose), record (a task's checks),
+                               folder (what makes s07's TaskFolder safe and fast), postgres
+                               (loaded when used), graph, text, claims; and, loaded with the
+                               command line, commands (/task), live (what other agents did),
                                checklist (/task import)
     everywhere  cli            one-shot runs, the REPL, --demo, --continue, the budget, signals
+                               (each lesson imports it in main(): importing one loads no CLI)
                 config, errors settings (./.env, the repository's .env) and the client; every
                                error and the line it becomes, passwords hidden
                 terminal       what reaches the screen, control characters escaped, every
@@ -49,6 +52,8 @@ This is the reading guide; the README links here.
 
 Nothing here imports a lesson (s07 hands board.open_store its TaskFolder). A module imports
 inside a function only what is loaded when used: psycopg and the PostgreSQL board, the page,
-/context and /cost, --api-context, the demos and the stand-in, and config inside errors (which
-config imports first).
+/context and /cost, --api-context, the demos and the stand-in, the board's news and /task
+import, and config inside errors (which config imports first). The lessons import cli (and
+s07 board/commands) in main(): `import s03_todo` loads under 4,000 lines of the project, and
+`import s07_task_system` under 6,000, s03's and s06's included (tests/test_s07_e2e.py).
 """

@@ -42,9 +42,8 @@ API (Setting.client), and model_call asks the Setting what a reply keeps and cos
 
 from dataclasses import dataclass
 
-from harness import config, pairing, terminal
+from harness import config, pairing, terminal, tokens
 from harness.session.recorder import SUMMARY_BY_API as SUMMARY_LABEL
-from harness.session.recorder import usage_counts
 
 CLEAR, COMPACT = "clear", "compact"
 BETAS = {CLEAR: "context-management-2025-06-27", COMPACT: "compact-2026-01-12"}
@@ -147,7 +146,7 @@ class Setting:
         usage = response.usage
         steps = summary_steps(usage)
         for step in steps:
-            terminal.show_usage(usage_counts(step), SUMMARY_LABEL)
+            terminal.show_usage(tokens.usage_counts(step), SUMMARY_LABEL)
             run.recorder.call(step, SUMMARY_LABEL)
         for block in response.content:
             if block.type == "compaction" and getattr(block, "content", None):
@@ -326,9 +325,9 @@ def summary_steps(usage) -> list:
 def _compacted(run, steps: list, usage, summary: str) -> None:
     """The API's compaction, said and marked on the session page: its size before (the input
     its summary call read) and after (what this reply's call read)."""
-    after = sum(usage_counts(usage)[:3])
+    after = sum(tokens.usage_counts(usage)[:3])
     if steps:
-        before = sum(usage_counts(steps[-1])[:3])
+        before = sum(tokens.usage_counts(steps[-1])[:3])
         size = f"{before:,} → {after:,} tokens"
     else:
         before = None
@@ -340,7 +339,7 @@ def _compacted(run, steps: list, usage, summary: str) -> None:
 
 
 def _number(value) -> int:
-    return usage_counts({"input_tokens": value})[0]
+    return tokens.usage_counts({"input_tokens": value})[0]
 
 
 def _field(value, name: str):

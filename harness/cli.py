@@ -8,7 +8,7 @@ gives it to the loop. Without each piece:
   parse_known_args leaves the message to us on every version, so none says it twice).
 - _missing_sdk: without the SDK, one exact line to paste, from any folder: this Python and
   the path of requirements.txt from where you are.
-- the budget (--max-steps, MAX_STEPS, StepLimit, STEPS_RAN_OUT): a turn that ran out of
+- the budget (--max-steps, MAX_STEPS, step_limit.py, STEPS_RAN_OUT): a turn that ran out of
   model calls exits 0 as if done, and a script cannot tell it from a finished one (it exits
   3, naming --continue). A bad MAX_STEPS, or a bad PRICE_PER_MTOK, is refused before anything
   is written.
@@ -58,7 +58,7 @@ import threading
 from pathlib import Path
 from typing import Callable, Optional
 
-from harness import clean, config, files, pairing, terminal, writer
+from harness import clean, config, files, pairing, step_limit, terminal, writer
 from harness.errors import EndpointError, NoKey, SetupError, reason
 from harness.run import Run
 from harness.sdk import anthropic
@@ -79,15 +79,6 @@ REQUIREMENTS = Path(__file__).resolve().parent.parent / "requirements.txt"
 REPL_HELP = ('A line """ starts a prompt of several lines, and the next """ ends it. Ctrl-C '
              "clears the line; up and down recall earlier prompts. docs/real-use.md says what "
              "each command does.")
-
-
-class StepLimit(str):
-    """What a loop returns when its turn used up its budget of model calls (not finished)."""
-
-
-def step_limit(steps: int) -> StepLimit:
-    return StepLimit(f"[stopped: {steps} model calls in this turn without finishing; say "
-                     "'continue' to go on, or raise --max-steps]")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -292,13 +283,13 @@ def _one_shot(lesson: Lesson, run: Run, history, budget, prompt) -> int:
             # line. A turn that ran no tool is undone: --continue does not send it again.
             pairing.keep_completed(history, saved, message, None, list(run.log.ran.values()))
             raise
-        if isinstance(answer, StepLimit):    # a one-shot run cannot be told 'continue'
-            answer = StepLimit(answer.split(";")[0] + "]")
+        if isinstance(answer, step_limit.StepLimit):    # a one-shot run cannot be told 'continue'
+            answer = step_limit.StepLimit(answer.split(";")[0] + "]")
         terminal.print_answer(answer, run.screen)
     finally:
         run.log.record(history)
         end_of_run(run)
-    if isinstance(answer, StepLimit):
+    if isinstance(answer, step_limit.StepLimit):
         terminal.show_note(f'[to go on: python {lesson.name}.py --continue "go on", or raise '
                            "--max-steps]")
         return STEPS_RAN_OUT

@@ -52,11 +52,10 @@ import warnings
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
-from harness import config, errors, excerpt, pairing, terminal
+from harness import config, errors, excerpt, pairing, terminal, tokens
 from harness.clean import clean_json
 from harness.errors import EndpointError
 from harness.sdk import anthropic, httpx
-from harness.session.recorder import usage_counts
 
 MAX_RESUMES = 10      # pause_turn continuations of one call before it is returned as it is
 RESUMED = {"pause_turn", "compaction"}    # stop reasons of a turn the server paused
@@ -378,7 +377,7 @@ def _count(run, response, request: dict) -> None:
     recorder, usage, setting = run.recorder, response.usage, run.api_context
     if setting is not None:                      # the API's own summary: a call of its own
         setting.count(run, response)
-    counts = usage_counts(usage)
+    counts = tokens.usage_counts(usage)
     label = recorder.label
     terminal.show_usage(counts, label, run.screen)
     sent = request["messages"] if setting is None else setting.view(request["messages"])
@@ -389,7 +388,7 @@ def _count(run, response, request: dict) -> None:
 
 def total_tokens(usage) -> int:
     """The context the API counted for a call: its input (uncached, read, written), output."""
-    return sum(usage_counts(usage))
+    return sum(tokens.usage_counts(usage))
 
 
 class _Watch:

@@ -12,11 +12,16 @@ Without each piece:
   the tools together (its prefix), then the messages, each as one JSON value, and so does
   request(). The kinds /context lists count each block apart, so they add up to about the
   total, not to the token.
+- usage_counts: the token line, the session total and the API's compaction note would each
+  read a reply's usage their own way; a missing field or a count sent as "12" by an odd
+  endpoint broke one of them.
 The stand-in counts alike but with a function of its own (harness/stand_in/usage.py): it plays
 the API, whose count this estimate is set beside.
 """
 
+import functools
 import json
+import math
 
 CHARS_PER_TOKEN = 4     # the usual estimate for English and code; the API's count is exact
 
@@ -32,3 +37,27 @@ def request(system: object, tools: object, messages: list) -> int:
     """A whole request: its system prompt and tools (together, as s06's ContextSize.prefix),
     then its messages."""
     return estimate([system, tools]) + estimate(messages)
+
+
+USAGE_FIELDS = ("input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens",
+                "output_tokens")
+
+
+def usage_counts(usage: object) -> tuple:
+    """(uncached input, read from cache, written to cache, output) of a reply's usage.
+
+    A missing or null field is 0; a count sent as text ("12", by an odd endpoint) is a number;
+    anything else that is not a count is 0, so that a token line never stops a lesson.
+    """
+    found = usage.get if isinstance(usage, dict) else functools.partial(getattr, usage)
+    return tuple(_count(found(name, None)) for name in USAGE_FIELDS)
+
+
+def _count(value: object) -> int:
+    if value is None or isinstance(value, bool):
+        return 0
+    try:
+        number = float(str(value).strip()) if not isinstance(value, int) else value
+    except ValueError:
+        return 0
+    return int(number) if math.isfinite(number) and number > 0 else 0

@@ -461,6 +461,13 @@ MUTATIONS = [
              ["tests/test_repl_commands.py::test_a_persons_task_done_takes_over_a_task_another_"
               "agent_has_in_progress"]),
 
+    Mutation("importing s03 loads the command line, and the session's record and log with it",
+             "s03_todo.py",
+             "from pathlib import Path\n",
+             "from pathlib import Path\n\nimport harness.cli\n",
+             ["tests/test_s07_e2e.py::test_importing_a_lesson_loads_its_mechanism_not_the_"
+              "command_line"]),
+
     # ---------------------------------------------------------------- s07: the file board
     Mutation("the high-water mark is ignored: a new task takes an id deleted by hand",
              "s07_task_system.py",
@@ -589,10 +596,10 @@ MUTATIONS = [
               "the_turn_kept"]),
     Mutation("a board news watcher that failed to start is never made again",
              "harness/board/commands.py",
-             "            self.watcher = BoardWatcher(self.tasks.store, self.tasks.agent)\n"
+             "            self.watcher = live.BoardWatcher(self.tasks.store, self.tasks.agent)\n"
              "            self.store = self.tasks.store\n",
              "            self.store = self.tasks.store\n"
-             "            self.watcher = BoardWatcher(self.tasks.store, self.tasks.agent)\n",
+             "            self.watcher = live.BoardWatcher(self.tasks.store, self.tasks.agent)\n",
              ["tests/test_board_folder.py::test_a_board_that_cannot_be_read_at_the_first_prompt_"
               "is_tried_again_not_left_broken"]),
     Mutation("s07's board is left out when the API's summary ends the turn",
@@ -631,12 +638,12 @@ MUTATIONS = [
                             "from_the_last_summary"]),
     Mutation("the API's compaction is said without its cached part",
              "harness/api_context.py",
-             "    after = sum(usage_counts(usage)[:3])\n"
+             "    after = sum(tokens.usage_counts(usage)[:3])\n"
              "    if steps:\n"
-             "        before = sum(usage_counts(steps[-1])[:3])\n",
-             "    after = usage_counts(usage)[0]\n"
+             "        before = sum(tokens.usage_counts(steps[-1])[:3])\n",
+             "    after = tokens.usage_counts(usage)[0]\n"
              "    if steps:\n"
-             "        before = usage_counts(steps[-1])[0]\n",
+             "        before = tokens.usage_counts(steps[-1])[0]\n",
              [API_CONTEXT + "::test_the_apis_compaction_is_said_with_its_cached_part_on_the_"
                             "screen_and_the_page"]),
     Mutation("--continue --api-context clear sends the API's compaction block back",

@@ -90,6 +90,33 @@ def test_importing_a_lesson_does_nothing(workdir):
     assert list(workdir.iterdir()) == []  # no .tasks/, no .transcripts/, nothing
 
 
+# What must not load when a lesson is imported: the command line, the session's record, log
+# and page, --api-context, the stand-in, PostgreSQL, and the REPL's /task machinery.
+LOADED_WHEN_USED = ("harness.cli", "harness.run", "harness.session", "harness.api_context",
+                    "harness.stand_in", "harness.demos", "harness.board.postgres",
+                    "harness.board.commands", "harness.board.live", "harness.board.checklist")
+
+
+@pytest.mark.parametrize("lesson, most", [("s03_todo", 4_000), ("s07_task_system", 6_000)])
+def test_importing_a_lesson_loads_its_mechanism_not_the_command_line(workdir, lesson, most):
+    """The issue's bound on what a lesson pulls in (s07's count includes s03's and s06's)."""
+    code = ("import os, sys\n"
+            f"import {lesson} as lesson\n"
+            "root = os.path.dirname(os.path.abspath(lesson.__file__)) + os.sep\n"
+            "files = [getattr(m, '__file__', None) or '' for m in list(sys.modules.values())]\n"
+            "ours = [f for f in files if f.startswith(root)]\n"
+            "print(sum(len(open(f, encoding='utf-8').readlines()) for f in ours))\n"
+            "print(' '.join(n for n in sys.modules if n.startswith('harness')))\n")
+    proc = subprocess.run([sys.executable, "-c", code], cwd=workdir,
+                          env=clean_env(workdir.parent / "home"),
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    lines, modules = proc.stdout.splitlines()
+    loaded = [m for m in modules.split() if m.startswith(LOADED_WHEN_USED)]
+    assert loaded == [], f"{lesson} loads on import what it needs only when run: {loaded}"
+    assert 1_000 < int(lines) <= most, f"import {lesson} loads {int(lines):,} lines"
+
+
 def test_an_automatic_compaction_also_brings_the_board_back(run_main, workdir):
     (workdir / "big.txt").write_text("word " * 1500)
     script = [reply(tool("task_create", {"subject": "Read the big file"})),

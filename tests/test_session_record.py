@@ -4,7 +4,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from harness.session.recorder import Recorder, usage_counts
+from harness.session.recorder import Recorder
+from harness.tokens import usage_counts
 from helpers import usage
 
 

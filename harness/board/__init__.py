@@ -9,6 +9,9 @@
     live.py       what other agents changed, before each REPL prompt
     commands.py   /task and /tasks; checklist.py: /task import
 
+choose() is where a run's board and name come from (--board or TASK_BOARD, --name or
+AGENT_NAME): without it, every agent is on ./.tasks under one name; without its warning, a
+password given with --board is seen in `ps` by every user of the machine, and nothing says so.
 open_store() picks the store from the location. Every way to name a board goes through it
 (--board, TASK_BOARD, s07's TaskManager, the demo). Without postgres_url(), an address that is
 not spelt exactly postgresql:// (SQLAlchemy's postgresql+psycopg://, PostgreSQL://, mysql://)
@@ -20,6 +23,8 @@ import os
 import re
 from urllib.parse import unquote
 
+from harness import terminal
+from harness.board import record
 from harness.errors import SetupError
 
 # A URL's scheme (RFC 3986: a letter, then letters, digits, + - .) and its //. A folder whose
@@ -34,6 +39,23 @@ KEYWORDS = re.compile(r"\s*(host|hostaddr|port|dbname|user|password|passfile|ser
 EXAMPLE = "postgresql://user@host/database"
 # Around the board s07 adds after a compaction: /context and the session page find it by them.
 BOARD_START, BOARD_END = "<task-board>", "</task-board>"
+PASSWORD_WARNING = ("warning: a password in --board shows in `ps` to every user of this "
+                    "machine: give it in TASK_BOARD, ~/.pgpass or a service file "
+                    "(docs/many-machines.md)")
+
+
+def choose(run, tasks, default, args) -> str:
+    """--board or TASK_BOARD (else default): which board; --name or AGENT_NAME: who we are.
+    Set anew on every run (s07's start). Returns the word for the REPL's banner."""
+    # A command line shows in `ps` to every user of this machine; the environment does not.
+    if args.board and password_in(args.board):
+        terminal.show_note(PASSWORD_WARNING)
+    tasks.use(args.board or os.environ.get("TASK_BOARD") or default)
+    name = record.agent_name(args.name or os.environ.get("AGENT_NAME") or "")
+    tasks.agent = name or record.default_agent_name()
+    # The session page draws the board: read at each compaction and at the end of the run.
+    run.recorder.watch_board(lambda: tasks.store.scan()[0])
+    return f"agent {tasks.agent}"
 
 
 def open_store(location: object, folder_store):

@@ -2,28 +2,21 @@
 
 Relied on by s07: main() hands its TaskManager to repl_commands() and cli_options() (the
 flags, s06's --api-context among them, /task help, and Live, the board's news before each
-prompt), start() to choose_board()
-with the run (harness/run.py), whose record reads the board for the session page.
-This module imports no lesson.
+prompt). s07 imports this module in main(), with the command line: importing s07 loads none of
+it. /task import loads checklist.py, and the first prompt live.py. This module imports no
+lesson.
 The commands go through the same TaskManager methods and rules as the model's tools, so a
 person cannot do what an agent may not, except taking a task over on purpose (start, done
 and delete are forced: "took #3 over from bob"; start reopens a task another agent completed:
 "#3 was completed by bob; reopened"). Without it, fixing one task on the board
 costs a model call and a prompt; without live(), a person at the REPL does not see what the
-other agents on a shared board are doing; without choose_board(), every agent is on ./.tasks
-under one name; without its warning, a password given with --board is seen in `ps` by every
-user of the machine, and nothing says so.
+other agents on a shared board are doing.
 """
 
 import atexit
-import os
 
 from harness import terminal
-from harness import board
 from harness.board import graph
-from harness.board.checklist import import_checklist
-from harness.board.live import BoardWatcher
-from harness.board.record import agent_name, default_agent_name
 
 HELP = """/task commands (no model call; the same rules as the model's tools):
   /task                 the board (same as /tasks)
@@ -43,9 +36,6 @@ OPTIONS = [  # s07's flags, for cli.run_cli (s07 adds s06's --api-context: it ru
                            "host and terminal)"}),
     (("--board",), {"help": "the board: a folder (default: TASK_BOARD, else .tasks) or a "
                             "postgresql:// URL"})]
-PASSWORD_WARNING = ("warning: a password in --board shows in `ps` to every user of this "
-                    "machine: give it in TASK_BOARD, ~/.pgpass or a service file "
-                    "(docs/many-machines.md)")
 NEEDS = {"show": 1, "start": 1, "done": 1, "delete": 1, "block": 2, "unblock": 2, "add": 1,
          "import": 1}
 
@@ -70,11 +60,17 @@ def task_command(tasks, arg: str) -> None:
         "unblock": lambda: tasks.update(rest[0], remove_blocked_by=rest[1:]),
         "ready": lambda: tasks.ready(tasks.store.scan(validate=True)[0]),
         "order": lambda: graph.order_line(tasks.store.scan(validate=True)[0]),
-        "import": lambda: import_checklist(tasks, " ".join(rest)),   # s03's plan onto the board
+        "import": lambda: _import(tasks, " ".join(rest)),   # s03's plan onto the board
     }
     if verb not in actions:
         raise ValueError(f"unknown /task command {verb!r}; /task help lists them")
     terminal.show_out(actions[verb]())   # escaped: a subject or an owner may hold codes
+
+
+def _import(tasks, path: str) -> str:
+    """/task import FILE (checklist.py, loaded only for it)."""
+    from harness.board import checklist
+    return checklist.import_checklist(tasks, path)
 
 
 def repl_commands(tasks) -> dict:
@@ -88,20 +84,6 @@ def cli_options(tasks, *more) -> dict:
     help in --help and named by /help, and the live board before each REPL prompt."""
     return {"options": [*more, *OPTIONS], "help_extra": HELP, "before_prompt": Live(tasks),
             "repl_help": "/task help lists what /task does: add, start, done, block, ..."}
-
-
-def choose_board(run, tasks, default, args) -> str:
-    """--board or TASK_BOARD (else default): which board; --name or AGENT_NAME: who we are.
-    Set anew on every run (harness/run.py). Returns the word for the REPL's banner."""
-    # A command line shows in `ps` to every user of this machine; the environment does not.
-    if args.board and board.password_in(args.board):
-        terminal.show_note(PASSWORD_WARNING)
-    tasks.use(args.board or os.environ.get("TASK_BOARD") or default)
-    name = agent_name(args.name or os.environ.get("AGENT_NAME") or "")
-    tasks.agent = name or default_agent_name()
-    # The session page draws the board: read at each compaction and at the end of the run.
-    run.recorder.watch_board(lambda: tasks.store.scan()[0])
-    return f"agent {tasks.agent}"
 
 
 class Live:
@@ -119,7 +101,8 @@ class Live:
                 self.watcher = None
             # Made first, then marked as made: a board it cannot read (it raises) is tried
             # again at the next prompt, not left half made.
-            self.watcher = BoardWatcher(self.tasks.store, self.tasks.agent)
+            from harness.board import live      # loaded at the REPL's first prompt
+            self.watcher = live.BoardWatcher(self.tasks.store, self.tasks.agent)
             self.store = self.tasks.store
             atexit.register(self.watcher.close)
         for line in self.watcher.changes():

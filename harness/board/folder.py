@@ -144,7 +144,7 @@ class Remembering:
 
     def __init__(self, location):
         super().__init__(location)
-        self.agent = None           # who writes (record.TaskStore): a file does not say
+        self.agent = None           # who writes (postgres.TaskStore): a file does not say
         self._mutex = threading.Lock()
         self._stamp = None          # the board's generation as we last left it
         self._wrote = False         # a task written under the lock held now

@@ -2,8 +2,8 @@
 
 Relied on by s07 when --board or TASK_BOARD is a postgresql:// URL (board/__init__.open_store
 imports this module only then, so psycopg is needed only then), by live.py and checklist.py. It
-keeps the TaskStore promises of the folder (record.py, folder.py), so TaskManager's logic is the
-same. Without each piece:
+keeps the promises of s07's TaskFolder (TaskStore, below), so TaskManager's logic is the same.
+Without each piece:
 - one transaction per operation (locked()): an error between a completion's write and
   _clear_dependency's writes leaves a task done and its dependents still waiting, and a
   /task import that fails on item 3 leaves items 1 and 2; here the server undoes it all.
@@ -65,9 +65,9 @@ has unreliable locks).
 import os
 import stat
 import threading
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
-from typing import Iterator, Optional
+from typing import Collection, Iterator, Optional, Protocol
 from urllib.parse import parse_qs, urlsplit
 
 from harness import config
@@ -224,8 +224,53 @@ def _psycopg(name: str):
         raise SetupError(f"the board {name} needs psycopg ({first_line(exc)}): {INSTALL}") from None
 
 
+class TaskStore(Protocol):
+    """What TaskManager relies on from a board. s07's TaskFolder keeps it, and so does this one.
+
+    - locked(): while it is held, no other process (on any machine sharing the board) changes
+      the board. TaskManager takes it around every read-modify-write; it is not re-entrant.
+      On PostgreSQL it is also one transaction: an exception inside undoes every write.
+      The file board writes each file atomically, but not a group of files at once.
+      On both stores an exception inside (Ctrl-C included) removes every task reserve()
+      made in it; PostgreSQL also undoes every write(), the folder cannot (its files are
+      replaced one at a time, atomically each).
+    - write(task) replaces a task whole; a reader never sees half of it. Only under locked().
+    - reserve(task) creates a task only if its id is free: False if another process took that
+      id first (then work out the next id again). Only under locked(). ("Claim" is another thing:
+      taking ownership of a task, s07's rule.)
+    - load(id) reads it now, or raises ValueError (missing, or corrupt: the message says which).
+    - try_load(id) is load() or None.
+    - scan(validate) -> (every readable task by id, in id order; the problems found as lines).
+      A record that cannot be used is a problem line, never an exception and never repaired.
+      validate=True also sees what was changed behind the store's back (a hand edit). Under
+      locked(), with no other agent's write since, it costs no read of the board.
+    - ids(): the id of every record, corrupt ones included, below MAX_ID: a read-only view,
+      in no order. s07's max-scan takes the largest. Cheap when nothing changed: s07 asks
+      before every create.
+    - high_water(): the largest id this board ever gave, kept beside the tasks, so that a task
+      removed by hand does not give its id to a new, unrelated task; 0 when there is none.
+      The folder's is read only under locked(), where next_id asks for it. A
+      mark that is missing or hand-edited is ignored where it would send ids backwards or past
+      MAX_ID.
+    - name is how to show the board to a user (a URL's password as ***); agent is who writes,
+      when known (PostgreSQL tells other agents' live boards).
+    """
+
+    name: str
+    agent: Optional[str]
+
+    def locked(self) -> AbstractContextManager: ...
+    def write(self, task: dict) -> None: ...
+    def reserve(self, task: dict) -> bool: ...
+    def load(self, task_id: int) -> dict: ...
+    def try_load(self, task_id: int) -> Optional[dict]: ...
+    def scan(self, validate: bool = False) -> tuple: ...
+    def ids(self) -> Collection[int]: ...
+    def high_water(self) -> int: ...
+
+
 class PostgresTasks:
-    """The table of tasks: a TaskStore (record.py) for agents on any machine that reaches the
+    """The table of tasks: a TaskStore for agents on any machine that reaches the
     server."""
 
     def __init__(self, url: str):

@@ -1,4 +1,4 @@
-"""A task's checks, and what a store promises: what both boards agree a task may hold.
+"""A task's checks: what both boards agree a task may hold.
 
 A task's fields are s07's new_task (and "unblocked", set when it finishes). Relied on by s07
 (TaskManager and its tools, TaskFolder), by postgres.py, by checklist.py (/task import) and
@@ -13,7 +13,6 @@ live.py. Without each piece:
   and a /task import that works on one would fail halfway on the other.
 - as_file: a store would write a task that a read then flags, and it would be lost. Its id
   comes first, so that a person opening the file sees first which task it is.
-- TaskStore: a second store (PostgreSQL) would have to guess what TaskManager relies on.
 - default_agent_name with the host: `root-pts0` on two machines sharing one PostgreSQL board
   would be one agent, and each would take over the other's tasks in progress without a word.
 """
@@ -23,9 +22,8 @@ import os
 import re
 import socket
 import unicodedata
-from contextlib import AbstractContextManager
 from datetime import datetime, timezone
-from typing import Collection, Optional, Protocol
+from typing import Optional
 
 from harness.errors import SetupError
 
@@ -158,51 +156,6 @@ def task_problem(task: object, expected_id: int) -> Optional[str]:
     if owner is not None and (not isinstance(owner, str) or text_problem(owner, "owner")):
         return "field 'owner' must be null or a non-empty string a board can store"
     return None
-
-
-class TaskStore(Protocol):
-    """What TaskManager relies on from a board. Every store (files, PostgreSQL) promises this.
-
-    - locked(): while it is held, no other process (on any machine sharing the board) changes
-      the board. TaskManager takes it around every read-modify-write; it is not re-entrant.
-      On PostgreSQL it is also one transaction: an exception inside undoes every write.
-      The file board writes each file atomically, but not a group of files at once.
-      On both stores an exception inside (Ctrl-C included) removes every task reserve()
-      made in it; PostgreSQL also undoes every write(), the folder cannot (its files are
-      replaced one at a time, atomically each).
-    - write(task) replaces a task whole; a reader never sees half of it. Only under locked().
-    - reserve(task) creates a task only if its id is free: False if another process took that
-      id first (then work out the next id again). Only under locked(). ("Claim" is another thing:
-      taking ownership of a task, s07's rule.)
-    - load(id) reads it now, or raises ValueError (missing, or corrupt: the message says which).
-    - try_load(id) is load() or None.
-    - scan(validate) -> (every readable task by id, in id order; the problems found as lines).
-      A record that cannot be used is a problem line, never an exception and never repaired.
-      validate=True also sees what was changed behind the store's back (a hand edit). Under
-      locked(), with no other agent's write since, it costs no read of the board.
-    - ids(): the id of every record, corrupt ones included, below MAX_ID: a read-only view,
-      in no order. s07's max-scan takes the largest. Cheap when nothing changed: s07 asks
-      before every create.
-    - high_water(): the largest id this board ever gave, kept beside the tasks, so that a task
-      removed by hand does not give its id to a new, unrelated task; 0 when there is none.
-      The folder's is read only under locked(), where next_id asks for it. A
-      mark that is missing or hand-edited is ignored where it would send ids backwards or past
-      MAX_ID.
-    - name is how to show the board to a user (a URL's password as ***); agent is who writes,
-      when known (PostgreSQL tells other agents' live boards).
-    """
-
-    name: str
-    agent: Optional[str]
-
-    def locked(self) -> AbstractContextManager: ...
-    def write(self, task: dict) -> None: ...
-    def reserve(self, task: dict) -> bool: ...
-    def load(self, task_id: int) -> dict: ...
-    def try_load(self, task_id: int) -> Optional[dict]: ...
-    def scan(self, validate: bool = False) -> tuple: ...
-    def ids(self) -> Collection[int]: ...
-    def high_water(self) -> int: ...
 
 
 def default_agent_name() -> str:

@@ -3,10 +3,10 @@
 Relied on by all three lessons through the Run, which holds one Recorder a run (run.recorder,
 harness/run.py): model_call.py records every model call with the request it sent,
 tool_calls.py every tool call, s06 its threshold, compaction.py its clearings and
-compactions (api_context.py the API's), s07 its board (board/commands.choose_board). cli
+compactions (api_context.py the API's), s07 its board (board.choose). cli
 reads the session's totals; page.py and views.py only read it. Without each piece:
-- usage_counts() / totals(): the token line and the session total would each add up usage
-  their own way; a missing field or a count sent as "12" by an odd endpoint would break them.
+- totals(): the session total would add up usage its own way (tokens.usage_counts reads
+  each reply's; a missing field or a count sent as "12" by an odd endpoint breaks neither).
 - call(): the page has no bars and /cost nothing to add up.
 - the requests: the page cannot show what the model saw. Each block is kept once however
   many requests send it, cut to its head and tail, within SENT_CHARS over the run; each
@@ -23,7 +23,6 @@ import contextlib
 import functools
 import hashlib
 import json
-import math
 import time
 from dataclasses import dataclass, field
 from typing import Callable, Optional
@@ -42,30 +41,6 @@ SENT_CHARS = 3_000_000      # characters of sent blocks kept over a run; past it
 MAX_REQUESTS = 5_000        # requests kept; a longer session keeps the usage of later calls only
 BOARDS_KEPT = 4             # compactions whose board snapshot is kept (the latest ones)
 SUMMARY_BY_API = "summary by the API"   # a summary --api-context compact's server wrote
-USAGE_FIELDS = ("input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens",
-                "output_tokens")
-
-
-def usage_counts(usage: object) -> tuple:
-    """(uncached input, read from cache, written to cache, output) of a reply's usage.
-
-    A missing or null field is 0; a count sent as text ("12", by an odd endpoint) is a number;
-    anything else that is not a count is 0, so that a token line never stops a lesson.
-    """
-    found = usage.get if isinstance(usage, dict) else functools.partial(getattr, usage)
-    return tuple(_count(found(name, None)) for name in USAGE_FIELDS)
-
-
-def _count(value: object) -> int:
-    if value is None or isinstance(value, bool):
-        return 0
-    try:
-        number = float(str(value).strip()) if not isinstance(value, int) else value
-    except ValueError:
-        return 0
-    return int(number) if math.isfinite(number) and number > 0 else 0
-
-
 @dataclass(frozen=True)
 class SentBlock:
     """One block of a request as the page shows it; kept once, however many requests send it."""
@@ -214,7 +189,7 @@ class Recorder:
              system: object = None, tools: Optional[list] = None) -> None:
         """One model call: its usage, and the request it sent (the messages after layer 1, the
         system prompt and the tool definitions), when the caller gives them."""
-        uncached, read, written, out = usage_counts(usage)
+        uncached, read, written, out = tokens.usage_counts(usage)
         totals = self.data.totals
         totals["fresh"] += uncached
         totals["read"] += read
