@@ -164,7 +164,7 @@ CLEARED = Cleared()
 
 def clearable(messages: list) -> list:
     """Layer 1's choice, as (block, its call): the tool results, and the write/edit calls
-    (block is call: their long texts), the model can do without. Not the newest KEEP_RECENT
+    (the tool_use block: its long texts), the model can do without. Not the newest KEEP_RECENT
     calls, nor the newest reply's (the model has not seen their results yet), nor anything
     under KEEP_CHARS, nor a read of a file (whole or a part) or a write of it that no later
     whole view follows."""
@@ -200,7 +200,7 @@ def placeholder(block: dict, call: dict, run) -> dict:
         a write or edit's text   "[cleared from the context: 5,120 characters; ...]"
     """
     name = call["name"]
-    if block is call:
+    if block["type"] == "tool_use":                # the call's own texts, not a result
         return cleared_input(call)
     # A read that worked: a later call shows the file. (A failed one is any other result.)
     if name == "read_file" and not block.get("is_error"):
@@ -227,7 +227,7 @@ def cleared_input(call: dict) -> dict:
 
 def tokens_freed(block: dict, call: dict) -> int:
     """About what clearing a block frees: a result's text, or what a call's texts lose."""
-    if block is call:
+    if block["type"] == "tool_use":
         return tokens.estimate(call["input"]) - tokens.estimate(cleared_input(call)["input"])
     return tokens.estimate(block.get("content"))
 
