@@ -574,11 +574,9 @@ def _run_demo(lesson: Lesson, run: Run):
     run.screen.seen_from = home              # its paths are shown as demo/…, from your folder
     try:
         terminal.show_note(f"[demo] it runs in {DEMO}/: everything it writes goes there")
-        # Loaded only for --demo: the scripts and the loopback API they are played on.
-        from harness import demos, stand_in
-        demo = getattr(demos, lesson.name.split("_")[0] + "_demo")
-        script, prompt, summary = demo(*lesson.demo_args, run)
-        with stand_in.StandInAPI(script, summary=summary) as api:
+        # Loaded only for --demo: the scripts, and the loopback API they are played on.
+        from harness import demos
+        with demos.played(lesson.name, lesson.demo_args, run) as (api, prompt):
             where = api.url.removeprefix("http://")
             terminal.show_note(f"[demo] a SCRIPTED stand-in model answers, on {where}: no "
                                "key, no network")

@@ -1,9 +1,9 @@
 """The scripted sessions behind each lesson's --demo: what the stand-in model says, step by step.
 
-Each lesson's main() hands one of these to cli.run_cli, which calls it with the run
-(harness/run.py) and plays it through the real loop, tools and files against
-harness/stand_in/, inside the folder demo/ (cli changes into it for the run): no key,
-no network, and nothing of yours is touched. They are data (a list of
+Each lesson's main() hands its demo's arguments to cli.run_cli, which, inside the folder
+demo/ (cli changes into it for the run), has played() start the stand-in (harness/stand_in/)
+with the lesson's script, and runs the real loop, tools and files against it: no key, no
+network, and nothing of yours is touched. They are data (a list of
 replies, some a function of the request so far, so the script reacts to what really
 happened), and this module imports no lesson. Without each piece:
 - the demos at all: a learner needs a key, and money, to see a lesson run once.
@@ -19,6 +19,7 @@ happened), and this module imports no lesson. Without each piece:
   then did not plan: it says first which task it picks up, and why it plans nothing.
 """
 
+import contextlib
 import json
 import os
 import re
@@ -26,7 +27,7 @@ import shlex
 import shutil
 import sys
 
-from harness import compaction, terminal
+from harness import compaction, stand_in, terminal
 from harness.session import blocks
 from harness.stand_in.script import reply, text, tool
 
@@ -35,6 +36,16 @@ PLAN = [("Design the data model", "tables and fields"),
         ("Implement the API", "endpoints on the model"),
         ("Write the docs", "how to use the API"),
         ("Write the API tests", "one per endpoint")]
+
+
+@contextlib.contextmanager
+def played(lesson_name: str, demo_args: tuple, run):
+    """The lesson's script (s03_demo for s03_todo), played by the loopback stand-in while the
+    block runs: yields (the stand-in, the demo's prompt)."""
+    demo = globals()[lesson_name.split("_")[0] + "_demo"]
+    script, prompt, summary = demo(*demo_args, run)
+    with stand_in.StandInAPI(script, summary=summary) as api:
+        yield api, prompt
 
 
 def s03_demo(run) -> tuple:
