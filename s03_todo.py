@@ -100,15 +100,16 @@ def agent_loop(messages: list, run, max_steps: int = MAX_STEPS) -> str:
 
 def ask_model(run, system: str, tools: list, messages: list,
               max_tokens: int = MAX_TOKENS) -> model_call.Response:
-    """One model call. The block below does what `run.client.messages.create(**request)`
-    would, streamed so that the reply shows as it is written, and checked.
+    """One model call: the request below, streamed so that the reply shows as it is written
+    (`run.client.messages.create(**request)` would wait for the whole reply instead). Then
+    checked() makes the reply safe to keep: a turn the server paused is resumed, a call the
+    reply was cut inside is left out, and stop_reason is "tool_use" exactly when a call is left.
 
-    The loop reads five fields of the Response (harness/model_call.py lists the rest):
-    content, the reply's blocks as plain dicts, ready to send back; stop_reason, "tool_use"
-    exactly when the reply holds a call to run (checked() makes it so, whatever a server
-    says); tool_uses, those calls, each {"type": "tool_use", "id": ..., "name": ...,
-    "input": {...}}; answer, what the user sees (the model's text, and why it stopped when
-    that was not the model's choice); notes, text for the model, sent after the results."""
+    This loop reads five fields of the Response (harness/model_call.py lists the rest):
+    content, the reply's blocks as plain dicts, ready to send back; stop_reason; tool_uses,
+    the content's tool_use blocks, {"type": "tool_use", "id": ..., "name": ..., "input": ...},
+    each input as the model sent it; answer, what the user sees (the model's text, and why
+    it stopped if not by choice); notes, text for the model, sent after the results."""
     request = {"model": run.model, "system": system, "tools": tools, "messages": messages,
                "max_tokens": max_tokens,
                # Automatic prompt caching: the next call reads all this from the cache
@@ -133,7 +134,8 @@ def run_tool_calls(run, response, handlers: dict, tools: list) -> list:
         for call in response.tool_uses:
             terminal.show_tool_call(call["name"], call["input"])
             output, is_error = call_tool(call, handlers, tools)
-            # Longer than OUTPUT_CAP: saved whole; the model sees its head, tail and path.
+            # Longer than OUTPUT_CAP: saved whole; the model sees its head, tail and path
+            # (only the head, and why, if it cannot be saved).
             output = spill.keep_whole(output, OUTPUT_CAP, call["name"], run.saved)
             result = {"type": "tool_result", "tool_use_id": call["id"], "content": output}
             if is_error:

@@ -55,7 +55,8 @@ KEEP_RECENT = 3      # the newest results stay whole: the model may still be usi
 KEEP_CHARS = 400     # a result this short is never cleared: it costs little
 # A batch is cleared only if it frees at least min(CLEAR_AT_LEAST, 0.4 x COMPACT_THRESHOLD)
 # tokens (a low threshold must leave layer 1 room to act), and at least REWRITE_SHARE x what
-# clearing it makes the API write to the cache again (clear_new_batch has an example).
+# clearing it makes the API write to the cache again (nothing, with no count from the API yet);
+# never when layer 2 is due anyway. clear_new_batch has an example.
 CLEAR_AT_LEAST = 8_000
 REWRITE_SHARE = 1.5
 # Tokens before layer 2 summarises: lower bills less, forgets sooner (docs/cost.md).

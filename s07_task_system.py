@@ -51,8 +51,9 @@ TASK_FILE = re.compile(r"task_([1-9][0-9]{0,14})\.json", re.ASCII)
 # About 3,000 tokens: after a compaction, a bigger board comes back as its unfinished tasks.
 BOARD_CHARS = 12_000
 FINISHED = record.FINISHED      # completed or deleted: such a task blocks nobody
-MARK_AT = folder.STAMP_BYTES    # .lock holds the largest id ever given, after folder.py's
-MARK_BYTES = 16                 # stamp, in 16 digits (spaces before)
+# .lock: a 32-byte stamp each change renews (others then read again), then the largest id given.
+MARK_AT = folder.STAMP_BYTES
+MARK_BYTES = 16
 
 
 def new_task(task_id: int, subject: str, description: str, blocked_by: list) -> dict:
@@ -64,7 +65,7 @@ def new_task(task_id: int, subject: str, description: str, blocked_by: list) -> 
             # pending, in_progress, completed, or deleted (kept on disk, blocks nobody)
             "status": "pending",
             "blockedBy": blocked_by,     # the ids of the tasks that must finish first
-            "owner": None,               # who holds it: the agent (or person) that started it
+            "owner": None,               # who holds it: whoever started it (None: nobody)
             "created_at": stamp,
             "updated_at": stamp}         # set again on every write
 
@@ -73,7 +74,8 @@ def new_task(task_id: int, subject: str, description: str, blocked_by: list) -> 
 
 class TaskFolder:
     """The board as a folder: .tasks/task_<id>.json, one JSON object each, and .tasks/.lock.
-    Each method works alone; Remembering (board/folder.py) goes in front, for a big board."""
+    It works alone; board.open_store puts Remembering (board/folder.py) in front, which
+    remembers what it read while no other agent wrote, and undoes a change that failed."""
 
     def __init__(self, location):
         self.dir = Path(location)
@@ -142,8 +144,9 @@ class TaskFolder:
         except ValueError:
             return None
 
-    def scan(self) -> tuple:
-        """Every task file: (the readable tasks by id, in id order; a line per broken file)."""
+    def scan(self, validate: bool = False) -> tuple:
+        """Every task file: (the readable tasks by id, in id order; a line per broken file).
+        validate: read every file again (this class always does; Remembering may not)."""
         tasks, problems = {}, []
         for name in folder.listing(self.dir):
             match = TASK_FILE.fullmatch(name)
@@ -215,8 +218,7 @@ class TaskManager:
         return text.created(task, notes)
 
     def add(self, subject, description, blocked, status="pending") -> dict:
-        """A new task, under the lock: the next id. Only a file made without the lock (by
-        hand, say) can take that id first; then the one after it."""
+        """A new task, under the lock, at the next id (or after it, if a hand-made file took it)."""
         task = new_task(self.next_id(), subject, description, blocked)
         task["status"] = status
         while not self.store.reserve(task):
@@ -298,7 +300,7 @@ class TaskManager:
         if add and status_after in FINISHED:
             raise ValueError(f"#{tid} is {status_after}; set it back to pending (in the same "
                              "call, or before) to give it blockers")
-        # Several agents on one board: whose the task is (the status and owner to set).
+        # Whose the task is: starting claims it; another agent's is refused. change: status, owner.
         change, notes = claims.check(task, status, owner, force, self.agent)
         blocked, more = self.check_blockers(tid, task["blockedBy"], add or [])
         # A blocker whose task is gone can be removed too; one listed twice (by hand) goes whole.
@@ -428,7 +430,7 @@ def board_message(run) -> str:
 
 
 def compact_with_board(messages, run, focus="") -> bool:
-    """s06's compaction; after its summary, <task-board> task_list's answer </task-board>."""
+    """s06's compaction: the one new message is its summary, then attach(run), the board."""
     return s06.auto_compact(messages, run, focus, SYSTEM, TOOLS, attach=board_message)
 
 
@@ -456,8 +458,7 @@ def agent_loop(messages, run, max_steps=s06.MAX_STEPS) -> str:
 # ---------------------------------------------------------------- main
 
 def start(run, args) -> str:
-    """s06's start, with s07's system and tools (and the board after the API's summary too,
-    with --api-context compact); then --board and --name (or TASK_BOARD, AGENT_NAME)."""
+    """s06's start, with s07's system, tools and board; then --board and --name (board.choose)."""
     s06.start(run, args, SYSTEM, TOOLS, attach=board_message)
     return board.choose(run, TASKS, TASKS_DIR, args)
 
@@ -468,7 +469,6 @@ def main(argv=None) -> int:
     from harness import cli
     from harness.board import commands as commands_for
     commands = {**commands_for.repl_commands(TASKS), **s06.repl_commands(compact_with_board)}
-    # **: --board, --name, s06's --api-context, and other agents' news before each prompt.
     lesson = cli.Lesson("s07_task_system", __doc__, agent_loop, system=SYSTEM, tools=TOOLS,
                         commands=commands, on_start=start, demo_args=(TASKS, s06.CONTEXT),
                         context_view=s06.micro_compact, context_size=s06.CONTEXT,

@@ -2,7 +2,9 @@
 
 s06 holds the layers themselves: which results layer 1 clears and what replaces them, the
 batch rule, layer 2's threshold and summary request. This module does the rest, for s06 (and
-so s07). Without each piece:
+so s07): which input fields of a call are its texts, when a call shows a file whole, saving a
+cleared result (from 2,000 characters: spill.py), and where a batch's rewrite starts. Without
+each piece:
 - input_texts / path_of / shows_whole_file: layer 1 cannot tell a write or edit's big texts,
   nor that a later read_file (of all its lines) or write_file shows a file whole again; a
   read cut short at the cap, or a read of some lines, or a write that failed, shows nothing
@@ -128,7 +130,8 @@ def _tool_id(block: dict):
 def breakpoint_before(view: list, first) -> list:
     """The view with a cache breakpoint on the last block of the message just before the
     first one that names `first`'s call (the latest batch's first block, or its tool_use):
-    all before it is unchanged, and read from the cache. s03's request has the other."""
+    all before it is unchanged, and read from the cache (while its entry lives: 5 minutes
+    from its last use). s03's request has the other."""
     n = _message_with(view, first)
     if not 0 < n < len(view):
         return view

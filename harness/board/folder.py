@@ -225,7 +225,7 @@ class Remembering:
         the user or the model sees looks again, for a hand edit)."""
         if not validate and self.lock_fd is not None and self._tasks is not None:
             return dict(self._tasks), []
-        tasks, problems = super().scan()
+        tasks, problems = super().scan(validate)
         if self.lock_fd is not None:
             self._tasks = dict(tasks)
         return tasks, problems
