@@ -22,6 +22,9 @@ gives it to the loop. Without each piece:
   already ran (and wrote files), and does them again; or, after a compaction in that turn,
   the history is left with a tool call and no result, and the API refuses every later
   request. The user is told which happened.
+- TurnRefused: a reply the API refused stays in the conversation, and the API, as its
+  documentation says, refuses every later request that holds it; the turn goes as a failed
+  one does (what ran is kept), and the API's explanation is shown (model_call).
 - _read_prompt and readline: a pasted block of several lines becomes several prompts;
   arrow keys print ^[[A and there is no history of earlier prompts. The history is read and
   written by us (_start_history, _save_history): readline truncated the target of a link
@@ -58,7 +61,7 @@ import threading
 from pathlib import Path
 from typing import Callable, Optional
 
-from harness import clean, config, files, pairing, step_limit, terminal, writer
+from harness import clean, config, files, model_call, pairing, step_limit, terminal, writer
 from harness.errors import EndpointError, NoKey, SetupError, reason
 from harness.run import Run
 from harness.sdk import anthropic
@@ -283,6 +286,9 @@ def _one_shot(lesson: Lesson, run: Run, history, budget, prompt) -> int:
             # line. A turn that ran no tool is undone: --continue does not send it again.
             pairing.keep_completed(history, saved, message, None, list(run.log.ran.values()))
             raise
+        except TurnRefused as refused:
+            answer = str(refused)
+            _keep_completed(run, history, saved, message, "turn refused")
         if isinstance(answer, step_limit.StepLimit):    # a one-shot run cannot be told 'continue'
             answer = step_limit.StepLimit(answer.split(";")[0] + "]")
         terminal.print_answer(answer, run.screen)
@@ -296,10 +302,20 @@ def _one_shot(lesson: Lesson, run: Run, history, budget, prompt) -> int:
     return 0
 
 
+class TurnRefused(Exception):
+    """The API refused the turn's last reply (model_call.Refused); its text is the answer."""
+
+
 def _turn(lesson: Lesson, run: Run, history: list, budget: dict) -> str:
     """One turn of the lesson's loop; what it must still tell the model (run.carried: s07's
     board after the API's summary ended the turn) follows in a message of its own."""
     answer = lesson.loop(history, run, **budget)
+    if isinstance(answer, model_call.Refused):
+        # The API refuses again while the refused reply is in the conversation: it goes, and
+        # the rest of the turn is kept or undone as a failed turn's (_keep_completed).
+        if history and history[-1]["role"] == "assistant":
+            history.pop()
+        raise TurnRefused(answer)
     if run.carried:
         history.append({"role": "user", "content": run.carried})
         run.carried = []
@@ -405,6 +421,9 @@ def _run_turn(lesson: Lesson, run: Run, history, budget, query):
     try:
         history.append(prompt)
         terminal.print_answer(_turn(lesson, run, history, budget), run.screen)
+    except TurnRefused as refused:
+        terminal.print_answer(str(refused), run.screen)
+        _keep_completed(run, history, saved, prompt, "turn refused")
     except ToolsInterrupted as exc:
         _keep_completed(run, history, saved, prompt, "turn abandoned", exc.results)
     except KeyboardInterrupt:

@@ -79,6 +79,11 @@ CONTENT = {"message_start", "content_block_start", "content_block_delta", "conte
 ODD_STREAM = (ValueError, TypeError, LookupError, AttributeError, AssertionError, RuntimeError)
 
 
+class Refused(str):
+    """The answer of a reply the API refused (stop_reason "refusal"): cli takes the turn out of
+    the history, as the API asks; a conversation that still holds it is refused again."""
+
+
 @dataclass
 class Response:
     """The SDK's Message as the loop keeps it: content as plain dicts, safe to send again."""
@@ -110,6 +115,8 @@ class Response:
         """What the user sees when the turn ends, saying why it ended if that was not normal."""
         note = ENDED.get(self.stop_reason)
         shown = "\n".join(part for part in (self.said, note) if part)
+        if self.stop_reason == "refusal":
+            return Refused(shown)
         return shown or "(the model returned no text)"
 
 
@@ -247,6 +254,7 @@ class Guard:
         # A refused reply may stop inside a call: none of its calls runs.
         if stop_reason == "refusal":
             content = [block for block in content if block["type"] != "tool_use"]
+            _say_why_refused(response)
         early = []
         cut = _cut_call(content, stop_reason)
         if cut is not None:
@@ -286,6 +294,14 @@ def _resumed(run, request: dict, content: list) -> tuple:
     _count(run, response, again)
     stop_reason = response.stop_reason if resumed.ended else pairing.ENDED_EARLY
     return stop_reason, _plain(response.content)
+
+
+def _say_why_refused(response) -> None:
+    """The API's reason for a refusal, when it gives one (stop_details.explanation)."""
+    details = getattr(response, "stop_details", None)
+    explanation = getattr(details, "explanation", None)
+    if isinstance(explanation, str) and explanation.strip():
+        terminal.show_note(f"[refused: {excerpt.one_line(explanation, 300)}]")
 
 
 def _has_calls(content: list) -> bool:

@@ -468,6 +468,12 @@ MUTATIONS = [
              ["tests/test_s07_e2e.py::test_importing_a_lesson_loads_its_mechanism_not_the_"
               "command_line"]),
 
+    Mutation("a refused reply stays in the conversation, and the API refuses every later turn",
+             "harness/cli.py",
+             "            history.pop()\n",
+             "            pass\n",
+             ["tests/test_refusals.py::test_a_refused_turn_keeps_the_tool_calls_that_ran_before_it"]),
+
     # ---------------------------------------------------------------- s07: the file board
     Mutation("the high-water mark is ignored: a new task takes an id deleted by hand",
              "s07_task_system.py",

@@ -4,7 +4,8 @@ Relied on by the tests and every lesson's --demo (harness/demos.py), which write
 as a list of these steps; server.py plays them in order. A step may also be a function of the
 request body returning one, for scripts that react to tool results:
 
-    reply(*blocks, stop_reason=None, usage=None, delay=0)   any block dicts, any stop_reason
+    reply(*blocks, stop_reason=None, usage=None, delay=0, stop_details=None)
+                                                    any block dicts, any stop_reason
     message(delay=0, **fields)    a reply with message fields overridden (content=None, usage=None)
     error(status, message, type=None, delay=0)   the API's JSON error, for stream requests too
     raw(status, body, content_type="application/json", delay=0)   exactly these bytes
@@ -34,14 +35,18 @@ def tool(name, input, id=None):
     return {"type": "tool_use", "id": id or f"toolu_{next(_ids):04d}", "name": name, "input": input}
 
 
-def reply(*blocks, stop_reason=None, usage=None, delay=0):
+def reply(*blocks, stop_reason=None, usage=None, delay=0, stop_details=None):
     """A scripted assistant message; stop_reason defaults from its blocks. Any block dicts go,
-    so a script can play what real servers send (thinking, unknown types, a str tool input)."""
+    so a script can play what real servers send (thinking, unknown types, a str tool input).
+    stop_details: a refusal's {"type": "refusal", "category": ..., "explanation": ...}."""
     blocks = list(blocks)
     if stop_reason is None:
         stop_reason = "tool_use" if any(b.get("type") == "tool_use" for b in blocks) else "end_turn"
-    return {"kind": "reply", "content": blocks, "stop_reason": stop_reason, "usage": usage,
+    step = {"kind": "reply", "content": blocks, "stop_reason": stop_reason, "usage": usage,
             "delay": delay}
+    if stop_details is not None:
+        step["stop_details"] = stop_details
+    return step
 
 
 def message(delay=0, **fields):

@@ -161,6 +161,8 @@ class StandInAPI:
                    "usage": counted if step["usage"] is None else step["usage"], **fields}
         if body.get("context_management") is not None:
             message["context_management"] = {"applied_edits": seen.applied_edits}
+        if "stop_details" in step:              # a refusal's category and explanation
+            message["stop_details"] = step["stop_details"]
         self.usages.append(message.get("usage"))   # billing() sums what the client was told
         return message
 

@@ -37,7 +37,7 @@ def stream(message):
     blocks = content if isinstance(content, list) else []
     usage = message.get("usage")
     start = {**message, "content": [] if isinstance(content, list) else content,
-             "stop_reason": None,
+             "stop_reason": None, "stop_details": None,
              "usage": {**usage, "output_tokens": 1} if isinstance(usage, dict) else usage}
     yield event("message_start", message=start)
     if not blocks:
@@ -80,9 +80,10 @@ def stream(message):
     extra = {}
     if "context_management" in message:
         extra["context_management"] = message["context_management"]
-    yield event("message_delta",
-                delta={"stop_reason": message.get("stop_reason"), "stop_sequence": None},
-                usage=final, **extra)
+    delta = {"stop_reason": message.get("stop_reason"), "stop_sequence": None}
+    if message.get("stop_details") is not None:
+        delta["stop_details"] = message["stop_details"]
+    yield event("message_delta", delta=delta, usage=final, **extra)
     yield event("message_stop")
 
 
