@@ -224,9 +224,10 @@ def summary_text(block: dict) -> str:
     return content.strip() if isinstance(content, str) else ""
 
 
-def _is_summary(block) -> bool:
-    return isinstance(block, dict) and block.get("type") == "compaction" \
-        and bool(summary_text(block))
+def is_summary(block) -> bool:
+    """A compaction block with a summary (the stand-in's edits.py asks the same)."""
+    return (isinstance(block, dict) and block.get("type") == "compaction"
+            and bool(summary_text(block)))
 
 
 def last_summary(messages: list):
@@ -234,7 +235,7 @@ def last_summary(messages: list):
     for n in range(len(messages) - 1, -1, -1):
         content = messages[n].get("content")
         for block in content if isinstance(content, list) else []:
-            if _is_summary(block):
+            if is_summary(block):
                 return n
     return None
 
@@ -247,7 +248,7 @@ def from_last_summary(messages: list) -> list:
         return messages
     # Within its message too: a block before the summary (a text) is dropped as well.
     content = messages[start]["content"]
-    first = max(n for n, block in enumerate(content) if _is_summary(block))
+    first = max(n for n, block in enumerate(content) if is_summary(block))
     summary = {**content[first], "content": summary_text(content[first])}
     return [{**messages[start], "content": [summary, *content[first + 1:]]}] \
         + messages[start + 1:]

@@ -155,7 +155,7 @@ def after_compaction(body: dict) -> dict:
         content = messages[n].get("content") if isinstance(messages[n], dict) else None
         blocks = content if isinstance(content, list) else []
         for k in range(len(blocks) - 1, -1, -1):
-            if _is_summary(blocks[k]):
+            if api_context.is_summary(blocks[k]):
                 first = {**messages[n], "content": blocks[k:]}
                 return {**body, "messages": [first] + messages[n + 1:]}
     return body
@@ -164,13 +164,7 @@ def after_compaction(body: dict) -> dict:
 def opens_with_compaction(message) -> bool:
     """A message whose first block is a compaction block: it may open the messages."""
     content = message.get("content") if isinstance(message, dict) else None
-    return isinstance(content, list) and bool(content) and _is_summary(content[0])
-
-
-def _is_summary(block) -> bool:
-    """A compaction block with a summary: the harness's own test (api_context.summary_text)."""
-    return (isinstance(block, dict) and block.get("type") == "compaction"
-            and bool(api_context.summary_text(block)))
+    return isinstance(content, list) and bool(content) and api_context.is_summary(content[0])
 
 
 def _tool_uses(messages: list) -> dict:
