@@ -13,7 +13,7 @@ kept in files, one JSON file per task:
 
         #1 Design the data model --+--> #2 Implement the API --> #4 Write the API tests
                                    +--> #3 Write the docs
-        completing #1 runs _clear_dependency: #2 and #3 become ready
+        completing (or deleting) #1 runs _clear_dependency: #2 and #3 become ready
 
     model --task_create/update/list/get--> TaskManager --> TaskFolder: .tasks/task_<id>.json
                                                            (or a postgresql:// board)
@@ -65,7 +65,7 @@ def new_task(task_id: int, subject: str, description: str, blocked_by: list) -> 
             # pending, in_progress, completed, or deleted (kept on disk, blocks nobody)
             "status": "pending",
             "blockedBy": blocked_by,     # the ids of the tasks that must finish first
-            "owner": None,               # who holds it: whoever started it (None: nobody)
+            "owner": None,               # who holds it: whoever started or finished it
             "created_at": stamp,
             "updated_at": stamp}         # set again on every write
 
