@@ -164,11 +164,12 @@ CLEARED = Cleared()
 
 
 def clearable(messages: list) -> list:
-    """Layer 1's choice, as (block, its call): the tool results, and the write/edit calls
-    (the tool_use block: its long texts), the model can do without. Not the newest KEEP_RECENT
-    calls, nor the newest reply's (the model has not seen their results yet), nor anything
-    under KEEP_CHARS, nor a read of a file (whole or a part) or a write of it that no later
-    whole view follows."""
+    """Layer 1's choice of what the model can do without, as (block, its call):
+        an old call's result, over KEEP_CHARS          -> placeholder(), below
+        an old write_file or edit_file's texts, too    (the block is then the tool_use)
+        but of a read_file or write_file that worked:  only once a later call shows the file
+    Old: not one of the newest KEEP_RECENT calls, nor of the newest reply (its results are
+    still unseen). Shows it whole: a read of all its lines, or a write, that worked."""
     pairs = pairing.tool_pairs(messages)           # (tool_use, tool_result), oldest first
     newest = pairing.newest_ids(messages)
     whole_later = set()                            # files a later call shows whole
@@ -405,8 +406,6 @@ def compact_if_asked(response, messages: list, run, compact=auto_compact) -> Non
                 messages[-1]["content"].append({"type": "text", "text": COMPACTION_FAILED})
             return
 
-
-# ---------------------------------------------------------------- main
 
 def start(run, args, system: str = SYSTEM, tools: list = TOOLS, attach=None) -> None:
     """When a run starts (after ./.env is read): --api-context, COMPACT_THRESHOLD, and the
