@@ -1,13 +1,16 @@
 """s07's board: where it is, and the modules that keep it and show it.
 
-    record.py     a task's checks (its fields: s07's new_task), and what a store promises
+    record.py     a task's checks (its fields: s07's new_task)
     folder.py     what s07's TaskFolder needs to be safe and fast, mixed in around it
-    postgres.py   one board for agents on many machines (loaded only for a postgresql:// board)
+    postgres.py   one board for agents on many machines (loaded only for a postgresql:// board),
+                  and TaskStore, what a store promises (s07's TaskFolder is the first)
     graph.py      the cycle check and the execution order
     claims.py     whose a task is, when several agents share the board
     text.py       the board as text, bounded after a compaction
     live.py       what other agents changed, before each REPL prompt
     commands.py   /task and /tasks; checklist.py: /task import
+    (live.py, commands.py and checklist.py load with the command line, in s07's main():
+    importing s07 loads none of them)
 
 choose() is where a run's board and name come from (--board or TASK_BOARD, --name or
 AGENT_NAME): without it, every agent is on ./.tasks under one name; without its warning, a

@@ -1,8 +1,8 @@
 """A task's checks: what both boards agree a task may hold.
 
 A task's fields are s07's new_task (and "unblocked", set when it finishes). Relied on by s07
-(TaskManager and its tools, TaskFolder), by postgres.py, by checklist.py (/task import) and
-live.py. Without each piece:
+(TaskManager and its tools, TaskFolder), by board.choose (the agent's name), postgres.py,
+checklist.py (/task import) and live.py. Without each piece:
 - STATUSES / FINISHED: a lesson and a store that disagree on what "done" means.
 - parse_task_id / check_text / task_problem: a model's "#3", a 300-digit id, a lone surrogate
   or a hand-broken file reach the store and fail there with a traceback, or corrupt it.
