@@ -160,20 +160,24 @@ def run_main(fresh_layers, workdir, monkeypatch, capsys):
 
     Cheaper than a subprocess (the anthropic import is paid once), same code path; each run
     starts as a new process would (main() makes its own Run; s06's layers are made new).
+    base_url: how the stand-in's address reaches the lesson. By default its URL is in
+    ANTHROPIC_BASE_URL; a function of that URL gives the variable's value instead, or None
+    to leave it unset (the test put the address in a .env, which the environment would beat).
     Returns (exit code, stdout, stderr, StandInAPI).
     """
     saved = dict(os.environ)
     monkeypatch.chdir(workdir)
 
     def run(lesson, *args, script=(), summary=None, stdin="", env=None, key="test-key",
-            stand_in=None):
+            stand_in=None, base_url=None):
         fresh_layers()
         with StandInAPI(script, summary=summary, **(stand_in or {})) as api:
             # The environment run_lesson's subprocess gets: made from the test's own (PATH,
             # LANG...), less any key or setting; a value may be given as a number.
             os.environ.clear()
             os.environ.update(saved)
-            extra = {"ANTHROPIC_BASE_URL": api.url, **(env or {})}
+            url = api.url if base_url is None else base_url(api.url)
+            extra = {**({"ANTHROPIC_BASE_URL": url} if url is not None else {}), **(env or {})}
             made = helpers.clean_env(workdir.parent / "home", **extra)
             os.environ.clear()
             os.environ.update(made)

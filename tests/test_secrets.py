@@ -18,18 +18,16 @@ import json
 import os
 import secrets
 import socket
-import subprocess
 from pathlib import Path
 from urllib.parse import quote
 
 import pytest
 
-from helpers import lesson_command, clean_env, sql, tool_results
+from helpers import sql, tool_results
 import s03_todo
 from harness import config, errors
 from harness.board.postgres import PostgresTasks
 from harness.errors import SetupError
-from harness.stand_in import StandInAPI
 from harness.stand_in.script import reply, text, tool
 import s07_task_system as s07
 from s07_task_system import TaskManager
@@ -325,29 +323,28 @@ def with_userinfo(url: str, password: str = GATEWAY_ENCODED) -> str:
 
 @pytest.mark.parametrize("where", ["the environment", ".env"])
 def test_a_password_in_the_base_url_never_reaches_the_model_and_still_opens_the_gateway(
-        workdir, where):
+        run_main, workdir, where):
     """A gateway with basic auth: ANTHROPIC_BASE_URL=http://alice:PW@host. The client sends the
     password (in the Authorization header, where the gateway wants it); the model's `env` does
-    not show it, so it never goes to the API in a request, nor to the terminal or the log."""
-    script = [reply(tool("bash", {"command": "env"})), reply(text("done"))]
-    with StandInAPI(script) as api:
-        env = {"ANTHROPIC_API_KEY": "test-key", "SEEN_BY_BASH": "yes"}
-        if where == ".env":
-            (workdir / ".env").write_text(f"ANTHROPIC_BASE_URL={with_userinfo(api.url)}\n",
+    not show it, so it never goes to the API in a request, nor to the terminal or the log.
+    In process: bash's environment is made from the lesson's, whichever way it got the URL."""
+    def gateway(url):
+        if where == ".env":           # the environment would win: the variable stays unset
+            (workdir / ".env").write_text(f"ANTHROPIC_BASE_URL={with_userinfo(url)}\n",
                                           encoding="utf-8")
-        else:
-            env["ANTHROPIC_BASE_URL"] = with_userinfo(api.url)
-        proc = subprocess.run(lesson_command("s03_todo", "show me env"),
-                              cwd=workdir, env=clean_env(workdir.parent / "home", **env),
-                              capture_output=True, text=True, encoding="utf-8", timeout=60)
-    assert proc.returncode == 0 and proc.stdout.strip() == "done", proc.stderr
+            return None
+        return with_userinfo(url)
+    script = [reply(tool("bash", {"command": "env"})), reply(text("done"))]
+    code, out, err, api = run_main(s03_todo, "show me env", script=script, base_url=gateway,
+                                   env={"SEEN_BY_BASH": "yes"})
+    assert code == 0 and out.strip() == "done", err
     basic = base64.b64encode(f"alice:{GATEWAY_PASSWORD}".encode()).decode()
     assert api.headers[0].get("authorization") == f"Basic {basic}"     # the gateway got it
     shown_env = tool_results(api.requests[1])[0]["content"]
     assert "SEEN_BY_BASH=yes" in shown_env                             # the model saw env
     kept = [p.read_text(errors="replace") for p in workdir.rglob("*")
             if p.is_file() and p.name != ".env"]
-    for seen in (json.dumps(api.requests), proc.stdout, proc.stderr, *kept):
+    for seen in (json.dumps(api.requests), out, err, *kept):
         assert GATEWAY_PASSWORD not in seen and GATEWAY_ENCODED not in seen
 
 
