@@ -180,7 +180,9 @@ def serving(handler):
     yields its URL. Its log is quiet: it runs in the process the lesson runs in."""
     getattr(handler, "func", handler).log_message = lambda *args: None
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    # shutdown() waits for the serve loop's next poll: half a second by default, for each test.
+    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.02},
+                     daemon=True).start()
     try:
         yield f"http://127.0.0.1:{server.server_address[1]}"
     finally:
