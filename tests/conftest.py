@@ -197,6 +197,18 @@ def run_main(fresh_layers, workdir, monkeypatch, capsys):
     os.environ.update(saved)
 
 
+@pytest.fixture
+def quick_retries(monkeypatch):
+    """The harness's client retries a request that found no server, timed out or got a 5xx
+    (config.MAX_RETRIES), and the SDK waits about 0.5 s, then 1 s, before each retry. The
+    retries still happen here, without those waits: a test of what the user is told after
+    them checks nothing of the SDK's backoff, and waited over a second for it."""
+    from harness.sdk import anthropic
+    # An attribute of the package, which loads it first (harness/sdk.py loads the SDK on first
+    # use): `import anthropic._base_client` before that makes a second copy the client ignores.
+    monkeypatch.setattr(anthropic._base_client, "INITIAL_RETRY_DELAY", 0, raising=False)
+
+
 # ---------------------------------------------------------------- the boards
 
 @pytest.fixture(scope="session")

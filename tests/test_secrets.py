@@ -348,6 +348,7 @@ def test_a_password_in_the_base_url_never_reaches_the_model_and_still_opens_the_
         assert GATEWAY_PASSWORD not in seen and GATEWAY_ENCODED not in seen
 
 
+@pytest.mark.usefixtures("quick_retries")
 def test_an_unreachable_endpoint_with_a_password_is_named_with_the_password_hidden(
         run_lesson, nothing_hidden_yet):
     with socket.socket() as closed:            # a port nothing listens on

@@ -216,6 +216,7 @@ def not_the_api(url: str, status: int, what: str) -> str:
             "Anthropic-compatible Messages API")
 
 
+@pytest.mark.usefixtures("quick_retries")
 def test_python_m_http_server_is_one_line_naming_it_and_what_it_sent(run_lesson, tmp_path):
     """`python -m http.server` (its handler, here in process) answers a POST with 501 and an
     HTML page: retrying will not help, and the page is not the news."""
