@@ -1,7 +1,8 @@
 """Every fixture of the suite, and the hooks around each test (the helpers are in helpers.py).
 
 - every test's output laid out for 80 columns, as a pipe is;
-- a lesson run as a user runs it (a subprocess, against the loopback stand-in), or in process;
+- a lesson run as a user runs it (a subprocess, against the loopback stand-in), or in process,
+  and its client's retries without the SDK's waits between them;
 - a folder to work in;
 - the boards: a folder, a PostgreSQL schema, and `board`, which is each in turn;
 - what a few files need of their own: a busy PostgreSQL board, a board reached with a
