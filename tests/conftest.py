@@ -2,7 +2,7 @@
 
 - every test's output laid out for 80 columns, as a pipe is;
 - a lesson run as a user runs it (a subprocess, against the loopback stand-in), or in process,
-  and its client's retries without the SDK's waits between them;
+  and its client's retries without the SDK's waits between them; stand-ins that close sooner;
 - a folder to work in;
 - the boards: a folder, a PostgreSQL schema, and `board`, which is each in turn;
 - what a few files need of their own: a busy PostgreSQL board, a board reached with a
@@ -37,6 +37,7 @@ from harness import config, spill  # noqa: E402
 from harness.board import postgres, record  # noqa: E402
 from harness.run import Run  # noqa: E402
 from harness.stand_in import StandInAPI  # noqa: E402
+from harness.stand_in import server  # noqa: E402
 
 
 # ---------------------------------------------------------------- a lesson, as a user runs it
@@ -68,6 +69,23 @@ def one_tls_context():
     transport.create_ssl_context = create_ssl_context
     yield
     transport.create_ssl_context = made
+
+
+@pytest.fixture(autouse=True, scope="session")
+def prompt_stand_ins():
+    """A stand-in's server (harness/stand_in/server.py) polls for shutdown every 20 ms, and
+    closing it waits for the next poll: 16 ms a stand-in here, about 8 s for the 480 that a run
+    of the suite starts. Those the suite starts poll every 5 ms: the same server, which only
+    notices sooner that it is being closed. (A lesson's --demo, a process of its own, keeps
+    its 20 ms.)"""
+    made = server.ThreadingHTTPServer
+
+    class Prompt(made):
+        def serve_forever(self, poll_interval=0.5):
+            super().serve_forever(poll_interval=min(poll_interval, 0.005))
+    server.ThreadingHTTPServer = Prompt
+    yield
+    server.ThreadingHTTPServer = made
 
 
 @pytest.fixture(autouse=True)
