@@ -1,7 +1,8 @@
 """Every fixture of the suite, and the hooks around each test (the helpers are in helpers.py).
 
 - every test's output laid out for 80 columns, as a pipe is;
-- a lesson run as a user runs it (a subprocess, against the loopback stand-in), or in process;
+- a lesson run as a user runs it (a subprocess, against the loopback stand-in), or in process,
+  and its client's retries without the SDK's waits between them;
 - a folder to work in;
 - the boards: a folder, a PostgreSQL schema, and `board`, which is each in turn;
 - what a few files need of their own: a busy PostgreSQL board, a board reached with a
@@ -160,20 +161,24 @@ def run_main(fresh_layers, workdir, monkeypatch, capsys):
 
     Cheaper than a subprocess (the anthropic import is paid once), same code path; each run
     starts as a new process would (main() makes its own Run; s06's layers are made new).
+    base_url: how the stand-in's address reaches the lesson. By default its URL is in
+    ANTHROPIC_BASE_URL; a function of that URL gives the variable's value instead, or None
+    to leave it unset (the test put the address in a .env, which the environment would beat).
     Returns (exit code, stdout, stderr, StandInAPI).
     """
     saved = dict(os.environ)
     monkeypatch.chdir(workdir)
 
     def run(lesson, *args, script=(), summary=None, stdin="", env=None, key="test-key",
-            stand_in=None):
+            stand_in=None, base_url=None):
         fresh_layers()
         with StandInAPI(script, summary=summary, **(stand_in or {})) as api:
             # The environment run_lesson's subprocess gets: made from the test's own (PATH,
             # LANG...), less any key or setting; a value may be given as a number.
             os.environ.clear()
             os.environ.update(saved)
-            extra = {"ANTHROPIC_BASE_URL": api.url, **(env or {})}
+            url = api.url if base_url is None else base_url(api.url)
+            extra = {**({"ANTHROPIC_BASE_URL": url} if url is not None else {}), **(env or {})}
             made = helpers.clean_env(workdir.parent / "home", **extra)
             os.environ.clear()
             os.environ.update(made)
@@ -191,6 +196,18 @@ def run_main(fresh_layers, workdir, monkeypatch, capsys):
     yield run
     os.environ.clear()
     os.environ.update(saved)
+
+
+@pytest.fixture
+def quick_retries(monkeypatch):
+    """The harness's client retries a request that found no server, timed out or got a 5xx
+    (config.MAX_RETRIES), and the SDK waits about 0.5 s, then 1 s, before each retry. The
+    retries still happen here, without those waits: a test of what the user is told after
+    them checks nothing of the SDK's backoff, and waited over a second for it."""
+    from harness.sdk import anthropic
+    # An attribute of the package, which loads it first (harness/sdk.py loads the SDK on first
+    # use): `import anthropic._base_client` before that makes a second copy the client ignores.
+    monkeypatch.setattr(anthropic._base_client, "INITIAL_RETRY_DELAY", 0, raising=False)
 
 
 # ---------------------------------------------------------------- the boards

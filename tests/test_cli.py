@@ -177,6 +177,7 @@ def test_an_endpoint_that_dropped_the_tools_is_named_once(run_main, lesson):
     assert code == 0 and "dropped the tools" not in err
 
 
+@pytest.mark.usefixtures("quick_retries")
 def test_a_hung_endpoint_ends_after_api_timeout_with_one_line(run_main):
     """Each reply comes after 5 s: a client that waited longer than API_TIMEOUT would get one
     and exit 0. (No clock here: a loaded machine may take longer, and the suite's bound against

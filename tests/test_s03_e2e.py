@@ -137,6 +137,7 @@ def test_transient_failures_are_retried_and_the_turn_completes(run_main):
     assert code == 0 and out.strip() == "fine" and len(api.requests) == 3
 
 
+@pytest.mark.usefixtures("quick_retries")
 def test_an_unreachable_endpoint_is_one_line(run_main):
     import socket
     with socket.socket() as s:  # a loopback port nobody listens on

@@ -3,8 +3,8 @@
 - A board address is a folder, a PostgreSQL URL (any case, SQLAlchemy's +driver too) or one
   clear line: never a folder named after a URL, password and all, that the model then reads.
 - No command the agent runs inherits a secret of the harness: the API key and token, TASK_BOARD,
-  or any variable that holds the board's password (checked through s07 run as a user runs it:
-  the model's `env` must not carry the password to the API).
+  or any variable that holds the board's password (checked through s07's main(): the model's
+  `env` must not carry the password to the API, nor s07 write it, libpq's own lines included).
 - The board's password can be given without the command line (TASK_BOARD, a password file, a
   service file), and `--board` with a password says so in one line.
 
@@ -18,18 +18,17 @@ import json
 import os
 import secrets
 import socket
-import subprocess
+import tempfile
 from pathlib import Path
 from urllib.parse import quote
 
 import pytest
 
-from helpers import lesson_command, clean_env, sql, tool_results
+from helpers import sql, tool_results
 import s03_todo
 from harness import config, errors
 from harness.board.postgres import PostgresTasks
 from harness.errors import SetupError
-from harness.stand_in import StandInAPI
 from harness.stand_in.script import reply, text, tool
 import s07_task_system as s07
 from s07_task_system import TaskManager
@@ -189,14 +188,31 @@ def test_a_short_board_password_hides_the_variables_that_hold_it_and_only_those(
     assert "DATABASE_URL" not in env and "PGPASSWORD" not in env
 
 
-def env_seen_by_the_model(agent, args, env, run_lesson, in_process):
-    """s07, whose model asks bash for `env`: what the API received. As a user runs it, or its
-    main() in process (the same code and environment; what it prints is Python's only)."""
+def s07_in_process(run_lesson, *args, **kwargs):
+    """run_lesson("s07_task_system", *args, in_process=True), its stderr as a process's stderr
+    holds it: with what was written to file descriptor 2 meanwhile, where libpq writes its own
+    warnings (past sys.stderr, which is all the in-process run reads), and a terminal shows
+    them."""
+    with tempfile.TemporaryFile() as fd_2:
+        saved = os.dup(2)
+        os.dup2(fd_2.fileno(), 2)
+        try:
+            proc, api = run_lesson("s07_task_system", *args, in_process=True, **kwargs)
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+        fd_2.seek(0)
+        proc.stderr += fd_2.read().decode("utf-8", "replace")
+    return proc, api
+
+
+def env_seen_by_the_model(agent, args, env, run_lesson):
+    """s07, whose model asks bash for `env`, in process: what the API received, and the run."""
     script = [reply(tool("task_create", {"subject": "Design"})),
               reply(tool("bash", {"command": "env"})),
               reply(text("done"))]
-    proc, api = run_lesson("s07_task_system", *args, "plan it", script=script,
-                           env={"SEEN_BY_BASH": "yes", **env}, in_process=in_process)
+    proc, api = s07_in_process(run_lesson, *args, "plan it", script=script,
+                               env={"SEEN_BY_BASH": "yes", **env})
     assert proc.returncode == 0 and proc.stdout.strip() == "done", proc.stderr
     assert subjects(agent) == ["Design"]                    # the board was the database
     shown_env = tool_results(api.requests[2])[0]["content"]
@@ -219,9 +235,7 @@ def test_the_board_password_never_reaches_the_model_through_bash(agent, how, wor
         env["DATABASE_URL"] = agent.url("postgresql+psycopg")
     if how == "PGPASSWORD":
         env = {"TASK_BOARD": agent.url(with_password=False), "PGPASSWORD": agent.password}
-    # The commonest way as a user runs it; the others in process.
-    requests, proc = env_seen_by_the_model(agent, args, env, run_lesson,
-                                           in_process=how != "TASK_BOARD")
+    requests, proc = env_seen_by_the_model(agent, args, env, run_lesson)
     assert agent.password not in requests
     assert agent.password not in proc.stdout + proc.stderr
 
@@ -229,11 +243,11 @@ def test_the_board_password_never_reaches_the_model_through_bash(agent, how, wor
 # ---------------------------------------------------------------- the password out of `ps`
 
 def run_s07(run_lesson, args, env, script, in_process=True):
-    """s07 with `args` and `env`: in process (what it says and writes is the lesson's own), or
-    as a user runs it."""
-    proc, api = run_lesson("s07_task_system", *args, script=script, env=env,
-                           in_process=in_process)
-    return proc
+    """s07 with `args` and `env`: in process (s07_in_process: its stderr, libpq's writes to fd 2
+    included), or as a user runs it."""
+    if in_process:
+        return s07_in_process(run_lesson, *args, script=script, env=env)[0]
+    return run_lesson("s07_task_system", *args, script=script, env=env)[0]
 
 
 CREATE = [reply(tool("task_create", {"subject": "Design"})), reply(text("planned"))]
@@ -243,9 +257,8 @@ WARNING = ("warning: a password in --board shows in `ps` to every user of this m
 
 def test_a_password_in_the_board_flag_is_one_warning_line_and_the_run_goes_on(agent,
                                                                             run_lesson):
-    # As a user runs it: the stderr of the process, libpq's own writes to it included.
-    proc = run_s07(run_lesson, ["--board", agent.url(), "plan it"], {}, CREATE,
-                   in_process=False)
+    # The stderr of the process, libpq's own writes to it included.
+    proc = run_s07(run_lesson, ["--board", agent.url(), "plan it"], {}, CREATE)
     assert proc.returncode == 0 and proc.stdout.strip() == "planned", proc.stderr
     assert words(proc.stderr).count(WARNING) == 1 and agent.password not in proc.stderr
     assert subjects(agent) == ["Design"]
@@ -325,32 +338,32 @@ def with_userinfo(url: str, password: str = GATEWAY_ENCODED) -> str:
 
 @pytest.mark.parametrize("where", ["the environment", ".env"])
 def test_a_password_in_the_base_url_never_reaches_the_model_and_still_opens_the_gateway(
-        workdir, where):
+        run_main, workdir, where):
     """A gateway with basic auth: ANTHROPIC_BASE_URL=http://alice:PW@host. The client sends the
     password (in the Authorization header, where the gateway wants it); the model's `env` does
-    not show it, so it never goes to the API in a request, nor to the terminal or the log."""
-    script = [reply(tool("bash", {"command": "env"})), reply(text("done"))]
-    with StandInAPI(script) as api:
-        env = {"ANTHROPIC_API_KEY": "test-key", "SEEN_BY_BASH": "yes"}
-        if where == ".env":
-            (workdir / ".env").write_text(f"ANTHROPIC_BASE_URL={with_userinfo(api.url)}\n",
+    not show it, so it never goes to the API in a request, nor to the terminal or the log.
+    In process: bash's environment is made from the lesson's, whichever way it got the URL."""
+    def gateway(url):
+        if where == ".env":           # the environment would win: the variable stays unset
+            (workdir / ".env").write_text(f"ANTHROPIC_BASE_URL={with_userinfo(url)}\n",
                                           encoding="utf-8")
-        else:
-            env["ANTHROPIC_BASE_URL"] = with_userinfo(api.url)
-        proc = subprocess.run(lesson_command("s03_todo", "show me env"),
-                              cwd=workdir, env=clean_env(workdir.parent / "home", **env),
-                              capture_output=True, text=True, encoding="utf-8", timeout=60)
-    assert proc.returncode == 0 and proc.stdout.strip() == "done", proc.stderr
+            return None
+        return with_userinfo(url)
+    script = [reply(tool("bash", {"command": "env"})), reply(text("done"))]
+    code, out, err, api = run_main(s03_todo, "show me env", script=script, base_url=gateway,
+                                   env={"SEEN_BY_BASH": "yes"})
+    assert code == 0 and out.strip() == "done", err
     basic = base64.b64encode(f"alice:{GATEWAY_PASSWORD}".encode()).decode()
     assert api.headers[0].get("authorization") == f"Basic {basic}"     # the gateway got it
     shown_env = tool_results(api.requests[1])[0]["content"]
     assert "SEEN_BY_BASH=yes" in shown_env                             # the model saw env
     kept = [p.read_text(errors="replace") for p in workdir.rglob("*")
             if p.is_file() and p.name != ".env"]
-    for seen in (json.dumps(api.requests), proc.stdout, proc.stderr, *kept):
+    for seen in (json.dumps(api.requests), out, err, *kept):
         assert GATEWAY_PASSWORD not in seen and GATEWAY_ENCODED not in seen
 
 
+@pytest.mark.usefixtures("quick_retries")
 def test_an_unreachable_endpoint_with_a_password_is_named_with_the_password_hidden(
         run_lesson, nothing_hidden_yet):
     with socket.socket() as closed:            # a port nothing listens on

@@ -180,7 +180,9 @@ def serving(handler):
     yields its URL. Its log is quiet: it runs in the process the lesson runs in."""
     getattr(handler, "func", handler).log_message = lambda *args: None
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    # shutdown() waits for the serve loop's next poll: half a second by default, for each test.
+    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.02},
+                     daemon=True).start()
     try:
         yield f"http://127.0.0.1:{server.server_address[1]}"
     finally:
@@ -214,6 +216,7 @@ def not_the_api(url: str, status: int, what: str) -> str:
             "Anthropic-compatible Messages API")
 
 
+@pytest.mark.usefixtures("quick_retries")
 def test_python_m_http_server_is_one_line_naming_it_and_what_it_sent(run_lesson, tmp_path):
     """`python -m http.server` (its handler, here in process) answers a POST with 501 and an
     HTML page: retrying will not help, and the page is not the news."""

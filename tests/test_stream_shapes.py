@@ -318,7 +318,9 @@ class Pinging:
         self.stopping = stopping
         self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.server.daemon_threads = True
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        # shutdown() waits for the serve loop's next poll: half a second by default.
+        threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.02},
+                         daemon=True).start()
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
         return self
 
