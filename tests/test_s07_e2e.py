@@ -103,8 +103,10 @@ def test_importing_a_lesson_loads_its_mechanism_not_the_command_line(workdir, le
     code = ("import os, sys\n"
             f"import {lesson} as lesson\n"
             "root = os.path.dirname(os.path.abspath(lesson.__file__)) + os.sep\n"
-            "files = [getattr(m, '__file__', None) or '' for m in list(sys.modules.values())]\n"
-            "ours = [f for f in files if f.startswith(root)]\n"
+            # The project's modules only (a venv may live inside the project's folder).
+            "ours = [m.__file__ for n, m in list(sys.modules.items())\n"
+            "        if n == 'harness' or n.startswith(('harness.', 's0'))]\n"
+            "assert all(f.startswith(root) for f in ours), ours\n"
             "print(sum(len(open(f, encoding='utf-8').readlines()) for f in ours))\n"
             "print(' '.join(n for n in sys.modules if n.startswith('harness')))\n")
     proc = subprocess.run([sys.executable, "-c", code], cwd=workdir,
