@@ -32,7 +32,8 @@ Without each piece:
   end_turn beside a tool call loses that call, and one that says tool_use beside none sent an
   empty user message next, which the API refuses. A refused reply (the API's classifier can
   stop one inside a call) runs none of its calls: the call ran, half written, and the loop went
-  on past the refusal.
+  on past the refusal. Its answer is a Refused, so that cli takes the turn out of the history
+  (the API refuses again while it is there), and the API's explanation (stop_details) is shown.
 - unique ids (pairing.unique_ids): an endpoint that numbers its tool_use ids from 1 again
   (after --continue, say) reuses an earlier call's id, or names one "call 1"; the API
   refuses the request.

@@ -472,7 +472,8 @@ MUTATIONS = [
              "harness/cli.py",
              "            history.pop()\n",
              "            pass\n",
-             ["tests/test_refusals.py::test_a_refused_turn_keeps_the_tool_calls_that_ran_before_it"]),
+             ["tests/test_refusals.py::test_a_refused_turn_keeps_the_tool_calls_that_ran_"
+              "before_it"]),
 
     # ---------------------------------------------------------------- s07: the file board
     Mutation("the high-water mark is ignored: a new task takes an id deleted by hand",

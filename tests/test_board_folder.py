@@ -8,6 +8,7 @@ cache that must never hide a file changed by hand. Each test works a board in a 
 thread with a deadline.
 """
 
+import errno
 import io
 import json
 import os
@@ -132,6 +133,27 @@ def test_the_lessons_task_folder_works_alone_without_what_the_harness_puts_in_fr
         store.load(7)
     assert store.try_load(7) is None
     assert TaskManager(board_dir).create("Docs") == "Created task #3: Docs"
+
+
+def test_a_full_disk_when_the_mark_is_written_leaves_no_task_and_says_so(board_dir,
+                                                                          monkeypatch):
+    """The high-water mark is written before the new task's file is linked: a disk that is
+    full then (the first task of a board makes .lock longer) writes no task, leaves no
+    temporary file, and the call says why in one line; once there is room, the board works."""
+    real = os.pwrite
+
+    def full_at_the_mark(fd, data, offset):
+        if offset == s07.MARK_AT:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        return real(fd, data, offset)
+    monkeypatch.setattr(os, "pwrite", full_at_the_mark)
+    with pytest.raises(ValueError) as refused:
+        TaskManager(board_dir).create("Design")
+    assert str(refused.value) == (f"could not save task #1 in {board_dir}: "
+                                  "the disk is full")
+    assert sorted(p.name for p in board_dir.iterdir()) == [".lock"]
+    monkeypatch.setattr(os, "pwrite", real)
+    assert TaskManager(board_dir).create("Design") == "Created task #1: Design"
 
 
 # ---------------------------------------------------------------- corrupt and stray files

@@ -60,10 +60,11 @@ def test_a_one_shot_refusal_is_not_in_the_session_that_continue_resumes(run_main
     assert api.requests[0]["messages"][-1] == {"role": "user", "content": "say hi"}
 
 
-def test_the_apis_explanation_of_a_refusal_is_shown(run_main):
+def test_the_apis_explanation_of_a_refusal_is_shown_as_text_never_as_codes(run_main):
     details = {"type": "refusal", "category": "cyber",
-               "explanation": "This request was declined: cyber harm."}
+               "explanation": "This request was declined: cyber harm.\x1b[2J"}
     refused = reply(text("Sure"), stop_reason="refusal", stop_details=details)
     code, out, err, api = run_main(s03_todo, "the refused ask", script=[refused])
     assert code == 0, err
-    assert "This request was declined: cyber harm." in out + err
+    assert "[refused: This request was declined: cyber harm." in out + err
+    assert "\x1b" not in out + err                         # the endpoint's codes, escaped
