@@ -12,7 +12,7 @@ tools, run them, send their results back, and go round again until it answers in
     |        | ---------------------------------> |       |
     |        | <--------------------------------- |       |
     +--------+   reply: text and tool_use blocks, +-------+
-        |  ^     stop_reason "tool_use" or "end_turn"
+        |  ^     stop_reason: "tool_use", or why it ended ("end_turn", ...)
         |  |
         |  | one tool_result per tool_use, first in the next user message
         v  |
@@ -24,10 +24,12 @@ tools, run them, send their results back, and go round again until it answers in
 Key insight: the model plans better when it writes its plan down, and keeps it current when
 the harness nags. The todo list is just a tool whose result is the rendered list.
 
-Read it top to bottom: the loop and the model call first (the whole idea of an agent), then
-the four base tools, TodoManager, and the dispatch table that joins them. A call into
-harness/ makes the bare idea safe on a real machine; its name, or the comment above it, says
-what it does, and you can skip it on a first read. Each model call ends with a line such as
+Read it top to bottom: agent_loop (the whole idea of an agent), ask_model (the request and
+the reply), run_tool_calls and call_tool (a tool_result for each tool_use), then the four base
+tools, TodoManager, and the dispatch table that joins them. A call into harness/ makes the
+bare idea safe on a real machine; its name, or the comment above it, says what it does, and
+you can skip it on a first read. The one thing from harness/ you need is the reply's shape,
+and ask_model lists it. Each model call ends with a line such as
 [tokens: 12 in · 1,100 from cache · 80 to cache · 60 out]; s06 explains the cache.
 
 Limits: the todos live in memory: they die with the program (after --continue, TODO starts
@@ -46,7 +48,8 @@ from harness import bash, files, model_call, spill, step_limit, terminal, tool_c
 
 # Tokens the model may write per call: enough for a file of code.
 MAX_TOKENS = 8000
-# Model calls a turn may make (--max-steps changes it).
+# Rounds a turn may make, one model call each (--max-steps changes it). A reply the server
+# paused (stop_reason "pause_turn") is finished inside its round.
 MAX_STEPS = 50
 # Seconds before a command and all it started are killed.
 BASH_TIMEOUT = 120
@@ -67,10 +70,10 @@ REMINDER = "<reminder>Update your todos.</reminder>"
 # ---------------------------------------------------------------- the loop
 
 def agent_loop(messages: list, run, max_steps: int = MAX_STEPS) -> str:
-    """Call the model until it answers in words, or max_steps calls are spent; return that
-    answer. messages ends with the user's prompt (the REPL keeps the list from turn to turn).
-    run (harness/run.py) holds run.client (the SDK's), run.model, run.log (the session on
-    disk), run.recorder (what /cost and the page show) and run.saved (long results, whole)."""
+    """Call the model until it answers in words, or max_steps rounds are spent; return that
+    answer. messages ends with the user's prompt (the REPL keeps it from turn to turn). Of
+    run (harness/run.py), the idea needs only run.client and run.model; the rest is
+    bookkeeping: run.log (the session on disk), run.recorder (/cost, the page), run.saved."""
     rounds_without_todo = 0        # the nag's count: from 0 at each turn
     steps = 0
     while steps < max_steps:
@@ -83,9 +86,9 @@ def agent_loop(messages: list, run, max_steps: int = MAX_STEPS) -> str:
         if response.stop_reason != "tool_use":
             return response.answer
         results = run_tool_calls(run, response, TOOL_HANDLERS, TOOLS)
-        # A round with a `todo` call (a refused one too: the model did look at its plan) sets
-        # the nag's count back to 0; from NAG_AFTER rounds without one, every round's results
-        # are followed by the reminder.
+        # A round with a `todo` call (one TodoManager rejected too: the model looked at its
+        # plan) sets the nag's count back to 0; from NAG_AFTER rounds without one, every
+        # round's results are followed by the reminder.
         if any(call["name"] == "todo" for call in response.tool_uses):
             rounds_without_todo = 0
         else:
@@ -101,15 +104,19 @@ def agent_loop(messages: list, run, max_steps: int = MAX_STEPS) -> str:
 def ask_model(run, system: str, tools: list, messages: list,
               max_tokens: int = MAX_TOKENS) -> model_call.Response:
     """One model call: the request below, streamed so that the reply shows as it is written
-    (`run.client.messages.create(**request)` would wait for the whole reply instead). Then
-    checked() makes the reply safe to keep: a turn the server paused is resumed, a call the
-    reply was cut inside is left out, and stop_reason is "tool_use" exactly when a call is left.
+    (`run.client.messages.create(**request)` would wait for the whole reply instead).
 
-    This loop reads five fields of the Response (harness/model_call.py lists the rest):
-    content, the reply's blocks as plain dicts, ready to send back; stop_reason; tool_uses,
-    the content's tool_use blocks, {"type": "tool_use", "id": ..., "name": ..., "input": ...},
-    each input as the model sent it; answer, what the user sees (the model's text, and why
-    it stopped if not by choice); notes, text for the model, sent after the results."""
+    checked() makes the SDK's reply safe to keep, and may change it: a reply the server
+    paused is resumed (more calls, in this round); a tool call it was cut off inside is left
+    out; stop_reason is "tool_use" exactly when a call is left to run (else the server's).
+
+    The Response it returns (harness/model_call.py) holds, for the loops:
+    - content: the reply's blocks as plain dicts, ready to send back; stop_reason;
+    - tool_uses: content's tool_use blocks, {"type": "tool_use", "id", "name", "input"},
+      each input as the model sent it (an odd server sends text; call_tool decodes it);
+    - answer: what the user sees (the model's text, and why it stopped if not by choice);
+    - notes: text blocks for the model, sent after the results (a call that was cut off);
+    - for s06: usage (the token counts), said (the text alone), cut (stopped mid-way)."""
     request = {"model": run.model, "system": system, "tools": tools, "messages": messages,
                "max_tokens": max_tokens,
                # Automatic prompt caching: the next call reads all this from the cache
@@ -129,7 +136,8 @@ def run_tool_calls(run, response, handlers: dict, tools: list) -> list:
     """One tool_result per tool_use, in order; then the harness's notes. The idea is two
     lines: call_tool runs the call, and the dict below answers it by its id."""
     results = []
-    # Ctrl-C keeps the results made so far, and marks the rest not run.
+    # Ctrl-C raises ToolsInterrupted holding a result for every call (the one running and
+    # those not reached say so); the REPL adds them after the reply, keeping what was done.
     with tool_calls.keep_on_ctrl_c(response.tool_uses, results):
         for call in response.tool_uses:
             terminal.show_tool_call(call["name"], call["input"])
@@ -198,7 +206,7 @@ def run_edit(path: str, old_text: str, new_text: str) -> str:
     text = files.read_text(target, path)
     # Exactly one occurrence, or a ValueError that says how to fix the call.
     edited = files.edit_text(text, old_text, new_text, path)
-    size, note = files.write_and_note(target, edited, path, field="new_text")
+    _, note = files.write_and_note(target, edited, path, field="new_text")
     return f"Edited {path}: replaced 1 occurrence{note}"
 
 

@@ -22,9 +22,10 @@ kept in files, one JSON file per task:
 Key insight: state that must outlive the conversation belongs outside it. The model reads the
 board back whenever it needs it; compaction and restarts cannot lose what was never only in it.
 
-The rules, in TaskManager: a new id by max-scan, never reused; a blocked task cannot start or
-complete; completing one frees its dependents; a deleted task stays on disk, blocks nobody,
-and cannot come back; agents that share a board claim what they start (board/claims.py).
+The rules, in TaskManager: a new id by max-scan (one more than the largest id on disk or ever
+given), never reused; a blocked task cannot start or complete; completing one frees its
+dependents; a deleted task stays on disk, blocks nobody, and cannot come back; agents that
+share a board claim what they start (board/claims.py).
 New since s06: TaskFolder, TaskManager, its tools, the board after a compaction, --board, --name.
 
 Run it:   python s07_task_system.py "plan a refactor: the data model, then the API and the docs"
@@ -51,8 +52,8 @@ TASK_FILE = re.compile(r"task_([1-9][0-9]{0,14})\.json", re.ASCII)
 # About 3,000 tokens: after a compaction, a bigger board comes back as its unfinished tasks.
 BOARD_CHARS = 12_000
 FINISHED = record.FINISHED      # completed or deleted: such a task blocks nobody
-# .lock: a 32-byte stamp each change renews (others then read again), then the largest id given.
-MARK_AT = folder.STAMP_BYTES
+# .lock's bytes: 0-31 a stamp (Remembering renews it at each change), 32-47 the largest id given.
+MARK_AT = folder.STAMP_BYTES    # 32
 MARK_BYTES = 16
 
 
@@ -74,8 +75,8 @@ def new_task(task_id: int, subject: str, description: str, blocked_by: list) -> 
 
 class TaskFolder:
     """The board as a folder: .tasks/task_<id>.json, one JSON object each, and .tasks/.lock.
-    It works alone; board.open_store puts Remembering (board/folder.py) in front, which
-    remembers what it read while no other agent wrote, and undoes a change that failed."""
+    board.open_store wraps it in Remembering (board/folder.py), whose methods run first: they
+    keep what was read while no other agent wrote, renew .lock's stamp, undo a failed create."""
 
     def __init__(self, location):
         self.dir = Path(location)
@@ -138,11 +139,10 @@ class TaskFolder:
         return self.read(task_id)
 
     def try_load(self, task_id: int):
-        """load(), or None: missing, or cannot be read."""
-        try:
+        """read(), or None: missing, or cannot be read."""
+        with contextlib.suppress(ValueError):
             return self.read(task_id)
-        except ValueError:
-            return None
+        return None
 
     def scan(self, validate: bool = False) -> tuple:
         """Every task file: (the readable tasks by id, in id order; a line per broken file).
@@ -166,7 +166,7 @@ class TaskFolder:
         os.replace(temporary, self.path(task["id"]))
 
     def reserve(self, task: dict) -> bool:
-        """Create a task's file only if its name is free: False if another agent took the id."""
+        """Create a task's file only if its name is free: False if a file made by hand took it."""
         temporary = self.temporary(task)
         try:
             # The mark first: the id is never given again, even if what follows fails.
@@ -182,7 +182,8 @@ class TaskFolder:
             temporary.unlink(missing_ok=True)    # linked, it had two names: this one goes
 
     def temporary(self, task: dict) -> Path:
-        """The task, whole, in a new file beside its own (ValueError if read() would refuse it)."""
+        """The task, stamped updated_at, whole in a new file beside its own: .tmp_task_<random>.tmp,
+        made new, never through a link (ValueError if read() would refuse the task)."""
         task["updated_at"] = record.now()
         data = record.as_file(task)          # json.dumps, of a task a read would accept
         return writer.temporary_beside(self.path(task["id"]), data)
@@ -236,7 +237,7 @@ class TaskManager:
             before = task["status"]
             change, notes = self.check_update(task, status, add_blocked_by,
                                               remove_blocked_by, owner, force)
-            # Every check passed: only now does anything change.
+            # Every check passed: only now does anything change (status, owner, blockedBy).
             task.update(change)
             # Reopening does not re-block the tasks it freed; the note says how to.
             if before in FINISHED and task["status"] not in FINISHED:
@@ -248,8 +249,8 @@ class TaskManager:
         return "\n".join(lines)
 
     def _clear_dependency(self, finished) -> list:
-        """Remove a finished task from every blockedBy; write it again with the ids it freed,
-        unless deleted; say what can start. A write that fails keeps those made before it."""
+        """Take a finished task out of every blockedBy; say what can start now. A completed task
+        is written again with the ids it freed, so that reopening it can name them."""
         tasks = self.store.scan()[0]
         freed = []
         for other in tasks.values():
@@ -276,8 +277,7 @@ class TaskManager:
         return task["status"] == "pending" and not graph.waiting_on(task, tasks)
 
     def list_all(self) -> str:
-        """The board: every live task; an order for the unfinished ones, blockers first (a
-        topological sort), if any waits; what can start."""
+        """The board: every live task, an order to do them in (blockers first), what can start."""
         tasks, problems = self.store.scan(validate=True)
         order = graph.order_line(tasks)
         return text.board(tasks, problems, order, self.ready(tasks))
@@ -414,8 +414,8 @@ SYSTEM = ("You are a coding agent working in the current folder. Plan multi-step
 # ---------------------------------------------------------------- the loop
 
 def board_message(run) -> str:
-    """After a compaction's summary: the board, read fresh, as task_list answers (over
-    BOARD_CHARS, its unfinished tasks), marked for /context and the page; the user is told."""
+    """After a compaction's summary: the board, read fresh, as task_list shows it (only its
+    unfinished tasks if it is over BOARD_CHARS)."""
     text.say_board_added(run.screen, TASKS.store.name)
     try:
         shown = TASKS.list_all()

@@ -274,8 +274,10 @@ def _client_or_none(args, secrets: dict):
 
 
 def _one_shot(lesson: Lesson, run: Run, history, budget, prompt) -> int:
-    """One turn; 0 when it finished, STEPS_RAN_OUT when its budget ran out (says how to go on)."""
+    """One turn; 0 when it finished, STEPS_RAN_OUT when its budget ran out (says how to go on),
+    1 when the API refused it (the work is not done either)."""
     saved = len(history)
+    status = 0
     message = {"role": "user", "content": prompt}
     history.append(message)
     try:
@@ -288,6 +290,7 @@ def _one_shot(lesson: Lesson, run: Run, history, budget, prompt) -> int:
             raise
         except TurnRefused as refused:
             answer = str(refused)
+            status = 1
             _keep_completed(run, history, saved, message, "turn refused")
         if isinstance(answer, step_limit.StepLimit):    # a one-shot run cannot be told 'continue'
             answer = step_limit.StepLimit(answer.split(";")[0] + "]")
@@ -299,7 +302,7 @@ def _one_shot(lesson: Lesson, run: Run, history, budget, prompt) -> int:
         terminal.show_note(f'[to go on: python {lesson.name}.py --continue "go on", or raise '
                            "--max-steps]")
         return STEPS_RAN_OUT
-    return 0
+    return status
 
 
 class TurnRefused(Exception):

@@ -50,7 +50,8 @@ def test_a_one_shot_refusal_is_not_in_the_session_that_continue_resumes(run_main
     assert code == 0, err
     refused = reply(text("Sure, here is how"), stop_reason="refusal")
     code, out, err, api = run_main(s03_todo, "--continue", "the refused ask", script=[refused])
-    assert code == 0 and "[the model refused to continue with this request]" in out + err
+    # Not done: a script that ran the turn can tell (status 1, as an API error is).
+    assert code == 1 and "[the model refused to continue with this request]" in out + err
     code, out, err, api = run_main(s03_todo, "--continue", "say hi",
                                    script=[reply(text("Hello!"))])
     assert code == 0 and api.violations == [], err
@@ -65,6 +66,6 @@ def test_the_apis_explanation_of_a_refusal_is_shown_as_text_never_as_codes(run_m
                "explanation": "This request was declined: cyber harm.\x1b[2J"}
     refused = reply(text("Sure"), stop_reason="refusal", stop_details=details)
     code, out, err, api = run_main(s03_todo, "the refused ask", script=[refused])
-    assert code == 0, err
+    assert code == 1, err
     assert "[refused: This request was declined: cyber harm." in out + err
     assert "\x1b" not in out + err                         # the endpoint's codes, escaped

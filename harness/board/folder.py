@@ -135,7 +135,7 @@ def _litter(entry, stale: float) -> bool:
 
 def remembering(lesson_folder: type) -> type:
     """s07's TaskFolder with Remembering mixed in: the store board.open_store makes."""
-    return type(lesson_folder.__name__, (Remembering, lesson_folder), {})
+    return type(f"Remembering{lesson_folder.__name__}", (Remembering, lesson_folder), {})
 
 
 class Remembering:
