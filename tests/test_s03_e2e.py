@@ -89,7 +89,7 @@ def test_complete_tool_calls_before_the_cut_one_run_and_the_cut_one_does_not(run
 def test_pause_turn_continues_and_refusal_is_reported(run_main):
     script = [reply(text("Working"), stop_reason="pause_turn"), reply(stop_reason="refusal")]
     code, out, err, api = run_main(s03_todo, "go", script=script)
-    assert code == 0 and api.violations == [] and len(api.requests) == 2
+    assert code == 1 and api.violations == [] and len(api.requests) == 2
     assert "the model refused" in out
     assert api.requests[1]["messages"][-1] == {"role": "assistant", "content": [text("Working")]}
 
