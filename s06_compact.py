@@ -7,16 +7,16 @@ the whole conversation it sends. So the agent forgets on purpose, in three layer
 may be short placeholders. A block: a text, a tool call or a tool result in a message.
 
 Prompt caching, the rule layer 1 is built around. The API reads a request in this order, and
-caches it up to a breakpoint (a block marked cache_control):
+caches it up to a breakpoint: s03's request asks for one on its last block (cache_control at
+the top level), and view_of adds one before layer 1's latest batch.
 
     tools -> system -> message 1 -> message 2 -> ... -> the last block   <- breakpoint
     |--- as in the last call: read from the cache, 0.1 x ---|-- new: written, 1.25 x --|
 
 The part that is byte for byte as in the last request is cheap. From the first block that
 changed, everything is written to the cache again, at more than the full price. So layer 1
-changes old blocks rarely, many at once, and the summary request goes at the end. (s03's
-request asks for the cache; an entry lives 5 minutes; a small request is not cached at all:
-docs/cost.md has the sizes.)
+changes old blocks rarely, many at once, and the summary request goes at the end. (An entry
+lives 5 minutes; a small request is not cached at all: docs/cost.md has the sizes.)
 
     before every model call:
       layer 1  micro_compact   in the view, old long tool results, and the long texts of old
@@ -27,7 +27,7 @@ docs/cost.md has the sizes.)
                                since the last compaction?
                                  1. history -> .transcripts/transcript_<time>_<n>.jsonl
                                  2. the model writes a summary (same prefix: mostly cached)
-                                 3. history := [summary + transcript path]
+                                 3. history := one message: transcript path + summary
     any time:
       layer 3  `compact` tool or /compact   -> the same as layer 2, now
 
@@ -53,10 +53,11 @@ from harness import compaction, config, errors, model_call, pairing, step_limit,
 MAX_STEPS = 200      # model calls a turn may make: compaction lets it go on longer
 KEEP_RECENT = 3      # the newest results stay whole: the model may still be using them
 KEEP_CHARS = 400     # a result this short is never cleared: it costs little
-# A batch is cleared only if it frees at least min(CLEAR_AT_LEAST, 0.4 x COMPACT_THRESHOLD)
-# tokens (a low threshold must leave layer 1 room to act), and at least REWRITE_SHARE x what
-# clearing it makes the API write to the cache again (nothing, with no count from the API yet);
-# never when layer 2 is due anyway. clear_new_batch has an example.
+# The batch rule: layer 1 clears a batch only if it frees
+#   1. at least CLEAR_AT_LEAST tokens (or 0.4 x COMPACT_THRESHOLD, if that is less), and
+#   2. at least REWRITE_SHARE x the tokens clearing it makes the API write to the cache again;
+# and never when layer 2 is due anyway. clear_new_batch works an example. At 1.5, a batch
+# pays for the rewrite within about 8 calls: 1.15 / (0.1 x 1.5).
 CLEAR_AT_LEAST = 8_000
 REWRITE_SHARE = 1.5
 # Tokens before layer 2 summarises: lower bills less, forgets sooner (docs/cost.md).
@@ -65,9 +66,6 @@ DEFAULT_THRESHOLD = 50_000
 DEMO_THRESHOLD = 9_500
 # A longer summary is cut, and says so.
 SUMMARY_MAX_TOKENS = 2000
-# --api-context: where the API clears, or summarises.
-API_CLEAR_AT = 30_000     # tokens, inputs too
-API_COMPACT_AT = 50_000   # tokens: its minimum
 
 SYSTEM = ("You are a coding agent working in the current folder. Use the tools to act. "
           "When the context gets long or a phase of work is done, call compact. Be brief.")
@@ -100,8 +98,9 @@ def agent_loop(messages: list, run, max_steps: int = MAX_STEPS) -> str:
 
 class ContextSize:
     """How big the next request is: the API's count for the last call, plus about 4
-    characters a token for the messages since. Say the last call was counted at 9,000 tokens,
-    over 11 messages, and the 2 messages since hold 1,200 characters: about 9,300."""
+    characters a token for the messages since. Say the last call was counted at 9,000 tokens
+    (input, cache read and written, output), and its tool results since hold 1,200
+    characters: about 9,300."""
 
     def __init__(self) -> None:
         self.threshold = DEFAULT_THRESHOLD  # COMPACT_THRESHOLD, read by start()
@@ -150,7 +149,8 @@ class Cleared:
         self.batch_start = None    # the latest batch's first block: view_of's breakpoint
 
     def holds(self, block) -> bool:
-        # By id(), as tool_use ids can repeat; the entry keeps the block alive, id() unique.
+        # By id(): a call and its result share one tool id. The entry keeps the block alive,
+        # so no other block can get its id().
         return id(block) in self.placeholders
 
     def as_sent(self, block):
@@ -164,12 +164,12 @@ CLEARED = Cleared()
 
 
 def clearable(messages: list) -> list:
-    """Layer 1's choice of what the model can do without, as (block, its call):
-        an old call's result, over KEEP_CHARS          -> placeholder(), below
-        an old write_file or edit_file's texts, too    (the block is then the tool_use)
-        but of a read_file or write_file that worked:  only once a later call shows the file
-    Old: not one of the newest KEEP_RECENT calls, nor of the newest reply (its results are
-    still unseen). Shows it whole: a read of all its lines, or a write, that worked."""
+    """Layer 1's choice of what the model can do without, as (block, its call). A tool
+    result, or a write_file or edit_file call's own texts, is cleared when all hold:
+      1. it is old: not of the newest KEEP_RECENT calls, nor of the newest reply;
+      2. it is over KEEP_CHARS characters, and not cleared yet;
+      3. it is not a read_file or write_file that worked, unless a later call that worked
+         shows the same file whole (a read of all its lines, or a write)."""
     pairs = pairing.tool_pairs(messages)           # (tool_use, tool_result), oldest first
     newest = pairing.newest_ids(messages)
     whole_later = set()                            # files a later call shows whole
@@ -197,7 +197,7 @@ def clearable(messages: list) -> list:
 def placeholder(block: dict, call: dict, run) -> dict:
     """What the model sees instead of a cleared block, one of four kinds:
         a result                 "[Previous: used bash; the whole result is in <file>]"
-        a result under 2,000 ch. "[Previous: used bash]" (cheaper to run again than to save)
+        a result under 2,000 ch. "[Previous: used bash]" (not saved: cheaper to run again)
         a read_file's result     "[Previous: read a.py; a later read or write of it follows]"
         a write or edit's text   "[cleared from the context: 5,120 characters; ...]"
     """
@@ -217,8 +217,9 @@ def placeholder(block: dict, call: dict, run) -> dict:
 
 
 def cleared_input(call: dict) -> dict:
-    """A write or edit call with its texts (content; old_text, new_text) replaced by their
-    lengths: worded so that none can pass for file contents, true whether or not it worked."""
+    """A write or edit call with its texts (content; old_text, new_text) replaced by a note of
+    their length. The note cannot pass for a file's contents, and is true whether or not the
+    call worked."""
     texts = compaction.input_texts(call)
     said = {}
     for field, text in texts.items():
@@ -410,7 +411,7 @@ def compact_if_asked(response, messages: list, run, compact=auto_compact) -> Non
 def start(run, args, system: str = SYSTEM, tools: list = TOOLS, attach=None) -> None:
     """When a run starts (after ./.env is read): --api-context, COMPACT_THRESHOLD, and the
     prefix every request starts with. attach: as auto_compact's, after the API's summary."""
-    run.use_api_context(args.api_context, API_CLEAR_AT, API_COMPACT_AT, KEEP_RECENT, attach)
+    run.use_api_context(args.api_context, KEEP_RECENT, attach)
     default = DEMO_THRESHOLD if args.demo else DEFAULT_THRESHOLD
     CONTEXT.threshold = config.positive_int("COMPACT_THRESHOLD", default, "tokens")
     CONTEXT.prefix = tokens.estimate([system, tools])

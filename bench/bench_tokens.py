@@ -417,9 +417,8 @@ BASELINE_THRESHOLD = 50_000
 
 
 def _s06_api(mode):
-    """s06's own --api-context setting, from its constants as they are in this process."""
-    return api_context.setting(mode, s06_compact.API_CLEAR_AT, s06_compact.API_COMPACT_AT,
-                               s06_compact.KEEP_RECENT)
+    """s06's own --api-context setting (api_context's triggers, s06's KEEP_RECENT)."""
+    return api_context.setting(mode, s06_compact.KEEP_RECENT)
 
 
 # s06 with --api-context: mode -> (its Setting, made when played; the stand-in's reading of a
@@ -470,7 +469,7 @@ def lesson_state(mode="built", setting=None):
     if mode in API_MODES:           # as s06's start() does with --api-context
         s06_compact.CONTEXT.threshold = WINDOW
     if mode == AT_API_TRIGGER:
-        s06_compact.CONTEXT.threshold = s06_compact.API_CLEAR_AT
+        s06_compact.CONTEXT.threshold = api_context.API_CLEAR_AT
     for m, built_layer in layers.items():
         m.micro_compact = LAYERS.get(mode) or built_layer
     try:
@@ -699,8 +698,9 @@ API_COLUMNS = [f"{'':<10}{'s06 layers':^{API_CELL * 2}}{'API clearing':^{API_CEL
 
 def api_constants():
     """s06's --api-context constants as NAME=value NAME=value ..."""
-    names = ("API_CLEAR_AT", "API_COMPACT_AT", "KEEP_RECENT")
-    return " ".join(f"{name}={getattr(s06_compact, name)}" for name in names)
+    where = {"API_CLEAR_AT": api_context, "API_COMPACT_AT": api_context,
+             "KEEP_RECENT": s06_compact}
+    return " ".join(f"{name}={getattr(home, name)}" for name, home in where.items())
 
 
 def api_figures(results, shape):

@@ -56,14 +56,18 @@ INSTRUCTIONS = ("Summarize the transcript inside <summary></summary> tags. Inclu
 # Clearing takes the old calls' inputs too (clear_tool_inputs), as layer 1 clears old write/edit
 # texts: a session that writes big files would carry every byte it wrote in every request.
 CLEAR_INPUTS = True
+# Where the server acts, in tokens of the request's input: it clears past API_CLEAR_AT (well
+# before s06's layer 2 would summarise), and summarises past API_COMPACT_AT (the least it takes).
+API_CLEAR_AT = 30_000
+API_COMPACT_AT = 50_000
 AS_TEXT = "[a summary of the conversation so far, written by the API:]\n"
 
 
-def setting(mode: str, clear_at: int, compact_at: int, keep: int) -> "Setting":
-    """--api-context's Setting from s06's constants."""
-    made = Setting(COMPACT, compact_at)
+def setting(mode: str, keep: int) -> "Setting":
+    """--api-context's Setting; keep: the newest results clearing leaves (s06's KEEP_RECENT)."""
+    made = Setting(COMPACT, API_COMPACT_AT)
     if mode == CLEAR:
-        made = Setting(CLEAR, clear_at, keep, CLEAR_INPUTS)
+        made = Setting(CLEAR, API_CLEAR_AT, keep, CLEAR_INPUTS)
     # The user's threshold (the environment, or ./.env, read by now) is not the API's trigger;
     # one that is not a number is the one line it is without the flag.
     mine = config.positive_int("COMPACT_THRESHOLD", 0, "tokens")

@@ -68,15 +68,14 @@ class Run:
     def model(self, model) -> None:
         self._model = model
 
-    def use_api_context(self, mode, clear_at: int, compact_at: int, keep: int,
-                        attach=None) -> None:
+    def use_api_context(self, mode, keep: int, attach=None) -> None:
         """--api-context clear|compact (s06's settings): the API manages the context
         (harness/api_context.py, loaded only then). None: the lesson's own layers do.
         attach(run): text to add after the API's summary, as after layer 2's (s07's board)."""
         if mode is None:
             return
         from harness import api_context
-        self.api_context = api_context.setting(mode, clear_at, compact_at, keep)
+        self.api_context = api_context.setting(mode, keep)
         if attach is not None:
             self.api_context.after = functools.partial(attach, self)
         self.client = self._client

@@ -56,7 +56,7 @@ def test_clear_sends_the_context_editing_edit_with_its_beta_and_s06s_settings(ru
     assert api.violations == []
     assert edit_of(api.requests[0]) == {
         "type": "clear_tool_uses_20250919",
-        "trigger": {"type": "input_tokens", "value": s06_compact.API_CLEAR_AT},
+        "trigger": {"type": "input_tokens", "value": api_context.API_CLEAR_AT},
         "keep": {"type": "tool_uses", "value": s06_compact.KEEP_RECENT},
         "clear_tool_inputs": True}
     assert betas(api.headers[0]) == {"context-management-2025-06-27"}
@@ -68,8 +68,8 @@ def test_compact_sends_the_compaction_edit_with_its_beta_at_the_apis_minimum(run
     assert proc.returncode == 0, proc.stderr
     edit = edit_of(api.requests[0])
     assert edit["type"] == "compact_20260112"
-    assert edit["trigger"] == {"type": "input_tokens", "value": s06_compact.API_COMPACT_AT}
-    assert s06_compact.API_COMPACT_AT == 50_000
+    assert edit["trigger"] == {"type": "input_tokens", "value": api_context.API_COMPACT_AT}
+    assert api_context.API_COMPACT_AT == 50_000
     # With tools in the request, the docs' own words that keep the summary step from calling one.
     assert "Do not call any tools" in edit["instructions"]
     assert betas(api.headers[0]) == {"compact-2026-01-12"}
@@ -97,7 +97,7 @@ def test_a_compact_threshold_the_user_set_is_said_to_be_unused_with_the_flag(run
                            in_process=True)
     assert proc.returncode == 0, proc.stderr
     assert ("COMPACT_THRESHOLD=5000 is not used with --api-context: the API clears past "
-            f"{s06_compact.API_CLEAR_AT:,} tokens") in words(proc.stderr)
+            f"{api_context.API_CLEAR_AT:,} tokens") in words(proc.stderr)
 
 
 def test_a_compact_threshold_that_is_not_a_number_is_one_line_with_the_flag_too(run_lesson):
