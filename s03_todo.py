@@ -32,9 +32,9 @@ you can skip it on a first read. The one thing from harness/ you need is the rep
 and ask_model lists it. Each model call ends with a line such as
 [tokens: 12 in · 1,100 from cache · 80 to cache · 60 out]; s06 explains the cache.
 
-Limits: the todos live in memory: they die with the program (after --continue, TODO starts
-empty; the model still sees its last list in the history, and its next call replaces it
-whole), and s06's compaction hides them. s07 fixes that.
+Limits: the todos live in memory, and die with the program. After --continue the list starts
+empty, though the model still sees its last one in the history (a todo call sends the whole
+list, so its next one puts it back). s06's compaction hides the list. s07 fixes both.
 
 Run it:   python s03_todo.py "add a docstring to hello.py and track your steps"
           python s03_todo.py            (a REPL)
