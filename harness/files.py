@@ -8,8 +8,8 @@ Without each piece:
   is "no such file"; with follow=False (the harness's own files) a link is not opened at all.
 - read_lines(): `limit=10` on a 2 GB file reads all of it, a binary file reaches the model as
   NULs, a read the cap cuts again skips lines for good, and a sparse file's hole is read whole.
-- write_and_note(), through harness/writer.py: a full disk leaves half a file; what of the old
-  file (its owner, its attributes) could not be kept, the model is not told.
+- write_and_note(), through harness/writer.py: a full disk leaves half a file, and the model
+  is not told what of the old file (its owner, its attributes) was lost.
 - edit_text(): a one-line edit of a CRLF file turns every line ending into LF.
 - encode(): a lone surrogate from a model's JSON leaves an empty file behind.
 - reason(): "[Errno 28]" where "the disk is full" says what to do.
@@ -44,10 +44,8 @@ def inside(folder: Path, path: str) -> Path:
 
 def open_regular(path: Path, shown: str, follow: bool = True) -> int:
     """An fd open for reading on a regular file, or ValueError saying what the path is instead.
-
     O_NONBLOCK: a FIFO opens without waiting for a writer, and fstat refuses it (and devices
-    and folders) before a byte is read. follow=False: a symbolic link at path is refused too.
-    """
+    and folders) before a byte is read. follow=False: a symbolic link at path is refused too."""
     flags = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC
     try:
         fd = os.open(path, flags if follow else flags | os.O_NOFOLLOW)
@@ -239,7 +237,6 @@ def write_atomic(path: Path, content, shown: str, field: str = "content") -> int
 def write_and_note(path: Path, content, shown: str, field: str = "content") -> tuple:
     """Replace path with content whole: a full disk or a kill -9 leaves the old file, never
     half. Returns (bytes written, a clause saying what of the old file was not kept, or "").
-
     content: text (encoded before any file is opened; `field` names it in the error) or bytes.
     The new file (writer.replace) keeps the old one's mode, and its owner, group and extended
     attributes as far as this process may set them. A hard link to the old file is broken.
@@ -281,12 +278,9 @@ def _not_kept(was, made: os.stat_result, before: dict, after: dict) -> str:
 
 
 def edit_text(text: str, old: str, new: str, shown: str) -> str:
-    """text with the one occurrence of old replaced by new, keeping every other byte.
-
-    read_file shows lines without their \\r, so a model's old_text has \\n where a CRLF (or
-    old-Mac CR) file has \\r\\n: when the exact text is not found, it is tried with the file's
-    own line ending, and new_text gets that ending too.
-    """
+    """text with the one occurrence of old replaced by new, keeping every other byte. read_file
+    shows lines without their \\r, so where the exact text is not found it is tried with the
+    file's own line ending (CRLF, or old-Mac CR), and new_text gets that ending too."""
     if not old:
         raise ValueError("old_text is empty; give the exact text to replace")
     for ending in ("\n", "\r\n", "\r"):

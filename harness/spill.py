@@ -49,12 +49,9 @@ MARKER_TEXT = (f"Tool results saved whole by harness/spill.py. Files named <tool
 
 
 class SavedTexts:
-    """A run's saved texts for layer 1's placeholders, and their pins.
-
-    A pinned file (one a placeholder of this run names) is never removed while the run lasts,
-    in any process, and is outside the bounds: a session that clears 1,500 results keeps those
-    1,500 files on top of them until it ends.
-    """
+    """A run's saved texts for layer 1's placeholders, and their pins. A pinned file (one a
+    placeholder of this run names) is never removed while the run lasts, in any process, and
+    is outside the bounds: a session that clears 1,500 results keeps 1,500 files more."""
 
     def __init__(self) -> None:
         # (folder, tool, length, hash(text)) -> path. A str keeps its hash once computed, so
@@ -98,7 +95,6 @@ def saved_path_in(text: str) -> str | None:
 def save_for_placeholder(text: str, tool_name: str, saved: SavedTexts,
                          folder: Path = RESULTS) -> str | None:
     """Where a result layer 1 clears can be read again whole, pinned in saved; or None.
-
     None when it is under SAVE_WHEN_CLEARED or cannot be saved. A result keep_whole cut gets the
     file it names, if still there; else the path depends on the tool and the text alone, the
     same in every process. A text asked for again, once saved, is a lookup.
@@ -197,11 +193,9 @@ def _is_regular_file(path: str) -> bool:
 
 @contextlib.contextmanager
 def _results_folder(folder: Path):
-    """The results folder, open (an fd), made if missing and marked (_mark).
-
-    Each folder on the way from the workspace is opened with O_NOFOLLOW, and all after is done
-    relative to the last: a link swapped in meanwhile cannot send a write or a removal elsewhere.
-    """
+    """The results folder, open (an fd), made if missing and marked (_mark). Each folder on
+    the way is opened with O_NOFOLLOW, and all after is done relative to the last: a link
+    swapped in meanwhile cannot send a write or a removal elsewhere."""
     parts = _parts_inside_workspace(folder)
     fd = os.open(".", writer.FOLDER)
     try:

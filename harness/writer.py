@@ -57,7 +57,6 @@ def kind_of(mode: int) -> str:
 @contextlib.contextmanager
 def folder(path: Path, make: bool = True, follow: bool = False):
     """path open as a folder (an fd, closed at the block's end), made first if missing and `make`.
-
     A symbolic link at its own name is refused unless `follow` (a folder the user named, such
     as a board's, may be a link on purpose); the folders above it are taken as they are.
     """
