@@ -48,9 +48,8 @@ def s03_demo(run) -> tuple:
     """A plan, a refused second in_progress, the nag, a finished plan."""
     def todos(*statuses):
         steps = ["Write hello.py", "Run it", "Add a docstring"]
-        items = []
-        for n, (step, status) in enumerate(zip(steps, statuses, strict=True), 1):
-            items.append({"id": str(n), "text": step, "status": status})
+        items = [{"id": str(n), "text": step, "status": status}
+                 for n, (step, status) in enumerate(zip(steps, statuses, strict=True), 1)]
         return tool("todo", {"items": items})
     script = [
         reply(text("I'll plan first."), todos("in_progress", "pending", "pending")),
