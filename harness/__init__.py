@@ -1,9 +1,8 @@
 """Everything the lessons use that is not their idea, grouped by the lesson that needs it first.
 
-Read the lessons first (s03, s06, s07): each holds the mechanism it is named for, as code.
-Then, to see how a piece is made safe, open the module the lesson's line names; each opens by
-saying who relies on it and what breaks without each of its pieces.
-This is the reading guide; the README links here.
+Read the lessons first (s03, s06, s07): each holds its mechanism as code. To see how a piece
+is made safe, open the module a lesson's line names: it opens by saying who relies on it and
+what breaks without each of its pieces. This is the reading guide; the README links here.
 
     after s03   run            the loop's second parameter: the client, the model, and this
                                run's record, log, saved results and screen
@@ -50,10 +49,10 @@ This is the reading guide; the README links here.
                                script, rules, edits (the API's context management), usage
                                (the cache, the bill), sse, server
 
-Nothing here imports a lesson (s07 hands board.open_store its TaskFolder). A module imports
-inside a function only what is loaded when used: psycopg and the PostgreSQL board, the page,
-/context and /cost, --api-context, the demos and the stand-in, the board's news and /task
-import, and config inside errors (which config imports first). The lessons import cli (and
-s07 board/commands) in main(): `import s03_todo` loads under 4,000 lines of the project, and
-`import s07_task_system` under 6,000, s03's and s06's included (tests/test_s07_e2e.py).
+Nothing here imports a lesson (s07 hands board.open_store its TaskFolder). Imported inside a
+function, loaded when used: psycopg and the PostgreSQL board, the page, /context and /cost,
+--api-context, the demos and the stand-in, the board's news and /task import, and config in
+errors (which config imports first). The lessons import cli (s07, board/commands) in main():
+`import s03_todo` loads under 4,000 lines of the project, `import s07_task_system` under 6,000
+(tests/test_s07_e2e.py).
 """

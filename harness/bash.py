@@ -1,21 +1,15 @@
 """The hardened bash runner behind s03's `bash` tool (and so s06's and s07's).
 
-s03's run_bash hands a command to run(); everything here is what keeps that one line safe on a
-real machine. Without each piece:
+s03's run_bash hands a command to run(). Without each piece:
 - a new session (process group): a timeout kills the shell but leaves its children running.
-- _read_output: reading all output first holds it in memory (`yes` filled 2.9 GB in 10 s) and
-  waits forever for a background job that keeps the pipe open.
-- KEEP_UP_TO: with no bound on what is kept, `cat` of a 3 GB log is held in memory whole,
-  then saved whole; the model could never read that much anyway.
-- the flood stop: a command that writes without end is never stopped.
-- _signals_raise: SIGTERM or a closed terminal (SIGHUP) kills Python at once and leaves the
-  command running as an orphan. Its handlers go in before the command starts, and a signal
-  that comes while Popen runs is held until run() has the command's pid: installed after
-  Popen, a SIGTERM in between left the command running (a test saw it, 1 run in 8).
-- child_env (config.py): the API key, the board's password (TASK_BOARD, or a DATABASE_URL
-  that holds it) and a gateway's password in ANTHROPIC_BASE_URL are handed to every command
-  the model runs (`env` printed them, and the model saw them), and to every install script
-  those commands start.
+- _read_output: reading all output first holds it in memory (`yes`: 2.9 GB in 10 s), and
+  waits for ever on a background job that keeps the pipe open.
+- KEEP_UP_TO: `cat` of a 3 GB log is held in memory whole, then saved whole.
+- the flood stop (FLOOD_BYTES): a command that writes without end is never stopped.
+- _signals_raise: SIGTERM or a closed terminal (SIGHUP) kills Python and leaves the command
+  running, an orphan.
+- child_env (config.py): the API key and the board's and a gateway's passwords reach every
+  command the model runs (`env` prints them) and every install script those start.
 This is not a sandbox: a command runs with your rights. Run the lessons in a scratch folder.
 """
 
@@ -25,15 +19,13 @@ import signal
 import subprocess
 import threading
 import time
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 
 from harness.config import child_env
 
-# Characters of a command's output kept. The caller shows the model less (s03's OUTPUT_CAP) and
-# saves the rest whole (harness/spill.py); past this much, it is cut with a note. At most 8 MB
-# of memory while it runs, and of disk per output: a log that long is better sent to a file
-# (cmd > out.txt) and read in parts, which the note says.
+# Characters of a command's output kept (at most 8 MB of memory, and of disk once spill.py saves
+# it); past them it is cut, with a note saying to send it to a file and read it in parts.
 KEEP_UP_TO = 2_000_000
 FLOOD_BYTES = 10_000_000  # output beyond the cap after which a command is stopped (`yes`: 0.1 s)
 
@@ -67,11 +59,8 @@ def run(command: str, cwd: Path, timeout: float, cap: int = KEEP_UP_TO) -> str:
 
 
 def _read_output(proc: subprocess.Popen, timeout: float, cap: int) -> tuple:
-    """Read the output as it comes, keeping only what the model will see: (kept bytes, dropped).
-
-    Stops at end of output, when the shell has exited and only a background job still holds
-    the pipe, or when the command floods.
-    """
+    """(kept bytes, dropped bytes) of the output, read as it comes, until its end, the shell's
+    exit (a background job may still hold the pipe) or a flood."""
     kept, dropped = bytearray(), 0
     deadline = time.monotonic() + timeout
     fd = proc.stdout.fileno()
@@ -98,10 +87,8 @@ def _read_output(proc: subprocess.Popen, timeout: float, cap: int) -> tuple:
 
 def _kill_group(proc: subprocess.Popen) -> None:
     """The command and every child it started: killing only the shell would leave them running."""
-    try:
+    with suppress(ProcessLookupError):
         os.killpg(proc.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
     proc.wait()
 
 
@@ -109,9 +96,8 @@ def _kill_group(proc: subprocess.Popen) -> None:
 def _signals_raise():
     """While a command runs, SIGTERM and SIGHUP raise SystemExit, so the command is killed too.
 
-    Yields armed(): until it is called (once the command has started and run() can kill it),
-    a signal is only noted, since raising in the middle of Popen would lose the command's pid;
-    armed() then raises for a signal that came in between."""
+    Yields armed(): until run() has the command's pid, a signal is only noted (raising inside
+    Popen would lose the pid, and leave the command running); armed() raises for it then."""
     if threading.current_thread() is not threading.main_thread():
         yield lambda: None
         return

@@ -1,22 +1,19 @@
 """The scripted sessions behind each lesson's --demo: what the stand-in model says, step by step.
 
-Each lesson's main() hands its demo's arguments to cli.run_cli, which, inside the folder
-demo/ (cli changes into it for the run), has played() start the stand-in (harness/stand_in/)
-with the lesson's script, and runs the real loop, tools and files against it: no key, no
-network, and nothing of yours is touched. They are data (a list of
-replies, some a function of the request so far, so the script reacts to what really
-happened), and this module imports no lesson. Without each piece:
-- the demos at all: a learner needs a key, and money, to see a lesson run once.
+Each lesson's main() hands its demo's arguments to cli.run_cli, which runs inside demo/ and has
+played() start the stand-in (harness/stand_in/) with the lesson's script: the real loop, tools
+and files run, with no key and no network. A script is data, a list of replies, some a
+function of the request so far; this module imports no lesson. Without each piece:
+- the demos: a learner needs a key, and money, to see a lesson run once.
 - running in demo/: the s07 demo would add its plan to your own ./.tasks on every run.
-- the reacting steps: a script that narrates "my first result is a placeholder now" whether
-  or not it is, or plans the same four tasks again on a second run.
-- saying what it sets: a demo that quietly lowers COMPACT_THRESHOLD, so a learner wonders
-  why a compaction came at 10,000 tokens when the default is 50,000.
-- s06_api_demo: `--demo --api-context clear|compact` would play a script written for the
-  harness's own layers, whose outputs never reach the API's trigger (30,000 or 50,000 tokens):
-  the learner would see the API do nothing.
-- _s07_story: a second s07 run printed the first run's "plan a small project" prompt, and
-  then did not plan: it says first which task it picks up, and why it plans nothing.
+- the reacting steps: a script would narrate "my first result is a placeholder now" whether or
+  not it is, or plan the same four tasks again on a second run.
+- saying what it sets: a learner wonders why a compaction came at 10,000 tokens when the
+  default is 50,000.
+- s06_api_demo: `--demo --api-context clear|compact` would play outputs too small for the
+  API's trigger (30,000 or 50,000 tokens), and the learner would see the API do nothing.
+- _s07_story: a second s07 run says first what it does with the board it finds (the next
+  ready task, no new plan), not the first run's prompt to plan.
 """
 
 import contextlib
@@ -40,8 +37,7 @@ PLAN = [("Design the data model", "tables and fields"),
 
 @contextlib.contextmanager
 def played(lesson_name: str, demo_args: tuple, run):
-    """The lesson's script (s03_demo for s03_todo), played by the loopback stand-in while the
-    block runs: yields (the stand-in, the demo's prompt)."""
+    """Yields (the stand-in playing the lesson's script, e.g. s03_demo's, the demo's prompt)."""
     demo = globals()[lesson_name.split("_")[0] + "_demo"]
     script, prompt, summary = demo(*demo_args, run)
     with stand_in.StandInAPI(script, summary=summary) as api:
@@ -52,9 +48,8 @@ def s03_demo(run) -> tuple:
     """A plan, a refused second in_progress, the nag, a finished plan."""
     def todos(*statuses):
         steps = ["Write hello.py", "Run it", "Add a docstring"]
-        items = []
-        for n, (step, status) in enumerate(zip(steps, statuses, strict=True), 1):
-            items.append({"id": str(n), "text": step, "status": status})
+        items = [{"id": str(n), "text": step, "status": status}
+                 for n, (step, status) in enumerate(zip(steps, statuses, strict=True), 1)]
         return tool("todo", {"items": items})
     script = [
         reply(text("I'll plan first."), todos("in_progress", "pending", "pending")),
@@ -83,16 +78,16 @@ def _python() -> str:
 
 def s06_demo(context, run) -> tuple:
     """Each layer in turn: placeholders, an automatic compaction, a manual one (with
-    --api-context, s06_api_demo instead).
-
-    context: s06's ContextSize; its threshold is set low for the demo, and said so."""
+    --api-context, s06_api_demo). context: s06's ContextSize, whose low threshold it says."""
     if run.api_context is not None:
         return s06_api_demo(run)
     why = "s06's DEMO_THRESHOLD: low, so that layer 2 compacts within ten calls; set "
     why += "COMPACT_THRESHOLD to change it"
     if os.environ.get("COMPACT_THRESHOLD", "").strip():
         why = "your COMPACT_THRESHOLD; the demo's own is s06's DEMO_THRESHOLD"
-    _say_threshold(context.threshold, why)
+    # Said: a learner wonders why a compaction came early.
+    terminal.show_note(f"[demo] COMPACT_THRESHOLD is {context.threshold:,} tokens for this demo "
+                       f"({why})")
 
     def first_result(body) -> str:
         for message in body["messages"]:
@@ -140,9 +135,8 @@ def s06_demo(context, run) -> tuple:
 
 
 def s06_api_demo(run) -> tuple:
-    """--api-context: outputs big enough to pass the API's trigger (s06's own setting, not
-    lowered: the API takes no trigger under 50,000 for a compaction), then the server clears
-    old results, or summarises, and the model goes on."""
+    """--api-context: outputs that pass the API's trigger (s06's own: the API takes none under
+    50,000 for a compaction), then the server clears old results, or summarises."""
     setting = run.api_context
     terminal.show_note(f"[demo] --api-context {setting.mode}: the stand-in plays the API's own "
                        f"context management, past {setting.trigger:,} tokens (s06's setting)")
@@ -174,7 +168,6 @@ def s06_api_demo(run) -> tuple:
 def s07_demo(tasks, context, run) -> tuple:
     """Plan four tasks (or, on a later run, pick up the next ready one), be refused, compact,
     see the board come back, complete a task and see what waited for it freed, on disk.
-
     tasks: s07's TaskManager, put on the demo's own board (demo/.tasks) as agent "demo"."""
     tasks.use(".tasks")                     # relative: cli runs the demo inside demo/
     tasks.agent = "demo"
@@ -303,8 +296,3 @@ def _plan_ids(listing: str):
         found.setdefault(subject, int(number))
     ids = [found.get(subject) for subject, _ in PLAN]
     return None if None in ids else ids
-
-
-def _say_threshold(tokens: int, why: str) -> None:
-    """The demo's COMPACT_THRESHOLD, said: a learner wonders why a compaction came early."""
-    terminal.show_note(f"[demo] COMPACT_THRESHOLD is {tokens:,} tokens for this demo ({why})")

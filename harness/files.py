@@ -1,30 +1,17 @@
 """File safety for s03's file tools (read_file, write_file, edit_file) and for the file board.
 
-s03's run_read, run_write and run_edit are a few plain lines each that call into here (and so
-are s06's and s07's). Without each piece:
-- inside(): a model's "../../etc/passwd" or a symlink pointing out of the folder is read or
-  overwritten. (bash can still do anything you can: this stops accidents, it is no sandbox.)
-- open_regular(): read_file on a FIFO hangs for ever, a symlink to /dev/zero is read until the
-  memory runs out, and a folder is reported as "no such file". With follow=False (the
-  harness's own files: a task, the board's lock, the REPL history), a link is not opened at
-  all: a task file linked to another board's showed that board's task.
-- read_lines(): `limit=10` on a 2 GB file reads all of it (24 s, 4.3 GB of memory), and a binary
-  file reaches the model as 50,000 NUL characters. Stopping within the cap: a read of a 300 kB
-  file that passed it was cut again by s03's call_tool, and its "read on with offset=835"
-  skipped the 168 lines cut from its middle, for good. Reading a bounded prefix: a sparse
-  file of 4 GiB, 600 text lines and then a hole of NULs, was read whole to measure its "line"
-  601, and the read ended in an error, none of the 600 lines shown.
-- write_atomic() and write_and_note(): on a full disk, writing over a file leaves half of it
-  (a 20 kB config.json was cut in two, and an edit truncated a 21 kB file), and the model is
-  not told. It writes through harness/writer.py, whose random temporary names are made with
-  O_EXCL | O_NOFOLLOW: a file planted at a guessable name blocked every write of that file
-  (and without O_EXCL, a link there is written through). The new file keeps the old one's
-  mode, owner, group and extended attributes where the process may set them; where it may
-  not, write_and_note's clause says what changed (the file of another user is now yours),
-  instead of the model never knowing.
+s03's run_read, run_write and run_edit (and so s06's and s07's) are a few lines that call here.
+Without each piece:
+- inside(): a model's "../../etc/passwd", or a symlink out of the folder, is read or
+  overwritten. (bash can still do anything you can: this stops accidents; it is no sandbox.)
+- open_regular(): read_file on a FIFO hangs, a link to /dev/zero fills the memory, and a folder
+  is "no such file"; with follow=False (the harness's own files) a link is not opened at all.
+- read_lines(): `limit=10` on a 2 GB file reads all of it, a binary file reaches the model as
+  NULs, a read the cap cuts again skips lines for good, and a sparse file's hole is read whole.
+- write_and_note(), through harness/writer.py: a full disk leaves half a file, and the model
+  is not told what of the old file (its owner, its attributes) was lost.
 - edit_text(): a one-line edit of a CRLF file turns every line ending into LF.
-- encode(): a lone surrogate from a model's JSON fails after the file was opened, leaving an
-  empty file behind.
+- encode(): a lone surrogate from a model's JSON leaves an empty file behind.
 - reason(): "[Errno 28]" where "the disk is full" says what to do.
 """
 
@@ -39,8 +26,7 @@ from harness import writer
 from harness.errors import reason
 
 SNIFF_BYTES = 8192           # a NUL in the first 8 kB marks a binary file (as git decides)
-COUNT_REST_UP_TO = 1_000_000  # bytes left after a read: counted as lines; past this, "more
-                              # lines follow" (a read of a 40 MB log read the rest of it again)
+COUNT_REST_UP_TO = 1_000_000  # bytes left after a read: counted as lines; past it, "more follow"
 SKIP_PART = 1 << 20          # bytes of a line read at once on the way to the offset
 EDIT_MAX = 10_000_000        # bytes: edit_file holds the whole file in memory; past this, use bash
 READ_ON = "read on with offset="   # how a read that stops before the end says so (layer 1 reads it)
@@ -58,11 +44,8 @@ def inside(folder: Path, path: str) -> Path:
 
 def open_regular(path: Path, shown: str, follow: bool = True) -> int:
     """An fd open for reading on a regular file, or ValueError saying what the path is instead.
-
-    O_NONBLOCK: opening a FIFO for reading would wait for a writer for ever; fstat then refuses it
-    (and devices and folders) before a byte is read. follow=False: a symbolic link at path is
-    refused too, unopened.
-    """
+    O_NONBLOCK: a FIFO opens without waiting for a writer, and fstat refuses it (and devices
+    and folders) before a byte is read. follow=False: a symbolic link at path is refused too."""
     flags = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC
     try:
         fd = os.open(path, flags if follow else flags | os.O_NOFOLLOW)
@@ -104,18 +87,14 @@ def read_lines(path: Path, shown: str, offset: int, limit, cap: int) -> str:
     """Lines offset.. (1-based) of a UTF-8 text file: at most `limit` lines, and the whole
     result within `cap` characters, notes included, so nothing after it cuts it again.
 
-    It stops before the line that would pass the cap and ends with "read on with offset=N",
-    N the first line not shown: following it from line 1 shows every line once. A line too
-    long for the cap on its own is shown cut, with a note saying how to read the rest of it
-    (bash: sed and cut -c), and N is the line after it. A line holding a NUL byte ends the
-    read: the lines before it are shown, and a note says from where the file looks binary
-    (a sparse file's hole, say) and how to look at it. A file whose lines end in CRLF says so
-    (the \\r is not shown).
+    It stops before the line that would pass the cap, ending with "read on with offset=N" (N
+    the first line not shown), so following it shows every line once. A line too long for the
+    cap alone is shown cut, with how to read the rest (sed, cut -c); N is the line after it. A
+    line holding a NUL ends the read, saying where the file looks binary. A CRLF file says so.
 
-    From the offset on, it reads a bounded prefix, whatever the line lengths: the lines it
-    shows, at most 4 * cap + 2 bytes of a line it cuts (its rest is never read), and the rest
-    of the file only when at most COUNT_REST_UP_TO bytes are left (to count its lines).
-    Reaching the offset reads the lines before it, a part at a time, and stops at a NUL.
+    It reads a bounded prefix: the lines it shows, at most 4 * cap + 2 bytes of a line it cuts,
+    and the rest only when at most COUNT_REST_UP_TO bytes are left (to count its lines); the
+    lines before the offset a part at a time, stopping at a NUL.
     """
     if offset < 1 or (limit is not None and limit < 1):
         raise ValueError("limit and offset must be positive numbers of lines")
@@ -161,8 +140,8 @@ def read_lines(path: Path, shown: str, offset: int, limit, cap: int) -> str:
 
 
 def _binary(head: bytes) -> bool:
-    """Whether a file's first bytes make it binary: as git decides, a NUL in them; but a file
-    whose first lines are UTF-8 text (a sparse file's text, before its hole) shows them."""
+    """A NUL in a file's first bytes makes it binary (as git decides), unless whole UTF-8 lines
+    come before it (a sparse file's text, before its hole)."""
     nul = head.find(b"\0")
     if nul < 0:
         return False
@@ -177,8 +156,8 @@ def _binary(head: bytes) -> bool:
 
 
 def _skip_line(f, number: int, shown: str, offset: int) -> bool:
-    """Past line `number`, read a part at a time (never held whole); False at the end of the
-    file. A NUL ends the read: a hole of gigabytes is not read to find the line after it."""
+    """Past line `number`, a part at a time; False at the end of the file. A NUL raises: a hole
+    of gigabytes is not read to find the line after it."""
     start = f.tell()
     while part := f.readline(SKIP_PART):
         if b"\0" in part:
@@ -195,8 +174,7 @@ def _binary_from(number: int, start: int, shown: str) -> str:
 
 
 def _cut_line(text: str, raw: bytes, whole: bool, number: int, shown: str, room: int) -> str:
-    """A line too long to show whole: its start, and how to read the rest with bash. Its
-    length is known only if it was read whole."""
+    """A line too long to show whole: its start, and how to read the rest with bash."""
     length = len(raw.rstrip(b"\r\n"))
     said = f"{length:,} bytes long" if whole else f"longer than {length:,} bytes"
 
@@ -223,9 +201,8 @@ def _decode(raw: bytes, shown: str, number: int, whole: bool = True) -> str:
 
 def _with_rest(lines: list, f, size: int, next_line: int, crlf: bool,
                in_line: bool = False) -> str:
-    """The lines shown, and how many follow from f's place: counted when at most
-    COUNT_REST_UP_TO bytes are left, else "more lines follow"; nothing if none follow.
-    in_line: f is inside the line before next_line (one cut short), whose end is no line."""
+    """The lines shown, and how many follow from f's place (counted up to COUNT_REST_UP_TO
+    bytes). in_line: f is inside the line before next_line (one cut short), not a new line."""
     if not f.peek(1):
         return _joined(lines, crlf)
     if size - f.tell() > COUNT_REST_UP_TO:
@@ -258,19 +235,11 @@ def write_atomic(path: Path, content, shown: str, field: str = "content") -> int
 
 
 def write_and_note(path: Path, content, shown: str, field: str = "content") -> tuple:
-    """Replace path with content whole: (how many bytes were written, a clause for the tool's
-    result saying what of the old file could not be kept, or ""). A full disk or a kill -9
-    leaves the old file, never half.
-
-    content is text (encoded first: text that cannot be stored is refused before any file is
-    opened; `field` names it in the error) or bytes. writer.replace() puts a temporary file in
-    the same folder (os.replace is atomic only within one file system) under a random name,
-    made with O_EXCL | O_NOFOLLOW: a link planted where it is made is never written through,
-    and a file planted at a guessable name cannot block the write. It gets the old file's mode,
-    owner, group and extended attributes (POSIX ACLs among them) through its own fd, as far as
-    this process may set them: a user who is not root cannot give a file to another user, and
-    the clause says so. Replacing breaks a hard link to the old file; a symlink was resolved
-    before (inside()), so a link swapped in at the folder since is refused.
+    """Replace path with content whole: a full disk or a kill -9 leaves the old file, never
+    half. Returns (bytes written, a clause saying what of the old file was not kept, or "").
+    content: text (encoded before any file is opened; `field` names it in the error) or bytes.
+    The new file (writer.replace) keeps the old one's mode, and its owner, group and extended
+    attributes as far as this process may set them. A hard link to the old file is broken.
     """
     data = content if isinstance(content, bytes) else encode(content, field)
     try:
@@ -309,12 +278,9 @@ def _not_kept(was, made: os.stat_result, before: dict, after: dict) -> str:
 
 
 def edit_text(text: str, old: str, new: str, shown: str) -> str:
-    """text with the one occurrence of old replaced by new, keeping every other byte.
-
-    read_file shows lines without their \\r, so a model's old_text has \\n where a CRLF (or
-    old-Mac CR) file has \\r\\n: when the exact text is not found, it is tried with the file's
-    own line ending, and new_text gets that ending too.
-    """
+    """text with the one occurrence of old replaced by new, keeping every other byte. read_file
+    shows lines without their \\r, so where the exact text is not found it is tried with the
+    file's own line ending (CRLF, or old-Mac CR), and new_text gets that ending too."""
     if not old:
         raise ValueError("old_text is empty; give the exact text to replace")
     for ending in ("\n", "\r\n", "\r"):

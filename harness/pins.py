@@ -1,6 +1,6 @@
 """Pins: the saved results a running session still names, seen by every process.
 
-Relied on by spill.py, and so by s06's layer 1, whose placeholders name saved results: a
+Relied on by spill.py (and so by s06's layer 1, whose placeholders name saved results): a
 prune, in whichever process it runs, leaves every file a running session has pinned.
 
     .transcripts/results/.pins/3f9a1c2b7d4e5f60      one file a session, a name a line:
@@ -8,18 +8,15 @@ prune, in whichever process it runs, leaves every file a running session has pin
       read_file_fedcba9876543210.txt
 
 Without each piece:
-- the pin file on disk: pins kept in memory protected a session only from its own prunes;
-  a second session in the same folder deleted the files whose names the first one's
-  placeholders still gave the model.
-- the lock (flock) its session holds on it while it runs: a pin file left by a session that
-  has ended, or was killed (the kernel releases the lock), would keep its files for ever,
-  outside the bounds. A pin file whose lock is free is removed by the next prune.
-- locked before it has its name (made under a temporary one, then renamed): a prune between
-  the making and the locking would find the lock free and remove a live session's pins.
+- the pin file on disk: a second session in the same folder prunes the files the first one's
+  placeholders still name.
+- the lock (flock) its session holds while it runs: the pin file of a session that ended, or
+  was killed, would keep its files for ever. One whose lock is free goes at the next prune.
+- locked before it has its name (made under a temporary one): a prune in between would find
+  the lock free and remove a live session's pins.
 - one write a name, appended: a prune reading meanwhile sees whole lines, and a last line
   without its newline is not taken for a name.
-- a folder of their own (.pins): a prune lists a handful of pin files, not the 1,000 results
-  beside them (listing those twice made a prune twice as slow).
+- a folder of their own (.pins): a prune lists a handful of pin files, not 1,000 results.
 - read with care: a regular file only, never through a link, at most MAX_BYTES of it.
 """
 
@@ -38,15 +35,13 @@ MAX_BYTES = 10_000_000   # read of one pin file: about 250,000 names (one per cl
 
 
 class Pins:
-    """This process's pin files: one in each results folder it pinned a file in, held open
-    and locked until release() or the end of the process."""
+    """This process's pin files, one a results folder, open and locked until release()."""
 
     def __init__(self) -> None:
         self.files: dict[tuple, int] = {}   # (st_dev, st_ino) of a folder -> our pin file's fd
 
     def add(self, folder: int, name: str) -> None:
-        """Pin `name` in `folder` (an open fd): no prune in any process removes it while this
-        process runs."""
+        """Pin `name` in `folder` (an open fd) against any process's prune, while this one runs."""
         info = os.fstat(folder)
         key = (info.st_dev, info.st_ino)
         if key not in self.files:
@@ -60,7 +55,7 @@ class Pins:
         os.write(self.files[key], f"{name}\n".encode("utf-8"))
 
     def release(self) -> None:
-        """Let every pin go, as the end of the process does: the next prune removes the files."""
+        """Let every pin go, as the end of the process does."""
         for fd in self.files.values():
             os.close(fd)
         self.files.clear()
@@ -83,8 +78,7 @@ def _new_pin_file(folder: int) -> int:
 
 
 def held(folder: int) -> set:
-    """The names pinned in `folder` (an open fd) by sessions still running, in any process.
-    The pin files of sessions that have ended are removed."""
+    """The names pinned in `folder` (an open fd) by running sessions; ended ones' pins go."""
     try:
         pins = os.open(FOLDER, writer.FOLDER, dir_fd=folder)
     except OSError:             # none yet (nothing pinned here), or not a real folder

@@ -1,8 +1,7 @@
 """Big tool results saved whole: the model sees the head and the tail, and where the rest is.
 
-Relied on by s03's run_tool_calls (every result over the cap goes through keep_whole, so s06
-and s07 get it too) and by s06's layer 1, whose placeholders name the saved copy
-(save_for_placeholder). Both are given the run's SavedTexts (run.saved, harness/run.py).
+Relied on by s03's run_tool_calls (each result over the cap goes through keep_whole) and by
+s06's layer 1, whose placeholders name the saved copy (save_for_placeholder).
 
     a 300,000-character bash output, cap 50,000
       -> .transcripts/results/bash_3f9a1c2b7d4e5f60.txt   (the whole text; the name is its hash)
@@ -12,28 +11,16 @@ and s07 get it too) and by s06's layer 1, whose placeholders name the saved copy
                          [the whole output (300,000 characters, 9,001 lines) is saved in <path>...]
 
 Without each piece:
-- saving at all: the middle of a long log (where the error often is) is lost for good,
-  and once layer 1 clears a result the model cannot get it back, so it runs the command
-  again, or guesses.
+- saving: a long log's middle, or a result layer 1 cleared, is lost; the model reruns or guesses.
 - head AND tail: a build log's verdict, a test run's summary, are at the end.
-- a name made of the tool and the text's hash: the same text gets the same name in any
-  process, so a placeholder rebuilt by --continue is byte for byte the one the cache holds,
+- a name of the tool and the text's hash: --continue rebuilds the placeholder the cache holds,
   and a text is written once, however often it is saved.
-- the bounds (MAX_TOTAL_BYTES, MAX_FILES; oldest removed first): a long session that
-  greps a big tree every few minutes would fill the disk.
-- the pins (SavedTexts, one a run, and on disk through pins.py): layer 1 clears hundreds of
-  results; with no pins the bounds removed files its placeholders still named (99 of 1,500
-  did), and each call saved them again. Pins kept in memory alone did not stop another
-  session's prune.
-- the folder reached without following a symlink, and marked (MARKER): with
-  .transcripts/results linked to a folder of 1,200 notes, one 60 kB output deleted 201 of
-  them. Only a real folder inside the workspace is used, and only files named as the harness
-  names them (NAME), in a folder it made or found empty and marked, are ever removed.
-- writing through harness/writer.py (temporary files made with O_EXCL | O_NOFOLLOW under a
-  random name; 0600): a link planted at a guessable name was written through, to wherever it
-  pointed, and every tool output was readable by every user of the machine.
-- the fallback: a full disk, a read-only folder or a refused one must cost the model the
-  middle of one output, with a note saying so, never the whole turn.
+- the bounds (MAX_TOTAL_BYTES, MAX_FILES; oldest removed first): a long session fills the disk.
+- the pins (SavedTexts; on disk, pins.py): any session's prune removes files a placeholder names.
+- the folder reached without a symlink, and marked (MARKER): a results folder linked elsewhere
+  loses its files. Only NAME files, in a folder the harness made or found empty, are removed.
+- writer.py: a link planted at a guessable name is written through; outputs readable by all.
+- the fallback: a full disk costs the middle of one output, with a note, never the whole turn.
 """
 
 import contextlib
@@ -62,34 +49,25 @@ MARKER_TEXT = (f"Tool results saved whole by harness/spill.py. Files named <tool
 
 
 class SavedTexts:
-    """What a run saved for layer 1's placeholders: each text's path, and the pins.
-
-    A pinned file is one a placeholder of this run names: it is never removed while the run
-    lasts, and it does not count toward the bounds (MAX_TOTAL_BYTES, MAX_FILES), which hold
-    for the other files. So a session that clears 1,500 results keeps those 1,500 files on
-    top of the bounds, each a result of at most the tool cap (or the saved output a result
-    named), until it ends; the next prune removes them like any other. The pins are on disk
-    too (pins.py), so another session's prune leaves them as well.
-    """
+    """A run's saved texts for layer 1's placeholders, and their pins. A pinned file (one a
+    placeholder of this run names) is never removed while the run lasts, in any process, and
+    is outside the bounds: a session that clears 1,500 results keeps 1,500 files more."""
 
     def __init__(self) -> None:
-        # (folder, tool, length, hash(text)) -> path. Python computes a str's hash once and
-        # keeps it, so asking again for the same text object is a lookup, not a 300 kB hash;
-        # the length and the 64-bit hash tell texts apart (two of one length: 1 in 2**64).
+        # (folder, tool, length, hash(text)) -> path. A str keeps its hash once computed, so
+        # asking again for the same text is a lookup, not a 300 kB hash.
         self.paths: dict[tuple, str] = {}
         self.pinned: set[str] = set()
         self.pins = pins.Pins()     # the same, on disk: seen by a prune in any process
 
     def release(self) -> None:
-        """Let the pins on disk go, as the end of the run (or of the process) does: the next
-        prune, in any process, may remove these files."""
+        """Let the pins on disk go, as the end of the process does."""
         self.pins.release()
 
 
 def keep_whole(text: str, cap: int, tool_name: str, saved: SavedTexts,
                folder: Path = RESULTS) -> str:
-    """text itself if it fits the cap; else its head and tail, naming the file holding all of
-    it (saved: the run's pins, which making room for it never removes)."""
+    """text itself if it fits the cap; else its head and tail, and the file holding all of it."""
     if len(text) <= cap:
         return text
     try:
@@ -99,14 +77,10 @@ def keep_whole(text: str, cap: int, tool_name: str, saved: SavedTexts,
                 f"output could not be saved in {folder}/ ({reason(exc)})]")
     shown = int(cap * SHOWN_SHARE)
     head, tail = text[:shown], text[len(text) - shown:]   # [-0:] would be all of it
-    return (f"{head}\n... [{len(text) - 2 * shown:,} characters not shown] ...\n{tail}\n"
-            + saved_note(text, path, "output"))
-
-
-def saved_note(text: str, path: Path, what: str = "output") -> str:
-    """The line naming the saved file and how to read any part of it (saved_path_in finds it)."""
     lines = text.count("\n") + 1
-    return (f"[the whole {what} ({len(text):,} characters, {lines:,} lines) is saved in {path}; "
+    # The last line names the file (saved_path_in finds it) and how to read any part of it.
+    return (f"{head}\n... [{len(text) - 2 * shown:,} characters not shown] ...\n{tail}\n"
+            f"[the whole output ({len(text):,} characters, {lines:,} lines) is saved in {path}; "
             f"read any part of it with read_file (path, offset and limit, in lines) or bash "
             f"(sed -n '1,200p' {path}; for long lines, cut -c 1-20000 {path})]")
 
@@ -120,15 +94,10 @@ def saved_path_in(text: str) -> str | None:
 
 def save_for_placeholder(text: str, tool_name: str, saved: SavedTexts,
                          folder: Path = RESULTS) -> str | None:
-    """The path where the whole of a result layer 1 clears can be read again, or None.
-
-    None when it is too short to be worth a file (SAVE_WHEN_CLEARED), or cannot be saved:
-    the placeholder then names no file. A result that names its saved output (keep_whole)
-    gets that file's path, if the file is still there. Else the path depends on the text and
-    the tool alone, so it is the same in every call and every process; the file is written
-    once. Either is pinned in saved: never removed while the run lasts, and outside the
-    bounds (SavedTexts says what that costs). Asking again for the same text returns at once,
-    without touching the disk.
+    """Where a result layer 1 clears can be read again whole, pinned in saved; or None.
+    None when it is under SAVE_WHEN_CLEARED or cannot be saved. A result keep_whole cut gets the
+    file it names, if still there; else the path depends on the tool and the text alone, the
+    same in every process. A text asked for again, once saved, is a lookup.
     """
     if not isinstance(text, str) or len(text) < SAVE_WHEN_CLEARED:
         return None
@@ -151,14 +120,11 @@ def save_for_placeholder(text: str, tool_name: str, saved: SavedTexts,
     return named
 
 
-
-
 # ---------------------------------------------------------------- saving and the bounds
 
 def save_result(text: str, tool_name: str, saved: SavedTexts, folder: Path = RESULTS) -> Path:
-    """Save text as folder/<tool>_<hash>.txt, atomically; a text saved before is not written
-    again (its file is made young, so it is pruned last). Making room never removes a file
-    pinned in saved."""
+    """Save text as folder/<tool>_<hash>.txt, atomically, making room (never of a pinned file).
+    A text saved before is not written again: its file is made young, so it is pruned last."""
     data = text.encode("utf-8", errors="replace")
     if len(data) > MAX_TOTAL_BYTES:
         raise OSError(f"{len(data):,} bytes is more than the {MAX_TOTAL_BYTES:,} bytes kept")
@@ -168,7 +134,7 @@ def save_result(text: str, tool_name: str, saved: SavedTexts, folder: Path = RES
         if _same_file_saved(fd, name, len(data)):
             os.utime(name, dir_fd=fd, follow_symlinks=False)
         else:
-            _write_new(fd, name, data)
+            writer.replace_in(fd, name, data, writer.PRIVATE)
             _prune(fd, folder, saved.pinned, keep=name)
     return folder / name
 
@@ -182,12 +148,11 @@ def prune(saved: SavedTexts, folder: Path = RESULTS) -> None:
 def _prune(fd: int, folder: Path, pinned: set, keep: str | None) -> None:
     """Only regular files named as the harness names them, never `keep` nor a pinned one."""
     files, where = [], f"{folder}{os.sep}"      # a pin is a path as saved_path_in gives it
-    held = pins.held(fd)                        # pinned by a session running anywhere
+    # Pinned by this run, or by a session running anywhere (pins.py).
+    held = pins.held(fd) | {path.removeprefix(where) for path in pinned if path.startswith(where)}
     with os.scandir(fd) as entries:
         for entry in entries:
-            if where + entry.name in pinned or not NAME.fullmatch(entry.name):
-                continue
-            if entry.name in held:
+            if entry.name in held or not NAME.fullmatch(entry.name):
                 continue
             try:
                 info = entry.stat(follow_symlinks=False)
@@ -209,12 +174,6 @@ def _prune(fd: int, folder: Path, pinned: set, keep: str | None) -> None:
         total, count = total - size, count - 1
 
 
-def _write_new(fd: int, name: str, data: bytes) -> None:
-    """data in name, whole, readable by this user alone (writer.replace_in: nothing planted at
-    its temporary name is written through; a link at name is replaced, never followed)."""
-    writer.replace_in(fd, name, data, writer.PRIVATE)
-
-
 def _same_file_saved(fd: int, name: str, size: int) -> bool:
     try:
         info = os.stat(name, dir_fd=fd, follow_symlinks=False)
@@ -234,18 +193,17 @@ def _is_regular_file(path: str) -> bool:
 
 @contextlib.contextmanager
 def _results_folder(folder: Path):
-    """The results folder, open (an fd), reached from the workspace without following a symlink.
-
-    Each folder on the way is opened with O_NOFOLLOW, and everything after is done relative to
-    the last one: a link swapped in meanwhile cannot send a write, or a removal, elsewhere.
-    Made if missing, and marked; a folder the harness did not mark is used only if empty.
-    """
+    """The results folder, open (an fd), made if missing and marked (_mark). Each folder on
+    the way is opened with O_NOFOLLOW, and all after is done relative to the last: a link
+    swapped in meanwhile cannot send a write or a removal elsewhere."""
     parts = _parts_inside_workspace(folder)
     fd = os.open(".", writer.FOLDER)
     try:
-        made = False
         for n, part in enumerate(parts):
-            made = _make_folder(fd, part)
+            made = False
+            with contextlib.suppress(FileExistsError):
+                os.mkdir(part, dir_fd=fd)
+                made = True
             child = _open_folder(fd, part, Path(*parts[:n + 1]))
             os.close(fd)
             fd = child
@@ -265,15 +223,6 @@ def _parts_inside_workspace(folder: Path) -> tuple:
     if ".." in relative.parts or not relative.parts:
         raise OSError(f"{folder} is not a folder inside the workspace")
     return relative.parts
-
-
-def _make_folder(fd: int, part: str) -> bool:
-    """True if this call made it."""
-    try:
-        os.mkdir(part, dir_fd=fd)
-        return True
-    except FileExistsError:
-        return False
 
 
 def _open_folder(fd: int, part: str, shown: Path) -> int:

@@ -1,43 +1,27 @@
 """The one writer: every file the harness makes or replaces, never through a link.
 
 Relied on by every lesson through the modules that keep something on disk: s03's write_file
-and edit_file (files.write_atomic), big results saved whole (spill) and their pins (pins),
-s06's transcripts, the session log and the session page (session/), the REPL history and
---demo's folder (cli), and s07's task files and their lock (board/folder.py). Six modules
-used to create files under three different rules, and a fix to one reached none of the
-others. Without each piece:
-- open_folder(): a link at the folder's name (.transcripts, demo) sends every file to
-  wherever it points, and a file in the way ends --demo in a traceback. The folder is opened
-  once, and the temporary file and its final name are made in it by its fd: a folder
-  swapped for a link in between cannot split them.
+and edit_file (files.py), saved results and their pins (spill, pins), s06's transcripts, the
+session log and page (session/), the REPL history and --demo's folder (cli), and s07's task
+files and their lock (board/folder.py). Without each piece:
+- folder(): a link at a folder's name (.transcripts, demo) sends every file where it points,
+  and a file in the way ends --demo in a traceback. Files are then made by the folder's fd,
+  so a folder swapped for a link meanwhile cannot split a temporary file from its name.
 - random temporary names made with O_EXCL | O_NOFOLLOW (NEW_FILE): a link planted at a
-  guessable name (.transcript.tmp-<pid>, .tmp_<id>_<pid>_<thread>) was written through, to
-  wherever it pointed; a file planted there blocked every write. The name is short and
-  fixed in length, .tmp_<16 hex digits>.tmp, not made from the final name: one made from it
-  (its first 100 characters, and 22 bytes more) passed the 255 bytes a name may have for a
-  file name of 78 CJK characters (234 bytes), and write_file could not write it. A board
-  sweeps what a killed task writer left by its own name (.tmp_task_<hex>.tmp, from
-  temporary_beside), and of other such names only one nobody has written for an hour.
-- replace_in(): a temporary file, then a rename over the name: a reader, a full disk or a
-  kill -9 sees the old file or the new, never half. The rename replaces whatever held the
-  name (a planted link itself, never what it points to).
-- a replaced file's owner, group and extended attributes, copied to the temporary file by its
-  fd (_keep_what_was): a file an agent run as root edited became root's (its user could no
-  longer write it, nor a board's other agents update a task), and lost its POSIX ACLs
-  (system.posix_acl_access) and other attributes. What the process may not set (a file of
-  another user, for a user who is not root) stays as the rename leaves it: files.py says so.
-- create_in(), link() and numbered(): a hard link gives the file its name only if the name is free,
-  so no earlier task, transcript or page is replaced. Where the file system has no hard
-  links (some FAT, FUSE and SMB mounts), the name is first reserved with O_EXCL, then
-  replaced: still never another file, but a reader may see it empty for a moment, and a
-  kill in between leaves it empty.
-- modes set by the fd: session logs, transcripts, pages, saved results and the REPL history
-  hold the whole conversation and every tool output: PRIVATE (0600), whatever the umask.
-  A file meant to be shared (a task, a file the tools write) gets the mode open() gives a
-  new file (mode None: 0o666 less the umask).
-- open_shared(): the board's .lock, opened by every agent at once: a link there was followed
-  and the board's stamp written into an SSH authorized_keys; a FIFO there ended the call in
-  a traceback ("Illegal seek").
+  guessable name is written through, and a file planted there blocks every write. The name is
+  not made from the final name, which may be 255 bytes already.
+- replace_in(): a temporary file, then a rename: a reader, a full disk or a kill -9 sees the
+  old file or the new, never half. A link at the name is replaced, never followed.
+- _keep_what_was(): a file an agent run as root edits becomes root's, and loses its POSIX ACLs;
+  what the process may not set stays as the rename leaves it (files.py says so).
+- create_in(), link(), numbered(): a hard link takes only a free name, so no earlier task,
+  transcript or page is replaced. Without hard links (some FAT, FUSE, SMB mounts) the name is
+  reserved with O_EXCL, then replaced: a kill in between leaves it empty.
+- modes set by the fd: what holds the conversation (logs, transcripts, pages, saved results,
+  the REPL history) is PRIVATE (0600) whatever the umask; a shared file (a task, a file the
+  tools write) gets open()'s mode (mode None: 0o666 less the umask).
+- open_shared(): a link at the board's .lock is written through (to an SSH authorized_keys,
+  say), and a FIFO there ends in a traceback.
 """
 
 import contextlib
@@ -52,9 +36,8 @@ NEW_FILE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC  
 SHARED = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC   # a FIFO: no wait
 FOLDER = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 MOST_NUMBERS = 1000  # numbered names tried for one stem (<stem>_1 .. _1000) before giving up
-# The name of every temporary file written here: .tmp_<kind><16 hex digits>.tmp, never made
-# from the final name (which may be 255 bytes). A task's (temporary_beside) has kind "task_":
-# a board sweeps such a file under its lock (board/folder.py), and no other writer's.
+# Every temporary file written here is .tmp_<kind><16 hex digits>.tmp. A task's (kind "task_",
+# temporary_beside) is swept by its board under its lock (board/folder.py); no other writer's.
 TASK_KIND = "task_"
 TEMPORARY = re.compile(r"\.tmp_[0-9a-f]{16}\.tmp", re.ASCII)
 TASK_TEMPORARY = re.compile(rf"\.tmp_{TASK_KIND}[0-9a-f]{{16}}\.tmp", re.ASCII)
@@ -71,16 +54,17 @@ def kind_of(mode: int) -> str:
 
 # ---------------------------------------------------------------- the folder
 
-def open_folder(path: Path, make: bool = True, follow: bool = False) -> int:
-    """path open as a folder (an fd, to close), made first if missing and `make`.
-
+@contextlib.contextmanager
+def folder(path: Path, make: bool = True, follow: bool = False):
+    """path open as a folder (an fd, closed at the block's end), made first if missing and `make`.
     A symbolic link at its own name is refused unless `follow` (a folder the user named, such
     as a board's, may be a link on purpose); the folders above it are taken as they are.
     """
     flags = FOLDER if not follow else FOLDER & ~os.O_NOFOLLOW
     for attempt in (1, 2):
         try:
-            return os.open(path, flags)
+            fd = os.open(path, flags)
+            break
         except FileNotFoundError:
             if not make or attempt == 2:
                 raise
@@ -90,12 +74,6 @@ def open_folder(path: Path, make: bool = True, follow: bool = False) -> int:
             Path(path).mkdir(parents=True, exist_ok=True)
         except OSError as exc:                # a dangling link: mkdir finds the name taken
             raise _in_the_way(path, exc) from None
-
-
-@contextlib.contextmanager
-def folder(path: Path, make: bool = True, follow: bool = False):
-    """open_folder() for a with block: the fd is closed at its end."""
-    fd = open_folder(path, make, follow)
     try:
         yield fd
     finally:
@@ -126,10 +104,7 @@ def replace(path: Path, data: bytes, mode: int | None) -> os.stat_result:
 
 def replace_in(where: int, name: str, data: bytes, mode: int | None) -> os.stat_result:
     """where/name (where: an open folder) holds data, whole: a temporary file, then a rename.
-
-    Returns the new file's stat. mode: the file's permission bits; None gives what open()
-    would (0o666 less the umask).
-    """
+    Returns the new file's stat. mode: its permission bits; None gives open()'s."""
     temporary, made = _write_temporary(where, name, data, mode)
     try:
         os.replace(temporary, name, src_dir_fd=where, dst_dir_fd=where)
@@ -150,13 +125,10 @@ def create_in(where: int, name: str, data: bytes, mode: int | None) -> os.stat_r
 
 
 def temporary_beside(path: Path, data: bytes) -> Path:
-    """A new file beside path holding data, whole, under a random name, never through a link,
-    with the owner, group and extended attributes of the file at path, as replace_in gives
-    them: for a caller that puts it in place itself (s07's task files: os.replace, or link()).
-    Its name, .tmp_task_<16 hex digits>.tmp (TASK_TEMPORARY), says it is a task's: a board sweeps
-    such a file under its lock, and no other. The folder is taken by its name, a link too (a
-    board may be shared so): no fd of it is opened, which on a board of 10,000 tasks cost a
-    third of a create."""
+    """A new file beside path holding data, named as TASK_TEMPORARY, with the owner, group and
+    extended attributes of the file at path: s07 puts it in place (os.replace, or link()).
+    The folder is taken by its name, a link too (a board may be shared so): opening it cost a
+    third of a create on a board of 10,000 tasks."""
     temporary, _ = _write_temporary(None, os.fspath(path), data, None,
                                     within=os.fspath(path.parent), kind=TASK_KIND)
     return Path(temporary)
@@ -187,11 +159,8 @@ def numbered(path: Path, stem: str, suffix: str, data: bytes, mode: int = PRIVAT
 def _write_temporary(where, name: str, data: bytes, mode: int | None, keep: bool = True,
                      within: str = "", kind: str = "") -> tuple:
     """(the random name of a new file in where holding data, and its stat). where: an open
-    folder, or None for names that are paths (the temporary is then made in `within`).
-    kind: a word in the name, after .tmp_, that says whose file it is.
-
-    keep: the new file gets the owner, group and extended attributes of the regular file at
-    name (the one it is to replace), as far as this process may set them.
+    folder, or None for paths (the temporary is then made in `within`). kind: a word after
+    .tmp_ saying whose file it is. keep: it gets what _keep_what_was keeps of the file at name.
     """
     temporary = f".tmp_{kind}{secrets.token_hex(8)}.tmp"   # TEMPORARY, TASK_TEMPORARY
     if within:
@@ -213,9 +182,8 @@ def _write_temporary(where, name: str, data: bytes, mode: int | None, keep: bool
 
 
 def _keep_what_was(where: int, name: str, new: int) -> None:
-    """The new file (fd new) gets the owner, group and extended attributes of where/name, if a
-    regular file is there. What this process may not set is left as it is: the caller
-    compares before and after (attributes()) and says what changed."""
+    """The new file (fd new) gets the owner, group and extended attributes of a regular file at
+    where/name, as far as this process may set them (files.py says what was not kept)."""
     try:
         if not stat.S_ISREG(os.stat(name, dir_fd=where, follow_symlinks=False).st_mode):
             return                        # a link, a FIFO, a device: nothing to keep, or open
@@ -248,10 +216,8 @@ def _keep_owner(new: int, was: os.stat_result) -> None:
 
 
 def attributes(file) -> dict:
-    """A file's extended attributes, {name: value} (file: a path or an fd; a link at a path
-    is not followed): POSIX ACLs are kept there (system.posix_acl_access). {} where the
-    system has none (Linux has them; macOS's os module has no listxattr) or they cannot be
-    read."""
+    """A file's extended attributes (POSIX ACLs among them), {name: value}; file: a path (a
+    link is not followed) or an fd. {} where they cannot be read (macOS has no listxattr)."""
     if not hasattr(os, "listxattr"):
         return {}
     follow = isinstance(file, int)            # an fd: the file itself; a path: not a link
@@ -288,8 +254,7 @@ def _remove(where: int, name: str) -> None:
 # ---------------------------------------------------------------- files kept open
 
 def open_numbered(path: Path, stem: str, suffix: str, mode: int = PRIVATE) -> tuple:
-    """(path/<stem>_<n><suffix>, an fd open for appending to it): a new, empty file, n the
-    first number whose name is free."""
+    """(path/<stem>_<n><suffix>, an fd appending to it): a new, empty file, n the first free."""
     with folder(path) as where:
         for n in range(1, MOST_NUMBERS + 1):
             name = f"{stem}_{n}{suffix}"
@@ -308,8 +273,8 @@ def open_new_in(where: int, name: str, mode: int = PRIVATE) -> int:
 
 
 def open_shared(where: int, name: str, mode: int) -> int:
-    """where/name open for reading and writing, made (mode, less the umask) if missing: a file
-    several processes open at once. Only a regular file, and never through a link."""
+    """where/name open for reading and writing, made (mode, less the umask) if missing, for
+    several processes at once: a regular file only, never through a link."""
     try:
         fd = os.open(name, SHARED, mode, dir_fd=where)
     except OSError:

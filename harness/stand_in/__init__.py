@@ -11,17 +11,11 @@ tools run, with no key and no network.
         ...                            # api.url, .requests, .headers, .violations, .billing()
 
 One module a part, each opening with what it promises (read them in this order):
-    script   the steps a test writes (reply, text, tool, message, error, raw) and the
-             summary requests answered without one
-    rules    what the real API refuses, in its words: the request's fields, the tools, the
-             history, cache_control, the betas and context_management, the context window
-             (a new request field or content block, such as a beta's, is checked here)
-    edits    the API's own context management (clearing, compaction): what the model reads
-             of a request, and the summary step the server adds (where the docs are silent,
-             the reading it takes)
-    usage    how many tokens a request and a reply count (4 characters of a block's JSON),
-             the prompt cache, and the bill (a new usage field is counted here)
-    sse      a message as server-sent events ("stream": true) (a new event or delta goes here)
+    script   the steps a test writes (reply, text, tool, message, error, raw)
+    rules    what the real API refuses, in its words (a new request field or block goes here)
+    edits    the API's own context management: clearing, compaction and its summary step
+    usage    token counts (4 characters of a block's JSON), the prompt cache, the bill
+    sse      a message as server-sent events ("stream": true)
     server   the HTTP server that plays the script: StandInAPI
 """
 

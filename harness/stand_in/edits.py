@@ -1,46 +1,36 @@
 """The API's own context management, played: what the model reads of a request that sends
 context_management, and what the server's summary costs.
 
-Relied on by server.py (each valid request goes through Edits.apply before its reply is made;
-the reply's usage is counted on the prompt it returns) and rules.py (the window is measured
-after after_compaction; a compaction block may open the messages). Without each piece:
-- clearing (clear_tool_uses_20250919, beta context-management-2025-06-27): `--api-context
-  clear` would send its edit to a stand-in that ignores it, and the bench would bill server
-  clearing as if nothing were cleared. Past `trigger` (input tokens, or tool uses), every tool
-  use but the newest `keep` (exclude_tools never) has its result replaced by CLEARED, and with
-  clear_tool_inputs its input by {}, if that frees at least `clear_at_least` tokens. The
-  response says so in context_management.applied_edits: the tool uses cleared in this request
-  and the tokens that freed.
-- compaction (compact_20260112, beta compact-2026-01-12): past `trigger` (at least 50,000
-  tokens, 150,000 by default), a summary (the stand-in's `summary`) is written in one more
-  sampling step, its usage reported only in usage.iterations; the reply opens with the
-  `compaction` block and goes on from the summary alone; with pause_after_compaction the
-  reply is the block alone, stop_reason "compaction". A later request that sends the block
-  back is read from it on (after_compaction): everything before it is dropped.
-- the cache: the prompt returned is what usage.py's cache sees, so a clearing rewrites the
-  cache from the first block it changed, and the summary step reads the request's cached
-  prefix (the summary request is that prefix and the instructions after it).
+Relied on by server.py (each valid request goes through Edits.apply; the reply's usage is
+counted on the prompt it returns) and rules.py (the window is measured after after_compaction;
+a compaction block may open the messages). Without each piece:
+- clearing (clear_tool_uses_20250919): `--api-context clear` would go unplayed, and the bench
+  would bill server clearing as if nothing were cleared. Past `trigger` (input tokens or tool
+  uses), every tool use but the newest `keep` (exclude_tools never) has its result replaced by
+  CLEARED (and with clear_tool_inputs its input by {}), if that frees `clear_at_least` tokens;
+  applied_edits says how many tool uses were cleared and the tokens that freed.
+- compaction (compact_20260112): past `trigger` (150,000 tokens by default, at least 50,000),
+  one more sampling step writes the summary (the stand-in's `summary`), its usage reported
+  only in usage.iterations; the reply opens with the `compaction` block and goes on from it
+  alone (pause_after_compaction: the block alone, stop_reason "compaction"). A later request
+  is read from the block it sends back on (after_compaction).
+- the prompt returned is what usage.py's cache sees: a clearing rewrites the cache from the
+  first block it changed, and the summary step reads the request's cached prefix.
 
-Readings where the documentation is silent (platform.claude.com/docs/en/build-with-claude/
-context-editing and /compaction, read 2026-12), each a choice docs/cost.md repeats:
-- whether a clearing, once made, is measured again against the trigger on the next request
-  (reading AGAIN: the server is stateless and the client sends the whole history each time,
-  so once past the trigger every request clears all but the newest `keep`, and each rewrites
-  the cache from the newest cleared result) or is kept, the trigger then measured against the
-  prompt as earlier clearings left it (reading KEPT: clearings come in batches, each paid for
-  once). The stand-in takes KEPT by default: the docs say "subsequent requests can reuse the
-  newly cached prefix" after a clearing, which AGAIN would never allow, and clear_at_least
-  ("worth breaking your prompt cache") only makes sense of batches. It keeps what it cleared
-  by tool_use id, as a stateless server could by replaying the earlier requests. StandInAPI(
-  clearing=AGAIN) plays the other reading: the bench measures both.
-- the placeholder's text (CLEARED), and what a cleared input becomes ({}): undocumented.
+Readings where the docs are silent (platform.claude.com/docs/en/build-with-claude/
+context-editing and /compaction, read 2026-12; docs/cost.md repeats them):
+- a clearing once made is kept, by tool_use id (KEPT, as a stateless server could by replaying
+  the earlier requests): clearings come in batches, each paid for once, as the docs' "subsequent
+  requests can reuse the newly cached prefix" and clear_at_least imply. The other reading,
+  AGAIN (StandInAPI(clearing=AGAIN)), measures each request afresh, so once past the trigger
+  every request clears all but the newest `keep`; the bench measures both.
+- CLEARED's text, and a cleared input as {}.
 - `keep` counts every tool use, excluded or not; the trigger counts the whole prompt (tools,
-  system, messages), as the docs say of compaction's; with both edits, clearing comes first.
-- the summary step's prompt: the request's prompt, then the instructions (the documented
-  default when none are given) as a user message; its output is the block as sent.
+  system, messages); with both edits, clearing comes first.
+- the summary step's prompt: the request's, then the instructions (SUMMARY_PROMPT, the
+  documented default, when none are given) as a user message; its output is the block as sent.
 Simpler than the real API: one summary text whatever the conversation; clear_thinking_20251015
-is checked (rules.py) but clears nothing (the lessons send no thinking); compaction happens at
-most once a request (the API may compact again in a request whose server tools add enough).
+is checked (rules.py) but clears nothing; at most one compaction a request.
 """
 
 from dataclasses import dataclass, field

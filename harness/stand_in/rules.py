@@ -1,42 +1,27 @@
 """The API's rules: a request the real API refuses gets its 400, in the API's words.
 
 Relied on by server.py (each request is checked before a script step is used; a broken one
-is answered with invalid_request_error and logged in .violations) and by the tests that check
-a history the harness builds or repairs (the session log, layer 1, s06). Without it, an
-end-to-end test passes on requests the real API would refuse, and proves nothing. Checked:
-- the request: an unknown top-level field ("Extra inputs are not permitted"), no model,
-  max_tokens missing or over the model's output limit;
-- the tools: a name the API refuses, a schema that is not an object, duplicate names, a
-  tool_choice in no documented form or naming no tool;
-- the history: a first message not the user's, empty content, empty text (in a tool_result too),
-  a tool_use without its tool_result in the next message, a tool_result answering nothing or a
-  second time, a tool_result after other blocks, a tool_use id used twice in the conversation or
-  of other characters than [a-zA-Z0-9_-], a thinking block with an empty signature, an unknown
-  block type, a block only the other role may send. What a model's reply may carry is accepted
-  back (thinking with its signature, redacted_thinking, server tool blocks), and so are
-  consecutive user messages.
-  The pairing of tool_use and tool_result is checked here on its own, apart from
-  harness/pairing.py on purpose: the stand-in plays the real API, an independent judge, and
-  a check of the keeper by the keeper catches nothing;
-- cache_control: its form, never on empty text, and at most 4 breakpoints;
-- the betas the anthropic-beta header names (betas=): context_management and its edits
-  (clear_tool_uses_20250919, clear_thinking_20251015, compact_20260112), each field's name,
-  type and bounds (a compaction trigger of at least 50,000 tokens), the header each edit needs
-  ('"anthropic-beta: compact-2026-01-12" required', the documented words for a missing one;
-  context editing's is assumed to be said alike), a compaction block (assistant only, a
-  summary or null, never ""; it needs the compact edit, and may open the messages), and
-  on-demand compaction (the top-level `compaction`, which this stand-in does not play:
-  refused, saying so);
-- the context window: a prompt over context_window tokens (counted by usage.py, after the
-  messages a compaction block replaces are dropped) gets "prompt is too long: N tokens > M
-  maximum". One that fits but leaves less room than max_tokens is accepted, as the docs say
-  of current models: the reply stops when the window is full
-  (cut_to_window), with stop_reason model_context_window_exceeded. Earlier models refused
-  input + max_tokens over the window with a 400 instead.
-The order is the API's: the request's shape first, its length last. Simpler than the real
-API: one model's limits whatever `model` says; the fields of every other beta are accepted
-without looking at the anthropic-beta header. The API's context management (what a valid
-edit does to the prompt) is edits.py's.
+gets invalid_request_error and a line in .violations) and by the tests of the histories the
+harness builds or repairs (the session log, layer 1, s06). Without it, an end-to-end test
+passes on requests the real API refuses, and proves nothing. Checked, in the API's order (the
+request's shape first, its length last):
+- the request's fields, its model and max_tokens (_check_fields);
+- the tools and tool_choice (_check_tools), and the system prompt;
+- the history (_check_messages): roles, empty content and text, every tool_use answered in
+  the next message, once, tool_use ids, block types and who may send them. What a model's reply
+  may carry is accepted back, and so are consecutive user messages. The pairing is checked
+  here on its own, apart from harness/pairing.py on purpose: a keeper that checks itself
+  catches nothing;
+- cache_control's form, never on empty text, and at most 4 breakpoints;
+- the betas the anthropic-beta header names: context_management's edits, each with its
+  header, fields and bounds; compaction blocks (needing the compact edit); on-demand
+  compaction, which this stand-in does not play, refused saying so. A missing header gets the
+  documented words for compaction's, assumed alike for context editing's;
+- the context window: a prompt over it (after a compaction block drops what it replaces) is
+  "prompt is too long". One that fits with less room than max_tokens is accepted, as the docs
+  say of current models: the reply stops at the window (cut_to_window, from server.py).
+Simpler than the real API: one model's limits whatever `model` says; the fields of every other
+beta are accepted without their header. What a valid edit does is edits.py's.
 """
 
 import json
@@ -76,11 +61,8 @@ MIN_COMPACT_TRIGGER = 50_000              # tokens: the least compact_20260112 t
 
 def check_request(body, max_output: int = MAX_OUTPUT_TOKENS,
                   context_window: int = CONTEXT_WINDOW, betas=()) -> str | None:
-    """Return the first rule of the real API that this request breaks, or None. betas: the
-    names its anthropic-beta header gave (server.py reads them).
-
-    The order is the API's: the request's shape first, its length last (a prompt that is
-    too long is only counted once it is a valid request)."""
+    """The first rule of the real API this request breaks, or None, in the API's order (a
+    prompt is counted only once the request is valid). betas: its anthropic-beta header's."""
     if not isinstance(body, dict):
         return "request body must be a JSON object"
     return (_check_fields(body, max_output) or _check_tools(body)
@@ -417,8 +399,7 @@ def _check_breakpoints(body: dict) -> str | None:
 
 
 def _check_window(body: dict, context_window: int) -> str | None:
-    """The prompt alone must fit the window. (One that fits but leaves less room than max_tokens
-    is accepted: the reply stops when the window is full: cut_to_window, from server.py.)"""
+    """The prompt alone must fit the window (the reply stops where it is full)."""
     tokens = usage.prompt_tokens(body)
     if tokens > context_window:
         return f"prompt is too long: {tokens} tokens > {context_window} maximum"

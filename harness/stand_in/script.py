@@ -1,25 +1,16 @@
 """The script a stand-in plays: one step answers one request, and summaries answer themselves.
 
 Relied on by the tests and every lesson's --demo (harness/demos.py), which write their model
-as a list of these steps; server.py plays them in order. A step may also be a function of the
-request body returning one, for scripts that react to tool results:
-
-    reply(*blocks, stop_reason=None, usage=None, delay=0, stop_details=None)
-                                                    any block dicts, any stop_reason
-    message(delay=0, **fields)    a reply with message fields overridden (content=None, usage=None)
-    error(status, message, type=None, delay=0)   the API's JSON error, for stream requests too
-    raw(status, body, content_type="application/json", delay=0)   exactly these bytes
-
-delay= waits that many seconds before answering (a slow or hung model). Without each piece:
-- reply: a test could only play replies a real model sends, never the odd ones real servers
+as a list of steps; server.py plays them in order. A step may also be a function of the
+request body returning one, for scripts that react to tool results. Every step takes delay=,
+seconds to wait before answering: a slow or hung model. Without each piece:
+- reply: only what a real model sends could be played, never the odd replies real servers
   send (thinking, unknown block types, a str tool input), which the harness must survive.
-- message, raw, error: a missing usage, an HTML page or a 529 could not be played, and what
-  the harness does with them would go untested.
+- message, raw, error: a missing usage, an HTML page or a 529 could not be played.
 - tool: every test would number its tool_use ids by hand, and two could collide.
 - is_summary_request: a script would need a step for every summary layer 2 asks for, at a
   point that depends on token counts; with `summary` set, such a request is answered with it
-  (end_turn) without using a step: no tools, tool_choice none, or `<summary-request>` in the
-  last user message's text.
+  (end_turn) without using a step.
 """
 
 import itertools
@@ -36,8 +27,7 @@ def tool(name, input, id=None):
 
 
 def reply(*blocks, stop_reason=None, usage=None, delay=0, stop_details=None):
-    """A scripted assistant message; stop_reason defaults from its blocks. Any block dicts go,
-    so a script can play what real servers send (thinking, unknown types, a str tool input).
+    """A scripted assistant message of any block dicts; stop_reason defaults from its blocks.
     stop_details: a refusal's {"type": "refusal", "category": ..., "explanation": ...}."""
     blocks = list(blocks)
     if stop_reason is None:

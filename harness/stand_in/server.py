@@ -1,22 +1,19 @@
 """The stand-in's HTTP server: POST /v1/messages on 127.0.0.1, answered from a script.
 
-Relied on by the tests and every lesson's --demo (cli.py starts one), which point the real
-`anthropic` client at it (ANTHROPIC_BASE_URL=api.url). For each request, in order: it is kept
-in .requests (and its headers in .headers); rules.py checks it, with the betas its
-anthropic-beta header names (a broken one gets its 400 and a line in .violations); edits.py
-makes of it the prompt the model reads (the API's context management: a clearing, a compaction
-and its summary step); a summary request is answered with `summary` when that is set
-(script.is_summary_request); a compaction that pauses is answered with its block alone; else
-the next script step answers, a reply built as a message with usage.py's usage of that prompt
-and, for "stream": true, sent as sse.py's events. Without each piece:
-- the lock: two requests at once (a client that gave up and retried while the first still
-  waits) could take the same step, and .requests would not be in the order steps were used.
-- delay=: a slow or hung model could not be played. The sleeper waits without the lock, so
-  other requests are answered meanwhile, and closing the stand-in wakes it.
-- the window at the reply (_message): a reply longer than the room the prompt leaves would
-  fit anyway, and a lesson's handling of model_context_window_exceeded would go untested.
-- "script exhausted" and a step that raised, each one 400 and a line in .violations: a lesson
-  that makes one call too many would see the connection dropped, and the test not say why.
+Relied on by the tests and every lesson's --demo, which point the real `anthropic` client at
+it (ANTHROPIC_BASE_URL=api.url). Each request, in order: kept in .requests (its headers in
+.headers); checked by rules.py with the betas its anthropic-beta header names (a broken one
+gets its 400 and a line in .violations); made by edits.py into the prompt the model reads;
+answered with `summary` if it is a summary request, with the compaction block alone for a
+pause, else by the next script step: a message with usage.py's usage, as sse.py's events when
+it streams. Without each piece:
+- the lock: two requests at once (a retry while the first still waits) could take one step,
+  and .requests would not be in the order steps were used.
+- delay=: a slow or hung model could not be played. The sleeper waits without the lock, and
+  closing the stand-in wakes it.
+- the window at the reply (_message): model_context_window_exceeded would go untested.
+- "script exhausted", and a step that raised: one 400 and a line in .violations each, not a
+  dropped connection the test cannot explain.
 - serve_forever's short poll: every test would wait half a second for the server to close.
 Simpler than the real API: only POST /v1/messages.
 """
@@ -42,7 +39,7 @@ class StandInAPI:
         self.max_output = max_output           # the largest max_tokens it takes
         self.requests = []    # every request body received, in order
         self.prompts = []     # what the model read of each valid one (edits.py), in order
-        self.headers = []     # and its HTTP headers (lower-case names)
+        self.headers = []     # each request's HTTP headers (lower-case names)
         self.violations = []  # rules broken, one line each
         self.cache = usage.PromptCache(min_cache_tokens, clock)
         self.usages = []      # the usage reported for each reply
@@ -171,8 +168,7 @@ class StandInAPI:
         return usage.bill(self.usages)
 
     def __enter__(self):
-        # shutdown() waits for the serve loop's next poll: 0.5 s by default, paid by every test
-        # (a run of the suite starts about 480 stand-ins; at 20 ms a poll they waited 8 s).
+        # shutdown() waits for the serve loop's next poll: 0.5 s by default, paid by every test.
         threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.005},
                          daemon=True).start()
         return self

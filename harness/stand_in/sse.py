@@ -1,23 +1,18 @@
 """Server-sent events: a message as the API streams it, for requests with "stream": true.
 
-Relied on by server.py, which sends a reply this way when the request asks for a stream (the
-lessons always do: s03.ask_model streams). The order is the documented one: message_start
-(empty content, output_tokens 1), each block's start / deltas / stop, a ping after the first
-block starts, message_delta with the stop reason and output tokens, message_stop. Without
-each piece:
-- the deltas in pieces (text and thinking in TEXT_PIECE characters, tool input in JSON_PIECE
-  characters of json.dumps(input)): the SDK's joining of many deltas into one reply, and the
-  live reply the terminal draws as they arrive (`> write_file … 2.1 kB so far`), would go
-  untested: a short reply would come in one delta a block.
+Relied on by server.py, which streams a reply when the request asks (the lessons always do:
+s03.ask_model streams). The order is the documented one: message_start (empty content,
+output_tokens 1), each block's start / deltas / stop, a ping after the first block starts,
+message_delta with the stop reason and output tokens, message_stop. Without each piece:
+- the deltas in pieces (TEXT_PIECE, JSON_PIECE characters): the SDK's joining of deltas, and
+  the live reply the terminal draws as they arrive, would go untested.
 - the compaction block as the docs stream it (a start with no summary, then one
-  compaction_delta holding all of it), and message_delta's context_management
-  (applied_edits) and usage.iterations (the summary step's usage): the harness's reading of
-  the API's own context management would go untested.
+  compaction_delta), message_delta's context_management and usage.iterations: the harness's
+  reading of the API's own context management would go untested.
 - the other block types whole in their start event (redacted_thinking, server tool blocks,
   unknown types): a reply holding one could not be streamed.
-Simpler than the real API: a stream is sent in one piece, never paused between events and
-never with an error event (script.raw() can send one); a str tool input streams in a single
-delta.
+Simpler than the real API: a stream is sent in one piece, with no error event (script.raw()
+can send one); a str tool input streams in a single delta.
 """
 
 import json
@@ -27,10 +22,7 @@ JSON_PIECE = 20   # characters per input_json_delta
 
 
 def stream(message):
-    """A message as the API streams it: server-sent events, text and tool input in pieces.
-    The order is the documented one: message_start (empty content, output_tokens 1), each
-    block's start / deltas / stop, a ping after the first block starts, message_delta with the
-    stop reason and output tokens, message_stop."""
+    """A message as the API streams it: its server-sent events, in the documented order."""
     def event(kind, **data):
         return f"event: {kind}\ndata: {json.dumps({'type': kind, **data})}\n\n"
     content = message.get("content")

@@ -1,33 +1,27 @@
 """What a reply's usage says: the stand-in's token count, its prompt cache, and the bill.
 
 Relied on by server.py (each reply's usage, of the prompt edits.py made, and billing()),
-rules.py (the context window is counted here), edits.py (what a clearing frees), the tests
-that check cache hits by hand, and bench/bench_tokens.py, whose tables (quoted in
-docs/cost.md) are these bills.
+rules.py (the window), edits.py (what a clearing frees), the tests that check cache hits, and
+bench/bench_tokens.py, whose tables (quoted in docs/cost.md) are these bills.
 
-A token is 4 characters of a block's JSON, at least 1 a block (count_tokens). It is the API's
-count in this play, so it is the stand-in's own and not the harness's estimate
-(harness/tokens.py), though the two divide alike today: the harness sets its estimate beside
-the API's count (/context, layer 2, the warning about dropped tools), and one function on
-both sides would check the estimate against itself; a change to the estimate would also move
-the bills docs/cost.md quotes.
+A token is 4 characters of a block's JSON, at least 1 a block (count_tokens): the API's count
+in this play, kept apart from the harness's estimate (harness/tokens.py) though the two divide
+alike, so that the estimate is not checked against itself.
 
-The cache (PromptCache), as documented for the real API: the prefix is tools, system, then
-every message block; breakpoints are blocks with cache_control plus the top-level
-cache_control (on the last block). A breakpoint reads the longest cached prefix ending at it
-or up to 20 blocks before it; every later breakpoint of at least min_cache_tokens is written;
-entries live 5 minutes from their last use; changing tool_choice keeps tools and system
-cached, not the messages. Without each piece:
-- PromptCache: every request would be billed whole at 1x, and no test could see that layer 1
-  keeps the cache, or that the summary call reads the loop's prefix from it.
-- reply_usage: a reply would not carry the four counts the API sends (uncached input, written
-  to the cache, read from it, output), and the token line would be tested on no real shape.
-- bill and billed_steps: the bench and /cost's test would each add the counts up their own
-  way, and a summary the server wrote (with_summary: reported only in usage.iterations)
-  would cost nothing.
+The cache (PromptCache), as documented: the prefix is tools, system, then every message block;
+breakpoints are blocks with cache_control, and the top-level cache_control marks the last
+block. A breakpoint reads the longest cached prefix ending at it or up to 20 blocks before it;
+every later breakpoint of at least min_cache_tokens is written; entries live 5 minutes from
+their last use; changing tool_choice keeps tools and system cached, not the messages.
+Without each piece:
+- PromptCache: every request would be billed whole, and no test could see that layer 1 keeps
+  the cache, or that the summary call reads the loop's prefix from it.
+- reply_usage: a reply would lack the four counts the API sends (uncached input, written to
+  the cache, read from it, output), and the token line would be tested on no real shape.
+- bill and billed_steps: the bench and /cost's test would each add the counts their own way,
+  and a summary the server wrote (with_summary: only in usage.iterations) would cost nothing.
 Simpler than the real API: characters/4 for tokens (for the window too, and earlier turns'
-thinking counts, which the API leaves out); one cache for every key, and a "1h" ttl lives 5
-minutes too.
+thinking counts); one cache for every key; a "1h" ttl lives 5 minutes too.
 """
 
 import contextlib
@@ -49,10 +43,8 @@ def count_tokens(obj):
 
 
 # One request's blocks, counted, by identity: a request is counted several times (the window,
-# the server's clearing, the cache), and a long session's hold thousands of blocks. Only while
-# server.py answers a request (counting()): a block is not changed while its request is
-# answered (edits.py copies a block it clears), and a caller outside it, which may change a
-# block between two counts, always gets a count of the block as it is.
+# the clearing, the cache). Only while server.py answers it (counting()): no block changes then
+# (edits.py copies a block it clears); a caller outside may, and gets a fresh count.
 _COUNTED = None
 
 
@@ -68,8 +60,7 @@ def counting():
 
 
 def block_tokens(block) -> int:
-    """count_tokens of a request's block as the model reads it (_plain), counted once a
-    request."""
+    """count_tokens of a request's block as the model reads it (_plain), once a request."""
     if _COUNTED is None:
         return count_tokens(_plain(block))
     found = _COUNTED.get(id(block))
@@ -164,9 +155,8 @@ def reply_usage(cache: PromptCache, body: dict, content) -> dict:
 
 
 def with_summary(summary: dict, reply: dict | None) -> dict:
-    """A reply's usage when the server summarised first (edits.py): the top-level counts are
-    the reply's own (zero when it paused after the summary), and usage.iterations lists the
-    summary step, then the reply's: the summary is billed, and reported only there."""
+    """A reply's usage when the server summarised first (edits.py): the reply's own counts (zero
+    when it paused), and usage.iterations listing the summary step, then the reply's."""
     steps = [{"type": "compaction", **summary}]
     if reply is None:
         reply = dict.fromkeys(summary, 0)
@@ -187,9 +177,8 @@ def billed_steps(counted) -> list:
 
 
 def bill(usages: list) -> dict:
-    """The session's input as the API would bill it: uncached 1x, written 1.25x, read 0.1x,
-    a summary the server wrote included (billed_steps). usages: what each reply told the
-    client (None or odd values where a script said so)."""
+    """The session's input as the API would bill it: uncached 1x, written 1.25x, read 0.1x, a
+    server's summary included. usages: what each reply told the client (odd where scripted)."""
     steps = [step for counted in usages for step in billed_steps(counted)]
 
     def total(name):
