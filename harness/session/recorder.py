@@ -313,7 +313,7 @@ class Recorder:
 
     def cached_tokens(self, now: Optional[float] = None) -> Optional[int]:
         """What the cache holds of the context now: the prefix the last loop call read or wrote;
-        None with no call yet, after a summary call, or CACHE_LIFETIME after the last call."""
+        None with no call yet, after a summary call or a compaction, or past CACHE_LIFETIME."""
         last = self._last_loop_call()
         if last is None or (now or time.time()) - last.at > CACHE_LIFETIME:
             return None
