@@ -14,15 +14,16 @@ Without each piece:
   MAX_BARS a bar stands for a run of calls and draws the tallest, so peaks stay true.
 - the request's anchor inside its <details>: a link to #call-9 would scroll there and leave
   the request closed; the browser opens it ("ancestor details revealing"), with no script.
-- excerpt.preview in the tool table: a task file (13 lines, what the s07 demo is about) would
-  be cut to "… (7 more lines)", though the terminal shows it whole.
+- the tool table's preview (excerpt.preview, whole up to WHOLE_LINES): a task file (13 lines,
+  what the s07 demo is about) would be cut short, though the terminal shows it whole.
 - .scroll's shadows: where scroll bars are hidden, nothing says a wide board goes on.
 - _legend: marks the lesson cannot make (s03 neither clears nor compacts) would be explained;
   each entry stays in one piece (nowrap).
 - _sizes: a compaction's "before → after" would hide which number the API counted.
 - prefers-color-scheme: the chart is unreadable in a dark browser.
-- _price_line: the session in money, in /cost's words (views.money), naming the price and its
-  source; _price: a bad price (cli refuses one before the run) is said, the page not lost.
+- _price_line: the page would give tokens only, not the money in /cost's words (views.money),
+  naming the price and its source; _price: a bad price (cli refuses one first) would lose
+  the page; it is said on the page instead.
 - write_page through writer.numbered, 0600: a write cut short would leave half a page or
   replace an earlier one, and the page, which shows every request and tool output, would be
   readable by anyone. The lesson in the name tells s03's, s06's and s07's pages apart.

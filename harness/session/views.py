@@ -16,8 +16,9 @@ blocks.py, as the session page does. Without each piece:
   the API wrote (--api-context compact) mixed with the loop's calls.
 - in_charge: /context and /cost would not say whether the harness's layers or the API
   (--api-context) manage the context; with the API, /context measures against its trigger.
-- money: the session in money at config.price() (none for another model: it would be made
-  up), saying which price and from where; page.py gives the same line.
+- money: /cost and the page would give tokens only. It prices the session at config.price()
+  (none for another model: it would be made up), naming the price and its source, in one
+  place so that the two never disagree.
 """
 
 import sys
