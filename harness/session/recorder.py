@@ -326,7 +326,7 @@ class Recorder:
 
     def context_covers(self) -> Optional[int]:
         """How many messages context_tokens() counts: the last loop call's, and its reply;
-        None when the call's request was not given."""
+        None without a loop call (as context_tokens()) or when its request was not given."""
         last = self._last_loop_call()
         return None if last is None or last.request is None else last.request.count + 1
 
