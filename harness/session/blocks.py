@@ -1,14 +1,12 @@
 """The blocks of a request: what kind each is, and about how many tokens it holds.
 
-Relied on by recorder.py (which keeps each call's request for the session page) and views.py
-(/context), so that the page and /context sort and count a request the same way: each block
-by tokens.estimate, the harness's one estimate, marked "~" wherever it is shown. Without
-each piece:
-- plain(): a block from the SDK (an object, not a dict) could not be read or compared, and a
-  cache_control mark (an instruction to the API, not something the model reads) would make
-  the same block look new.
-- parts(): a cleared placeholder would count as a tool result, and s07's board, added to the
-  summary after a compaction, as ordinary text.
+Relied on by recorder.py (the requests the session page shows) and views.py (/context), so
+that both sort and count a request the same way: each block by tokens.estimate, the harness's
+one estimate, marked "~" wherever it is shown. Without each piece:
+- plain(): an SDK block (an object) could not be read or compared, and a cache_control mark
+  (for the API, not the model) would make the same block look new.
+- parts(): a cleared placeholder would count as a tool result, and s07's board (added to the
+  summary after a compaction) as ordinary text.
 """
 
 import json
@@ -17,7 +15,7 @@ from harness import tokens
 from harness.board import BOARD_END, BOARD_START   # s07's board after a compaction
 
 # How s06's layer 1 begins a cleared tool result, and a cleared write/edit text (s06 writes
-# them from these); how s07 attaches the board after a compaction (board/text.py).
+# them from these).
 PLACEHOLDER = "[Previous: "
 INPUT_PLACEHOLDER = "[cleared from the context: "
 
@@ -78,9 +76,8 @@ def parts(block: object) -> list:
     kind = block.get("type") if isinstance(block, dict) else None
     if kind == "text":
         rest, board = split_board(str(block.get("text", "")))
-        if not board:
-            return [("text", tokens.estimate(rest))]
-        return [("text", tokens.estimate(rest)), ("board", tokens.estimate(board))]
+        found = [("text", tokens.estimate(rest))]
+        return found + [("board", tokens.estimate(board))] if board else found
     if kind == "tool_use":
         return [("cleared" if is_cleared(block) else "calls", tokens.estimate(block))]
     if kind == "tool_result":
@@ -90,8 +87,5 @@ def parts(block: object) -> list:
 
 def message_parts(messages: list) -> list:
     """(kind, estimated tokens) of every block of every message, in order."""
-    found = []
-    for message in messages:
-        for block in content_blocks(message):
-            found += parts(block)
-    return found
+    return [part for message in messages for block in content_blocks(message)
+            for part in parts(block)]

@@ -2,10 +2,10 @@
 
 Relied on by page.py, which draws the board kept at each compaction and at the end of a run
 (recorder.py keeps them). Without each piece:
-- chosen(): the picture of a big board is unbounded (a 3,000-task board made a 31.6 MB page
-  with an SVG 194,054 pixels tall); drawing just the first tasks instead showed live blockers
-  as "(not on the board)". It draws at most MAX_NODES tasks, each with its blockers while
-  there is room, and says how many it left out.
+- chosen(): a big board's picture would be unbounded (3,000 tasks made a 31.6 MB page), and
+  the first tasks alone show live blockers as "(not on the board)". It picks at most
+  MAX_NODES tasks, each with its blockers while there is room; the picture says how many
+  it left out.
 - the count on a box: a drawn task whose blockers are not all drawn would seem to wait for fewer.
 - ready / blocked: a pending task that can start now would look like one that cannot.
 - STATUS_CLASSES: class names are fixed words; no text from a task file reaches an attribute.
@@ -18,7 +18,7 @@ from harness.board import graph
 from harness.session.markup import text
 from harness.session.recorder import BoardTask
 
-MAX_NODES = 60               # tasks drawn: /tasks lists a bigger board; the picture stays legible
+MAX_NODES = 60               # tasks drawn, so the picture stays legible (/tasks lists them all)
 NODE_W, NODE_H = 220, 64     # pixels of a task's box: three lines of text
 COLUMN_GAP, ROW_GAP = 56, 16
 LINE_CHARS = 36              # characters of a line in a box

@@ -1,11 +1,9 @@
-"""The session log: every message of the conversation appended to disk as it happens.
+"""The session log: every message appended to disk as it happens; --continue reads it back.
 
-Relied on by all three lessons and the cli, through the Run (harness/run.py): cli opens the
-log where a run starts (open_session, which also serves --continue) and keeps it on the Run;
-each loop calls run.log.record(messages) once a round, after appending a reply (cli after
-each turn too); tool_calls.kept() calls run.log.tool_result(block) the moment one tool
-call's result exists. This module only saves and reads back: the rule that every tool_use
-gets one tool_result, and the repair of a history that breaks it, are harness/pairing.py's.
+Relied on by all three lessons and the cli, through the Run (harness/run.py): cli opens it
+(open_session); each loop calls run.log.record(messages) once a round, and tool_calls.kept()
+calls run.log.tool_result(block) as each result exists. The rule that every tool_use gets one
+tool_result, and the repair of a history that breaks it, are harness/pairing.py's.
 
     .transcripts/session_20260101-120000_1.jsonl     one JSON object a line:
       {"role": "user", "content": "fix the tests"}                    a message
@@ -17,39 +15,23 @@ gets one tool_result, and the repair of a history that breaks it, are harness/pa
       {"continued_from": "session_20260101-115900_1.jsonl"}           for a reader; load skips it
 
 Without each piece:
-- one os.write of a whole line on an O_APPEND descriptor: a kill -9 in the middle of a
-  write could leave half a line in the middle of the file, or (with a rewrite of the
-  whole file) no file at all. Now it can only tear the last line, and load skips it.
-- a new file made by harness/writer.py, 0600: the log holds the whole conversation and every
-  tool output, and was readable by every user of the machine (0644).
-- the reply recorded before its calls run, and a tool_result line for each call as it
-  finishes: Ctrl-C, a closed terminal or kill -9 in the middle of a batch would lose every
-  call that ran in it (their results were only in memory), and --continue would do that
-  work again. Now only the call that was running has no result; load answers it (pairing's
-  STOPPED, "it may have acted") rather than leaving it out, so the model checks before doing
-  it again. Once the batch's whole message of results is recorded, load uses that instead.
-- the "compacted" record: a resumed session would start again from a context that was
-  already too long; now it starts from the summary, as the live session did.
-- load through pairing.repair: a torn or hand-edited log, or one that stopped in the middle
-  of a batch, gives a history the API refuses on every later turn.
-- record: a loop that forgets one append() loses a message for good; record(history) works
-  out what changed (new messages, a compaction, a turn rolled back) from the list itself.
-- ran: after a failed turn the cli cannot tell which calls of the last reply ran (their
-  results were written one by one, not yet as a message), and the model does them again.
-- SessionLog() with no file: a run without a log (a test, a benchmark, a folder where none
-  can be made) keeps the same bookkeeping and writes nothing.
-- reading into one list in place: a list copied for each line made reading quadratic (an
-  80,000-line session took 19 s or more; now about a second).
-- _parse and MAX_DEPTH: a garbage line (JSON 100,000 brackets deep) ended --continue in a
-  RecursionError traceback, and so did one nested just under json's limit (read, then
-  written again to the new log a few calls deeper). Both now count as torn lines.
-- resume_latest's note where no new log can be created (a read-only .transcripts): --continue
-  refused to resume a conversation it could read; now it goes on without a log, as a fresh
-  run does.
+- one os.write of a whole line, O_APPEND: a kill -9 can tear only the last line (load skips it).
+- a new 0600 file (harness/writer.py): the log holds every tool output; 0644 let anyone read it.
+- the reply recorded before its calls run, each result as it finishes: a stop mid-batch would
+  lose every result, and --continue redo the work. The call that was running is answered
+  STOPPED by pairing ("it may have acted"), so the model checks before doing it again.
+- the "compacted" record: a resumed session would start again from a context already too long.
+- load through pairing.repair: a torn or hand-edited log gives a history the API refuses.
+- record: a loop that forgets one append() loses a message for good.
+- ran: after a failed turn the cli cannot tell which calls of the last reply ran.
+- SessionLog() with no file: a run without a log keeps the same bookkeeping, writes nothing.
+- reading into one list in place: a copy per line made reading quadratic.
+- _parse and MAX_DEPTH: a line nested at or near json's limit ended --continue in a
+  RecursionError traceback; now it is a torn line.
+- resume_latest's note where no new log can be made: --continue refused a session it could read.
 
-No fsync per line: a kill -9 (or a crash) of the process loses nothing the kernel has;
-only a power cut could lose the last lines, and a fsync per message would cost more than
-the model call it records on some disks.
+No fsync per line: a kill -9 loses nothing the kernel has; only a power cut could lose the last
+lines, and on some disks a fsync per message costs more than the model call it records.
 """
 
 import json
@@ -60,46 +42,39 @@ from pathlib import Path
 
 from harness import config, pairing, writer
 from harness.errors import SetupError, reason
-from harness.terminal import show_note
+from harness.terminal import plural, show_note
 
 FOLDER = config.TRANSCRIPTS     # relative: a session belongs to the folder you run in
 PATTERN = "session_*.jsonl"     # what latest() looks for; transcript_*.jsonl (s06) is not a session
-MAX_DEPTH = 100   # levels of nesting a record may have; a real message has about ten. Deeper is
-                  # garbage, and JSON nested ~1,000 deep makes json raise RecursionError
+MAX_DEPTH = 100   # nesting a record may have: a real message has about ten; deeper is garbage
 
 
 # ---------------------------------------------------------------- writing
 
 class SessionLog:
     """An open session file; a write that fails stops the log with a note, never the agent.
-
     SessionLog() has no file: it keeps track of the history and writes nothing."""
 
     def __init__(self, path: Path | None = None, fd: int | None = None):
         self.path, self._fd = path, fd
-        self._recorded: list = []    # the history as the log holds it, in order (for record)
+        self._recorded: list = []    # the history as the log holds it (for record)
         self._history: list | None = None   # the loop's own list, as record() last saw it
-        self.ran: dict = {}          # tool_use_id -> result, from tool_result() since the
-                                     # last message
-        self.failed: str | None = None  # the reason writing stopped, once it has
+        self.ran: dict = {}          # tool_use_id -> result, since the last message
+        self.failed: str | None = None  # why writing stopped, once it has
 
     @classmethod
     def start(cls, folder: Path = FOLDER) -> "SessionLog":
-        """A new session_<time>_<n>.jsonl in folder, 0600; never opens an existing file (nor
-        a link: writer.open_numbered)."""
+        """A new session_<time>_<n>.jsonl in folder, 0600, never an existing file or a link."""
         stamp = time.strftime("%Y%m%d-%H%M%S")
         path, fd = writer.open_numbered(folder, f"session_{stamp}", ".jsonl", writer.PRIVATE)
         return cls(path, fd)
 
     @classmethod
     def continued(cls, earlier: Path, history: list[dict], folder: Path = FOLDER) -> "SessionLog":
-        """A new session that starts with history (load(earlier), repaired): --continue.
-
-        The earlier file is left as it was; the new one holds the whole history again, so
-        each session file can be read on its own.
-        """
+        """--continue: a new session holding all of history, so each file reads on its own;
+        the earlier file is left as it was."""
         log = cls.start(folder)
-        log._write_record({"continued_from": earlier.name})   # for a reader; load skips it
+        log._write_record({"continued_from": earlier.name})
         for message in history:
             log.append(message)
         return log
@@ -121,10 +96,7 @@ class SessionLog:
 
     def record(self, history: list[dict]) -> None:
         """Record whatever changed since the last call: new messages, a compaction, a rollback.
-
-        Messages are compared by identity: the loop appends new dicts and a compaction
-        replaces the list's contents, and neither edits a message already in it.
-        """
+        Messages compare by identity: the loops append new dicts and never edit one in place."""
         self._history = history
         same = 0
         while (same < min(len(history), len(self._recorded))
@@ -142,21 +114,16 @@ class SessionLog:
             self.append(message)
 
     def tool_result(self, block: dict) -> None:
-        """One tool call's result, on disk before the next call runs.
-
-        Call it the moment the result exists, before the next call of the batch runs: then a
-        stop of any kind loses only the call that was running. The loop has appended the
-        reply holding the call since its last record(), so that list is recorded first: the
-        call reaches the disk before its result.
-        """
+        """One call's result, on disk before the next call runs: a stop loses only the running
+        call. The loop's list (holding the reply since the last record()) is recorded first,
+        so the call reaches the disk before its result."""
         if self._history is not None:
             self.record(self._history)
         self.ran[block.get("tool_use_id")] = block
         self._write_record({"tool_result": block})
 
     def close(self) -> None:
-        """Close the file; one that holds nothing (a REPL that never asked the model) is
-        removed, so that --continue finds the last session that did something."""
+        """Close the file; an empty one is removed, so --continue finds one that did something."""
         if self._fd is not None:
             empty = os.fstat(self._fd).st_size == 0
             os.close(self._fd)
@@ -168,9 +135,6 @@ class SessionLog:
         if self.failed or self._fd is None:     # stopped, or no file: nothing to write
             return
         line = json.dumps(record, ensure_ascii=False, default=str) + "\n"
-        self._write(line)
-
-    def _write(self, line: str) -> None:
         data = line.encode("utf-8", errors="surrogatepass")
         try:
             while data:          # a regular file takes it all at once; a short write is retried
@@ -226,7 +190,7 @@ def load(path: Path) -> list[dict]:
 def read_session(path: Path) -> Resumed:
     """load(), and what it had to leave out. Raises OSError if the file cannot be read."""
     history: list[dict] = []
-    ran: list[dict] = []      # tool_result lines after the last message: the batch that ran
+    ran: list[dict] = []      # tool_result lines after the last message
     torn = 0
     for raw in path.read_bytes().split(b"\n"):
         if not raw.strip():
@@ -264,7 +228,7 @@ def _depth(value) -> int:
 
 
 def _apply(history: list, ran: list, record) -> bool:
-    """Apply one record to history (in place, so reading stays linear); False if it is not one."""
+    """Apply one record to history, in place; False if it is not a record."""
     if not isinstance(record, dict):
         return False
     if "tool_result" in record:
@@ -281,17 +245,14 @@ def _apply(history: list, ran: list, record) -> bool:
         history.append(record)
     else:
         return "continued_from" in record
-    ran.clear()   # a message recorded after the results: it holds what the history kept
+    ran.clear()   # a message after the results holds what the history kept of them
     return True
 
 
 def resume_latest(folder: Path = FOLDER, resume_from=None) -> tuple[SessionLog, list[dict]]:
-    """--continue: the history of the latest session, and a new log that carries it on.
-
-    SetupError if there is nothing to continue. A new log that cannot be created costs a note:
-    the conversation goes on without one (SessionLog()), as a fresh run does. resume_from:
-    given the history read back, the part to go on from (the old log keeps it all).
-    """
+    """--continue: the latest session's history, and a new log carrying it on (SessionLog()
+    and a note if none can be made). SetupError if there is nothing to continue.
+    resume_from(history): the part to go on from (the old log keeps it all)."""
     path = latest(folder)
     if path is None:
         raise SetupError(f"no saved session in {folder}/ to continue; "
@@ -319,17 +280,13 @@ def _left_out(found: Resumed) -> str:
     """' (what load had to skip or change)', or '' if nothing."""
     parts = []
     if found.torn_lines:
-        parts.append(_count(found.torn_lines, "torn line") + " skipped")
+        parts.append(plural(found.torn_lines, "torn line") + " skipped")
     if found.interrupted_calls:
-        parts.append(_count(found.interrupted_calls, "tool call") + " stopped while it ran: its "
+        parts.append(plural(found.interrupted_calls, "tool call") + " stopped while it ran: its "
                      "result says it may have acted")
     if found.dropped_calls:
-        parts.append(_count(found.dropped_calls, "tool call") + " without a result left out")
+        parts.append(plural(found.dropped_calls, "tool call") + " without a result left out")
     return f" ({'; '.join(parts)})" if parts else ""
-
-
-def _count(n: int, noun: str) -> str:
-    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
 
 
 def holds_compaction(messages: list) -> bool:
@@ -344,11 +301,8 @@ def holds_compaction(messages: list) -> bool:
 
 def open_session(continue_latest: bool = False, folder: Path = FOLDER,
                  resume_from=None) -> tuple[SessionLog, list[dict]]:
-    """Where a run starts: its log, and the history it starts from ([] or the resumed one).
-
-    A new log that cannot be created costs the session nothing but a note (it gets a
-    SessionLog() that writes nothing); --continue with nothing to continue raises SetupError.
-    """
+    """Where a run starts: its log (SessionLog() and a note if none can be made), and the
+    history it starts from: [] or, with continue_latest, resume_latest's."""
     if continue_latest:
         return resume_latest(folder, resume_from)
     try:

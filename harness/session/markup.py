@@ -1,11 +1,9 @@
 """Text made safe for the session page: every string from a run goes through text() first.
 
 Relied on by page.py, board_picture.py and sent.py, which write HTML and SVG by hand. Without
-each piece:
-- text(): a task subject or a model's reply such as `<script>` would become markup in the
-  page; a control character would reach the browser raw (the ones the terminal escapes:
-  clean.UNSAFE); a lone surrogate (half an emoji) could not be written as UTF-8 and the
-  page would be lost.
+text(), a `<script>` in a task subject or a reply would become markup, a control character
+would reach the browser raw (those clean.UNSAFE names), and a lone surrogate (half an emoji)
+could not be written as UTF-8: the page would be lost.
 """
 
 import html

@@ -1,42 +1,32 @@
 """The session page: one self-contained HTML file that shows a run, written when it ends.
 
-Relied on by all three lessons through cli (end_of_run, given the run's recorder), reading
-harness/session/recorder.py.
-It draws one bar per model call (cache read, cache written and uncached input stacked, then
-output), the compaction threshold, layer 1's clearings, each compaction with its summary and
-its sizes, what the model saw at each call (sent.py), the tool calls in order, and for s07 the
-task board as a graph (board_picture.py). Without each piece:
+Relied on by all three lessons through cli (end_of_run, given the run's recorder). It draws a
+bar per model call (cache read, cache written, uncached input, output), the compaction
+threshold, layer 1's clearings, each compaction with its summary and sizes, what the model saw
+at each call (sent.py), the tool calls, and s07's board as a graph (board_picture.py).
+Without each piece:
 - markup.text(): a task subject or a model's reply such as `<script>` would become markup.
-- the Content-Security-Policy: if an escape were ever missed, the browser still runs no script
-  and loads nothing from the network.
-- the chart's viewBox: the chart keeps its drawn size, a strip in a wide window or cut off
-  in a narrow one; scaled to the page's width, it uses the room there is. Down to CHART_MIN
-  px: narrower, its words were 6 px tall (at 600 px), so it scrolls in its box instead.
-- MAX_BARS and _Scale.per: 3,000 calls drew 3,050 bars 1.5 units wide in slots 0.3 wide
-  (a 1.7 MB chart, each bar over the next); past MAX_BARS a bar stands for a run of calls
-  and draws the tallest of them, so the peaks against the threshold stay true, and its
-  marks are one per bar.
-- the request's anchor inside its <details>: a link to #call-9 (a bar, "as in call 9")
-  scrolled to the call and left its request closed; a fragment inside a <details> opens it
-  (the HTML standard's "ancestor details revealing", in Chromium since version 97), with no
-  script.
-- the preview of WHOLE_LINES: a task file (13 lines), the moment the s07 demo is about,
-  was cut to "… (7 more lines)" in the table of tool calls; the terminal showed it whole.
-- .scroll's shadows: a board wider than a narrow window (600 px) scrolls in its box, and
-  where scroll bars are hidden until used, a shadow at the edge says there is more.
-- _legend: marks the lesson cannot make (s03 neither clears nor compacts) would be explained
-  as if they could appear; each entry in one piece (a swatch split from its words at 600 px).
-- _sizes: a compaction's "before → after" would hide which number the API counted and which
-  is an estimate.
+- the Content-Security-Policy: if an escape were missed, the browser still runs no script and
+  loads nothing from the network.
+- the chart's viewBox: the chart would keep its drawn size, not the window's; below CHART_MIN
+  px it scrolls in its box instead (at 600 px its words were 6 px tall).
+- MAX_BARS and _Scale.per: 3,000 calls drew bars each over the next (a 1.7 MB chart); past
+  MAX_BARS a bar stands for a run of calls and draws the tallest, so peaks stay true.
+- the request's anchor inside its <details>: a link to #call-9 would scroll there and leave
+  the request closed; the browser opens it ("ancestor details revealing"), with no script.
+- the tool table's preview (excerpt.preview, whole up to WHOLE_LINES): a task file (13 lines,
+  what the s07 demo is about) would be cut short, though the terminal shows it whole.
+- .scroll's shadows: where scroll bars are hidden, nothing says a wide board goes on.
+- _legend: marks the lesson cannot make (s03 neither clears nor compacts) would be explained;
+  each entry stays in one piece (nowrap).
+- _sizes: a compaction's "before → after" would hide which number the API counted.
 - prefers-color-scheme: the chart is unreadable in a dark browser.
-- _price_line: the session in money at config.price() (the default model's list price unless
-  the user set one; none for another model), in /cost's words (views.money), naming the price
-  and where it came from: without it the page gave tokens only. _price: a bad price (cli
-  refuses one before the run) is said on the page instead of losing it.
-- _write_new: an interrupted write leaves half a page, or replaces an earlier session's page;
-  the lesson in the name tells the pages of s03, s06 and s07 apart. Through
-  harness/writer.py, 0600 like the session log: the page shows every request and tool output
-  (the browser reads it as you), and where hard links fail it is still written.
+- _price_line: the page would give tokens only, not the money in /cost's words (views.money),
+  naming the price and its source; _price: a bad price (cli refuses one first) would lose
+  the page; it is said on the page instead.
+- write_page through writer.numbered, 0600: a write cut short would leave half a page or
+  replace an earlier one, and the page, which shows every request and tool output, would be
+  readable by anyone. The lesson in the name tells s03's, s06's and s07's pages apart.
 """
 
 import math
@@ -51,7 +41,7 @@ from harness.session import board_picture, sent, views
 from harness.session.markup import n, text
 from harness.session.recorder import (BOARDS_KEPT, MAX_TOOL_CALLS, Compaction, ModelCall,
                                     Recorder, SessionRecord)
-from harness.terminal import Screen, show_note
+from harness.terminal import Screen, plural, show_note
 
 CHART_MIN = 1000                     # px: in a narrower window the chart scrolls, its words legible
 CHART_WIDTH = 1168                   # the chart's drawing units across: the page's width (1200px
@@ -62,7 +52,7 @@ MAX_BARS = 300                       # bars drawn at most: past it a bar stands 
 TICKS = 4                            # about this many gridlines above zero
 THRESHOLD_ZOOM = 3                   # a threshold this many times the tallest bar is named, not
                                      # scaled to: else s07's demo (50,000 vs 2,000) draws flat bars
-# The page stays near 5 MB, whatever the run: each part has its share (the requests' is in sent.py).
+# The page stays near 5 MB whatever the run: each part has its share (the requests' in sent.py).
 BOARD_BYTES = 1_200_000              # the pictures of the board: the end's first, then the latest
 TOOL_BYTES = 1_000_000               # the table of tool calls
 TOOLTIP_CHARS = 1_200                # a summary in a mark's tooltip; the full text is listed below
@@ -72,7 +62,7 @@ TOOLTIP_CHARS = 1_200                # a summary in a mark's tooltip; the full t
 
 class _Scale:
     """Where a call's bar goes (x) and how high a count of tokens is drawn (y). A bar's slot
-    holds `per` calls: one, up to MAX_BARS calls; more past it."""
+    holds `per` calls: one up to MAX_BARS calls, more past it."""
 
     LEFT, TOP, BOTTOM = 64, 50, 56
     RIGHT_NAMED, RIGHT_BARE = 220, 24   # room for the threshold's name, when there is one
@@ -85,8 +75,9 @@ class _Scale:
         tallest = max([c.input + c.output for c in calls] + [1])
         near = [c.threshold for c in calls
                 if c.threshold and c.threshold <= THRESHOLD_ZOOM * tallest]
-        self.tick = _nice_step(max([tallest] + near) * 1.05 / TICKS)
-        self.top_value = self.tick * math.ceil(max([tallest] + near) * 1.05 / self.tick)
+        top = max([tallest] + near) * 1.05
+        self.tick = _nice_step(top / TICKS)
+        self.top_value = self.tick * math.ceil(top / self.tick)
         self.width = CHART_WIDTH
         self.height = self.TOP + CHART_HEIGHT + self.BOTTOM
 
@@ -103,15 +94,13 @@ class _Scale:
 
 
 def _nice_step(value: float) -> float:
-    """The round number (1, 2 or 5 times a power of ten) at or above value: the gridlines' step."""
+    """The round number (1, 2 or 5 times a power of ten) at or above value: a step of the axes."""
     power = 10 ** math.floor(math.log10(max(value, 1)))
     return next(f * power for f in (1, 2, 5, 10) if f * power >= value)
 
 
 def _chart(record: SessionRecord) -> str:
-    """The SVG is as wide as the page (width 100%); its viewBox keeps the proportions. In a
-    narrow window it keeps CHART_MIN px and scrolls in its box: drawn narrower, its words
-    were 6 px tall at 600 px."""
+    """The SVG, as wide as the page; its viewBox keeps the proportions."""
     scale = _Scale(record.calls)
     parts = ['<div class="scroll">',
              f'<svg class="chart" xmlns="http://www.w3.org/2000/svg" width="100%" '
@@ -136,11 +125,8 @@ def _runs(items: list, scale: _Scale, number) -> list:
 
 def _bars(calls: list, scale: _Scale) -> list:
     """One bar a slot: its call's, or of a run of calls, the tallest one's."""
-    bars = []
-    for run in _runs(calls, scale, lambda call: call.number):
-        tallest = max(run, key=lambda call: call.input + call.output)
-        bars.append(_bar(tallest, scale, run))
-    return bars
+    return [_bar(max(run, key=lambda call: call.input + call.output), scale, run)
+            for run in _runs(calls, scale, lambda call: call.number)]
 
 
 def _axes(record: SessionRecord, scale: _Scale) -> str:
@@ -152,9 +138,7 @@ def _axes(record: SessionRecord, scale: _Scale) -> str:
                      f'y1="{y:.1f}" y2="{y:.1f}"/><text class="axis" x="{scale.LEFT - 6}" '
                      f'y="{y + 4:.1f}" text-anchor="end">{n(value)}</text>')
     # A label per call when they fit, else every few: labels at least 24 units apart.
-    every = max(1, round(24 * scale.per / scale.step))
-    every = next(k for k in (1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10 ** 9)
-                 if k >= every)
+    every = _nice_step(max(1, round(24 * scale.per / scale.step)))
     for number in [1, *range(every, len(record.calls) + 1, every)]:
         x = scale.x(number) + scale.step / 2
         lines.append(f'<text class="axis" x="{x:.1f}" y="{scale.TOP + CHART_HEIGHT + 32}" '
@@ -189,8 +173,7 @@ def _bar(call: ModelCall, scale: _Scale, run: list) -> str:
 
 
 def _threshold_line(record: SessionRecord, scale: _Scale) -> str:
-    """A step line: COMPACT_THRESHOLD as it was at each slot's last call (it can change in a
-    REPL)."""
+    """A step line: COMPACT_THRESHOLD at each slot's last call (it can change in a REPL)."""
     points, last = [], None
     for run in _runs(record.calls, scale, lambda call: call.number):
         set_at = [call for call in run if call.threshold is not None]
@@ -202,29 +185,26 @@ def _threshold_line(record: SessionRecord, scale: _Scale) -> str:
         points += [f"{left:.1f},{y:.1f}", f"{left + scale.step:.1f},{y:.1f}"]
     if last is None:
         return ""
-    end = scale.LEFT + scale.step * scale.slots
+    head = f'<g class="threshold"><title>COMPACT_THRESHOLD: {n(last)} tokens</title>'
     if last > scale.top_value:           # far above every bar: say where it is, do not draw it
-        return (f'<g class="threshold"><title>COMPACT_THRESHOLD: {n(last)} tokens</title>'
-                f'<text x="{scale.width - 4:.1f}" y="14" text-anchor="end">COMPACT_THRESHOLD '
-                f'{n(last)} ↑ (far above)</text></g>')
-    return (f'<g class="threshold"><title>COMPACT_THRESHOLD: {n(last)} tokens</title>'
-            f'<polyline points="{" ".join(points)}"/><text x="{end + 6:.1f}" '
+        return (f'{head}<text x="{scale.width - 4:.1f}" y="14" text-anchor="end">'
+                f'COMPACT_THRESHOLD {n(last)} ↑ (far above)</text></g>')
+    end = scale.LEFT + scale.step * scale.slots
+    return (f'{head}<polyline points="{" ".join(points)}"/><text x="{end + 6:.1f}" '
             f'y="{scale.y(last) + 4:.1f}">COMPACT_THRESHOLD {n(last)}</text></g>')
 
 
 def _clearing_marks(clearings: list, scale: _Scale) -> list:
     """A ▲ under each slot before whose call layer 1 cleared a batch (or several)."""
-    marks = []
-    for run in _runs(clearings, scale, lambda cleared: cleared.before_call):
-        marks.append(_clearing_mark(run, scale))
-    return marks
+    return [_clearing_mark(run, scale)
+            for run in _runs(clearings, scale, lambda cleared: cleared.before_call)]
 
 
 def _clearing_mark(run: list, scale: _Scale) -> str:
     first = run[0]
     x, y = scale.x(first.before_call) + scale.step / 2, scale.TOP + CHART_HEIGHT + 4
     count = sum(cleared.count for cleared in run)
-    what = f"{count} old tool result{'s' * (count != 1)} (or inputs)"
+    what = f"{plural(count, 'old tool result')} (or inputs)"
     tokens = n(sum(cleared.tokens for cleared in run))
     if len(run) == 1:
         when = f"before call {first.before_call}"
@@ -236,8 +216,8 @@ def _clearing_mark(run: list, scale: _Scale) -> str:
 
 
 def _compaction_marks(record: SessionRecord, scale: _Scale) -> list:
-    """A numbered line after each compaction's summary call: the first of each slot's, if
-    a slot holds several (the list below the chart has them all)."""
+    """A numbered line after each compaction's summary call: a slot's first (the list below
+    the chart has them all)."""
     runs = _runs(record.compactions, scale, lambda compaction: compaction.after_call + 1)
     return [_compaction_mark(run[0], record, scale, len(run) - 1) for run in runs]
 
@@ -259,9 +239,8 @@ def _compaction_mark(compaction: Compaction, record: SessionRecord, scale: _Scal
 
 
 def _sizes(compaction: Compaction, record: SessionRecord) -> str:
-    """before → after as the lesson gave them (what the next request sends, system prompt and
-    tools included), each said to be the API's count or an estimate (~), and what the next
-    call then sent, which the API counted."""
+    """before → after (what the next request sends), each said to be the API's count or an
+    estimate (~), and what the next call then sent, as the API counted it."""
     before, counted = compaction.before, compaction.counted
     if counted is None:
         first, how = f"~{n(before)}", "before: estimated"
@@ -288,12 +267,12 @@ def _summary_line(record: SessionRecord) -> str:
     sent_tokens = sum(c.input for c in calls)
     read = sum(c.cache_read for c in calls)
     share = f"{read / sent_tokens:.0%}" if sent_tokens else "0%"
-    parts = [f"{len(calls)} model call{'s' * (len(calls) != 1)}",
+    parts = [plural(len(calls), "model call"),
              f"{n(sent_tokens)} input tokens, {share} read from the cache",
              f"{n(sum(c.output for c in calls))} output tokens"]
     if _compacts(record):
-        parts += [f"{len(record.clearings)} layer-1 clearing{'s' * (len(record.clearings) != 1)}",
-                  f"{len(record.compactions)} compaction{'s' * (len(record.compactions) != 1)}"]
+        parts += [plural(len(record.clearings), "layer-1 clearing"),
+                  plural(len(record.compactions), "compaction")]
     return text(" · ".join(parts))
 
 
@@ -321,8 +300,8 @@ def _legend(record: SessionRecord) -> str:
 
 
 def _pictures(record: SessionRecord) -> dict:
-    """The board's pictures within BOARD_BYTES, by name: the end's first, then from the latest
-    compaction back (a dense graph of MAX_NODES tasks is some hundreds of kilobytes)."""
+    """The board's pictures by name, within BOARD_BYTES (a dense graph of MAX_NODES tasks is
+    some hundreds of kilobytes): the end's first, then from the latest compaction back."""
     wanted = [("board-end", record.final_board)]
     wanted += [(f"board-{c.number}", c.board) for c in reversed(record.compactions)]
     pictures, used = {}, 0
@@ -352,7 +331,7 @@ def _events(record: SessionRecord, pictures: dict) -> str:
                      f'{c.after_call}: {text(_sizes(c, record))}; transcript '
                      f'<code>{text(c.transcript)}</code>'
                      f'<pre class="summary">{text(c.summary)}</pre>{board}</li>')
-    cleared = [f'<li>Before call {c.before_call}: {c.count} old tool result{"s" * (c.count != 1)} '
+    cleared = [f'<li>Before call {c.before_call}: {plural(c.count, "old tool result")} '
                f'(or inputs) became placeholders (about {n(c.tokens)} tokens freed)</li>'
                for c in record.clearings]
     html_ = ""
@@ -390,15 +369,13 @@ def _price_line(record: SessionRecord, price: Optional[config.Price]) -> str:
     """What the session cost in money, and at which price from where, as /cost says it."""
     if price is None:
         return ""
-    priced = views.money(record, price)
-    if not priced:                    # another model, no price set: the words say to set one
-        return f'<p class="totals">price: {text(price.said)}</p>\n'
-    return f'<p class="totals">price: {text(priced)}, {text(price.said)}</p>\n'
+    priced = views.money(record, price)      # "": another model, no price set; said says so
+    said = f"{priced}, {price.said}" if priced else price.said
+    return f'<p class="totals">price: {text(said)}</p>\n'
 
 
 def render(record: SessionRecord, price: Optional[config.Price] = None) -> str:
-    """The whole page as one string: CSS inline, SVG inline, no script. price: what the
-    session is costed at (config.price()); None gives no price line."""
+    """The whole page: CSS and SVG inline, no script. price: config.price(); None, no price."""
     started = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(record.started))
     pictures = _pictures(record)
     board = (f"<h2>The board at the end</h2>{pictures['board-end']}"
@@ -423,14 +400,15 @@ def render(record: SessionRecord, price: Optional[config.Price] = None) -> str:
 
 def write_page(record: SessionRecord, folder: Path = config.TRANSCRIPTS,
                price: Optional[config.Price] = None) -> Path:
-    """Write the page as folder/session_<lesson>_<time>_<n>.html and return it. Raises OSError."""
+    """Write the page as folder/session_<lesson>_<time>_<n>.html, 0600, never replacing a file
+    nor through a link (writer.numbered), and return it. Raises OSError."""
     stem = f"session_{_lesson_tag(record.lesson)}{time.strftime('%Y%m%d-%H%M%S')}"
-    return _write_new(Path(folder), stem, render(record, price))
+    page = render(record, price).encode("utf-8")
+    return writer.numbered(Path(folder), stem, ".html", page, writer.PRIVATE)
 
 
 def _price() -> config.Price:
-    """The run's price, as /cost gives it. A bad one (cli refuses it before the run starts)
-    is said on the page, in place of the money: the page is not lost for it."""
+    """The run's price, as /cost gives it; a bad one is said on the page instead of money."""
     try:
         return config.price()
     except SetupError as exc:
@@ -444,16 +422,10 @@ def _lesson_tag(lesson: str) -> str:
     return f"{tag}_" if tag else ""
 
 
-def _write_new(folder: Path, stem: str, page: str) -> Path:
-    """Whole, under the first free name (writer.numbered: never replacing a page, never through
-    a link), readable by this user alone: the page holds the conversation."""
-    return writer.numbered(folder, stem, ".html", page.encode("utf-8"), writer.PRIVATE)
-
-
 def end_of_run(recorder: Recorder, folder: Path = config.TRANSCRIPTS,
                screen: Optional[Screen] = None) -> Optional[Path]:
-    """At the end of a run: the last board, the page, and one line saying where it is (or why
-    not), as the user finds it from their folder (screen.where: --demo runs in demo/)."""
+    """At the end of a run: the last board, the page, and one line saying where it is (as
+    screen.where gives it: --demo runs in demo/), or why there is none."""
     if not recorder.data.calls:
         return None                          # nothing happened: leave no file behind, read no board
     recorder.finish()

@@ -1,21 +1,19 @@
 """A record of one run, in memory: what the session page, /context and /cost show.
 
-Relied on by all three lessons through the Run, which holds one Recorder a run (run.recorder,
-harness/run.py): model_call.py records every model call with the request it sent,
-tool_calls.py every tool call, s06 its threshold, compaction.py its clearings and
-compactions (api_context.py the API's), s07 its board (board.choose). cli
-reads the session's totals; page.py and views.py only read it. Without each piece:
-- totals(): the session total would add up usage its own way (tokens.usage_counts reads
-  each reply's; a missing field or a count sent as "12" by an odd endpoint breaks neither).
+Relied on by all three lessons through the Run (run.recorder, harness/run.py): model_call.py
+records each model call with its request, tool_calls.py each tool call, s06 its threshold,
+compaction.py and api_context.py their clearings and compactions, s07 its board. cli reads
+the totals; page.py and views.py only read the record. Without each piece:
+- totals(): cli would add up usage its own way; here tokens.usage_counts reads each reply's
+  (a missing field, or a count sent as "12" by an odd endpoint, breaks neither).
 - call(): the page has no bars and /cost nothing to add up.
-- the requests: the page cannot show what the model saw. Each block is kept once however
-  many requests send it, cut to its head and tail, within SENT_CHARS over the run; each
-  request keeps only the messages that differ from the previous one. Without that, a long
-  REPL session would keep every request whole: memory growing with the square of its length.
+- the requests: the page cannot show what the model saw. A block is kept once, cut to its head
+  and tail, within SENT_CHARS a run, and a request keeps only the messages that differ from
+  the previous one: else a long REPL session's memory grows with the square of its length.
 - tool(): the page cannot say which tool calls made the context grow.
 - cleared() / compacted(): the chart shows the context shrink with no reason given.
-- board() / watch_board(): the picture of s07's task graph is missing (the board of only the
-  last BOARDS_KEPT compactions is kept: a board can hold thousands of tasks).
+- board() / watch_board(): no picture of s07's task graph (only the last BOARDS_KEPT
+  compactions keep theirs: a board can hold thousands of tasks).
 - _never_raises: a bug in this bookkeeping would stop the lesson it only watches.
 """
 
@@ -41,6 +39,8 @@ SENT_CHARS = 3_000_000      # characters of sent blocks kept over a run; past it
 MAX_REQUESTS = 5_000        # requests kept; a longer session keeps the usage of later calls only
 BOARDS_KEPT = 4             # compactions whose board snapshot is kept (the latest ones)
 SUMMARY_BY_API = "summary by the API"   # a summary --api-context compact's server wrote
+
+
 @dataclass(frozen=True)
 class SentBlock:
     """One block of a request as the page shows it; kept once, however many requests send it."""
@@ -58,15 +58,14 @@ class SentBlock:
 
 @dataclass(frozen=True)
 class Request:
-    """What one call sent: the first `same` messages are the previous request's (not stored
-    again); `messages` are the rest, each (role, keys of its blocks in SessionRecord.blocks)."""
+    """What one call sent: the previous request's first `same` messages (not stored again),
+    then `messages`, each (role, keys of its blocks in SessionRecord.blocks)."""
     same: int
     messages: tuple
     count: int                  # messages in the whole request
     system: Optional[bytes]     # the key of the system prompt; None when not given
     tools: Optional[bytes]      # the key of the tool definitions; None when not given
-    tokens: int                 # estimated size of the whole request, system and tools included
-                                # (tokens.request: the number /context and layer 2 give)
+    tokens: int                 # tokens.request's estimate, as /context and layer 2 give it
 
 
 @dataclass
@@ -128,8 +127,7 @@ class Compaction:
     board: Optional[list] = None  # list[BoardTask] read at this compaction (s07), else None
     counted: Optional[int] = None  # the part of `before` the API counted; None: all estimated
     board_dropped: bool = False    # its board was read, then let go (BOARDS_KEPT)
-    after_counted: bool = False    # `after` is the API's count (its own compaction, which it
-                                   # counted in the same reply), not an estimate
+    after_counted: bool = False    # `after` is the API's count (its own compaction)
 
 
 @dataclass
@@ -167,8 +165,8 @@ def _never_raises(method):
 
 
 class Recorder:
-    """The methods the lessons call, one line each; the data lives in `self.data`. One a run:
-    a second run in one process (a second main(), a test) makes its own."""
+    """The methods the lessons call; the data lives in self.data. One a run: a second run in
+    one process (a second main(), a test) makes its own."""
 
     def __init__(self, lesson: str = "") -> None:
         self.data = SessionRecord(lesson=lesson)
@@ -189,14 +187,11 @@ class Recorder:
              system: object = None, tools: Optional[list] = None) -> None:
         """One model call: its usage, and the request it sent (the messages after layer 1, the
         system prompt and the tool definitions), when the caller gives them."""
-        uncached, read, written, out = tokens.usage_counts(usage)
-        totals = self.data.totals
-        totals["fresh"] += uncached
-        totals["read"] += read
-        totals["written"] += written
-        totals["out"] += out
-        totals["calls"] += 1
-        call = ModelCall(len(self.data.calls) + 1, str(label), uncached, read, written, out,
+        counts = tokens.usage_counts(usage)     # uncached, read, written, out
+        for name, count in zip(("fresh", "read", "written", "out"), counts, strict=True):
+            self.data.totals[name] += count
+        self.data.totals["calls"] += 1
+        call = ModelCall(len(self.data.calls) + 1, str(label), *counts,
                          self.data.current_threshold, time.time())
         self.data.calls.append(call)
         if sent is not None:
@@ -270,13 +265,9 @@ class Recorder:
     @_never_raises
     def compacted(self, before: int, after: int, summary: str, transcript_path: object,
                   counted: Optional[int] = None, after_counted: bool = False) -> None:
-        """A compaction succeeded; its summary call is the last call recorded.
-
-        before: what the next request would have sent (system prompt and tools included);
-        counted: the part of it the API counted (the rest estimated), None when all estimated.
-        after: what the next request sends now, an estimate: no call has sent it yet; or, with
-        after_counted, the API's count (the API's own compaction: the reply counted it).
-        """
+        """A compaction succeeded; its summary call is the last call recorded. before: what the
+        next request would have sent, of which the API counted `counted` (None: all estimated);
+        after: what it sends now, estimated, or the API's count with after_counted."""
         board = self._read_board() if self.data.board_source else None
         self.data.compactions.append(Compaction(
             len(self.data.compactions) + 1, len(self.data.calls), int(before), int(after),
@@ -321,11 +312,8 @@ class Recorder:
     # ---------------------------------------------------------------- what /context asks
 
     def cached_tokens(self, now: Optional[float] = None) -> Optional[int]:
-        """What the cache holds of the context now: the prefix the last loop call read or wrote.
-
-        None when unknown: no call yet, a compaction replaced the history since, or the cache
-        has expired (CACHE_LIFETIME after the last call).
-        """
+        """What the cache holds of the context now: the prefix the last loop call read or wrote;
+        None with no call yet, after a summary call or a compaction, or past CACHE_LIFETIME."""
         last = self._last_loop_call()
         if last is None or (now or time.time()) - last.at > CACHE_LIFETIME:
             return None
@@ -337,8 +325,8 @@ class Recorder:
         return None if last is None else (last.input + last.output) or None  # 0: no usage sent
 
     def context_covers(self) -> Optional[int]:
-        """How many messages context_tokens() counts: those the last loop call sent, and its
-        reply; None when the call's request was not given (then all of them, as before)."""
+        """How many messages context_tokens() counts: the last loop call's, and its reply;
+        None without a loop call (as context_tokens()) or when its request was not given."""
         last = self._last_loop_call()
         return None if last is None or last.request is None else last.request.count + 1
 

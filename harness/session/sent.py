@@ -1,12 +1,11 @@
-"""The session page's "what the model saw": each call's request, as it was sent, after layer 1.
+"""The session page's "what the model saw": each call's request as it was sent, after layer 1.
 
-Relied on by page.py, reading the requests recorder.py keeps. One collapsed section per call,
-listing its request in order: the blocks new since the previous request in full (cut to a
-head and a tail, with the whole length), layer 1's placeholders as the model read them, the
-summary and s07's board after a compaction, and each run of unchanged blocks as one line
-that links to the call that sent them before. Without each piece:
-- the diff against the previous request: a 200-call session would show every request whole,
-  a page hundreds of megabytes long; showing new blocks only would hide what layer 1 cleared.
+Relied on by page.py, reading the requests recorder.py keeps. One collapsed section a call, its
+request in order: blocks new since the previous request (cut to a head and a tail), layer 1's
+placeholders, the summary and s07's board after a compaction, and each run of unchanged
+blocks as one line linking to the call that sent them before. Without each piece:
+- the diff against the previous request: a 200-call session showed every request whole, a
+  page hundreds of megabytes long; new blocks only would hide what layer 1 cleared.
 - SECTION_BYTES: a session of thousands of calls would still make a page too big to open.
 - markup.text(): a model's or a tool's text would become markup in the page.
 """
@@ -16,6 +15,7 @@ from typing import Optional
 from harness import excerpt
 from harness.session.markup import n, text
 from harness.session.recorder import MAX_REQUESTS, ModelCall, SentBlock, SessionRecord
+from harness.terminal import plural
 
 SECTION_BYTES = 2_000_000    # of the page (about 5 MB in all) for the requests; then one line
 SUMMARY_PROBE = 200          # characters of a compaction's summary looked for in a sent text
@@ -92,7 +92,7 @@ def _call(record: SessionRecord, call: ModelCall, messages: list, previous: list
     api = (f"; the API counted {n(call.input)} input tokens" if call.input else "")
     what = "summary call" if call.is_summary else "call"
     line = (f"{what.capitalize()} {call.number}: sent ~{n(request.tokens)} tokens in "
-            f"{request.count:,} message{'s' * (request.count != 1)}{api} · {counts['new']} new"
+            f"{plural(request.count, 'message')}{api} · {counts['new']} new"
             + (f" · {counts['cleared']} cleared" if counts["cleared"] else ""))
     # The anchor is inside the <details>: following a link to it opens the request.
     return (f'<details class="request" data-call="{call.number}"><summary>{text(line)}</summary>'
@@ -131,7 +131,7 @@ def _run(run: list, blocks: dict, before: Optional[ModelCall]) -> str:
     tokens = sum(blocks[key].tokens for _, key in run)
     cleared = sum(blocks[key].cleared for _, key in run)
     also = f", {cleared} of them cleared placeholders" if cleared else ""
-    return (f'<li class="same">{where}: {len(run):,} block{"s" * (len(run) != 1)} '
+    return (f'<li class="same">{where}: {plural(len(run), "block")} '
             f'(~{n(tokens)} tokens{also}) as in {_link(before)}</li>')
 
 

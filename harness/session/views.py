@@ -1,30 +1,24 @@
 """/context and /cost: what fills the context now, and what the session has cost. No model call.
 
-Relied on by the REPL of all three lessons (cli adds /cost; each lesson makes its /context
-with context_command, from its own system prompt and tools, and s06 and s07 with layer 1
-and their ContextSize). A command is given the run (harness/run.py) and reads its record
-(run.recorder, harness/session/recorder.py); it sorts and counts a request with blocks.py, as
-the session page does. Without each piece:
-- context_report: a learner cannot see that tool results, not their own words, fill the window,
-  nor how much of it the cache already holds, how far layer 2 is, and how much of the model's
-  window is free. Its total is the number layer 2 compares with COMPACT_THRESHOLD, and the one
-  `[compacted: A → ~B tokens]` and the session page give: what the next request sends, system
-  prompt and tools included; the API's count for the last call plus tokens.estimate of what
-  came since, or tokens.request (marked ~) where no count covers this history.
-- the bars' width from the terminal's (terminal.width), and each bar's words on a line of
-  their own: at 60 columns a bar and its words took 137 to 149, and an 80-column terminal
-  broke them mid-bar. The bars share one width, so the cache's ^ sit under the letters of
-  the prefix they hold.
-- cost_report: what caching saved stays a claim; the 1.25x write premium stays hidden; a
-  summary the API wrote (--api-context compact, a call of its own in the record) is not
-  told apart from the loop's calls.
-- in_charge: /context and /cost would not say whether the harness's
-  layers or the API (--api-context) manage the context; with the API, /context measures the
-  context against the API's trigger instead of COMPACT_THRESHOLD.
-- money and the price line: the session in money at config.price() (the default model's
-  list price unless you set yours; none for another model, whose price would be made up),
-  with the words that say which price it was and where it came from. The session page
-  (page.py) gives the same line, so the two never disagree.
+Relied on by the REPL of all three lessons: cli adds /cost; each lesson makes its /context
+with context_command, from its own system prompt and tools (s06 and s07 with layer 1 and their
+ContextSize). Both read the run's record (recorder.py); a request is sorted and counted with
+blocks.py, as the session page does. Without each piece:
+- context_report: a learner cannot see that tool results, not their own words, fill the
+  window, how much the cache holds, how far layer 2 is, and how much of the window is free.
+  Its total is the one layer 2 compares with COMPACT_THRESHOLD, and `[compacted: A → ~B]` and
+  the page give: the API's count for the last call plus an estimate of what came since, or
+  tokens.request (marked ~) where no count covers this history.
+- the bars as wide as the terminal allows (terminal.width), their words on a line of their
+  own: an 80-column terminal broke them mid-bar. One width for all, so the cache's ^ stand
+  under the prefix they hold.
+- cost_report: what caching saved stays a claim, the 1.25x write premium hidden, and a summary
+  the API wrote (--api-context compact) mixed with the loop's calls.
+- in_charge: /context and /cost would not say whether the harness's layers or the API
+  (--api-context) manage the context; with the API, /context measures against its trigger.
+- money: /cost and the page would give tokens only. It prices the session at config.price()
+  (none for another model: it would be made up), naming the price and its source, in one
+  place so that the two never disagree.
 """
 
 import sys
@@ -37,13 +31,6 @@ from harness.session.recorder import SUMMARY_BY_API, Recorder, SessionRecord
 
 LABEL = 17                   # columns of a /context row's label: "  what fills it  "
 WRITE_PRICE, READ_PRICE = 1.25, 0.1   # cache writes and reads, as multiples of the input price
-KINDS = blocks.KINDS
-
-
-def context_parts(system: str, tools: list, messages: list) -> list:
-    """(kind, estimated tokens) in the order of the request: tools, system, then every block."""
-    return [("tools", tokens.estimate(tools)), ("system", tokens.estimate(system)),
-            *blocks.message_parts(messages)]
 
 
 def _bar(parts: list, total: int, columns: int) -> str:
@@ -51,7 +38,7 @@ def _bar(parts: list, total: int, columns: int) -> str:
     cells, edges, running = [], [], 0
     for kind, size in parts:
         running += size
-        edges.append((running, KINDS[kind][0]))
+        edges.append((running, blocks.KINDS[kind][0]))
     for col in range(columns):
         point = (col + 0.5) * total / columns
         cells.append(next((letter for edge, letter in edges if edge > point), edges[-1][1]))
@@ -76,14 +63,11 @@ def context_report(system: str, tools: list, view_messages: list, threshold: Opt
                    api=None) -> str:
     """/context: what the next request would send, by kind, against COMPACT_THRESHOLD (with
     api, --api-context's Setting: the API's trigger), the cache and the model's window, in
-    `columns`: the bars take what the labels leave. in_charge: which manages the context.
-
-    reported_tokens is the API's count for the first reported_covers messages (all of them
-    when None); what came after is estimated. Rows are estimates (marked ~): the API counts
-    whole requests.
-    """
+    `columns`. reported_tokens: the API's count for the first reported_covers messages (None:
+    all); the rest, and every row, estimated (~). in_charge: which manages the context."""
     bar = columns - LABEL - 2                    # the brackets
-    parts = context_parts(system, tools, view_messages)
+    parts = [("tools", tokens.estimate(tools)), ("system", tokens.estimate(system)),
+             *blocks.message_parts(view_messages)]     # in the order of the request
     estimate = sum(t for _, t in parts)
     covers = len(view_messages) if reported_covers is None else reported_covers
     counted = bool(reported_tokens) and covers <= len(view_messages)
@@ -106,7 +90,7 @@ def context_report(system: str, tools: list, view_messages: list, threshold: Opt
              in_charge and _row("in charge", in_charge, columns),
              _cache_line(cached_tokens, total, bar, columns), limit,
              _window_line(window, total, bar, columns)]
-    sums = {kind: sum(t for k, t in parts if k == kind) for kind in KINDS}
+    sums = {kind: sum(t for k, t in parts if k == kind) for kind in blocks.KINDS}
     for kind, (letter, name) in _kinds_of(tools, threshold, sums).items():
         share = f"{sums[kind] / estimate:.0%}" if estimate else "0%"
         lines.append(f"    {letter} {name:<22} {'~' + format(sums[kind], ','):>9}  {share:>4}")
@@ -125,9 +109,9 @@ def context_report(system: str, tools: list, view_messages: list, threshold: Opt
 
 
 def _kinds_of(tools: list, threshold: Optional[int], sums: dict) -> dict:
-    """The kinds worth a row: a kind this lesson never sends, and that is not here, is left out.
-    Without a threshold (s03) nothing is cleared; only a lesson with task_list (s07) has a board."""
-    kinds = dict(KINDS)
+    """The kinds worth a row: not one this lesson never sends and that is not here. Without a
+    threshold (s03) nothing is cleared; only a lesson with task_list (s07) has a board."""
+    kinds = dict(blocks.KINDS)
     if threshold is None and not sums["cleared"]:
         del kinds["cleared"]
     if not sums["board"] and not any(isinstance(t, dict) and t.get("name") == "task_list"
@@ -185,12 +169,10 @@ def _window_line(window: Optional[int], total: int, bar: int, columns: int) -> s
 
 def print_context(recorder: Recorder, system: str, tools: list, view: list,
                   context: object = None, run=None, dropped: int = 0) -> None:
-    """/context in a lesson's REPL, as wide as the terminal. recorder is the run's record;
-    view is what the next request would send (after layer 1); context is s06's ContextSize
-    (.threshold, .reported, .seen), or None in s03, which has no threshold and whose count
-    comes from the record's last call; run, when given, says which manages the context
-    (--api-context); dropped: the history's first messages, left out of view as the API
-    drops them (before its summary), which .seen counts."""
+    """/context in a lesson's REPL, as wide as the terminal. view: what the next request would
+    send; context: s06's ContextSize, or None (s03: no threshold, the count from the record);
+    run: says which manages the context; dropped: the first messages of the history, which
+    .seen counts, left out of view as the API drops them (before its summary)."""
     if context is None:
         threshold = None
         reported, covers = recorder.context_tokens(), recorder.context_covers()
@@ -209,9 +191,8 @@ def print_context(recorder: Recorder, system: str, tools: list, view: list,
 
 def cost_report(record: SessionRecord, price: Optional[config.Price] = None,
                 in_charge: Optional[str] = None) -> str:
-    """/cost: the session's tokens as the API bills them, what they would cost without
-    caching, and at `price` (config.price()) what they cost in money; in_charge: which
-    manages the context (a summary the API wrote is a call here)."""
+    """/cost: the session's tokens as the API bills them, without caching, and in money at
+    `price` (config.price()); in_charge: which manages the context."""
     calls = record.calls
     summaries = sum(c.is_summary for c in calls)
     by_api = sum(c.label == SUMMARY_BY_API for c in calls)
@@ -220,7 +201,7 @@ def cost_report(record: SessionRecord, price: Optional[config.Price] = None,
     split = f" ({len(calls) - summaries} in the loop, {summaries} summary)" if summaries else ""
     if by_api:
         split = split.replace(" summary)", f" summary: {by_api} written by the API)")
-    lines = [f"session so far: {len(calls)} model call{'s' * (len(calls) != 1)}{split}",
+    lines = [f"session so far: {terminal.plural(len(calls), 'model call')}{split}",
              in_charge and f"  context managed by {in_charge}",
              f"  input            {sent:>10,} tokens",
              f"    uncached       {uncached:>10,}  x1    = {uncached:>12,.0f}",
@@ -249,9 +230,8 @@ def _input(record: SessionRecord) -> tuple:
 
 
 def money(record: SessionRecord, price: config.Price) -> str:
-    """The session at `price`, for /cost and the page: the whole, = input (and without
-    caching) + output, when both are priced; else the one that is; "" when neither is
-    (another model, no price set)."""
+    """The session at `price`, for /cost and the page: total = input (without caching) +
+    output when both are priced, else the one that is; "" when neither is."""
     _, _, _, sent, billed = _input(record)
     output = sum(c.output for c in record.calls)
     unit, parts = price.unit, []
@@ -290,9 +270,8 @@ def in_charge(run) -> Optional[str]:
 
 
 def context_command(system: str, tools: list, context_view=None, context=None):
-    """/context for a lesson's REPL: what the next request would send (in s06 and s07,
-    context_view(messages, run) is layer 1, micro_compact, as the next call runs it), against
-    the threshold and the window (context: s06's ContextSize). No model call."""
+    """/context for a lesson's REPL. context_view(messages, run): what the next request
+    sends (s06 and s07: layer 1); context: s06's ContextSize."""
     def command(messages: list, run, arg: str) -> None:
         view = context_view(messages, run) if context_view else messages
         whole = len(view)
