@@ -2,16 +2,11 @@
 
 Loaded only when a run asks for it (Run.use_api_context, from s06's start) or resumes a
 session holding the API's summary (Run.resumed). The two betas, as documented
-(platform.claude.com/docs/en/build-with-claude/context-editing and /compaction, read 2026-12):
-
-    --api-context clear     context_management {"edits": [{"type": "clear_tool_uses_20250919",
-                            "trigger": ..., "keep": ..., "clear_tool_inputs": ...}]}, beta
-                            context-management-2025-06-27: past the trigger the server shows
-                            old tool results as a placeholder; the history keeps them all
-    --api-context compact   {"type": "compact_20260112", "trigger": ..., "instructions": ...},
-                            beta compact-2026-01-12: past the trigger (50,000 at the least)
-                            the server summarises, and the reply opens with a `compaction`
-                            block that every later request must send back
+(platform.claude.com/docs/en/build-with-claude/context-editing and /compaction, read 2026-12),
+sent as Setting.request() shows: with `clear`, past the trigger the server shows old tool
+results as a placeholder (the history keeps them all); with `compact`, past the trigger
+(50,000 at the least) it summarises, and the reply opens with a `compaction` block that every
+later request must send back.
 
 The lessons' loops do not know; layer 3 (/compact, the compact tool) stays the harness's own.
 Without each piece:

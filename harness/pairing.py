@@ -209,11 +209,7 @@ class Rebuild:
         kept, results = self._calls(blocks, answers, running)
         if not kept:
             return None
-        content = message.get("content")
-        if isinstance(content, str) or _same(kept, content):   # nothing changed: the same object
-            self.messages.append(message)
-        else:
-            self.messages.append({**message, "content": kept})
+        self._keep(message, kept)
         if isinstance(following, dict) and following.get("role") == "user":
             return results
         if results:                        # no user message follows: one for the results
@@ -262,13 +258,17 @@ class Rebuild:
         """Keep a user message: the results owed to the reply before it first, then the rest."""
         blocks = _blocks(message.get("content"))
         content = owed + [b for b in blocks if b["type"] not in ("tool_result", "tool_use")]
-        if not content:
-            return
-        text = message.get("content")
-        if isinstance(text, str) or _same(content, text):   # a prompt stays the string it was
-            self.messages.append(message)
-        else:
-            self.messages.append({**message, "content": content})
+        if content:
+            self._keep(message, content)
+
+    def _keep(self, message: dict, blocks: list) -> None:
+        """Keep message with these blocks: the same object if they are all its own, in order
+        (a prompt stays the string it was)."""
+        content = message.get("content")
+        same = isinstance(content, str) or (
+            isinstance(content, list) and len(blocks) == len(content)
+            and all(a is b for a, b in zip(blocks, content, strict=True)))
+        self.messages.append(message if same else {**message, "content": blocks})
 
 
 def _blocks(content) -> list[dict]:
@@ -296,12 +296,6 @@ def _sendable(call: dict) -> dict | None:
     if given is None:
         return None
     return call if given is call.get("input") else {**call, "input": given}
-
-
-def _same(blocks: list, content) -> bool:
-    """Whether blocks are content's own blocks, all of them, in order (nothing was changed)."""
-    return (isinstance(content, list) and len(blocks) == len(content)
-            and all(a is b for a, b in zip(blocks, content, strict=True)))
 
 
 def _ids_in(history: list) -> set:
