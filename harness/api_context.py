@@ -1,42 +1,26 @@
 """--api-context: the Messages API manages the context on the server, instead of s06's layers.
 
-Loaded only when a run asks for it (Run.use_api_context, from s06's start), or when a resumed
-session holds a summary the API wrote (Run.resumed). The API's two betas, as documented
-(platform.claude.com/docs/en/build-with-claude/context-editing and /compaction, read 2026-12):
+Loaded only when a run asks for it (Run.use_api_context, from s06's start) or resumes a
+session holding the API's summary (Run.resumed). The two betas, as documented
+(platform.claude.com/docs/en/build-with-claude/context-editing and /compaction, read 2026-12),
+sent as Setting.request() shows: with `clear`, past the trigger the server shows old tool
+results as a placeholder (the history keeps them all); with `compact`, past the trigger
+(50,000 at the least) it summarises, and the reply opens with a `compaction` block that every
+later request must send back.
 
-    --api-context clear     context_management {"edits": [{"type": "clear_tool_uses_20250919",
-                            "trigger": ..., "keep": ..., "clear_tool_inputs": ...}]}, beta
-                            context-management-2025-06-27: past the trigger the server shows
-                            old tool results as a placeholder; the history keeps them all
-    --api-context compact   {"type": "compact_20260112", "trigger": ..., "instructions": ...},
-                            beta compact-2026-01-12: past the trigger (50,000 at the least)
-                            the server summarises, and the reply opens with a `compaction`
-                            block that every later request must send back; the summary's own
-                            cost is only in usage.iterations
-
-The lessons' loops do not know: the run's client sends every request to the beta Messages
-API (Setting.client), and model_call asks the Setting what a reply keeps and costs. Layer 3
-(/compact, the compact tool) stays the harness's own in both modes. Without each piece:
+The lessons' loops do not know; layer 3 (/compact, the compact tool) stays the harness's own.
+Without each piece:
 - client(): the loops would need a branch for the beta API and its fields.
-- view(): with compaction, the request would carry the whole history the server drops anyway
-  (it is kept whole for the session log and --continue); /context measures the same view.
-- kept(): model_call drops block types it does not use, and would drop the compaction block;
-  the next request would send the whole history again, and the server would summarise it
-  again, and bill it again, on every call. A block whose summary is missing is left out
-  (the docs: send back only blocks with a summary); one whose summary came as a list of text
-  blocks (a gateway that normalises content) is made the string the API takes back.
-- count(): a summary the server wrote would be paid for and never shown: its usage is only
-  in usage.iterations, the top-level counts leave it out; an odd count (text, not a list) is
-  read as well as it can be, never a traceback that loses the summary already billed. A reply
-  with no context_management at all is said once: an endpoint that takes the fields and
-  ignores them leaves the context to grow, unmanaged, to the model's window.
-- after_summary(): s07 promises the board after every compaction; after the API's, the model
-  would have only the summary, and would have to remember the tasks.
-- refused(): an endpoint without the beta answers a 400 that names it; the user would not
-  know that the flag is the cause, nor that s06's own layers are the way on.
-- as_text(): a session the API compacted, continued without --api-context compact (or by an
-  endpoint that now refuses the beta), would send a block the API refuses on every call; its
-  summary goes on as plain text instead, said once. An empty summary is left out.
+- view(): with compaction, each request would carry the whole history the server drops (it
+  is kept whole for the session log); /context measures the same view.
+- kept(): model_call would drop the compaction block, and the server would summarise, and
+  bill, the whole history again on every call.
+- count(): a summary, billed only in usage.iterations, would be paid for and never shown;
+  an endpoint that ignores the fields would leave the context to grow unsaid.
+- after_summary(): after the API's summary, s07's model would have no board.
+- refused(): a 400 naming the beta would not say the flag is the cause, nor the way on.
+- resumed() / as_text(): a session the API compacted, continued without the compact edit,
+  sends a block the API refuses on every call; its summary goes on as plain text instead.
 - the note in setting(): a COMPACT_THRESHOLD the user set would be ignored in silence.
 """
 
@@ -53,11 +37,10 @@ EDITS = {CLEAR: "clear_tool_uses_20250919", COMPACT: "compact_20260112"}
 INSTRUCTIONS = ("Summarize the transcript inside <summary></summary> tags. Include relevant "
                 "information for continuing the task in the next context window. Do not call "
                 "any tools while writing this summary; respond with text only.")
-# Clearing takes the old calls' inputs too (clear_tool_inputs), as layer 1 clears old write/edit
-# texts: a session that writes big files would carry every byte it wrote in every request.
+# Clearing takes old inputs too, as layer 1 does: else every byte written rides every request.
 CLEAR_INPUTS = True
-# Where the server acts, in tokens of the request's input: it clears past API_CLEAR_AT (well
-# before s06's layer 2 would summarise), and summarises past API_COMPACT_AT (the least it takes).
+# The server's triggers, in input tokens: clearing well before s06's layer 2 would summarise;
+# compacting at the least the API takes.
 API_CLEAR_AT = 30_000
 API_COMPACT_AT = 50_000
 AS_TEXT = "[a summary of the conversation so far, written by the API:]\n"
@@ -68,8 +51,7 @@ def setting(mode: str, keep: int) -> "Setting":
     made = Setting(COMPACT, API_COMPACT_AT)
     if mode == CLEAR:
         made = Setting(CLEAR, API_CLEAR_AT, keep, CLEAR_INPUTS)
-    # The user's threshold (the environment, or ./.env, read by now) is not the API's trigger;
-    # one that is not a number is the one line it is without the flag.
+    # The user's threshold is not the API's trigger; one not a number fails as without the flag.
     mine = config.positive_int("COMPACT_THRESHOLD", 0, "tokens")
     if mine:
         terminal.show_note(f"[COMPACT_THRESHOLD={mine} is not used with --api-context: "
@@ -101,8 +83,7 @@ class Setting:
         return {"betas": [BETAS[self.mode]], "context_management": {"edits": [edit]}}
 
     def view(self, messages: list) -> list:
-        """What a request sends: with compaction, from the last summary on (the API drops what
-        came before it); with clearing, every message (the server clears)."""
+        """What a request sends: with compaction, from the last summary on; else all."""
         if self.mode != COMPACT:
             return messages
         return from_last_summary(messages)
@@ -126,7 +107,7 @@ class Setting:
 
     def kept(self, content: list) -> list:
         """The reply's blocks as the history keeps them: a compaction block only with a
-        summary, as a string (a failed one is said, and left out)."""
+        summary (the docs), as a string (a gateway may send a list); a failed one is said."""
         kept = []
         for block in content:
             if block.get("type") != "compaction":
@@ -144,9 +125,9 @@ class Setting:
         return kept
 
     def count(self, run, response) -> None:
-        """What the server did in this reply, said and recorded: each summary it wrote (a call
-        of its own), the compaction it made, the results it cleared; and once a run, a reply
-        that says nothing of context management."""
+        """Said and recorded: each summary the server wrote (a call of its own), the
+        compaction, the results it cleared; once a run, a reply silent on context management.
+        An odd count is read as well as it can be, never a traceback."""
         usage = response.usage
         steps = summary_steps(usage)
         for step in steps:
@@ -165,14 +146,11 @@ class Setting:
             self._cleared(_field(said, "applied_edits"))
 
     def _cleared(self, edits) -> None:
-        """The clearing the reply reports: said when it cleared more than the last reply did
-        (or anything, after layer 3 made a new history)."""
-        mine = []
-        for edit in edits if isinstance(edits, list) else []:
-            if _field(edit, "type") == EDITS[CLEAR]:
-                mine.append(edit)
-        uses = sum(_number(_field(edit, "cleared_tool_uses")) for edit in mine)
-        freed = sum(_number(_field(edit, "cleared_input_tokens")) for edit in mine)
+        """The clearing the reply reports, said when it grew (or restarted after layer 3)."""
+        edits = edits if isinstance(edits, list) else []
+        mine = [edit for edit in edits if _field(edit, "type") == EDITS[CLEAR]]
+        uses = sum(tokens.as_count(_field(edit, "cleared_tool_uses")) for edit in mine)
+        freed = sum(tokens.as_count(_field(edit, "cleared_input_tokens")) for edit in mine)
         more = uses - self.cleared if uses >= self.cleared else uses
         self.cleared = uses
         if more:
@@ -181,15 +159,15 @@ class Setting:
                                f"{freed:,} tokens): the history keeps them]")
 
     def after_summary(self, content: list):
-        """s07's note after the API's summary, made when asked (after the reply's tool calls
-        ran), or None: this reply brought no summary, or the lesson adds nothing."""
+        """s07's note after the API's summary, made when asked (after the calls ran), or None:
+        no summary in this reply, or nothing to add."""
         if self.after is None or last_summary([{"content": content}]) is None:
             return None
         return self.after
 
     def refused(self, line: str, exc) -> str:
-        """The one line for an API error: for a 400 (or a proxy's 422) that names the beta or
-        its fields, with the way on (run without --api-context)."""
+        """The line for an API error; for a 400 (or a proxy's 422) that names the beta or its
+        fields, with the way on (run without --api-context)."""
         beta = BETAS[self.mode]
         words = [beta, "context_management", "anthropic-beta", "compaction", *EDITS.values()]
         if getattr(exc, "status_code", None) not in (400, 422):
@@ -202,8 +180,8 @@ class Setting:
 
 
 class _Client:
-    """A client whose messages.stream(...) is the beta Messages API's, with the run's betas
-    and context_management, sending what the API reads of the history (Setting.view)."""
+    """A client whose messages.stream(...) is the beta API's, with the setting's fields and
+    the history's view."""
 
     def __init__(self, client, setting: Setting):
         self.base_url = client.base_url
@@ -219,8 +197,8 @@ class _Client:
 # ---------------------------------------------------------------- summaries in a history
 
 def summary_text(block: dict) -> str:
-    """A compaction block's summary as the string the API takes back ("" if it has none): a
-    gateway may send it as a list of text blocks."""
+    """A compaction block's summary as the string the API takes back ("" if it has none),
+    from a list of text blocks too."""
     content = block.get("content")
     if isinstance(content, list):
         texts = [str(part.get("text", "")) for part in content if isinstance(part, dict)]
@@ -245,12 +223,11 @@ def last_summary(messages: list):
 
 
 def from_last_summary(messages: list) -> list:
-    """What the API reads of a history: from its last summary on (it drops what came before
-    the compaction block), or all of it if the API has summarised nothing."""
+    """What the API reads of a history: from its last summary on (a block before it in its
+    message too), or all of it."""
     start = last_summary(messages)
     if start is None:
         return messages
-    # Within its message too: a block before the summary (a text) is dropped as well.
     content = messages[start]["content"]
     first = max(n for n, block in enumerate(content) if is_summary(block))
     summary = {**content[first], "content": summary_text(content[first])}
@@ -259,9 +236,8 @@ def from_last_summary(messages: list) -> list:
 
 
 def resumed(messages: list, setting) -> list:
-    """A resumed history this run can send: with compaction, from the API's last summary on;
-    without, that summary as plain text (the API refuses its block in a request without the
-    compact edit). Blocks without a summary are left out."""
+    """A resumed history this run can send: from the API's last summary on, as plain text
+    (said) unless the run compacts; blocks without a summary are left out."""
     kept = from_last_summary(without_empty_summaries(messages))
     if setting is not None and setting.mode == COMPACT:
         return kept
@@ -273,9 +249,8 @@ def resumed(messages: list, setting) -> list:
 
 
 def without_empty_summaries(messages: list) -> list:
-    """The history without compaction blocks that hold no summary (a failed one, or one
-    blanked by hand in the session log): the API refuses them. Said, and the history is
-    repaired (a message left empty goes; the first must then be the user's)."""
+    """The history without compaction blocks that hold no summary (the API refuses them):
+    said, and the history repaired (pairing.repair)."""
     blank = 0
     kept = []
     for message in messages:
@@ -295,9 +270,8 @@ def without_empty_summaries(messages: list) -> list:
 
 
 def as_text(messages: list) -> list:
-    """The history with its compaction blocks as text: the first summary opens the history as
-    a user message of its own (the API wants the user first), and the rest of its message
-    follows; any other compaction block is left out (the summary it held is older)."""
+    """The history with its first summary as a user message of its own, opening it (the rest
+    of its message follows); any other compaction block is left out."""
     result = []
     for message in messages:
         content = message.get("content")
@@ -319,8 +293,8 @@ def as_text(messages: list) -> list:
 # ---------------------------------------------------------------- what a summary cost
 
 def summary_steps(usage) -> list:
-    """The usage of each summary the server wrote in this reply (usage.iterations' compaction
-    entries): billed, and left out of the top-level counts. Not a list: none."""
+    """The usage of each summary the server wrote in this reply: usage.iterations'
+    compaction entries (billed, and not in the top-level counts)."""
     steps = _field(usage, "iterations")
     if not isinstance(steps, list):
         return []
@@ -328,8 +302,8 @@ def summary_steps(usage) -> list:
 
 
 def _compacted(run, steps: list, usage, summary: str) -> None:
-    """The API's compaction, said and marked on the session page: its size before (the input
-    its summary call read) and after (what this reply's call read)."""
+    """The API's compaction, said and marked on the session page: its size before (what its
+    summary call read) and after (what this reply's call read)."""
     after = sum(tokens.usage_counts(usage)[:3])
     if steps:
         before = sum(tokens.usage_counts(steps[-1])[:3])
@@ -341,10 +315,6 @@ def _compacted(run, steps: list, usage, summary: str) -> None:
                        "compaction block, is kept in the history and sent back]")
     run.recorder.compacted(before or 0, after, summary, "none: the API's compaction block, "
                            "kept in the session log", counted=before, after_counted=True)
-
-
-def _number(value) -> int:
-    return tokens.usage_counts({"input_tokens": value})[0]
 
 
 def _field(value, name: str):

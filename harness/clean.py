@@ -1,20 +1,15 @@
 """Text hygiene: text that can be sent (every lone surrogate repaired), and text that can be
 shown without being obeyed (every control character escaped).
 
-Relied on by model_call (each reply, and a tool input decoded from JSON text, is cleaned before
-it joins the history), tool_calls (each tool result), cli (each prompt; an earlier prompt
-holding a control character is not loaded for the up key), terminal (what it shows) and the
+Relied on by model_call (each reply, each decoded tool input), tool_calls (each result), cli
+(each prompt; one holding a control character is not loaded for the up key), terminal and the
 session page (markup.py). Without each piece:
-- clean_text / clean_json: a model's stream can carry half an emoji ("\\ud83d" in its JSON), a
-  prompt read with surrogateescape carries a stray byte as a lone surrogate, and so does a
-  file name that is not UTF-8 in a tool's result. None can be encoded as UTF-8, so the next
-  request fails, and so does every later one of the session, because the bad text stays in
-  the history.
+- clean_text / clean_json: half an emoji in a model's stream ("\\ud83d"), or a stray byte in
+  a prompt or a file name, cannot be encoded as UTF-8; the next request fails, and so does
+  every later one, because the bad text stays in the history.
 - escaped: text from a model, a file or a command reaches a terminal or a browser raw and is
-  obeyed: OSC 52 puts a command on the clipboard, ESC[2J clears the screen, U+202E shows
-  the text after it in another order than it runs. Each such character is written as its
-  escape instead (\\x1b, \\u202e): the terminal (CONTROL) and the session page (UNSAFE: lone
-  surrogates too, as the page is written as UTF-8) escape the same characters.
+  obeyed (OSC 52 fills the clipboard, ESC[2J clears the screen, U+202E reorders the text);
+  the terminal (CONTROL) and the page (UNSAFE: lone surrogates too) escape it alike.
 """
 
 import re
@@ -22,7 +17,7 @@ import re
 SURROGATES = "\ud800-\udfff"
 SURROGATE = re.compile(f"[{SURROGATES}]")
 # What a terminal would act on instead of showing: C0 controls but newline and tab, DEL, C1
-# (\x9b alone is a CSI), and the bidi controls that make text read in another order than it runs.
+# (\x9b alone is a CSI), and the bidi controls that reorder text.
 CONTROLS = "\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069"
 CONTROL = re.compile(f"[{CONTROLS}]")
 UNSAFE = re.compile(f"[{CONTROLS}{SURROGATES}]")

@@ -1,43 +1,27 @@
 """What s06's layers need and a learner need not read: the bookkeeping around layers 1 and 2.
 
-s06 holds the layers themselves: which results layer 1 clears and what replaces them, the
-batch rule, layer 2's threshold and summary request. This module does the rest, for s06 (and
-so s07): which input fields of a call are its texts, when a call shows a file whole, saving a
-cleared result (from 2,000 characters: spill.py), and where a batch's rewrite starts. Without
-each piece:
+s06 holds the layers (what layer 1 clears, the batch rule, layer 2's threshold and summary
+request); this module does the rest, for s06 and so s07. Without each piece:
 - input_texts / path_of / shows_whole_file: layer 1 cannot tell a write or edit's big texts,
-  nor that a later read_file (of all its lines) or write_file shows a file whole again; a
-  read cut short at the cap, or a read of some lines, or a write that failed, shows nothing
-  new, and clearing the earlier read makes the model read the file again.
-- save_whole (spill.save_for_placeholder): once cleared, a long result would be gone for the
-  model, which would run the command again, or guess.
-- tokens_from / first_of: the batch rule weighs what a batch frees against what clearing it
-  makes the API write to the cache again, from its first block on.
-- breakpoint_before: the API looks for a cached prefix at most 20 blocks back from a
-  breakpoint; a batch further back would miss the cache altogether, and the whole request,
-  tools and system included, would be written again.
-- announce_cleared: the user does not see what layer 1 did; the session page has no mark.
-- save_transcript: two compactions in one second overwrite each other's transcript, and a
-  full disk leaves a truncated transcript (or an empty file) that looks like a complete one.
-  Written through harness/writer.py: a link planted at its old temporary name received the
-  whole conversation, and the transcript was readable by every local user.
-- failed: an API error during the summary call, or a full disk, ends the turn with a
-  traceback.
-- announce: the user does not see what layer 2 did, nor that a summary over
-  COMPACT_THRESHOLD will not be compacted again until the context grows; the session page
-  (through the run's recorder) has no mark where it acted. It names the transcript as the
-  user finds it (run.screen.where): `demo/.transcripts/…` during --demo.
-- window_guard and fit_to_window (s06's start): with a window smaller than the threshold
-  (a local model's), or with --api-context, layer 2 would act only once a request no longer
-  fits: then the summary request does not fit either, and the session can never go on. A
-  window the system prompt and tools (nearly) filled (CONTEXT_WINDOW=300 for 3000) summarised every
-  prompt away before the model saw it: one that leaves less than MIN_ROOM is refused.
-- fit_for_summary: the summary request of a conversation already past the window is
-  refused, and the session can never go on; it starts at a prompt (inside one long turn,
-  that turn's prompt and its newest calls), never at a result without its call.
+  nor that a later whole read_file or write_file shows a file again (a partial or capped read,
+  or a failed write, does not), and clearing the earlier read makes the model read it again.
+- save_whole: a long result, once cleared, is gone for the model, which runs it again or
+  guesses.
+- tokens_from / first_of: the batch rule cannot weigh what a batch frees against the cache
+  it makes the API write again, from its first block on.
+- breakpoint_before: the API looks for a cached prefix at most 20 blocks back; a batch
+  further back misses the cache, and the whole request is written again.
+- announce_cleared / announce: the user does not see what layer 1 or 2 did, nor that a
+  summary over COMPACT_THRESHOLD will not be compacted again soon; the session page has no mark.
+- save_transcript: two compactions in one second overwrite each other's transcript, a full
+  disk leaves one that looks whole, and a link planted at its name receives the conversation.
+- failed: an API error in the summary call, or a full disk, ends the turn in a traceback.
+- window_guard / fit_to_window: with a window smaller than the threshold (a local model's),
+  or with --api-context, layer 2 acts only once a request no longer fits, and then its
+  summary request cannot fit either; a window that leaves less than MIN_ROOM is refused.
+- fit_for_summary: a conversation already past the window can never be summarised.
 - compact_now: /compact with nothing to compact, or without a model, fails at the API.
-Simpler than a production agent: tokens are estimated as characters / 4 (tokens.estimate, the
-one s06, /context and the session page use).
+Tokens are estimated as characters / 4 (tokens.estimate, as everywhere).
 """
 
 import json
@@ -45,7 +29,7 @@ import os
 import time
 from pathlib import Path
 
-from harness import config, spill, terminal, tokens, writer
+from harness import config, pairing, spill, terminal, tokens, writer
 from harness.errors import EndpointError, SetupError, reason
 from harness.files import READ_ON          # how read_file ends a read it cut short
 
@@ -54,12 +38,10 @@ INPUT_FIELDS = {"write_file": ("content",), "edit_file": ("old_text", "new_text"
 SHOW_WHOLE_FILE = {"read_file", "write_file"}   # an edit shows only a part of a file
 # How the new first message opens after a compaction (the demo knows one by it).
 SUMMARY_OPENING = "[This conversation was compacted to save context."
-# Tokens a window must leave layer 2 beyond the system prompt and tools: less holds no prompt
-# and its summary, and every prompt would be summarised before the model saw it.
+# Tokens a window must leave layer 2 beyond the system prompt and tools: less, and every
+# prompt would be summarised before the model saw it.
 MIN_ROOM = 1_000
-# s06's (and s07's) flag that lets the API manage the context on the server instead of layers
-# 1 and 2 (docs/cost.md). Defined here, where both lessons' parsers find it at start without
-# loading harness/api_context.py, which does the work and loads only when the flag is given.
+# s06's and s07's flag, here so that their parsers need not load harness/api_context.py.
 API_CONTEXT_FLAG = (("--api-context",), {
     "choices": ("clear", "compact"), "metavar": "{clear,compact}",
     "help": "let the API manage the context on the server instead of the harness's layers 1 "
@@ -96,43 +78,35 @@ def shows_whole_file(call: dict, result: dict) -> set:
 
 def save_whole(result: dict, name: str, run):
     """Where the whole of a result layer 1 clears can be read again (pinned for the run), or
-    None: too short to be worth a file, or it cannot be saved."""
+    None: too short to be worth a file (spill.py), or it cannot be saved."""
     return spill.save_for_placeholder(result.get("content"), name, run.saved)
 
 
 def first_of(messages: list, batch: list):
     """Of a batch of (block, call), the block that comes first in the history."""
     wanted = {id(block) for block, call in batch}
-    for message in messages:
-        content = message.get("content")
-        for block in content if isinstance(content, list) else []:
-            if id(block) in wanted:
-                return block
-    return None
+    return next((b for _, _, b in pairing.each_block(messages) if id(b) in wanted), None)
 
 
 def tokens_from(view: list, batch: list) -> int:
     """The tokens from the first message that names a call of the batch (its tool_use) to
     the end of the view: about what clearing the batch makes the API write again."""
-    ids = {_tool_id(block) for block, call in batch}
-    for n, message in enumerate(view):
-        content = message.get("content")
-        for block in content if isinstance(content, list) else []:
-            if isinstance(block, dict) and _tool_id(block) in ids:
-                return tokens.estimate(view[n:])
+    ids = {pairing.tool_id(block) for block, call in batch}
+    for n, _, block in pairing.each_block(view):
+        if pairing.tool_id(block) in ids:
+            return tokens.estimate(view[n:])
     return 0
 
 
-def _tool_id(block: dict):
-    return block.get("tool_use_id") or block.get("id")
-
-
 def breakpoint_before(view: list, first) -> list:
-    """The view with a cache breakpoint on the last block of the message just before the
-    first one that names `first`'s call (the latest batch's first block, or its tool_use):
-    all before it is unchanged, and read from the cache (while its entry lives: 5 minutes
-    from its last use). s03's request has the other."""
-    n = _message_with(view, first)
+    """The view with a cache breakpoint on the last block of the message before the first
+    that names `first`'s call (the latest batch's first block): all before it is unchanged,
+    and read from the cache (for 5 minutes from its last use). s03's request has the other."""
+    n = len(view)
+    if first is not None:
+        wanted = pairing.tool_id(first)
+        found = (i for i, _, b in pairing.each_block(view) if pairing.tool_id(b) == wanted)
+        n = next(found, n)
     if not 0 < n < len(view):
         return view
     before = view[n - 1]
@@ -143,19 +117,6 @@ def breakpoint_before(view: list, first) -> list:
         blocks = list(content)
     blocks[-1] = {**blocks[-1], "cache_control": {"type": "ephemeral"}}
     return view[:n - 1] + [{**before, "content": blocks}] + view[n:]
-
-
-def _message_with(view: list, first) -> int:
-    """The index of the view's message holding `first` or what is shown for it (its tool id)."""
-    if first is None:
-        return len(view)
-    wanted = _tool_id(first)
-    for n, message in enumerate(view):
-        content = message.get("content")
-        for block in content if isinstance(content, list) else []:
-            if isinstance(block, dict) and _tool_id(block) == wanted:
-                return n
-    return len(view)
 
 
 def announce_cleared(run, count: int, freed: int) -> None:
@@ -177,10 +138,9 @@ def window_guard(window: int, reply_tokens: int) -> int:
 
 
 def fit_to_window(threshold: int, prefix: int, reply_tokens: int, api_context) -> int:
-    """s06's threshold, lowered to fit the model's window (a local model's may be smaller
-    than the threshold); with --api-context (api_context not None), layer 2 acts only there.
-    prefix: the system prompt and tools. SetupError if the window leaves less than MIN_ROOM
-    beyond them."""
+    """s06's threshold, lowered to fit the model's window; with --api-context (not None), the
+    window's guard. SetupError if it leaves less than MIN_ROOM beyond prefix (the system
+    prompt and tools)."""
     window = config.context_window()
     guard = window_guard(window, reply_tokens)
     if guard - prefix < MIN_ROOM:
@@ -199,13 +159,11 @@ def fit_to_window(threshold: int, prefix: int, reply_tokens: int, api_context) -
 
 
 def fit_for_summary(view: list, room: int) -> list:
-    """The view, its oldest turns left out until it fits in `room` tokens (the summary
-    request of a conversation already past the model's window would be refused, and the
-    session could never go on). It starts at a user prompt, or, inside one long turn, at
-    that turn's prompt followed by the newest calls that fit; never between a call and its
-    result. If nothing fits, the shortest such view: the API may refuse it, and the
-    compaction fails in one line with the history kept. The transcript keeps what is left
-    out; the user is told."""
+    """The view, its oldest turns left out until it fits in `room` tokens (the user is told;
+    the transcript keeps them). It starts at a user prompt, or, inside one long turn, at that
+    turn's prompt and the newest calls that fit; never between a call and its result. If
+    nothing fits, the shortest such view: the API may refuse it, and the compaction fails in
+    one line with the history kept."""
     if tokens.estimate(view) <= room:
         return view
     shorter, prompt = [], 0           # prompt: the turn's prompt (or the last summary)
@@ -239,25 +197,14 @@ def save_transcript(messages: list) -> Path:
 
 
 def save(folder: Path, messages: list) -> Path:
-    """The history as JSONL, one message per line, in a new transcript_<time>_<n>.jsonl."""
-    lines = (json.dumps(m, ensure_ascii=False) + "\n" for m in messages)
-    return save_new(folder, "transcript", lines)
-
-
-def save_new(folder: Path, stem: str, lines) -> Path:
-    """Write lines to folder/<stem>_<time>_<n>.jsonl, whole or not at all, never over another.
-
-    The name has the same length for the first of a second and the second of a second, so
-    the summary message that names it (and the token counts after it) do not depend on when
-    two compactions fall.
-
-    writer.numbered writes a temporary file (a random name, never through a link planted
-    there), then gives it the first free name; on any failure nothing is left behind. The
-    file is readable by this user alone: it holds the whole conversation.
-    """
-    data = "".join(lines).encode("utf-8")    # text that cannot be stored fails before a file
+    """The history as JSONL, one message a line, in a new folder/transcript_<time>_<n>.jsonl:
+    whole or not at all, never over another file nor through a planted link, readable by this
+    user alone. The first and second of a second have names of one length, so the summary
+    that names one (and its token count) does not depend on when compactions fall."""
+    data = "".join(json.dumps(m, ensure_ascii=False) + "\n" for m in messages)
+    data = data.encode("utf-8")    # text that cannot be stored fails before a file is made
     stamp = time.strftime("%Y%m%d-%H%M%S")
-    return writer.numbered(folder, f"{stem}_{stamp}", ".jsonl", data, writer.PRIVATE)
+    return writer.numbered(folder, f"transcript_{stamp}", ".jsonl", data, writer.PRIVATE)
 
 
 def failed(exc: Exception, path=None, folder: Path = config.TRANSCRIPTS) -> bool:
@@ -277,10 +224,10 @@ def failed(exc: Exception, path=None, folder: Path = config.TRANSCRIPTS) -> bool
 
 def announce(run, before: int, after: int, threshold: int, summary: str, path: Path,
              counted=None) -> None:
-    """Layer 2 compacted: a note (and a warning if the summary alone is over the threshold),
-    and a mark in run.recorder for the session page. Both sizes are what the next request
-    sends, system prompt and tools included; counted is the part of `before` the API counted
-    (None: all of it estimated)."""
+    """Layer 2 compacted: a note naming the transcript as the user finds it (under demo/ in
+    --demo), a warning if the summary alone is over the threshold, a mark for the session
+    page. Sizes include the system prompt and tools; counted: the part of `before` the API
+    counted (None: all estimated)."""
     terminal.show_note(f"[compacted: {before:,} → ~{after:,} tokens (estimated: the next call "
                        f"counts it) · transcript {run.screen.where(path)}]")
     if after > threshold:
@@ -291,9 +238,8 @@ def announce(run, before: int, after: int, threshold: int, summary: str, path: P
 
 
 def compact_now(compact, messages: list, run, focus: str) -> None:
-    """/compact [focus]: layer 3, typed by a person (compact is s06's or s07's compaction).
-    The one REPL command that calls the model: it asks for the summary. Without a model (no
-    key, a history resumed with --continue) it is refused in one line; the history stays."""
+    """/compact [focus]: layer 3, typed by a person (compact: s06's or s07's). Without a
+    model (no key) it is refused in one line; the history stays."""
     if not messages:
         terminal.show_note("[nothing to compact yet]")
     elif run.client is None:

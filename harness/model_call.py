@@ -1,9 +1,7 @@
 """What the harness adds around one model call: s03's ask_model, and so every lesson's.
 
-s03 shows the call itself: the request going to the SDK's client.messages.stream(...), the SDK
-putting the reply together as its events arrive (get_final_message), and the loop reading the
-reply's stop_reason and tool_use blocks. This module wraps that in two calls a learner can skip
-on a first read:
+s03 shows the call (client.messages.stream, get_final_message, the loop reading stop_reason
+and the tool_use blocks); this module wraps it in two calls a learner may skip:
 
     with model_call.guard(run) as guard:           anything that fails: one line, naming the
         with client.messages.stream(**request) as stream:                   endpoint
@@ -11,39 +9,27 @@ on a first read:
             response = stream.get_final_message()
     return guard.checked(response, request)        the reply made safe to keep, and counted
 
-The reference API never needs most of this; proxies, gateways, llama-server and small models
-do. The SDK does the rest: it retries (the client's max_retries), and assembles the stream.
-Without each piece:
-- the guard's one line (EndpointError): an endpoint that answers HTML, breaks the stream's
-  rules (a delta before its block, a null text), drops the connection mid-reply, or sends an
-  error event, ends in a traceback deep in the SDK, or in a line that blames the key.
-- display: a slow model shows nothing for minutes, then a wall of text. quiet_serializer: a
-  count sent as text put pydantic's warning, lines of site-packages paths, on the terminal.
-- the watch on the stream (_Watch): an endpoint that sends message_start and then only pings
-  keeps the run waiting forever; httpx's timeout is per read, and each ping is a read.
-- checked(), the reply as the history keeps it: the SDK's objects (None fields, unknown and
-  server blocks, an input sent as JSON text, half an emoji) go back into the history, and the
-  next request is refused, or cannot be encoded, for every later call of the session.
-- a cut call (stop_reason max_tokens, or a stream that closed before message_delta): the last
-  call stopped half-written; running it writes half a file (task #1 completed while the model
-  was writing #17). It is left out of the history; when other calls ran, the next message
-  tells the model, and when it was the only one, the turn ends saying the answer was cut.
-- stop_reason made "tool_use" exactly when a complete call is in the reply: a server that says
-  end_turn beside a tool call loses that call, and one that says tool_use beside none sent an
-  empty user message next, which the API refuses. A refused reply (the API's classifier can
-  stop one inside a call) runs none of its calls: the call ran, half written, and the loop went
-  on past the refusal. Its answer is a Refused, so that cli takes the turn out of the history
-  (the API refuses again while it is there), and the API's explanation (stop_details) is shown.
-- unique ids (pairing.unique_ids): an endpoint that numbers its tool_use ids from 1 again
-  (after --continue, say) reuses an earlier call's id, or names one "call 1"; the API
-  refuses the request.
-- pause_turn (and "compaction", a pause after the API's summary): a turn the server paused
-  looks finished; checked() sends it back and the reply goes on (up to MAX_RESUMES, then
-  the answer says a prompt goes on; never a reply holding a call of ours, which runs).
-- the usage line and the run's record (session/recorder.py): the cost of a session is
-  invisible, and a local server that silently dropped the tools goes unnoticed. A summary the
-  API wrote (--api-context compact) is a call of its own: its usage is only in
-  usage.iterations (api_context.py).
+The SDK retries and assembles the stream; the rest is for proxies, gateways, llama-server and
+small models. Without each piece:
+- the guard's one line (EndpointError): HTML, a stream that breaks the rules, a connection
+  dropped mid-reply or an error event ends in a traceback deep in the SDK, or blames the key.
+- display: a slow model shows nothing for minutes, then a wall of text. quiet_serializer: an
+  odd count puts pydantic's warning, lines of site-packages paths, on the terminal.
+- _Watch: a stream of nothing but pings waits forever (httpx's timeout is per read).
+- checked(): the SDK's objects (None fields, unknown blocks, an input as JSON text, half an
+  emoji) go into the history, and every later request is refused or cannot be encoded.
+- a cut call (max_tokens, or a stream closed before message_delta): running it writes half
+  a file. It is left out; the next message tells the model, or, alone, the answer says so.
+- stop_reason "tool_use" exactly when a complete call is in the reply: end_turn beside a
+  call loses it; tool_use beside none sends an empty user message, which the API refuses. A
+  refusal runs none of its calls, shows the API's explanation (stop_details), and answers a
+  Refused, which cli takes out of the history (the API refuses again while it is there).
+- pairing.unique_ids: an id numbered from 1 again (after --continue) or one like "call 1"
+  gets the next request refused.
+- pause_turn (and "compaction"): a paused turn looks finished; checked() resumes it, up to
+  MAX_RESUMES (then the answer says to prompt on), never a reply holding a call of ours.
+- _count, the usage line and the run's record: the cost is invisible, and a local server that
+  dropped the tools goes unnoticed.
 """
 
 import contextlib
@@ -68,7 +54,6 @@ ENDED = {"max_tokens": "[answer cut: the model reached max_tokens]",
          pairing.ENDED_EARLY: "[answer cut: the endpoint ended the stream before the reply was "
                               "complete]",
          "refusal": "[the model refused to continue with this request]"}
-# Still paused after MAX_RESUMES resumes: the turn is not finished, and a prompt goes on.
 PAUSED = ("[the server paused this turn more often than the harness resumes it: send a "
           "prompt such as 'go on' to continue it]")
 ENDED.update(dict.fromkeys(RESUMED, PAUSED))
@@ -81,8 +66,7 @@ ODD_STREAM = (ValueError, TypeError, LookupError, AttributeError, AssertionError
 
 
 class Refused(str):
-    """The answer of a reply the API refused (stop_reason "refusal"): cli takes the turn out of
-    the history, as the API asks; a conversation that still holds it is refused again."""
+    """The answer of a reply the API refused: cli takes the turn out of the history."""
 
 
 @dataclass
@@ -94,8 +78,7 @@ class Response:
     said: str = ""                  # the model's own words ("" if none): a summary, say
     late: object = None             # a note made after the calls ran (s07's board, api_context)
     early: list = field(default_factory=list)   # notes for the next user message, made now
-    # The tool_use blocks to run, in order: as in content, but each input as the model sent
-    # it (content holds an object, which the API takes back; an odd server may send text).
+    # The calls to run, in order, each input as the model sent it (content holds an object).
     tool_uses: list = field(default_factory=list)
 
     @property
@@ -121,15 +104,9 @@ class Response:
         return shown or "(the model returned no text)"
 
 
-def guard(run) -> "Guard":
-    return Guard(run)
-
-
 @contextlib.contextmanager
 def quiet_serializer():
-    """The SDK's stream serialises each event with pydantic, which warns, in lines of
-    site-packages paths on the user's terminal, when an endpoint sent an odd shape (a count
-    as text, usage.iterations that is no list). The harness says what was odd in one note."""
+    """pydantic's serializer warnings off: the harness says what was odd in one note."""
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message="Pydantic serializer warnings",
                                 category=UserWarning)
@@ -160,8 +137,8 @@ class Guard:
         raise EndpointError(self._line(exc)) from None
 
     def display(self, stream) -> None:
-        """Each event of the stream on the screen as it arrives, under a watch that closes a
-        stream sending nothing but pings for API_TIMEOUT."""
+        """Each event on the screen as it arrives; a stream of only pings for API_TIMEOUT is
+        closed."""
         self.answer_type = stream.response.headers.get("content-type", "no type")
         with _Watch(config.api_timeout(), stream.close) as self.watch, quiet_serializer():
             try:
@@ -191,8 +168,7 @@ class Guard:
                     f"API_TIMEOUT={timeout:g}s (keep-alive pings do not count): the turn was "
                     "abandoned; try again")
         if isinstance(exc, (anthropic.APIConnectionError, httpx.TransportError)):
-            # Told apart by when it happened, not by its class: SDK 2.17 wraps a read that
-            # fails mid-stream in APIConnectionError, where 2.16 let httpx's own through.
+            # Told apart by when it happened: SDK versions wrap a failed read differently.
             if self.began:
                 return errors.dropped(exc.__cause__ or exc, self.where, timeout)
             return config.api_error_line(exc, client)
@@ -231,16 +207,15 @@ class Guard:
         # signature) the API would refuse.
         if not self.ended and content and content[-1]["type"] not in ("text", "tool_use"):
             content.pop()
-        # In a log or a pipe, the reply's words come before its usage line, as on a terminal;
-        # a final answer's usage line waits for the answer (terminal.print_answer).
+        # The reply's words come before its usage line, as on a terminal; a final answer's
+        # usage line waits for the answer (terminal.print_answer).
         if _has_calls(content):
             terminal.show_reply_text(_said(content))
         else:
             self.run.screen.hold_usage(self.run.recorder.label)
         _count(self.run, response, request)
-        # The server paused a long turn: send what it wrote back, and it goes on. (Not a
-        # reply that holds a call of ours: sent back without its result, the API refuses
-        # it; its calls run instead.)
+        # The server paused a long turn: send what it wrote back, and it goes on. Not a
+        # reply holding a call of ours: sent back without its result, the API refuses it.
         resumes = 0
         while stop_reason in RESUMED and resumes < MAX_RESUMES and not _has_calls(content):
             resumes += 1
@@ -264,24 +239,25 @@ class Guard:
                                f"{cut['name']} call: it was not run]")
             early.append(pairing.cut_note(cut["name"], stop_reason))
         content = content or [{"type": "text", "text": "(no text)"}]
-        # An endpoint that numbers its ids from 1 again would reuse an earlier call's id.
         sent = pairing.unique_ids(request["messages"], {"content": content})["content"]
         calls = [b for b in sent if b["type"] == "tool_use"]
-        message = {"content": _as_history(sent)}
-        said = _said(message["content"])
+        content = _as_history(sent)
         if calls:
             stop_reason = "tool_use"            # whatever the server said beside a call
         elif stop_reason == "tool_use":
             stop_reason = "end_turn"            # no call to run: the turn is over
         late = None
         if setting is not None:                  # s07's board after the API's summary
-            late = setting.after_summary(message["content"])
+            late = setting.after_summary(content)
         if late is not None and not calls:
             # The turn ends here: the note follows it, in a message of its own (cli).
             self.run.carried.append({"type": "text", "text": late()})
             late = None
-        return Response(message["content"], stop_reason, response.usage, said, late, early,
+        return Response(content, stop_reason, response.usage, _said(content), late, early,
                         calls)
+
+
+guard = Guard       # s03 writes model_call.guard(run)
 
 
 def _resumed(run, request: dict, content: list) -> tuple:
@@ -311,15 +287,12 @@ def _has_calls(content: list) -> bool:
 
 def _plain(content: list) -> list:
     """The SDK's blocks as plain dicts, every string sendable (half an emoji mended)."""
-    blocks = []
-    for block in content:
-        blocks.append(block.model_dump(mode="json", exclude_none=True, warnings=False))
-    return clean_json(blocks)
+    return clean_json([block.model_dump(mode="json", exclude_none=True, warnings=False)
+                       for block in content])
 
 
 def _check_shape(response, stop_reason, where: str) -> None:
-    """EndpointError unless the reply has what the loop reads: a list of blocks, and a stop
-    reason that is a word (or none: a server that leaves it out)."""
+    """EndpointError unless content is a list and stop_reason a word (or none)."""
     if not isinstance(response.content, list):
         raise EndpointError(errors.malformed(where, "a message_start without content (is "
                                                     "ANTHROPIC_BASE_URL the Messages API?)"))
@@ -329,8 +302,8 @@ def _check_shape(response, stop_reason, where: str) -> None:
 
 
 def _checked_calls(content: list, where: str) -> list:
-    """The blocks, each call's id and name checked: they pair it with its result and pick the
-    tool. A call without an input gets None: the SDK leaves out an input sent as null."""
+    """The blocks, EndpointError unless each call has an id and a name (they pair it with its
+    result and pick the tool); a call the SDK gave no input (sent as null) gets None."""
     for block in content:
         if block.get("type") != "tool_use":
             continue
@@ -344,8 +317,7 @@ def _checked_calls(content: list, where: str) -> list:
 
 
 def _as_history(calls: list) -> list:
-    """Each call with its input as an object, which the API takes back (JSON text decoded,
-    as some endpoints send it; anything else {}): new blocks, the calls left as sent."""
+    """New blocks, each call's input an object the API takes back (JSON text decoded, else {})."""
     kept = []
     for block in calls:
         if block["type"] == "tool_use" and not isinstance(block.get("input"), dict):
@@ -355,8 +327,7 @@ def _as_history(calls: list) -> list:
 
 
 def _kept(content: list, kinds: set) -> list:
-    """The blocks the history keeps: the kinds it sends back, no empty text, no unsigned
-    thinking."""
+    """The blocks of the kinds the history keeps, without empty text or unsigned thinking."""
     kept = []
     for block in content:
         if block.get("type") not in kinds:
@@ -388,11 +359,11 @@ def _said(content: list) -> str:
 
 
 def _count(run, response, request: dict) -> None:
-    """The usage line, the run's record, and once a session the dropped-tools warning. A
-    summary the API wrote first is a call of its own (billed, and only in usage.iterations),
-    recorded before the reply's, with the compaction it made (api_context's count())."""
+    """The usage line, the run's record, and once a session the dropped-tools warning. The
+    API's own summary, a call of its own (only in usage.iterations), goes first
+    (api_context's count())."""
     recorder, usage, setting = run.recorder, response.usage, run.api_context
-    if setting is not None:                      # the API's own summary: a call of its own
+    if setting is not None:
         setting.count(run, response)
     counts = tokens.usage_counts(usage)
     label = recorder.label
@@ -438,3 +409,4 @@ class _Watch:
                 self.close()
                 return
             self._moved.clear()
+

@@ -2,34 +2,21 @@
 
 The API refuses a whole request (400), on every later turn, for one tool_use without its
 result, a result without its call, a tool_use id used twice, or a tool input that is not a
-JSON object. This module is the one place that keeps that rule. Relied on by model_call (each
-reply: its ids made unique, the note for a call cut off mid-way), tool_calls (the results of a
-batch Ctrl-C interrupted), cli (the history after a failed turn, and the calls that ran in
-it) and session/log.py (a saved session rebuilt valid on --continue). The stand-in API
-(stand_in/rules.py) checks the same rule on every request, on purpose separately: it plays the
-real API, an independent judge, and a check of this module by itself would catch nothing.
+JSON object. This module alone keeps that rule, for model_call (each reply), tool_calls
+(Ctrl-C), cli (a failed turn) and session/log.py (--continue). The stand-in API checks the
+same rule separately, on purpose: it plays the real API, an independent judge.
 Without each piece:
-- unique_ids: an endpoint that numbers its tool_use ids from 1 in each process reuses them
-  after --continue; the API refuses the request, and layer 1 takes the new result for an old
-  one it already cleared ("[Previous: used bash]").
-  An id of other characters than ID's (a local server's "call 1") is renamed too: a session
-  with one could never go to the API, nor be resumed there (repair renames it as well).
-- cut_note: a reply cut by max_tokens ends in a half-written call, which model_call leaves
-  out of the history (so it is owed no result); the model is told which call was not run.
-- input_object: a tool input sent, or saved, as JSON text ('{"command": "ls"}') is not the
-  object the API takes back; the next request is refused.
-- after_ctrl_c (INTERRUPTED, NOT_RUN): Ctrl-C in the middle of a batch would lose every
-  result of it. Instead every call gets one: those that ran their own, the one that was
-  running "it may have acted" (it may have written a file), the rest "not run".
-- ran_calls: after a failed turn the user is told the wrong number of calls kept, and a turn
-  whose calls never ran is kept instead of undone.
-- keep_completed: after a failed or abandoned turn the model forgets the tool calls that
-  already ran (and wrote files), and does them again; or, after a compaction in that turn,
-  the history is left with a tool call and no result.
-- repair (Rebuild, STOPPED): a session that stopped in the middle of a batch, or a hand-edited
-  or torn log, could never be resumed: its history is refused. repair keeps every call that
-  ran with its result, answers the one that was running STOPPED ("it may have acted") so the
-  model checks before doing it again, and leaves out the calls that never ran.
+- unique_ids: an endpoint that numbers its ids from 1 in each process reuses them after
+  --continue (the API refuses; layer 1 takes the new result for one it cleared); an id like
+  a local server's "call 1" could never go to the API.
+- cut_note: the model is not told that its call, cut by max_tokens, was not run.
+- input_object: a tool input sent or saved as JSON text gets the next request refused.
+- after_ctrl_c: Ctrl-C in the middle of a batch loses every result of it.
+- ran_calls: a failed turn is told with the wrong number of calls kept, or kept unrun.
+- keep_completed: after a failed turn the model forgets the calls that ran (and wrote files)
+  and does them again, or a compaction in that turn leaves a call without its result.
+- repair (Rebuild): a session stopped mid-batch, or a hand-edited or torn log, could never
+  be resumed.
 """
 
 import json
@@ -51,10 +38,8 @@ STOPPED = "interrupted; it may have acted"   # the result of a call running when
 # ---------------------------------------------------------------- a new reply
 
 def unique_ids(history: list[dict], message: dict) -> dict:
-    """message (a new reply), with each tool_use id that history or the message already used,
-    or that the API would refuse (only letters, digits, _ and -: a local server's "call 1"),
-    renamed; message itself if none is. Call it before appending the reply, and answer each
-    call under the id in the returned message: its tool_use blocks keep their order."""
+    """message (a new reply, not yet appended) with each tool_use id that is used already, or
+    that the API refuses (not ID: "call 1"), renamed, in order; message itself if none is."""
     content = message.get("content")
     if not isinstance(content, list):
         return message
@@ -82,9 +67,8 @@ def cut_note(name: str, stop_reason: str) -> dict:
 
 
 def input_object(given: object) -> dict | None:
-    """A tool input as the API takes it back: the object itself, or decoded from JSON text;
-    None if it is neither (json.loads only parses data: the model's text is never run). Half an
-    emoji escaped in the text ("\\ud83d") is mended, or it would poison the history."""
+    """A tool input as the API takes it back: the object, or one decoded from JSON text (half
+    an emoji in it mended); None if it is neither."""
     if isinstance(given, dict):
         return given
     try:
@@ -96,45 +80,48 @@ def input_object(given: object) -> dict | None:
 
 # ---------------------------------------------------------------- reading a history
 
+def each_block(messages: list):
+    """(index, message, block) for each block (a dict) of each message's list content."""
+    for n, message in enumerate(messages):
+        content = message.get("content") if isinstance(message, dict) else None
+        for block in content if isinstance(content, list) else []:
+            if isinstance(block, dict):
+                yield n, message, block
+
+
+def tool_id(block: dict):
+    """The tool id a tool_use or a tool_result block names, or None."""
+    return block.get("tool_use_id") or block.get("id")
+
+
 def tool_pairs(messages: list) -> list:
     """(tool_use, tool_result) of every call the history answered, oldest first."""
     calls, pairs = {}, []
-    for message in messages:
-        content = message.get("content") if isinstance(message, dict) else None
-        for block in content if isinstance(content, list) else []:
-            if not isinstance(block, dict):
-                continue
-            if block.get("type") == "tool_use" and message.get("role") == "assistant":
-                calls[block.get("id")] = block
-            elif block.get("type") == "tool_result" and message.get("role") == "user":
-                call = calls.get(block.get("tool_use_id"))
-                if call is not None:
-                    pairs.append((call, block))
+    for _, message, block in each_block(messages):
+        if block.get("type") == "tool_use" and message.get("role") == "assistant":
+            calls[block.get("id")] = block
+        elif block.get("type") == "tool_result" and message.get("role") == "user":
+            call = calls.get(block.get("tool_use_id"))
+            if call is not None:
+                pairs.append((call, block))
     return pairs
 
 
 def newest_ids(messages: list) -> set:
-    """The tool ids of the newest reply and its results: the model wrote those calls and has
-    not seen those results yet."""
-    ids = set()
-    for message in messages[-2:]:
-        content = message.get("content")
-        for block in content if isinstance(content, list) else []:
-            if isinstance(block, dict):
-                ids.add(block.get("id") or block.get("tool_use_id"))
-    return ids - {None}
+    """The tool ids of the newest reply and its results (the model has not seen those yet)."""
+    return {tool_id(block) for _, _, block in each_block(messages[-2:])} - {None}
 
 
 # ---------------------------------------------------------------- a turn that did not finish
 
 def stopped(call, what: str) -> dict:
-    """The tool_result of a call Ctrl-C interrupted (INTERRUPTED) or kept from running."""
+    """The error tool_result that says a call was stopped, and how (what)."""
     return {"type": "tool_result", "tool_use_id": call["id"], "content": what, "is_error": True}
 
 
 def after_ctrl_c(calls: list, results: list) -> list:
-    """One tool_result for every call of a batch Ctrl-C stopped, in order: the results of the
-    calls that ran, INTERRUPTED for the one running, NOT_RUN for the rest."""
+    """A result for every call of a batch Ctrl-C stopped: those that ran theirs, the one
+    running INTERRUPTED ("it may have acted"), the rest NOT_RUN."""
     done = len(results)
     rest = [stopped(calls[done], INTERRUPTED)] if done < len(calls) else []
     for call in calls[done + 1:]:
@@ -144,28 +131,19 @@ def after_ctrl_c(calls: list, results: list) -> list:
 
 def ran_calls(messages: list) -> int:
     """Tool results of calls that ran (one Ctrl-C kept from running says NOT_RUN)."""
-    count = 0
-    for message in messages:
-        content = message.get("content") if message["role"] == "user" else None
-        for block in content if isinstance(content, list) else []:
-            if isinstance(block, dict) and block.get("type") == "tool_result" \
-                    and block.get("content") != NOT_RUN:
-                count += 1
-    return count
+    return sum(message["role"] == "user" and block.get("type") == "tool_result"
+               and block.get("content") != NOT_RUN for _, message, block in each_block(messages))
 
 
 def keep_completed(messages: list, saved: int, prompt: dict, results: list | None,
                    ran: list) -> tuple[bool, int]:
-    """After a failed turn, in place: a history the API accepts that keeps what was done,
-    every tool call that ran with its result. (compacted, the calls that ran).
+    """After a failed turn, in place: a history the API accepts, keeping every call that ran
+    with its result; returns (compacted, the calls that ran).
 
-    saved: the history's length before the turn, prompt: the turn's own message. results
-    (from ToolsInterrupted) answer every call of the last assistant message; ran: the results
-    the session log was given since its last message (the calls of a last, unanswered reply
-    that ran). The one that was running gets STOPPED, the calls after it are left out. A turn
-    with no call that ran is undone. If a compaction replaced the history during the turn
-    (the prompt is no longer in it), the turn cannot be undone: the history goes on from the
-    summary.
+    saved: the history's length before the turn; prompt: the turn's message; results (from
+    ToolsInterrupted) answer the last reply's calls; ran: the results the session log got
+    since its last message. Repaired as repair() does; a turn with no call that ran is undone;
+    one a compaction replaced the history in (the prompt is gone) goes on from the summary.
     """
     if results and messages and messages[-1]["role"] == "assistant":
         messages.append({"role": "user", "content": results})
@@ -187,17 +165,14 @@ def keep_completed(messages: list, saved: int, prompt: dict, results: list | Non
 def repair(history: list[dict], ran: list[dict] | None = None) -> tuple[list[dict], int]:
     """(a history the API accepts, tool calls left out).
 
-    A tool_use is kept if the next message answers it. If it is the last message (the batch was
-    running when the session stopped), its calls are answered from ran (the results written one
-    by one), the first call without a result gets STOPPED (it may have acted), and the calls
-    after it are left out: the calls of a batch run one at a time, so those never ran. A
-    tool_result is kept only if it answers the message just before it, once; results come first
-    in their message; the first message is the user's (or opens with a compaction block, the
-    API's summary); no empty text; a tool_use id used twice, or one the API refuses (a local
-    server's "call 1"), gets a new one (its result too); a tool input saved as JSON text is
-    decoded, and a call whose input is not a JSON object is left out with its result.
-    Messages that need no change are returned as the same objects, so that the session log
-    afterwards writes only what changed.
+    A tool_use is kept if the next message answers it. In the last message (its batch was
+    running when the session stopped) its calls are answered from ran; the first without a
+    result gets STOPPED (it may have acted) and those after it, which never ran, are left out.
+    A tool_result is kept only if it answers the message before it, once, and comes first in
+    its message; the first message is the user's (or opens with the API's summary, a
+    compaction block); no empty text; a reused or refused id is renamed (its result too); an
+    input saved as JSON text is decoded; a call whose input is no object goes, with its result.
+    Messages that need no change stay the same objects: the session log writes only changes.
     """
     rebuilt = Rebuild(history, ran or [])
     return rebuilt.messages, rebuilt.dropped
@@ -223,11 +198,10 @@ class Rebuild:
                 owed = None
 
     def _reply(self, message: dict, following, ran: list, running: bool) -> list | None:
-        """Keep the reply with the calls that can be answered; return the results the next
-        message owes them. running: the reply is the last message, so its batch was running."""
+        """Keep the reply with its answerable calls; return the results the next message owes
+        them. running: the reply is the last message, so its batch was running."""
         blocks = _blocks(message.get("content"))
-        # The first message must be the user's, or open with the API's summary (a compaction
-        # block stands for all that came before it: a resumed session starts there).
+        # The first message must be the user's, or open with the API's summary.
         if not self.messages and not (blocks and blocks[0]["type"] == "compaction"):
             self.dropped += sum(b["type"] == "tool_use" for b in blocks)
             return None
@@ -235,11 +209,7 @@ class Rebuild:
         kept, results = self._calls(blocks, answers, running)
         if not kept:
             return None
-        content = message.get("content")
-        if isinstance(content, str) or _same(kept, content):   # nothing changed: the same object
-            self.messages.append(message)
-        else:
-            self.messages.append({**message, "content": kept})
+        self._keep(message, kept)
         if isinstance(following, dict) and following.get("role") == "user":
             return results
         if results:                        # no user message follows: one for the results
@@ -250,7 +220,9 @@ class Rebuild:
         """(the blocks kept, the results of their calls in order)."""
         by_id: dict = {}                   # id -> its results in order (an id twice: two)
         for block in answers:
-            if isinstance(block.get("tool_use_id"), str) and _sendable_result(block):
+            # The API takes a result's content as none, a string or a list of blocks.
+            if isinstance(block.get("tool_use_id"), str) \
+                    and isinstance(block.get("content", ""), (str, list)):
                 by_id.setdefault(block["tool_use_id"], []).append(block)
         kept, results = [], []
         marked = False                     # STOPPED goes to one call: the one running
@@ -264,8 +236,7 @@ class Rebuild:
             queue = by_id.get(call["id"], []) if call is not None else []
             answer = queue.pop(0) if queue else None
             if call is not None and answer is None and running and not marked:
-                answer = {"type": "tool_result", "tool_use_id": call["id"],
-                          "content": STOPPED, "is_error": True}
+                answer = stopped(call, STOPPED)
                 marked = True
                 self.interrupted += 1
             if call is None or answer is None:
@@ -287,13 +258,17 @@ class Rebuild:
         """Keep a user message: the results owed to the reply before it first, then the rest."""
         blocks = _blocks(message.get("content"))
         content = owed + [b for b in blocks if b["type"] not in ("tool_result", "tool_use")]
-        if not content:
-            return
-        text = message.get("content")
-        if isinstance(text, str) or _same(content, text):   # a prompt stays the string it was
-            self.messages.append(message)
-        else:
-            self.messages.append({**message, "content": content})
+        if content:
+            self._keep(message, content)
+
+    def _keep(self, message: dict, blocks: list) -> None:
+        """Keep message with these blocks: the same object if they are all its own, in order
+        (a prompt stays the string it was)."""
+        content = message.get("content")
+        same = isinstance(content, str) or (
+            isinstance(content, list) and len(blocks) == len(content)
+            and all(a is b for a, b in zip(blocks, content, strict=True)))
+        self.messages.append(message if same else {**message, "content": blocks})
 
 
 def _blocks(content) -> list[dict]:
@@ -323,28 +298,13 @@ def _sendable(call: dict) -> dict | None:
     return call if given is call.get("input") else {**call, "input": given}
 
 
-def _sendable_result(block: dict) -> bool:
-    """Whether the API takes this tool_result's content: none, a string or a list of blocks."""
-    return isinstance(block.get("content", ""), (str, list))
-
-
-def _same(blocks: list, content) -> bool:
-    """Whether blocks are content's own blocks, all of them, in order (nothing was changed)."""
-    return (isinstance(content, list) and len(blocks) == len(content)
-            and all(a is b for a, b in zip(blocks, content, strict=True)))
-
-
 def _ids_in(history: list) -> set:
     """Every tool_use id, and every id a tool_result names, in history."""
     ids = set()
-    for message in history:
-        content = message.get("content") if isinstance(message, dict) else None
-        for block in content if isinstance(content, list) else []:
-            if not isinstance(block, dict):
-                continue
-            named = block.get("id") if block.get("type") == "tool_use" else block.get("tool_use_id")
-            if isinstance(named, str):
-                ids.add(named)
+    for _, _, block in each_block(history):
+        named = block.get("id") if block.get("type") == "tool_use" else block.get("tool_use_id")
+        if isinstance(named, str):
+            ids.add(named)
     return ids
 
 

@@ -1,12 +1,10 @@
 """The anthropic SDK, loaded on first use.
 
-Relied on by config (the client), model_call (the SDK's errors, and httpx's for a
-connection lost mid-reply) and errors (what an API error says). Importing the SDK takes
-about 2.5 s; `--help`, a usage error, a REPL without a key and importing a lesson need none
-of it. So the modules name it at their top, where a reader sees
-what they need (`from harness.sdk import anthropic`), and it loads when first touched
-(importlib's LazyLoader, the standard library's recipe). Without it, every one of those costs
-2.5 s, and a missing SDK is a traceback at import instead of one line from cli.
+Relied on by config (the client), model_call (the SDK's errors, and httpx's) and errors.
+Importing the SDK takes about 2.5 s, which `--help`, a usage error, a REPL without a key and
+importing a lesson do not need; so it loads when first touched (importlib's LazyLoader).
+Without it each of those waits, and a missing SDK is a traceback at import instead of cli's
+one line.
 """
 
 import importlib.util
