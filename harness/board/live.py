@@ -105,8 +105,7 @@ def _fingerprint(task: dict) -> tuple:
 
 
 class BoardWatcher:
-    """Changes other agents made since the last call: LISTEN/NOTIFY on PostgreSQL, scans on a
-    folder."""
+    """Other agents' changes: LISTEN/NOTIFY on PostgreSQL, scans compared on a folder."""
 
     def __init__(self, store, me: str):
         self.store, self.me = store, me

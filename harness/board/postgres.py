@@ -285,10 +285,8 @@ class PostgresTasks:
                             "write a / or @ in the user name or password as %2F or %40") from None
             raise error(connect_problem(exc, self.name, secrets_in(self._url))) from None
         self.backend_pids.add(conn.info.backend_pid)
-        # The password libpq used, wherever it found it (the URL, PGPASSWORD, a password file,
-        # a service file): no command the agent runs may see a variable that holds it.
+        # Wherever libpq found it (the URL, PGPASSWORD, a password file, a service file).
         config.hide_from_commands(conn.info.password)
-        # Waits and statements are bounded: a lock held by a session left open is reported.
         conn.execute("SELECT set_config('lock_timeout', %s, false), "
                      "set_config('statement_timeout', %s, false)",
                      (f"{LOCK_TIMEOUT * 1000:.0f}ms", f"{STATEMENT_TIMEOUT * 1000:.0f}ms"))
@@ -307,10 +305,9 @@ class PostgresTasks:
         with self._talking("read the tasks"):
             if self._conn.execute(version).fetchone()[0] == SCHEMA_VERSION:
                 return
-        # A lock of the session, not of a transaction: after the wait, the check runs in a new
-        # transaction, which sees the tables another agent just made (one that waited inside
-        # a transaction could still see them missing, make them again, and deadlock with an
-        # agent already using them).
+        # A session's lock, not a transaction's: after the wait, a new transaction sees the
+        # tables another agent just made (one that waited inside a transaction could make
+        # them again, and deadlock with an agent using them).
         with self._talking("create the tables"):
             self._conn.execute("SELECT pg_advisory_lock(%s)", (SCHEMA_LOCK,))
             try:
@@ -481,8 +478,7 @@ class PostgresTasks:
         return numbers
 
     def load(self, task_id: int) -> dict:
-        """One task, read now (never from the cache), or ValueError: missing (and which exist),
-        or not usable (and why)."""
+        """Read now, never from the cache (TaskStore.load)."""
         with self._mutex, self._talking(f"read task #{task_id}"):
             row = self._connection().execute(SELECT + " WHERE id = %s", (task_id,)).fetchone()
         if row is None:

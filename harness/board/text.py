@@ -12,8 +12,8 @@ words it. Without each piece:
 - reopened / no_longer_waiting: reopening a finished task does not re-block what it freed, and
   deleting one frees its dependents though the work was never done; unsaid, a model believes
   otherwise.
-- theirs / taken_over: a model that started a task another agent had just completed reopened
-  it without a word, and that agent's work was lost.
+- theirs / taken_over: a refusal (claims.py) would not say whose the task is, nor how a
+  person takes it over.
 """
 
 import json
