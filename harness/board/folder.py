@@ -4,9 +4,10 @@ board.open_store makes the folder store as remembering(TaskFolder): s07's method
 and Remembering, mixed in around them, guards and remembers. What each override adds:
 
     Remembering's        adds to s07's TaskFolder method
-    locked()             a thread mutex; forgets what it remembers when .lock's stamp changed
-                         (another agent wrote); the sweep, once; a new stamp after a write; on
-                         an exception, removes the files reserve() made
+    locked()             a thread mutex; forgets the ids and the board it remembers when
+                         .lock's stamp changed (another agent wrote); the sweep, once per
+                         board; a new stamp after a write; on an exception, removes the files
+                         reserve() made
     ids(), scan()        under the lock, from memory while no other agent wrote (scan: not
                          with validate, which lists the folder and checks each file's stat)
     read()               the task remembered while its file's (size, mtime_ns, inode) is the same
