@@ -12,14 +12,15 @@
     (live.py, commands.py and checklist.py load with the command line, in s07's main():
     importing s07 loads none of them)
 
-choose() is where a run's board and name come from (--board or TASK_BOARD, --name or
-AGENT_NAME): without it, every agent is on ./.tasks under one name; without its warning, a
-password given with --board is seen in `ps` by every user of the machine, and nothing says so.
-open_store() picks the store from the location. Every way to name a board goes through it
-(--board, TASK_BOARD, s07's TaskManager, the demo). Without postgres_url(), an address that is
-not spelt exactly postgresql:// (SQLAlchemy's postgresql+psycopg://, PostgreSQL://, mysql://)
-became a folder named after it, password and all, and that name reached the model in every
-board it was shown. Without shown() and secrets_in(), a board's password reached an error line.
+Without each piece:
+- choose(): every agent is on ./.tasks under one name (it reads --board or TASK_BOARD, --name
+  or AGENT_NAME); without its warning, a password in --board shows in `ps` to every user of
+  the machine, unsaid.
+- open_store(): the one way from a location to a store (--board, TASK_BOARD, s07's
+  TaskManager, the demo).
+- postgres_url(): an address not spelt postgresql:// (postgresql+psycopg://, PostgreSQL://,
+  mysql://) became a folder named after it, password and all, shown to the model.
+- shown() and secrets_in(): a board's password reached an error line.
 """
 
 import os
@@ -50,7 +51,6 @@ PASSWORD_WARNING = ("warning: a password in --board shows in `ps` to every user 
 def choose(run, tasks, default, args) -> str:
     """--board or TASK_BOARD (else default): which board; --name or AGENT_NAME: who we are.
     Set anew on every run (s07's start). Returns the word for the REPL's banner."""
-    # A command line shows in `ps` to every user of this machine; the environment does not.
     if args.board and password_in(args.board):
         terminal.show_note(PASSWORD_WARNING)
     tasks.use(args.board or os.environ.get("TASK_BOARD") or default)
@@ -63,8 +63,8 @@ def choose(run, tasks, default, args) -> str:
 
 def open_store(location: object, folder_store):
     """A folder (".tasks", a Path), kept by folder_store (s07's TaskFolder) made safe and
-    fast (folder.py), or a PostgreSQL URL (postgres.py, and psycopg, loaded only then). Any
-    other address is refused (SetupError), in one line that shows no password."""
+    fast (folder.py), or a PostgreSQL URL (postgres.py, and psycopg, loaded only then); any
+    other address is a SetupError, in one line that shows no password."""
     url = None if isinstance(location, os.PathLike) else postgres_url(str(location))
     if url:
         from harness.board import postgres
@@ -98,10 +98,9 @@ def postgres_url(text: str) -> str | None:
 def shown(url: str) -> str:
     """The URL with its password as ***, to show and to log: postgresql://user:***@host/db.
 
-    Read as libpq reads it, not as urlsplit does: a password may hold ? # / or @ (they should
-    be percent-encoded, but often are not), and urlsplit would cut it there and show the rest.
-    Everything up to the last @ is the user and the password; a password= in the query is
-    hidden too. When in doubt it hides too much, never too little.
+    Read as libpq reads it, not as urlsplit does: a password may hold ? # / or @ unencoded,
+    where urlsplit would cut it and show the rest. All up to the last @ is the user and the
+    password; a password= in the query is hidden too. In doubt, it hides too much.
     """
     scheme, sep, rest = url.partition("://")
     user_part, at, host_part = rest.rpartition("@")

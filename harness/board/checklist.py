@@ -1,29 +1,27 @@
 """From a todo list to the board: /task import FILE turns a Markdown checklist into tasks.
 
-Relied on by s07's REPL: its /task command calls import_checklist(TASKS, path) and prints what
-it returns. A plan written in s03's style, as a checklist:
+Relied on by s07's REPL: /task import calls import_checklist(TASKS, path) and prints what it
+returns. A plan in s03's style, as a checklist:
 
     # Plan                       <- headings and blank lines are skipped
     - [x] Design the data model  <- becomes a completed task
     - [ ] Implement the API      <- becomes a pending task, in the order of the file
 
 Without each piece:
-- every line checked before any task is made: a typo on line 9 would leave 8 tasks on the board
-  and a second import would make them twice; now a file with any bad line imports nothing.
-- one lock, one transaction: the tasks are made at the store level inside one locked(), which
-  on PostgreSQL is one transaction and on the folder removes what it made if anything fails,
-  Ctrl-C included. A server that goes away at item 3, or an impatient Ctrl-C, imports nothing,
-  and importing again does not make anything twice. (A kill -9 is another matter on the
-  folder, which has no journal: the tasks made so far stay. PostgreSQL rolls it back.)
-- line numbers in the refusal, the first few only (BAD_SHOWN) and a count: "bad checklist"
-  alone sends the user hunting through the file; 100,000 bad lines listed made a 7 MB error.
-  A bad line's number and why, never its text: /task import .env showed an API key in full.
-- the same checks as task_create (check_text): a 10,000-character line or a NUL is refused
-  here, by line number, not by the store halfway through.
-- a size cap read as a cap (at most CHECKLIST_MAX + 1 bytes are read): a 3 GB file pointed at
-  by mistake was read whole (10 s, 3.2 GB of memory) before being refused.
+- every line checked before any task is made: a typo on line 9 left 8 tasks on the board, and
+  a second import made them twice.
+- one locked(), at the store level: one transaction on PostgreSQL; on the folder, what was
+  made is removed if anything fails, Ctrl-C included. A failure imports nothing, so a second
+  import makes nothing twice. (A kill -9 keeps what the folder made so far: it has no
+  journal. PostgreSQL rolls it back.)
+- bad lines by number, the first BAD_SHOWN and a count, never their text: "bad checklist"
+  alone sent the user hunting; 100,000 bad lines made a 7 MB error; /task import .env showed
+  an API key.
+- check_text, as task_create: a 10,000-character line or a NUL is refused here, by line
+  number, not by the store halfway through.
+- at most CHECKLIST_MAX + 1 bytes read: a 3 GB file was read whole before being refused.
 - UTF-8 and a regular file: a binary file, a FIFO or a folder is one clear line.
-- a progress line every PROGRESS_EVERY items: 24,000 items take seconds, and silence looks hung.
+- a progress line every PROGRESS_EVERY items: 24,000 items take seconds; silence looks hung.
 """
 
 import re
@@ -88,11 +86,8 @@ def read_checklist(path: Path) -> str:
 
 
 def import_checklist(manager, path) -> str:
-    """Each item becomes a task on manager's board (s07's TaskManager), in order; checked ones
-    completed. All or nothing: one locked() of manager.store holds every reservation.
-
-    Returns the lines to print: one per task, with its id.
-    """
+    """Each item a task on manager's board (s07's TaskManager), in order, checked ones
+    completed; all or nothing (one locked()). Returns a heading, then a line per task."""
     path = Path(path)
     items = parse_checklist(read_checklist(path))
     store, made = manager.store, []

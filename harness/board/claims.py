@@ -1,14 +1,13 @@
 """Who owns a task: the claims of several agents (and people) that share one board.
 
-s07's TaskManager calls check() in every task_update, before anything is written. A lone agent
-never meets these rules; agents that share a board (--name, a postgresql:// board) do. Starting
-or completing a task claims it; another agent's task in progress, or completed, is theirs,
-unless a person takes it over or reopens it (/task start, /task done: force); back to pending
-frees it. Without each rule:
+s07's TaskManager calls check() in every task_update, before anything is written. Starting or
+completing a task claims it; another agent's task in progress, or completed, is theirs, unless
+a person takes it over or reopens it (/task start, /task done: force); back to pending frees
+it. A lone agent never meets these rules. Without each rule:
 - theirs: a model that started a task another agent had just completed reopened it without a
   word, and that agent's work, and its record of whom it freed, were lost.
-- in your own name: a model could start, complete or delete a task as another agent (owner
-  "bob"), or name bob the owner of the task it had started, and the board would say bob did it.
+- in your own name: a model could start, complete or delete a task as "bob", or name bob the
+  owner of the task it had started, and the board would say bob did it.
 - the owner moves on: a task deleted while in progress would still name the agent that
   started it, not the one that deleted it.
 """
@@ -35,10 +34,8 @@ def check(task: dict, status, owner, force: bool, agent: str) -> tuple:
         raise ValueError(f"#{tid} stays in the name of whoever works on it; to hand it on, set "
                          "it back to pending in the same call (that frees it)")
     change = {"status": status} if status else {}
-    # The caller named an owner ('' clears it).
     if owner is not None:
-        change["owner"] = owner or None
-    # Back to pending frees the task.
+        change["owner"] = owner or None         # '' clears it
     elif status == "pending":
         change["owner"] = None
     # Starting or completing it, or moving it on from in progress (deleting it): whoever does

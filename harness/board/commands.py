@@ -1,15 +1,12 @@
 """The REPL's /task and /tasks commands, --board and --name: a person works s07's board.
 
-Relied on by s07: main() hands its TaskManager to repl_commands() and cli_options() (the
-flags, s06's --api-context among them, /task help, and Live, the board's news before each
-prompt). s07 imports this module in main(), with the command line: importing s07 loads none of
-it. /task import loads checklist.py, and the first prompt live.py. This module imports no
-lesson.
-The commands go through the same TaskManager methods and rules as the model's tools, so a
-person cannot do what an agent may not, except taking a task over on purpose (start, done
-and delete are forced: "took #3 over from bob"; start reopens a task another agent completed:
-"#3 was completed by bob; reopened"). Without it, fixing one task on the board
-costs a model call and a prompt; without live(), a person at the REPL does not see what the
+Relied on by s07's main(), which hands its TaskManager to repl_commands() and cli_options()
+(the flags, s06's --api-context among them, /task help, and Live). Loaded in main(), so
+importing s07 loads none of it; /task import loads checklist.py, the first prompt live.py. It
+imports no lesson. The commands go through TaskManager's methods and rules, so a person cannot
+do what an agent may not, except take a task over on purpose (start, done and delete are
+forced: "took #3 over from bob"; start reopens another agent's completed task). Without it,
+fixing one task costs a model call; without Live, a person at the REPL does not see what the
 other agents on a shared board are doing.
 """
 
@@ -47,8 +44,7 @@ def task_command(tasks, arg: str) -> None:
     if verb in NEEDS and len(rest) < NEEDS[verb]:
         what = {1: "a task id", 2: "a task id and its blockers"}[NEEDS[verb]]
         what = {"add": "a title", "import": "a file"}.get(verb, what)
-        raise ValueError(f"/task {verb} needs {what}; "
-                         "/task help lists the commands")
+        raise ValueError(f"/task {verb} needs {what}; /task help lists the commands")
     actions = {
         "list": tasks.list_all, "help": lambda: HELP,
         "add": lambda: tasks.create(" ".join(rest)),

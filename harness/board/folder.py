@@ -1,39 +1,43 @@
 """What s07's TaskFolder needs beyond its mechanism: safe to share, and fast on a big board.
 
-s07 holds the mechanism as code: a task's file, reading it, the scan the max-scan uses, the
-lock, the high-water mark and the atomic write. board.open_store makes the folder store as
-remembering(TaskFolder): the lesson's own methods do the work, and Remembering, mixed in
-around them, guards and remembers. Without each piece:
-- open_lock: .tasks/.lock opened only as a regular file (writer.open_shared): a link there
-  was followed, and creating a task wrote the board's stamp into an SSH authorized_keys; a
-  FIFO there ended the call in a traceback. A file where the folder belongs is said in words.
-- read: regular files only, never through a link, with a cap (TASK_FILE_MAX): a FIFO named
-  task_2.json hung /tasks, and a symlink to /dev/zero read gigabytes. unreadable() words every
-  refusal of a task file alike, s07's too: it names the file, says why, and that it was kept.
-- listing: a board that cannot be read (a file where the folder belongs) says so, rather
-  than look empty; one that does not exist yet is empty.
-- the generation stamp (a random token in .lock, renewed by every writer under the lock):
-  without it nothing may be remembered, since another agent may have written, and every call
-  lists and reads the whole folder again (creating 10,000 tasks listed the folder once per
-  task: quadratic; completing one read 10,000 files).
-- each file remembered by (size, mtime_ns, inode): a board of 10,000 tasks took a second to
-  list. A hand edit that keeps the size within one mtime tick of our own write (a few ms) is
-  seen by a listing only once the file changes again (touch it); load and try_load, which
-  a change reads its tasks with, always read the file, so such an edit is never written over.
-- the undo of reservations: a /task import that stops at item 3 left items 1 and 2, and
-  importing the file again made them twice. (A task replaced by write() stays replaced: one
-  file at a time is all a folder does.)
+board.open_store makes the folder store as remembering(TaskFolder): s07's methods do the work,
+and Remembering, mixed in around them, guards and remembers. What each override adds:
+
+    Remembering's        adds to s07's TaskFolder method
+    locked()             a thread mutex; forgets the ids and the board it remembers when
+                         .lock's stamp changed (another agent wrote); the sweep, once per
+                         board; a new stamp after a write; on an exception, removes the files
+                         reserve() made
+    ids(), scan()        under the lock, from memory while no other agent wrote (scan: not
+                         with validate, which lists the folder and checks each file's stat)
+    read()               the task remembered while its file's (size, mtime_ns, inode) is the same
+    load(), try_load()   from the file even when remembered; a copy, to change freely
+    write(), reserve()   only under the lock; an OSError as one line; remembers what it wrote
+                         (reserve: for locked()'s undo too; a lost one lists the ids again)
+
+Without each piece:
+- open_lock: .lock only as a regular file: a link there made a create write the stamp into
+  an SSH authorized_keys; a FIFO ended in a traceback. A file in the folder's place is said.
+- read: regular files only, never through a link, at most TASK_FILE_MAX: a FIFO named
+  task_2.json hung /tasks; a link to /dev/zero read gigabytes. unreadable() words every
+  refusal of a task file, s07's too: which file, why, and that it was kept.
+- listing: a board that cannot be read says so, rather than look empty.
+- the stamp (a random token in .lock, renewed by every writer under the lock): without it
+  nothing may be remembered, and creating 10,000 tasks listed the folder once per task.
+- a file remembered by its stat: a board of 10,000 tasks took a second to list. A hand edit
+  that keeps the size within one mtime tick of our write is seen by a listing only once the
+  file changes again; a change reads its tasks with load and try_load, so it never writes
+  over such an edit.
+- the undo: a /task import that stops at item 3 left items 1 and 2, and a second import made
+  them twice. (A write() stays done: a folder replaces one file at a time.)
 - the sweep (once per process and board): a writer killed mid-write leaves a temporary file.
-  Under the lock no task file is being written, but a folder may be a board and more (--board
-  .): it swept the user's .tmp_notes.md, and the temporary file of a write_file in flight,
-  which holds no board lock. Only writer.py's temporary names go (any other name is the
-  user's): a task's (TASK_TEMPORARY: task files are written only under the lock, so under it
-  one is what a killed writer left) at once, another only when nobody has written it for
-  STALE seconds (older harnesses gave a task's temporary file that name). The names older
-  harnesses gave a task's temporary file alone (LITTER) go at once too.
+  Only writer.py's temporary names go, never the user's (--board . shares their folder): a
+  task's, or LITTER, at once (task files are written only under the lock); any other once
+  unwritten for STALE seconds (a write_file in flight holds no board lock; older harnesses
+  gave task temporaries that name).
 - the mutex: the flock orders processes; two threads of one process share this object.
-fcntl is POSIX: like the bash tool, this harness expects Linux or macOS. A folder shared over a
-network file system is not safe (its locks are unreliable): use a postgresql:// board there.
+fcntl is POSIX (Linux, macOS). A network file system's locks are unreliable: use a
+postgresql:// board there.
 """
 
 import contextlib
@@ -48,22 +52,18 @@ from harness.errors import reason
 from harness.files import read_bytes
 
 TASK_FILE_MAX = 1_000_000   # bytes: a task is a title and some details; a bigger file is not one
-STAMP_BYTES = 32            # .lock: the generation stamp (a random token per change), then
-                            # s07's high-water mark (TaskFolder.high_water)
+STAMP_BYTES = 32            # .lock: the stamp, then s07's high-water mark (TaskFolder.high_water)
 LOCK_MODE = 0o644           # .lock, less the umask: every agent opens it for writing
-# writer.py's temporary names: a task file's (temporary_beside), and every other file's.
-TASK_TEMPORARY = writer.TASK_TEMPORARY
-TEMPORARY = writer.TEMPORARY
+TASK_TEMPORARY = writer.TASK_TEMPORARY   # a task file's temporary name (temporary_beside)
 STALE = 3600                # seconds unwritten: a temporary file nobody is writing any more
-# What older harnesses named a task file's temporary file: .task_1.json.<hex>.tmp and
-# .tmp_<id>_<pid>_<thread>. Written only under the lock, so under it they are litter.
+# Older harnesses' names for a task's temporary file: .task_1.json.<hex>.tmp, .tmp_<id>_<pid>_<n>.
 LITTER = re.compile(r"\.task_[1-9][0-9]{0,14}\.json\.[0-9a-f]+\.tmp"
                     r"|\.tmp_[1-9][0-9]{0,14}_[0-9]+_[0-9]+", re.ASCII)
 
 
 def open_lock(folder) -> int:
-    """The board's .lock, open for reading and writing (made, with the folder, if missing:
-    the folder is looked at only then, which saves a create three system calls)."""
+    """The board's .lock, open to read and write; made, with the folder, if missing (the folder
+    is looked at only then: three system calls fewer a create)."""
     lock = os.fspath(folder / ".lock")
     try:
         return writer.open_shared(None, lock, LOCK_MODE)
@@ -107,14 +107,12 @@ def read(path) -> bytes:
 
 
 def unreadable(path, why) -> ValueError:
-    """The error for a task file that cannot be used: it says why, and that it was kept."""
     return ValueError(f"{path} is unreadable ({why}); it was left as it is")
 
 
 def sweep(where) -> None:
-    """Remove what a killed writer left in the board's folder, under the lock: a regular file
-    named as LITTER or TASK_TEMPORARY, or named as TEMPORARY and unwritten for STALE seconds.
-    Nothing else."""
+    """Remove, under the lock, what a killed writer left: a regular file named as LITTER or
+    TASK_TEMPORARY, or as writer.TEMPORARY and unwritten for STALE seconds. Nothing else."""
     stale = time.time() - STALE
     with contextlib.suppress(OSError), os.scandir(where) as found:
         for entry in found:
@@ -128,7 +126,7 @@ def _litter(entry, stale: float) -> bool:
         return False
     if LITTER.fullmatch(entry.name) or TASK_TEMPORARY.fullmatch(entry.name):
         return True
-    if not TEMPORARY.fullmatch(entry.name):
+    if not writer.TEMPORARY.fullmatch(entry.name):
         return False
     return entry.stat(follow_symlinks=False).st_mtime < stale
 
@@ -139,8 +137,7 @@ def remembering(lesson_folder: type) -> type:
 
 
 class Remembering:
-    """Around s07's TaskFolder: while this process holds the lock and no other agent wrote
-    since, what the folder holds is remembered, not read again; and the lock is guarded."""
+    """Around s07's TaskFolder (the table above)."""
 
     def __init__(self, location):
         super().__init__(location)
@@ -166,7 +163,8 @@ class Remembering:
                 self._undo()
                 raise
             finally:
-                self._leave(fd)
+                if self._wrote:                     # a new stamp tells every other agent
+                    self._new_stamp(fd)
 
     def _enter(self, fd: int) -> None:
         st = os.fstat(fd)
@@ -180,12 +178,7 @@ class Remembering:
             self._swept = board
             sweep(self.dir)
 
-    def _leave(self, fd: int) -> None:
-        if self._wrote:                             # a new stamp tells every other agent
-            self._new_stamp(fd)
-
     def _new_stamp(self, fd: int) -> None:
-        """A new token at the start of .lock (the lesson's mark follows it)."""
         new = secrets.token_hex(STAMP_BYTES // 2).encode()
         try:
             os.pwrite(fd, new, 0)
@@ -196,7 +189,7 @@ class Remembering:
             raise ValueError(f"the change was saved, but the board in {self.dir} could not be "
                              f"marked as changed for other agents ({reason(exc)}); free some "
                              "space") from None
-        # What we remember followed our own writes: it is this new generation's board.
+        # What we remember followed our own writes (unless _undo forgot it): it is the board.
         if self._stamp is not None:
             self._stamp = (self._stamp[0], new)
 
@@ -221,8 +214,6 @@ class Remembering:
         return found
 
     def scan(self, validate: bool = False) -> tuple:
-        """The lesson's scan; from memory while nothing changed, unless validate (a listing
-        the user or the model sees looks again, for a hand edit)."""
         if not validate and self.lock_fd is not None and self._tasks is not None:
             return dict(self._tasks), []
         tasks, problems = super().scan(validate)
@@ -231,7 +222,6 @@ class Remembering:
         return tasks, problems
 
     def read(self, task_id: int) -> dict:
-        """The lesson's read, unless the file is as it was when last read (by its stat)."""
         name = _file_name(task_id)
         try:     # a str, not a Path: on 10,000 files the Paths cost a third of a listing
             st = os.stat(f"{os.fspath(self.dir)}/{name}", follow_symlinks=False)
@@ -246,37 +236,26 @@ class Remembering:
         return task
 
     def load(self, task_id: int) -> dict:
-        """The lesson's load, from the file, never from memory: the caller is about to change
-        the task (or check a rule by it), and a hand edit that kept the size and the time must
-        not be written over. A copy: what is remembered must not change with it."""
+        # The caller is about to change the task: a hand edit that kept the size and the time
+        # must not be written over.
         self._files.pop(_file_name(task_id), None)
         return _copied(super().load(task_id))
 
     def try_load(self, task_id: int):
         self._files.pop(_file_name(task_id), None)          # from the file, as load
         task = super().try_load(task_id)
-        if task is None:
-            return None
-        return _copied(task)
+        return None if task is None else _copied(task)
 
     # ------------------------------------------------------------ writing
 
     def write(self, task: dict) -> None:
-        self._held()
-        try:
+        with self._saving(task):
             super().write(task)
-        except OSError as exc:
-            raise ValueError(f"could not save task #{task['id']} in {self.dir}: "
-                             f"{reason(exc)}") from None
         self._remember(task)
 
     def reserve(self, task: dict) -> bool:
-        self._held()
-        try:
+        with self._saving(task):
             made = super().reserve(task)
-        except OSError as exc:
-            raise ValueError(f"could not save task #{task['id']} in {self.dir}: "
-                             f"{reason(exc)}") from None
         if not made:
             self._ids = None                        # a file we did not know of: list again
             return False
@@ -284,8 +263,14 @@ class Remembering:
         self._remember(task)
         return True
 
-    def _held(self) -> None:
+    @contextlib.contextmanager
+    def _saving(self, task: dict):
         assert self.lock_fd is not None, "task files are written only under the board's lock"
+        try:
+            yield
+        except OSError as exc:
+            raise ValueError(f"could not save task #{task['id']} in {self.dir}: "
+                             f"{reason(exc)}") from None
 
     def _remember(self, task: dict) -> None:
         """What we just wrote, as the folder now holds it."""
@@ -304,8 +289,7 @@ class Remembering:
 
 
 def _file_name(task_id: int) -> str:
-    """A task's file name, as s07's TaskFolder.path names it: a str, not a Path (on 10,000
-    files the Paths cost a third of a listing)."""
+    """As s07's TaskFolder.path names it, as a str (see read())."""
     return f"task_{task_id}.json"
 
 

@@ -38,11 +38,8 @@ def refuse_cycle(tasks: dict, tid: int, dep: int) -> None:
 
 
 def find_cycle(load, tid: int, dep: int):
-    """If dep already waits (through blockers) for tid, the path tid → dep → … → tid;
-    else None.
-
-    load(id) gives a task as the store holds it now (None if it cannot be read).
-    """
+    """If dep already waits (through blockers) for tid, the path tid → dep → … → tid, else
+    None. load(id): a task as the store holds it now (None if it cannot be read)."""
     came_from, stack = {dep: None}, [dep]   # each node once, and how we got there: O(n)
     while stack:
         node = stack.pop()

@@ -1,49 +1,39 @@
-"""The live board: before each prompt, one line for each change other agents made to the board.
+"""The live board: before each REPL prompt, one line for each change other agents made.
 
-Relied on by s07's REPL. The API, all of it:
+Relied on by s07's REPL (commands.Live). The API, all of it:
 
-    watcher = BoardWatcher(TASKS.store, TASKS.agent)   # once, after the board is chosen
-    for line in watcher.changes():                     # before each prompt: [] when nothing changed
+    watcher = BoardWatcher(TASKS.store, TASKS.agent)   # once the board is chosen
+    for line in watcher.changes():                     # before each prompt: [] if none
         print(line)                                    # [board: bob started #3]
     watcher.close()                                    # when the REPL ends
 
-changes(wait=0.0) returns the changes since the last call (or since the watcher was made), made
-by OTHER agents, oldest first, as lines like
-    [board: #5 added by bob]   [board: bob started #3]   [board: carol completed #2]
-    [board: bob deleted #4]    [board: bob reopened #2]   [board: #6 now waits for #5]
-    [board: #4 is ready to start]
-at most MAX_LINES of them, then one line counting the rest. wait is how long to wait for a
-first change (seconds; 0 reports only what has arrived). It never raises: a board that cannot
-be read gives one line saying so, and the next call tries again.
-Without each piece:
-- skipping our own changes: every /task command would be echoed back before the next prompt.
-  On PostgreSQL a notification carries the session that sent it (our sessions are the store's
-  backend_pids). The folder has no such thing, so the watcher notes what this process writes
-  (it wraps the store's write and reserve; close() puts them back).
-- LISTEN/NOTIFY on PostgreSQL: polling a shared server before every prompt costs a full read of
-  the board; the trigger (postgres.py) sends each change once, after its commit, so a
-  rolled-back change is never announced.
-- every notification read as untrusted data (decoded): any role that can connect may NOTIFY
-  on the board's channel. A payload that is not a change (`not json`, `[1,2]`, an id that is
-  not a number) is counted and left out, never allowed to hide the real news beside it or to
-  end in a traceback; what is shown of a name or an owner is one printable line, so an id or
-  an owner holding newlines cannot print a forged `[board: ...]` line. A well-formed message
-  is shown whoever sent it: these lines say where to look, and the board (/tasks) is the truth.
-- MAX_LINES: a /task import of 20,000 tasks by another agent would print 20,000 lines.
-- a scan compared with the last one, on the folder: there is no one to tell us; a scan with
-  validate=True also sees a hand edit.
-- the agent's name: a task record does not say who changed it. On PostgreSQL the watcher sets
-  store.agent, which each transaction passes to the trigger; elsewhere, and for writers that did
-  not set it, the owner is the best guess (a start always names its owner), or no name at all.
+changes(wait=0.0): the changes OTHER agents made since the last call (or since the watcher was
+made), oldest first, at most MAX_LINES and then a line counting the rest; wait: seconds to wait
+for a first change. It never raises: a board that cannot be read gives one line saying so, and
+the next call tries again. Without each piece:
+- skipping our own changes: every /task command would be echoed back. On PostgreSQL a
+  notification names its session (ours are store.backend_pids); on a folder the watcher wraps
+  the store's write and reserve to note what this process writes (close() puts them back).
+- LISTEN/NOTIFY on PostgreSQL: polling would read the whole board before every prompt; the
+  trigger (postgres.py) sends each change once, after its commit, so a rolled-back change is
+  never told.
+- decoded(): anyone who can connect may NOTIFY on the board's channel. A payload that is not
+  a change is counted and left out, never hiding the news beside it nor ending in a
+  traceback; a name is shown as one printable line, so it cannot forge a `[board: ...]` line.
+  A well-formed message is shown whoever sent it: /tasks is the truth.
+- MAX_LINES: another agent's /task import of 20,000 tasks would print 20,000 lines.
+- on a folder, a scan compared with the last (validate=True: a hand edit too): nobody tells.
+- the agent's name: a record does not say who changed it. On PostgreSQL the watcher sets
+  store.agent, which each transaction passes to the trigger; otherwise the owner is the best
+  guess (a start always names its owner), or no name at all.
 """
 
 import json
 import time
 from typing import Optional
 
-from harness import excerpt
 from harness.board.record import FINISHED, STATUSES, is_id
-from harness.excerpt import one_line
+from harness.excerpt import cut, one_line
 from harness.terminal import printable
 
 POLL_EVERY = 0.05   # seconds between scans of a folder while changes(wait) waits
@@ -53,9 +43,8 @@ OPS = ("INSERT", "UPDATE", "DELETE", "TRUNCATE")
 
 
 def decoded(payload: str) -> Optional[dict]:
-    """A notification's payload as a change, or None when it is not one our trigger sends:
-    a JSON object with a known op, an id (but for TRUNCATE), statuses, names and blockers of
-    the right types. Anyone who can connect can NOTIFY, so nothing else is trusted."""
+    """A notification's payload as a change, or None unless it is what our trigger sends: a
+    JSON object with a known op, an id (but for TRUNCATE), and fields of the right types."""
     try:
         change = json.loads(payload)
     except ValueError:
@@ -79,7 +68,7 @@ def decoded(payload: str) -> Optional[dict]:
 
 def shown_name(name: str) -> str:
     """A name as one printable line of at most NAME_CHARS: it cannot start a line of its own."""
-    return excerpt.cut(printable(one_line(name)), NAME_CHARS)
+    return cut(printable(one_line(name)), NAME_CHARS)
 
 
 def describe(change: dict) -> list:
@@ -116,8 +105,7 @@ def _fingerprint(task: dict) -> tuple:
 
 
 class BoardWatcher:
-    """Changes other agents made since the last call: LISTEN/NOTIFY on PostgreSQL, scans on a
-    folder."""
+    """Other agents' changes: LISTEN/NOTIFY on PostgreSQL, scans compared on a folder."""
 
     def __init__(self, store, me: str):
         self.store, self.me = store, me
@@ -193,7 +181,7 @@ class BoardWatcher:
             setattr(self.store, method, noting)
 
     def _snapshot(self) -> dict:
-        return {tid: t for tid, t in self.store.scan(validate=True)[0].items()}
+        return self.store.scan(validate=True)[0]
 
     def _compared(self, wait: float) -> list:
         deadline = time.monotonic() + wait

@@ -1,65 +1,48 @@
 """The PostgreSQL board: s07's tasks as rows of one table, shared by agents on many machines.
 
-Relied on by s07 when --board or TASK_BOARD is a postgresql:// URL (board/__init__.open_store
-imports this module only then, so psycopg is needed only then), by live.py and checklist.py. It
-keeps the promises of s07's TaskFolder (TaskStore, below), so TaskManager's logic is the same.
+Relied on by s07 when --board or TASK_BOARD is a postgresql:// URL (open_store imports this
+module only then, so psycopg is needed only then), and by live.py and checklist.py. It keeps
+the promises of s07's TaskFolder (TaskStore, below), so TaskManager's logic is the same.
 Without each piece:
-- one transaction per operation (locked()): an error between a completion's write and
-  _clear_dependency's writes leaves a task done and its dependents still waiting, and a
-  /task import that fails on item 3 leaves items 1 and 2; here the server undoes it all.
-- the row lock on task_board's one row (SELECT ... FOR UPDATE), the board's lock: two agents
-  completing blockers at once each rewrite the same dependent, and one clear is lost. The
-  server drops it at commit, at rollback and when a connection dies, so a killed agent never
-  leaves the board locked. What guards it: the test where one agent's change waits while
-  another holds the board, and the one where 8 agents start one task at once (exactly one
-  wins); tests/mutate.py removes the FOR UPDATE and both fail. It is the only lock:
-  an advisory lock beside it (there was one) added nothing, since every agent takes the row
-  first, and the row also holds off a hand edit made in psql (its trigger must update the row).
-- lock_timeout and statement_timeout on every connection: a session left open in psql with a
-  lock on the board made every agent wait forever, in silence. Now, after LOCK_TIMEOUT
-  seconds, the agent's call fails with one line naming that session, and nothing was changed.
-- INSERT ... ON CONFLICT DO NOTHING for a new id (reserve()): two creators get the same id.
-- the constraints (CHECK on status, the id range, the blockers, text lengths): a hand-written
-  INSERT would put a row on the board that every tool then trips over.
-- flagging rows that still cannot be used (after a constraint was dropped by hand): like a
-  corrupt file, such a row becomes a "!" line, is never repaired, and the rest works.
-- the high-water mark (task_board.high_water): the largest id that ever left the table (a
-  trigger keeps it on DELETE and TRUNCATE). Without it, deleting the last row in psql gives
-  its id to the next task, and a task that waited for the deleted one waits for the new one.
-- the schema made (or brought up to date) under an advisory lock of the session: two agents
-  starting at once on an empty database would both CREATE, and one would fail.
-- config.hide_from_commands(the password libpq used): the model's `env` showed it, in
-  TASK_BOARD, or in a DATABASE_URL or PGPASSWORD that held it.
-- _loose_password_file: a ~/.pgpass that others can read is ignored by libpq, which writes
-  its own warning to the terminal, and the user is told "no password supplied"; now one line
-  says which file and chmod 600.
-- one-line errors, the password never in them (shown() and secrets_in()): a server that is down,
-  a wrong password, a missing database or a missing psycopg would be a traceback, and a URL
-  whose password holds ? # or / would be shown with that password.
+- one transaction per locked(): an error between a completion's write and _clear_dependency's
+  left a task done and its dependents waiting; a failed /task import left items behind.
+- the row lock on task_board's one row (SELECT ... FOR UPDATE), the board's only lock: two
+  agents completing blockers at once each rewrote the same dependent, and one clear was lost.
+  The server drops it at commit, at rollback and when a connection dies; a hand edit in psql
+  needs it too (its trigger updates that row).
+- lock_timeout and statement_timeout: a psql session left holding a lock made every agent
+  wait forever, in silence; now after LOCK_TIMEOUT s the call fails in one line naming that
+  session, and nothing was changed.
+- INSERT ... ON CONFLICT DO NOTHING (reserve()): two creators got the same id.
+- the constraints: a hand-written INSERT put a row on the board that every tool tripped over.
+- rows that still cannot be used (a constraint dropped by hand) become "!" lines, never
+  repaired, and the rest works.
+- the high-water mark (task_board.high_water, kept by a trigger on DELETE and TRUNCATE):
+  deleting the last row in psql gave its id to the next task, and what waited for the
+  deleted one waited for the new one.
+- the schema made under a session advisory lock: two agents starting at once on an empty
+  database both ran CREATE, and one failed.
+- config.hide_from_commands(the password libpq used): the model's `env` showed it.
+- _loose_password_file: libpq ignores a ~/.pgpass that others can read, and the user heard
+  only "no password supplied"; now one line names the file and chmod 600.
+- one-line errors without the password (shown(), secrets_in()): a server down, a wrong
+  password or a missing psycopg was a traceback; a password holding ? # or / was shown.
 
-The cache, and what it sees. scan() keeps the board in memory, with the board's generation (a
-number in task_board that a trigger moves once per transaction that changes any row, a
-statement-level trigger on TRUNCATE too) and a fingerprint (the row count and the sum of the
-rows' xmin, the id of the transaction that last wrote each row). Detected:
-- any change through the triggers (our agents, psql, any program): the generation moved, so
-  the next scan reads every row again;
-- TRUNCATE: its own trigger moves the generation;
-- a change made with the triggers off (ALTER TABLE tasks DISABLE TRIGGER, or a session with
-  session_replication_role = replica): the generation stays, but any insert, update or delete
-  changes the count or the xmin sum, and every validated scan (a listing, task_get, the cycle
-  check) compares them: one aggregate query, no rows fetched.
-- load() never uses the cache: it reads the row now, so an update never writes back what a
-  TRUNCATE or a trigger-less delete removed.
-Not detected: a trigger-less change seen by a scan without validate (the session page's graph)
-until the next validated one; a change that keeps the row count and the xmin sum (it takes
-chosen transaction ids, not an accident); and with the triggers off, the live board hears
-nothing and the high-water mark is not kept (the max-scan still is).
+The cache. scan() keeps the board with its generation (a counter in task_board that a trigger
+moves once per transaction that changes rows, TRUNCATE too) and a fingerprint (the row count
+and the sum of the rows' xmin). A change through the triggers, by any program, moves the
+generation; one with the triggers off (DISABLE TRIGGER, session_replication_role = replica)
+changes the fingerprint, which every validated scan (a listing, task_get, the cycle check)
+compares in one aggregate query. load() reads the row now, so an update never writes back
+what a TRUNCATE or a trigger-less delete removed. Not seen: a trigger-less change, by a scan
+without validate (the session page's graph) until the next validated one; a change that keeps
+the count and the xmin sum (it takes chosen transaction ids); and with the triggers off, the
+live board hears nothing and the high-water mark is not kept (the max-scan still is).
 
-What the database gives that the folder built by hand: atomic groups of writes (the folder has
-atomic files, one at a time), constraints checked on every write (the folder validates on every
-read), durability (each commit is fsync'ed to the write-ahead log; the folder does not fsync),
-and one server that agents on many machines reach (a folder shared over a network file system
-has unreliable locks).
+What the database gives that the folder builds by hand: atomic groups of writes (the folder
+replaces one file at a time), constraints on every write (the folder checks every read),
+durability (commits are fsync'ed; the folder does not fsync), and one server for many machines
+(a network file system's locks are unreliable).
 """
 
 import os
@@ -193,10 +176,9 @@ def _unreadable(url: str) -> bool:
 
 
 def _loose_password_file(url: str) -> Optional[Path]:
-    """The password file libpq would read for this URL, when others can read it: libpq then
-    ignores it, writes a warning of its own to the terminal, and the server's answer is "no
-    password supplied". libpq reads it only when no password was given otherwise (the URL,
-    PGPASSWORD, a service file, which may hold one: then this is left to libpq)."""
+    """The password file libpq would read for this URL, if others can read it (libpq would
+    ignore it); None when a password may come from elsewhere (the URL, PGPASSWORD, a service
+    file: then libpq decides)."""
     try:
         query = parse_qs(urlsplit(url).query)
     except ValueError:           # a URL urlsplit cannot read (http://[::1): libpq says why
@@ -225,35 +207,29 @@ def _psycopg(name: str):
 
 
 class TaskStore(Protocol):
-    """What TaskManager relies on from a board. s07's TaskFolder keeps it, and so does this one.
+    """What TaskManager relies on from a board; s07's TaskFolder keeps it, and so does this one.
 
-    - locked(): while it is held, no other process (on any machine sharing the board) changes
-      the board. TaskManager takes it around every read-modify-write; it is not re-entrant.
-      On PostgreSQL it is also one transaction: an exception inside undoes every write.
-      The file board writes each file atomically, but not a group of files at once.
-      On both stores an exception inside (Ctrl-C included) removes every task reserve()
-      made in it; PostgreSQL also undoes every write(), the folder cannot (its files are
-      replaced one at a time, atomically each).
+    - locked(): while it is held, no other process (on any machine) changes the board.
+      TaskManager takes it around every read-modify-write; it is not re-entrant. An exception
+      inside (Ctrl-C too) removes every task reserve() made in it; PostgreSQL also undoes
+      every write(), the folder cannot (it replaces one file at a time, atomically).
     - write(task) replaces a task whole; a reader never sees half of it. Only under locked().
     - reserve(task) creates a task only if its id is free: False if another process took that
-      id first (then work out the next id again). Only under locked(). ("Claim" is another thing:
-      taking ownership of a task, s07's rule.)
-    - load(id) reads it now, or raises ValueError (missing, or corrupt: the message says which).
-    - try_load(id) is load() or None.
-    - scan(validate) -> (every readable task by id, in id order; the problems found as lines).
-      A record that cannot be used is a problem line, never an exception and never repaired.
-      validate=True also sees what was changed behind the store's back (a hand edit). Under
-      locked(), with no other agent's write since, it costs no read of the board.
-    - ids(): the id of every record, corrupt ones included, below MAX_ID: a read-only view,
-      in no order. s07's max-scan takes the largest. Cheap when nothing changed: s07 asks
-      before every create.
-    - high_water(): the largest id this board ever gave, kept beside the tasks, so that a task
-      removed by hand does not give its id to a new, unrelated task; 0 when there is none.
-      The folder's is read only under locked(), where next_id asks for it. A
-      mark that is missing or hand-edited is ignored where it would send ids backwards or past
-      MAX_ID.
-    - name is how to show the board to a user (a URL's password as ***); agent is who writes,
-      when known (PostgreSQL tells other agents' live boards).
+      id first (then work out the next id again). Only under locked().
+    - load(id) reads it now, or ValueError (missing, or corrupt: the message says which);
+      try_load(id) is load() or None.
+    - scan(validate) -> (every readable task by id, in id order; a line per record that cannot
+      be used: never an exception, never repaired). validate=True also sees a change made
+      behind the store's back (a hand edit). Without it, under locked(), it answers from
+      memory when it can: no other agent wrote since the last scan.
+    - ids(): the id of every record below MAX_ID, corrupt ones too: a read-only view, in no
+      order, that s07's max-scan takes the largest of before every create. Cheap when
+      nothing changed.
+    - high_water(): the largest id this board ever gave, or 0, so that a task removed by hand
+      does not give its id to a new one. The folder's is read only under locked(). A missing
+      or hand-edited mark is ignored where it would send ids backwards or past MAX_ID.
+    - name: the board as shown (a URL's password as ***); agent: who writes, when known
+      (PostgreSQL tells other agents' live boards).
     """
 
     name: str
@@ -270,12 +246,10 @@ class TaskStore(Protocol):
 
 
 class PostgresTasks:
-    """The table of tasks: a TaskStore for agents on any machine that reaches the
-    server."""
+    """The table of tasks: a TaskStore for agents on any machine that reaches the server."""
 
     def __init__(self, url: str):
         self._url, self.name = url, shown(url)
-        self.dir = None                  # no folder: TaskManager.dir is None on a database board
         self.agent = None                # who writes, when known: live.py names them
         self.backend_pids = set()        # our sessions on the server: live.py skips their news
         self._mutex = threading.RLock()  # one connection: one thread at a time uses it
@@ -297,13 +271,11 @@ class PostgresTasks:
             self._oids = self._conn.execute("SELECT 'tasks'::regclass::oid::bigint, "
                                             "'task_board'::regclass::oid::bigint").fetchone()
         self.channel = f"task_board_{self._oids[0]}"
-        self.board = (self.name, self._oids[0])   # the same for every process that opens this URL
 
     # ------------------------------------------------------------ connecting
 
     def _open(self, error=ValueError):
-        """A new autocommit connection (each locked() opens its own transaction), or one clear
-        line."""
+        """A new autocommit connection (locked() opens each transaction), or one clear line."""
         psycopg = _psycopg(self.name)
         try:
             conn = psycopg.connect(self._url, autocommit=True, connect_timeout=CONNECT_TIMEOUT)
@@ -313,10 +285,8 @@ class PostgresTasks:
                             "write a / or @ in the user name or password as %2F or %40") from None
             raise error(connect_problem(exc, self.name, secrets_in(self._url))) from None
         self.backend_pids.add(conn.info.backend_pid)
-        # The password libpq used, wherever it found it (the URL, PGPASSWORD, a password file,
-        # a service file): no command the agent runs may see a variable that holds it.
+        # Wherever libpq found it (the URL, PGPASSWORD, a password file, a service file).
         config.hide_from_commands(conn.info.password)
-        # Waits and statements are bounded: a lock held by a session left open is reported.
         conn.execute("SELECT set_config('lock_timeout', %s, false), "
                      "set_config('statement_timeout', %s, false)",
                      (f"{LOCK_TIMEOUT * 1000:.0f}ms", f"{STATEMENT_TIMEOUT * 1000:.0f}ms"))
@@ -332,12 +302,12 @@ class PostgresTasks:
         """Make the tables if missing, or bring an older board up to date; never touch a table
         called tasks that some other program made."""
         version = "SELECT obj_description(to_regclass('task_board'), 'pg_class')"
-        if self._value(version) == SCHEMA_VERSION:
-            return
-        # A lock of the session, not of a transaction: after the wait, the check runs in a new
-        # transaction, which sees the tables another agent just made (one that waited inside
-        # a transaction could still see them missing, make them again, and deadlock with an
-        # agent already using them).
+        with self._talking("read the tasks"):
+            if self._conn.execute(version).fetchone()[0] == SCHEMA_VERSION:
+                return
+        # A session's lock, not a transaction's: after the wait, a new transaction sees the
+        # tables another agent just made (one that waited inside a transaction could make
+        # them again, and deadlock with an agent using them).
         with self._talking("create the tables"):
             self._conn.execute("SELECT pg_advisory_lock(%s)", (SCHEMA_LOCK,))
             try:
@@ -401,22 +371,13 @@ class PostgresTasks:
             named.append(f"session {pid} ({about})" if about else f"session {pid}")
         return " or ".join(named)
 
-    def _value(self, sql: str, params: tuple = ()):
-        with self._mutex, self._talking("read the tasks"):
-            return self._connection().execute(sql, params).fetchone()[0]
-
     # ------------------------------------------------------------ the lock: one transaction
 
     @contextmanager
     def locked(self):
-        """One transaction holding the board's row lock; an exception inside undoes every write.
-
-        Not re-entrant, by contract (as the folder's lock). The lock is the row of task_board,
-        taken FOR UPDATE: every agent takes it first, and a hand edit in psql needs it too (its
-        trigger updates that row), so while we hold it the board changes only by our writes
-        (and by a session with the triggers off, which the fingerprint catches later). The
-        server releases it at COMMIT or ROLLBACK, or when our connection dies.
-        """
+        """One transaction holding task_board's row FOR UPDATE: while it is held the board
+        changes only by our writes (or a session with the triggers off, which the fingerprint
+        catches later). An exception inside undoes every write. Not re-entrant."""
         psycopg = _psycopg(self.name)
         with self._mutex:
             conn, committing = self._connection(), False
@@ -425,15 +386,14 @@ class PostgresTasks:
                     self._hold(conn)
                     yield
                     committing = True    # the body is done: what fails now is the COMMIT
-            except psycopg.Error as exc:
+            except BaseException as exc:
                 self._generation = self._ids = None   # they hold writes that were rolled back
+                if not isinstance(exc, psycopg.Error):
+                    raise
                 if committing:
                     tail = "the change may or may not have been saved: list the board to see"
                     raise ValueError(self._problem(exc, "commit the change", tail)) from None
                 raise ValueError(self._problem(exc, "make the change")) from None
-            except BaseException:
-                self._generation = self._ids = None   # they hold writes just rolled back
-                raise
             finally:
                 in_sync, wrote, self._locked_at = self._in_sync, self._wrote, None
                 self._in_sync = self._wrote = False
@@ -498,32 +458,27 @@ class PostgresTasks:
     # ------------------------------------------------------------ reading
 
     def ids(self):
-        """The id of every row, unusable ones included: what s07's max-scan takes the largest
-        of. A read-only view, in no order. One query, then remembered under the lock, and
-        across locks while no other agent changes the board (the generation says so): creating
-        thousands of tasks asks the table once, not once per task."""
+        """One query, then remembered under the lock, and across locks while the generation
+        holds: creating thousands of tasks asks the table once."""
         return self._numbers()["ids"].keys()
 
     def high_water(self) -> int:
-        """The largest id that ever left the table (the trigger keeps it), or 0: a row deleted
-        by hand must not give its id to a new task."""
+        """The largest id that ever left the table (the trigger keeps it), or 0."""
         return self._numbers()["mark"]
 
     def _numbers(self) -> dict:
-        """{"generation", "ids", "mark"}, remembered under the lock (see ids())."""
+        """{"generation", "ids", "mark"}; remembered only under the lock (see ids())."""
         if self._locked_at is not None and self._ids is not None:
             return self._ids
         with self._mutex, self._talking("find the task ids"):
             ids, mark = self._connection().execute(NUMBERS, {"max": MAX_ID}).fetchone()
         numbers = {"generation": self._locked_at, "ids": dict.fromkeys(ids), "mark": mark}
-        # Outside the lock nothing is remembered: the board may change at any moment.
         if self._locked_at is not None:
             self._ids = numbers
         return numbers
 
     def load(self, task_id: int) -> dict:
-        """One task, read now (never from the cache), or ValueError: missing (and which exist),
-        or not usable (and why)."""
+        """Read now, never from the cache (TaskStore.load)."""
         with self._mutex, self._talking(f"read task #{task_id}"):
             row = self._connection().execute(SELECT + " WHERE id = %s", (task_id,)).fetchone()
         if row is None:
@@ -541,12 +496,9 @@ class PostgresTasks:
             return None
 
     def scan(self, validate: bool = False) -> tuple:
-        """Every usable task by id in id order, and a line for each row that cannot be used.
-
-        The cache when it is the board: under the lock, when it was current as the lock was
-        taken; else when the generation has not moved. validate=True also compares the
-        fingerprint (a change made with the triggers off). Otherwise the whole table, once.
-        """
+        """The cache while it is the board (under the lock: it was current when the lock was
+        taken; outside it: the generation has not moved; validate also compares the
+        fingerprint), else the whole table, once."""
         with self._mutex, self._talking("read the tasks"):
             conn = self._connection()
             if self._locked_at is not None:      # the generation cannot move while we hold it

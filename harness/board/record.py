@@ -1,20 +1,19 @@
 """A task's checks: what both boards agree a task may hold.
 
 A task's fields are s07's new_task (and "unblocked", set when it finishes). Relied on by s07
-(TaskManager and its tools, TaskFolder), by board.choose (the agent's name), postgres.py,
-checklist.py (/task import) and live.py. Without each piece:
-- STATUSES / FINISHED: a lesson and a store that disagree on what "done" means.
+(TaskManager and its tools, TaskFolder), board.choose (the agent's name), postgres.py,
+checklist.py and live.py. Without each piece:
+- STATUSES / FINISHED: a lesson and a store would disagree on what "done" means.
 - parse_task_id / check_text / task_problem: a model's "#3", a 300-digit id, a lone surrogate
-  or a hand-broken file reach the store and fail there with a traceback, or corrupt it.
-- new_id: a task (or a high-water mark) at the largest id made every create fail with "field
-  'id' is 1000000000000000, expected 1000000000000000"; now one line says the board is full.
-- the same refusals for both stores (a NUL, a task blocked by itself, an empty owner): the
-  folder would keep what PostgreSQL refuses, so a board could not move from one to the other,
-  and a /task import that works on one would fail halfway on the other.
-- as_file: a store would write a task that a read then flags, and it would be lost. Its id
-  comes first, so that a person opening the file sees first which task it is.
-- default_agent_name with the host: `root-pts0` on two machines sharing one PostgreSQL board
-  would be one agent, and each would take over the other's tasks in progress without a word.
+  or a hand-broken file reached the store and failed there in a traceback, or corrupted it.
+- new_id: a board at the largest id failed every create with "field 'id' is 1000000000000000,
+  expected 1000000000000000"; now one line says the board is full.
+- the same refusals on both stores (a NUL, a task blocked by itself, an empty owner): else a
+  board could not move from the folder to PostgreSQL, and a /task import that works on one
+  would fail halfway on the other.
+- as_file: a store would write a task that a read then flags, and it would be lost.
+- default_agent_name with the host: `root-pts0` on two machines sharing a PostgreSQL board
+  would be one agent, each taking over the other's tasks in progress without a word.
 """
 
 import json
@@ -90,11 +89,8 @@ def check_text(value: object, field: str, empty: bool = False) -> str:
 
 
 def text_problem(value: object, field: str, empty: bool = False) -> Optional[str]:
-    """What makes a subject, a description or an owner unstorable, or None.
-
-    The rules are PostgreSQL's (its CHECK constraints and its text type), applied to the
-    folder too: a text one store keeps and the other refuses would split the two boards.
-    """
+    """What makes a subject, a description or an owner unstorable, or None: PostgreSQL's rules
+    (its CHECK constraints, its text type), for both stores."""
     if not isinstance(value, str) or not (empty or value.strip()):
         return f"{field} must be a {'' if empty else 'non-empty '}string"
     limit = {"subject": SUBJECT_MAX, "description": DESCRIPTION_MAX}.get(field)
@@ -119,9 +115,7 @@ def check_arguments(status, add, remove, owner) -> None:
     if owner is not None and not isinstance(owner, str):
         raise ValueError("owner must be a string ('' clears it)")
     if owner:
-        problem = text_problem(owner, "owner")
-        if problem:
-            raise ValueError(problem)
+        check_text(owner, "owner")
 
 
 def is_id(value: object) -> bool:

@@ -1,21 +1,19 @@
-"""How s07's board reads as text: a line per task, names, the board, and the board cut to size.
+"""How s07's board reads as text: a line per task, names, the board, the board cut to size.
 
 Relied on by s07 (every TaskManager answer, the board after a compaction) and by the REPL's
-/task commands. The lesson decides what can start; graph.py what a task waits for; this
-module words it. Without each piece:
-- line / names / one_line: a newline in a subject or an owner forges a line of the board
-  ("[x] #9 done").
-- board: a board whose every record is unreadable says "No tasks yet", and a model plans
+/task commands: the lesson decides what can start, graph.py what a task waits for, this module
+words it. Without each piece:
+- line / names (one_line): a newline in a subject or an owner forges a line ("[x] #9 done").
+- board: a board whose every record is unreadable said "No tasks yet", and a model planned
   all the work again.
-- fit and brief: a board of 10,000 tasks, or one task with a huge title, makes the message
-  that follows a compaction bigger than the context it replaced (a 440 kB subject once grew
-  a compaction from 123,495 to 220,085 tokens); cutting it blindly would drop "Ready to
+- fit and brief: a board of 10,000 tasks, or one task with a huge title, made the message
+  after a compaction bigger than the context it replaced; cut blindly, it lost "Ready to
   start".
-- reopened / no_longer_waiting: reopening a finished task does not re-block what it freed,
-  and deleting one frees its dependents although the work was never done; unsaid, a model
-  believes otherwise.
-- theirs / taken_over: a model that started a task another agent had just completed reopened
-  it without a word, and that agent's work and its record of whom it freed were lost.
+- reopened / no_longer_waiting: reopening a finished task does not re-block what it freed, and
+  deleting one frees its dependents though the work was never done; unsaid, a model believes
+  otherwise.
+- theirs / taken_over: a refusal (claims.py) would not say whose the task is, nor how a
+  person takes it over.
 """
 
 import json
@@ -65,9 +63,7 @@ def board(tasks: dict, problems: list, order: str, ready: str) -> str:
     unfinished), a line per record that cannot be used, the order when a task waits for
     another, and what can start now, last."""
     live = [t for t in tasks.values() if t["status"] != "deleted"]
-    lines = []
-    for task in live:
-        lines.append(line(task, waiting_on(task, tasks)))
+    lines = [line(task, waiting_on(task, tasks)) for task in live]
     lines += [f"! {p}" for p in problems]
     if not live and problems:      # not "No tasks yet": a model would plan it all again
         return "\n".join(lines + [_none_readable(len(problems))])
@@ -78,10 +74,8 @@ def board(tasks: dict, problems: list, order: str, ready: str) -> str:
 
 
 def _none_readable(n: int) -> str:
-    if n == 1:
-        return ("No readable tasks: 1 file above could not be used; fix or remove it, then "
-                "list again")
-    return (f"No readable tasks: {n} files above could not be used; fix or remove them, then "
+    files, them = ("1 file", "it") if n == 1 else (f"{n} files", "them")
+    return (f"No readable tasks: {files} above could not be used; fix or remove {them}, then "
             "list again")
 
 
@@ -99,10 +93,8 @@ def ready_line(ready: list, tasks: dict) -> str:
 
 def in_full(task: dict, tasks: dict) -> str:
     """task_get's answer: the task as the store keeps it, and the live tasks it blocks."""
-    blocks = []
-    for other in tasks.values():
-        if task["id"] in other["blockedBy"] and other["status"] != "deleted":
-            blocks.append(other["id"])
+    blocks = [other["id"] for other in tasks.values()
+              if task["id"] in other["blockedBy"] and other["status"] != "deleted"]
     return json.dumps({**task, "blocks": blocks}, indent=2, ensure_ascii=False)
 
 
@@ -180,8 +172,7 @@ def brief(tasks: dict, problems: list, ready: str, limit: int) -> str:
     unfinished = [t for t in live if t["status"] not in FINISHED]
     lines = [f"({len(unfinished)} unfinished, {len(live) - len(unfinished)} done; "
              "task_list shows all)"]
-    for task in unfinished:
-        lines.append(line(task, waiting_on(task, tasks)))
+    lines += [line(task, waiting_on(task, tasks)) for task in unfinished]
     lines += [f"! {p}" for p in problems]
     return fit("\n".join(lines + [ready]), limit)
 
