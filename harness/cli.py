@@ -315,8 +315,7 @@ def _steps(text: str) -> int:
 
 
 def _reader_gone() -> int:
-    """stdout's reader has left (`| head -1`): stop quietly, as the Python docs recommend,
-    stdout pointed at /dev/null so that the flush at exit does not raise again."""
+    """stdout's reader left (`| head -1`): stdout to /dev/null, as the Python docs say; exit 1."""
     try:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
@@ -365,8 +364,7 @@ def _repl(lesson: Lesson, run: Run, budget, banner, history):
 
 
 def _context(lesson: Lesson, messages: list, run, arg: str) -> None:
-    """/context: what the next request would send, part by part (session/views.py, loaded
-    when it is typed)."""
+    """/context: what the next request would send, part by part (session/views.py)."""
     from harness.session import views
     views.context_command(lesson.system, lesson.tools, lesson.context_view,
                           lesson.context_size)(messages, run, arg)
@@ -441,8 +439,7 @@ def _keep_completed(run, history, saved, prompt, what, results=None):
 
 
 def _read_prompt(prompt):
-    """One prompt: a line; a block between two \"\"\" lines; or, on a terminal, all the lines
-    pasted at once."""
+    """One prompt: a line, a block between two \"\"\" lines, or a whole paste on a terminal."""
     line = input(prompt)
     if line.strip() == '"""':
         return _read_block()
@@ -500,8 +497,7 @@ def _save_history() -> None:
 
 
 def _tolerate_stray_bytes():
-    """Decode stdin with surrogateescape: a byte that is not UTF-8 arrives as a lone surrogate,
-    which _clean_prompt replaces."""
+    """stdin with surrogateescape: a stray byte becomes a surrogate that _clean_prompt mends."""
     if isinstance(sys.stdin, io.TextIOWrapper) and sys.stdin.errors == "strict":
         sys.stdin.reconfigure(errors="surrogateescape")
 
@@ -559,8 +555,7 @@ def end_of_run(run: Run) -> None:
 
 
 def _run_demo(lesson: Lesson, run: Run):
-    """The lesson's script through its real loop, inside demo/: all the demo writes (its files,
-    s07's board, .transcripts/) is there."""
+    """The lesson's script through its real loop, in demo/, where all that it writes goes."""
     home = Path.cwd()
     try:
         with writer.folder(DEMO) as folder:   # a real folder: a link would take its files away

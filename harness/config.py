@@ -109,8 +109,7 @@ def env_files() -> list:
 
 
 def no_key_message() -> str:
-    """What to do without a key, naming every .env looked in (make_client's NoKey, and the
-    line a REPL without a model opens with)."""
+    """What to do without a key, naming every .env looked in."""
     places = ["your environment"]
     for path in env_files():
         places.append("./.env" if path == Path.cwd() / ".env" else str(path))
@@ -151,8 +150,7 @@ def _read_env(path: Path) -> bytes | None:
 
 
 def _from_fifo(fd: int, path: Path) -> bytes:
-    """What the writer of a FIFO sends before it closes it, waited for FIFO_WAIT seconds at
-    most, then one line."""
+    """What a FIFO's writer sends before it closes it, within FIFO_WAIT seconds."""
     deadline = time.monotonic() + FIFO_WAIT
     data = b""
     while len(data) <= ENV_MOST:
@@ -255,8 +253,7 @@ def api_timeout():
 
 
 def check_base_url(url: str) -> None:
-    """Refuse, before any request, a base URL the SDK cannot use, in one line saying how to
-    write it."""
+    """Refuse a base URL the SDK cannot use, in one line saying how to write it."""
     shown = shown_url(url)
     try:
         parts = urlsplit(url)
@@ -313,14 +310,12 @@ def positive_int(name: str, default: int, unit: str) -> int:
 
 
 def context_window() -> int:
-    """The model's context window in tokens, for /context: CONTEXT_WINDOW, else the default
-    model's (the API does not say it; a local model's is its server's -c)."""
+    """CONTEXT_WINDOW, else the default model's window (the API does not say it), in tokens."""
     return positive_int("CONTEXT_WINDOW", DEFAULT_WINDOW, "tokens")
 
 
 def check_numbers(model: str) -> None:
-    """Read every number setting, so that a bad one is one line before anything runs (s06
-    reads COMPACT_THRESHOLD in its start)."""
+    """Read every number setting (s06's COMPACT_THRESHOLD: in its start) before anything runs."""
     api_timeout()
     context_window()
     price(model)

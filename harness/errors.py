@@ -59,8 +59,7 @@ def reason(exc: OSError) -> str:
 
 
 def describe_api_error(exc, where: str, timeout: float, model: str) -> str:
-    """One line saying what failed and what to do, naming the URL used (where), API_TIMEOUT
-    and MODEL_ID."""
+    """One line saying what failed and what to do, naming where, API_TIMEOUT and MODEL_ID."""
     where = _shown(where).rstrip("/")
     status = getattr(exc, "status_code", None)
     detail = _error_message(exc)
@@ -93,15 +92,13 @@ def describe_api_error(exc, where: str, timeout: float, model: str) -> str:
 
 
 def _shown(where: str) -> str:
-    """The URL with its password as *** (config.shown_url, imported here: config imports this
-    module first)."""
+    """config.shown_url (imported here: config imports this module first)."""
     from harness.config import shown_url
     return shown_url(where)
 
 
 def _error_message(exc):
-    """The endpoint's own words on one line (a proxy's may hold a stack trace); HTML is not
-    shown."""
+    """The endpoint's words on one line (a proxy's may hold a stack trace), or "an HTML page"."""
     if _is_html(exc):
         return "an HTML page"
     message = str(exc)

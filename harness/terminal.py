@@ -143,8 +143,7 @@ def _argument(value, limit: int) -> str:
 
 
 def _shares(needs: dict, room: int) -> dict:
-    """Each argument's characters on the line: the short ones whole, the long ones an even
-    share of what the short ones left."""
+    """Each argument's share of the line: short ones whole, long ones an even split of the rest."""
     shares = {}
     for n, key in enumerate(sorted(needs, key=needs.get)):
         fair = room // (len(needs) - n)

@@ -74,8 +74,7 @@ def _is_a(value, kind: str) -> bool:
 
 
 def json_or_none(text: str):
-    """The data of a JSON text, every string sendable (its escapes may hold half an emoji,
-    "\\ud83d"), or None."""
+    """The data of a JSON text, every string sendable (an escape may be half an emoji), or None."""
     try:
         return clean_json(json.loads(text))
     except (ValueError, RecursionError):
