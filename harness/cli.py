@@ -1,49 +1,39 @@
 """The command line every lesson shares: one-shot runs, the REPL, and --demo.
 
-Relied on by all three lessons: each main() hands its Lesson (its loop, its commands, its
-demo, its start) to run_cli, which makes the Run (harness/run.py) where a run starts and
-gives it to the loop. Without each piece:
-- parsing before the SDK loads: --help takes seconds, and fails without the SDK. Without
-  _unknown_flags, `--demoo` gets argparse's bare "unrecognized arguments" (on 3.10 to 3.13;
-  parse_known_args leaves the message to us on every version, so none says it twice).
-- _missing_sdk: without the SDK, one exact line to paste, from any folder: this Python and
-  the path of requirements.txt from where you are.
-- the budget (--max-steps, MAX_STEPS, step_limit.py, STEPS_RAN_OUT): a turn that ran out of
-  model calls exits 0 as if done, and a script cannot tell it from a finished one (it exits
-  3, naming --continue). A bad MAX_STEPS, or a bad PRICE_PER_MTOK, is refused before anything
-  is written.
-- no key, the REPL still opens: /tasks, /task, /context, /cost and /help need no model;
-  a typed prompt gets one line saying how to reach one. /help lists the commands, and a
-  lesson's own help for its own (s07: /task help); a mistyped /command gets the nearest.
-- _repl's error handling (_run_turn, _run_command): one failed call, or a connection dropped
-  in the middle of a reply, ends the session and loses the conversation.
-- _keep_completed (pairing.keep_completed) and ToolsInterrupted: after a failed or abandoned
-  turn (Ctrl-C in the middle of a batch of tool calls) the model forgets the tool calls that
-  already ran (and wrote files), and does them again; or, after a compaction in that turn,
-  the history is left with a tool call and no result, and the API refuses every later
-  request. The user is told which happened.
-- TurnRefused: a reply the API refused stays in the conversation, and the API, as its
-  documentation says, refuses every later request that holds it; the turn goes as a failed
-  one does (what ran is kept), and the API's explanation is shown (model_call).
-- _read_prompt and readline: a pasted block of several lines becomes several prompts;
-  arrow keys print ^[[A and there is no history of earlier prompts. The history is read and
-  written by us (_start_history, _save_history): readline truncated the target of a link
-  planted there, hung on a FIFO before the first prompt, and gave the terminal the escape
-  codes a planted line held.
-- _clean_prompt and _tolerate_stray_bytes: a prompt with a byte that is not UTF-8 (a
-  Latin-1 é) ends the REPL with a traceback, or makes every later request unsendable.
+Relied on by all three lessons: each main() hands its Lesson to run_cli, which makes the Run
+(harness/run.py) and gives it to the loop. Without each piece:
+- parsing before the SDK loads: --help takes seconds, and fails without the SDK.
+- _unrecognized: `--demoo` gets argparse's bare "unrecognized arguments".
+- _missing_sdk: no SDK is a traceback, not one line to paste from any folder.
+- the budget (--max-steps, MAX_STEPS, step_limit.py, STEPS_RAN_OUT): a one-shot turn that ran
+  out of model calls exits 0, as if done; a bad MAX_STEPS is refused after files are written.
+- _client_or_none: with no key, no REPL, though /tasks, /context, /cost and /help need no model.
+- _unknown_command: a mistyped /command is sent to the model as a prompt, and costs a call.
+- _run_turn and _run_command: one failed call, or a connection dropped mid-reply, ends the
+  session and loses the conversation.
+- _keep_completed and ToolsInterrupted: after a failed or abandoned turn (Ctrl-C mid-batch) the
+  model forgets the tool calls that ran (and wrote files) and does them again; or, after a
+  compaction in that turn, a tool call is left without its result, and the API refuses every
+  later request.
+- TurnRefused: a refused reply stays in the conversation, and the API refuses every later
+  request that holds it.
+- _read_prompt and readline: a pasted block becomes several prompts; arrow keys print ^[[A and
+  earlier prompts cannot be recalled.
+- _start_history and _save_history (not readline's own): readline truncates the target of a
+  link planted there, hangs on a FIFO, and sends the terminal a planted line's escape codes.
+- _clean_prompt and _tolerate_stray_bytes: a prompt byte that is not UTF-8 (a Latin-1 é) ends
+  the REPL in a traceback, or makes every later request unsendable.
+- _tolerate_narrow_terminals: an answer an ASCII or Latin-1 terminal cannot encode undoes the
+  turn, or ends a one-shot run in a traceback.
 - _reader_gone: `python sNN.py "..." | head -1` ends in a BrokenPipeError traceback.
-- _run_demo: without it a learner needs a key to see a lesson run. Its folder is opened
-  without following a link: `demo` as a file or a dangling link ended in a traceback, and a
-  link to a folder would send the demo's files there.
+- _run_demo: a learner needs a key to see a lesson run.
 - --continue and the session log: a stopped run cannot be resumed; its work is redone.
 - before_prompt (s07's live board): a person at the REPL does not see what other agents did.
-- end_of_run: no session total and no session page (session/page.py) at the end of a run;
-  _signals_end_the_run: none either when the terminal is closed (SIGHUP) or the run is
-  killed politely (SIGTERM). _closed_streams_to_devnull: a run started with stdout closed
-  ended in a traceback after its work was done.
-- a new Run for every run: a second main() in one process (a test) would count, log and pin
-  on the first one's record, log and saved results.
+- end_of_run and _signals_end_the_run: no session total nor page at the end of a run, nor when
+  the terminal is closed (SIGHUP) or the run killed politely (SIGTERM).
+- _closed_streams_to_devnull: a run started with stdout closed ends in a traceback.
+- a new Run for every run: a second main() in one process (a test) counts and logs on the
+  first one's.
 """
 
 import argparse
@@ -86,20 +76,15 @@ REPL_HELP = ('A line """ starts a prompt of several lines, and the next """ ends
 
 @dataclasses.dataclass(frozen=True)
 class Lesson:
-    """What a lesson hands run_cli: its name, its docstring (for --help) and its loop, the
-    system prompt and tools its requests send (for /context), and the pieces of its REPL and
-    its start it has.
-
-    loop(messages, run, max_steps=...) -> the final text. commands: {"/x": fn(messages, run,
-    arg)}, arg being the rest of the line (run.client is None without a key); /context, /cost
-    and /clear are added. demo_args: what the lesson's demo in harness/demos.py (s03_demo for
-    s03_todo) is given before the run; it returns (script, prompt, summary), played by the
-    loopback stand-in with no key; summary answers compaction calls (None if the lesson does
-    not compact). on_start(run, args) runs after .env is read and may return a word for the
-    REPL banner. before_prompt() runs before each REPL prompt. options: [(flags,
-    add_argument kwargs)]; help_extra ends --help; repl_help is a line /help adds (s07: where
-    /task's own commands are listed). context_view(messages, run) is what /context measures
-    (s06: layer 1's view), and context_size the lesson's measure of it.
+    """What a lesson hands run_cli. doc: its docstring, for --help; system and tools: what its
+    requests send, for /context. loop(messages, run, max_steps=...) -> the final text.
+    commands: {"/x": fn(messages, run, arg)}, arg the rest of the line (run.client is None
+    without a key); /context, /cost and /clear are added. demo_args: given to the lesson's demo
+    in harness/demos.py (s03_demo for s03_todo). on_start(run, args) runs after .env is read
+    and may return a word for the REPL banner; before_prompt() runs before each REPL prompt.
+    options: [(flags, add_argument kwargs)]; help_extra ends --help; repl_help is a line /help
+    adds. context_view(messages, run) is what /context measures (s06: layer 1's view), and
+    context_size the lesson's measure of it.
     """
     name: str
     doc: str
@@ -148,10 +133,9 @@ def run_cli(lesson: Lesson, argv: list = None) -> int:
 
 @contextlib.contextmanager
 def _signals_end_the_run():
-    """SIGTERM, and SIGHUP (the terminal was closed), end the run as q does: the finally
-    blocks write its session page and total (end_of_run), which are made from memory and
-    cannot be made afterwards. The exit status is 128 + the signal's number. The handlers are
-    put back after (a test runs main() in its own process)."""
+    """SIGTERM and SIGHUP end the run as q does, so that end_of_run writes its page and total
+    (made from memory: never afterwards); exit status 128 + the signal's number. The handlers
+    are put back after: a test runs main() in the test's process."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
@@ -167,8 +151,7 @@ def _signals_end_the_run():
 
 
 def _closed_streams_to_devnull() -> None:
-    """A run whose stdout (or stderr) was closed (`>&-`) writes there to /dev/null: Python
-    leaves it None, and the first print after the work was done ended in a traceback."""
+    """stdout or stderr closed (`>&-`), which Python leaves None: write there to /dev/null."""
     for name in ("stdout", "stderr"):
         if getattr(sys, name) is None:
             setattr(sys, name, open(os.devnull, "w", encoding="utf-8"))
@@ -203,7 +186,8 @@ def _parser(lesson: Lesson):
 
 
 def _unrecognized(unknown: list, parser) -> str:
-    """argparse's message, and "did you mean --demo?" for a flag close to one it has."""
+    """argparse's message, and "did you mean --demo?" for a flag close to one it has (argparse
+    suggests only from 3.14; parse_known_args leaves it to us on every version)."""
     known = list(parser._option_string_actions)    # argparse's table of flags (no public one)
     hints = []
     for word in unknown:
@@ -236,9 +220,8 @@ def _run(lesson: Lesson, args) -> int:
         if args.demo:
             return _run_demo(lesson, run)
         run.client = _client_or_none(args, run.secrets)
-        # The run's log, and the history: [] or the resumed one. A session the API compacted
-        # goes on from its summary (the old log keeps the rest): layer 2 and /context, with no
-        # API count yet, measure that.
+        # The history: [] or the resumed one; after the API compacted, from its summary, which
+        # is what layer 2 and /context measure.
         run.log, history = session_log.open_session(args.continue_, resume_from=run.resumed)
         if args.prompt is not None:
             prompt = _clean_prompt(args.prompt)
@@ -284,8 +267,8 @@ def _one_shot(lesson: Lesson, run: Run, history, budget, prompt) -> int:
         try:
             answer = _turn(lesson, run, history, budget)
         except (EndpointError, SetupError, ValueError):
-            # As the REPL does (_keep_completed), without its note: the error is the one
-            # line. A turn that ran no tool is undone: --continue does not send it again.
+            # As _keep_completed, without its note: the error is the one line. A turn that
+            # ran no tool is undone: --continue does not send it again.
             pairing.keep_completed(history, saved, message, None, list(run.log.ran.values()))
             raise
         except TurnRefused as refused:
@@ -332,10 +315,7 @@ def _steps(text: str) -> int:
 
 
 def _reader_gone() -> int:
-    """stdout's reader has left (`| head -1`): stop quietly, as the Python docs recommend.
-
-    stdout is pointed at /dev/null, so the flush at exit does not raise a second time.
-    """
+    """stdout's reader left (`| head -1`): stdout to /dev/null, as the Python docs say; exit 1."""
     try:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
@@ -384,8 +364,7 @@ def _repl(lesson: Lesson, run: Run, budget, banner, history):
 
 
 def _context(lesson: Lesson, messages: list, run, arg: str) -> None:
-    """/context: what the next request would send, part by part (session/views.py, loaded
-    when it is typed)."""
+    """/context: what the next request would send, part by part (session/views.py)."""
     from harness.session import views
     views.context_command(lesson.system, lesson.tools, lesson.context_view,
                           lesson.context_size)(messages, run, arg)
@@ -444,11 +423,8 @@ def _run_turn(lesson: Lesson, run: Run, history, budget, query):
 
 
 def _keep_completed(run, history, saved, prompt, what, results=None):
-    """After a failed turn, a history the API accepts that keeps what was done: every tool
-    call that ran, with its result (pairing.keep_completed), and a note saying so. The files
-    those tools wrote are on disk either way; forgetting them would make the model redo (or
-    duplicate) them. results: from ToolsInterrupted; the calls without one are answered from
-    what the run's log was given."""
+    """After a failed turn, pairing.keep_completed, and a note saying what was kept. results:
+    ToolsInterrupted's; without them, calls are answered from what the run's log was given."""
     ran = list(run.log.ran.values())
     compacted, done = pairing.keep_completed(history, saved, prompt, results, ran)
     calls = terminal.plural(done, "tool call")
@@ -463,8 +439,7 @@ def _keep_completed(run, history, saved, prompt, what, results=None):
 
 
 def _read_prompt(prompt):
-    """One prompt: a line; a block between two \"\"\" lines; or, on a terminal, all the lines
-    pasted at once."""
+    """One prompt: a line, a block between two \"\"\" lines, or a whole paste on a terminal."""
     line = input(prompt)
     if line.strip() == '"""':
         return _read_block()
@@ -492,10 +467,8 @@ def _read_block():
 
 
 def _start_history() -> None:
-    """Earlier prompts for the up and down keys, from .transcripts/ (not on Windows, and only
-    on a terminal: a pipe has no keys to press). Read by us, not by readline (which follows a
-    link and waits on a FIFO): a regular file only; a line holding a control character is
-    left out, since the up key would send it to the terminal."""
+    """Earlier prompts for the up and down keys (on a terminal, not on Windows): a regular
+    file only; a line holding a control character is left out."""
     if readline is None or os.name == "nt" or not sys.stdin.isatty():
         return
     try:
@@ -524,16 +497,14 @@ def _save_history() -> None:
 
 
 def _tolerate_stray_bytes():
-    """Decode stdin with surrogateescape: a byte that is not UTF-8 arrives as a lone surrogate
-    (which _clean_prompt replaces) instead of a UnicodeDecodeError that ends the REPL."""
+    """stdin with surrogateescape: a stray byte becomes a surrogate that _clean_prompt mends."""
     if isinstance(sys.stdin, io.TextIOWrapper) and sys.stdin.errors == "strict":
         sys.stdin.reconfigure(errors="surrogateescape")
 
 
 def _tolerate_narrow_terminals():
-    """Print with errors='replace' where stdout cannot encode every character (ASCII, Latin-1):
-    a model's check mark shows as '?' instead of a UnicodeEncodeError that undoes the finished turn
-    (or, in a one-shot run, ends it in a traceback). stderr already has 'backslashreplace'."""
+    """Print with errors='replace' where stdout cannot encode every character: a model's check
+    mark shows as '?'. stderr already has 'backslashreplace'."""
     if isinstance(sys.stdout, io.TextIOWrapper) and sys.stdout.errors == "strict":
         sys.stdout.reconfigure(errors="replace")
 
@@ -571,8 +542,7 @@ def _unknown_command(word, lesson: Lesson):
 # ---------------------------------------------------------------- the end of a run, the demo
 
 def end_of_run(run: Run) -> None:
-    """The run's total, its page (session/page.py) with its path as the user finds it from
-    their folder (run.screen), the run closed (its log, its pins)."""
+    """The run closed (its log, its pins), then its total and its page (session/page.py)."""
     run.screen.release()            # a usage line held for an answer that never came
     run.close()
     totals = run.recorder.totals()
@@ -585,11 +555,10 @@ def end_of_run(run: Run) -> None:
 
 
 def _run_demo(lesson: Lesson, run: Run):
-    """The lesson's script through its real loop, inside demo/: whatever the demo writes (its
-    files, s07's board, .transcripts/) is there, and nothing of the user's is touched."""
+    """The lesson's script through its real loop, in demo/, where all that it writes goes."""
     home = Path.cwd()
     try:
-        with writer.folder(DEMO) as folder:   # a real folder: not a link, not a file
+        with writer.folder(DEMO) as folder:   # a real folder: a link would take its files away
             os.fchdir(folder)
     except OSError as exc:
         raise SetupError(f"--demo cannot run in {DEMO}/: {reason(exc)}") from None

@@ -1,40 +1,30 @@
 """Configuration and the client: every lesson's main() reads its settings through here.
 
 Relied on by all three lessons (through cli.run_cli) and by the tests. Without each piece:
-- load_env and env_files: a key kept in ./.env is not found, or a UTF-16 .env becomes a
-  traceback; and a key put into os.environ is inherited by every command the agent runs
-  (`env` shows it). The credentials from .env are returned, kept on the run (run.secrets)
-  for make_client only, and their values are hidden from commands (hide_from_commands).
-  A .env a secrets manager serves as a FIFO (1Password Environments does) was skipped in
-  silence, and the error then said to put the key in ./.env, where it was: it is read, for
-  FIFO_WAIT seconds at most (a FIFO nobody serves is one line, not a start that hangs), and
-  a .env that is neither (a folder, a socket) is named in one line. The repository's .env
-  (where the README copies .env.example) is read after ./.env: a key put there was unused
-  from the scratch folder the README says to work in. no_key_message() names every .env
-  looked in: the error said to put the key in ./.env, wherever it was.
-- child_env: the environment for a command the agent runs. Without it, `env` showed the model
-  (and so the API) the API key, and TASK_BOARD with the board's password; without its look at
-  the values, a DATABASE_URL or PGPASSWORD that holds the board's password, or a copy of the
-  key under another name, still did, and so did ANTHROPIC_BASE_URL=http://alice:PW@host (a
-  gateway with basic auth), password and all.
-- shown_url: the one way a URL is shown (error lines, the terminal's display): without it, an
-  unreachable gateway printed its password in the error line.
-- make_client: a typo'd API_TIMEOUT (or inf), a missing key, or a base URL without its
-  http:// fails at the first request, deep in the SDK, or says "cannot reach" while the
-  server is up; a local server on 127.0.0.1 is sent through HTTP_PROXY and never answers.
-- describe_api_error: a user sees a traceback instead of one line that says what to fix;
-  a base URL ending in /v1 (the SDK adds /v1/messages) gets a 404 blamed on MODEL_ID.
-- price, from DEFAULT_PRICE (with PRICE_SOURCE and PRICE_READ: the one place the default
-  model's list price is): without it, /cost and the session page gave money only to a user
-  who had looked the price up. Another MODEL_ID gets no price made up (it would be wrong for
-  most models): the words say to set PRICE_PER_MTOK. _price_set: PRICE_PER_MTOK=abc was
-  refused only when /cost was typed, after the work; cli asks for the price before anything
-  runs, so a bad one is one line naming the variable.
-- TRANSCRIPTS, the folder a run keeps its files in (spill's saved results, the session log
-  and page, cli's REPL history): each would name it apart, and one renamed would scatter a
-  run's files over two folders.
-Nothing runs at import: anthropic and dotenv are imported inside the functions that use them,
-so importing a lesson needs neither (the SDK alone takes about 2 s to import).
+- load_env and env_files: a key in ./.env, or in the repository's .env (where the README copies
+  .env.example) when run from a scratch folder, is not found; a key put into os.environ is
+  inherited by every command the agent runs (`env` shows it), so it is returned instead, for
+  make_client only (run.secrets).
+- _read_env: a UTF-16 .env is a traceback; a .env a secrets manager serves as a FIFO (1Password
+  Environments does) is skipped, or hangs the start when nobody serves it; one that is a folder
+  or a socket is passed over unsaid.
+- no_key_message: the error says to put the key in ./.env, wherever it was looked for.
+- child_env and hide_from_commands: `env` shows the model (and so the API) the API key, the
+  board's password (TASK_BOARD, or a DATABASE_URL or PGPASSWORD that holds it), a copy of the
+  key under another name, and a gateway's password in ANTHROPIC_BASE_URL (http://alice:PW@host).
+- shown_url: an unreachable gateway's error line prints its password.
+- make_client and check_base_url: a typo'd API_TIMEOUT (or inf), a missing key or a base URL
+  without its http:// fails at the first request, deep in the SDK, or says "cannot reach" while
+  the server is up; a local server on 127.0.0.1 is sent through HTTP_PROXY and never answers.
+- api_error_line: an API error's line does not name the URL, API_TIMEOUT and MODEL_ID used.
+- positive_int: MAX_STEPS=abc is a traceback, not one line.
+- price, from DEFAULT_PRICE (the one place the default model's list price is): /cost and the
+  session page give money only to a user who looked the price up.
+- check_numbers: a bad PRICE_PER_MTOK, CONTEXT_WINDOW or API_TIMEOUT is refused only where it
+  is used (/cost, after the work), not in one line before anything runs.
+- TRANSCRIPTS: the folders of spill's saved results, the session log and page and cli's history
+  would be named apart, and one renamed would scatter a run's files over two.
+Nothing runs at import, and the SDK loads when first touched (harness/sdk.py).
 """
 
 import io
@@ -70,27 +60,20 @@ HARNESS_ONLY = SECRETS + ("TASK_BOARD",)   # and the board's address, which may 
 # one ("postgres" is a common password and a common word) only where it is the whole value,
 # a URL's :password@ or a password=, so that PATH=/usr/lib/postgresql/... is kept.
 LONG_SECRET = 16
-# The repository: the folder that holds the lessons and harness/. Its .env (where the README
-# copies .env.example) is read after ./.env, so that a key put there works from a scratch folder.
-REPOSITORY = Path(__file__).resolve().parent.parent
+REPOSITORY = Path(__file__).resolve().parent.parent   # the lessons' folder
 ENV_MOST = 1_000_000   # bytes of a .env read at most: settings, not data
-FIFO_WAIT = 10         # seconds a .env served as a FIFO may take to come (a secrets manager may
-                       # first ask to be unlocked); then one line, not a start that hangs
-# What a run keeps, in the folder it runs in: s06's transcripts, the session log and page, big
-# results saved whole, the REPL's history. One folder: a user finds (or deletes) all of it.
+FIFO_WAIT = 10         # seconds a .env served as a FIFO may take (a secrets manager may first
+                       # ask to be unlocked)
+# What a run keeps, in the folder it runs in: one folder, so a user finds (or deletes) all of it.
 TRANSCRIPTS = Path(".transcripts")
 
 
 # ---------------------------------------------------------------- configuration
 
 def load_env() -> dict:
-    """Read ./.env, then the repository's .env (env_files()): a variable already set in the
-    real environment wins, unless it is empty, and ./.env wins over the repository's.
-
-    Settings go into os.environ; the credentials (SECRETS) are returned instead, for
-    make_client, so that no child process inherits a key it was never given, and their values
-    are hidden from commands: a copy of the key under another name is left out too.
-    """
+    """Read the .env files (env_files(), the first wins); a variable set, and not empty, in
+    the environment wins over both. Settings go into os.environ; the credentials (SECRETS) are
+    returned instead, and hidden from commands."""
     secrets = {}
     for path in env_files():
         data = _read_env(path)
@@ -114,10 +97,8 @@ def load_env() -> dict:
 
 
 def env_files() -> list:
-    """The .env files settings are read from, the first wins: ./.env where you run, then the
-    repository's (the folder that holds the lessons), unless you run in the repository. ENV_FILE,
-    when set, is the one file read instead (the tests set it: a key a learner put in the
-    repository's .env must not change what they check)."""
+    """./.env, then the repository's (unless you run there); or ENV_FILE alone, when set (the
+    tests set it: a key a learner put in the repository's .env must not change what they check)."""
     chosen = os.environ.get("ENV_FILE", "").strip()
     if chosen:
         return [Path.cwd() / chosen]
@@ -128,8 +109,7 @@ def env_files() -> list:
 
 
 def no_key_message() -> str:
-    """What to do without a key, naming every .env looked in (env_files()): make_client's
-    NoKey, and the line a REPL without a model opens with."""
+    """What to do without a key, naming every .env looked in."""
     places = ["your environment"]
     for path in env_files():
         places.append("./.env" if path == Path.cwd() / ".env" else str(path))
@@ -140,9 +120,8 @@ def no_key_message() -> str:
 
 
 def _read_env(path: Path) -> bytes | None:
-    """The bytes of a .env: a regular file, or a FIFO (named pipe) a secrets manager serves
-    (1Password Environments does); None if there is none. Anything else there (a virtual
-    environment named .env, say) is named in one line and not read."""
+    """The bytes of a .env, a regular file or a FIFO; None if there is none. Anything else (a
+    virtual environment named .env, say) is named in one line and not read."""
     try:
         mode = os.stat(path).st_mode
     except FileNotFoundError:                  # none, or a link to nothing
@@ -171,8 +150,7 @@ def _read_env(path: Path) -> bytes | None:
 
 
 def _from_fifo(fd: int, path: Path) -> bytes:
-    """What the writer of a FIFO sends before it closes it, waited for FIFO_WAIT seconds at
-    most: a FIFO nobody serves must not hang the start."""
+    """What a FIFO's writer sends before it closes it, within FIFO_WAIT seconds."""
     deadline = time.monotonic() + FIFO_WAIT
     data = b""
     while len(data) <= ENV_MOST:
@@ -195,8 +173,7 @@ def _from_fifo(fd: int, path: Path) -> bytes:
 
 
 def secret(name: str, secrets: dict) -> str | None:
-    """A credential: the real environment's (unless empty), else the one read from a .env
-    (secrets, as load_env returned them)."""
+    """A credential: the environment's (unless empty), else the .env's (load_env's secrets)."""
     return os.environ.get(name) or secrets.get(name) or None
 
 
@@ -204,24 +181,18 @@ _LEARNT_SECRETS = set()   # secrets learnt as the harness runs: the board's pass
 
 
 def hide_from_commands(value: str) -> None:
-    """From now on, no command the agent runs gets a variable that holds this secret, as it is
-    or percent-encoded (as a URL holds it). The board calls it with its password."""
+    """From now on, no command gets a variable that holds this secret, as it is or
+    percent-encoded (as a URL holds it). The board calls it with its password."""
     if value:
         _LEARNT_SECRETS.update({value, quote(value, safe="")})
 
 
 def child_env() -> dict:
-    """The environment for a command the agent runs: this one, without the harness's secrets.
-
-    Left out: the API key and token and TASK_BOARD, by name; and any variable that holds the
-    key, the token, the board's password (hide_from_commands) or the password in
-    ANTHROPIC_BASE_URL (a gateway's basic auth), whatever its name: a DATABASE_URL or
-    PGPASSWORD that is the board's, a copy of the key, ANTHROPIC_BASE_URL itself when it holds
-    a password. Kept: the user's own settings, PGPASSFILE and PGSERVICEFILE among them (they
-    say where a password is, not what; a command can read any file you can, so leaving them
-    out would protect nothing), a DATABASE_URL of another database, which the user's own
-    programs need, and ANTHROPIC_BASE_URL without a password.
-    """
+    """The environment for a command the agent runs: this one, less HARNESS_ONLY by name and
+    any variable that holds the key, the token, a secret given to hide_from_commands or the
+    password in ANTHROPIC_BASE_URL. Kept: PGPASSFILE and PGSERVICEFILE (they say where a
+    password is, and a command can read any file you can), and a DATABASE_URL of another
+    database, which the user's own programs need."""
     hidden = [os.environ.get(name) for name in SECRETS] + sorted(_LEARNT_SECRETS)
     hidden += _password_in(os.environ.get("ANTHROPIC_BASE_URL", ""))
     hidden = [value for value in hidden if value]
@@ -250,16 +221,14 @@ def _holds(value: str, hidden: str) -> bool:
     return value == hidden or f":{hidden}@" in value or bool(re.search(as_password, value))
 
 
-# scheme:// (if written), then user:password@ up to the last @ before the path: what a URL
-# parser takes for the userinfo. A regular expression, not urlsplit, so that a URL no parser
-# reads ("http://alice:pw@[::1", refused by check_base_url) is still shown without it.
+# scheme:// (if written), then the userinfo, up to the last @ before the path. Not urlsplit: a
+# URL it cannot parse ("http://alice:pw@[::1") is still shown without its password.
 _USERINFO = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)?(?P<userinfo>[^/?#]*)@")
 
 
 def shown_url(url: str) -> str:
-    """The URL with any password in it as *** (the user name kept): how every line, log and
-    display names an endpoint. ANTHROPIC_BASE_URL=http://alice:PW@host (a gateway with basic
-    auth) is shown as http://alice:***@host; a URL without a password is returned as it is."""
+    """How every line, log and display names an endpoint: http://alice:PW@host as
+    http://alice:***@host; a URL without a password as it is."""
     found = _USERINFO.match(url)
     if not found or not _password_in(url):
         return url
@@ -269,10 +238,6 @@ def shown_url(url: str) -> str:
 
 def model_id():
     return os.environ.get("MODEL_ID") or DEFAULT_MODEL
-
-
-def base_url():
-    return os.environ.get("ANTHROPIC_BASE_URL") or "https://api.anthropic.com"
 
 
 def api_timeout():
@@ -288,8 +253,7 @@ def api_timeout():
 
 
 def check_base_url(url: str) -> None:
-    """Refuse, before any request, a base URL the SDK cannot use; one line says how to write it
-    (naming it as shown_url does: without its password)."""
+    """Refuse a base URL the SDK cannot use, in one line saying how to write it."""
     shown = shown_url(url)
     try:
         parts = urlsplit(url)
@@ -308,9 +272,7 @@ def check_base_url(url: str) -> None:
 
 
 def make_client(base_url=None, api_key=None, secrets=None):
-    """Build the Anthropic client, or raise SetupError before any request is made. secrets:
-    the credentials read from the .env files (load_env), for a key the environment does not
-    give."""
+    """The Anthropic client, or SetupError before any request. secrets: load_env's."""
     auth_token = None
     secrets = secrets or {}
     if api_key is None:
@@ -330,10 +292,9 @@ def make_client(base_url=None, api_key=None, secrets=None):
     return anthropic.Anthropic(**options)
 
 
-def api_error_line(exc, client=None) -> str:
-    """errors.describe_api_error, with the URL the client used (its password as ***),
-    API_TIMEOUT and MODEL_ID."""
-    where = str(client.base_url) if client is not None else base_url()
+def api_error_line(exc, client) -> str:
+    """errors.describe_api_error, with the URL the client used, API_TIMEOUT and MODEL_ID."""
+    where = str(client.base_url)
     return errors.describe_api_error(exc, shown_url(where), api_timeout(), model_id())
 
 
@@ -349,15 +310,12 @@ def positive_int(name: str, default: int, unit: str) -> int:
 
 
 def context_window() -> int:
-    """The model's context window in tokens, for /context: CONTEXT_WINDOW, else the default
-    model's. The API does not say it; a local model's is its server's -c (llama-server)."""
+    """CONTEXT_WINDOW, else the default model's window (the API does not say it), in tokens."""
     return positive_int("CONTEXT_WINDOW", DEFAULT_WINDOW, "tokens")
 
 
 def check_numbers(model: str) -> None:
-    """Read every setting that must be a number, so that a bad one is one line before anything
-    runs: API_TIMEOUT is otherwise read only by the client (a keyless REPL has none) and
-    CONTEXT_WINDOW in s03 only by /context. COMPACT_THRESHOLD is s06's, read in its start."""
+    """Read every number setting (s06's COMPACT_THRESHOLD: in its start) before anything runs."""
     api_timeout()
     context_window()
     price(model)
@@ -366,9 +324,8 @@ def check_numbers(model: str) -> None:
 # ---------------------------------------------------------------- the price
 
 class Price(NamedTuple):
-    """What a million tokens cost, as /cost and the session page give it: input and output
-    (None: not priced), the unit ("$" for the list price, "" for yours: your currency), and
-    the words that say which price it is and where it came from."""
+    """A million tokens' cost in and out (None: not priced), its unit ("$" for the list price,
+    "" for yours: your currency), and words saying which price it is and where it came from."""
     input: Optional[float]
     output: Optional[float]
     unit: str
@@ -377,9 +334,8 @@ class Price(NamedTuple):
 
 def price(model: Optional[str] = None) -> Price:
     """The price a session is costed at: yours (PRICE_PER_MTOK, PRICE_PER_MTOK_OUT) if you set
-    either; else DEFAULT_PRICE for DEFAULT_MODEL; else none, and the words say to set one (a
-    price made up for another model would be wrong). A bad value raises SetupError naming
-    the variable: cli reads it first (check_numbers), so that it is refused before anything runs."""
+    either; else DEFAULT_PRICE for DEFAULT_MODEL; else none (one made up for another model
+    would be wrong), and the words say to set one. A bad value: SetupError naming it."""
     model = model or model_id()
     price_in, price_out = [_price_set(name, what) for name, what in (
         ("PRICE_PER_MTOK", "input"), ("PRICE_PER_MTOK_OUT", "output"))]

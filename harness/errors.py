@@ -1,23 +1,20 @@
 """Every error a user can meet, and the one line each becomes.
 
-Relied on by every module that talks to a user about a failure: cli prints these lines, the
-tools return them to the model, the board and the model call (model_call.py) raise them.
-Without each piece:
-- SetupError: a setting to fix (a missing key, a bad MAX_STEPS) ends in a traceback, not one
-  line and exit status 1.
-- EndpointError: an endpoint that answers, but not like the Messages API (HTML, other JSON, no
-  content, a connection dropped mid-reply), is a traceback deep in the SDK.
-- malformed / error_event: a stream that breaks the rules (a delta before its block, a call
-  without an id) or sends an error mid-reply is a traceback, or a line that blames the key.
-- describe_api_error: a user sees a traceback instead of one line that says what to fix;
-  a base URL ending in /v1 (the SDK adds /v1/messages) gets a 404 blamed on MODEL_ID; a
-  server that is not the Messages API (python -m http.server: 501 and an HTML page) got six
-  lines of HTML, no URL, and "try again later". It, and every line here that names the
-  endpoint, shows its URL through config.shown_url: a gateway's password
-  (http://alice:PW@host) was printed in full.
+Relied on by every module that tells a user of a failure: cli prints these lines, the tools
+return them to the model, the board and model_call raise them. Without each piece:
+- SetupError: a setting to fix (a missing key, a bad MAX_STEPS) is a traceback, not one line
+  and exit status 1.
+- EndpointError: an endpoint that answers unlike the Messages API (HTML, other JSON, no
+  content) or drops mid-reply is a traceback deep in the SDK.
+- malformed / error_event: a stream that breaks the rules or sends an error mid-reply is a
+  traceback, or a line that blames the key.
+- describe_api_error: a traceback instead of one line saying what to fix; a base URL ending in
+  /v1 (the SDK adds /v1/messages) gets a 404 blamed on MODEL_ID; a server that is not the
+  Messages API (python -m http.server: 501 and HTML) is told to try again later.
+- _shown: a gateway's password (http://alice:PW@host) is printed in every line naming it.
 - reason: "[Errno 28]" where "the disk is full" says what to do.
-- connect_problem: a PostgreSQL board that is down, a wrong password or a missing database is
-  a traceback, with the password in it.
+- connect_problem: a PostgreSQL board that is down, refuses the password or lacks its database
+  is a traceback, with the password in it.
 """
 
 import errno
@@ -28,9 +25,8 @@ from urllib.parse import urlsplit
 from harness import excerpt
 from harness.sdk import anthropic
 
-
-# Statuses the Messages API never answers with: the method is not served at that address at
-# all (python -m http.server answers a POST with 501). Retrying will not change that.
+# Statuses the Messages API never answers with: nothing serves POST at that address (python -m
+# http.server answers 501). Retrying will not change that.
 NEVER_FROM_THE_API = (405, 501)
 
 
@@ -43,9 +39,8 @@ class NoKey(SetupError):
 
 
 class EndpointError(Exception):
-    """A model call the SDK did not turn into an APIError: the endpoint answered, but not like the
-    Messages API (HTML, other JSON, no content); the connection dropped in the middle of the
-    reply; or the request held text that cannot be encoded."""
+    """A failed model call the SDK raised no APIError for: an answer unlike the Messages API's,
+    a connection dropped mid-reply, or a request holding text that cannot be encoded."""
 
 
 # An OSError as a sentence a user can act on. By errno name: the numbers differ between systems.
@@ -64,9 +59,7 @@ def reason(exc: OSError) -> str:
 
 
 def describe_api_error(exc, where: str, timeout: float, model: str) -> str:
-    """One line saying what failed and what to do about it, naming the URL actually used
-    (where, its password as ***), API_TIMEOUT and MODEL_ID (config.py reads them; cli passes
-    them)."""
+    """One line saying what failed and what to do, naming where, API_TIMEOUT and MODEL_ID."""
     where = _shown(where).rstrip("/")
     status = getattr(exc, "status_code", None)
     detail = _error_message(exc)
@@ -99,21 +92,18 @@ def describe_api_error(exc, where: str, timeout: float, model: str) -> str:
 
 
 def _shown(where: str) -> str:
-    """The endpoint's URL as config.shown_url shows it: a gateway's password as ***. Imported
-    here, at the call: config imports this module first, for SetupError."""
+    """config.shown_url (imported here: config imports this module first)."""
     from harness.config import shown_url
     return shown_url(where)
 
 
 def _error_message(exc):
-    """The endpoint's own words, on one line: a proxy's message may hold a stack trace. An
-    HTML page (a proxy's or a web server's) is said to be one, not shown."""
+    """The endpoint's words on one line (a proxy's may hold a stack trace), or "an HTML page"."""
     if _is_html(exc):
         return "an HTML page"
-    body = getattr(exc, "body", None)
     message = str(exc)
     if _from_the_api(exc):
-        message = str(body["error"].get("message", message))
+        message = str(exc.body["error"].get("message", message))
     return " ".join(message.split())
 
 
@@ -166,9 +156,7 @@ def malformed(where: str, what: str) -> str:
 
 def error_event(exc, where: str) -> str:
     """An error event in the middle of a streamed reply (overloaded_error, say)."""
-    body = getattr(exc, "body", None)
-    error = body.get("error") if isinstance(body, dict) else None
-    kind = error.get("type") if isinstance(error, dict) else "error"
+    kind = exc.body["error"].get("type") if _from_the_api(exc) else "error"
     return (f"the endpoint at {_shown(where)} sent an error in the middle of the reply ({kind}: "
             f"{excerpt.one_line(_error_message(exc), 120)}): the turn was abandoned; try again")
 
@@ -187,12 +175,9 @@ def first_line(exc: BaseException) -> str:
 
 
 def connect_problem(exc: BaseException, name: str, hidden: tuple = ()) -> str:
-    """One line for a connection that failed, naming the board as `name` (its password as ***).
-
-    hidden: the password as the URL has it (and decoded). libpq and psycopg quote what they
-    could not use, and that may be the password ('invalid percent-encoded token: "pa%zz"'), so
-    each is replaced by *** wherever it appears in their message.
-    """
+    """One line for a failed connection to the board `name` (its password as ***). hidden: the
+    password, as the URL has it and decoded, put as *** in libpq's message, which may quote it
+    ('invalid percent-encoded token: "pa%zz"')."""
     text = str(exc)
     for secret in sorted(hidden, key=len, reverse=True):   # the longest first: a part of one
         text = text.replace(secret, "***")                 # must not leave the rest showing

@@ -1,33 +1,22 @@
 """What the user sees, and only that: tool calls, results, usage lines, notes, the live reply.
 
-Relied on by all three lessons (the tool-call lines, notes) and by model_call (the live reply,
-the usage line) and cli (the answer, errors). It draws what it is given: no transport, no
-accounting. Progress goes to stderr, so `python sNN.py "..." > answer.txt` keeps the answer.
-What a run has shown is kept on its Screen (run.screen, harness/run.py), not in this module.
+Relied on by all three lessons (tool-call lines, notes), model_call (the live reply, the usage
+line) and cli (the answer, errors). It draws what it is given: no transport, no accounting.
+Progress goes to stderr, so `python sNN.py "..." > answer.txt` keeps the answer alone.
 Without each piece:
-- printable and show: text from a model, a file, a command or a task board reaches the
-  terminal raw, and the terminal obeys it: OSC 52 puts a command on the clipboard, ESC[2J
-  clears the screen, ESC[1A ESC[2K erases the line that showed the command which just ran.
-  Everything this harness writes goes through show(), which escapes such text (show_out is
-  show() to stdout, for what a lesson prints itself).
-- LiveReply: a slow model shows nothing for minutes, then a wall of text; a local model
-  that takes a minute to start gives no sign that anything is happening.
-- Screen and print_answer: on a terminal the final answer, already streamed live, is shown
-  a second time.
-- width and fit: a note, a banner or /help runs past the right edge of an 80-column
-  terminal and the terminal breaks it mid-word; a tool call or a result line wraps into the
-  next one. Every line fits the terminal's width (80 columns in a pipe or a log, COLUMNS
-  where it is set): a notice wraps at spaces, its continuation under its own text; a tool
-  call takes one line, its arguments cut to share it; a result shows up to 14 lines, each
-  cut to the width with its indentation kept, and an error result all of it, wrapped. The
-  model's own words are printed as they came: a terminal wraps them, and an answer sent to a
-  file stays exact.
-- _argument: a long command is cut, and what it does at its end is never shown. A shell
-  command is shown whole (up to COMMAND_CHARS), continued on the next lines: all of it runs.
-- _colour: colour codes end up in log files and pipes.
-- the usage line and show_session: the cost of a session is invisible.
-- Screen.where: a path is printed relative to the folder the run works in, which is not the
-  user's during --demo (demo/): `.transcripts/…` beside `demo/.transcripts/…` in one output.
+- printable and show: text from a model, a file, a command or a board reaches the terminal raw
+  and is obeyed: OSC 52 sets the clipboard, ESC[2J clears the screen, ESC[1A ESC[2K erases the
+  line of the command that just ran. Everything here goes out through show().
+- width and fit: a note or /help runs past the edge of an 80-column terminal and breaks
+  mid-word; a tool call or a result line wraps into the next. The model's own words are not
+  fitted: a terminal wraps them, and an answer sent to a file stays exact.
+- _argument: a long command is cut, and what it does at its end is never shown.
+- colour: colour codes end up in log files and pipes.
+- show_usage and show_session: the cost of a session is invisible.
+- LiveReply: a slow model shows nothing for minutes, then a wall of text; a local model that
+  takes a minute to start gives no sign of life.
+- Screen (run.screen: one per run, not in this module): on a terminal the final answer, already
+  streamed live, is shown again; during --demo a path is named from demo/, not the user's folder.
 """
 
 import json
@@ -58,12 +47,9 @@ def printable(text) -> str:
 
 def show(text, code: str | None = None, stream=None, end: str = "\n", redraw: bool = False,
          wrap: bool = False):
-    """Write text made printable, then the harness's own codes: the one way out to the screen.
-
-    code is the colour (ANSI SGR, "33" is yellow); redraw first clears the line the cursor is
-    on (the waiting line, a growing tool call); wrap fits each line to the stream's width
-    (after escaping, which makes a line longer).
-    """
+    """Write text made printable, then the harness's own codes. code: the colour (ANSI SGR,
+    "33" is yellow); redraw: first clear the cursor's line; wrap: fit each line to the stream's
+    width (after escaping, which makes a line longer)."""
     stream = stream or sys.stderr
     shown = printable(text)
     if wrap:
@@ -89,30 +75,25 @@ def show_error(line):
 # ---------------------------------------------------------------- the width of a line
 
 def width(stream=None) -> int:
-    """The columns a line may take: COLUMNS where it is set, as shutil.get_terminal_size reads
-    it; else the width of the terminal stream is (shutil asks stdout, and progress goes to
-    stderr, which is the terminal when stdout is a file); else PLAIN_WIDTH."""
+    """The columns a line may take: COLUMNS where it is set; else the width of the terminal
+    stream is (not stdout's, as shutil asks: progress goes to stderr, the terminal when stdout
+    is a file); else PLAIN_WIDTH."""
     stream = stream or sys.stderr
     try:
         columns = int(os.environ.get("COLUMNS", "0"))
     except ValueError:                  # COLUMNS=wide: as if it were not set
         columns = 0
     if columns <= 0 and stream.isatty():
-        columns = _terminal_columns(stream)
+        try:
+            columns = os.get_terminal_size(stream.fileno()).columns
+        except (OSError, ValueError):   # a stream that is a terminal only in name (a test's)
+            columns = 0
     return max(columns or PLAIN_WIDTH, NARROWEST)
 
 
-def _terminal_columns(stream) -> int:
-    try:
-        return os.get_terminal_size(stream.fileno()).columns
-    except (OSError, ValueError):       # a stream that is a terminal only in name (a test's)
-        return 0
-
-
 def fit(text: str, columns: int, whole_words: bool = True) -> str:
-    """Each line of text in `columns`: a longer one wraps at spaces, and goes on under its own
-    text (two columns in; a row of a table, under its last column). A word longer than a line
-    is left whole, so a path stays one piece to copy, unless whole_words is False."""
+    """Each line of text in `columns`, a longer one wrapped at spaces (see _hang). A word longer
+    than a line is left whole (a path stays one piece to copy), unless whole_words is False."""
     lines = []
     for line in text.split("\n"):
         if len(line) <= columns:
@@ -149,11 +130,8 @@ def plural(n: int, word: str) -> str:
 # ---------------------------------------------------------------- tool calls and results
 
 def _argument(value, limit: int) -> str:
-    """One argument as JSON (one line, made printable) in about limit characters; a long one
-    as head …[size]… tail, with at least ARGUMENT_CHARS of its head and tail.
-
-    Its end is always shown: what a command does last (`; curl … | sh`) is where it hides.
-    """
+    """One argument as JSON, one printable line of about limit characters; a long one as head
+    …[size]… tail: what a command does last (`; curl … | sh`) is where it hides."""
     shown = printable(json.dumps(value, ensure_ascii=False))
     if len(shown) <= limit:
         return shown
@@ -165,8 +143,7 @@ def _argument(value, limit: int) -> str:
 
 
 def _shares(needs: dict, room: int) -> dict:
-    """Each argument's characters on the line: the short ones whole, the long ones an even
-    share of what the short ones left."""
+    """Each argument's share of the line: short ones whole, long ones an even split of the rest."""
     shares = {}
     for n, key in enumerate(sorted(needs, key=needs.get)):
         fair = room // (len(needs) - n)
@@ -176,9 +153,9 @@ def _shares(needs: dict, room: int) -> dict:
 
 
 def show_tool_call(name, args):
-    """Before the tool runs, so a slow command shows what it is waiting for: one line, each
-    argument cut to its share of it. A shell command is shown whole (all of it runs), and
-    arguments too many to share one line go on on the next lines: wrapped, never hidden."""
+    """Before the tool runs (a slow command shows what it waits for): one line, each argument
+    cut to its share of it. A shell command is shown whole up to COMMAND_CHARS, wrapped (all of
+    it runs); arguments too many for one line go on the next."""
     if not isinstance(args, dict):  # a model may send a list or a string; the tool refuses it
         args = {"input": args}
     columns = width()
@@ -218,8 +195,8 @@ def _items(key: str, value: list, columns: int) -> list:
 
 
 def show_tool_result(output, is_error):
-    """A long result as its first lines, each cut to one line of the screen, its indentation
-    kept (a tab as four spaces); an error whole, wrapped: its remedy is at its end."""
+    """A result's first lines (excerpt.preview), each cut to the width, indentation kept (a tab
+    as four spaces); an error's lines wrapped, not cut: a remedy is at a line's end."""
     lines = excerpt.preview(output)
     mark, code = ("!", "31") if is_error else ("=", "2")
     room = width() - 4                           # after "  = "
@@ -255,12 +232,9 @@ def show_usage(counts: tuple, label: str = "tokens", screen=None):
 
 
 def warn_if_tools_dropped(counted, tools):
-    """Say so when the endpoint counted fewer input tokens than the tool definitions alone.
-
-    A local server whose chat template has no place for tools drops them without an error
-    (seen with llama-server: 132 input tokens counted for s07's first request, 1,214 with a
-    template that has tools). The model then cannot call a tool and answers in prose.
-    """
+    """Say so when the endpoint counted fewer input tokens than the tools alone: a local
+    server whose chat template has no place for tools drops them silently, and the model
+    answers in prose."""
     expected = tokens.estimate(tools)
     if 0 < counted < expected // 2:                 # 0: the endpoint sent no usage at all
         show_note(f"[the endpoint counted {counted:,} input tokens, fewer than the tool "
@@ -282,8 +256,8 @@ def show_session(calls: int, fresh: int, read: int, written: int, out: int):
 # ---------------------------------------------------------------- the live reply
 
 class Screen:
-    """What one run has shown: the text of its last reply as the live reply drew it; and
-    where the user is, when the run works in another folder (--demo's demo/)."""
+    """What one run has shown (its last reply, drawn live; usage lines held for the answer),
+    and where the user is when the run works elsewhere (--demo's demo/)."""
 
     def __init__(self) -> None:
         self.last_shown = ""    # print_answer does not show it again
@@ -312,10 +286,8 @@ class Screen:
 
 
 class LiveReply:
-    """One streamed reply as it arrives, on a terminal: a waiting line with the seconds until
-    the first token, the text live, and a tool call being written as
-    `> write_file … 2.1 kB so far`. Elsewhere (a pipe, a log) it draws nothing: the loop
-    prints the finished text and tool calls. What it drew is left on the run's screen."""
+    """One streamed reply as it arrives, on a terminal only: the seconds waited for the first
+    token, the text, and a tool call being written (`> write_file … 2.1 kB so far`)."""
 
     def __init__(self, where: str, screen: Screen):
         self.screen = screen

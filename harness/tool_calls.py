@@ -1,19 +1,15 @@
 """What happens around each tool call of s03's run_tool_calls (and so s06's and s07's).
 
-The lesson runs a call through its dispatch table and builds its tool_result; this module does
-the rest, through the run (harness/run.py) the loop was given. Without each piece:
-- kept(): the user does not see the result; the session page (run.recorder) cannot say
-  which calls made the context grow; and a result reaches the session log (run.log) only
-  when the whole batch is done, so a kill -9, a closed terminal or Ctrl-C in the middle of a
-  batch loses the calls that already ran, and --continue runs them again.
-- clean_text in kept(): a file name or a command's output that is not UTF-8 (a file in
-  .tasks/) holds lone surrogates; in the history, they make every later request fail. And
-  the API refuses an empty result.
-- keep_on_ctrl_c() and ToolsInterrupted: Ctrl-C in the middle of a batch would lose every
-  result of it. Instead the REPL gets one result per call (pairing.after_ctrl_c): those that
-  ran, the one that was running ("interrupted while it ran; it may have acted": it may have
-  written a file), and the rest ("not run"), so the history stays valid and the model does
-  not redo the work.
+The lesson runs a call and builds its tool_result; this module does the rest, through the run
+(harness/run.py) the loop was given. Without each piece:
+- kept(): the user does not see the result; the session page cannot say which calls grew the
+  context; and a result is logged only with its whole batch, so a kill -9, a closed terminal or
+  Ctrl-C mid-batch loses the calls that ran, and --continue runs them again.
+- clean_text in kept(): output that is not UTF-8 (a file name in .tasks/) holds lone
+  surrogates, which make every later request fail; and the API refuses an empty result.
+- keep_on_ctrl_c() and ToolsInterrupted: Ctrl-C mid-batch loses every result of it; with them
+  the REPL gets one per call (pairing.after_ctrl_c), so the history stays valid and the model
+  does not redo the work.
 """
 
 from contextlib import contextmanager
@@ -23,11 +19,8 @@ from harness.clean import clean_text
 
 
 class ToolsInterrupted(KeyboardInterrupt):
-    """Ctrl-C in the middle of a batch of tool calls.
-
-    results: one tool_result block for EVERY tool_use of the assistant message, in order. The
-    REPL appends them after that message, so what was done is kept and the history is valid.
-    """
+    """Ctrl-C in the middle of a batch. results: a tool_result for every tool_use of the
+    assistant message, in order, for the REPL to append after it."""
 
     def __init__(self, results: list):
         super().__init__("tool calls interrupted")
@@ -35,11 +28,7 @@ class ToolsInterrupted(KeyboardInterrupt):
 
 
 def kept(run, call: dict, result: dict) -> dict:
-    """The tool_result s03 built for a call, made sendable, shown, recorded in the run, and
-    logged at once."""
-    # The API refuses an empty result. A file name or a command's bytes that are not UTF-8
-    # arrive as lone surrogates: mended here, where every result passes, or the next request
-    # could not be encoded.
+    """The tool_result s03 built, made sendable, shown, recorded in the run and logged."""
     output = clean_text(result["content"] or "(no output)")
     result = {**result, "content": output}
     terminal.show_tool_result(output, result.get("is_error", False))

@@ -1,18 +1,15 @@
 """A tool call's input checked against the tool's schema, before the tool runs.
 
 Relied on by s03's call_tool (and so s06's and s07's): the API does not hold a model to a
-tool's input_schema, and weak models, local servers and gateways send what it does not allow.
-Without each piece:
-- the check of required, unknown and mistyped arguments: a missing argument is a TypeError
-  deep in the tool, and a model that sent {"file": "a.txt"} is told "unexpected keyword
-  argument" instead of the arguments it should have sent.
-- JSON text decoded where an object or an array belongs ('{"command": "ls"}', or a todo
-  list sent as a string): the call is refused though the model meant exactly that. json.loads
-  only parses data: the model's text is never run.
-- a boolean is not a number, as in JSON: True would pass for an id of 1.
-- an input of null (or none) as no arguments: task_list called so ran nothing, and the turn
-  failed.
-What is inside an argument (each todo item, say) the tool itself checks.
+tool's input_schema, and weak models, local servers and gateways break it. Without each piece:
+- the check of required, unknown and mistyped arguments: a missing argument is a TypeError deep
+  in the tool, and a model that sent {"file": "a.txt"} is told "unexpected keyword argument",
+  not the arguments it should have sent.
+- _decoded: JSON text where an object or an array belongs ('{"command": "ls"}', a todo list as
+  a string) is refused though the model meant exactly that (json.loads only parses: nothing
+  runs); an input of null fails the turn instead of being no arguments.
+- _is_a: True passes for an id of 1 (in JSON a boolean is not a number).
+What is inside an argument (each todo item) the tool itself checks.
 """
 
 import json
@@ -49,8 +46,7 @@ def checked(given: object, name: str, tools: list) -> dict:
 
 
 def _decoded(given: object, schema: dict) -> dict:
-    """The arguments, JSON text decoded where an object or an array belongs."""
-    # null, or no input at all: no arguments (a weak model calling a tool that takes none).
+    """The arguments (None: none), JSON text decoded where an object or an array belongs."""
     if given is None:
         given = {}
     if isinstance(given, str):
@@ -71,15 +67,14 @@ def _decoded(given: object, schema: dict) -> dict:
 
 
 def _is_a(value, kind: str) -> bool:
-    """JSON's types: a boolean is not a number here, as it is not in JSON."""
+    """Whether value is of the JSON type kind (a bool is only a boolean)."""
     if isinstance(value, bool) and kind != "boolean":
         return False
     return isinstance(value, JSON_TYPES.get(kind, object))
 
 
 def json_or_none(text: str):
-    """The data of a JSON text, every string sendable (its escapes may hold half an emoji,
-    "\\ud83d"), or None."""
+    """The data of a JSON text, every string sendable (an escape may be half an emoji), or None."""
     try:
         return clean_json(json.loads(text))
     except (ValueError, RecursionError):
