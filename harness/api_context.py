@@ -125,8 +125,9 @@ class Setting:
         return kept
 
     def count(self, run, response) -> None:
-        """Said and recorded: each summary the server wrote (a call of its own), the
-        compaction, the results it cleared; once a run, a reply silent on context management.
+        """Recorded and said: each summary the server wrote (a call of its own), the
+        compaction; said only: the results it cleared, and, once a run, a reply silent on
+        context management.
         An odd count is read as well as it can be, never a traceback."""
         usage = response.usage
         steps = summary_steps(usage)
@@ -270,8 +271,9 @@ def without_empty_summaries(messages: list) -> list:
 
 
 def as_text(messages: list) -> list:
-    """The history with its first summary as a user message of its own, opening it (the rest
-    of its message follows); any other compaction block is left out."""
+    """The history with its first summary as a user message of its own, opening it (the API
+    wants the user first; the rest of its message follows); any other compaction block is left
+    out."""
     result = []
     for message in messages:
         content = message.get("content")

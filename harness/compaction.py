@@ -18,7 +18,8 @@ request); this module does the rest, for s06 and so s07. Without each piece:
 - failed: an API error in the summary call, or a full disk, ends the turn in a traceback.
 - window_guard / fit_to_window: with a window smaller than the threshold (a local model's),
   or with --api-context, layer 2 acts only once a request no longer fits, and then its
-  summary request cannot fit either; a window that leaves less than MIN_ROOM is refused.
+  summary request cannot fit either; a window the system prompt and tools nearly fill
+  summarises every prompt away before the model sees it (MIN_ROOM refuses such a window).
 - fit_for_summary: a conversation already past the window can never be summarised.
 - compact_now: /compact with nothing to compact, or without a model, fails at the API.
 Tokens are estimated as characters / 4 (tokens.estimate, as everywhere).

@@ -4,10 +4,10 @@ Relied on by all three lessons (through cli.run_cli) and by the tests. Without e
 - load_env and env_files: a key in ./.env, or in the repository's .env (where the README copies
   .env.example) when run from a scratch folder, is not found; a key put into os.environ is
   inherited by every command the agent runs (`env` shows it), so it is returned instead, for
-  make_client only (run.secrets).
-- _read_env: a UTF-16 .env is a traceback; a .env a secrets manager serves as a FIFO (1Password
-  Environments does) is skipped, or hangs the start when nobody serves it; one that is a folder
-  or a socket is passed over unsaid.
+  make_client only (run.secrets); a UTF-16 .env is a traceback.
+- _read_env: a .env a secrets manager serves as a FIFO (1Password Environments does) is
+  skipped, or hangs the start when nobody serves it; one that is a folder or a socket is
+  passed over unsaid.
 - no_key_message: the error says to put the key in ./.env, wherever it was looked for.
 - child_env and hide_from_commands: `env` shows the model (and so the API) the API key, the
   board's password (TASK_BOARD, or a DATABASE_URL or PGPASSWORD that holds it), a copy of the

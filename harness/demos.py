@@ -12,8 +12,8 @@ function of the request so far; this module imports no lesson. Without each piec
   default is 50,000.
 - s06_api_demo: `--demo --api-context clear|compact` would play outputs too small for the
   API's trigger (30,000 or 50,000 tokens), and the learner would see the API do nothing.
-- _s07_story: a second s07 run says first what it does with the board it finds (the next
-  ready task, no new plan), not the first run's prompt to plan.
+- _s07_story: a second s07 run printed the first run's prompt to plan, then did not plan;
+  it says first which ready task it picks up, and why it plans nothing.
 """
 
 import contextlib

@@ -409,4 +409,3 @@ class _Watch:
                 self.close()
                 return
             self._moved.clear()
-

@@ -17,8 +17,9 @@ Without each piece:
   and a text is written once, however often it is saved.
 - the bounds (MAX_TOTAL_BYTES, MAX_FILES; oldest removed first): a long session fills the disk.
 - the pins (SavedTexts; on disk, pins.py): any session's prune removes files a placeholder names.
-- the folder reached without a symlink, and marked (MARKER): a results folder linked elsewhere
-  loses its files. Only NAME files, in a folder the harness made or found empty, are removed.
+- the folder reached without a symlink, and marked (MARKER): with .transcripts/results a link
+  to another folder, a prune deleted that folder's own files (201 of 1,200 notes). Only NAME
+  files, in a folder the harness made or found empty, are removed.
 - writer.py: a link planted at a guessable name is written through; outputs readable by all.
 - the fallback: a full disk costs the middle of one output, with a note, never the whole turn.
 """
@@ -55,7 +56,8 @@ class SavedTexts:
 
     def __init__(self) -> None:
         # (folder, tool, length, hash(text)) -> path. A str keeps its hash once computed, so
-        # asking again for the same text is a lookup, not a 300 kB hash.
+        # asking again for the same text is a lookup, not a 300 kB hash. The text itself is
+        # not compared: the length and the 64-bit hash tell texts apart (1 in 2**64).
         self.paths: dict[tuple, str] = {}
         self.pinned: set[str] = set()
         self.pins = pins.Pins()     # the same, on disk: seen by a prune in any process

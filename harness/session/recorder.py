@@ -2,7 +2,8 @@
 
 Relied on by all three lessons through the Run (run.recorder, harness/run.py): model_call.py
 records each model call with its request, tool_calls.py each tool call, s06 its threshold,
-compaction.py and api_context.py their clearings and compactions, s07 its board. cli reads
+compaction.py its clearings and compactions, api_context.py the API's summaries and
+compactions (its clearings are only said), s07 its board. cli reads
 the totals; page.py and views.py only read the record. Without each piece:
 - totals(): cli would add up usage its own way; here tokens.usage_counts reads each reply's
   (a missing field, or a count sent as "12" by an odd endpoint, breaks neither).
