@@ -249,5 +249,6 @@ def _mark(fd: int, folder: Path, made: bool) -> None:
     if not made and any(name != MARKER for name in os.listdir(fd)):
         raise OSError(f"{folder} holds files the harness did not save (it has no {MARKER}); "
                       "move them, or remove the folder")
-    with contextlib.suppress(FileExistsError):     # another agent marked it just now
-        writer.create_in(fd, MARKER, MARKER_TEXT.encode("utf-8"), 0o644)
+    # Another agent may mark it at the same moment: the rename then puts the same text in place
+    # again. What else is at the name (a link, a FIFO) is replaced, never written through.
+    writer.replace_in(fd, MARKER, MARKER_TEXT.encode("utf-8"), 0o644)

@@ -14,9 +14,9 @@ files and their lock (board/folder.py). Without each piece:
   old file or the new, never half. A link at the name is replaced, never followed.
 - _keep_what_was(): a file an agent run as root edits becomes root's, and loses its POSIX ACLs;
   what the process may not set stays as the rename leaves it (files.py says so).
-- create_in(), link(), numbered(): a hard link takes only a free name, so no earlier task,
-  transcript or page is replaced. Without hard links (some FAT, FUSE, SMB mounts) the name is
-  reserved with O_EXCL, then replaced: a kill in between leaves it empty.
+- link(), numbered(): a hard link takes only a free name, so no earlier task, transcript or page
+  is replaced. Without hard links (some FAT, FUSE, SMB mounts) the name is reserved with O_EXCL,
+  then replaced: a kill in between leaves it empty.
 - modes set by the fd: what holds the conversation (logs, transcripts, pages, saved results,
   the REPL history) is PRIVATE (0600) whatever the umask; a shared file (a task, a file the
   tools write) gets open()'s mode (mode None: 0o666 less the umask).
@@ -55,18 +55,15 @@ def kind_of(mode: int) -> str:
 # ---------------------------------------------------------------- the folder
 
 @contextlib.contextmanager
-def folder(path: Path, make: bool = True, follow: bool = False):
-    """path open as a folder (an fd, closed at the block's end), made first if missing and `make`.
-    A symbolic link at its own name is refused unless `follow` (a folder the user named, such
-    as a board's, may be a link on purpose); the folders above it are taken as they are.
-    """
-    flags = FOLDER if not follow else FOLDER & ~os.O_NOFOLLOW
+def folder(path: Path):
+    """path open as a folder (an fd, closed at the block's end), made first if missing. A
+    symbolic link at its own name is refused; the folders above it are taken as they are."""
     for attempt in (1, 2):
         try:
-            fd = os.open(path, flags)
+            fd = os.open(path, FOLDER)
             break
         except FileNotFoundError:
-            if not make or attempt == 2:
+            if attempt == 2:
                 raise
         except OSError as exc:
             raise _in_the_way(path, exc) from None
@@ -111,16 +108,6 @@ def replace_in(where: int, name: str, data: bytes, mode: int | None) -> os.stat_
     except BaseException:
         _remove(where, temporary)
         raise
-    return made
-
-
-def create_in(where: int, name: str, data: bytes, mode: int | None) -> os.stat_result:
-    """replace_in(), only if the name is free: FileExistsError if it is taken."""
-    temporary, made = _write_temporary(where, name, data, mode, keep=False)
-    try:
-        _link(where, temporary, name)
-    finally:
-        _remove(where, temporary)
     return made
 
 
