@@ -741,7 +741,7 @@ MUTATIONS = [
              ["tests/test_demo_threshold.py::test_a_threshold_above_the_demos_context_keeps_"
               "layer_2_from_compacting"]),
     Mutation("a closed terminal (SIGHUP) ends a run without its page and total",
-             "harness/cli.py",
+             "harness/bash.py",
              "(signal.SIGTERM, signal.SIGHUP)}",
              "(signal.SIGTERM,)}",
              ["tests/test_run_ends.py::test_a_closed_terminal_or_a_kill_at_the_prompt_writes_the_"
