@@ -347,14 +347,15 @@ def _repl(lesson: Lesson, run: Run, budget, banner, history):
 def _context(lesson: Lesson, messages: list, run, arg: str) -> None:
     """/context: what the next request would send, part by part (session/views.py)."""
     from harness.session import views
-    views.context_command(lesson.system, lesson.tools, lesson.context_view,
-                          lesson.context_size)(messages, run, arg)
+    view = lesson.context_view(messages, run) if lesson.context_view else messages
+    views.print_context(run.recorder, lesson.system, lesson.tools, view, lesson.context_size, run)
 
 
 def _cost(messages: list, run, arg: str) -> None:
-    """/cost: what this run's calls cost (session/views.py, loaded when it is typed)."""
+    """/cost: this run's calls at its model's price (session/views.py, loaded when typed)."""
     from harness.session import views
-    views.cost_command(messages, run, arg)
+    terminal.show_out(views.cost_report(run.recorder.data, config.price(run.model),
+                                        views.in_charge(run)))
 
 
 def clear(messages: list, run, arg: str = "") -> None:
