@@ -527,11 +527,9 @@ def end_of_run(run: Run) -> None:
     """The run closed (its log, its pins), then its total and its page (session/page.py)."""
     run.screen.release()            # a usage line held for an answer that never came
     run.close()
-    totals = run.recorder.totals()
-    terminal.show_session(totals["calls"], totals["fresh"], totals["read"], totals["written"],
-                          totals["out"])
+    terminal.show_session(run.recorder.data)
     # The page is loaded only here, at the end of a run that made a call.
-    if totals["calls"]:
+    if run.recorder.data.totals["calls"]:
         from harness.session import page
         page.end_of_run(run.recorder, screen=run.screen)
 

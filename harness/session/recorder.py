@@ -3,10 +3,11 @@
 Relied on by all three lessons through the Run (run.recorder, harness/run.py): model_call.py
 records each model call with its request, tool_calls.py each tool call, s06 its threshold,
 compaction.py its clearings and compactions, api_context.py the API's summaries and
-compactions (its clearings are only said), s07 its board. cli reads
-the totals; page.py and views.py only read the record. Without each piece:
-- totals(): cli would add up usage its own way; here tokens.usage_counts reads each reply's
-  (a missing field, or a count sent as "12" by an odd endpoint, breaks neither).
+compactions (its clearings are only said), s07 its board. cli, page.py and views.py only
+read the record. Without each piece:
+- totals and input_tokens: cli, the page and /cost would each add up usage their own way;
+  here tokens.usage_counts reads each reply's (a missing field, or a count sent as "12" by an
+  odd endpoint, breaks neither).
 - call(): the page has no bars and /cost nothing to add up.
 - the requests: the page cannot show what the model saw. A block is kept once, cut to its head
   and tail, within SENT_CHARS a run, and a request keeps only the messages that differ from
@@ -139,8 +140,14 @@ class SessionRecord:
     sent_chars: int = 0                               # characters of blocks kept (SENT_CHARS)
     requests_kept: int = 0
     requests_left_out: int = 0                        # calls past MAX_REQUESTS
+    # The session's sums since the run began: calls, fresh (uncached), read, written, out.
     totals: dict = field(default_factory=lambda: dict.fromkeys(
         ("calls", "fresh", "read", "written", "out"), 0))
+
+    @property
+    def input_tokens(self) -> int:
+        """All input the session sent: uncached, read from the cache and written to it."""
+        return self.totals["fresh"] + self.totals["read"] + self.totals["written"]
 
 
 def _never_raises(method):
@@ -188,10 +195,6 @@ class Recorder:
         self.data.calls.append(call)
         if sent is not None:
             self._keep_request(call, sent, system, tools)
-
-    def totals(self) -> dict:
-        """The session's sums since the run began: calls, fresh (uncached), read, written, out."""
-        return dict(self.data.totals)
 
     @_never_raises
     def _keep_request(self, call: ModelCall, sent: list, system: object, tools: object) -> None:

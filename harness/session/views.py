@@ -201,7 +201,7 @@ def cost_report(record: SessionRecord, price: Optional[config.Price] = None,
     summaries = sum(c.is_summary for c in calls)
     by_api = sum(c.label == SUMMARY_BY_API for c in calls)
     uncached, written, read, sent, billed = _input(record)
-    output = sum(c.output for c in calls)
+    output = record.totals["out"]
     split = f" ({len(calls) - summaries} in the loop, {summaries} summary)" if summaries else ""
     if by_api:
         split = split.replace(" summary)", f" summary: {by_api} written by the API)")
@@ -225,19 +225,17 @@ def cost_report(record: SessionRecord, price: Optional[config.Price] = None,
 def _input(record: SessionRecord) -> tuple:
     """The session's input tokens: uncached, written to the cache, read from it, all sent,
     and billed (the 1.25x and 0.1x applied), as the API bills them."""
-    calls = record.calls
-    uncached = sum(c.uncached for c in calls)
-    written = sum(c.cache_written for c in calls)
-    read = sum(c.cache_read for c in calls)
+    totals = record.totals
+    uncached, written, read = totals["fresh"], totals["written"], totals["read"]
     billed = uncached + WRITE_PRICE * written + READ_PRICE * read
-    return uncached, written, read, uncached + written + read, billed
+    return uncached, written, read, record.input_tokens, billed
 
 
 def money(record: SessionRecord, price: config.Price) -> str:
     """The session at `price`, for /cost and the page: total = input (without caching) +
     output when both are priced, else the one that is; "" when neither is."""
     _, _, _, sent, billed = _input(record)
-    output = sum(c.output for c in record.calls)
+    output = record.totals["out"]
     unit, parts = price.unit, []
     if price.input is not None:
         parts.append(f"input {unit}{billed * price.input / 1e6:,.4f} "
