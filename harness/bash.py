@@ -6,8 +6,9 @@ s03's run_bash hands a command to run(). Without each piece:
   waits for ever on a background job that keeps the pipe open.
 - KEEP_UP_TO: `cat` of a 3 GB log is held in memory whole, then saved whole.
 - the flood stop (FLOOD_BYTES): a command that writes without end is never stopped.
-- _signals_raise: SIGTERM or a closed terminal (SIGHUP) kills Python and leaves the command
-  running, an orphan.
+- signals_raise: SIGTERM or a closed terminal (SIGHUP) kills Python and leaves the command
+  running, an orphan. cli.py ends a whole run with it too, so that its page and total are
+  written: one way a signal ends what the harness is doing, here beside the race it must win.
 - child_env (config.py): the API key and the board's and a gateway's passwords reach every
   command the model runs (`env` prints them) and every install script those start.
 This is not a sandbox: a command runs with your rights. Run the lessons in a scratch folder.
@@ -33,7 +34,7 @@ FLOOD_BYTES = 10_000_000  # output beyond the cap after which a command is stopp
 def run(command: str, cwd: Path, timeout: float, cap: int = KEEP_UP_TO) -> str:
     """Run a shell command; its output (stdout and stderr together), cut at `cap` characters."""
     # The handlers go in first: a SIGTERM as the command starts must still stop it.
-    with _signals_raise() as armed:
+    with signals_raise() as armed:
         proc = subprocess.Popen(command, shell=True, cwd=cwd, stdin=subprocess.DEVNULL,
                                 env=child_env(), stdout=subprocess.PIPE,
                                 stderr=subprocess.STDOUT, start_new_session=True)
@@ -93,8 +94,10 @@ def _kill_group(proc: subprocess.Popen) -> None:
 
 
 @contextmanager
-def _signals_raise():
-    """While a command runs, SIGTERM and SIGHUP raise SystemExit, so the command is killed too.
+def signals_raise():
+    """Inside, SIGTERM and SIGHUP raise SystemExit(128 + the signal's number): a command is
+    killed too; a run (cli) ends as q does. The handlers are put back after: a test runs
+    main() in the test's process. Only the main thread can set them; elsewhere, nothing.
 
     Yields armed(): until run() has the command's pid, a signal is only noted (raising inside
     Popen would lose the pid, and leave the command running); armed() raises for it then."""

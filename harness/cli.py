@@ -29,7 +29,7 @@ Relied on by all three lessons: each main() hands its Lesson to run_cli, which m
 - _run_demo: a learner needs a key to see a lesson run.
 - --continue and the session log: a stopped run cannot be resumed; its work is redone.
 - before_prompt (s07's live board): a person at the REPL does not see what other agents did.
-- end_of_run and _signals_end_the_run: no session total nor page at the end of a run, nor when
+- end_of_run and bash.signals_raise: no session total nor page at the end of a run, nor when
   the terminal is closed (SIGHUP) or the run killed politely (SIGTERM).
 - _closed_streams_to_devnull: a run started with stdout closed ends in a traceback.
 - a new Run for every run: a second main() in one process (a test) counts and logs on the
@@ -37,7 +37,6 @@ Relied on by all three lessons: each main() hands its Lesson to run_cli, which m
 """
 
 import argparse
-import contextlib
 import dataclasses
 import difflib
 import functools
@@ -45,13 +44,11 @@ import io
 import os
 import select
 import shlex
-import signal
 import sys
-import threading
 from pathlib import Path
 from typing import Callable, Optional
 
-from harness import clean, config, files, model_call, pairing, step_limit, terminal, writer
+from harness import bash, clean, config, files, model_call, pairing, step_limit, terminal, writer
 from harness.errors import EndpointError, NoKey, SetupError, reason
 from harness.run import Run
 from harness.sdk import anthropic
@@ -123,31 +120,15 @@ def run_cli(lesson: Lesson, argv: list = None) -> int:
         return 1
     _tolerate_narrow_terminals()
     try:
-        with _signals_end_the_run():
+        # SIGTERM and SIGHUP end the run as q does, so that end_of_run writes its page and
+        # total (made from memory: never afterwards).
+        with bash.signals_raise() as armed:
+            armed()
             code = _run(lesson, args)
         sys.stdout.flush()         # here, not at exit, so a reader that has gone is caught below
         return code
     except BrokenPipeError:
         return _reader_gone()
-
-
-@contextlib.contextmanager
-def _signals_end_the_run():
-    """SIGTERM and SIGHUP end the run as q does, so that end_of_run writes its page and total
-    (made from memory: never afterwards); exit status 128 + the signal's number. The handlers
-    are put back after: a test runs main() in the test's process."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def stop(signum, frame):
-        raise SystemExit(128 + signum)
-    saved = {s: signal.signal(s, stop) for s in (signal.SIGTERM, signal.SIGHUP)}
-    try:
-        yield
-    finally:
-        for s, handler in saved.items():
-            signal.signal(s, handler)
 
 
 def _closed_streams_to_devnull() -> None:
@@ -366,14 +347,15 @@ def _repl(lesson: Lesson, run: Run, budget, banner, history):
 def _context(lesson: Lesson, messages: list, run, arg: str) -> None:
     """/context: what the next request would send, part by part (session/views.py)."""
     from harness.session import views
-    views.context_command(lesson.system, lesson.tools, lesson.context_view,
-                          lesson.context_size)(messages, run, arg)
+    view = lesson.context_view(messages, run) if lesson.context_view else messages
+    views.print_context(run.recorder, lesson.system, lesson.tools, view, lesson.context_size, run)
 
 
 def _cost(messages: list, run, arg: str) -> None:
-    """/cost: what this run's calls cost (session/views.py, loaded when it is typed)."""
+    """/cost: this run's calls at its model's price (session/views.py, loaded when typed)."""
     from harness.session import views
-    views.cost_command(messages, run, arg)
+    terminal.show_out(views.cost_report(run.recorder.data, config.price(run.model),
+                                        views.in_charge(run)))
 
 
 def clear(messages: list, run, arg: str = "") -> None:
@@ -545,11 +527,9 @@ def end_of_run(run: Run) -> None:
     """The run closed (its log, its pins), then its total and its page (session/page.py)."""
     run.screen.release()            # a usage line held for an answer that never came
     run.close()
-    totals = run.recorder.totals()
-    terminal.show_session(totals["calls"], totals["fresh"], totals["read"], totals["written"],
-                          totals["out"])
+    terminal.show_session(run.recorder.data)
     # The page is loaded only here, at the end of a run that made a call.
-    if totals["calls"]:
+    if run.recorder.data.totals["calls"]:
         from harness.session import page
         page.end_of_run(run.recorder, screen=run.screen)
 

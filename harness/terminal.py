@@ -244,13 +244,13 @@ def warn_if_tools_dropped(counted, tools):
                   "--chat-template-file)]")
 
 
-def show_session(calls: int, fresh: int, read: int, written: int, out: int):
-    """The session's total, when a run ends: what the cache saved is the share read from it."""
-    total = fresh + read + written
-    if calls:
-        share = f"{read / total:.0%}" if total else "0%"
-        show(f"[session: {plural(calls, 'call')} · {total:,} input tokens, {share} from "
-             f"cache · {out:,} out]", "2")
+def show_session(record) -> None:
+    """A run's total, from its SessionRecord: what the cache saved is the share read from it."""
+    totals, total = record.totals, record.input_tokens
+    if totals["calls"]:
+        share = f"{totals['read'] / total:.0%}" if total else "0%"
+        show(f"[session: {plural(totals['calls'], 'call')} · {total:,} input tokens, {share} "
+             f"from cache · {totals['out']:,} out]", "2")
 
 
 # ---------------------------------------------------------------- the live reply

@@ -417,8 +417,8 @@ MUTATIONS = [
              '"in_progress"):\n        pass\n',
              [CONTRACT + "::test_of_eight_concurrent_starters_exactly_one_wins_each_round"]),
     Mutation("a blocker that cannot be read counts as finished", "harness/board/graph.py",
-             "lambda tid: tasks.get(tid, {}).get(\"status\"))",
-             "lambda tid: tasks.get(tid, {\"status\": \"completed\"})[\"status\"])",
+             "if tasks.get(blocker, {}).get(\"status\") not in FINISHED]",
+             "if tasks.get(blocker, {\"status\": \"completed\"})[\"status\"] not in FINISHED]",
              [CONTRACT + "::test_a_blocker_removed_by_hand_still_holds_its_task_back"]),
     Mutation("a newline in a subject forges a line of the board", "harness/excerpt.py",
              '    joined = " ".join(str(value).split())',
@@ -741,7 +741,7 @@ MUTATIONS = [
              ["tests/test_demo_threshold.py::test_a_threshold_above_the_demos_context_keeps_"
               "layer_2_from_compacting"]),
     Mutation("a closed terminal (SIGHUP) ends a run without its page and total",
-             "harness/cli.py",
+             "harness/bash.py",
              "(signal.SIGTERM, signal.SIGHUP)}",
              "(signal.SIGTERM,)}",
              ["tests/test_run_ends.py::test_a_closed_terminal_or_a_kill_at_the_prompt_writes_the_"

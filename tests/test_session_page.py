@@ -204,6 +204,6 @@ def test_the_recorder_never_raises_into_the_lesson_and_says_what_it_missed():
     rec.watch_board(lambda: 1 / 0)
     rec.compacted(10, 5, "s", "t.jsonl")
     assert len(rec.data.problems) == 3 and rec.data.tools
-    assert len(rec.data.calls) == 1 and rec.totals()["calls"] == 1   # the call is still counted
+    assert len(rec.data.calls) == 1 and rec.data.totals["calls"] == 1   # the call is still counted
     page = Elements(render(rec.data))
     assert any("the board could not be read: ZeroDivisionError" in t for t in page.text)

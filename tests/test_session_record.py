@@ -32,7 +32,7 @@ def test_totals_add_up_every_call_of_the_run():
     rec.call(usage(uncached=100, read=20, written=30, out=5))
     rec.call(SimpleNamespace(input_tokens="7", output_tokens=None), "summary call")
     rec.call(usage(read=1_000, out=50), "summary call tokens")
-    assert rec.totals() == {"calls": 3, "fresh": 107, "read": 1_020, "written": 30, "out": 55}
+    assert rec.data.totals == {"calls": 3, "fresh": 107, "read": 1_020, "written": 30, "out": 55}
     assert [c.is_summary for c in rec.data.calls] == [False, True, True]   # either label
 
 

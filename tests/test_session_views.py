@@ -217,5 +217,5 @@ def test_the_cost_matches_what_the_stand_in_api_bills():
     assert (f"billed as {bill['billed_input']:,.0f} input tokens; "
             f"without caching {bill['input_sent']:,}") in report
     assert re.search(r"output +([\d,]+) tokens", report)[1] == f"{bill['output']:,}"
-    assert rec.totals() == {"calls": 3, "fresh": bill["uncached"], "read": bill["cache_read"],
+    assert rec.data.totals == {"calls": 3, "fresh": bill["uncached"], "read": bill["cache_read"],
                             "written": bill["cache_write"], "out": bill["output"]}

@@ -1,6 +1,7 @@
 """The graph walks behind s07's board: what a task waits for, the cycle check, an order.
 
-Relied on by s07's TaskManager (can_start, check_blockers, list_all). The algorithms are
+Relied on by s07's TaskManager (can_start, check_blockers, list_all), and by the
+session page's picture of the board (session/board_picture.py). The algorithms are
 textbook, written here so the lesson reads as the rules they serve. Without each piece:
 - waiting_on: a blocker that cannot be read (a hand-broken file) counts as finished, and a
   task starts before work it needs.
@@ -16,18 +17,10 @@ from harness.board.record import FINISHED
 
 
 def waiting_on(task: dict, tasks: dict) -> list:
-    """The blockers of task that are not finished (a missing one counts as unfinished)."""
-    return unfinished(task["blockedBy"], lambda tid: tasks.get(tid, {}).get("status"))
-
-
-def unfinished(blockers: list, status_of) -> list:
-    """The blockers, each once and in order, whose status (status_of(id), None if missing)
-    is not a finished one: s07's board and the session page's picture of it agree."""
-    waiting = []
-    for blocker in dict.fromkeys(blockers):
-        if status_of(blocker) not in FINISHED:
-            waiting.append(blocker)
-    return waiting
+    """The blockers of task, each once and in order, that are not finished (a missing one
+    counts as unfinished): s07's board and the session page's picture of it agree."""
+    return [blocker for blocker in dict.fromkeys(task["blockedBy"])
+            if tasks.get(blocker, {}).get("status") not in FINISHED]
 
 
 def refuse_cycle(tasks: dict, tid: int, dep: int) -> None:

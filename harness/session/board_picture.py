@@ -16,7 +16,6 @@ from collections import deque
 from harness import excerpt
 from harness.board import graph
 from harness.session.markup import text
-from harness.session.recorder import BoardTask
 
 MAX_NODES = 60               # tasks drawn, so the picture stays legible (/tasks lists them all)
 NODE_W, NODE_H = 220, 64     # pixels of a task's box: three lines of text
@@ -33,16 +32,11 @@ KEY = ('<p class="legend">The board: an arrow runs from a blocker to the task th
        '<b>blocked</b>.</p>')
 
 
-def waiting_for(task: BoardTask, board: dict) -> list:
-    """The blockers of task that are not finished; one missing from the board counts (as s07's)."""
-    return graph.unfinished(task.blocked_by, lambda tid: getattr(board.get(tid), "status", None))
-
-
-def state(task: BoardTask, board: dict) -> str:
-    """The task's status, with pending split into ready and blocked."""
-    if task.status != "pending":
-        return task.status
-    return "blocked" if waiting_for(task, board) else "ready"
+def state(task: dict, board: dict) -> str:
+    """The task's status, with pending split into ready and blocked as s07 splits it."""
+    if task["status"] != "pending":
+        return task["status"]
+    return "blocked" if graph.waiting_on(task, board) else "ready"
 
 
 def chosen(board: dict) -> list:
@@ -58,7 +52,7 @@ def chosen(board: dict) -> list:
                 continue
             picked[tid] = True
             if tid in board:
-                queue.extend(b for b in board[tid].blocked_by if b not in picked)
+                queue.extend(b for b in board[tid]["blockedBy"] if b not in picked)
         if len(picked) >= MAX_NODES:
             break
     return list(picked)
@@ -66,21 +60,24 @@ def chosen(board: dict) -> list:
 
 def board_svg(snapshot: list, name: str) -> str:
     """The picture, and a line saying how many live tasks it left out."""
-    board = {t.id: t for t in snapshot if t.status != "deleted"}
+    board = {t["id"]: t for t in snapshot if t["status"] != "deleted"}
     if not board:
         return '<p class="note">The board has no live tasks.</p>'
     tasks = {}
     for tid in chosen(board):
-        tasks[tid] = board.get(tid) or BoardTask(tid, "(not on the board)", "missing", None, [], [])
+        tasks[tid] = board.get(tid) or {"id": tid, "subject": "(not on the board)",
+                                        "status": "missing", "owner": None, "blockedBy": [],
+                                        "unblocked": []}
     place = _layout(tasks)
     width = max(x for x, _ in place.values()) + NODE_W + 16
     height = max(y for _, y in place.values()) + NODE_H + 16
     arrows = []
     for task in tasks.values():
-        arrows += [_arrow(place[b], place[task.id], b, task.id, name, "blocks")
-                   for b in dict.fromkeys(task.blocked_by) if b in tasks]
-        arrows += [_arrow(place[task.id], place[d], task.id, d, name, "blocked")
-                   for d in task.unblocked if d in tasks and task.id not in tasks[d].blocked_by]
+        tid = task["id"]
+        arrows += [_arrow(place[b], place[tid], b, tid, name, "blocks")
+                   for b in dict.fromkeys(task["blockedBy"]) if b in tasks]
+        arrows += [_arrow(place[tid], place[d], tid, d, name, "blocked")
+                   for d in task["unblocked"] if d in tasks and tid not in tasks[d]["blockedBy"]]
     nodes = [_node(tasks[tid], place[tid], board, tasks) for tid in sorted(tasks)]
     svg = (f'<div class="scroll"><svg class="board" xmlns="http://www.w3.org/2000/svg" '
            f'width="{width}" height="{height}" viewBox="0 0 {width} {height}" role="img" '
@@ -127,8 +124,8 @@ def _depths(tasks: dict) -> dict:
 def _waited_for(tasks: dict, tid: int) -> list:
     """What tid waits for, or waited for, among the drawn: its blockers, and finished tasks
     that once blocked it."""
-    before = [b for b in tasks[tid].blocked_by if b in tasks]
-    return before + [t.id for t in tasks.values() if tid in t.unblocked]
+    before = [b for b in tasks[tid]["blockedBy"] if b in tasks]
+    return before + [t["id"] for t in tasks.values() if tid in t["unblocked"]]
 
 
 def _arrow(start: tuple, end: tuple, blocker: int, task: int, name: str, kind: str) -> str:
@@ -143,32 +140,33 @@ def _arrow(start: tuple, end: tuple, blocker: int, task: int, name: str, kind: s
             f'{x2},{y2}"><title>{what}</title></path>')
 
 
-def _node(task: BoardTask, at: tuple, board: dict, drawn: dict) -> str:
+def _node(task: dict, at: tuple, board: dict, drawn: dict) -> str:
     """Three lines: the id and subject; the status and owner; ready, or what it is blocked by."""
     x, y = at
-    status = task.status if task.status in STATUS_CLASSES else "unknown"
-    kind = state(task, board) if task.status == "pending" else ""
-    who = f" · {task.owner}" if task.owner else ""
-    left_out = len([b for b in dict.fromkeys(task.blocked_by) if b not in drawn])
+    tid, subject, status = task["id"], task["subject"], task["status"]
+    kind = state(task, board) if status == "pending" else ""
+    who = f" · {task['owner']}" if task["owner"] else ""
+    left_out = len([b for b in dict.fromkeys(task["blockedBy"]) if b not in drawn])
     third = _third_line(task, board, left_out)
-    title = f"#{task.id}: {task.subject} ({task.status}{who})" + (f"; {third}" if third else "")
+    title = f"#{tid}: {subject} ({status}{who})" + (f"; {third}" if third else "")
     count = f' data-not-drawn="{left_out}"' if left_out else ""
-    return (f'<g class="task {status}{" " + kind if kind else ""}" data-task="{task.id}"{count}>'
+    css = status if status in STATUS_CLASSES else "unknown"
+    return (f'<g class="task {css}{" " + kind if kind else ""}" data-task="{tid}"{count}>'
             f'<title>{text(title)}</title>'
             f'<rect x="{x}" y="{y}" width="{NODE_W}" height="{NODE_H}" rx="6"/>'
             f'<text x="{x + 10}" y="{y + 19}" class="subject">'
-            f'{text(excerpt.cut(f"#{task.id} {task.subject}", LINE_CHARS - 4))}</text>'
+            f'{text(excerpt.cut(f"#{tid} {subject}", LINE_CHARS - 4))}</text>'
             f'<text x="{x + 10}" y="{y + 37}" class="status">'
-            f'{text(excerpt.cut(task.status.replace("_", " ") + who, LINE_CHARS))}</text>'
+            f'{text(excerpt.cut(status.replace("_", " ") + who, LINE_CHARS))}</text>'
             f'<text x="{x + 10}" y="{y + 55}" class="waits">{text(third)}</text></g>')
 
 
-def _third_line(task: BoardTask, board: dict, left_out: int) -> str:
+def _third_line(task: dict, board: dict, left_out: int) -> str:
     """"ready", "blocked by #1, #3", "blocked by 99 tasks", and "+40 not drawn" when so."""
-    if task.status == "missing":
+    if task["status"] == "missing":
         return ""
-    waiting = waiting_for(task, board)
-    if task.status == "pending" and not waiting:
+    waiting = graph.waiting_on(task, board)
+    if task["status"] == "pending" and not waiting:
         line = "ready"
     elif not waiting:
         line = ""

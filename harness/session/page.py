@@ -263,13 +263,11 @@ def _sizes(compaction: Compaction, record: SessionRecord) -> str:
 # ---------------------------------------------------------------- the page
 
 def _summary_line(record: SessionRecord) -> str:
-    calls = record.calls
-    sent_tokens = sum(c.input for c in calls)
-    read = sum(c.cache_read for c in calls)
-    share = f"{read / sent_tokens:.0%}" if sent_tokens else "0%"
-    parts = [plural(len(calls), "model call"),
+    totals, sent_tokens = record.totals, record.input_tokens
+    share = f"{totals['read'] / sent_tokens:.0%}" if sent_tokens else "0%"
+    parts = [plural(totals["calls"], "model call"),
              f"{n(sent_tokens)} input tokens, {share} read from the cache",
-             f"{n(sum(c.output for c in calls))} output tokens"]
+             f"{n(totals['out'])} output tokens"]
     if _compacts(record):
         parts += [plural(len(record.clearings), "layer-1 clearing"),
                   plural(len(record.compactions), "compaction")]

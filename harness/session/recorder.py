@@ -3,10 +3,11 @@
 Relied on by all three lessons through the Run (run.recorder, harness/run.py): model_call.py
 records each model call with its request, tool_calls.py each tool call, s06 its threshold,
 compaction.py its clearings and compactions, api_context.py the API's summaries and
-compactions (its clearings are only said), s07 its board. cli reads
-the totals; page.py and views.py only read the record. Without each piece:
-- totals(): cli would add up usage its own way; here tokens.usage_counts reads each reply's
-  (a missing field, or a count sent as "12" by an odd endpoint, breaks neither).
+compactions (its clearings are only said), s07 its board. cli, page.py and views.py only
+read the record. Without each piece:
+- totals and input_tokens: cli, the page and /cost would each add up usage their own way;
+  here tokens.usage_counts reads each reply's (a missing field, or a count sent as "12" by an
+  odd endpoint, breaks neither).
 - call(): the page has no bars and /cost nothing to add up.
 - the requests: the page cannot show what the model saw. A block is kept once, cut to its head
   and tail, within SENT_CHARS a run, and a request keeps only the messages that differ from
@@ -14,7 +15,8 @@ the totals; page.py and views.py only read the record. Without each piece:
 - tool(): the page cannot say which tool calls made the context grow.
 - cleared() / compacted(): the chart shows the context shrink with no reason given.
 - board() / watch_board(): no picture of s07's task graph (only the last BOARDS_KEPT
-  compactions keep theirs: a board can hold thousands of tasks).
+  compactions keep theirs, and no snapshot keeps descriptions: a board can hold thousands
+  of tasks).
 - _never_raises: a bug in this bookkeeping would stop the lesson it only watches.
 """
 
@@ -108,16 +110,6 @@ class Cleared:
 
 
 @dataclass
-class BoardTask:
-    id: int
-    subject: str
-    status: str
-    owner: Optional[str]
-    blocked_by: list            # what it waits for now
-    unblocked: list             # finished: the tasks that waited for it (kept to reopen it)
-
-
-@dataclass
 class Compaction:
     number: int                 # 1, 2, ... in the order of the run
     after_call: int             # the summary call that produced it
@@ -125,7 +117,7 @@ class Compaction:
     after: int                  # tokens after: an estimate (no call has sent the summary yet)
     summary: str
     transcript: str             # where the full history was saved
-    board: Optional[list] = None  # list[BoardTask] read at this compaction (s07), else None
+    board: Optional[list] = None  # _board_tasks() read at this compaction (s07), else None
     counted: Optional[int] = None  # the part of `before` the API counted; None: all estimated
     board_dropped: bool = False    # its board was read, then let go (BOARDS_KEPT)
     after_counted: bool = False    # `after` is the API's count (its own compaction)
@@ -139,7 +131,7 @@ class SessionRecord:
     tools: list = field(default_factory=list)         # list[ToolCall]
     clearings: list = field(default_factory=list)     # list[Cleared]
     compactions: list = field(default_factory=list)   # list[Compaction]
-    final_board: Optional[list] = None                # list[BoardTask] at the end (s07)
+    final_board: Optional[list] = None                # _board_tasks() at the end (s07)
     tools_left_out: int = 0
     problems: list = field(default_factory=list)      # bookkeeping that failed, shown on the page
     current_threshold: Optional[int] = None
@@ -148,8 +140,14 @@ class SessionRecord:
     sent_chars: int = 0                               # characters of blocks kept (SENT_CHARS)
     requests_kept: int = 0
     requests_left_out: int = 0                        # calls past MAX_REQUESTS
+    # The session's sums since the run began: calls, fresh (uncached), read, written, out.
     totals: dict = field(default_factory=lambda: dict.fromkeys(
         ("calls", "fresh", "read", "written", "out"), 0))
+
+    @property
+    def input_tokens(self) -> int:
+        """All input the session sent: uncached, read from the cache and written to it."""
+        return self.totals["fresh"] + self.totals["read"] + self.totals["written"]
 
 
 def _never_raises(method):
@@ -197,10 +195,6 @@ class Recorder:
         self.data.calls.append(call)
         if sent is not None:
             self._keep_request(call, sent, system, tools)
-
-    def totals(self) -> dict:
-        """The session's sums since the run began: calls, fresh (uncached), read, written, out."""
-        return dict(self.data.totals)
 
     @_never_raises
     def _keep_request(self, call: ModelCall, sent: list, system: object, tools: object) -> None:
@@ -368,24 +362,11 @@ def _readable(block: object, raw: str, kind: Optional[str]) -> tuple:
 
 
 def _board_tasks(tasks: dict) -> list:
-    """Plain copies of the task records, in id order, so later changes do not alter the snapshot."""
-    board = []
-    for task in tasks.values():
-        owner = task.get("owner")
-        board.append(BoardTask(int(task["id"]), str(task.get("subject", "")),
-                               str(task.get("status", "")), None if owner is None else str(owner),
-                               _ids(task.get("blockedBy")), _ids(task.get("unblocked"))))
-    return sorted(board, key=lambda t: t.id)
-
-
-def _ids(values: object) -> list:
-    """The task ids in a list from a task file; anything else (a hand edit) is left out."""
-    if not isinstance(values, list):
-        return []
-    ids = []
-    for value in values:
-        if type(value) is int and value >= 0:         # the usual case, and quick on a big board
-            ids.append(value)
-        elif isinstance(value, str) and value.isascii() and value.isdigit():  # "²".isdigit()
-            ids.append(int(value))
-    return ids
+    """Copies of the tasks' fields the picture shows, in id order, so later changes do not alter
+    the snapshot. The description is left out: a board of thousands, kept at BOARDS_KEPT
+    compactions, would hold them all. Both stores give only tasks record.task_problem accepts
+    (ids are ints; blockedBy and unblocked, when there, lists of ids)."""
+    board = [{"id": task["id"], "subject": task["subject"], "status": task["status"],
+              "owner": task.get("owner"), "blockedBy": list(task.get("blockedBy", [])),
+              "unblocked": list(task.get("unblocked", []))} for task in tasks.values()]
+    return sorted(board, key=lambda t: t["id"])

@@ -1,9 +1,9 @@
 """/context and /cost: what fills the context now, and what the session has cost. No model call.
 
-Relied on by the REPL of all three lessons: cli adds /cost; each lesson makes its /context
-with context_command, from its own system prompt and tools (s06 and s07 with layer 1 and their
-ContextSize). Both read the run's record (recorder.py); a request is sorted and counted with
-blocks.py, as the session page does. Without each piece:
+Relied on by the REPL of all three lessons: cli's /context calls print_context with the
+lesson's system prompt, tools and view (s06 and s07: layer 1's, and their ContextSize), and its
+/cost calls cost_report. Both read the run's record (recorder.py); a request is sorted and
+counted with blocks.py, as the session page does. Without each piece:
 - context_report: a learner cannot see that tool results, not their own words, fill the
   window, how much the cache holds, how far layer 2 is, and how much of the window is free.
   Its total is the one layer 2 compares with COMPACT_THRESHOLD, and `[compacted: A → ~B]` and
@@ -168,11 +168,16 @@ def _window_line(window: Optional[int], total: int, bar: int, columns: int) -> s
 
 
 def print_context(recorder: Recorder, system: str, tools: list, view: list,
-                  context: object = None, run=None, dropped: int = 0) -> None:
-    """/context in a lesson's REPL, as wide as the terminal. view: what the next request would
-    send; context: s06's ContextSize, or None (s03: no threshold, the count from the record);
-    run: says which manages the context; dropped: the first messages of the history, which
-    .seen counts, left out of view as the API drops them (before its summary)."""
+                  context: object = None, run=None) -> None:
+    """/context in a lesson's REPL, as wide as the terminal. view: what the harness would send
+    (s06 and s07: after layer 1); context: s06's ContextSize, or None (s03: no threshold, the
+    count from the record); run: says which manages the context, and with --api-context what
+    the next request sends of view."""
+    api = run.api_context if run is not None else None
+    sent = view if api is None else api.view(view)
+    # The API's count covers messages of the history: less those the API drops (before its
+    # summary), which .seen counts.
+    dropped = len(view) - len(sent)
     if context is None:
         threshold = None
         reported, covers = recorder.context_tokens(), recorder.context_covers()
@@ -180,8 +185,7 @@ def print_context(recorder: Recorder, system: str, tools: list, view: list,
         threshold = context.threshold() if callable(context.threshold) else context.threshold
         reported, covers = context.reported, context.seen - dropped
     charge = in_charge(run) if run is not None else None
-    api = run.api_context if run is not None else None
-    report = context_report(system, tools, view, threshold, recorder.cached_tokens(), reported,
+    report = context_report(system, tools, sent, threshold, recorder.cached_tokens(), reported,
                             covers, config.context_window(), terminal.width(sys.stdout),
                             charge, api)
     terminal.show_out(report)
@@ -197,7 +201,7 @@ def cost_report(record: SessionRecord, price: Optional[config.Price] = None,
     summaries = sum(c.is_summary for c in calls)
     by_api = sum(c.label == SUMMARY_BY_API for c in calls)
     uncached, written, read, sent, billed = _input(record)
-    output = sum(c.output for c in calls)
+    output = record.totals["out"]
     split = f" ({len(calls) - summaries} in the loop, {summaries} summary)" if summaries else ""
     if by_api:
         split = split.replace(" summary)", f" summary: {by_api} written by the API)")
@@ -221,19 +225,17 @@ def cost_report(record: SessionRecord, price: Optional[config.Price] = None,
 def _input(record: SessionRecord) -> tuple:
     """The session's input tokens: uncached, written to the cache, read from it, all sent,
     and billed (the 1.25x and 0.1x applied), as the API bills them."""
-    calls = record.calls
-    uncached = sum(c.uncached for c in calls)
-    written = sum(c.cache_written for c in calls)
-    read = sum(c.cache_read for c in calls)
+    totals = record.totals
+    uncached, written, read = totals["fresh"], totals["written"], totals["read"]
     billed = uncached + WRITE_PRICE * written + READ_PRICE * read
-    return uncached, written, read, uncached + written + read, billed
+    return uncached, written, read, record.input_tokens, billed
 
 
 def money(record: SessionRecord, price: config.Price) -> str:
     """The session at `price`, for /cost and the page: total = input (without caching) +
     output when both are priced, else the one that is; "" when neither is."""
     _, _, _, sent, billed = _input(record)
-    output = sum(c.output for c in record.calls)
+    output = record.totals["out"]
     unit, parts = price.unit, []
     if price.input is not None:
         parts.append(f"input {unit}{billed * price.input / 1e6:,.4f} "
@@ -255,11 +257,6 @@ def _saving(billed: float, sent: int) -> str:
     return f"caching cost {-change:.0%} more: cache writes are billed at 1.25x"
 
 
-def cost_command(messages: list, run, arg: str = "") -> None:
-    """/cost in any lesson's REPL: the record of this run, at the price of its model."""
-    terminal.show_out(cost_report(run.recorder.data, config.price(run.model), in_charge(run)))
-
-
 def in_charge(run) -> Optional[str]:
     """Which manages the context, for /context and /cost; None for a lesson without layers."""
     if run.api_context is not None:
@@ -267,16 +264,3 @@ def in_charge(run) -> Optional[str]:
     if run.recorder.data.current_threshold is None:
         return None
     return "the harness's layers 1 and 2 (without --api-context)"
-
-
-def context_command(system: str, tools: list, context_view=None, context=None):
-    """/context for a lesson's REPL. context_view(messages, run): what the next request
-    sends (s06 and s07: layer 1); context: s06's ContextSize."""
-    def command(messages: list, run, arg: str) -> None:
-        view = context_view(messages, run) if context_view else messages
-        whole = len(view)
-        if run.api_context is not None:     # what the next request will send of it
-            view = run.api_context.view(view)
-        # The API's count covers messages of the history: less those the API drops.
-        print_context(run.recorder, system, tools, view, context, run, whole - len(view))
-    return command
