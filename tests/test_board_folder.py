@@ -245,6 +245,22 @@ def test_a_hand_edited_file_postgresql_would_refuse_is_flagged_and_left_as_it_is
     assert (board_dir / "task_1.json").read_bytes() == before
 
 
+def test_a_task_file_made_by_hand_without_blockedby_is_flagged_not_a_key_error(board_dir):
+    tasks = TaskManager(board_dir)
+    tasks.create("Design the data model")
+    tasks.create("Implement the API", blocked_by=[1])
+    # A person writes a task from memory: the fields they think of, no blockedBy.
+    made = {"id": 3, "subject": "Write the docs", "description": "", "status": "pending"}
+    (board_dir / "task_3.json").write_text(json.dumps(made), encoding="utf-8")
+    listing = tasks.list_all()
+    found = flagged(listing)
+    assert len(found) == 1 and "task_3.json" in found[0] and "blockedBy" in found[0], listing
+    assert "#2: Implement the API" in listing
+    # Completing #1 scans every task for what it frees: #2 is freed, #3 is left as it is.
+    assert tasks.update(1, status="completed").splitlines()[-1] == "Unblocked: #2 Implement the API"
+    assert json.loads((board_dir / "task_3.json").read_text(encoding="utf-8")) == made
+
+
 def test_a_hand_edited_unblocked_that_is_not_a_list_is_flagged_not_a_type_error(board_dir):
     tasks = TaskManager(board_dir)
     tasks.create("Design the data model")

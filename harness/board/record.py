@@ -140,11 +140,15 @@ def task_problem(task: object, expected_id: int) -> Optional[str]:
         problem = text_problem(value, field, empty)
         if problem:     # "subject must be ..." -> "field 'subject' must be ..."
             return f"field {field!r}{problem[len(field):]}"
+    # blockedBy is every task's (a row's column), [] when it waits for nothing; unblocked is
+    # only a completed task's.
+    if "blockedBy" not in task:
+        return "field 'blockedBy' is missing: [] if it waits for nothing"
     for field in ("blockedBy", "unblocked"):
         value = task.get(field, [])
         if not isinstance(value, list) or not all(is_id(b) for b in value):
             return f"field {field!r} must be a list of task ids"
-    if expected_id in task.get("blockedBy", []):
+    if expected_id in task["blockedBy"]:
         return "field 'blockedBy' holds the task's own id: a task cannot wait for itself"
     owner = task.get("owner")
     if owner is not None and (not isinstance(owner, str) or text_problem(owner, "owner")):
