@@ -49,7 +49,7 @@ from harness import bash, files, model_call, spill, step_limit, terminal, tool_c
 # Tokens the model may write per call: enough for a file of code.
 MAX_TOKENS = 8000
 # Rounds a turn may make, one model call each (--max-steps changes it). A reply the server
-# paused (stop_reason "pause_turn") is finished inside its round.
+# paused (stop_reason "pause_turn") is resumed inside its round.
 MAX_STEPS = 50
 # Seconds before a command and all it started are killed.
 BASH_TIMEOUT = 120
@@ -86,9 +86,9 @@ def agent_loop(messages: list, run, max_steps: int = MAX_STEPS) -> str:
         if response.stop_reason != "tool_use":
             return response.answer
         results = run_tool_calls(run, response, TOOL_HANDLERS, TOOLS)
-        # A round with a `todo` call (one TodoManager rejected too: the model looked at its
-        # plan) sets the nag's count back to 0; from NAG_AFTER rounds without one, every
-        # round's results are followed by the reminder.
+        # A round with a `todo` call sets the nag's count back to 0, even if TodoManager
+        # rejected the call: the model did look at its plan. From NAG_AFTER rounds without
+        # one, every round's results are followed by the reminder.
         if any(call["name"] == "todo" for call in response.tool_uses):
             rounds_without_todo = 0
         else:
@@ -107,8 +107,9 @@ def ask_model(run, system: str, tools: list, messages: list,
     (`run.client.messages.create(**request)` would wait for the whole reply instead).
 
     checked() makes the SDK's reply safe to keep, and may change it: a reply the server
-    paused is resumed (more calls, in this round); a tool call it was cut off inside is left
-    out; stop_reason is "tool_use" exactly when a call is left to run (else the server's).
+    paused, with no tool call in it, is resumed (up to 10 more model calls, in this round); a
+    tool call the reply was cut off inside is left out; stop_reason is then "tool_use" exactly
+    when a call is left to run ("end_turn" if none is, where the server said "tool_use").
 
     The Response it returns (harness/model_call.py) holds, for the loops:
     - content: the reply's blocks as plain dicts, ready to send back; stop_reason;

@@ -6,7 +6,7 @@ the whole conversation it sends. So the agent forgets on purpose, in three layer
 (messages) keeps every block whole; each call sends the model a view of it, in which old blocks
 may be short placeholders. A block: a text, a tool call or a tool result in a message.
 
-Prompt caching, the rule layer 1 is built around. The API reads a request in this order, and
+Layer 1 is built around prompt caching. The API reads a request in this order, and
 caches it up to a breakpoint: s03's request asks for one on its last block (cache_control at
 the top level), and view_of adds one before layer 1's latest batch.
 
@@ -51,13 +51,12 @@ import s03_todo as s03
 from harness import compaction, config, errors, model_call, pairing, step_limit, tokens, tool_input
 
 MAX_STEPS = 200      # model calls a turn may make: compaction lets it go on longer
-KEEP_RECENT = 3      # the newest results stay whole: the model may still be using them
-KEEP_CHARS = 400     # a result this short is never cleared: it costs little
+KEEP_RECENT = 3      # the newest calls (and the newest reply's) stay whole: still in use
+KEEP_CHARS = 400     # a result or a call's text this short is never cleared: it costs little
 # The batch rule: layer 1 clears a batch only if it frees
 #   1. at least CLEAR_AT_LEAST tokens (or 0.4 x COMPACT_THRESHOLD, if that is less), and
 #   2. at least REWRITE_SHARE x the tokens clearing it makes the API write to the cache again;
-# and never when layer 2 is due anyway. clear_new_batch works an example. At 1.5, a batch
-# pays for the rewrite within about 8 calls: 1.15 / (0.1 x 1.5).
+# and never when layer 2 is due anyway. clear_new_batch works an example.
 CLEAR_AT_LEAST = 8_000
 REWRITE_SHARE = 1.5
 # Tokens before layer 2 summarises: lower bills less, forgets sooner (docs/cost.md).
@@ -105,7 +104,7 @@ class ContextSize:
     def __init__(self) -> None:
         self.threshold = DEFAULT_THRESHOLD  # COMPACT_THRESHOLD, read by start()
         self.prefix = 0                 # the system prompt and tools, set by start()
-        self.reported = None            # the last call's input, cached too, + output
+        self.reported = None            # the API's count for the last call: input + output
         self.seen = 0                   # how many messages that count covers
         self.after_compaction = 0       # the size right after the last compaction
 
@@ -246,10 +245,10 @@ def clear_new_batch(messages: list, run) -> None:
     # No API count yet (resumed, or compacted): a cold cache has nothing to lose.
     if CONTEXT.reported is None:
         rewritten = 0
-    # Say the batch frees 12,000 tokens, and 6,000 come after it. Kept, the batch is read on
-    # every call: 0.1 x 12,000 = 1,200 a call. Cleared, the 6,000 are written once at 1.25 x,
-    # not read at 0.1 x: 6,000 x (1.25 - 0.1) = 6,900, once. As 12,000 >= 8,000 and
-    # >= 1.5 x 6,000, it is cleared, and pays for itself within 6 calls.
+    # Say the batch frees 12,000 tokens, and 6,000 tokens not in it follow its first block.
+    # Kept, the batch is read on every call: 0.1 x 12,000 = 1,200 a call. Cleared, the 6,000
+    # are written once at 1.25 x, not read at 0.1 x: 6,000 x (1.25 - 0.1) = 6,900, once. As
+    # 12,000 >= 8,000 and >= 1.5 x 6,000, it is cleared, and pays for itself within 6 calls.
     big_enough = freed >= min(CLEAR_AT_LEAST, 0.4 * CONTEXT.threshold)
     pays_for_itself = freed >= REWRITE_SHARE * rewritten
     # Over the threshold even so: layer 2 summarises now, and should see these results whole.

@@ -66,7 +66,7 @@ def new_task(task_id: int, subject: str, description: str, blocked_by: list) -> 
             # pending, in_progress, completed, or deleted (kept on disk, blocks nobody)
             "status": "pending",
             "blockedBy": blocked_by,     # the ids of the tasks that must finish first
-            "owner": None,               # who holds it: whoever started or finished it
+            "owner": None,               # who holds it: whoever started it, or was named
             "created_at": stamp,
             "updated_at": stamp}         # set again on every write
 
@@ -75,8 +75,7 @@ def new_task(task_id: int, subject: str, description: str, blocked_by: list) -> 
 
 class TaskFolder:
     """The board as a folder: .tasks/task_<id>.json, one JSON object each, and .tasks/.lock.
-    board.open_store wraps it in Remembering (board/folder.py), whose methods run first: they
-    keep what was read while no other agent wrote, renew .lock's stamp, undo a failed create."""
+    This class is the mechanism; TaskManager.use says what wraps it."""
 
     def __init__(self, location):
         self.dir = Path(location)
@@ -199,7 +198,8 @@ class TaskManager:
         self.agent = agent or record.default_agent_name()  # who owns what we start
 
     def use(self, location) -> None:
-        """A folder (TaskFolder), or a postgresql:// URL (board/postgres.py: the same methods)."""
+        """A folder: TaskFolder, wrapped in Remembering (board/folder.py), which remembers what
+        it read until .lock's stamp changes; or a postgresql:// URL (board/postgres.py)."""
         self.store = board.open_store(location, TaskFolder)
 
     def next_id(self) -> int:
@@ -212,7 +212,7 @@ class TaskManager:
     def create(self, subject, description="", blocked_by=None) -> str:
         subject = record.check_text(subject, "subject")
         description = record.check_text(description, "description", empty=True)
-        # One change at a time, across processes and machines.
+        # One change at a time, across processes (and machines, on a postgresql:// board).
         with self.store.locked():
             blocked, notes = self.check_blockers(None, [], blocked_by or [])
             task = self.add(subject, description, blocked)
@@ -300,7 +300,8 @@ class TaskManager:
         if add and status_after in FINISHED:
             raise ValueError(f"#{tid} is {status_after}; set it back to pending (in the same "
                              "call, or before) to give it blockers")
-        # Whose the task is: starting claims it; another agent's is refused. change: status, owner.
+        # Starting or completing takes the task for this agent, pending frees it, and another
+        # agent's task is refused (board/claims.py). change: the new status and owner.
         change, notes = claims.check(task, status, owner, force, self.agent)
         blocked, more = self.check_blockers(tid, task["blockedBy"], add or [])
         # A blocker whose task is gone can be removed too; one listed twice (by hand) goes whole.
@@ -464,8 +465,7 @@ def start(run, args) -> str:
 
 
 def main(argv=None) -> int:
-    # As in s03, the command line loads only when the lesson runs; with it, /tasks and /task,
-    # by which a person works the board by the same rules (and s06's /compact).
+    # As in s03, the command line loads only when the lesson runs; /tasks and /task, too.
     from harness import cli
     from harness.board import commands as commands_for
     commands = {**commands_for.repl_commands(TASKS), **s06.repl_commands(compact_with_board)}

@@ -808,6 +808,18 @@ MUTATIONS = [
              "    if LITTER.fullmatch(entry.name):",
              ["tests/test_board_sweep.py::test_a_task_writers_temporary_file_is_swept_at_once_"
               "and_only_it"]),
+    Mutation("a one-shot turn the API refused exits 0, as if the work were done",
+             "harness/cli.py",
+             "            status = 1\n",
+             "            status = 0\n",
+             ["tests/test_refusals.py::test_the_apis_explanation_of_a_refusal_is_shown_as_text_"
+              "never_as_codes"]),
+    Mutation("a task file made by hand without blockedBy is accepted, and the board breaks",
+             "harness/board/record.py",
+             '    if "blockedBy" not in task:\n',
+             "    if False:\n",
+             [FOLDER + "::test_a_task_file_made_by_hand_without_blockedby_is_flagged_not_a_key_"
+              "error"]),
 ]
 
 # Names a mutation's new text uses that its file does not import.
