@@ -244,6 +244,10 @@ def _mark(fd: int, folder: Path, made: bool) -> None:
         info = os.stat(MARKER, dir_fd=fd, follow_symlinks=False)
         if stat.S_ISREG(info.st_mode):
             return
+        # A folder there cannot be replaced; said by its name, or the note would blame `folder`.
+        if stat.S_ISDIR(info.st_mode):
+            raise OSError(f"{folder / MARKER} is a folder, not the harness's marker file; "
+                          "remove it")
     except FileNotFoundError:
         pass
     if not made and any(name != MARKER for name in os.listdir(fd)):

@@ -143,6 +143,16 @@ def test_a_folder_of_the_users_own_files_is_not_used_and_not_pruned(results, mon
     assert sorted(p.name for p in notes.iterdir()) == [f"note_{n:04}.txt" for n in range(30)]
 
 
+def test_a_folder_where_the_marker_goes_is_named_in_the_note_and_left(results, run):
+    marker = Path(results) / spill.MARKER
+    marker.mkdir(parents=True)                     # by hand, or by a tool run amok
+    shown = spill.keep_whole(big_output(60_000), CAP, "bash", run.saved)
+    assert spill.saved_path_in(shown) is None
+    # The note names what is in the way, not the results folder itself.
+    assert f"{results}/{spill.MARKER} is a folder, not the harness's marker file" in shown
+    assert marker.is_dir()
+
+
 def test_pruning_removes_only_the_files_the_harness_saved(results, monkeypatch, run):
     monkeypatch.setattr(spill, "MAX_FILES", 3)
     # The harness makes (and marks) the folder.
