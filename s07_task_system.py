@@ -66,7 +66,7 @@ def new_task(task_id: int, subject: str, description: str, blocked_by: list) -> 
             # pending, in_progress, completed, or deleted (kept on disk, blocks nobody)
             "status": "pending",
             "blockedBy": blocked_by,     # the ids of the tasks that must finish first
-            "owner": None,               # who holds it: whoever started it, or was named
+            "owner": None,               # who holds it: who started or finished it, or was named
             "created_at": stamp,
             "updated_at": stamp}         # set again on every write
 
