@@ -395,6 +395,21 @@ def test_a_failed_stamp_releases_the_lock_for_this_process_and_others(board_dir,
     assert proc.stdout.startswith("Created task #2"), proc.stderr
 
 
+def test_a_failed_stamp_keeps_the_largest_id_given_so_no_id_is_given_twice(board_dir,
+                                                                           next_stamp_fails):
+    fail, failed = next_stamp_fails
+    tasks = TaskManager(board_dir)
+    for subject in ("a", "b", "c"):
+        tasks.create(subject)
+    (board_dir / "task_3.json").unlink()               # a person deletes the newest by hand
+    fail()
+    with pytest.raises(ValueError, match="the change was saved, but the board"):
+        tasks.update(1, status="in_progress")
+    assert failed()
+    # #3 was given once: the high-water mark in .lock outlived the failed stamp.
+    assert TaskManager(board_dir).create("d") == "Created task #4: d"
+
+
 def test_a_failed_stamp_is_told_in_words(board_dir, next_stamp_fails, monkeypatch):
     fail, failed = next_stamp_fails
     # The board the tools use.

@@ -184,8 +184,13 @@ class Remembering:
             os.pwrite(fd, new, 0)
         except OSError as exc:
             self._forget()
-            with contextlib.suppress(OSError):      # needs no space: an empty stamp matches
-                os.ftruncate(fd, 0)                 # no token, so others read afresh too
+            # A stamp of zeros matches no token, so others read afresh too. Truncating needs no
+            # space and frees the file's block for what followed the stamp (s07's high-water
+            # mark), written back: without it, an id deleted by hand would be given again.
+            rest = os.pread(fd, 64, STAMP_BYTES)
+            with contextlib.suppress(OSError):
+                os.ftruncate(fd, 0)
+                os.pwrite(fd, rest, STAMP_BYTES)
             raise ValueError(f"the change was saved, but the board in {self.dir} could not be "
                              f"marked as changed for other agents ({reason(exc)}); free some "
                              "space") from None
