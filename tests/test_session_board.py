@@ -100,10 +100,12 @@ def test_the_board_is_a_graph_of_live_tasks_and_blockers_at_the_compaction_and_a
 def test_columns_follow_dependency_depth_and_a_cycle_or_missing_blocker_still_draws():
     rec = Recorder()
     rec.call(usage(uncached=10))
-    rec.board({1: task(1, "a"), 2: task(2, "b", blocked=[1]), 3: task(3, "c", blocked=[2]),
-               7: task(7, "loop", blocked=[8]), 8: task(8, "back", blocked=[7]),
-               9: task(9, "x", blocked=[42]),
-               10: {**task(10, "done", "completed"), "unblocked": [11]}, 11: task(11, "freed")})
+    board = {1: task(1, "a"), 2: task(2, "b", blocked=[1]), 3: task(3, "c", blocked=[2]),
+             7: task(7, "loop", blocked=[8]), 8: task(8, "back", blocked=[7]),
+             9: task(9, "x", blocked=[42]),
+             10: {**task(10, "done", "completed"), "unblocked": [11]}, 11: task(11, "freed")}
+    rec.watch_board(lambda: board)
+    rec.finish()
     page = Elements(render(rec.data))
     x = {}
     for tag, attrs in page.tags:
@@ -133,3 +135,13 @@ def test_dense_boards_at_many_compactions_share_a_bounded_part_of_the_page():
     assert sum(len(p.encode("utf-8")) for p in pictures) <= BOARD_BYTES
     assert "Not drawn: the pictures of the board on this page" in text
     assert '<svg class="board"' in text.split("The board at the end")[1]   # the end's is drawn
+
+
+def test_a_task_whose_only_blocker_was_deleted_is_drawn_ready_as_s07_lists_it():
+    """A delete stopped before it cleared its dependents (a kill, a full disk) leaves #2 waiting
+    for a deleted #1: s07 lists #2 as ready (a deleted task blocks nobody); so does the page."""
+    board = {1: task(1, "Design", "deleted"), 2: task(2, "Build", blocked=[1])}
+    page = Elements(board_page(board))
+    nodes = drawn_tasks(page)
+    assert "ready" in nodes[2]["class"].split() and "blocked" not in nodes[2]["class"].split()
+    assert not page.having("g", "missing")            # #1 is on the board, deleted

@@ -39,10 +39,11 @@ def state(task: dict, board: dict) -> str:
     return "blocked" if graph.waiting_on(task, board) else "ready"
 
 
-def chosen(board: dict) -> list:
-    """The ids to draw, at most MAX_NODES: each pick followed by its blockers, breadth first,
-    while there is room. A blocker that is not on the board is drawn as missing."""
-    order = sorted(board, key=lambda tid: (RANK.get(state(board[tid], board), 3), tid))
+def chosen(board: dict, every: dict) -> list:
+    """The ids to draw, at most MAX_NODES: each live task (board) followed by its blockers,
+    breadth first, while there is room. every: the deleted tasks too, whose status a blocker's
+    is read from (a deleted one blocks nobody)."""
+    order = sorted(board, key=lambda tid: (RANK.get(state(board[tid], every), 3), tid))
     picked = {}                                         # insertion-ordered: a set that keeps order
     for seed in order:
         queue = deque([seed])
@@ -60,12 +61,14 @@ def chosen(board: dict) -> list:
 
 def board_svg(snapshot: list, name: str) -> str:
     """The picture, and a line saying how many live tasks it left out."""
-    board = {t["id"]: t for t in snapshot if t["status"] != "deleted"}
+    every = {t["id"]: t for t in snapshot}
+    board = {tid: t for tid, t in every.items() if t["status"] != "deleted"}
     if not board:
         return '<p class="note">The board has no live tasks.</p>'
     tasks = {}
-    for tid in chosen(board):
-        tasks[tid] = board.get(tid) or {"id": tid, "subject": "(not on the board)",
+    # A deleted blocker a stopped delete left in a blockedBy is drawn as deleted, not missing.
+    for tid in chosen(board, every):
+        tasks[tid] = every.get(tid) or {"id": tid, "subject": "(not on the board)",
                                         "status": "missing", "owner": None, "blockedBy": [],
                                         "unblocked": []}
     place = _layout(tasks)
@@ -78,7 +81,7 @@ def board_svg(snapshot: list, name: str) -> str:
                    for b in dict.fromkeys(task["blockedBy"]) if b in tasks]
         arrows += [_arrow(place[tid], place[d], tid, d, name, "blocked")
                    for d in task["unblocked"] if d in tasks and tid not in tasks[d]["blockedBy"]]
-    nodes = [_node(tasks[tid], place[tid], board, tasks) for tid in sorted(tasks)]
+    nodes = [_node(tasks[tid], place[tid], every, tasks) for tid in sorted(tasks)]
     svg = (f'<div class="scroll"><svg class="board" xmlns="http://www.w3.org/2000/svg" '
            f'width="{width}" height="{height}" viewBox="0 0 {width} {height}" role="img" '
            f'aria-label="the task board"><defs><marker id="{name}-head" viewBox="0 0 10 10" '
