@@ -74,9 +74,9 @@ def board(tasks: dict, problems: list, order: str, ready: str) -> str:
 
 
 def _none_readable(n: int) -> str:
-    files, them = ("1 file", "it") if n == 1 else (f"{n} files", "them")
-    return (f"No readable tasks: {files} above could not be used; fix or remove {them}, then "
-            "list again")
+    them = "it" if n == 1 else "them"
+    return (f"No readable tasks: {terminal.plural(n, 'file')} above could not be used; fix or "
+            f"remove {them}, then list again")
 
 
 def ready_line(ready: list, tasks: dict) -> str:

@@ -14,7 +14,7 @@ read the record. Without each piece:
   the previous one: else a long REPL session's memory grows with the square of its length.
 - tool(): the page cannot say which tool calls made the context grow.
 - cleared() / compacted(): the chart shows the context shrink with no reason given.
-- board() / watch_board(): no picture of s07's task graph (only the last BOARDS_KEPT
+- watch_board(): no picture of s07's task graph (only the last BOARDS_KEPT
   compactions keep theirs, and no snapshot keeps descriptions: a board can hold thousands
   of tasks).
 - _never_raises: a bug in this bookkeeping would stop the lesson it only watches.
@@ -140,9 +140,14 @@ class SessionRecord:
     sent_chars: int = 0                               # characters of blocks kept (SENT_CHARS)
     requests_kept: int = 0
     requests_left_out: int = 0                        # calls past MAX_REQUESTS
-    # The session's sums since the run began: calls, fresh (uncached), read, written, out.
-    totals: dict = field(default_factory=lambda: dict.fromkeys(
-        ("calls", "fresh", "read", "written", "out"), 0))
+    @property
+    def totals(self) -> dict:
+        """The session's sums since the run began, from its calls (none is ever dropped)."""
+        return {"calls": len(self.calls),
+                "fresh": sum(c.uncached for c in self.calls),
+                "read": sum(c.cache_read for c in self.calls),
+                "written": sum(c.cache_written for c in self.calls),
+                "out": sum(c.output for c in self.calls)}
 
     @property
     def input_tokens(self) -> int:
@@ -187,9 +192,6 @@ class Recorder:
         """One model call: its usage, and the request it sent (the messages after layer 1, the
         system prompt and the tool definitions), when the caller gives them."""
         counts = tokens.usage_counts(usage)     # uncached, read, written, out
-        for name, count in zip(("fresh", "read", "written", "out"), counts, strict=True):
-            self.data.totals[name] += count
-        self.data.totals["calls"] += 1
         call = ModelCall(len(self.data.calls) + 1, str(label), *counts,
                          self.data.current_threshold, time.time())
         self.data.calls.append(call)
@@ -271,16 +273,6 @@ class Recorder:
         for older in self.data.compactions[:-BOARDS_KEPT]:
             if older.board is not None:
                 older.board, older.board_dropped = None, True
-
-    @_never_raises
-    def board(self, tasks: dict) -> None:
-        """A snapshot of s07's board: at the latest compaction if it has none yet, else the end."""
-        snapshot = _board_tasks(tasks)
-        latest = self.data.compactions[-1] if self.data.compactions else None
-        if latest and latest.board is None and latest.after_call == len(self.data.calls):
-            latest.board = snapshot
-        else:
-            self.data.final_board = snapshot
 
     @_never_raises
     def watch_board(self, source: Callable[[], dict]) -> None:
@@ -365,8 +357,8 @@ def _board_tasks(tasks: dict) -> list:
     """Copies of the tasks' fields the picture shows, in id order, so later changes do not alter
     the snapshot. The description is left out: a board of thousands, kept at BOARDS_KEPT
     compactions, would hold them all. Both stores give only tasks record.task_problem accepts
-    (ids are ints; blockedBy and unblocked, when there, lists of ids)."""
+    (ids are ints; blockedBy, and unblocked when there, lists of ids)."""
     board = [{"id": task["id"], "subject": task["subject"], "status": task["status"],
-              "owner": task.get("owner"), "blockedBy": list(task.get("blockedBy", [])),
+              "owner": task.get("owner"), "blockedBy": list(task["blockedBy"]),
               "unblocked": list(task.get("unblocked", []))} for task in tasks.values()]
     return sorted(board, key=lambda t: t["id"])
