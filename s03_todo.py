@@ -48,8 +48,8 @@ from harness import bash, files, model_call, spill, step_limit, terminal, tool_c
 
 # Tokens the model may write per call: enough for a file of code.
 MAX_TOKENS = 8000
-# Rounds a turn may make, one model call each (--max-steps changes it). A reply the server
-# paused (stop_reason "pause_turn") is resumed inside its round.
+# Model calls a turn may make (--max-steps changes it). The calls that resume a reply the
+# server paused (stop_reason "pause_turn") are not counted: they finish the same step.
 MAX_STEPS = 50
 # Seconds before a command and all it started are killed.
 BASH_TIMEOUT = 120
@@ -70,7 +70,7 @@ REMINDER = "<reminder>Update your todos.</reminder>"
 # ---------------------------------------------------------------- the loop
 
 def agent_loop(messages: list, run, max_steps: int = MAX_STEPS) -> str:
-    """Call the model until it answers in words, or max_steps rounds are spent; return that
+    """Call the model until it answers in words, or max_steps calls are spent; return that
     answer. messages ends with the user's prompt (the REPL keeps it from turn to turn). Of
     run (harness/run.py), the idea needs only run.client and run.model; the rest is
     bookkeeping: run.log (the session on disk), run.recorder (/cost, the page), run.saved."""
@@ -107,7 +107,7 @@ def ask_model(run, system: str, tools: list, messages: list,
     (`run.client.messages.create(**request)` would wait for the whole reply instead).
 
     checked() makes the SDK's reply safe to keep, and may change it: a reply the server
-    paused, with no tool call in it, is resumed (up to 10 more model calls, in this round); a
+    paused, with no tool call in it, is resumed (at most model_call.MAX_RESUMES times); a
     tool call the reply was cut off inside is left out; stop_reason is then "tool_use" exactly
     when a call is left to run ("end_turn" if none is, where the server said "tool_use").
 
