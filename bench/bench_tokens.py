@@ -28,14 +28,14 @@ layer 1) as a share of the old baseline, and as a multiple of `once`:
   one request, never cached, then cleared: near the cheapest such a layer 1 can be.
 s07/s06 is s07's bill against s06's on the same shape (the board's tools and its text).
 
-A second table plays s06 with --api-context instead, the API's own context management played
-by the stand-in (harness/stand_in/edits.py), beside s06's layers: clearing with the API's
-defaults (100,000 tokens, keep 3) and with s06's setting (API_CLEAR_AT, KEEP_RECENT, and
-the inputs too), which is also measured under the other reading of a clearing (measured
+A second table plays s06 with --api-context instead, the API's own context management played by
+the stand-in (harness/stand_in/edits.py), beside s06's layers: clearing with the API's defaults
+(100,000 tokens, keep 3) and with s06's setting (api_context.API_CLEAR_AT, s06's KEEP_RECENT,
+and the inputs too), which is also measured under the other reading of a clearing (measured
 again on every call, `again`: the docs do not say which is right); compaction at the API's
-default (150,000) and at s06's API_COMPACT_AT (its 50,000 minimum). best API is the cheapest of
-the four under the stand-in's reading; s06/best is s06's bill as a share of it (under 100%:
-s06's layers bill less).
+default (150,000) and at api_context.API_COMPACT_AT (its 50,000 minimum). best API is the
+cheapest of the four under the stand-in's reading; s06/best is s06's bill as a share of it
+(under 100%: s06's layers bill less).
 
 The sweep plays every shape through s06 for other values of its constants, and says what each
 costs and what the model keeps seeing: in how many calls a long result is shown whole, how
@@ -698,9 +698,8 @@ API_COLUMNS = [f"{'':<10}{'s06 layers':^{API_CELL * 2}}{'API clearing':^{API_CEL
 
 def api_constants():
     """s06's --api-context constants as NAME=value NAME=value ..."""
-    where = {"API_CLEAR_AT": api_context, "API_COMPACT_AT": api_context,
-             "KEEP_RECENT": s06_compact}
-    return " ".join(f"{name}={getattr(home, name)}" for name, home in where.items())
+    return (f"API_CLEAR_AT={api_context.API_CLEAR_AT} API_COMPACT_AT={api_context.API_COMPACT_AT} "
+            f"KEEP_RECENT={s06_compact.KEEP_RECENT}")
 
 
 def api_figures(results, shape):

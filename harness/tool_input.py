@@ -8,7 +8,8 @@ tool's input_schema, and weak models, local servers and gateways break it. Witho
 - _decoded: JSON text where an object or an array belongs ('{"command": "ls"}', a todo list as
   a string) is refused though the model meant exactly that (json.loads only parses: nothing
   runs); an input of null fails the turn instead of being no arguments.
-- _is_a: True passes for an id of 1 (in JSON a boolean is not a number).
+- _is_a: True passes for an integer (read_file's limit of 1), though in JSON a boolean is not
+  a number.
 What is inside an argument (each todo item) the tool itself checks.
 """
 

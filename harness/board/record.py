@@ -2,7 +2,7 @@
 
 A task's fields are s07's new_task (and "unblocked", set when it finishes). Relied on by s07
 (TaskManager and its tools, TaskFolder), board.choose (the agent's name), postgres.py,
-checklist.py and live.py. Without each piece:
+checklist.py, live.py, graph.py and text.py. Without each piece:
 - STATUSES / FINISHED: a lesson and a store would disagree on what "done" means.
 - parse_task_id / check_text / task_problem: a model's "#3", a 300-digit id, a lone surrogate
   or a hand-broken file reached the store and failed there in a traceback, or corrupted it.

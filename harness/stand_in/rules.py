@@ -12,11 +12,12 @@ request's shape first, its length last):
   may carry is accepted back, and so are consecutive user messages. The pairing is checked
   here on its own, apart from harness/pairing.py on purpose: a keeper that checks itself
   catches nothing;
-- cache_control's form, never on empty text, and at most 4 breakpoints;
 - the betas the anthropic-beta header names: context_management's edits, each with its
   header, fields and bounds; compaction blocks (needing the compact edit); on-demand
   compaction, which this stand-in does not play, refused saying so. A missing header gets the
   documented words for compaction's, assumed alike for context editing's;
+- at most 4 cache breakpoints (cache_control's form, never on empty text, is checked with
+  the block that carries it);
 - the context window: a prompt over it (after a compaction block drops what it replaces) is
   "prompt is too long". One that fits with less room than max_tokens is accepted, as the docs
   say of current models: the reply stops at the window (cut_to_window, from server.py).
