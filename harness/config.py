@@ -16,6 +16,8 @@ Relied on by all three lessons (through cli.run_cli) and by the tests. Without e
 - make_client and check_base_url: a typo'd API_TIMEOUT (or inf), a missing key or a base URL
   without its http:// fails at the first request, deep in the SDK, or says "cannot reach" while
   the server is up; a local server on 127.0.0.1 is sent through HTTP_PROXY and never answers.
+- _http_client: a proxy the client cannot use (ALL_PROXY=socks5://, from ssh -D, without
+  socksio) is two tracebacks at start.
 - api_error_line: an API error's line does not name the URL, API_TIMEOUT and MODEL_ID used.
 - positive_int: MAX_STEPS=abc is a traceback, not one line.
 - price, from DEFAULT_PRICE (the one place the default model's list price is): /cost and the
@@ -287,9 +289,29 @@ def make_client(base_url=None, api_key=None, secrets=None):
     options = dict(api_key=api_key, auth_token=auth_token, base_url=url, max_retries=MAX_RETRIES,
                    timeout=anthropic.Timeout(timeout, connect=min(10.0, timeout)))
     # A local server: never through HTTP_PROXY or ALL_PROXY.
-    if url and urlsplit(url).hostname in LOOPBACK:
-        options["http_client"] = anthropic.DefaultHttpxClient(trust_env=False)
+    local = bool(url) and urlsplit(url).hostname in LOOPBACK
+    options["http_client"] = _http_client(trust_env=not local)
     return anthropic.Anthropic(**options)
+
+
+PROXY_VARIABLES = ("HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy", "HTTP_PROXY",
+                   "http_proxy")
+
+
+def _http_client(trust_env: bool):
+    """The SDK's HTTP client, made here: a proxy it cannot use (socks5:// without socksio, an
+    unknown scheme) is then one SetupError naming it, not a traceback and a second one from
+    the half-made client's __del__."""
+    try:
+        return anthropic.DefaultHttpxClient(trust_env=trust_env)
+    except (ImportError, ValueError) as exc:
+        named = [f"{name}={shown_url(os.environ[name])}" for name in PROXY_VARIABLES
+                 if os.environ.get(name)]
+        why = "its scheme is not http, https or socks5"
+        if isinstance(exc, ImportError):
+            why = "SOCKS needs `pip install socksio`"
+        message = f"cannot use the proxy in {', '.join(named)}: {why}; or unset it"
+        raise SetupError(message) from None
 
 
 def api_error_line(exc, client) -> str:

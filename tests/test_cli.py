@@ -2,6 +2,7 @@
 keyboard."""
 
 import errno
+import importlib.util
 import io
 import json
 import os
@@ -138,6 +139,26 @@ def test_a_proxy_in_the_environment_never_carries_loopback_traffic(run_lesson):
     proc, api = run_lesson("s03_todo", "hi", script=[reply(text("through no proxy"))], env=proxies,
                            in_process=True)
     assert proc.returncode == 0 and "through no proxy" in proc.stdout, proc.stderr
+
+
+@pytest.mark.parametrize("variable, proxy", [
+    ("HTTPS_PROXY", "ftp://alice:PW@127.0.0.1:1"),       # a scheme no HTTP client speaks
+    ("ALL_PROXY", "socks5://alice:PW@127.0.0.1:1"),      # SOCKS needs socksio, an extra
+])
+def test_a_proxy_the_client_cannot_use_is_one_line_naming_it(workdir, variable, proxy):
+    """A proxy in the environment (ssh -D, Clash) that the SDK's HTTP client cannot use ended in
+    a traceback, and another from the client's __del__. Nothing is sent anywhere: the client
+    is refused before its first request."""
+    if proxy.startswith("socks5") and importlib.util.find_spec("socksio"):
+        pytest.skip("socksio is installed here, so SOCKS proxies work: nothing to refuse")
+    env = clean_env(workdir.parent / "home", ANTHROPIC_API_KEY="k", API_TIMEOUT="2",
+                    **{variable: proxy})
+    proc = subprocess.run(lesson_command("s03_todo", "hi"), cwd=workdir, env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 1, proc.stderr
+    assert len(messages(proc.stderr)) == 1 and "Traceback" not in proc.stderr, proc.stderr
+    assert f"the proxy in {variable}" in words(proc.stderr)
+    assert "PW" not in proc.stderr                            # the proxy's password stays hidden
 
 
 # ---------------------------------------------------------------- endpoints that bend the rules
