@@ -13,7 +13,6 @@ The stand-in counts alike, apart (stand_in/usage.py): it plays the API this is s
 
 import functools
 import json
-import math
 
 CHARS_PER_TOKEN = 4     # the usual estimate for English and code; the API's count is exact
 
@@ -30,6 +29,8 @@ def request(system: object, tools: object, messages: list) -> int:
     return estimate([system, tools]) + estimate(messages)
 
 
+# Far past any context window: a larger count is an endpoint's nonsense, read as 0.
+MAX_COUNT = 10**9
 USAGE_FIELDS = ("input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens",
                 "output_tokens")
 
@@ -42,11 +43,14 @@ def usage_counts(usage: object) -> tuple:
 
 
 def as_count(value: object) -> int:
-    """value as a count: 0 unless a positive finite number (or one sent as text)."""
+    """value as a count: 0 unless a positive number up to MAX_COUNT (or one sent as text)."""
     if value is None or isinstance(value, bool):
         return 0
     try:
         number = float(str(value).strip()) if not isinstance(value, int) else value
     except ValueError:
         return 0
-    return int(number) if math.isfinite(number) and number > 0 else 0
+    # NaN fails both comparisons; an int of 400 digits is compared exactly, never as a float.
+    if not 0 < number <= MAX_COUNT:
+        return 0
+    return int(number)

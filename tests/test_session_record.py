@@ -16,6 +16,9 @@ from helpers import usage
     (dict(input_tokens=None, cache_read_input_tokens=None, output_tokens=None), (0, 0, 0, 0)),
     (dict(input_tokens="12", output_tokens=" 7 ", cache_read_input_tokens=2.0), (12, 2, 0, 7)),
     (dict(input_tokens="lots", output_tokens=-3, cache_read_input_tokens=True), (0, 0, 0, 0)),
+    # Past any context window: an endpoint's nonsense (10**400 is no float: it overflowed).
+    (dict(input_tokens=10**400, output_tokens=1e308, cache_read_input_tokens=float("nan"),
+          cache_creation_input_tokens="1e999"), (0, 0, 0, 0)),
 ])
 def test_usage_counts_are_whole_numbers_whatever_the_endpoint_sends(given, counts):
     assert usage_counts(SimpleNamespace(**given)) == counts

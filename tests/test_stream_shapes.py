@@ -355,3 +355,11 @@ def went_silent(run_main, event: dict) -> None:
     said = (f"the endpoint at {endpoint.url} went silent in the middle of its reply for "
             "API_TIMEOUT=2s (keep-alive pings do not count)")
     assert said in words(err)
+
+
+def test_a_usage_count_of_400_digits_is_no_traceback_and_no_309_digit_total(run_main):
+    """An endpoint's nonsense count ended a one-shot run in an OverflowError."""
+    huge = {"input_tokens": 10**400, "output_tokens": 10**400}
+    code, out, err, api = run_main(s03_todo, "hi", script=[reply(text("hello"), usage=huge)])
+    assert code == 0 and out.strip() == "hello", err
+    assert "Traceback" not in err and "0000000000" not in err
