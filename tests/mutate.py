@@ -808,6 +808,12 @@ MUTATIONS = [
              "    if LITTER.fullmatch(entry.name):",
              ["tests/test_board_sweep.py::test_a_task_writers_temporary_file_is_swept_at_once_"
               "and_only_it"]),
+    Mutation("the results folder's marker is written through a link planted at its name",
+             "harness/spill.py",
+             '    writer.replace_in(fd, MARKER, MARKER_TEXT.encode("utf-8"), 0o644)',
+             "    (folder / MARKER).write_text(MARKER_TEXT)",
+             ["tests/test_spill.py::test_a_link_planted_where_the_marker_goes_is_replaced_never_"
+              "written_through"]),
     Mutation("a one-shot turn the API refused exits 0, as if the work were done",
              "harness/cli.py",
              "            status = 1\n",

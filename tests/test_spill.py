@@ -153,6 +153,19 @@ def test_a_folder_where_the_marker_goes_is_named_in_the_note_and_left(results, r
     assert marker.is_dir()
 
 
+def test_a_link_planted_where_the_marker_goes_is_replaced_never_written_through(results,
+                                                                                tmp_path, run):
+    victim = tmp_path / "authorized_keys"
+    victim.write_text("ssh-ed25519 AAAA me\n")
+    Path(results).mkdir(parents=True)
+    (Path(results) / spill.MARKER).symlink_to(victim)
+    shown = spill.keep_whole(big_output(60_000), CAP, "bash", run.saved)
+    assert spill.saved_path_in(shown) is not None            # the folder is used, and marked
+    assert victim.read_text() == "ssh-ed25519 AAAA me\n"
+    marker = Path(results) / spill.MARKER
+    assert marker.is_file() and not marker.is_symlink()
+
+
 def test_pruning_removes_only_the_files_the_harness_saved(results, monkeypatch, run):
     monkeypatch.setattr(spill, "MAX_FILES", 3)
     # The harness makes (and marks) the folder.
