@@ -229,11 +229,6 @@ def encode(text: str, field: str) -> bytes:
                          "(a lone surrogate)") from None
 
 
-def write_atomic(path: Path, content, shown: str, field: str = "content") -> int:
-    """write_and_note(), and only how many bytes were written."""
-    return write_and_note(path, content, shown, field)[0]
-
-
 def write_and_note(path: Path, content, shown: str, field: str = "content") -> tuple:
     """Replace path with content whole: a full disk or a kill -9 leaves the old file, never
     half. Returns (bytes written, a clause saying what of the old file was not kept, or "").

@@ -104,12 +104,12 @@ def test_writing_through_a_symlink_replaces_the_file_it_points_to_not_the_link(i
     assert (in_tmp / "real.txt").read_text(encoding="utf-8") == "newer\n"
 
 
-# ---------------------------------------------------------------- files.write_atomic itself
+# ---------------------------------------------------------------- files.write_and_note itself
 
-def test_write_atomic_takes_text_and_says_how_many_bytes_it_wrote(in_tmp):
-    assert files.write_atomic(in_tmp / "a.txt", "héllo\n", "a.txt") == 7
+def test_write_and_note_takes_text_and_says_how_many_bytes_it_wrote(in_tmp):
+    assert files.write_and_note(in_tmp / "a.txt", "héllo\n", "a.txt")[0] == 7
     assert (in_tmp / "a.txt").read_bytes() == "héllo\n".encode()
-    assert files.write_atomic(in_tmp / "b.bin", b"\x00\x01", "b.bin") == 2     # bytes too
+    assert files.write_and_note(in_tmp / "b.bin", b"\x00\x01", "b.bin")[0] == 2     # bytes too
 
 
 def test_text_that_cannot_be_stored_is_refused_before_any_file_is_opened(in_tmp, monkeypatch):
@@ -119,7 +119,7 @@ def test_text_that_cannot_be_stored_is_refused_before_any_file_is_opened(in_tmp,
     monkeypatch.setattr(os, "open", lambda *a, **k: opened.append(a[0]) or real_open(*a, **k))
     for name in ("new.txt", "keep.txt"):
         with pytest.raises(ValueError, match="lone surrogate"):
-            files.write_atomic(in_tmp / name, "bad \ud800 text", name)
+            files.write_and_note(in_tmp / name, "bad \ud800 text", name)
     assert opened == []
     assert sorted(p.name for p in in_tmp.iterdir()) == ["keep.txt"]
     assert (in_tmp / "keep.txt").read_text() == "keep me"
@@ -129,7 +129,7 @@ def test_a_file_planted_at_a_guessable_temporary_name_does_not_block_the_write(i
     for guess in (f".notes.txt.tmp-{os.getpid()}-{threading.get_ident()}", ".notes.txt.tmp"):
         (in_tmp / guess).symlink_to(in_tmp / "victim.txt")
     (in_tmp / "victim.txt").write_text("the user's file")
-    files.write_atomic(in_tmp / "notes.txt", "new notes\n", "notes.txt")
+    files.write_and_note(in_tmp / "notes.txt", "new notes\n", "notes.txt")
     assert (in_tmp / "notes.txt").read_text() == "new notes\n"
     assert (in_tmp / "victim.txt").read_text() == "the user's file"
 
@@ -149,7 +149,7 @@ def test_a_link_planted_at_the_temporary_name_as_it_is_made_is_not_written_throu
         return real_open(path, flags, *args, **kwargs)
     monkeypatch.setattr(os, "open", plant_then_open)
     try:
-        files.write_atomic(in_tmp / "notes.txt", "new notes\n", "notes.txt")
+        files.write_and_note(in_tmp / "notes.txt", "new notes\n", "notes.txt")
     except ValueError as exc:
         assert "could not write notes.txt" in str(exc)
     monkeypatch.undo()

@@ -58,7 +58,7 @@ WRITERS = {
                                                 spill.SavedTexts()),
     "the session log": start_a_log,
     "the session page": lambda: page.write_page(a_page_record(), Path(".transcripts")),
-    "write_file and edit_file": lambda: files.write_atomic(Path.cwd() / "notes.txt",
+    "write_file and edit_file": lambda: files.write_and_note(Path.cwd() / "notes.txt",
                                                            "new notes\n", "notes.txt"),
     "the REPL history": save_history,
 }
