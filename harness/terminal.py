@@ -6,7 +6,8 @@ Progress goes to stderr, so `python sNN.py "..." > answer.txt` keeps the answer 
 Without each piece:
 - printable and show: text from a model, a file, a command or a board reaches the terminal raw
   and is obeyed: OSC 52 sets the clipboard, ESC[2J clears the screen, ESC[1A ESC[2K erases the
-  line of the command that just ran. Everything here goes out through show().
+  line of the command that just ran. Everything here goes out through show(), but the
+  live reply's own clearing of its line (a carriage return and ESC[K).
 - width and fit: a note or /help runs past the edge of an 80-column terminal and breaks
   mid-word; a tool call or a result line wraps into the next. The model's own words are not
   fitted: a terminal wraps them, and an answer sent to a file stays exact.
@@ -15,7 +16,7 @@ Without each piece:
 - show_usage and show_session: the cost of a session is invisible.
 - LiveReply: a slow model shows nothing for minutes, then a wall of text; a local model that
   takes a minute to start gives no sign of life.
-- Screen (run.screen: one per run, not in this module): on a terminal the final answer, already
+- Screen (run.screen: one per run): on a terminal the final answer, already
   streamed live, is shown again; during --demo a path is named from demo/, not the user's folder.
 """
 

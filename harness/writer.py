@@ -86,8 +86,10 @@ def _in_the_way(path: Path, exc: OSError) -> OSError:
     if stat.S_ISLNK(mode):
         return OSError(f"{path} is a symbolic link; the harness writes only into a real folder "
                        "(remove the link, or run elsewhere)")
-    if not stat.S_ISDIR(mode):
+    if stat.S_ISREG(mode):
         return OSError(f"{path} is a file, not a folder")
+    if not stat.S_ISDIR(mode):
+        return OSError(f"{path} is {kind_of(mode)}, not a folder")
     return exc
 
 

@@ -60,13 +60,16 @@ def test_an_empty_prompt_or_a_prompt_with_demo_is_refused_locally(run_main, args
     assert code == 2 and message in err and api.requests == [] and "Traceback" not in err
 
 
-@pytest.mark.parametrize("in_the_way", ["a file", "a dangling link", "a link to a folder"])
+@pytest.mark.parametrize("in_the_way", ["a file", "a FIFO", "a dangling link",
+                                        "a link to a folder"])
 def test_demo_where_demo_cannot_be_its_folder_is_one_line_and_exit_1(run_lesson, workdir,
                                                                      in_the_way):
     elsewhere = workdir.parent / "elsewhere"
     elsewhere.mkdir()
     if in_the_way == "a file":
         (workdir / "demo").write_text("my notes on the demo")
+    elif in_the_way == "a FIFO":
+        os.mkfifo(workdir / "demo")
     elif in_the_way == "a dangling link":
         (workdir / "demo").symlink_to(workdir.parent / "nowhere")
     else:
@@ -75,7 +78,9 @@ def test_demo_where_demo_cannot_be_its_folder_is_one_line_and_exit_1(run_lesson,
     proc, api = run_lesson("s03_todo", "--demo", key=None, in_process=True)
     assert proc.returncode == 1 and api.requests == [] and proc.stdout == ""
     assert len(messages(proc.stderr)) == 1 and proc.stderr.startswith("error: --demo "), proc.stderr
-    said = {"a file": "demo is a file, not a folder", "a dangling link": "demo is a symbolic link",
+    said = {"a file": "demo is a file, not a folder",
+            "a FIFO": "demo is a FIFO (named pipe), not a folder",
+            "a dangling link": "demo is a symbolic link",
             "a link to a folder": "demo is a symbolic link"}[in_the_way]
     assert said in proc.stderr
     assert sorted(p.name for p in workdir.iterdir()) == ["demo"]      # nothing else written
@@ -84,8 +89,12 @@ def test_demo_where_demo_cannot_be_its_folder_is_one_line_and_exit_1(run_lesson,
 
 
 def in_the_way_now(demo):
-    """What is at demo/: a link's target, or a file's text."""
-    return os.readlink(demo) if demo.is_symlink() else demo.read_text()
+    """What is at demo/: a link's target, a FIFO's kind, or a file's text."""
+    if demo.is_symlink():
+        return os.readlink(demo)
+    if demo.is_fifo():
+        return "a FIFO"                   # read_text would wait for a writer
+    return demo.read_text()
 
 
 def test_demo_in_a_folder_where_nothing_can_be_made_is_one_line_and_exit_1(run_main, workdir,
