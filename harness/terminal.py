@@ -249,9 +249,8 @@ def show_session(record) -> None:
     """A run's total, from its SessionRecord: what the cache saved is the share read from it."""
     totals, total = record.totals, record.input_tokens
     if totals["calls"]:
-        share = f"{totals['read'] / total:.0%}" if total else "0%"
-        show(f"[session: {plural(totals['calls'], 'call')} · {total:,} input tokens, {share} "
-             f"from cache · {totals['out']:,} out]", "2")
+        show(f"[session: {plural(totals['calls'], 'call')} · {total:,} input tokens, "
+             f"{record.cache_share} from cache · {totals['out']:,} out]", "2")
 
 
 # ---------------------------------------------------------------- the live reply

@@ -291,12 +291,7 @@ def _left_out(found: Resumed) -> str:
 
 def holds_compaction(messages: list) -> bool:
     """Whether a history holds a compaction block (a summary the API wrote)."""
-    for message in messages:
-        content = message.get("content") if isinstance(message, dict) else None
-        for block in content if isinstance(content, list) else []:
-            if isinstance(block, dict) and block.get("type") == "compaction":
-                return True
-    return False
+    return any(block.get("type") == "compaction" for _, _, block in pairing.each_block(messages))
 
 
 def open_session(continue_latest: bool = False, folder: Path = FOLDER,

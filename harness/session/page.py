@@ -264,9 +264,8 @@ def _sizes(compaction: Compaction, record: SessionRecord) -> str:
 
 def _summary_line(record: SessionRecord) -> str:
     totals, sent_tokens = record.totals, record.input_tokens
-    share = f"{totals['read'] / sent_tokens:.0%}" if sent_tokens else "0%"
     parts = [plural(totals["calls"], "model call"),
-             f"{n(sent_tokens)} input tokens, {share} read from the cache",
+             f"{n(sent_tokens)} input tokens, {record.cache_share} read from the cache",
              f"{n(totals['out'])} output tokens"]
     if _compacts(record):
         parts += [plural(len(record.clearings), "layer-1 clearing"),

@@ -154,6 +154,13 @@ class SessionRecord:
         """All input the session sent: uncached, read from the cache and written to it."""
         return self.totals["fresh"] + self.totals["read"] + self.totals["written"]
 
+    @property
+    def cache_share(self) -> str:
+        """The share of that input read from the cache, "47%": what the cache saved."""
+        if not self.input_tokens:
+            return "0%"
+        return f"{self.totals['read'] / self.input_tokens:.0%}"
+
 
 def _never_raises(method):
     """The record only watches the lesson: whatever goes wrong here is noted, never raised."""
