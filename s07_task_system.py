@@ -100,6 +100,8 @@ class TaskFolder:
 
     def high_water(self) -> int:
         """The largest id ever given (read under the lock), or 0: none, or a hand edit."""
+        if self.lock_fd is None:
+            raise RuntimeError("the mark is read under the lock: call this inside locked()")
         raw = os.pread(self.lock_fd, MARK_BYTES, MARK_AT)
         digits = raw.decode("ascii", "replace").strip()
         if digits.isdigit() and int(digits) < record.MAX_ID:
@@ -203,10 +205,9 @@ class TaskManager:
         self.store = board.open_store(location, TaskFolder)
 
     def next_id(self) -> int:
-        """Max-scan, under the lock: one more than the largest id on the board, or ever given
-        (the high-water mark): a task file deleted by hand must not give its id away."""
+        """Max-scan, under the lock: one more than the largest id on the board or ever given
+        (the high-water mark: a task file deleted by hand keeps its id); new_id refuses 10**15."""
         largest = max(self.store.ids(), default=0)
-        # record.new_id only refuses an id of 16 digits or more (MAX_ID).
         return record.new_id(max(largest, self.store.high_water()) + 1)
 
     def create(self, subject, description="", blocked_by=None) -> str:
@@ -283,7 +284,6 @@ class TaskManager:
         return text.board(tasks, problems, order, self.ready(tasks))
 
     def ready(self, tasks) -> str:
-        """What can start now."""
         ready = [t for t in tasks.values() if self.can_start(t, tasks)]
         return text.ready_line(ready, tasks)
 

@@ -11,5 +11,6 @@ class StepLimit(str):
 
 
 def reached(steps: int) -> StepLimit:
-    return StepLimit(f"[stopped: {steps} model calls in this turn without finishing; say "
+    calls = "model call" if steps == 1 else "model calls"
+    return StepLimit(f"[stopped: {steps} {calls} in this turn without finishing; say "
                      "'continue' to go on, or raise --max-steps]")

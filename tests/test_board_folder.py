@@ -128,11 +128,20 @@ def test_the_lessons_task_folder_works_alone_without_what_the_harness_puts_in_fr
         task["status"] = "completed"
         store.write(task)
     assert store.scan()[0][1]["status"] == "completed"
+
     assert json.loads((board_dir / "task_1.json").read_text())["status"] == "completed"
     with pytest.raises(ValueError, match="^no task #7; existing tasks: #1$"):
         store.load(7)
     assert store.try_load(7) is None
     assert TaskManager(board_dir).create("Docs") == "Created task #3: Docs"
+
+
+def test_the_mark_read_outside_the_lock_is_a_clear_error_a_learner_can_act_on(board_dir):
+    store = s07.TaskFolder(board_dir)                 # as a learner tries it in a Python REPL
+    with pytest.raises(RuntimeError, match="inside locked()"):
+        store.high_water()
+    with store.locked():
+        assert store.high_water() == 0
 
 
 def test_a_full_disk_when_the_mark_is_written_leaves_no_task_and_says_so(board_dir,

@@ -43,6 +43,13 @@ def test_a_stopped_one_shot_run_says_how_to_go_on_and_continue_loses_nothing(run
     assert ran == ["step 0", "step 1", "step 2"]       # every call that ran, and its result
 
 
+def test_a_budget_of_one_call_is_said_in_the_singular(run_lesson):
+    proc, api = run_lesson("s03_todo", "a job", "--max-steps", "1",
+                           script=[reply(tool("bash", {"command": "echo 1"}))], in_process=True)
+    assert proc.returncode == 3 and len(api.requests) == 1
+    assert "[stopped: 1 model call in this turn without finishing]" in proc.stdout
+
+
 @pytest.mark.slow
 def test_a_resumed_session_is_measured_after_layer_1_not_compacted_for_its_raw_history(run_lesson):
     """A new process starts with layer 1's memory empty: before layer 2 measures the resumed
