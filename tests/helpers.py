@@ -666,7 +666,7 @@ def synthetic_record(subject="Write the API tests", summary="Summary: planned fo
     with s07's board after it; the board is read at the compaction and at the end."""
     rec = Recorder("s07_task_system")
     board = {**BOARD, 4: {**BOARD[4], "subject": subject}}
-    rec.watch_board(lambda: board)
+    rec.watch_board(lambda: (board, []))
     rec.threshold(9_000)
     ask = {"role": "user", "content": "plan the project"}
     seq = [{"role": "assistant", "content": [use("t1", "bash", command="seq 1 5000")]},

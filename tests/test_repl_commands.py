@@ -9,7 +9,7 @@ import s06_compact
 import s07_task_system
 from harness.board import graph
 from harness.stand_in.script import reply, text, tool
-from helpers import messages, words
+from helpers import Elements, messages, words
 from s07_task_system import TaskManager
 
 
@@ -108,6 +108,19 @@ def test_context_after_compact_gives_the_size_the_compaction_line_and_the_page_g
     assert context[1] == compacted[1]                      # one estimate, one moment, one number
     (page,) = (workdir / ".transcripts").glob("session_s07_*.html")
     assert f"→ ~{compacted[1]} tokens" in page.read_text(encoding="utf-8")
+
+
+def test_the_pages_board_says_which_task_file_it_could_not_draw(run_lesson, workdir):
+    (workdir / ".tasks").mkdir()
+    (workdir / ".tasks" / "task_2.json").write_text("{not json", encoding="utf-8")
+    script = [reply(tool("task_create", {"subject": "Design the data model"})),
+              reply(text("Created #1."))]
+    proc, api = run_lesson("s07_task_system", "plan it", script=script, in_process=True)
+    assert proc.returncode == 0 and api.violations == [], proc.stderr
+    (page,) = (workdir / ".transcripts").glob("session_s07_*.html")
+    shown = " ".join(Elements(page.read_text(encoding="utf-8")).text)
+    assert 'data-task="3"' in page.read_text(encoding="utf-8")     # #2 is the broken file
+    assert "task_2.json" in shown and "not drawn" in shown
 
 
 def test_a_later_s07_demo_says_first_which_task_it_picks_up_and_plans_nothing(run_main):

@@ -13,7 +13,7 @@ PAGE_LIMIT = 5_000_000      # bytes: the page must open quickly in any browser, 
 def board_page(board, compactions=0):
     """A page whose board is `board`, drawn at `compactions` compactions and at the end."""
     rec = Recorder("s07_task_system")
-    rec.watch_board(lambda: board)
+    rec.watch_board(lambda: (board, []))
     rec.call(usage(uncached=10))
     for n in range(compactions):
         rec.call(usage(read=10), "summary call")
@@ -104,7 +104,7 @@ def test_columns_follow_dependency_depth_and_a_cycle_or_missing_blocker_still_dr
              7: task(7, "loop", blocked=[8]), 8: task(8, "back", blocked=[7]),
              9: task(9, "x", blocked=[42]),
              10: {**task(10, "done", "completed"), "unblocked": [11]}, 11: task(11, "freed")}
-    rec.watch_board(lambda: board)
+    rec.watch_board(lambda: (board, []))
     rec.finish()
     page = Elements(render(rec.data))
     x = {}

@@ -199,7 +199,7 @@ def test_end_of_run_names_the_page_writes_none_without_calls_and_explains_a_fail
 def test_the_recorder_never_raises_into_the_lesson_and_says_what_it_missed():
     rec = Recorder()
     rec.call(SimpleNamespace(input_tokens="lots"), sent=5)   # not a list of messages
-    rec.watch_board(lambda: {1: {"subject": "no id"}})
+    rec.watch_board(lambda: ({1: {"subject": "no id"}}, []))
     rec.finish()                                             # a task without an id: noted
     rec.tool("bash", object(), object(), False)              # odd arguments are shown, not fatal
     rec.watch_board(lambda: 1 / 0)

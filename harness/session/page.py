@@ -378,7 +378,7 @@ def render(record: SessionRecord, price: Optional[config.Price] = None) -> str:
     board = (f"<h2>The board at the end</h2>{pictures['board-end']}"
              if record.final_board is not None else "")
     missed = "".join(f"<li>{text(p)}</li>" for p in record.problems)
-    problems = f"<h2>Not recorded</h2><ul>{missed}</ul>" if record.problems else ""
+    problems = f"<h2>Not recorded or not drawn</h2><ul>{missed}</ul>" if record.problems else ""
     boards = record.final_board is not None or any(c.board is not None for c in record.compactions)
     key = board_picture.KEY if boards else ""
     chart = _chart(record) if record.calls else '<p class="note">No model calls.</p>'

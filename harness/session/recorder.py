@@ -40,6 +40,7 @@ HEAD_CHARS, TAIL_CHARS = 1_200, 400   # a sent block is kept as its head and tai
                                       # result (an error, a total) matters as much as its start
 SENT_CHARS = 3_000_000      # characters of sent blocks kept over a run; past it, only their sizes
 MAX_REQUESTS = 5_000        # requests kept; a longer session keeps the usage of later calls only
+UNREADABLE_SHOWN = 5        # broken task files named on the page (/tasks names them all)
 BOARDS_KEPT = 4             # compactions whose board snapshot is kept (the latest ones)
 SUMMARY_BY_API = "summary by the API"   # a summary --api-context compact's server wrote
 
@@ -133,7 +134,7 @@ class SessionRecord:
     compactions: list = field(default_factory=list)   # list[Compaction]
     final_board: Optional[list] = None                # _board_tasks() at the end (s07)
     tools_left_out: int = 0
-    problems: list = field(default_factory=list)      # bookkeeping that failed, shown on the page
+    problems: list = field(default_factory=list)      # what failed or is not drawn: on the page
     current_threshold: Optional[int] = None
     board_source: Optional[Callable[[], dict]] = None  # s07: reads the board when a snapshot is due
     blocks: dict = field(default_factory=dict)        # key -> SentBlock: every block sent, once
@@ -283,7 +284,8 @@ class Recorder:
 
     @_never_raises
     def watch_board(self, source: Callable[[], dict]) -> None:
-        """s07: source() returns the board (id -> task), read at each compaction and at the end."""
+        """s07: source() returns the board as the store's scan() does, (id -> task, a line per
+        unreadable task file), read at each compaction and at the end."""
         self.data.board_source = source
 
     @_never_raises
@@ -298,10 +300,16 @@ class Recorder:
 
     def _read_board(self) -> Optional[list]:
         try:
-            return _board_tasks(self.data.board_source())
+            tasks, unreadable = self.data.board_source()
         except Exception as exc:  # noqa: BLE001 - an unreadable board is noted, the run goes on
             self.data.problems.append(f"the board could not be read: {type(exc).__name__}: {exc}")
             return None
+        # A task file that could not be read is said, once, not silently left out of the picture.
+        for line in unreadable[:UNREADABLE_SHOWN]:
+            said = f"not drawn on the board: {line}"
+            if said not in self.data.problems:
+                self.data.problems.append(said)
+        return _board_tasks(tasks)
 
     # ---------------------------------------------------------------- what /context asks
 
