@@ -101,3 +101,28 @@ def test_a_hand_edit_that_keeps_the_size_and_the_time_is_not_written_over(tmp_pa
     tasks.update(1, status="in_progress")
     saved = json.loads(path.read_text(encoding="utf-8"))
     assert saved["subject"] == "write the API" and saved["status"] == "in_progress"
+
+
+def test_an_owner_too_long_for_a_name_is_refused_and_the_task_stays_readable(board):
+    tasks = TaskManager(board, agent="alice")
+    tasks.create("Important work")
+    tasks.create("After it", blocked_by=[1])
+    with pytest.raises(ValueError, match="owner is 170,000 characters"):
+        tasks.update(1, owner="\x01" * 170_000)
+    assert tasks.store.load(1)["owner"] is None
+    assert "[ ] #2: After it blocked by #1" in TaskManager(board).list_all()
+
+
+def test_a_task_whose_file_would_be_too_big_to_read_back_is_not_written(tmp_path):
+    """A hand-added field nested deep is a small file as written by hand, and over the read
+    limit once written again with an indent: the change is refused, the file left as it was."""
+    tasks = TaskManager(tmp_path / ".tasks", agent="alice")
+    tasks.create("a")
+    path = tmp_path / ".tasks" / "task_1.json"
+    task = json.loads(path.read_text(encoding="utf-8"))
+    deep = "[" * 800 + "]" * 800
+    path.write_text(json.dumps(task)[:-1] + f', "notes": {deep}}}', encoding="utf-8")
+    before = path.read_bytes()
+    with pytest.raises(ValueError, match="its file would be .* bytes, over 1,000,000"):
+        tasks.update(1, status="in_progress")
+    assert path.read_bytes() == before and "[ ] #1: a" in tasks.list_all()

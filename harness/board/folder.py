@@ -48,10 +48,11 @@ import threading
 import time
 
 from harness import writer
+from harness.board import record
 from harness.errors import reason
 from harness.files import read_bytes
 
-TASK_FILE_MAX = 1_000_000   # bytes: a task is a title and some details; a bigger file is not one
+TASK_FILE_MAX = record.TASK_FILE_MAX     # bytes: a bigger file is not a task
 STAMP_BYTES = 32            # .lock: the stamp, then s07's high-water mark (TaskFolder.high_water)
 LOCK_MODE = 0o644           # .lock, less the umask: every agent opens it for writing
 TASK_TEMPORARY = writer.TASK_TEMPORARY   # a task file's temporary name (temporary_beside)

@@ -11,7 +11,9 @@ checklist.py, live.py, graph.py and text.py. Without each piece:
 - the same refusals on both stores (a NUL, a task blocked by itself, an empty owner): else a
   board could not move from the folder to PostgreSQL, and a /task import that works on one
   would fail halfway on the other.
-- as_file: a store would write a task that a read then flags, and it would be lost.
+- as_file: a store would write a task that a read then flags, and it would be lost (a hand-
+  added field nested deep grew past TASK_FILE_MAX once written with an indent).
+- OWNER_MAX: a model's 170,000-character owner made a file too big to read back.
 - default_agent_name with the host: `root-pts0` on two machines sharing a PostgreSQL board
   would be one agent, each taking over the other's tasks in progress without a word.
 """
@@ -32,6 +34,8 @@ FINISHED = {"completed", "deleted"}   # statuses that no longer block anyone
 MAX_ID = 10 ** 15          # ids at or past this are refused: the file name would grow too long
 SUBJECT_MAX = 300          # characters: a title, not a document (a 440 kB one grew a compaction)
 DESCRIPTION_MAX = 4_000    # characters: details go in a file the task can name
+OWNER_MAX = 100            # characters: a name (an agent's --name is at most 40)
+TASK_FILE_MAX = 1_000_000  # bytes: a task is a title and some details; a bigger file is not one
 
 
 def now() -> str:
@@ -47,10 +51,16 @@ def as_file(task: dict) -> bytes:
     # The id first, whatever order a hand edit left: a person sees first which task it is.
     data = json.dumps({"id": task["id"], **task}, indent=2, ensure_ascii=False) + "\n"
     try:
-        return data.encode("utf-8")
+        encoded = data.encode("utf-8")
     except UnicodeEncodeError:
         raise ValueError("the task contains characters that are not valid text (a lone "
                          "surrogate)") from None
+    # A file a read would refuse as too big would drop the task, and its dependents' blocker.
+    if len(encoded) > TASK_FILE_MAX:
+        raise ValueError(f"task #{task['id']} cannot be saved: its file would be "
+                         f"{len(encoded):,} bytes, over {TASK_FILE_MAX:,}; shorten what a hand "
+                         "edit added to it")
+    return encoded
 
 
 def parse_task_id(value: object) -> int:
@@ -116,6 +126,8 @@ def check_arguments(status, add, remove, owner) -> None:
         raise ValueError("owner must be a string ('' clears it)")
     if owner:
         check_text(owner, "owner")
+    if owner and len(owner) > OWNER_MAX:
+        raise ValueError(f"owner is {len(owner):,} characters; a name is at most {OWNER_MAX}")
 
 
 def is_id(value: object) -> bool:
