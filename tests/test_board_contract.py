@@ -999,6 +999,8 @@ def test_an_import_that_stops_halfway_imports_nothing_and_can_be_run_again(
     assert out.startswith(f"Imported 5 tasks from {plan}:")
     subjects = [t["subject"] for t in TaskManager(board).store.scan()[0].values()]
     assert subjects == ["already there"] + [f"item {k}" for k in range(1, 6)]   # none twice
+    # The ids the stopped import took were given back: nobody saw them.
+    assert sorted(TaskManager(board).store.scan()[0]) == [1, 2, 3, 4, 5, 6]
 
 
 def test_a_long_import_shows_progress_and_gives_each_item_its_own_id(board, tmp_path, monkeypatch,

@@ -587,3 +587,21 @@ def test_a_deeply_nested_task_file_is_flagged_and_the_rest_of_the_board_works(ru
     listed = tool_results(api.requests[1])[0]["content"]
     assert "#2: Implement the API" in listed and "task_3.json is unreadable" in listed
     assert TaskManager(workdir / ".tasks").store.load(2)["blockedBy"] == []
+
+
+def test_a_lock_file_removed_during_a_change_refuses_the_write_so_no_task_is_claimed_twice(
+        board_dir):
+    """A person removes .tasks/.lock (a "stale" lock, they think) while alice's change holds it:
+    bob then locks a new .lock and claims #1. Alice's write must not follow: her lock no longer
+    orders anything. It is refused with what happened, and bob's claim stands."""
+    TaskManager(board_dir, agent="alice").create("the one task")
+    alice = TaskManager(board_dir, agent="alice")
+    with alice.store.locked():
+        task = alice.store.load(1)
+        (board_dir / ".lock").unlink()
+        assert "(owner: bob)" in TaskManager(board_dir, agent="bob").update(1, "in_progress")
+        task.update(status="in_progress", owner="alice")
+        with pytest.raises(ValueError, match=r"\.lock was removed during this change"):
+            alice.store.write(task)
+    assert task_file(board_dir, 1)["owner"] == "bob"
+    assert "bob" in alice.list_all()

@@ -7,13 +7,14 @@ and Remembering, mixed in around them, guards and remembers. What each override 
     locked()             a thread mutex; forgets the ids and the board it remembers when
                          .lock's stamp changed (another agent wrote); the sweep, once per
                          board; a new stamp after a write; on an exception, removes the files
-                         reserve() made
+                         reserve() made and sets the high-water mark back (their ids unseen)
     ids(), scan()        under the lock, from memory while no other agent wrote (scan: not
                          with validate, which lists the folder and checks each file's stat)
     read()               the task remembered while its file's (size, mtime_ns, inode) is the same
     load(), try_load()   from the file even when remembered; a copy, to change freely
-    write(), reserve()   only under the lock; an OSError as one line; remembers what it wrote
-                         (reserve: for locked()'s undo too; a lost one lists the ids again)
+    write(), reserve()   only under the lock, and only while it is still the file named .lock;
+                         an OSError as one line; remembers what it wrote (reserve: for
+                         locked()'s undo too; a lost one lists the ids again)
 
 Without each piece:
 - open_lock: .lock only as a regular file: a link there made a create write the stamp into
@@ -29,13 +30,16 @@ Without each piece:
   file changes again; a change reads its tasks with load and try_load, so it never writes
   over such an edit.
 - the undo: a /task import that stops at item 3 left items 1 and 2, and a second import made
-  them twice. (A write() stays done: a folder replaces one file at a time.)
+  them twice; an import stopped after 1,995 items skipped those ids for good. (A write()
+  stays done: a folder replaces one file at a time.)
 - the sweep (once per process and board): a writer killed mid-write leaves a temporary file.
   Only writer.py's temporary names go, never the user's (--board . shares their folder): a
   task's, or LITTER, at once (task files are written only under the lock); any other once
   unwritten for STALE seconds (a write_file in flight holds no board lock; older harnesses
   gave task temporaries that name).
 - the mutex: the flock orders processes; two threads of one process share this object.
+- _still_the_lock: a person removed .lock while alice held it; bob locked a new one, and both
+  claimed the same task.
 fcntl is POSIX (Linux, macOS). A network file system's locks are unreliable: use a
 postgresql:// board there.
 """
@@ -147,6 +151,7 @@ class Remembering:
         self._stamp = None          # the board's generation as we last left it
         self._wrote = False         # a task written under the lock held now
         self._made = []             # the files reserve() made under it
+        self._mark = b""            # .lock's bytes after the stamp (s07's mark) when it was taken
         self._swept = None          # the board whose temporary files were swept
         self._files = {}            # file name -> ((size, mtime_ns, inode), task)
         self._ids = None            # remembered while held: the ids in the folder
@@ -175,6 +180,7 @@ class Remembering:
             self._ids = self._tasks = None
         self._stamp = stamp
         self._wrote, self._made = False, []
+        self._mark = os.pread(fd, 64, STAMP_BYTES)
         if self._swept != board:
             self._swept = board
             sweep(self.dir)
@@ -200,10 +206,16 @@ class Remembering:
             self._stamp = (self._stamp[0], new)
 
     def _undo(self) -> None:
-        """A change that failed (Ctrl-C too) leaves no new task: remove what reserve() made."""
+        """A change that failed (Ctrl-C too) leaves no new task: remove what reserve() made,
+        and give its ids back (the mark as it was: no other agent saw them), as PostgreSQL's
+        rollback does."""
         for path in reversed(self._made):
             with contextlib.suppress(OSError):      # a listing will show what is left
                 path.unlink(missing_ok=True)
+        if self._made:
+            with contextlib.suppress(OSError):      # kept higher: ids skipped, none reused
+                os.ftruncate(self.lock_fd, STAMP_BYTES + len(self._mark))  # as long as it was
+                os.pwrite(self.lock_fd, self._mark, STAMP_BYTES)
         self._forget()
 
     def _forget(self) -> None:
@@ -272,11 +284,26 @@ class Remembering:
     @contextlib.contextmanager
     def _saving(self, task: dict):
         assert self.lock_fd is not None, "task files are written only under the board's lock"
+        self._still_the_lock()
         try:
             yield
         except OSError as exc:
             raise ValueError(f"could not save task #{task['id']} in {self.dir}: "
                              f"{reason(exc)}") from None
+
+    def _still_the_lock(self) -> None:
+        """The lock held is still the file named .lock. A person who removed it (thinking it
+        stale) let another agent lock a new .lock: this one then orders nothing."""
+        held = os.fstat(self.lock_fd)
+        try:
+            named = os.stat(self.dir / ".lock", follow_symlinks=False)
+        except OSError:
+            named = None
+        if named is None or (named.st_dev, named.st_ino) != (held.st_dev, held.st_ino):
+            raise ValueError(f"{self.dir}/.lock was removed during this change, so another "
+                             "agent may be changing the board too: nothing was written; try "
+                             "again. (Never remove .lock: no lock outlives its process, and it "
+                             "holds the largest id given.)")
 
     def _remember(self, task: dict) -> None:
         """What we just wrote, as the folder now holds it."""
