@@ -165,6 +165,10 @@ def s06_api_demo(run) -> tuple:
     return script, "produce some bulky output, and keep working", summary
 
 
+# A task of the demo's in progress on the board (a run cut off midway): its id and subject.
+LEFT_IN_PROGRESS = r"^\[>\] #(\d+): (.+) \(owner: demo\)$"
+
+
 def s07_demo(tasks, context, run) -> tuple:
     """Plan four tasks (or, on a later run, pick up the next ready one), be refused, compact,
     see the board come back, complete a task and see what waited for it freed, on disk.
@@ -197,8 +201,12 @@ def _s07_story(listing: str) -> bool:
         terminal.show_note(f"[demo] its board is demo/.tasks, {found}: it plans a small "
                            "project there (any --board or TASK_BOARD is left alone)")
         return False
+    left = re.search(LEFT_IN_PROGRESS, listing, re.M)
     ready = re.search(r"Ready to start: (#\d+ [^,\n]+)", listing)
-    if ready:
+    if left:
+        what = (f"it picks up #{left[1]} {left[2]}, which an earlier run left in progress, and "
+                "plans nothing (the plan is on disk, not in a conversation)")
+    elif ready:
         what = (f"it picks up {ready[1]}, the next ready task, and plans nothing (the plan is "
                 "on disk, not in a conversation)")
     elif "none (all done)" in listing:
@@ -230,13 +238,19 @@ def _s07_steps(continuing: bool):
                     tool("task_update", {"task_id": str(d), "addBlockedBy": [b]}))
         body = yield reply(text("What can start now?"), tool("task_list", {}))
     listing = _last_result(body)
-    ready = re.search(r"Ready to start: #(\d+)", listing)
+    # Its own task an earlier run was cut off in (Ctrl-C, a closed pipe) comes first.
+    ready = re.search(LEFT_IN_PROGRESS, listing, re.M)
+    if ready is None:
+        ready = re.search(r"Ready to start: #(\d+)", listing)
     if ready is None and "none (all done)" in listing:
         yield reply(text("Everything on the board is done. Delete demo/ to start over."))
         return
     if ready is None:
-        yield reply(text("Nothing can start: a task is still in progress (a run stopped "
-                         "midway?).\nIn the REPL, /task done N finishes it."))
+        theirs = re.search(r"^\[>\] #(\d+)", listing, re.M)
+        number = theirs[1] if theirs else "N"
+        yield reply(text(f"Nothing can start: #{number} is in progress, not in the demo's "
+                         "name.\nTo finish it: python s07_task_system.py --board demo/.tasks, "
+                         f"then /task done {number}"))
         return
     ready = int(ready[1])
     waiting = re.search(rf"#(\d+): .* blocked by (#\d+, )*#{ready}\b", listing)

@@ -144,6 +144,23 @@ def test_a_later_s07_demo_says_first_which_task_it_picks_up_and_plans_nothing(ru
     assert "Everything on the board is done" in out + err
 
 
+def test_an_s07_demo_cut_off_mid_task_is_picked_up_by_the_next_run_not_left_stuck(run_main,
+                                                                                  workdir):
+    """A demo stopped midway (Ctrl-C, a closed pipe) leaves its task in progress, in its own
+    name: the next run takes that task on and finishes it, and the plan goes on."""
+    code, out, err, api = run_main(s07_task_system, "--demo", key=None)
+    assert code == 0
+    TaskManager(workdir / "demo" / ".tasks", agent="demo").update(2, status="in_progress")
+    code, out, err, api = run_main(s07_task_system, "--demo", key=None)
+    assert code == 0, err
+    assert messages(err)[1].endswith("it picks up #2 Implement the API, which an earlier run "
+                                     "left in progress, and plans nothing (the plan is on "
+                                     "disk, not in a conversation)")
+    assert "Updated [x] #2: Implement the API (owner: demo)" in err
+    code, out, err, api = run_main(s07_task_system, "--demo", key=None)
+    assert "it picks up #3 Write the docs, the next ready task" in messages(err)[1]
+
+
 def test_every_path_a_demo_notes_is_relative_to_the_folder_it_was_run_from(run_main, workdir):
     """The run works in demo/; what it writes is named as you find it from where you are."""
     for lesson in (s06_compact, s07_task_system):
