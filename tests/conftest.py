@@ -467,6 +467,17 @@ def _bounded(item, phase):
 
 
 @pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item, call):
+    report = yield
+    # A missing server or package skips dozens of tests for one reason. pytest's summary
+    # (-rs) counts skips by place and reason, and a fixture's skip is placed at each test:
+    # placed at tests/, they make one line per reason, with the count, not 95 alike.
+    if report.skipped and isinstance(report.longrepr, tuple):
+        report.longrepr = ("tests", None, report.longrepr[2])
+    return report
+
+
+@pytest.hookimpl(wrapper=True)
 def pytest_runtest_setup(item):
     return (yield from _bounded(item, "setup"))
 
