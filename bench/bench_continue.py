@@ -13,6 +13,7 @@ Each size is timed REPEAT times, taking turns, and the best time is kept: the le
 by other work on the machine. No model, no network.
 """
 
+import argparse
 import contextlib
 import io
 import json
@@ -107,4 +108,7 @@ def main(argv: list) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("sizes", nargs="*", type=int, help="log sizes in lines: two, or none")
+    sys.exit(main(parser.parse_args().sizes))

@@ -15,6 +15,7 @@ No model and no network: only layer 1 runs, in a fresh folder, so the numbers sa
 harness adds to each call, on this machine.
 """
 
+import argparse
 import io
 import json
 import os
@@ -83,4 +84,7 @@ def main(count: int) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(int(sys.argv[1]) if len(sys.argv) > 1 else 1_500))
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("count", nargs="?", type=int, default=1_500, help="tool results")
+    sys.exit(main(parser.parse_args().count))

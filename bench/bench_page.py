@@ -17,6 +17,7 @@ sent, after layer 1), then rendered by harness.session.page:
 No model, no network; the numbers depend only on this machine's speed (the times).
 """
 
+import argparse
 import re
 import shutil
 import subprocess
@@ -166,6 +167,9 @@ def draw_seconds(browser: str, page: str) -> float:
 
 
 if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.parse_args()                     # no options: --help says what it measures
     print(measure_time(200), flush=True)
     for calls in (200, 1_000, 2_000):
         print(measure_session(calls), flush=True)

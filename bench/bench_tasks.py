@@ -331,7 +331,8 @@ def machine():
 
 
 def main():
-    parser = argparse.ArgumentParser(description="Time s07's TaskManager on big boards.")
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("sizes", nargs="*", type=int, default=[1000, 10000],
                         help="board sizes in tasks (default: 1000 10000)")
     parser.add_argument("--stores", action="store_true",

@@ -53,6 +53,7 @@ s06.KEEP_CHARS). docs/cost.md quotes the table and the sweep; tests/test_bench_t
 measures part of each again and holds the quotes to what this script prints.
 """
 
+import argparse
 import io
 import json
 import multiprocessing
@@ -901,4 +902,10 @@ def main(argv):
 
 
 if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sweep", action="store_true", help="s06 for other constants")
+    parser.add_argument("--set", action="append", metavar="NAME=VALUE",
+                        help="as if s06 had that constant (any number of them)")
+    parser.parse_args()                     # --help, or an unknown option: said, then exit
     print(main(sys.argv[1:]))

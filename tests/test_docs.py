@@ -7,9 +7,11 @@ settings, defaults and bounds the pages quote are read from the code, so each ph
 """
 
 import io
+import subprocess
 import re
 import sys
 from contextlib import redirect_stdout
+from pathlib import Path
 
 import pytest
 
@@ -306,3 +308,18 @@ def test_the_defaults_and_bounds_the_pages_quote_are_the_codes():
                if words(phrase) not in words(text)]
     assert missing == []
     assert s06_compact.KEEP_RECENT == 3        # "the three newest" in limits.md
+
+
+@pytest.mark.parametrize("script", ["bench/bench_continue.py", "bench/bench_layer1.py",
+                                    "bench/bench_page.py", "bench/bench_tasks.py",
+                                    "bench/bench_tokens.py", "tools/session_screenshot.py"])
+def test_every_script_the_pages_name_answers_help_with_what_it_does_and_changes_nothing(script):
+    """--help ran the screenshot tool (it rewrote docs/session_page.png), and ended two
+    benchmarks in a traceback (int('--help'))."""
+    picture = (ROOT / "docs" / "session_page.png").stat().st_mtime_ns
+    proc = subprocess.run([sys.executable, script, "--help"], cwd=ROOT, capture_output=True,
+                          text=True, timeout=120)
+    first = (ROOT / script).read_text(encoding="utf-8").split('"""')[1].splitlines()[0]
+    assert proc.returncode == 0 and proc.stderr == ""
+    assert proc.stdout.startswith(f"usage: {Path(script).name}") and first in proc.stdout
+    assert (ROOT / "docs" / "session_page.png").stat().st_mtime_ns == picture

@@ -21,6 +21,7 @@ Without each piece:
 - the note in the PNG: nothing would tie the picture to the demo it was made from.
 """
 
+import argparse
 import os
 import re
 import shutil
@@ -126,4 +127,7 @@ def main() -> int:
 
 
 if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.parse_args()                     # --help must not remake the picture
     sys.exit(main())
