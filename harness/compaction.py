@@ -145,10 +145,13 @@ def fit_to_window(threshold: int, prefix: int, reply_tokens: int, api_context) -
     window = config.context_window()
     guard = window_guard(window, reply_tokens)
     if guard - prefix < MIN_ROOM:
-        raise SetupError(f"CONTEXT_WINDOW {window:,} leaves no room for a conversation: the "
-                         f"system prompt and tools alone are about {prefix:,} of the "
-                         f"{guard:,} tokens layer 2 lets a request grow to, and the work "
-                         f"needs {MIN_ROOM:,}")
+        # The smallest window whose guard leaves MIN_ROOM: by either of window_guard's terms.
+        needed = prefix + MIN_ROOM
+        smallest = min(needed + 2 * reply_tokens, 2 * needed)
+        raise SetupError(f"CONTEXT_WINDOW {window:,} is too small: the system prompt and tools "
+                         f"take about {prefix:,} tokens, the work needs {MIN_ROOM:,} more, and "
+                         "a reply and a summary need room too; set CONTEXT_WINDOW to at least "
+                         f"{smallest:,} (the model's real window is best)")
     if api_context is not None:
         return guard
     # A threshold past the window would never be reached: lower it, and say so once.

@@ -12,6 +12,7 @@ from types import SimpleNamespace
 
 import pytest
 
+import s07_task_system
 from harness import config
 from harness.session import views
 from harness.session.recorder import Recorder
@@ -180,9 +181,8 @@ def test_a_window_the_system_prompt_and_tools_all_but_fill_is_refused_in_one_lin
                                    env={"CONTEXT_WINDOW": str(window)})
     assert code == 1 and api.requests == []
     [line] = messages(err)
-    assert line.startswith(f"error: CONTEXT_WINDOW {window:,} leaves no room for a "
-                           "conversation: ")
-    assert "the system prompt and tools alone are about" in line
+    assert line.startswith(f"error: CONTEXT_WINDOW {window:,} is too small: ")
+    assert "the system prompt and tools take about" in line
 
 
 def test_inside_a_long_turn_the_summary_keeps_its_own_prompt_not_an_older_one():
@@ -199,3 +199,15 @@ def test_inside_a_long_turn_the_summary_keeps_its_own_prompt_not_an_older_one():
     fitted = compaction.fit_for_summary(view, room=3_000)
     assert fitted[0] == {"role": "user", "content": "NOW: fix the build"}
     assert fitted[1]["role"] == "assistant" and fitted[1:] == view[-len(fitted) + 1:]
+
+
+def test_a_window_too_small_names_the_smallest_that_works_and_that_one_runs(run_main):
+    def refusal(window) -> str:
+        code, out, err, api = run_main(s07_task_system, "--demo", key=None,
+                                       env={"CONTEXT_WINDOW": str(window)})
+        return err if "is too small" in err else ""
+    (line,) = messages(refusal(500))
+    smallest = re.search(r"set CONTEXT_WINDOW to at least ([\d,]+)", line)
+    assert line.startswith("error: CONTEXT_WINDOW 500 is too small") and smallest, line
+    smallest = int(smallest[1].replace(",", ""))
+    assert refusal(smallest) == "" and refusal(smallest - 1) != ""
