@@ -55,6 +55,9 @@ DEFAULT_WINDOW = 1_000_000           # tokens the default model reads (CONTEXT_W
 DEFAULT_TIMEOUT = 300                # seconds of silence before giving up (API_TIMEOUT): a small
                                      # local model can take minutes before its first token
 MAX_RETRIES = 2                      # for 429/5xx and dropped connections; the SDK waits between
+                                     # tries, as a server's Retry-After asks, up to:
+RETRY_WAIT_MAX = 60                  # seconds (Retry-After: 99999 hung a run for a day, silently)
+MAX_TIMEOUT = 86_400                 # API_TIMEOUT's largest, a day: 1e10 overflowed the clock
 LOOPBACK = {"127.0.0.1", "localhost", "::1", "[::1]"}
 SECRETS = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN")   # for the client; no command needs them
 HARNESS_ONLY = SECRETS + ("TASK_BOARD",)   # and the board's address, which may hold its password
@@ -248,9 +251,9 @@ def api_timeout():
         seconds = float(raw) if raw else DEFAULT_TIMEOUT
     except ValueError:
         seconds = 0
-    if not (math.isfinite(seconds) and seconds > 0):   # inf would wait forever; nan compares false
-        raise SetupError(f"API_TIMEOUT must be a finite, positive number of seconds, got {raw!r} "
-                         "(for a very slow model, a large one such as 3600)")
+    if not (math.isfinite(seconds) and 0 < seconds <= MAX_TIMEOUT):   # nan compares false
+        raise SetupError(f"API_TIMEOUT must be a positive number of seconds up to {MAX_TIMEOUT:,} "
+                         f"(a day), got {raw!r} (for a very slow model, a large one such as 3600)")
     return seconds
 
 
@@ -303,7 +306,8 @@ def _http_client(trust_env: bool):
     unknown scheme) is then one SetupError naming it, not a traceback and a second one from
     the half-made client's __del__."""
     try:
-        return anthropic.DefaultHttpxClient(trust_env=trust_env)
+        return anthropic.DefaultHttpxClient(trust_env=trust_env,
+                                            event_hooks={"response": [_capped_retry_wait]})
     except (ImportError, ValueError) as exc:
         named = [f"{name}={shown_url(os.environ[name])}" for name in PROXY_VARIABLES
                  if os.environ.get(name)]
@@ -312,6 +316,22 @@ def _http_client(trust_env: bool):
             why = "SOCKS needs `pip install socksio`"
         message = f"cannot use the proxy in {', '.join(named)}: {why}; or unset it"
         raise SetupError(message) from None
+
+
+def _capped_retry_wait(response) -> None:
+    """Before the SDK reads a reply's Retry-After (or retry-after-ms): a wait over RETRY_WAIT_MAX
+    is cut to it; one given as a date is dropped (the SDK's own backoff then applies)."""
+    for name, most in (("retry-after-ms", RETRY_WAIT_MAX * 1000), ("retry-after", RETRY_WAIT_MAX)):
+        asked = response.headers.get(name)
+        if asked is None:
+            continue
+        try:
+            too_long = not float(asked) <= most      # nan and inf too
+        except ValueError:
+            del response.headers[name]
+            continue
+        if too_long:
+            response.headers[name] = str(most)
 
 
 def api_error_line(exc, client) -> str:

@@ -283,7 +283,8 @@ def test_the_defaults_and_bounds_the_pages_quote_are_the_codes():
                              f"whole up to {excerpt.WHOLE_LINES} lines, as the terminal shows "
                              "them, indentation kept"],
         real_use: [f"the model (default `{config.DEFAULT_MODEL}`)",
-                   f"next piece of a reply (default {config.DEFAULT_TIMEOUT};",
+                   f"next piece of a reply (default {config.DEFAULT_TIMEOUT}, at most "
+                   f"{config.MAX_TIMEOUT:,}, a day;",
                    f"above this many tokens (default {s06_compact.DEFAULT_THRESHOLD:,})",
                    f"(default {config.DEFAULT_WINDOW:,}, the default model's)",
                    f"default {s03_todo.MAX_STEPS} in s03, {s06_compact.MAX_STEPS} in s06 and s07",

@@ -182,6 +182,8 @@ ROWS = {
          H + "test_a_block_of_a_type_nobody_knows_is_left_out_with_a_note"],
     "text after a tool call":
         [H + "test_text_after_a_tool_call_keeps_its_place_and_the_results_still_come_first"],
+    "a 429 or 529 whose `Retry-After` asks for a long wait (`99999`)":
+        [U + "test_a_rate_limit_asking_to_wait_a_day_is_waited_briefly_then_one_line"],
     "a hung endpoint, or one that sends `message_start` and then only pings":
         [C + "test_a_hung_endpoint_ends_after_api_timeout_with_one_line",
          S + "test_pings_do_not_keep_a_reply_that_never_comes_waiting_past_api_timeout",

@@ -242,3 +242,41 @@ def test_a_status_the_messages_api_never_sends_is_named_with_what_came(run_lesso
     assert proc.returncode == 1 and len(messages(proc.stderr)) == 1, proc.stderr
     assert words(proc.stderr) == not_the_api(url, status, what)
     assert "MODEL_ID" not in proc.stderr and "try again" not in proc.stderr
+
+
+def test_a_rate_limit_asking_to_wait_a_day_is_waited_briefly_then_one_line(run_lesson,
+                                                                           monkeypatch):
+    """A 429 (or 529) with Retry-After: 99999: the SDK would wait 28 hours before each retry,
+    with no word and API_TIMEOUT ignored. The harness waits at most config.RETRY_WAIT_MAX."""
+    from harness import config
+    from harness.sdk import anthropic
+    waits = []
+    monkeypatch.setattr(anthropic._base_client.time, "sleep", waits.append)
+
+    class RateLimited(http.server.BaseHTTPRequestHandler):
+        def do_POST(self):
+            self.rfile.read(int(self.headers.get("content-length", 0)))
+            data = json.dumps({"type": "error", "error": {"type": "rate_limit_error",
+                                                          "message": "slow down"}}).encode()
+            self.send_response(429)
+            self.send_header("content-type", "application/json")
+            self.send_header("retry-after", "99999")
+            self.send_header("content-length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+    with serving(RateLimited) as url:
+        proc = run_against(url, run_lesson)
+    assert waits and max(waits) <= config.RETRY_WAIT_MAX
+    assert proc.returncode == 1 and len(messages(proc.stderr)) == 1, proc.stderr
+    assert "rate" in words(proc.stderr).lower()
+
+
+@pytest.mark.parametrize("name, asked, left", [
+    ("retry-after", "5", "5"), ("retry-after", "99999", "60"), ("retry-after", "nan", "60"),
+    ("retry-after-ms", "1e9", "60000"), ("retry-after", "Wed, 21 Oct 2099 07:28:00 GMT", None)])
+def test_the_wait_a_server_asks_before_a_retry_is_what_the_sdk_then_reads(name, asked, left):
+    import httpx
+    from harness import config
+    response = httpx.Response(429, headers={name: asked})
+    config._capped_retry_wait(response)
+    assert response.headers.get(name) == left
