@@ -195,11 +195,14 @@ def hide_from_commands(value: str) -> None:
 def child_env() -> dict:
     """The environment for a command the agent runs: this one, less HARNESS_ONLY by name and
     any variable that holds the key, the token, a secret given to hide_from_commands or the
-    password in ANTHROPIC_BASE_URL. Kept: PGPASSFILE and PGSERVICEFILE (they say where a
-    password is, and a command can read any file you can), and a DATABASE_URL of another
-    database, which the user's own programs need."""
+    password in ANTHROPIC_BASE_URL or a proxy's URL (the commands then go without that proxy:
+    the model could read anything they are given). Kept: PGPASSFILE and PGSERVICEFILE (they
+    say where a password is, and a command can read any file you can), and a DATABASE_URL of
+    another database, which the user's own programs need."""
     hidden = [os.environ.get(name) for name in SECRETS] + sorted(_LEARNT_SECRETS)
-    hidden += _password_in(os.environ.get("ANTHROPIC_BASE_URL", ""))
+    # A password in a URL: the gateway's, or a proxy's (the model's `env` would show it).
+    for name in ("ANTHROPIC_BASE_URL",) + PROXY_VARIABLES:
+        hidden += _password_in(os.environ.get(name, ""))
     hidden = [value for value in hidden if value]
     env = {}
     for name, value in os.environ.items():

@@ -426,3 +426,16 @@ def test_every_line_naming_the_endpoint_hides_its_password():
              errors.error_event(Exception("overloaded"), where)]
     for line in lines:
         assert "s3cret-pw" not in line and "http://alice:***@gw.example" in line, line
+
+
+@pytest.mark.parametrize("name", ["HTTPS_PROXY", "all_proxy"])
+def test_a_proxys_password_never_reaches_the_model(run_main, name, nothing_hidden_yet):
+    """A proxy with a password (http://bob:PW@proxy): a model's innocent `env` showed it, and
+    it went to the API in the next request. The variable is left out of the commands' env."""
+    script = [reply(tool("bash", {"command": "env"})), reply(text("done"))]
+    code, out, err, api = run_main(s03_todo, "show me env", script=script,
+                                   env={name: "http://bob:Pr0xy-s3cret@127.0.0.1:9",
+                                        "NO_PROXY": "127.0.0.1", "SEEN_BY_BASH": "yes"})
+    assert code == 0 and out.strip() == "done", err
+    shown_env = tool_results(api.requests[1])[0]["content"]
+    assert "SEEN_BY_BASH=yes" in shown_env and "Pr0xy-s3cret" not in shown_env
