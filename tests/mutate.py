@@ -675,11 +675,13 @@ MUTATIONS = [
              "    return url",
              [SECRETS_TESTS + "::test_an_unreachable_endpoint_with_a_password_is_named_with_the_"
                               "password_hidden"]),
-    Mutation("a command sees the password in ANTHROPIC_BASE_URL", "harness/config.py",
-             '    hidden += _password_in(os.environ.get("ANTHROPIC_BASE_URL", ""))\n',
-             "",
+    Mutation("a command sees the password in ANTHROPIC_BASE_URL or a proxy's URL",
+             "harness/config.py",
+             '        hidden += _password_in(os.environ.get(name, ""))\n',
+             "        pass\n",
              [SECRETS_TESTS + "::test_a_password_in_the_base_url_never_reaches_the_model_and_"
-                              "still_opens_the_gateway"]),
+                              "still_opens_the_gateway",
+              SECRETS_TESTS + "::test_a_proxys_password_never_reaches_the_model"]),
     Mutation("a command sees the base URL's password decoded from its %-escapes",
              "harness/config.py",
              "    return [password, unquote(password)]",
