@@ -176,6 +176,13 @@ def test_a_repl_that_never_asked_the_model_leaves_no_session_for_continue(run_ma
     assert api.requests[0]["messages"][0]["content"] == "hello"
 
 
+def test_a_repl_without_a_model_call_leaves_the_folder_as_it_found_it(run_main, workdir):
+    """A newcomer's REPL with no key, quit at once: no empty .transcripts/ left behind."""
+    code, out, err, api = run_main(s07_task_system, stdin="/tasks\nq\n", key=None)
+    assert code == 0 and "No tasks yet" in out
+    assert sorted(p.name for p in workdir.iterdir()) == []
+
+
 # ---------------------------------------------------------------- /compact and the one estimate
 
 def test_compact_on_a_history_resumed_without_a_key_is_one_message_and_keeps_it(run_main,

@@ -34,6 +34,7 @@ No fsync per line: a kill -9 loses nothing the kernel has; only a power cut coul
 lines, and on some disks a fsync per message costs more than the model call it records.
 """
 
+import contextlib
 import json
 import os
 import time
@@ -61,13 +62,17 @@ class SessionLog:
         self._history: list | None = None   # the loop's own list, as record() last saw it
         self.ran: dict = {}          # tool_use_id -> result, since the last message
         self.failed: str | None = None  # why writing stopped, once it has
+        self.made_folder = False     # start() made the folder: close() removes it if still empty
 
     @classmethod
     def start(cls, folder: Path = FOLDER) -> "SessionLog":
         """A new session_<time>_<n>.jsonl in folder, 0600, never an existing file or a link."""
         stamp = time.strftime("%Y%m%d-%H%M%S")
+        made = not os.path.lexists(folder)
         path, fd = writer.open_numbered(folder, f"session_{stamp}", ".jsonl", writer.PRIVATE)
-        return cls(path, fd)
+        log = cls(path, fd)
+        log.made_folder = made
+        return log
 
     @classmethod
     def continued(cls, earlier: Path, history: list[dict], folder: Path = FOLDER) -> "SessionLog":
@@ -123,13 +128,17 @@ class SessionLog:
         self._write_record({"tool_result": block})
 
     def close(self) -> None:
-        """Close the file; an empty one is removed, so --continue finds one that did something."""
+        """Close the file; an empty one is removed, so --continue finds one that did something,
+        and so is the folder start() made for it, if nothing else is in it."""
         if self._fd is not None:
             empty = os.fstat(self._fd).st_size == 0
             os.close(self._fd)
             self._fd = None
             if empty:
                 self.path.unlink(missing_ok=True)
+            if empty and self.made_folder:
+                with contextlib.suppress(OSError):      # not empty: a page, results, a history
+                    self.path.parent.rmdir()
 
     def _write_record(self, record: dict) -> None:
         if self.failed or self._fd is None:     # stopped, or no file: nothing to write
