@@ -877,7 +877,8 @@ def test_every_task_command_works_in_the_repl_without_a_model_call(board, run_ma
     stdin = ("/task add Design\n/task add Build\n/task add Docs\n/task block 2 1\n/task order\n"
              "/task start 2\n/task ready\n/task start 1\n/task done 1\n/task show 2\n"
              "/task unblock 3 1\n"
-             "/task delete 3\n/task block 3 1\n/task frobnicate\n/task\n/tasks\n/task help\nq\n")
+             "/task delete 3\n/task block 3 1\n/task frobnicate\n/task strat 2\n/task\n/tasks\n"
+             "/task help\nq\n")
     code, out, err, api = run_main(s07, "--name", "carol", stdin=stdin, env={"TASK_BOARD": board})
     assert code == 0 and api.requests == [], err
     assert "(agent carol)" in err
@@ -888,7 +889,9 @@ def test_every_task_command_works_in_the_repl_without_a_model_call(board, run_ma
     assert json.loads(out[out.index("{"):out.index("}") + 1])["blockedBy"] == []     # /task show 2
     assert "error: #3 is not blocked by #1" in err and "error: task #3 was deleted" in err
     assert "[-] #3" not in out.split("Updated [-] #3: Docs")[-1]   # listings hide a deleted task
-    assert "error: unknown /task command 'frobnicate'" in err and "/task add TITLE" in out
+    assert "error: unknown /task command 'frobnicate'; /task help" in err
+    assert "/task add TITLE" in out
+    assert "error: unknown /task command 'strat'; did you mean /task start?" in err
     final = TaskManager(board).store.scan()[0]
     assert {i: t["status"] for i, t in final.items()} == {1: "completed", 2: "pending",
                                                           3: "deleted"}

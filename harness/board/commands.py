@@ -11,6 +11,7 @@ other agents on a shared board are doing.
 """
 
 import atexit
+import difflib
 
 from harness import terminal
 from harness.board import graph
@@ -59,7 +60,9 @@ def task_command(tasks, arg: str) -> None:
         "import": lambda: _import(tasks, " ".join(rest)),   # s03's plan onto the board
     }
     if verb not in actions:
-        raise ValueError(f"unknown /task command {verb!r}; /task help lists them")
+        close = difflib.get_close_matches(verb.lower(), [*actions, "help"], n=1, cutoff=0.6)
+        hint = f"; did you mean /task {close[0]}?" if close else ""
+        raise ValueError(f"unknown /task command {verb!r}{hint}; /task help lists them")
     terminal.show_out(actions[verb]())   # escaped: a subject or an owner may hold codes
 
 
