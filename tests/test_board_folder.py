@@ -12,6 +12,7 @@ import errno
 import io
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -291,6 +292,21 @@ def test_a_board_next_to_3000_unreadable_files_is_bounded_in_characters(board_di
     message = s07.board_message(Run())
     assert len(message) <= s07.BOARD_CHARS + 200, len(message)
     assert "#1: Step 1" in message and "Ready to start: #1 Step 1, #2 Step 2, #3 Step 3" in message
+
+
+@pytest.mark.parametrize("kind", ["a FIFO (named pipe)", "a symbolic link"])
+def test_a_fifo_or_a_dangling_link_at_the_boards_name_is_named_as_what_it_is(tmp_path, kind):
+    board = tmp_path / ".tasks"
+    if kind.startswith("a FIFO"):
+        os.mkfifo(board)
+    else:
+        board.symlink_to(tmp_path / "gone")
+    tasks = TaskManager(board)
+    with pytest.raises(ValueError, match=f"{re.escape(kind)} of that name is in the way"):
+        tasks.create("a")
+    if kind.startswith("a FIFO"):
+        with pytest.raises(ValueError, match=r"it is a FIFO \(named pipe\), not a folder"):
+            tasks.list_all()
 
 
 def test_unreadable_boards_say_so_and_nothing_is_left_behind(tmp_path):

@@ -48,6 +48,7 @@ import contextlib
 import os
 import re
 import secrets
+import stat
 import threading
 import time
 
@@ -76,8 +77,9 @@ def open_lock(folder) -> int:
         pass
     except OSError as exc:
         raise ValueError(f"cannot lock the board in {folder}: {reason(exc)}") from None
-    if folder.exists() and not folder.is_dir():
-        raise ValueError(f"the board {folder} cannot be used: a file of that name is in the way")
+    if os.path.lexists(folder) and not folder.is_dir():    # a link to a folder is used
+        raise ValueError(f"the board {folder} cannot be used: {_in_the_way(folder)} of that name "
+                         "is in the way")
     try:
         folder.mkdir(parents=True, exist_ok=True)    # a link to a folder on purpose: kept
         return writer.open_shared(None, lock, LOCK_MODE)
@@ -92,10 +94,16 @@ def listing(folder) -> list:
     except FileNotFoundError:
         return []
     except NotADirectoryError:
-        raise ValueError(f"the board {folder} cannot be read: it is a file, not a "
-                         "folder") from None
+        raise ValueError(f"the board {folder} cannot be read: it is {_in_the_way(folder)}, not "
+                         "a folder") from None
     except OSError as exc:
         raise ValueError(f"the board {folder} cannot be read: {reason(exc)}") from None
+
+
+def _in_the_way(folder) -> str:
+    """What is at the board's name instead of a folder: a file, a FIFO, a link to nothing..."""
+    mode = os.lstat(folder).st_mode
+    return "a file" if stat.S_ISREG(mode) else writer.kind_of(mode)
 
 
 def read(path) -> bytes:
