@@ -696,6 +696,20 @@ def test_a_hand_made_cycle_is_named_as_a_cycle_in_the_order(board):
                                             "removeBlockedBy on one breaks it)")
 
 
+def test_a_cycle_beside_a_task_waiting_for_a_lost_one_is_still_named_a_cycle(board):
+    tasks = TaskManager(board)
+    for name in ("a", "b", "lost", "waits for the lost one"):
+        tasks.create(name)
+    tasks.update(4, add_blocked_by=[3])
+    for tid, dep in ((1, 2), (2, 1)):
+        edit_by_hand(board, tid, blockedBy=[dep])
+    remove_by_hand(board, 3)
+    assert order_of(TaskManager(board)) == ("Order: nothing can start (then #4: waiting for "
+                                            "tasks that cannot be read; then #1, #2: waiting for "
+                                            "each other in a cycle (hand-edited files?): "
+                                            "removeBlockedBy on one breaks it)")
+
+
 def test_a_long_chain_is_ordered_blockers_first(board):
     tasks = TaskManager(board)
     size = 400                  # task n waits for n+1: the order runs backwards

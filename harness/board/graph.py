@@ -59,12 +59,31 @@ def order_line(tasks: dict) -> str:
     left = sorted(set(todo) - set(order))
     if not left:
         return line
-    if stuck:
-        why = "waiting for tasks that cannot be read"
-    else:          # nothing else stops a task from entering the order
-        why = ("waiting for each other in a cycle (hand-edited files?): removeBlockedBy on "
-               "one breaks it")
-    return line + f" (then {', '.join(f'#{i}' for i in left)}: {why})"
+    # What waits, at any depth, for a task that cannot be read; nothing else but a cycle stops
+    # a task from entering the order.
+    behind = _behind(stuck, todo)
+    reasons = []
+    for ids, why in (([i for i in left if i in behind], "waiting for tasks that cannot be read"),
+                     ([i for i in left if i not in behind], "waiting for each other in a "
+                      "cycle (hand-edited files?): removeBlockedBy on one breaks it")):
+        if ids:
+            reasons.append(f"then {', '.join(f'#{i}' for i in ids)}: {why}")
+    return line + f" ({'; '.join(reasons)})"
+
+
+def _behind(stuck: set, todo: dict) -> set:
+    """The stuck tasks, and every task of todo that waits for one of them, at any depth."""
+    dependents = {}                        # i -> the tasks waiting for i: O(n) once
+    for j, task in todo.items():
+        for i in task["blockedBy"]:
+            dependents.setdefault(i, []).append(j)
+    behind, queue = set(stuck), list(stuck)
+    while queue:
+        for j in dependents.get(queue.pop(), []):
+            if j not in behind:
+                behind.add(j)
+                queue.append(j)
+    return behind
 
 
 def topological_order(todo: dict, known: dict) -> tuple:
