@@ -73,10 +73,7 @@ def order_line(tasks: dict) -> str:
 
 def _behind(stuck: set, todo: dict) -> set:
     """The stuck tasks, and every task of todo that waits for one of them, at any depth."""
-    dependents = {}                        # i -> the tasks waiting for i: O(n) once
-    for j, task in todo.items():
-        for i in task["blockedBy"]:
-            dependents.setdefault(i, []).append(j)
+    dependents = _dependents(todo)
     behind, queue = set(stuck), list(stuck)
     while queue:
         for j in dependents.get(queue.pop(), []):
@@ -94,10 +91,7 @@ def topological_order(todo: dict, known: dict) -> tuple:
     """
     waits = {j: {b for b in t["blockedBy"] if b in todo} for j, t in todo.items()}
     stuck = {j for j, t in todo.items() if any(b not in known for b in t["blockedBy"])}
-    dependents = {}                        # i -> the tasks waiting for i (the edges reversed)
-    for j, blockers in waits.items():
-        for i in blockers:
-            dependents.setdefault(i, []).append(j)
+    dependents = _dependents(todo)
     free = [i for i in todo if not waits[i] and i not in stuck]
     heapq.heapify(free)
     order = []
@@ -109,3 +103,13 @@ def topological_order(todo: dict, known: dict) -> tuple:
             if not waits[j] and j not in stuck:
                 heapq.heappush(free, j)
     return order, stuck
+
+
+def _dependents(todo: dict) -> dict:
+    """i -> the tasks of todo waiting for i, each once (the edges reversed), in O(n)."""
+    dependents = {}
+    for j, task in todo.items():
+        for i in dict.fromkeys(task["blockedBy"]):
+            if i in todo:
+                dependents.setdefault(i, []).append(j)
+    return dependents
