@@ -10,7 +10,8 @@ return them to the model, the board and model_call raise them. Without each piec
   traceback, or a line that blames the key.
 - describe_api_error: a traceback instead of one line saying what to fix; a base URL ending in
   /v1 (the SDK adds /v1/messages) gets a 404 blamed on MODEL_ID; a server that is not the
-  Messages API (python -m http.server: 501 and HTML) is told to try again later.
+  Messages API (python -m http.server: 501 and HTML) is told to try again later; one that
+  redirects in a loop is told to check the network.
 - _shown: a gateway's password (http://alice:PW@host) is printed in every line naming it.
 - reason: "[Errno 28]" where "the disk is full" says what to do.
 - connect_problem: a PostgreSQL board that is down, refuses the password or lacks its database
@@ -23,7 +24,7 @@ from http import HTTPStatus
 from urllib.parse import urlsplit
 
 from harness import excerpt
-from harness.sdk import anthropic
+from harness.sdk import anthropic, httpx
 
 # Statuses the Messages API never answers with: nothing serves POST at that address (python -m
 # http.server answers 501). Retrying will not change that.
@@ -66,6 +67,11 @@ def describe_api_error(exc, where: str, timeout: float, model: str) -> str:
     if isinstance(exc, anthropic.APITimeoutError):
         return (f"the API at {where} did not answer within API_TIMEOUT={timeout:g}s, even after "
                 "retries: try again later, or raise API_TIMEOUT for a slow model")
+    if isinstance(exc, anthropic.APIConnectionError) and isinstance(exc.__cause__,
+                                                                    httpx.TooManyRedirects):
+        return (f"the endpoint at {where} redirects in a loop (or too often) for POST "
+                "/v1/messages: check ANTHROPIC_BASE_URL; it must point at an Anthropic-"
+                "compatible Messages API")
     if isinstance(exc, anthropic.APIConnectionError):
         return f"cannot reach the API at {where}: check ANTHROPIC_BASE_URL and your network"
     if status == 401:

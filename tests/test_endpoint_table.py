@@ -182,6 +182,8 @@ ROWS = {
          H + "test_a_block_of_a_type_nobody_knows_is_left_out_with_a_note"],
     "text after a tool call":
         [H + "test_text_after_a_tool_call_keeps_its_place_and_the_results_still_come_first"],
+    "an endpoint that redirects in a loop (a `307` to itself)":
+        [U + "test_an_endpoint_that_redirects_in_a_loop_is_named_so_not_unreachable"],
     "a 429 or 529 whose `Retry-After` asks for a long wait (`99999`)":
         [U + "test_a_rate_limit_asking_to_wait_a_day_is_waited_briefly_then_one_line"],
     "a hung endpoint, or one that sends `message_start` and then only pings":

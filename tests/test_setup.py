@@ -280,3 +280,19 @@ def test_the_wait_a_server_asks_before_a_retry_is_what_the_sdk_then_reads(name, 
     response = SimpleNamespace(headers={name: asked})      # what the hook uses of httpx's reply
     config._capped_retry_wait(response)
     assert response.headers.get(name) == left
+
+
+@pytest.mark.usefixtures("quick_retries")
+def test_an_endpoint_that_redirects_in_a_loop_is_named_so_not_unreachable(run_lesson):
+    class Loop(http.server.BaseHTTPRequestHandler):
+        def do_POST(self):
+            self.rfile.read(int(self.headers.get("content-length", 0)))
+            self.send_response(307)
+            self.send_header("location", self.path)
+            self.send_header("content-length", "0")
+            self.end_headers()
+    with serving(Loop) as url:
+        proc = run_against(url, run_lesson)
+    assert proc.returncode == 1 and len(messages(proc.stderr)) == 1, proc.stderr
+    assert words(proc.stderr).startswith(f"error: the endpoint at {url} redirects in a loop")
+    assert "your network" not in proc.stderr
