@@ -199,7 +199,9 @@ ROWS = {
          S + "test_a_text_reply_cut_off_keeps_what_arrived_and_says_it_was_cut",
          S + "test_whatever_block_a_stream_ended_in_the_next_request_is_accepted"],
     "a stream that breaks the rules: a delta before its block, a `tool_use` without an id, a "
-    "`null` text, data that is not JSON, an `error` event, a `stop_reason` that is not a word":
+    "`null` text, data that is not JSON, tool input whose JSON the SDK cannot parse "
+    "(`{'command': 'ls'}`, a weak model's passed on by a gateway), an `error` event, a "
+    "`stop_reason` that is not a word":
         [S + "test_a_stream_that_breaks_the_rules_is_one_line_naming_what_it_sent",
          S + "test_data_not_json_an_error_event_or_no_event_at_all_is_one_line",
          S + "test_after_a_malformed_stream_the_repl_keeps_the_conversation",

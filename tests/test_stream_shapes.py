@@ -190,6 +190,10 @@ MALFORMED = [
      " (after a message_start event: IndexError"),
     ([START, *text_block(0), {"type": "content_block_delta", "index": 0, "delta": None}],
      " (after a content_block_start event: AttributeError"),
+    # A gateway that passes on a weak model's Python-style arguments: the SDK cannot parse them.
+    ([START, *tool_block(0, "bash", "toolu_1", "{'command': 'ls'}"), block_stop(0),
+      *ended("tool_use")],
+     " (after a content_block_start event: ValueError: Unable to parse tool parameter JSON"),
 ]
 
 
