@@ -7,7 +7,7 @@ and Remembering, mixed in around them, guards and remembers. What each override 
     locked()             a thread mutex; forgets the ids and the board it remembers when
                          .lock's stamp changed (another agent wrote); the sweep, once per
                          board; a new stamp after a write; on an exception, removes the files
-                         reserve() made and sets the high-water mark back (their ids unseen)
+                         reserve() made
     ids(), scan()        under the lock, from memory while no other agent wrote (scan: not
                          with validate, which lists the folder and checks each file's stat)
     read()               the task remembered while its file's (size, mtime_ns, inode) is the same
@@ -30,8 +30,7 @@ Without each piece:
   file changes again; a change reads its tasks with load and try_load, so it never writes
   over such an edit.
 - the undo: a /task import that stops at item 3 left items 1 and 2, and a second import made
-  them twice; an import stopped after 1,995 items skipped those ids for good. (A write()
-  stays done: a folder replaces one file at a time.)
+  them twice. (A write() stays done: a folder replaces one file at a time.)
 - the sweep (once per process and board): a writer killed mid-write leaves a temporary file.
   Only writer.py's temporary names go, never the user's (--board . shares their folder): a
   task's, or LITTER, at once (task files are written only under the lock); any other once
@@ -159,7 +158,6 @@ class Remembering:
         self._stamp = None          # the board's generation as we last left it
         self._wrote = False         # a task written under the lock held now
         self._made = []             # the files reserve() made under it
-        self._mark = b""            # .lock's bytes after the stamp (s07's mark) when it was taken
         self._swept = None          # the board whose temporary files were swept
         self._files = {}            # file name -> ((size, mtime_ns, inode), task)
         self._ids = None            # remembered while held: the ids in the folder
@@ -188,7 +186,6 @@ class Remembering:
             self._ids = self._tasks = None
         self._stamp = stamp
         self._wrote, self._made = False, []
-        self._mark = os.pread(fd, 64, STAMP_BYTES)
         if self._swept != board:
             self._swept = board
             sweep(self.dir)
@@ -214,16 +211,12 @@ class Remembering:
             self._stamp = (self._stamp[0], new)
 
     def _undo(self) -> None:
-        """A change that failed (Ctrl-C too) leaves no new task: remove what reserve() made,
-        and give its ids back (the mark as it was: no other agent saw them), as PostgreSQL's
-        rollback does."""
+        """A change that failed (Ctrl-C too) leaves no new task: remove what reserve() made.
+        Its ids are not given again: a listing takes no lock, so another agent may have seen
+        them (PostgreSQL's rollback gives them back: no other session saw them)."""
         for path in reversed(self._made):
             with contextlib.suppress(OSError):      # a listing will show what is left
                 path.unlink(missing_ok=True)
-        if self._made:
-            with contextlib.suppress(OSError):      # kept higher: ids skipped, none reused
-                os.ftruncate(self.lock_fd, STAMP_BYTES + len(self._mark))  # as long as it was
-                os.pwrite(self.lock_fd, self._mark, STAMP_BYTES)
         self._forget()
 
     def _forget(self) -> None:
