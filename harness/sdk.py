@@ -27,4 +27,6 @@ def _lazy(name: str):
 
 
 anthropic = _lazy("anthropic")   # None: not installed (cli says how to install it)
-httpx = _lazy("httpx") or _lazy("httpx2")   # the SDK's HTTP library (httpx2 in newer SDKs)
+# The SDK's HTTP library: httpx2 in the releases requirements.txt allows (classic httpx, which
+# other packages install too, would not match its errors); httpx in older ones.
+httpx = _lazy("httpx2") or _lazy("httpx")

@@ -14,6 +14,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 import threading
 from contextlib import contextmanager
 from http import HTTPStatus
@@ -296,3 +297,17 @@ def test_an_endpoint_that_redirects_in_a_loop_is_named_so_not_unreachable(run_le
     assert proc.returncode == 1 and len(messages(proc.stderr)) == 1, proc.stderr
     assert words(proc.stderr).startswith(f"error: the endpoint at {url} redirects in a loop")
     assert "your network" not in proc.stderr
+
+
+def test_the_sdks_own_http_library_is_the_one_told_apart_when_classic_httpx_is_there_too(
+        tmp_path):
+    """The SDK speaks httpx2; many packages also install classic httpx. The harness must tell
+    apart the SDK's errors (a redirect loop, a dropped connection) by the SDK's library."""
+    (tmp_path / "httpx").mkdir()
+    (tmp_path / "httpx" / "__init__.py").write_text("class TooManyRedirects(Exception): pass\n")
+    proc = subprocess.run([sys.executable, "-c", "from harness import sdk\n"
+                           "from harness.sdk import anthropic\n"
+                           "print(sdk.httpx is anthropic._base_client.httpx2)"],
+                          env={**os.environ, "PYTHONPATH": f"{tmp_path}:{ROOT}"},
+                          capture_output=True, text=True, timeout=120)
+    assert proc.stdout.strip() == "True", proc.stderr
