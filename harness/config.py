@@ -11,13 +11,16 @@ Relied on by all three lessons (through cli.run_cli) and by the tests. Without e
 - no_key_message: the error says to put the key in ./.env, wherever it was looked for.
 - child_env and hide_from_commands: `env` shows the model (and so the API) the API key, the
   board's password (TASK_BOARD, or a DATABASE_URL or PGPASSWORD that holds it), a copy of the
-  key under another name, and a gateway's password in ANTHROPIC_BASE_URL (http://alice:PW@host).
+  key under another name, and a gateway's password in ANTHROPIC_BASE_URL (http://alice:PW@host)
+  or a proxy's in HTTPS_PROXY and the like.
 - shown_url: an unreachable gateway's error line prints its password.
 - make_client and check_base_url: a typo'd API_TIMEOUT (or inf), a missing key or a base URL
   without its http:// fails at the first request, deep in the SDK, or says "cannot reach" while
   the server is up; a local server on 127.0.0.1 is sent through HTTP_PROXY and never answers.
 - _http_client: a proxy the client cannot use (ALL_PROXY=socks5://, from ssh -D, without
-  socksio) is two tracebacks at start.
+  socksio) is two tracebacks at start. _capped_retry_wait (RETRY_WAIT_MAX): a 429 with
+  Retry-After: 99999 makes the SDK wait 28 hours, silently, before each retry.
+- MAX_TIMEOUT: API_TIMEOUT=1e10 overflows the clock at the first call, blamed on the network.
 - api_error_line: an API error's line does not name the URL, API_TIMEOUT and MODEL_ID used.
 - positive_int: MAX_STEPS=abc is a traceback, not one line.
 - price, from DEFAULT_PRICE (the one place the default model's list price is): /cost and the

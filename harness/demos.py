@@ -13,7 +13,9 @@ function of the request so far; this module imports no lesson. Without each piec
 - s06_api_demo: `--demo --api-context clear|compact` would play outputs too small for the
   API's trigger (30,000 or 50,000 tokens), and the learner would see the API do nothing.
 - _s07_story: a second s07 run printed the first run's prompt to plan, then did not plan;
-  it says first which ready task it picks up, and why it plans nothing.
+  it says first which task it picks up (its own an earlier run was cut off in, else the next
+  ready one), and why it plans nothing. LEFT_IN_PROGRESS: after a run cut off mid-task, every
+  later run stopped at "a task is still in progress".
 """
 
 import contextlib

@@ -25,6 +25,7 @@ Without each piece:
 - record: a loop that forgets one append() loses a message for good.
 - ran: after a failed turn the cli cannot tell which calls of the last reply ran.
 - SessionLog() with no file: a run without a log keeps the same bookkeeping, writes nothing.
+- made_folder: a REPL quit before any model call left an empty .transcripts/ behind.
 - reading into one list in place: a copy per line made reading quadratic.
 - _parse and MAX_DEPTH: a line nested at or near json's limit ended --continue in a
   RecursionError traceback; now it is a torn line.
