@@ -891,21 +891,20 @@ def sweep_line(setting, runs, baselines, best=None):
     return line + _figure(ahead and max(ahead), ".0%").rjust(6)
 
 
-def main(argv):
+def main(sweeping: bool, sets: list) -> str:
     """--sweep, and --set NAME=VALUE (any number): s06's constants for this run."""
     setting = []
-    for arg in [a for a in argv if a.startswith("--set=")] + [
-            argv[n + 1] for n, a in enumerate(argv[:-1]) if a == "--set"]:
-        name, _, value = arg.removeprefix("--set=").partition("=")
+    for given in sets:
+        name, _, value = given.partition("=")
         setting.append((name, float(value) if "." in value else int(value)))
-    return sweep(base=setting) if "--sweep" in argv else report(setting=setting)
+    return sweep(base=setting) if sweeping else report(setting=setting)
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__,
+    parser = argparse.ArgumentParser(description=__doc__, allow_abbrev=False,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sweep", action="store_true", help="s06 for other constants")
-    parser.add_argument("--set", action="append", metavar="NAME=VALUE",
+    parser.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
                         help="as if s06 had that constant (any number of them)")
-    parser.parse_args()                     # --help, or an unknown option: said, then exit
-    print(main(sys.argv[1:]))
+    args = parser.parse_args()
+    print(main(args.sweep, args.set))
