@@ -38,7 +38,6 @@ Relied on by all three lessons: each main() hands its Lesson to run_cli, which m
 
 import argparse
 import dataclasses
-import difflib
 import functools
 import io
 import os
@@ -48,7 +47,8 @@ import sys
 from pathlib import Path
 from typing import Callable, Optional
 
-from harness import bash, clean, config, files, model_call, pairing, step_limit, terminal, writer
+from harness import (bash, clean, config, errors, files, model_call, pairing, step_limit,
+                     terminal, writer)
 from harness.errors import EndpointError, NoKey, SetupError, reason
 from harness.run import Run
 from harness.sdk import anthropic
@@ -173,9 +173,8 @@ def _unrecognized(unknown: list, parser) -> str:
     hints = []
     for word in unknown:
         flag = word.split("=")[0]
-        close = difflib.get_close_matches(flag, known, n=1, cutoff=0.6)
-        if flag.startswith("-") and close:
-            hints.append(f"; did you mean {close[0]}?")
+        if flag.startswith("-"):
+            hints.append(errors.did_you_mean(flag, known))
     return f"unrecognized arguments: {' '.join(unknown)}{''.join(hints)}"
 
 
@@ -515,8 +514,7 @@ def _unknown_command(word, lesson: Lesson):
         said.append(REPL_HELP)
         terminal.show_out("\n".join(said))
         return
-    close = difflib.get_close_matches(word.lower(), known, n=1, cutoff=0.6)
-    hint = f"; did you mean {close[0]}?" if close else ""
+    hint = errors.did_you_mean(word.lower(), known)
     terminal.show_error(f"unknown command {word}{hint} (commands: {', '.join(known)}); nothing "
                         "was sent to the model")
 

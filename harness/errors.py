@@ -14,10 +14,12 @@ return them to the model, the board and model_call raise them. Without each piec
   redirects in a loop is told to check the network.
 - _shown: a gateway's password (http://alice:PW@host) is printed in every line naming it.
 - reason: "[Errno 28]" where "the disk is full" says what to do.
+- did_you_mean: a misspelt flag, REPL command or /task word is refused with no hint.
 - connect_problem: a PostgreSQL board that is down, refuses the password or lacks its database
   is a traceback, with the password in it.
 """
 
+import difflib
 import errno
 import json
 from http import HTTPStatus
@@ -52,6 +54,13 @@ REASONS = {errno.EACCES: "permission denied", errno.ENOSPC: "the disk is full",
            errno.EEXIST: "a file of that name is in the way", errno.EISDIR: "it is a folder",
            errno.ENAMETOOLONG: "the file name is too long", errno.ELOOP: "too many symbolic links",
            errno.EFBIG: "the file is too large for the file system"}
+
+
+def did_you_mean(word: str, known, prefix: str = "") -> str:
+    """"; did you mean /cost?" for the known word closest to a misspelt one, else "". prefix:
+    what the suggestion is written after ("/task " for /task's own words)."""
+    close = difflib.get_close_matches(word, list(known), n=1, cutoff=0.6)
+    return f"; did you mean {prefix}{close[0]}?" if close else ""
 
 
 def reason(exc: OSError) -> str:

@@ -77,19 +77,26 @@ def folder(path: Path):
         os.close(fd)
 
 
-def _in_the_way(path: Path, exc: OSError) -> OSError:
-    """What is at path instead of a folder, in words; else the error as it came."""
+def what_is_at(path) -> str | None:
+    """What is at path, if not a folder, in words: "a file", "a symbolic link" (to anything),
+    "a FIFO (named pipe)"...; None for a folder, or for nothing there."""
     try:
         mode = os.lstat(path).st_mode
     except OSError:
-        return exc
-    if stat.S_ISLNK(mode):
+        return None
+    if stat.S_ISDIR(mode):
+        return None
+    return "a file" if stat.S_ISREG(mode) else kind_of(mode)
+
+
+def _in_the_way(path: Path, exc: OSError) -> OSError:
+    """What is at path instead of a folder, in words; else the error as it came."""
+    what = what_is_at(path)
+    if what == "a symbolic link":
         return OSError(f"{path} is a symbolic link; the harness writes only into a real folder "
                        "(remove the link, or run elsewhere)")
-    if stat.S_ISREG(mode):
-        return OSError(f"{path} is a file, not a folder")
-    if not stat.S_ISDIR(mode):
-        return OSError(f"{path} is {kind_of(mode)}, not a folder")
+    if what:
+        return OSError(f"{path} is {what}, not a folder")
     return exc
 
 

@@ -11,9 +11,8 @@ other agents on a shared board are doing.
 """
 
 import atexit
-import difflib
 
-from harness import terminal
+from harness import errors, terminal
 from harness.board import graph
 
 HELP = """/task commands (no model call; the same rules as the model's tools):
@@ -60,8 +59,7 @@ def task_command(tasks, arg: str) -> None:
         "import": lambda: _import(tasks, " ".join(rest)),   # s03's plan onto the board
     }
     if verb not in actions:
-        close = difflib.get_close_matches(verb.lower(), [*actions, "help"], n=1, cutoff=0.6)
-        hint = f"; did you mean /task {close[0]}?" if close else ""
+        hint = errors.did_you_mean(verb.lower(), [*actions, "help"], prefix="/task ")
         raise ValueError(f"unknown /task command {verb!r}{hint}; /task help lists them")
     terminal.show_out(actions[verb]())   # escaped: a subject or an owner may hold codes
 

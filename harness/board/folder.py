@@ -47,7 +47,6 @@ import contextlib
 import os
 import re
 import secrets
-import stat
 import threading
 import time
 
@@ -76,9 +75,10 @@ def open_lock(folder) -> int:
         pass
     except OSError as exc:
         raise ValueError(f"cannot lock the board in {folder}: {reason(exc)}") from None
-    if os.path.lexists(folder) and not folder.is_dir():    # a link to a folder is used
-        raise ValueError(f"the board {folder} cannot be used: {_in_the_way(folder)} of that name "
-                         "is in the way")
+    blocking = None if folder.is_dir() else writer.what_is_at(folder)   # a link to a folder: used
+    if blocking:
+        raise ValueError(f"the board {folder} cannot be used: {blocking} of that name is in the "
+                         "way")
     try:
         folder.mkdir(parents=True, exist_ok=True)    # a link to a folder on purpose: kept
         return writer.open_shared(None, lock, LOCK_MODE)
@@ -93,16 +93,11 @@ def listing(folder) -> list:
     except FileNotFoundError:
         return []
     except NotADirectoryError:
-        raise ValueError(f"the board {folder} cannot be read: it is {_in_the_way(folder)}, not "
-                         "a folder") from None
+        what = writer.what_is_at(folder) or "something else"
+        raise ValueError(f"the board {folder} cannot be read: it is {what}, not a "
+                         "folder") from None
     except OSError as exc:
         raise ValueError(f"the board {folder} cannot be read: {reason(exc)}") from None
-
-
-def _in_the_way(folder) -> str:
-    """What is at the board's name instead of a folder: a file, a FIFO, a link to nothing..."""
-    mode = os.lstat(folder).st_mode
-    return "a file" if stat.S_ISREG(mode) else writer.kind_of(mode)
 
 
 def read(path) -> bytes:
