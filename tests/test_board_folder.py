@@ -129,7 +129,6 @@ def test_the_lessons_task_folder_works_alone_without_what_the_harness_puts_in_fr
         task["status"] = "completed"
         store.write(task)
     assert store.scan()[0][1]["status"] == "completed"
-
     assert json.loads((board_dir / "task_1.json").read_text())["status"] == "completed"
     with pytest.raises(ValueError, match="^no task #7; existing tasks: #1$"):
         store.load(7)

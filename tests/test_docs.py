@@ -7,8 +7,9 @@ settings, defaults and bounds the pages quote are read from the code, so each ph
 """
 
 import io
-import subprocess
+import os
 import re
+import subprocess
 import sys
 from contextlib import redirect_stdout
 from pathlib import Path
@@ -324,3 +325,18 @@ def test_every_script_the_pages_name_answers_help_with_what_it_does_and_changes_
     assert proc.returncode == 0 and proc.stderr == ""
     assert proc.stdout.startswith(f"usage: {Path(script).name}") and first in proc.stdout
     assert (ROOT / "docs" / "session_page.png").stat().st_mtime_ns == picture
+
+
+def test_a_reason_that_skips_many_tests_is_one_line_of_the_summary_with_its_count(tmp_path):
+    """README: the summary gives each reason once, with how many tests it skipped (without the
+    hook in conftest.py, a fixture's skip is one line per test: 95 alike for psycopg)."""
+    (tmp_path / "test_needs_a_server.py").write_text(
+        "import pytest\n\n\n@pytest.fixture\ndef server():\n"
+        "    pytest.skip('the server is missing')\n\n\n"
+        "@pytest.mark.parametrize('n', range(3))\ndef test_it(server, n):\n    pass\n")
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-rs", "-p", "conftest",
+                           "-p", "no:cacheprovider", str(tmp_path)], cwd=tmp_path,
+                          env={**os.environ, "PYTHONPATH": f"{ROOT / 'tests'}:{ROOT}"},
+                          capture_output=True, text=True, timeout=120)
+    skipped = [line for line in proc.stdout.splitlines() if line.startswith("SKIPPED")]
+    assert skipped == ["SKIPPED [3] tests: the server is missing"], proc.stdout

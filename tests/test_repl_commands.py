@@ -8,6 +8,7 @@ import re
 import s06_compact
 import s07_task_system
 from harness.board import graph
+from harness.session import recorder
 from harness.stand_in.script import reply, text, tool
 from helpers import Elements, messages, words
 from s07_task_system import TaskManager
@@ -110,17 +111,20 @@ def test_context_after_compact_gives_the_size_the_compaction_line_and_the_page_g
     assert f"→ ~{compacted[1]} tokens" in page.read_text(encoding="utf-8")
 
 
-def test_the_pages_board_says_which_task_file_it_could_not_draw(run_lesson, workdir):
+def test_the_pages_board_says_which_task_files_it_could_not_draw(run_lesson, workdir):
     (workdir / ".tasks").mkdir()
-    (workdir / ".tasks" / "task_2.json").write_text("{not json", encoding="utf-8")
+    for n in range(2, 9):                                           # seven broken files
+        (workdir / ".tasks" / f"task_{n}.json").write_text("{not json", encoding="utf-8")
     script = [reply(tool("task_create", {"subject": "Design the data model"})),
               reply(text("Created #1."))]
     proc, api = run_lesson("s07_task_system", "plan it", script=script, in_process=True)
     assert proc.returncode == 0 and api.violations == [], proc.stderr
     (page,) = (workdir / ".transcripts").glob("session_s07_*.html")
     shown = " ".join(Elements(page.read_text(encoding="utf-8")).text)
-    assert 'data-task="3"' in page.read_text(encoding="utf-8")     # #2 is the broken file
-    assert "task_2.json" in shown and "not drawn" in shown
+    assert 'data-task="9"' in page.read_text(encoding="utf-8")     # #2 to #8 are broken
+    named = [n for n in range(2, 9) if f"task_{n}.json is unreadable" in shown]
+    assert len(named) == recorder.UNREADABLE_SHOWN
+    assert "not drawn on the board: 2 more task files that could not be read" in shown
 
 
 def test_a_later_s07_demo_says_first_which_task_it_picks_up_and_plans_nothing(run_main):
@@ -159,6 +163,18 @@ def test_an_s07_demo_cut_off_mid_task_is_picked_up_by_the_next_run_not_left_stuc
     assert "Updated [x] #2: Implement the API (owner: demo)" in err
     code, out, err, api = run_main(s07_task_system, "--demo", key=None)
     assert "it picks up #3 Write the docs, the next ready task" in messages(err)[1]
+
+
+def test_an_s07_demo_that_finds_only_anothers_tasks_in_progress_says_how_to_finish_one(
+        run_main, workdir):
+    code, out, err, api = run_main(s07_task_system, "--demo", key=None)
+    bob = TaskManager(workdir / "demo" / ".tasks", agent="bob")
+    for task in (2, 3):
+        bob.update(task, status="in_progress")
+    code, out, err, api = run_main(s07_task_system, "--demo", key=None)
+    assert code == 0 and "Updated" not in err
+    assert ("Nothing can start: #2 is in progress, not in the demo's name. To finish it: python "
+            "s07_task_system.py --board demo/.tasks, then /task done 2") in words(out + err)
 
 
 def test_every_path_a_demo_notes_is_relative_to_the_folder_it_was_run_from(run_main, workdir):

@@ -126,6 +126,7 @@ def check_arguments(status, add, remove, owner) -> None:
         raise ValueError("owner must be a string ('' clears it)")
     if owner:
         check_text(owner, "owner")
+    # The call's owner, not a stored one: a file written before this limit stays readable.
     if owner and len(owner) > OWNER_MAX:
         raise ValueError(f"owner is {len(owner):,} characters; a name is at most {OWNER_MAX}")
 

@@ -305,10 +305,14 @@ class Recorder:
             self.data.problems.append(f"the board could not be read: {type(exc).__name__}: {exc}")
             return None
         # A task file that could not be read is said, once, not silently left out of the picture.
-        for line in unreadable[:UNREADABLE_SHOWN]:
-            said = f"not drawn on the board: {line}"
-            if said not in self.data.problems:
-                self.data.problems.append(said)
+        said = [f"not drawn on the board: {line}" for line in unreadable[:UNREADABLE_SHOWN]]
+        more = len(unreadable) - UNREADABLE_SHOWN
+        if more > 0:
+            said.append(f"not drawn on the board: {more:,} more task files that could not be "
+                        "read (/tasks names them all)")
+        for line in said:
+            if line not in self.data.problems:
+                self.data.problems.append(line)
         return _board_tasks(tasks)
 
     # ---------------------------------------------------------------- what /context asks
