@@ -828,6 +828,41 @@ MUTATIONS = [
              "    if False:\n",
              [FOLDER + "::test_a_task_file_made_by_hand_without_blockedby_is_flagged_not_a_key_"
               "error"]),
+    # ---------------------------------------------------------------- hostile round 6
+    Mutation("a change writes on though its .lock was removed meanwhile",
+             "harness/board/folder.py",
+             "        self._still_the_lock()\n",
+             "",
+             [FOLDER + "::test_a_lock_file_removed_during_a_change_refuses_the_write_so_no_task_"
+              "is_claimed_twice"]),
+    Mutation("a task whose file a read would refuse as too big is written",
+             "harness/board/record.py",
+             "    if len(encoded) > TASK_FILE_MAX:\n",
+             "    if False:\n",
+             ["tests/test_board_hand_edits.py::test_a_task_whose_file_would_be_too_big_to_read_"
+              "back_is_not_written"]),
+    Mutation("a server's Retry-After of a day is waited", "harness/config.py",
+             'event_hooks={"response": [_capped_retry_wait]}',
+             "event_hooks={}",
+             ["tests/test_setup.py::test_a_rate_limit_asking_to_wait_a_day_is_waited_briefly_"
+              "then_one_line"]),
+    Mutation("the demo takes a new task and leaves its own in progress", "harness/demos.py",
+             "    ready = re.search(LEFT_IN_PROGRESS, listing, re.M)\n",
+             "    ready = None\n",
+             ["tests/test_repl_commands.py::test_an_s07_demo_cut_off_mid_task_is_picked_up_by_the_"
+              "next_run_not_left_stuck"]),
+    Mutation("the page leaves a broken task file out in silence", "harness/session/recorder.py",
+             '        said = [f"not drawn on the board: {line}" for line in '
+             'unreadable[:UNREADABLE_SHOWN]]\n',
+             "        said = []\n",
+             ["tests/test_repl_commands.py::test_the_pages_board_says_which_task_files_it_could_"
+              "not_draw"]),
+    Mutation("the order line calls every task left a cycle's, or every one stuck",
+             "harness/board/graph.py",
+             "    behind = _behind(stuck, todo)\n",
+             "    behind = set(todo) if stuck else set()\n",
+             [CONTRACT + "::test_a_cycle_beside_a_task_waiting_for_a_lost_one_is_still_named_a_"
+              "cycle"]),
 ]
 
 # Names a mutation's new text uses that its file does not import.
