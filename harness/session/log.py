@@ -28,7 +28,8 @@ Without each piece:
 - made_folder: a REPL quit before any model call left an empty .transcripts/ behind.
 - reading into one list in place: a copy per line made reading quadratic.
 - _parse and MAX_DEPTH: a line nested at or near json's limit ended --continue in a
-  RecursionError traceback; now it is a torn line.
+  RecursionError traceback; now it is a torn line. A NaN in a line failed every request of
+  the resumed session, blamed on the endpoint; it is read as null.
 - resume_latest's note where no new log can be made: --continue refused a session it could read.
 
 No fsync per line: a kill -9 loses nothing the kernel has; only a power cut could lose the last
@@ -215,7 +216,9 @@ def read_session(path: Path) -> Resumed:
 def _parse(raw: bytes):
     """The JSON value of one line, or None if it is not JSON or nested deeper than MAX_DEPTH."""
     try:
-        value = json.loads(raw.decode("utf-8"))
+        # NaN and Infinity (Python's json writes them; a hand edit may) are sent as null: JSON
+        # proper has no such number, and every request holding one would fail.
+        value = json.loads(raw.decode("utf-8"), parse_constant=lambda name: None)
     except (ValueError, RecursionError):     # UnicodeDecodeError is a ValueError too
         return None
     # Only a line with many brackets can be deep: the others skip the walk below.
