@@ -26,7 +26,8 @@ the harness nags. The todo list is just a tool whose result is the rendered list
 
 Read it top to bottom: agent_loop (the whole idea of an agent), ask_model (the request and
 the reply), run_tool_calls and call_tool (a tool_result for each tool_use), then the four base
-tools, TodoManager, and the dispatch table that joins them. A call into harness/ makes the
+tools, TodoManager, and the dispatch table that joins them. The todo list is agent_loop's
+rounds_without_todo and its nag, TodoManager, and the todo tool. A call into harness/ makes the
 bare idea safe on a real machine; its name, or the comment above it, says what it does, and
 you can skip it on a first read. The one thing from harness/ you need is the reply's shape,
 and ask_model lists it. Each model call ends with a line such as
@@ -71,9 +72,8 @@ REMINDER = "<reminder>Update your todos.</reminder>"
 
 def agent_loop(messages: list, run, max_steps: int = MAX_STEPS) -> str:
     """Call the model until it answers in words, or max_steps calls are spent; return that
-    answer. messages ends with the user's prompt (the REPL keeps it from turn to turn). Of
-    run (harness/run.py), the idea needs only run.client and run.model; the rest is
-    bookkeeping: run.log (the session on disk), run.recorder (/cost, the page), run.saved."""
+    answer. messages ends with the user's prompt (the REPL keeps it from turn to turn). run
+    holds the client and the model (run.client, run.model), and bookkeeping (run.log...)."""
     rounds_without_todo = 0        # the nag's count: from 0 at each turn
     steps = 0
     while steps < max_steps:
@@ -106,18 +106,13 @@ def ask_model(run, system: str, tools: list, messages: list,
     """One model call: the request below, streamed so that the reply shows as it is written
     (`run.client.messages.create(**request)` would wait for the whole reply instead).
 
-    checked() makes the SDK's reply safe to keep, and may change it: a reply the server
-    paused, with no tool call in it, is resumed (at most model_call.MAX_RESUMES times); a
-    tool call the reply was cut off inside is left out; stop_reason is then "tool_use" exactly
-    when a call is left to run ("end_turn" if none is, where the server said "tool_use").
-
-    The Response it returns (harness/model_call.py) holds, for the loops:
-    - content: the reply's blocks as plain dicts, ready to send back; stop_reason;
-    - tool_uses: content's tool_use blocks, {"type": "tool_use", "id", "name", "input"},
-      each input as the model sent it (an odd server sends text; call_tool decodes it);
+    The reply comes back as a Response (harness/model_call.py) holding what the loop reads:
+    - content: the reply's blocks as plain dicts, ready to send back;
+    - stop_reason: "tool_use" exactly when a call is left to run;
+    - tool_uses: content's tool_use blocks, {"type": "tool_use", "id", "name", "input"}; a
+      call the reply was cut off inside (max_tokens) is left out, so it never runs;
     - answer: what the user sees (the model's text, and why it stopped if not by choice);
-    - notes: text blocks for the model, sent after the results (a call that was cut off);
-    - for s06: usage (the token counts), said (the text alone), cut (stopped mid-way)."""
+    - notes: text blocks for the model, sent after the results (that a call was cut off)."""
     request = {"model": run.model, "system": system, "tools": tools, "messages": messages,
                "max_tokens": max_tokens,
                # Automatic prompt caching: the next call reads all this from the cache
@@ -149,8 +144,9 @@ def run_tool_calls(run, response, handlers: dict, tools: list) -> list:
             result = {"type": "tool_result", "tool_use_id": call["id"], "content": output}
             if is_error:
                 result["is_error"] = True
-            # Made sendable ("(no output)" for none, half an emoji mended), shown, and
-            # logged now: a kill mid-batch loses no result already made.
+            # kept() returns this tool_result, its content made sendable ("(no output)" for
+            # none, half an emoji mended); it also shows it, and logs it now: a kill mid-batch
+            # loses no result already made.
             results.append(tool_calls.kept(run, call, result))
     # The notes, text after the results (which must come first): such as "your reply ran out
     # of max_tokens in the middle of a call, which was not run".
@@ -289,6 +285,8 @@ class TodoManager:
 
 TODO = TodoManager()
 
+# What the model is asked to send for each item. Neither the API nor call_tool holds a call
+# to it (call_tool checks only the top level, items): TodoManager.check checks each item.
 TODO_ITEM = schema(["id", "text", "status"], id=STRING, text=STRING,
                    status={"type": "string", "enum": list(TodoManager.MARKS)})
 
