@@ -23,9 +23,9 @@ Key insight: state that must outlive the conversation belongs outside it. The mo
 board back whenever it needs it; compaction and restarts cannot lose what was never only in it.
 
 The rules, in TaskManager: a new id by max-scan (one more than the largest id on disk or ever
-given), never reused; a blocked task cannot start or complete; completing one frees its
-dependents; a deleted task stays on disk, blocks nobody, and cannot come back; agents that
-share a board claim what they start (board/claims.py).
+given), never reused; a blocked task cannot start or complete; no two tasks wait for each
+other (a cycle is refused); completing one frees its dependents; a deleted task stays on disk,
+blocks nobody, and cannot come back; agents sharing a board claim what they start (claims.py).
 New since s06: TaskFolder, TaskManager, its tools, the board after a compaction, --board, --name.
 
 Run it:   python s07_task_system.py "plan a refactor: the data model, then the API and the docs"
@@ -74,8 +74,8 @@ def new_task(task_id: int, subject: str, description: str, blocked_by: list) -> 
 # ---------------------------------------------------------------- the task files
 
 class TaskFolder:
-    """The board as a folder: .tasks/task_<id>.json, one JSON object each, and .tasks/.lock.
-    This class is the mechanism; TaskManager.use says what wraps it."""
+    """The board as a folder: .tasks/task_<id>.json, one JSON object each, and .tasks/.lock:
+    how one task file is read and written safely. The graph's rules are TaskManager's, below."""
 
     def __init__(self, location):
         self.dir = Path(location)
@@ -161,8 +161,7 @@ class TaskFolder:
         return dict(sorted(tasks.items())), sorted(problems)
 
     def write(self, task: dict) -> None:
-        """Replace a task's file atomically: a rename, so a reader (or a kill) sees the old
-        file or the new, never half of one."""
+        """Replace a task's file atomically, by a rename: a reader or a kill sees old or new."""
         temporary = self.temporary(task)
         os.replace(temporary, self.path(task["id"]))
 
@@ -200,8 +199,9 @@ class TaskManager:
         self.agent = agent or record.default_agent_name()  # who owns what we start
 
     def use(self, location) -> None:
-        """A folder: TaskFolder, wrapped in Remembering (board/folder.py), which remembers what
-        it read until .lock's stamp changes; or a postgresql:// URL (board/postgres.py)."""
+        """self.store: a TaskFolder in Remembering (board/folder.py: under the lock, scan() gives
+        what this process last read or wrote while .lock's stamp says no other agent wrote since;
+        load and try_load always read), or a postgresql:// board with the same methods."""
         self.store = board.open_store(location, TaskFolder)
 
     def next_id(self) -> int:
@@ -266,7 +266,6 @@ class TaskManager:
                 freed.append(fresh)
         if finished["status"] == "deleted":          # never done: not "Unblocked"
             return text.no_longer_waiting(freed, finished)
-        # Written a second time, with the ids it freed: reopening it can say who stopped waiting.
         finished["unblocked"] = [t["id"] for t in freed]
         self.store.write(finished)
         tasks = self.store.scan()[0]
@@ -300,8 +299,9 @@ class TaskManager:
         if add and status_after in FINISHED:
             raise ValueError(f"#{tid} is {status_after}; set it back to pending (in the same "
                              "call, or before) to give it blockers")
+        # change: {"status": the one asked for, if any; "owner": who holds it, if that moves}.
         # Starting or completing takes the task for this agent, pending frees it, and another
-        # agent's task is refused (board/claims.py). change: the new status and owner.
+        # agent's task is refused (board/claims.py).
         change, notes = claims.check(task, status, owner, force, self.agent)
         blocked, more = self.check_blockers(tid, task["blockedBy"], add or [])
         # A blocker whose task is gone can be removed too; one listed twice (by hand) goes whole.
