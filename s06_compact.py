@@ -8,7 +8,8 @@ may be short placeholders. A block: a text, a tool call or a tool result in a me
 
 Layer 1 is built around prompt caching. The API reads a request in this order, and
 caches it up to a breakpoint: s03's request asks for one on its last block (cache_control at
-the top level), and view_of adds one before layer 1's latest batch.
+the top level), and view_of adds one on the last block of the message before the one that
+holds the latest batch's first tool_use.
 
     tools -> system -> message 1 -> message 2 -> ... -> the last block   <- breakpoint
     |--- as in the last call: read from the cache, 0.1 x ---|-- new: written, 1.25 x --|
@@ -19,10 +20,9 @@ changes old blocks rarely, many at once, and the summary request goes at the end
 lives 5 minutes; a small request is not cached at all: docs/cost.md has the sizes.)
 
     before every model call:
-      layer 1  micro_compact   in the view, old long tool results, and the long texts of old
-                               write/edit calls, become placeholders ("[Previous: used bash;
-                               the whole result is in <file>]"; placeholder() shows each
-                               kind), in batches big enough to pay for the cache they rewrite
+      layer 1  micro_compact   in the view, old long tool results (and write/edit texts)
+                               become placeholders ("[Previous: used bash; the whole result
+                               is in <file>]"), in batches that pay for the cache they rewrite
       layer 2  auto_compact    the view over COMPACT_THRESHOLD tokens, and grown by half of it
                                since the last compaction?
                                  1. history -> .transcripts/transcript_<time>_<n>.jsonl
@@ -104,7 +104,7 @@ class ContextSize:
     def __init__(self) -> None:
         self.threshold = DEFAULT_THRESHOLD  # COMPACT_THRESHOLD, read by start()
         self.prefix = 0                 # the system prompt and tools, set by start()
-        self.reported = None            # the API's count for the last call: input + output
+        self.reported = None            # the API's count for the last call, as said above
         self.seen = 0                   # how many messages that count covers
         self.after_compaction = 0       # the size right after the last compaction
 
@@ -185,6 +185,7 @@ def clearable(messages: list) -> list:
         result_size = len(str(result.get("content")))
         if old and may_go and result_size > KEEP_CHARS and not CLEARED.holds(result):
             batch.append((result, call))           # the result
+        # input_texts: write_file's content, edit_file's old_text and new_text; {} otherwise.
         input_size = sum(map(len, compaction.input_texts(call).values()))
         if old and may_go and input_size > KEEP_CHARS and not CLEARED.holds(call):
             batch.append((call, call))             # the call's own long texts
@@ -301,7 +302,8 @@ def summarize(messages: list, run, focus: str, system: str, tools: list) -> str:
     if focus:
         focus = f"\nAbove all, preserve: {focus}"
     view = micro_compact(messages, run, clear=False)
-    # What does not fit in the model's window is left to the transcript.
+    # What does not fit in the model's window is left to the transcript: the oldest whole
+    # turns go first, and a call never goes without its result.
     room = config.context_window() - SUMMARY_MAX_TOKENS - CONTEXT.prefix
     view = compaction.fit_for_summary(view, room)
     view = ask_at_end(view, SUMMARY_REQUEST.format(focus=focus))
@@ -377,7 +379,6 @@ COMPACT_TOOL = {
 
 
 def compact_tool(focus: str = "") -> str:
-    # The loop compacts after this step: the tool only says so.
     return "Compaction requested: it runs after this step."
 
 
