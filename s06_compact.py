@@ -134,6 +134,29 @@ def needs_compaction(view: list, cleared: int = 0) -> bool:
 
 # ---------------------------------------------------------------- layer 1
 
+def micro_compact(messages: list, run, clear: bool = True) -> list:
+    """Layer 1, in two steps: clear a new batch if it pays, then return what the model sees.
+    clear=False only looks (the summary request, layer 2's measures); /context runs both
+    steps, as the next call would. With --api-context the server clears instead."""
+    if clear and run.api_context is None:
+        clear_new_batch(messages, run)
+    return view_of(messages)
+
+
+def view_of(messages: list) -> list:
+    """What the model sees: a copy of the history, each cleared block as its placeholder."""
+    view = []
+    for message in messages:
+        content = message["content"]
+        if isinstance(content, list):
+            message = {**message, "content": [CLEARED.as_sent(block) for block in content]}
+        view.append(message)
+    # A second cache breakpoint: cache_control on the last block of the message before the
+    # latest batch's first tool_use (in a copy). The API looks back at most 20 blocks from a
+    # breakpoint for a cached start, and would miss a batch further back.
+    return compaction.breakpoint_before(view, CLEARED.batch_start)
+
+
 class Cleared:
     """What layer 1 has cleared, and what the model sees instead. Once cleared, always, with
     the same text: between batches, every request repeats the last one byte for byte, and is
@@ -160,6 +183,35 @@ class Cleared:
 
 
 CLEARED = Cleared()
+
+
+def clear_new_batch(messages: list, run) -> None:
+    """Clear what the model can do without, if the batch pays for the cache it rewrites."""
+    batch = clearable(messages)
+    freed = sum(tokens_freed(block, call) for block, call in batch)
+    # What the API must write again: from the batch's first tool_use to the end, less the
+    # batch, measured on what the model sees now.
+    view_now = view_of(messages)
+    rewritten = compaction.tokens_from(view_now, batch) - freed
+    # No API count yet (resumed, or compacted): a cold cache has nothing to lose.
+    if CONTEXT.reported is None:
+        rewritten = 0
+    # Say the batch frees 12,000 tokens, and 6,000 tokens not in it follow its first block.
+    # Kept, the batch is read on every call: 0.1 x 12,000 = 1,200 a call. Cleared, the 6,000
+    # are written once at 1.25 x, not read at 0.1 x: 6,000 x (1.25 - 0.1) = 6,900, once. As
+    # 12,000 >= 8,000 and >= 1.5 x 6,000, it is cleared, and pays for itself within 6 calls.
+    big_enough = freed >= min(CLEAR_AT_LEAST, 0.4 * CONTEXT.threshold)
+    pays_for_itself = freed >= REWRITE_SHARE * rewritten
+    # Over the threshold even so: layer 2 summarises now, and should see these results whole.
+    if not batch or not big_enough or not pays_for_itself or needs_compaction(view_now, freed):
+        return
+    for block, call in batch:
+        CLEARED.placeholders[id(block)] = (block, placeholder(block, call, run))
+    CLEARED.batch_start = compaction.first_of(messages, batch)
+    compaction.announce_cleared(run, len(batch), freed)
+    # The API's last count still holds what was just cleared: layer 2 must not count it.
+    if CONTEXT.reported is not None:
+        CONTEXT.reported -= freed
 
 
 def clearable(messages: list) -> list:
@@ -233,58 +285,6 @@ def tokens_freed(block: dict, call: dict) -> int:
     if block["type"] == "tool_use":
         return tokens.estimate(call["input"]) - tokens.estimate(cleared_input(call)["input"])
     return tokens.estimate(block.get("content"))
-
-
-def clear_new_batch(messages: list, run) -> None:
-    """Clear what the model can do without, if the batch pays for the cache it rewrites."""
-    batch = clearable(messages)
-    freed = sum(tokens_freed(block, call) for block, call in batch)
-    # What the API must write again: from the batch's first tool_use to the end, less the
-    # batch, measured on what the model sees now.
-    view_now = view_of(messages)
-    rewritten = compaction.tokens_from(view_now, batch) - freed
-    # No API count yet (resumed, or compacted): a cold cache has nothing to lose.
-    if CONTEXT.reported is None:
-        rewritten = 0
-    # Say the batch frees 12,000 tokens, and 6,000 tokens not in it follow its first block.
-    # Kept, the batch is read on every call: 0.1 x 12,000 = 1,200 a call. Cleared, the 6,000
-    # are written once at 1.25 x, not read at 0.1 x: 6,000 x (1.25 - 0.1) = 6,900, once. As
-    # 12,000 >= 8,000 and >= 1.5 x 6,000, it is cleared, and pays for itself within 6 calls.
-    big_enough = freed >= min(CLEAR_AT_LEAST, 0.4 * CONTEXT.threshold)
-    pays_for_itself = freed >= REWRITE_SHARE * rewritten
-    # Over the threshold even so: layer 2 summarises now, and should see these results whole.
-    if not batch or not big_enough or not pays_for_itself or needs_compaction(view_now, freed):
-        return
-    for block, call in batch:
-        CLEARED.placeholders[id(block)] = (block, placeholder(block, call, run))
-    CLEARED.batch_start = compaction.first_of(messages, batch)
-    compaction.announce_cleared(run, len(batch), freed)
-    # The API's last count still holds what was just cleared: layer 2 must not count it.
-    if CONTEXT.reported is not None:
-        CONTEXT.reported -= freed
-
-
-def micro_compact(messages: list, run, clear: bool = True) -> list:
-    """Layer 1, in two steps: clear a new batch if it pays, then return what the model sees.
-    clear=False only looks (the summary request, layer 2's measures); /context runs both
-    steps, as the next call would. With --api-context the server clears instead."""
-    if clear and run.api_context is None:
-        clear_new_batch(messages, run)
-    return view_of(messages)
-
-
-def view_of(messages: list) -> list:
-    """What the model sees: a copy of the history, each cleared block as its placeholder.
-    The history keeps every block whole."""
-    view = []
-    for message in messages:
-        content = message["content"]
-        if isinstance(content, list):
-            message = {**message, "content": [CLEARED.as_sent(block) for block in content]}
-        view.append(message)
-    # A second cache breakpoint just before the latest batch: the API looks back at most 20
-    # blocks from a breakpoint for a cached start, and would miss a batch further back.
-    return compaction.breakpoint_before(view, CLEARED.batch_start)
 
 
 # ---------------------------------------------------------------- layer 2

@@ -71,11 +71,170 @@ def new_task(task_id: int, subject: str, description: str, blocked_by: list) -> 
             "updated_at": stamp}         # set again on every write
 
 
+# ---------------------------------------------------------------- the rules
+
+class TaskManager:
+    """The board's rules, over its store (TaskFolder, below): the truth, others' writes too."""
+
+    def __init__(self, location, agent=None):
+        self.use(location)
+        self.agent = agent or record.default_agent_name()  # who owns what we start
+
+    def use(self, location) -> None:
+        """self.store: a TaskFolder in Remembering (board/folder.py: under the lock, scan() gives
+        what this process last read or wrote while .lock's stamp says no other agent wrote since;
+        load and try_load always read), or a postgresql:// board with the same methods."""
+        self.store = board.open_store(location, TaskFolder)
+
+    def next_id(self) -> int:
+        """Max-scan, under the lock: one more than the largest id on the board or ever given
+        (the high-water mark: a task file deleted by hand keeps its id); new_id refuses 10**15."""
+        largest = max(self.store.ids(), default=0)
+        return record.new_id(max(largest, self.store.high_water()) + 1)
+
+    def create(self, subject, description="", blocked_by=None) -> str:
+        subject = record.check_text(subject, "subject")
+        description = record.check_text(description, "description", empty=True)
+        # One change at a time, across processes (and machines, on a postgresql:// board).
+        with self.store.locked():
+            blocked, notes = self.check_blockers(None, [], blocked_by or [])
+            task = self.add(subject, description, blocked)
+        return text.created(task, notes)
+
+    def add(self, subject, description, blocked, status="pending") -> dict:
+        """A new task, under the lock, at the next id (or after it, if a hand-made file took it)."""
+        task = new_task(self.next_id(), subject, description, blocked)
+        task["status"] = status
+        while not self.store.reserve(task):
+            task["id"] = self.next_id()
+        return task
+
+    def update(self, task_id, status=None, add_blocked_by=None, remove_blocked_by=None,
+               owner=None, force=False) -> str:
+        """load -> check -> write -> _clear_dependency; a refused call changes nothing.
+        force: a person takes a task over on purpose (/task start, /task done)."""
+        task_id = record.parse_task_id(task_id)
+        record.check_arguments(status, add_blocked_by, remove_blocked_by, owner)
+        with self.store.locked():
+            task = self.store.load(task_id)
+            before = task["status"]
+            change, notes = self.check_update(task, status, add_blocked_by,
+                                              remove_blocked_by, owner, force)
+            # Every check passed: only now does anything change (status, owner, blockedBy).
+            task.update(change)
+            # Reopening does not re-block the tasks it freed; the note says how to.
+            if before in FINISHED and task["status"] not in FINISHED:
+                notes += text.reopened(task, task.pop("unblocked", []))
+            self.store.write(task)
+            lines = [f"Updated {text.line(task)}"] + notes
+            if before not in FINISHED and task["status"] in FINISHED:
+                lines += self._clear_dependency(task)
+        return "\n".join(lines)
+
+    def check_update(self, task, status, add, remove, owner, force) -> tuple:
+        """What a change must pass: (the new fields, notes), or ValueError; writes nothing."""
+        tid, status_after = task["id"], status or task["status"]
+        if task["status"] == "deleted":
+            raise ValueError(f"task #{tid} was deleted; create a new task")
+        if add and status_after in FINISHED:
+            raise ValueError(f"#{tid} is {status_after}; set it back to pending (in the same "
+                             "call, or before) to give it blockers")
+        # change: {"status": the one asked for, if any; "owner": who holds it, if that moves}.
+        # Starting or completing takes the task for this agent, pending frees it, and another
+        # agent's task is refused (board/claims.py).
+        change, notes = claims.check(task, status, owner, force, self.agent)
+        blocked, more = self.check_blockers(tid, task["blockedBy"], add or [])
+        # A blocker whose task is gone can be removed too; one listed twice (by hand) goes whole.
+        for dep in record.ids(remove or []):
+            if dep not in blocked:
+                raise ValueError(f"#{tid} is not blocked by #{dep}")
+            blocked = [b for b in blocked if b != dep]
+        self.check_not_blocked(tid, status, status_after, blocked, record.ids(add or []))
+        change["blockedBy"] = blocked
+        return change, notes + more
+
+    def check_not_blocked(self, tid, status, status_after, blocked, added) -> None:
+        """A blocked task cannot start or complete; nor may a task in progress take an open
+        blocker. status: the one asked for (None: unchanged); status_after: once changed."""
+        # A completion takes itself out of every blockedBy, but a hand edit (or a completion
+        # stopped part way) can leave a finished id here: read each (a missing one blocks).
+        tasks = {dep: self.store.try_load(dep) or {} for dep in blocked}
+        waiting = [dep for dep in blocked if tasks[dep].get("status") not in FINISHED]
+        if status in ("in_progress", "completed") and waiting:
+            raise ValueError(f"#{tid} is blocked by {text.described(waiting, self.store)}; "
+                             "finish those first (or removeBlockedBy)")
+        opened = [dep for dep in waiting if dep in added]
+        if status_after == "in_progress" and opened:
+            raise ValueError(f"#{tid} is in progress; to make it wait for "
+                             f"{text.described(opened, self.store)}, give it status pending "
+                             "in the same call (that frees it)")
+
+    def check_blockers(self, tid, blocked, add) -> tuple:
+        """blocked + add, each checked: it exists, is not deleted, is not tid, closes no
+        cycle. A finished one is not added, only noted. (blockers, notes), or ValueError."""
+        blocked, notes = list(blocked), []
+        for dep in record.ids(add):
+            other = self.store.load(dep)
+            if other["status"] == "deleted":
+                raise ValueError(f"task #{dep} was deleted; it cannot block anything")
+            if dep == tid:
+                raise ValueError(f"task #{tid} cannot block itself")
+            if other["status"] in FINISHED:
+                notes.append(text.finished_blocker(other, tid))
+            elif dep not in blocked:
+                if tid is not None:          # a new task has no dependents: no cycle
+                    graph.refuse_cycle(self.store.scan(validate=True)[0], tid, dep)
+                blocked.append(dep)
+        return blocked, notes
+
+    def _clear_dependency(self, finished) -> list:
+        """Take a finished task out of every blockedBy; say what can start now. A completed task
+        is written again with the ids it freed, so that reopening it can name them."""
+        tasks = self.store.scan()[0]
+        freed = []
+        for other in tasks.values():
+            # A deleted task waits for nothing: it is not freed, and reopening will not name it.
+            if finished["id"] not in other["blockedBy"] or other["status"] == "deleted":
+                continue
+            # Read again just before it is written: a hand edit since is kept, not lost.
+            fresh = self.store.try_load(other["id"])
+            if fresh and finished["id"] in fresh["blockedBy"]:
+                fresh["blockedBy"] = [b for b in fresh["blockedBy"] if b != finished["id"]]
+                self.store.write(fresh)
+                freed.append(fresh)
+        if finished["status"] == "deleted":          # never done: not "Unblocked"
+            return text.no_longer_waiting(freed, finished)
+        finished["unblocked"] = [t["id"] for t in freed]
+        self.store.write(finished)
+        tasks = self.store.scan()[0]
+        ready = [t for t in freed if self.can_start(t, tasks)]
+        return ["Unblocked: " + text.names(ready)] if ready else []
+
+    def can_start(self, task, tasks) -> bool:
+        """Pending, and every blocker finished (a missing one is unfinished)."""
+        return task["status"] == "pending" and not graph.waiting_on(task, tasks)
+
+    def list_all(self) -> str:
+        """The board: every live task, an order to do them in (blockers first), what can start."""
+        tasks, problems = self.store.scan(validate=True)
+        order = graph.order_line(tasks)
+        return text.board(tasks, problems, order, self.ready(tasks))
+
+    def ready(self, tasks) -> str:
+        ready = [t for t in tasks.values() if self.can_start(t, tasks)]
+        return text.ready_line(ready, tasks)
+
+    def get(self, task_id) -> str:
+        """One task in full, with the live tasks it blocks."""
+        task = self.store.load(record.parse_task_id(task_id))
+        return text.in_full(task, self.store.scan(validate=True)[0])
+
+
 # ---------------------------------------------------------------- the task files
 
 class TaskFolder:
     """The board as a folder: .tasks/task_<id>.json, one JSON object each, and .tasks/.lock:
-    how one task file is read and written safely. The graph's rules are TaskManager's, below."""
+    how one task file is read and written safely, for TaskManager's rules above."""
 
     def __init__(self, location):
         self.dir = Path(location)
@@ -187,165 +346,6 @@ class TaskFolder:
         task["updated_at"] = record.now()
         data = record.as_file(task)          # json.dumps, of a task a read would accept
         return writer.temporary_beside(self.path(task["id"]), data)
-
-
-# ---------------------------------------------------------------- the rules
-
-class TaskManager:
-    """The board's rules, over a store that is the only truth: it sees other agents' writes."""
-
-    def __init__(self, location, agent=None):
-        self.use(location)
-        self.agent = agent or record.default_agent_name()  # who owns what we start
-
-    def use(self, location) -> None:
-        """self.store: a TaskFolder in Remembering (board/folder.py: under the lock, scan() gives
-        what this process last read or wrote while .lock's stamp says no other agent wrote since;
-        load and try_load always read), or a postgresql:// board with the same methods."""
-        self.store = board.open_store(location, TaskFolder)
-
-    def next_id(self) -> int:
-        """Max-scan, under the lock: one more than the largest id on the board or ever given
-        (the high-water mark: a task file deleted by hand keeps its id); new_id refuses 10**15."""
-        largest = max(self.store.ids(), default=0)
-        return record.new_id(max(largest, self.store.high_water()) + 1)
-
-    def create(self, subject, description="", blocked_by=None) -> str:
-        subject = record.check_text(subject, "subject")
-        description = record.check_text(description, "description", empty=True)
-        # One change at a time, across processes (and machines, on a postgresql:// board).
-        with self.store.locked():
-            blocked, notes = self.check_blockers(None, [], blocked_by or [])
-            task = self.add(subject, description, blocked)
-        return text.created(task, notes)
-
-    def add(self, subject, description, blocked, status="pending") -> dict:
-        """A new task, under the lock, at the next id (or after it, if a hand-made file took it)."""
-        task = new_task(self.next_id(), subject, description, blocked)
-        task["status"] = status
-        while not self.store.reserve(task):
-            task["id"] = self.next_id()
-        return task
-
-    def update(self, task_id, status=None, add_blocked_by=None, remove_blocked_by=None,
-               owner=None, force=False) -> str:
-        """load -> check -> write -> _clear_dependency; a refused call changes nothing.
-        force: a person takes a task over on purpose (/task start, /task done)."""
-        task_id = record.parse_task_id(task_id)
-        record.check_arguments(status, add_blocked_by, remove_blocked_by, owner)
-        with self.store.locked():
-            task = self.store.load(task_id)
-            before = task["status"]
-            change, notes = self.check_update(task, status, add_blocked_by,
-                                              remove_blocked_by, owner, force)
-            # Every check passed: only now does anything change (status, owner, blockedBy).
-            task.update(change)
-            # Reopening does not re-block the tasks it freed; the note says how to.
-            if before in FINISHED and task["status"] not in FINISHED:
-                notes += text.reopened(task, task.pop("unblocked", []))
-            self.store.write(task)
-            lines = [f"Updated {text.line(task)}"] + notes
-            if before not in FINISHED and task["status"] in FINISHED:
-                lines += self._clear_dependency(task)
-        return "\n".join(lines)
-
-    def _clear_dependency(self, finished) -> list:
-        """Take a finished task out of every blockedBy; say what can start now. A completed task
-        is written again with the ids it freed, so that reopening it can name them."""
-        tasks = self.store.scan()[0]
-        freed = []
-        for other in tasks.values():
-            # A deleted task waits for nothing: it is not freed, and reopening will not name it.
-            if finished["id"] not in other["blockedBy"] or other["status"] == "deleted":
-                continue
-            # Read again just before it is written: a hand edit since is kept, not lost.
-            fresh = self.store.try_load(other["id"])
-            if fresh and finished["id"] in fresh["blockedBy"]:
-                fresh["blockedBy"] = [b for b in fresh["blockedBy"] if b != finished["id"]]
-                self.store.write(fresh)
-                freed.append(fresh)
-        if finished["status"] == "deleted":          # never done: not "Unblocked"
-            return text.no_longer_waiting(freed, finished)
-        finished["unblocked"] = [t["id"] for t in freed]
-        self.store.write(finished)
-        tasks = self.store.scan()[0]
-        ready = [t for t in freed if self.can_start(t, tasks)]
-        return ["Unblocked: " + text.names(ready)] if ready else []
-
-    def can_start(self, task, tasks) -> bool:
-        """Pending, and every blocker finished (a missing one is unfinished)."""
-        return task["status"] == "pending" and not graph.waiting_on(task, tasks)
-
-    def list_all(self) -> str:
-        """The board: every live task, an order to do them in (blockers first), what can start."""
-        tasks, problems = self.store.scan(validate=True)
-        order = graph.order_line(tasks)
-        return text.board(tasks, problems, order, self.ready(tasks))
-
-    def ready(self, tasks) -> str:
-        ready = [t for t in tasks.values() if self.can_start(t, tasks)]
-        return text.ready_line(ready, tasks)
-
-    def get(self, task_id) -> str:
-        """One task in full, with the live tasks it blocks."""
-        task = self.store.load(record.parse_task_id(task_id))
-        return text.in_full(task, self.store.scan(validate=True)[0])
-
-    def check_update(self, task, status, add, remove, owner, force) -> tuple:
-        """What a change must pass: (the new fields, notes), or ValueError; writes nothing."""
-        tid, status_after = task["id"], status or task["status"]
-        if task["status"] == "deleted":
-            raise ValueError(f"task #{tid} was deleted; create a new task")
-        if add and status_after in FINISHED:
-            raise ValueError(f"#{tid} is {status_after}; set it back to pending (in the same "
-                             "call, or before) to give it blockers")
-        # change: {"status": the one asked for, if any; "owner": who holds it, if that moves}.
-        # Starting or completing takes the task for this agent, pending frees it, and another
-        # agent's task is refused (board/claims.py).
-        change, notes = claims.check(task, status, owner, force, self.agent)
-        blocked, more = self.check_blockers(tid, task["blockedBy"], add or [])
-        # A blocker whose task is gone can be removed too; one listed twice (by hand) goes whole.
-        for dep in record.ids(remove or []):
-            if dep not in blocked:
-                raise ValueError(f"#{tid} is not blocked by #{dep}")
-            blocked = [b for b in blocked if b != dep]
-        self.check_not_blocked(tid, status, status_after, blocked, record.ids(add or []))
-        change["blockedBy"] = blocked
-        return change, notes + more
-
-    def check_not_blocked(self, tid, status, status_after, blocked, added) -> None:
-        """A blocked task cannot start or complete; nor may a task in progress take an open
-        blocker. status: the one asked for (None: unchanged); status_after: once changed."""
-        # A completion takes itself out of every blockedBy, but a hand edit (or a completion
-        # stopped part way) can leave a finished id here: read each (a missing one blocks).
-        tasks = {dep: self.store.try_load(dep) or {} for dep in blocked}
-        waiting = [dep for dep in blocked if tasks[dep].get("status") not in FINISHED]
-        if status in ("in_progress", "completed") and waiting:
-            raise ValueError(f"#{tid} is blocked by {text.described(waiting, self.store)}; "
-                             "finish those first (or removeBlockedBy)")
-        opened = [dep for dep in waiting if dep in added]
-        if status_after == "in_progress" and opened:
-            raise ValueError(f"#{tid} is in progress; to make it wait for "
-                             f"{text.described(opened, self.store)}, give it status pending "
-                             "in the same call (that frees it)")
-
-    def check_blockers(self, tid, blocked, add) -> tuple:
-        """blocked + add, each checked: it exists, is not deleted, is not tid, closes no
-        cycle. A finished one is not added, only noted. (blockers, notes), or ValueError."""
-        blocked, notes = list(blocked), []
-        for dep in record.ids(add):
-            other = self.store.load(dep)
-            if other["status"] == "deleted":
-                raise ValueError(f"task #{dep} was deleted; it cannot block anything")
-            if dep == tid:
-                raise ValueError(f"task #{tid} cannot block itself")
-            if other["status"] in FINISHED:
-                notes.append(text.finished_blocker(other, tid))
-            elif dep not in blocked:
-                if tid is not None:          # a new task has no dependents: no cycle
-                    graph.refuse_cycle(self.store.scan(validate=True)[0], tid, dep)
-                blocked.append(dep)
-        return blocked, notes
 
 
 # ---------------------------------------------------------------- the tools
