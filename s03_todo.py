@@ -73,7 +73,8 @@ REMINDER = "<reminder>Update your todos.</reminder>"
 def agent_loop(messages: list, run, max_steps: int = MAX_STEPS) -> str:
     """Call the model until it answers in words, or max_steps calls are spent; return that
     answer. messages ends with the user's prompt (the REPL keeps it from turn to turn). run
-    holds the client and the model (run.client, run.model), and bookkeeping (run.log...)."""
+    holds the client and the model (run.client, run.model), and bookkeeping: run.log (the
+    session on disk: each reply here, each result as it is made), run.saved (big results)."""
     rounds_without_todo = 0        # the nag's count: from 0 at each turn
     steps = 0
     while steps < max_steps:
@@ -88,7 +89,7 @@ def agent_loop(messages: list, run, max_steps: int = MAX_STEPS) -> str:
         results = run_tool_calls(run, response, TOOL_HANDLERS, TOOLS)
         # A round with a `todo` call sets the nag's count back to 0, even if TodoManager
         # rejected the call: the model did look at its plan. From NAG_AFTER rounds without
-        # one, every round's results are followed by the reminder.
+        # one, the user message ends with the reminder: [tool_result, ..., notes, REMINDER].
         if any(call["name"] == "todo" for call in response.tool_uses):
             rounds_without_todo = 0
         else:
@@ -108,9 +109,12 @@ def ask_model(run, system: str, tools: list, messages: list,
 
     The reply comes back as a Response (harness/model_call.py) holding what the loop reads:
     - content: the reply's blocks as plain dicts, ready to send back;
-    - stop_reason: "tool_use" exactly when a call is left to run;
-    - tool_uses: content's tool_use blocks, {"type": "tool_use", "id", "name", "input"}; a
-      call the reply was cut off inside (max_tokens) is left out, so it never runs;
+    - stop_reason: the harness's verdict, not the server's: "tool_use" exactly when a whole
+      call is left to run (beside max_tokens too), else why it ended ("end_turn" where the
+      server said "tool_use" but no call was left);
+    - tool_uses: content's tool_use blocks, {"type": "tool_use", "id", "name", "input"}, each
+      id one the API accepts and unused before; a call the reply was cut off inside
+      (max_tokens) is left out, so it never runs;
     - answer: what the user sees (the model's text, and why it stopped if not by choice);
     - notes: text blocks for the model, sent after the results (that a call was cut off)."""
     request = {"model": run.model, "system": system, "tools": tools, "messages": messages,
@@ -124,7 +128,8 @@ def ask_model(run, system: str, tools: list, messages: list,
             # The reply on the screen as it is written.
             guard.display(stream)
             response = stream.get_final_message()
-    # The reply as the history keeps it: plain dicts, a half-written call left out, counted.
+    # The reply as the history keeps it: plain dicts, a half-written call left out; its
+    # tokens added to the session's tally (/cost, the page).
     return guard.checked(response, request)
 
 
@@ -132,8 +137,9 @@ def run_tool_calls(run, response, handlers: dict, tools: list) -> list:
     """One tool_result per tool_use, in order; then the harness's notes. The idea is two
     lines: call_tool runs the call, and the dict below answers it by its id."""
     results = []
-    # Ctrl-C raises ToolsInterrupted holding a result for every call (the one running and
-    # those not reached say so); the REPL adds them after the reply, keeping what was done.
+    # keep_on_ctrl_c watches this same results list: on Ctrl-C it raises ToolsInterrupted
+    # holding a result for every call, those done and, for the one running and those not
+    # reached, one that says so; the REPL adds them after the reply, keeping what was done.
     with tool_calls.keep_on_ctrl_c(response.tool_uses, results):
         for call in response.tool_uses:
             terminal.show_tool_call(call["name"], call["input"])
