@@ -109,12 +109,11 @@ def ask_model(run, system: str, tools: list, messages: list,
 
     The reply comes back as a Response (harness/model_call.py) holding what the loop reads:
     - content: the reply's blocks as plain dicts, ready to send back;
-    - stop_reason: the harness's verdict, not the server's: "tool_use" exactly when a whole
-      call is left to run (beside max_tokens too), else why it ended ("end_turn" where the
-      server said "tool_use" but no call was left);
     - tool_uses: content's tool_use blocks, {"type": "tool_use", "id", "name", "input"}, each
       id one the API accepts and unused before; a call the reply was cut off inside
       (max_tokens) is left out, so it never runs;
+    - stop_reason: "tool_use" exactly when tool_uses is not empty (whatever the server said),
+      else why the reply ended ("end_turn", "max_tokens", ...);
     - answer: what the user sees (the model's text, and why it stopped if not by choice);
     - notes: text blocks for the model, sent after the results (that a call was cut off)."""
     request = {"model": run.model, "system": system, "tools": tools, "messages": messages,
@@ -137,9 +136,8 @@ def run_tool_calls(run, response, handlers: dict, tools: list) -> list:
     """One tool_result per tool_use, in order; then the harness's notes. The idea is two
     lines: call_tool runs the call, and the dict below answers it by its id."""
     results = []
-    # keep_on_ctrl_c watches this same results list: on Ctrl-C it raises ToolsInterrupted
-    # holding a result for every call, those done and, for the one running and those not
-    # reached, one that says so; the REPL adds them after the reply, keeping what was done.
+    # Ctrl-C: keep_on_ctrl_c watches this results list, and gives every call a result (the
+    # one running, and those not reached, say so); the REPL keeps what was done.
     with tool_calls.keep_on_ctrl_c(response.tool_uses, results):
         for call in response.tool_uses:
             terminal.show_tool_call(call["name"], call["input"])
@@ -150,9 +148,8 @@ def run_tool_calls(run, response, handlers: dict, tools: list) -> list:
             result = {"type": "tool_result", "tool_use_id": call["id"], "content": output}
             if is_error:
                 result["is_error"] = True
-            # kept() returns this tool_result, its content made sendable ("(no output)" for
-            # none, half an emoji mended); it also shows it, and logs it now: a kill mid-batch
-            # loses no result already made.
+            # kept() returns this tool_result, its content sendable ("(no output)" for none);
+            # it shows it, and logs it now: a kill mid-batch loses no result already made.
             results.append(tool_calls.kept(run, call, result))
     # The notes, text after the results (which must come first): such as "your reply ran out
     # of max_tokens in the middle of a call, which was not run".
@@ -169,7 +166,7 @@ def call_tool(call: dict, handlers: dict, tools: list) -> tuple:
     try:
         # The input checked against the tool's schema: a missing, unknown or mistyped
         # argument is a clear error, not a TypeError deep in the tool; an object or array
-        # sent as JSON text is decoded. (Only the top level: TodoManager checks each item.)
+        # sent as JSON text is decoded. (Only the top level: see TODO_ITEM.)
         arguments = tool_input.checked(call["input"], name, tools)
         return str(handlers[name](**arguments)), False
     except Exception as exc:
@@ -262,9 +259,8 @@ class TodoManager:
         return self.render()
 
     def check(self, number: int, item: object) -> dict:
-        """One item, checked. The API does not hold a model to its tool's schema (only a
-        strict tool would), so an item may come without the fields the schema requires: a
-        missing id or status takes a default; a status not in MARKS is refused."""
+        """One item, checked (see TODO_ITEM): a missing id or status takes a default; a
+        status not in MARKS is refused."""
         if not isinstance(item, dict):
             raise ValueError(f"item {number} must be an object")
         text = str(item.get("text", "")).strip()
@@ -291,8 +287,9 @@ class TodoManager:
 
 TODO = TodoManager()
 
-# What the model is asked to send for each item. Neither the API nor call_tool holds a call
-# to it (call_tool checks only the top level, items): TodoManager.check checks each item.
+# What the model is asked to send for each item. The API does not hold a model to its tool's
+# schema (only a strict tool would), and call_tool checks only the top level (items is an
+# array): an item may come without the fields required here, so TodoManager.check checks it.
 TODO_ITEM = schema(["id", "text", "status"], id=STRING, text=STRING,
                    status={"type": "string", "enum": list(TodoManager.MARKS)})
 

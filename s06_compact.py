@@ -53,10 +53,8 @@ from harness import compaction, config, errors, model_call, pairing, step_limit,
 MAX_STEPS = 200      # model calls a turn may make: compaction lets it go on longer
 KEEP_RECENT = 3      # the newest calls (and the newest reply's) stay whole: still in use
 KEEP_CHARS = 400     # a result or a call's text this short is never cleared: it costs little
-# The batch rule: layer 1 clears a batch only if it frees
-#   1. at least CLEAR_AT_LEAST tokens (or 0.4 x COMPACT_THRESHOLD, if that is less), and
-#   2. at least REWRITE_SHARE x the tokens clearing it makes the API write to the cache again;
-# and never when layer 2 is due anyway. clear_new_batch works an example.
+# The batch rule (clear_new_batch works an example): free CLEAR_AT_LEAST tokens (0.4 x the
+# threshold if less), and REWRITE_SHARE x the tokens clearing makes the API write again.
 CLEAR_AT_LEAST = 8_000
 REWRITE_SHARE = 1.5
 # Tokens before layer 2 summarises: lower bills less, forgets sooner (docs/cost.md).
@@ -73,7 +71,9 @@ SYSTEM = ("You are a coding agent working in the current folder. Use the tools t
 # ---------------------------------------------------------------- the loop
 
 def agent_loop(messages: list, run, max_steps: int = MAX_STEPS) -> str:
-    """s03's loop, plus the three layers on their marked lines."""
+    """s03's loop, plus the three layers on their marked lines. Of run the layers use, too,
+    run.api_context (None unless --api-context) and run.saved (where results are saved); of
+    s03's Response, usage (the API's count), said (the model's words), cut (stopped mid-way)."""
     steps = 0
     while steps < max_steps:
         steps += 1

@@ -52,7 +52,7 @@ TASK_FILE = re.compile(r"task_([1-9][0-9]{0,14})\.json", re.ASCII)
 # About 3,000 tokens: after a compaction, a bigger board comes back as its unfinished tasks.
 BOARD_CHARS = 12_000
 FINISHED = record.FINISHED      # completed or deleted: such a task blocks nobody
-# .lock's bytes: 0-31 a stamp (Remembering renews it at each change), 32-47 the largest id given.
+# .lock's bytes: 0-31 a stamp each change renews (see use()), 32-47 the largest id given.
 MARK_AT = folder.STAMP_BYTES    # 32
 MARK_BYTES = 16
 
@@ -81,9 +81,10 @@ class TaskManager:
         self.agent = agent or record.default_agent_name()  # who owns what we start
 
     def use(self, location) -> None:
-        """self.store: a TaskFolder in Remembering (board/folder.py: under the lock, scan() gives
-        what this process last read or wrote while .lock's stamp says no other agent wrote since;
-        load and try_load always read), or a postgresql:// board with the same methods."""
+        """self.store: TaskFolder, with a memory added (board/folder.py), or a postgresql://
+        board with the same methods. The memory: under the lock, ids() and scan() may give what
+        this process last read or wrote, while .lock's stamp shows no other agent wrote since;
+        load and try_load always read the file; a change that fails removes what reserve made."""
         self.store = board.open_store(location, TaskFolder)
 
     def next_id(self) -> int:
@@ -140,8 +141,8 @@ class TaskManager:
             raise ValueError(f"#{tid} is {status_after}; set it back to pending (in the same "
                              "call, or before) to give it blockers")
         # change: {"status": the one asked for, if any; "owner": who holds it, if that moves}.
-        # Starting or completing takes the task for this agent, pending frees it, and another
-        # agent's task is refused (board/claims.py).
+        # Starting or completing takes the task for this agent, pending frees it; another
+        # agent's task in progress or completed is refused, unless force (board/claims.py).
         change, notes = claims.check(task, status, owner, force, self.agent)
         blocked, more = self.check_blockers(tid, task["blockedBy"], add or [])
         # A blocker whose task is gone can be removed too; one listed twice (by hand) goes whole.
@@ -182,7 +183,8 @@ class TaskManager:
             if other["status"] in FINISHED:
                 notes.append(text.finished_blocker(other, tid))
             elif dep not in blocked:
-                if tid is not None:          # a new task has no dependents: no cycle
+                # Refused if dep already waits for tid, at any depth (no task waits for a new one).
+                if tid is not None:
                     graph.refuse_cycle(self.store.scan(validate=True)[0], tid, dep)
                 blocked.append(dep)
         return blocked, notes
@@ -306,7 +308,7 @@ class TaskFolder:
 
     def scan(self, validate: bool = False) -> tuple:
         """Every task file: (the readable tasks by id, in id order; a line per broken file).
-        validate: read every file again (this class always does; Remembering may not)."""
+        validate: read every file again (this class always does; the memory may not)."""
         tasks, problems = {}, []
         for name in folder.listing(self.dir):
             match = TASK_FILE.fullmatch(name)
@@ -455,8 +457,6 @@ def agent_loop(messages, run, max_steps=s06.MAX_STEPS) -> str:
         s06.compact_if_asked(response, messages, run, compact_with_board)  # layer 3 + board
     return step_limit.reached(max_steps)
 
-
-# ---------------------------------------------------------------- main
 
 def start(run, args) -> str:
     """s06's start, with s07's system, tools and board; then --board and --name (board.choose)."""
