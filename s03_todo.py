@@ -111,7 +111,7 @@ def ask_model(run, system: str, tools: list, messages: list,
     - content: the reply's blocks as plain dicts, ready to send back;
     - tool_uses: content's tool_use blocks, {"type": "tool_use", "id", "name", "input"}, each
       id one the API accepts and unused before; a call the reply was cut off inside
-      (max_tokens) is left out, so it never runs;
+      (max_tokens, a full window, a stream that ended early) is left out: it never runs;
     - stop_reason: "tool_use" exactly when tool_uses is not empty (whatever the server said),
       else why the reply ended ("end_turn", "max_tokens", ...);
     - answer: what the user sees (the model's text, and why it stopped if not by choice);

@@ -53,8 +53,8 @@ from harness import compaction, config, errors, model_call, pairing, step_limit,
 MAX_STEPS = 200      # model calls a turn may make: compaction lets it go on longer
 KEEP_RECENT = 3      # the newest calls (and the newest reply's) stay whole: still in use
 KEEP_CHARS = 400     # a result or a call's text this short is never cleared: it costs little
-# The batch rule (clear_new_batch works an example): free CLEAR_AT_LEAST tokens (0.4 x the
-# threshold if less), and REWRITE_SHARE x the tokens clearing makes the API write again.
+# The batch rule, with an example in clear_new_batch: a batch frees at least CLEAR_AT_LEAST
+# tokens (0.4 x the threshold if less), and REWRITE_SHARE x what it makes the API rewrite.
 CLEAR_AT_LEAST = 8_000
 REWRITE_SHARE = 1.5
 # Tokens before layer 2 summarises: lower bills less, forgets sooner (docs/cost.md).
@@ -72,8 +72,8 @@ SYSTEM = ("You are a coding agent working in the current folder. Use the tools t
 
 def agent_loop(messages: list, run, max_steps: int = MAX_STEPS) -> str:
     """s03's loop, plus the three layers on their marked lines. Of run the layers use, too,
-    run.api_context (None unless --api-context) and run.saved (where results are saved); of
-    s03's Response, usage (the API's count), said (the model's words), cut (stopped mid-way)."""
+    run.api_context (None unless --api-context) and run.recorder (the summary call's label);
+    of s03's Response, usage (the API's count), said (the model's words), cut (stopped early)."""
     steps = 0
     while steps < max_steps:
         steps += 1

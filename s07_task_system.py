@@ -81,10 +81,10 @@ class TaskManager:
         self.agent = agent or record.default_agent_name()  # who owns what we start
 
     def use(self, location) -> None:
-        """self.store: TaskFolder, with a memory added (board/folder.py), or a postgresql://
-        board with the same methods. The memory: under the lock, ids() and scan() may give what
-        this process last read or wrote, while .lock's stamp shows no other agent wrote since;
-        load and try_load always read the file; a change that fails removes what reserve made."""
+        """self.store: TaskFolder with a memory (board/folder.py), or a postgresql:// board. Under
+        the lock, ids() and scan() may give what this process last read or wrote while .lock's
+        stamp shows no other writer; read() a task whose file's size, time and inode are as
+        before; load and try_load always read; a failed change removes what reserve made."""
         self.store = board.open_store(location, TaskFolder)
 
     def next_id(self) -> int:
@@ -140,9 +140,9 @@ class TaskManager:
         if add and status_after in FINISHED:
             raise ValueError(f"#{tid} is {status_after}; set it back to pending (in the same "
                              "call, or before) to give it blockers")
-        # change: {"status": the one asked for, if any; "owner": who holds it, if that moves}.
-        # Starting or completing takes the task for this agent, pending frees it; another
-        # agent's task in progress or completed is refused, unless force (board/claims.py).
+        # change: {"status": if asked; "owner": who holds it, if that moves}: starting, completing
+        # or deleting takes the task, pending frees it; another agent's task (in progress or done),
+        # or another agent named owner of a task not pending, is refused unless force (claims.py).
         change, notes = claims.check(task, status, owner, force, self.agent)
         blocked, more = self.check_blockers(tid, task["blockedBy"], add or [])
         # A blocker whose task is gone can be removed too; one listed twice (by hand) goes whole.
@@ -183,7 +183,7 @@ class TaskManager:
             if other["status"] in FINISHED:
                 notes.append(text.finished_blocker(other, tid))
             elif dep not in blocked:
-                # Refused if dep already waits for tid, at any depth (no task waits for a new one).
+                # Refused if dep already waits for tid, at any depth (a new task: only by hand).
                 if tid is not None:
                     graph.refuse_cycle(self.store.scan(validate=True)[0], tid, dep)
                 blocked.append(dep)

@@ -358,8 +358,8 @@ def test_continue_where_no_new_file_can_be_made_resumes_without_a_log(tmp_path, 
 
 
 def test_a_number_json_cannot_send_in_a_hand_edited_log_is_sent_as_null(run_main, workdir):
-    """NaN or Infinity in a log (a hand edit; Python's json writes them): every request of the
-    resumed session failed, blamed on the endpoint, since JSON proper has no such number."""
+    """NaN, Infinity or 1e999 in a log (a hand edit; Python's json writes the first two): every
+    request of the resumed session failed, blamed on the endpoint, as JSON has no such number."""
     import s03_todo
     folder = workdir / ".transcripts"
     folder.mkdir()
@@ -368,10 +368,12 @@ def test_a_number_json_cannot_send_in_a_hand_edited_log_is_sent_as_null(run_main
            {"role": "user", "content": [result("a")]},
            {"role": "assistant", "content": [{"type": "text", "text": "Measured."}]}]
     lines = [json.dumps(m) for m in log]
-    lines[1] = lines[1].replace('"input": {', '"input": {"ratio": NaN, "limit": -Infinity, ', 1)
+    lines[1] = lines[1].replace('"input": {', '"input": {"ratio": NaN, "limit": -Infinity, '
+                                '"scale": 1e999, "step": 0.5, ', 1)
     (folder / "session_20260101-000000_1.jsonl").write_text("\n".join(lines) + "\n")
     code, out, err, api = run_main(s03_todo, "--continue", "go on",
                                    script=[reply(text("went on"))])
     assert code == 0 and "went on" in out and api.violations == [], err
     sent = api.requests[0]["messages"][1]["content"][0]["input"]
-    assert sent["ratio"] is None and sent["limit"] is None
+    assert sent["ratio"] is None and sent["limit"] is None and sent["scale"] is None
+    assert sent["step"] == 0.5

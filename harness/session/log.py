@@ -28,8 +28,8 @@ Without each piece:
 - made_folder: a REPL quit before any model call left an empty .transcripts/ behind.
 - reading into one list in place: a copy per line made reading quadratic.
 - _parse and MAX_DEPTH: a line nested at or near json's limit ended --continue in a
-  RecursionError traceback; now it is a torn line. A NaN in a line failed every request of
-  the resumed session, blamed on the endpoint; it is read as null.
+  RecursionError traceback; now it is a torn line. _finite: a NaN or 1e999 in a line failed
+  every request of the resumed session, blamed on the endpoint; each is read as null.
 - resume_latest's note where no new log can be made: --continue refused a session it could read.
 
 No fsync per line: a kill -9 loses nothing the kernel has; only a power cut could lose the last
@@ -38,6 +38,7 @@ lines, and on some disks a fsync per message costs more than the model call it r
 
 import contextlib
 import json
+import math
 import os
 import time
 from dataclasses import dataclass
@@ -216,15 +217,22 @@ def read_session(path: Path) -> Resumed:
 def _parse(raw: bytes):
     """The JSON value of one line, or None if it is not JSON or nested deeper than MAX_DEPTH."""
     try:
-        # NaN and Infinity (Python's json writes them; a hand edit may) are sent as null: JSON
-        # proper has no such number, and every request holding one would fail.
-        value = json.loads(raw.decode("utf-8"), parse_constant=lambda name: None)
+        # NaN, Infinity and 1e999 (Python's json writes the first two; a hand edit may write
+        # any) are sent as null: JSON proper has no such number, and every request would fail.
+        value = json.loads(raw.decode("utf-8"), parse_constant=lambda name: None,
+                           parse_float=_finite)
     except (ValueError, RecursionError):     # UnicodeDecodeError is a ValueError too
         return None
     # Only a line with many brackets can be deep: the others skip the walk below.
     if raw.count(b"[") + raw.count(b"{") > MAX_DEPTH and _depth(value) > MAX_DEPTH:
         return None
     return value
+
+
+def _finite(text: str):
+    """A number of a log line as a float, or None if it is too big for one (1e999)."""
+    value = float(text)
+    return value if math.isfinite(value) else None
 
 
 def _depth(value) -> int:
