@@ -110,12 +110,14 @@ def ask_model(run, system: str, tools: list, messages: list,
     The reply comes back as a Response (harness/model_call.py) holding what the loop reads:
     - content: the reply's blocks as plain dicts, ready to send back;
     - tool_uses: content's tool_use blocks, {"type": "tool_use", "id", "name", "input"}, each
+      input as the model sent it (an odd server sends JSON text: call_tool decodes it), each
       id one the API accepts and unused before; a call the reply was cut off inside
       (max_tokens, a full window, a stream that ended early) is left out: it never runs;
     - stop_reason: "tool_use" exactly when tool_uses is not empty (whatever the server said),
       else why the reply ended ("end_turn", "max_tokens", ...);
     - answer: what the user sees (the model's text, and why it stopped if not by choice);
-    - notes: text blocks for the model, sent after the results (that a call was cut off)."""
+    - notes: text blocks for the model, sent after the results (that a call was cut off).
+    checked() also resumes a reply the server paused, and runs no call of a refused reply."""
     request = {"model": run.model, "system": system, "tools": tools, "messages": messages,
                "max_tokens": max_tokens,
                # Automatic prompt caching: the next call reads all this from the cache
@@ -148,8 +150,9 @@ def run_tool_calls(run, response, handlers: dict, tools: list) -> list:
             result = {"type": "tool_result", "tool_use_id": call["id"], "content": output}
             if is_error:
                 result["is_error"] = True
-            # kept() returns this tool_result, its content sendable ("(no output)" for none);
-            # it shows it, and logs it now: a kill mid-batch loses no result already made.
+            # kept() returns this tool_result, its content unchanged but for "(no output)" in
+            # place of none and half an emoji mended; it shows it, and logs it now: a kill
+            # mid-batch loses no result already made.
             results.append(tool_calls.kept(run, call, result))
     # The notes, text after the results (which must come first): such as "your reply ran out
     # of max_tokens in the middle of a call, which was not run".

@@ -189,8 +189,8 @@ def clear_new_batch(messages: list, run) -> None:
     """Clear what the model can do without, if the batch pays for the cache it rewrites."""
     batch = clearable(messages)
     freed = sum(tokens_freed(block, call) for block, call in batch)
-    # What the API must write again: from the batch's first tool_use to the end, less the
-    # batch, measured on what the model sees now.
+    # What the API must write again: from the message holding the batch's earliest call to
+    # the end of the view as it is sent now, less the batch.
     view_now = view_of(messages)
     rewritten = compaction.tokens_from(view_now, batch) - freed
     # No API count yet (resumed, or compacted): a cold cache has nothing to lose.
@@ -222,7 +222,7 @@ def clearable(messages: list) -> list:
       3. it is not a read_file or write_file that worked, unless a later call that worked
          shows the same file whole (a read of all its lines, or a write)."""
     pairs = pairing.tool_pairs(messages)           # (tool_use, tool_result), oldest first
-    newest = pairing.newest_ids(messages)
+    newest = pairing.newest_ids(messages)          # the last reply's calls: not yet seen
     whole_later = set()                            # files a later call shows whole
     batch = []
     # Newest first: whole_later then holds the later views before an older one is judged.

@@ -81,10 +81,10 @@ class TaskManager:
         self.agent = agent or record.default_agent_name()  # who owns what we start
 
     def use(self, location) -> None:
-        """self.store: TaskFolder with a memory (board/folder.py), or a postgresql:// board. Under
-        the lock, ids() and scan() may give what this process last read or wrote while .lock's
-        stamp shows no other writer; read() a task whose file's size, time and inode are as
-        before; load and try_load always read; a failed change removes what reserve made."""
+        """self.store: TaskFolder with folder.Remembering mixed in, or a postgresql:// board.
+        Every method does what TaskFolder's does, faster: under the lock, ids() and scan() may
+        give what this process last read or wrote while .lock's stamp shows no other writer;
+        read() remembers a file while unchanged; a failed change removes what reserve made."""
         self.store = board.open_store(location, TaskFolder)
 
     def next_id(self) -> int:
@@ -308,7 +308,7 @@ class TaskFolder:
 
     def scan(self, validate: bool = False) -> tuple:
         """Every task file: (the readable tasks by id, in id order; a line per broken file).
-        validate: read every file again (this class always does; the memory may not)."""
+        validate: read every file again (this class always does; Remembering may not)."""
         tasks, problems = {}, []
         for name in folder.listing(self.dir):
             match = TASK_FILE.fullmatch(name)
