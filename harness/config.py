@@ -18,7 +18,8 @@ Relied on by all three lessons (through cli.run_cli) and by the tests. Without e
   without its http:// fails at the first request, deep in the SDK, or says "cannot reach" while
   the server is up; a local server on 127.0.0.1 is sent through HTTP_PROXY and never answers.
 - _http_client: a proxy the client cannot use (ALL_PROXY=socks5://, from ssh -D, without
-  socksio) is two tracebacks at start. _capped_retry_wait (RETRY_WAIT_MAX): a 429 with
+  socksio), an SSL_CERT_FILE a moved venv left behind, or NO_PROXY=[::1] is two tracebacks
+  at start. _capped_retry_wait (RETRY_WAIT_MAX): a 429 with
   Retry-After: 99999 makes the SDK wait 28 hours, silently, before each retry.
 - MAX_TIMEOUT: API_TIMEOUT=1e10 overflows the clock at the first call, blamed on the network.
 - api_error_line: an API error's line does not name the URL, API_TIMEOUT and MODEL_ID used.
@@ -45,9 +46,9 @@ from urllib.parse import quote, unquote, urlsplit
 
 from dotenv import dotenv_values
 
-from harness import errors, terminal, writer
+from harness import errors, excerpt, terminal, writer
 from harness.errors import NoKey, SetupError
-from harness.sdk import anthropic
+from harness.sdk import anthropic, httpx
 
 DEFAULT_MODEL = "claude-sonnet-5-5"  # any model id works; MODEL_ID overrides it
 # DEFAULT_MODEL's list price, US dollars a million tokens in and out: PRICE_SOURCE, PRICE_READ
@@ -307,21 +308,36 @@ PROXY_VARIABLES = ("HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy", "HTTP
                    "http_proxy")
 
 
+# What the SDK's HTTP client reads from the environment besides the proxies.
+CLIENT_VARIABLES = ("SSL_CERT_FILE", "SSL_CERT_DIR", "NO_PROXY", "no_proxy")
+
+
 def _http_client(trust_env: bool):
     """The SDK's HTTP client, made here: a proxy it cannot use (socks5:// without socksio, an
-    unknown scheme) is then one SetupError naming it, not a traceback and a second one from
-    the half-made client's __del__."""
+    unknown scheme), a missing SSL_CERT_FILE or a NO_PROXY it cannot parse is then one
+    SetupError naming it, not a traceback and a second one from the half-made client's
+    __del__."""
     try:
         return anthropic.DefaultHttpxClient(trust_env=trust_env,
                                             event_hooks={"response": [_capped_retry_wait]})
-    except (ImportError, ValueError) as exc:
-        named = [f"{name}={shown_url(os.environ[name])}" for name in PROXY_VARIABLES
-                 if os.environ.get(name)]
-        why = "its scheme is not http, https or socks5"
-        if isinstance(exc, ImportError):
-            why = "SOCKS needs `pip install socksio`"
-        message = f"cannot use the proxy in {', '.join(named)}: {why}; or unset it"
-        raise SetupError(message) from None
+    except (ImportError, ValueError, OSError, httpx.InvalidURL) as exc:
+        raise SetupError(_client_refused(exc)) from None
+
+
+def _client_refused(exc: Exception) -> str:
+    """The line for a client that could not be made, naming the settings it read."""
+    proxies = [f"{name}={shown_url(os.environ[name])}" for name in PROXY_VARIABLES
+               if os.environ.get(name)]
+    if isinstance(exc, ImportError):
+        return (f"cannot use the proxy in {', '.join(proxies)}: SOCKS needs `pip install "
+                "socksio`; or unset it")
+    others = [f"{name}={os.environ[name]}" for name in CLIENT_VARIABLES if os.environ.get(name)]
+    if isinstance(exc, ValueError) and proxies:
+        return (f"cannot use the proxy in {', '.join(proxies)}: its scheme is not http, https "
+                "or socks5; or unset it")
+    why = errors.reason(exc) if isinstance(exc, OSError) else excerpt.one_line(exc, 120)
+    return (f"cannot make the HTTP client from {', '.join(proxies + others) or 'the defaults'}: "
+            f"{why}; fix or unset it")
 
 
 def _capped_retry_wait(response) -> None:

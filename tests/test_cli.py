@@ -150,6 +150,20 @@ def test_a_proxy_in_the_environment_never_carries_loopback_traffic(run_lesson):
     assert proc.returncode == 0 and "through no proxy" in proc.stdout, proc.stderr
 
 
+@pytest.mark.parametrize("variable, value", [
+    ("SSL_CERT_FILE", "/nonexistent/cacert.pem"),         # a venv moved with its settings
+    ("NO_PROXY", "[::1]"),                                # an entry httpx cannot parse
+])
+def test_a_setting_the_http_client_cannot_use_is_one_line_naming_it(workdir, variable, value):
+    env = clean_env(workdir.parent / "home", ANTHROPIC_API_KEY="k", API_TIMEOUT="2",
+                    **{variable: value})
+    proc = subprocess.run(lesson_command("s03_todo", "hi"), cwd=workdir, env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 1, proc.stderr
+    assert len(messages(proc.stderr)) == 1 and "Traceback" not in proc.stderr, proc.stderr
+    assert f"{variable}={value}" in words(proc.stderr) and "proxy in :" not in proc.stderr
+
+
 @pytest.mark.parametrize("variable, proxy", [
     ("HTTPS_PROXY", "ftp://alice:PW@127.0.0.1:1"),       # a scheme no HTTP client speaks
     ("ALL_PROXY", "socks5://alice:PW@127.0.0.1:1"),      # SOCKS needs socksio, an extra

@@ -59,7 +59,7 @@ def task_command(tasks, arg: str) -> None:
         "import": lambda: _import(tasks, " ".join(rest)),   # s03's plan onto the board
     }
     if verb not in actions:
-        hint = errors.did_you_mean(verb.lower(), [*actions, "help"], prefix="/task ")
+        hint = errors.did_you_mean(verb, actions, prefix="/task ")
         raise ValueError(f"unknown /task command {verb!r}{hint}; /task help lists them")
     terminal.show_out(actions[verb]())   # escaped: a subject or an owner may hold codes
 

@@ -41,6 +41,7 @@ HEAD_CHARS, TAIL_CHARS = 1_200, 400   # a sent block is kept as its head and tai
 SENT_CHARS = 3_000_000      # characters of sent blocks kept over a run; past it, only their sizes
 MAX_REQUESTS = 5_000        # requests kept; a longer session keeps the usage of later calls only
 UNREADABLE_SHOWN = 5        # broken task files named on the page (/tasks names them all)
+MORE_NOTE = "/tasks names them all"   # ends the line that counts the broken files not named
 BOARDS_KEPT = 4             # compactions whose board snapshot is kept (the latest ones)
 SUMMARY_BY_API = "summary by the API"   # a summary --api-context compact's server wrote
 
@@ -136,7 +137,7 @@ class SessionRecord:
     tools_left_out: int = 0
     problems: list = field(default_factory=list)      # what failed or is not drawn: on the page
     current_threshold: Optional[int] = None
-    board_source: Optional[Callable[[], dict]] = None  # s07: reads the board when a snapshot is due
+    board_source: Optional[Callable[[], tuple]] = None  # s07: the store's scan(), at a snapshot
     blocks: dict = field(default_factory=dict)        # key -> SentBlock: every block sent, once
     sent_chars: int = 0                               # characters of blocks kept (SENT_CHARS)
     requests_kept: int = 0
@@ -283,7 +284,7 @@ class Recorder:
                 older.board, older.board_dropped = None, True
 
     @_never_raises
-    def watch_board(self, source: Callable[[], dict]) -> None:
+    def watch_board(self, source: Callable[[], tuple]) -> None:
         """s07: source() returns the board as the store's scan() does, (id -> task, a line per
         unreadable task file), read at each compaction and at the end."""
         self.data.board_source = source
@@ -309,7 +310,9 @@ class Recorder:
         more = len(unreadable) - UNREADABLE_SHOWN
         if more > 0:
             said.append(f"not drawn on the board: {more:,} more task files that could not be "
-                        "read (/tasks names them all)")
+                        f"read ({MORE_NOTE})")
+        # The count of those not named is the latest snapshot's only.
+        self.data.problems = [p for p in self.data.problems if not p.endswith(MORE_NOTE + ")")]
         for line in said:
             if line not in self.data.problems:
                 self.data.problems.append(line)
