@@ -174,6 +174,8 @@ class TaskManager:
         """blocked + add, each checked: it exists, is not deleted, is not tid, closes no
         cycle. A finished one is not added, only noted. (blockers, notes), or ValueError."""
         blocked, notes = list(blocked), []
+        # For the cycle check (does dep already wait for tid, at any depth?): the board, once.
+        board = self.store.scan(validate=True)[0] if tid is not None and add else {}
         for dep in record.ids(add):
             other = self.store.load(dep)
             if other["status"] == "deleted":
@@ -183,9 +185,7 @@ class TaskManager:
             if other["status"] in FINISHED:
                 notes.append(text.finished_blocker(other, tid))
             elif dep not in blocked:
-                # Refused if dep already waits for tid, at any depth (a new task: only by hand).
-                if tid is not None:
-                    graph.refuse_cycle(self.store.scan(validate=True)[0], tid, dep)
+                graph.refuse_cycle(board, tid, dep)
                 blocked.append(dep)
         return blocked, notes
 

@@ -720,6 +720,28 @@ def test_a_long_chain_is_ordered_blockers_first(board):
         tasks.update(size, add_blocked_by=[1])
 
 
+def test_many_blockers_in_one_call_read_the_board_once_and_still_refuse_a_cycle(board):
+    """addBlockedBy with many ids: the cycle check reads the board once, not once per id (with
+    1,500 ids the lock was held for seconds); a cycle through the last id is still refused."""
+    tasks = TaskManager(board)
+    fill(tasks, range(1, 61))
+    tasks.update(60, add_blocked_by=[2])
+    reads = []
+    scan = tasks.store.scan
+
+    def counted(validate=False):
+        reads.append(validate)
+        return scan(validate)
+    tasks.store.scan = counted
+    with pytest.raises(ValueError, match="cycle: #2 → #60 → #2"):
+        tasks.update(2, add_blocked_by=list(range(3, 61)))
+    assert reads.count(True) == 1
+    assert TaskManager(board).store.load(2)["blockedBy"] == []
+    tasks.update(2, add_blocked_by=list(range(3, 60)))
+    assert reads.count(True) == 2
+    assert TaskManager(board).store.load(2)["blockedBy"] == list(range(3, 60))
+
+
 # ---------------------------------------------------------------- what a board refuses to store
 
 def test_create_refuses_an_empty_subject(board):
