@@ -57,6 +57,7 @@ from harness.files import read_bytes
 
 TASK_FILE_MAX = record.TASK_FILE_MAX     # bytes: a bigger file is not a task
 STAMP_BYTES = 32            # .lock: the stamp, then s07's high-water mark (TaskFolder.high_water)
+AFTER_STAMP = 64            # bytes of .lock kept after the stamp: s07's mark takes 16 of them
 LOCK_MODE = 0o644           # .lock, less the umask: every agent opens it for writing
 TASK_TEMPORARY = writer.TASK_TEMPORARY   # a task file's temporary name (temporary_beside)
 STALE = 3600                # seconds unwritten: a temporary file nobody is writing any more
@@ -194,7 +195,7 @@ class Remembering:
             # A stamp of zeros matches no token, so others read afresh too. Truncating needs no
             # space and frees the file's block for what followed the stamp (s07's high-water
             # mark), written back: without it, an id deleted by hand would be given again.
-            rest = os.pread(fd, 64, STAMP_BYTES)
+            rest = os.pread(fd, AFTER_STAMP, STAMP_BYTES)
             with contextlib.suppress(OSError):
                 os.ftruncate(fd, 0)
                 os.pwrite(fd, rest, STAMP_BYTES)
