@@ -367,3 +367,17 @@ def test_a_usage_count_of_400_digits_is_no_traceback_and_no_309_digit_total(run_
     code, out, err, api = run_main(s03_todo, "hi", script=[reply(text("hello"), usage=huge)])
     assert code == 0 and out.strip() == "hello", err
     assert "Traceback" not in err and "0000000000" not in err
+
+
+
+@pytest.mark.parametrize("odd", [{"input_tokens": 12.5, "output_tokens": 5},
+                                 {"input_tokens": 12, "output_tokens": 5, "cache_creation": "x"}],
+                         ids=["a-float", "a-field-of-the-wrong-type"])
+def test_an_odd_usage_puts_no_pydantic_warning_on_the_terminal(run_main, odd):
+    """A count sent as 12.5, or a usage field of the wrong type, makes pydantic warn while the
+    SDK's objects are turned into dicts: lines of site-packages paths, or a failed call. The
+    usage line reads the count, and says nothing else."""
+    code, out, err, api = run_main(s03_todo, "hi", script=[reply(text("hello"), usage=odd)])
+    assert code == 0 and out.strip() == "hello", err
+    assert "[tokens: 12 in" in words(err) and "5 out]" in words(err)
+    assert "Pydantic" not in err and "Warning" not in err
