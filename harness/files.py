@@ -8,8 +8,9 @@ Without each piece:
   is "no such file"; with follow=False (the harness's own files) a link is not opened at all.
 - read_lines(): `limit=10` on a 2 GB file reads all of it, a binary file reaches the model as
   NULs, a read the cap cuts again skips lines for good, and a sparse file's hole is read whole.
-- write_and_note(), through harness/writer.py: a full disk leaves half a file, and the model
-  is not told what of the old file (its owner, its attributes) was lost.
+- write_and_note(), through harness/writer.py: a full disk leaves half a file, a file the
+  user made read-only is replaced, and the model is not told what of the old file (its
+  owner, its attributes) was lost.
 - edit_text(): a one-line edit of a CRLF file turns every line ending into LF.
 - encode(): a lone surrogate from a model's JSON leaves an empty file behind.
 - reason(): "[Errno 28]" where "the disk is full" says what to do.
@@ -248,7 +249,8 @@ def write_and_note(path: Path, content, shown: str, field: str = "content") -> t
 
 
 def _regular_or_none(path: Path, shown: str) -> os.stat_result | None:
-    """The existing file's stat, or None for a new file (it gets 0o666 less the umask)."""
+    """The existing file's stat, or None for a new file (it gets 0o666 less the umask);
+    ValueError if it is not a regular file, or this user may not write it."""
     try:
         st = os.stat(path)
     except FileNotFoundError:
@@ -256,6 +258,11 @@ def _regular_or_none(path: Path, shown: str) -> os.stat_result | None:
     if not stat.S_ISREG(st.st_mode):  # writing to a FIFO would block; to a device, worse
         raise ValueError(f"{shown} is {writer.kind_of(st.st_mode)}, not a regular file; "
                          "nothing was written")
+    # A rename needs only the folder's permission: without this, a file the user made
+    # read-only would be replaced, where the shell's > is refused.
+    if not os.access(path, os.W_OK):
+        raise ValueError(f"permission denied: {shown} is read-only for this user (mode "
+                         f"{stat.S_IMODE(st.st_mode):04o}); nothing was written")
     return st
 
 

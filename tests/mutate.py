@@ -134,6 +134,11 @@ MUTATIONS = [
              "        return STEPS_RAN_OUT\n",
              "        return 0\n",
              [S03_E2E + "::test_the_step_limit_ends_the_turn_with_a_clear_message"]),
+    Mutation("write_file replaces a file the user made read-only", "harness/files.py",
+             "    if not os.access(path, os.W_OK):",
+             "    if False:",
+             ["tests/test_atomic_file_tools.py::test_a_file_this_user_may_not_write_is_refused_"
+              "by_write_and_edit_and_left_whole"]),
     Mutation("pydantic's serializer warnings reach the terminal", "harness/model_call.py",
              "stream.close) as self.watch, quiet_serializer():",
              "stream.close) as self.watch, contextlib.nullcontext():",

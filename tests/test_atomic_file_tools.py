@@ -290,3 +290,33 @@ def test_an_attribute_that_cannot_be_set_is_named_in_the_result(in_tmp, monkeypa
 def test_a_new_file_or_one_kept_whole_gets_no_note(in_tmp):
     assert files.write_and_note(in_tmp / "new.txt", "hello\n", "new.txt") == (6, "")
     assert files.write_and_note(in_tmp / "new.txt", "hello again\n", "new.txt") == (12, "")
+
+
+def test_a_file_this_user_may_not_write_is_refused_by_write_and_edit_and_left_whole(
+        shared_folder):
+    """A rename needs only the folder's permission: write_file replaced a file the user made
+    read-only (chmod 444), or a root file of mode 000, where the shell's > is refused."""
+    root_or_skip()
+    mine = shared_folder / "keep.txt"
+    mine.write_text("precious\n", encoding="utf-8")
+    os.chown(mine, AGENT_UID, AGENT_UID)
+    mine.chmod(0o444)
+    roots = shared_folder / "root.txt"
+    roots.write_text("root's\n", encoding="utf-8")
+    roots.chmod(0o000)
+    calls = [("write_file", {"path": "keep.txt", "content": "replaced\n"}),
+             ("edit_file", {"path": "keep.txt", "old_text": "precious", "new_text": "gone"}),
+             ("write_file", {"path": "root.txt", "content": "replaced\n"})]
+
+    def work():
+        os.chdir(shared_folder)
+        return [call_tool(name, args, s03_todo.TOOLS, s03_todo.TOOL_HANDLERS)
+                for name, args in calls]
+    said = as_user(AGENT_UID, work)
+    refused = ("ValueError: permission denied: {} is read-only for this user (mode {}); "
+               "nothing was written")
+    assert said == [(refused.format("keep.txt", "0444"), True)] * 2 + [
+        (refused.format("root.txt", "0000"), True)], said
+    assert mine.read_text(encoding="utf-8") == "precious\n"
+    assert roots.read_text(encoding="utf-8") == "root's\n"
+    assert sorted(p.name for p in shared_folder.iterdir()) == ["keep.txt", "root.txt"]
