@@ -26,6 +26,7 @@ Relied on by all three lessons: each main() hands its Lesson to run_cli, which m
 - _tolerate_narrow_terminals: an answer an ASCII or Latin-1 terminal cannot encode undoes the
   turn, or ends a one-shot run in a traceback.
 - _reader_gone: `python sNN.py "..." | head -1` ends in a BrokenPipeError traceback.
+  _output_lost: `> /dev/full`, stdout on a full disk, ends in an OSError traceback.
 - _run_demo: a learner needs a key to see a lesson run.
 - --continue and the session log: a stopped run cannot be resumed; its work is redone.
 - before_prompt (s07's live board): a person at the REPL does not see what other agents did.
@@ -37,7 +38,9 @@ Relied on by all three lessons: each main() hands its Lesson to run_cli, which m
 """
 
 import argparse
+import contextlib
 import dataclasses
+import errno
 import functools
 import io
 import os
@@ -65,6 +68,8 @@ HISTORY = config.TRANSCRIPTS / "repl_history"   # the REPL's earlier prompts (up
 HISTORY_LINES = 1000  # prompts kept in it
 HISTORY_BYTES = 4_000_000   # read of it at most: a thousand prompts of 4 kB
 DEMO = Path("demo")   # where --demo runs: nothing it writes lands beside your own files
+# Why a write to stdout fails, other than a reader gone: it ends the run in one line.
+OUTPUT_LOST = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO}
 REQUIREMENTS = Path(__file__).resolve().parent.parent / "requirements.txt"
 REPL_HELP = ('A line """ starts a prompt of several lines, and the next """ ends it. Ctrl-C '
              "clears the line; up and down recall earlier prompts. docs/real-use.md says what "
@@ -129,6 +134,18 @@ def run_cli(lesson: Lesson, argv: list = None) -> int:
         return code
     except BrokenPipeError:
         return _reader_gone()
+    except OSError as exc:
+        if exc.errno not in OUTPUT_LOST:
+            raise
+        return _output_lost(exc)
+
+
+def _output_lost(exc: OSError) -> int:
+    """stdout on a full disk (`> /dev/full`) or a failed device: one line, on stderr if it can
+    still take it; stdout to /dev/null, as for a reader that has gone; exit 1."""
+    with contextlib.suppress(OSError):
+        terminal.show_error(f"the output could not be written: {reason(exc)}")
+    return _reader_gone()
 
 
 def _closed_streams_to_devnull() -> None:

@@ -139,6 +139,10 @@ MUTATIONS = [
              "    if False:",
              ["tests/test_atomic_file_tools.py::test_a_file_this_user_may_not_write_is_refused_"
               "by_write_and_edit_and_left_whole"]),
+    Mutation("output to a full disk ends in a traceback", "harness/cli.py",
+             "        if exc.errno not in OUTPUT_LOST:",
+             "        if True:",
+             ["tests/test_cli.py::test_output_to_a_full_disk_is_one_line_not_a_traceback"]),
     Mutation("pydantic's serializer warnings reach the terminal", "harness/model_call.py",
              "stream.close) as self.watch, quiet_serializer():",
              "stream.close) as self.watch, contextlib.nullcontext():",

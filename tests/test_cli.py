@@ -723,3 +723,19 @@ def test_a_copy_of_the_dotenv_key_under_another_name_never_reaches_a_command(run
     sent = headers.get("x-api-key") or headers.get("authorization", "").removeprefix("Bearer ")
     assert code == 0 and sent == key                        # the client has it
     assert tool_results(api.requests[1])[0]["content"].strip() == "old=none"
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="no /dev/full here (it is Linux's)")
+@pytest.mark.parametrize("lesson, args, stdin", [("s03_todo", ["--demo"], ""),
+                                                 ("s07_task_system", [], "/tasks\n")],
+                         ids=["demo", "repl"])
+def test_output_to_a_full_disk_is_one_line_not_a_traceback(workdir, lesson, args, stdin):
+    """`python s03_todo.py --demo > /dev/full`: every write to stdout fails (ENOSPC)."""
+    env = clean_env(workdir.parent / "home")
+    with open("/dev/full", "w") as full:
+        proc = subprocess.run(lesson_command(lesson, *args), cwd=workdir, env=env, stdout=full,
+                              stderr=subprocess.PIPE, input=stdin, text=True, timeout=120)
+    assert proc.returncode == 1, proc.stderr
+    assert "Traceback" not in proc.stderr and "Exception ignored" not in proc.stderr
+    assert messages(proc.stderr)[-1] == ("error: the output could not be written: the disk is "
+                                         "full"), proc.stderr
