@@ -335,7 +335,7 @@ def _repl(lesson: Lesson, run: Run, budget, banner, history):
         if lesson.before_prompt:
             _run_command(lambda *_: lesson.before_prompt(), "(board news)", history, run, "")
         try:
-            prompt = terminal.colour("36", f"{label} >> ", sys.stdout)
+            prompt = terminal.colour("36", f"{label} >> ", sys.stdout, _readline_marks())
             query = _clean_prompt(_read_prompt(prompt))
         except KeyboardInterrupt:       # Ctrl-C at the prompt clears the line, as in a shell
             print(file=sys.stderr)
@@ -434,6 +434,14 @@ def _keep_completed(run, history, saved, prompt, what, results=None):
     else:
         terminal.show_note(f"[{what} after {calls}: they are kept in the conversation, so the "
                            "model knows what was done]")
+
+
+def _readline_marks() -> tuple:
+    """What tells readline a prompt's bytes take no columns, when input() will use it (both
+    ends a terminal); else nothing, since input() would print the marks."""
+    if readline is None or not (sys.stdin.isatty() and sys.stdout.isatty()):
+        return ("", "")
+    return ("\001", "\002")
 
 
 def _read_prompt(prompt):

@@ -12,10 +12,11 @@ Without each piece:
   mid-word; a tool call or a result line wraps into the next. The model's own words are not
   fitted: a terminal wraps them, and an answer sent to a file stays exact.
 - _argument: a long command is cut, and what it does at its end is never shown.
-- colour: colour codes end up in log files and pipes.
+- colour and ansi: colour codes end up in log files and pipes, and on a TERM=dumb terminal.
 - show_usage and show_session: the cost of a session is invisible.
 - LiveReply: a slow model shows nothing for minutes, then a wall of text; a local model that
-  takes a minute to start gives no sign of life.
+  takes a minute to start gives no sign of life. redrawn: on a terminal narrower than its
+  line, each redraw leaves a stale line behind.
 - Screen (run.screen: one per run): on a terminal the final answer, already
   streamed live, is shown again; during --demo a path is named from demo/, not the user's folder.
 """
@@ -75,7 +76,19 @@ def show_error(line):
 
 # ---------------------------------------------------------------- the width of a line
 
-def width(stream=None) -> int:
+def ansi(stream) -> bool:
+    """A terminal that obeys ANSI codes: not a pipe or a file, nor TERM=dumb (Emacs' shell),
+    which shows ESC[K as ^[[K and cannot redraw a line."""
+    return stream.isatty() and os.environ.get("TERM") != "dumb"
+
+
+def redrawn(text: str) -> str:
+    """A line the live reply redraws in place, cut to the terminal's width however narrow: a
+    redraw clears only the line the cursor is on, so a wrapped one leaves a stale line."""
+    return excerpt.cut(printable(text), width(sys.stderr, narrowest=2) - 1)
+
+
+def width(stream=None, narrowest: int = NARROWEST) -> int:
     """The columns a line may take: COLUMNS where it is set; else the width of the terminal
     stream is (not stdout's, as shutil asks: progress goes to stderr, the terminal when stdout
     is a file); else PLAIN_WIDTH."""
@@ -89,7 +102,7 @@ def width(stream=None) -> int:
             columns = os.get_terminal_size(stream.fileno()).columns
         except (OSError, ValueError):   # a stream that is a terminal only in name (a test's)
             columns = 0
-    return max(columns or PLAIN_WIDTH, NARROWEST)
+    return max(columns or PLAIN_WIDTH, narrowest)
 
 
 def fit(text: str, columns: int, whole_words: bool = True) -> str:
@@ -116,11 +129,14 @@ def _hang(line: str, columns: int) -> str:
     return " " * (indent + 2)
 
 
-def colour(code, s, stream=None):
+def colour(code, s, stream=None, hidden=("", "")):
+    """s in colour on a terminal. hidden: what marks the codes as taking no columns, for
+    readline's prompt (\001, \002): unmarked, it wraps a typed line too early."""
     stream = stream or sys.stderr
-    if os.environ.get("NO_COLOR") or not stream.isatty():
+    if os.environ.get("NO_COLOR") or not ansi(stream):
         return s
-    return f"\033[{code}m{s}\033[0m"
+    start, end = hidden
+    return f"{start}\033[{code}m{end}{s}{start}\033[0m{end}"
 
 
 def plural(n: int, word: str) -> str:
@@ -291,7 +307,7 @@ class LiveReply:
 
     def __init__(self, where: str, screen: Screen):
         self.screen = screen
-        self.live = sys.stderr.isatty()
+        self.live = ansi(sys.stderr)
         self.waiting = _Waiting(where) if self.live else None
         self.shown, self.tool, self.size = [], None, 0
 
@@ -307,7 +323,8 @@ class LiveReply:
             self.tool, self.size = event.content_block.name, 0
         elif event.type == "input_json":
             self.size += len(event.partial_json)
-            show(f"> {self.tool} … {self.size / 1000:.1f} kB so far", "36", end="", redraw=True)
+            growing = f"> {self.tool} … {self.size / 1000:.1f} kB so far"
+            show(redrawn(growing), "36", end="", redraw=True)
         elif event.type == "content_block_stop":
             if self.tool:                   # the finished call is printed by the loop, in full
                 sys.stderr.write("\r\033[K")
@@ -338,7 +355,7 @@ class _Waiting:
             line = (f"  waiting for the model at {self._where} · {seconds} s (Ctrl-C abandons "
                     "the turn)")
             # One line: a redraw clears only the line the cursor is on.
-            show(excerpt.cut(printable(line), width() - 1), "2", end="", redraw=True)
+            show(redrawn(line), "2", end="", redraw=True)
             sys.stderr.flush()
 
     def stop(self):

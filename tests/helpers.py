@@ -17,6 +17,7 @@ fixtures are in conftest.py; a helper only one file needs stays in that file).
 
 import errno
 import faulthandler
+import fcntl
 import json
 import multiprocessing
 import os
@@ -26,8 +27,10 @@ import secrets
 import select
 import shlex
 import signal
+import struct
 import subprocess
 import sys
+import termios
 import threading
 import time
 from contextlib import contextmanager
@@ -444,10 +447,11 @@ class Pty:
 
 
 @contextmanager
-def on_a_terminal(args: list, cwd: Path, env: dict):
-    """A program run on a pseudo-terminal, as in a terminal window: (its process, the Pty).
-    Killed at the end if it is still running."""
+def on_a_terminal(args: list, cwd: Path, env: dict, columns: int = 80):
+    """A program run on a pseudo-terminal, as in a terminal window `columns` wide: (its
+    process, the Pty). Killed at the end if it is still running."""
     terminal, child = pty.openpty()
+    fcntl.ioctl(child, termios.TIOCSWINSZ, struct.pack("HHHH", 24, columns, 0, 0))
     proc = subprocess.Popen(args, cwd=cwd, env=env, stdin=child, stdout=child, stderr=child,
                             close_fds=True)
     os.close(child)

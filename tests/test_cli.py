@@ -271,6 +271,39 @@ def test_a_terminal_sees_the_wait_the_text_live_and_a_tool_call_growing(monkeypa
     assert [b["type"] for b in reply_.content] == ["text", "tool_use"]
 
 
+def live_reply_on(monkeypatch, **env) -> str:
+    """What a terminal (stderr) shows of a reply that takes 1.5 s to start, then text and a
+    growing tool call, with these variables set."""
+    import anthropic
+    from harness.stand_in import StandInAPI
+    screen = Terminal()
+    monkeypatch.setattr(sys, "stderr", screen)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    big = tool("write_file", {"path": "app.py", "content": "print('hello')\n" * 200})
+    with StandInAPI([reply(text("Writing the app now."), big, delay=1.5)]) as api:
+        client = anthropic.Anthropic(api_key="k", base_url=api.url)
+        s03_todo.ask_model(Run(client), "s", [], [{"role": "user", "content": "hi"}], 9)
+    return screen.getvalue()
+
+
+def test_on_a_narrow_terminal_each_line_redrawn_in_place_fits_one_line(monkeypatch):
+    """A redraw clears only the line the cursor is on: a waiting line or a growing tool call
+    wider than the terminal left a stale line behind every second."""
+    shown = live_reply_on(monkeypatch, COLUMNS="20", TERM="xterm")
+    parts = [re.sub(r"\x1b\[[0-9;]*m", "", part) for part in shown.split("\r\x1b[K")]
+    redrawn = [part for part in parts if "waiting" in part or "write_file" in part]
+    assert any("waiting" in line for line in redrawn), shown
+    assert any("write_file" in line for line in redrawn), shown
+    assert max(len(line) for line in redrawn) <= 19, redrawn
+
+
+def test_a_dumb_terminal_gets_no_codes_and_no_redrawn_lines(monkeypatch):
+    """TERM=dumb (Emacs' shell) shows ESC[K and colour codes as ^[[K, and cannot redraw."""
+    shown = live_reply_on(monkeypatch, TERM="dumb")
+    assert "\x1b" not in shown and "\r" not in shown, shown
+
+
 def test_nothing_of_the_stream_goes_to_a_pipe_and_the_answer_is_printed_once(run_main):
     code, out, err, api = run_main(s03_todo, "hi", script=[reply(text("the answer"))])
     assert out == "the answer\n" and "the answer" not in err and "waiting" not in err

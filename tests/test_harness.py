@@ -18,6 +18,13 @@ def test_colour_only_on_a_terminal_and_never_with_no_color(monkeypatch):
     assert harness.colour("31", "x", Terminal()) == "x"
 
 
+def test_no_colour_on_a_dumb_terminal(monkeypatch):
+    """TERM=dumb (Emacs' shell, some CI logs) shows a colour code as ^[[31m."""
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    monkeypatch.setenv("TERM", "dumb")
+    assert harness.colour("31", "x", Terminal()) == "x"
+
+
 def test_a_tool_call_is_one_short_line_and_a_preview(capsys):
     harness.show_tool_call("task_create", {"subject": "Design data model"})
     harness.show_tool_result("Created task #1: Design data model", False)

@@ -218,3 +218,23 @@ def test_the_compaction_line_context_and_the_page_give_one_size_for_one_moment(r
     listed = re.search(r"Compaction 1</b>, made by call \d+: [\d,]+ → ~([\d,]+) tokens",
                        page.read_text(encoding="utf-8"))[1]
     assert after == context == listed and int(after.replace(",", "")) > 500
+
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="no pseudo-terminals on Windows")
+def test_a_typed_line_that_fits_the_terminal_is_not_wrapped_early_by_the_prompts_colour(workdir):
+    """readline must be told that the prompt's colour codes take no columns: counted, they
+    made it wrap a typed line 9 columns early, the rest overwrote its start, and Ctrl-A
+    sent the cursor up into the line above."""
+    env = clean_env(workdir.parent / "home", TERM="xterm")
+    typed = b"x" * 30                   # after "s07 >> ", 37 columns of the terminal's 40
+    with on_a_terminal(S07, workdir, env, columns=40) as (proc, terminal):
+        prompt = terminal.read_until(b"s07 >> ")
+        terminal.type(typed)
+        terminal.read_until(typed, 10)
+        terminal.type(b"\x01M")              # Ctrl-A: to the start of the line, and type M
+        moved = terminal.read_until(b"M", 10)
+        terminal.type(b"\x01\x0bq\r")        # Ctrl-A Ctrl-K: the line cleared; q quits
+        proc.wait(timeout=60)
+    assert b"\x1b[36m" in prompt            # the prompt is coloured on a terminal
+    assert b"\x1b[A" not in moved, moved
