@@ -13,7 +13,8 @@ Relied on by all three lessons (through cli.run_cli) and by the tests. Without e
   board's password (TASK_BOARD, or a DATABASE_URL or PGPASSWORD that holds it), a copy of the
   key under another name, and a gateway's password in ANTHROPIC_BASE_URL (http://alice:PW@host)
   or a proxy's in HTTPS_PROXY and the like.
-- shown_url: an unreachable gateway's error line prints its password.
+- shown_url: an unreachable gateway's error line prints its password. without_secrets: a
+  gateway's 401 that quotes the key it was given prints the key.
 - make_client and check_base_url: a typo'd API_TIMEOUT (or inf), a missing key or a base URL
   without its http:// fails at the first request, deep in the SDK, or says "cannot reach" while
   the server is up; a local server on 127.0.0.1 is sent through HTTP_PROXY and never answers.
@@ -194,6 +195,16 @@ def hide_from_commands(value: str) -> None:
     percent-encoded (as a URL holds it). The board calls it with its password."""
     if value:
         _LEARNT_SECRETS.update({value, quote(value, safe="")})
+
+
+def without_secrets(text: str, client) -> str:
+    """text with the client's key and token, and each secret hide_from_commands learnt, as
+    ***: an endpoint's refusal may quote the key it was given. A value shorter than
+    LONG_SECRET (a local server's "x") is no secret, and replacing it would garble the line."""
+    for value in (client.api_key, client.auth_token, *_LEARNT_SECRETS):
+        if value and len(value) >= LONG_SECRET:
+            text = text.replace(value, "***")
+    return text
 
 
 def child_env() -> dict:

@@ -13,6 +13,7 @@ return them to the model, the board and model_call raise them. Without each piec
   Messages API (python -m http.server: 501 and HTML) is told to try again later; one that
   redirects in a loop is told to check the network.
 - _shown: a gateway's password (http://alice:PW@host) is printed in every line naming it.
+- _error_message: a proxy's half-megabyte error is printed as one line; DETAIL_MAX cuts it.
 - reason: "[Errno 28]" where "the disk is full" says what to do.
 - did_you_mean: a misspelt flag, REPL command or /task word is refused with no hint.
 - connect_problem: a PostgreSQL board that is down, refuses the password or lacks its database
@@ -31,6 +32,8 @@ from harness.sdk import anthropic, httpx
 # Statuses the Messages API never answers with: nothing serves POST at that address (python -m
 # http.server answers 501). Retrying will not change that.
 NEVER_FROM_THE_API = (405, 501)
+# Characters of an endpoint's own message in a line: a proxy's may be a page of stack trace.
+DETAIL_MAX = 300
 
 
 class SetupError(Exception):
@@ -119,7 +122,7 @@ def _error_message(exc):
     message = str(exc)
     if _from_the_api(exc):
         message = str(exc.body["error"].get("message", message))
-    return " ".join(message.split())
+    return excerpt.one_line(message, DETAIL_MAX)
 
 
 def _from_the_api(exc) -> bool:

@@ -134,7 +134,7 @@ class Guard:
         self.live.close()
         if exc is None or not isinstance(exc, Exception) or isinstance(exc, EndpointError):
             return False            # KeyboardInterrupt goes on to the REPL
-        raise EndpointError(self._line(exc)) from None
+        raise EndpointError(config.without_secrets(self._line(exc), self.run.client)) from None
 
     def display(self, stream) -> None:
         """Each event on the screen as it arrives; a stream of only pings for API_TIMEOUT is

@@ -159,6 +159,17 @@ MUTATIONS = [
              "    return excerpt.cut(printable(text), width(sys.stderr) - 1)",
              ["tests/test_cli.py::test_on_a_narrow_terminal_each_line_redrawn_in_place_fits_one_"
               "line"]),
+    Mutation("a key the endpoint quotes back is printed", "harness/model_call.py",
+             "        raise EndpointError(config.without_secrets(self._line(exc), "
+             "self.run.client)) from None",
+             "        raise EndpointError(self._line(exc)) from None",
+             ["tests/test_secrets.py::test_a_key_the_endpoint_quotes_back_is_hidden_in_the_error_"
+              "line"]),
+    Mutation("an endpoint's half-megabyte error is printed whole", "harness/errors.py",
+             "    return excerpt.one_line(message, DETAIL_MAX)",
+             "    return excerpt.one_line(message)",
+             ["tests/test_secrets.py::test_an_endpoints_long_error_message_is_cut_to_a_line_that_"
+              "keeps_its_advice"]),
     Mutation("pydantic's serializer warnings reach the terminal", "harness/model_call.py",
              "stream.close) as self.watch, quiet_serializer():",
              "stream.close) as self.watch, contextlib.nullcontext():",
@@ -596,8 +607,8 @@ MUTATIONS = [
              "    s06.start(run, args, SYSTEM, TOOLS)",
              [API_CONTEXT + "::test_in_s07_the_board_comes_back_after_the_apis_compaction"]),
     Mutation("an endpoint's message of several lines is printed as several", "harness/errors.py",
-             '    return " ".join(message.split())',
-             "    return message",
+             "    return excerpt.one_line(message, DETAIL_MAX)",
+             "    return message[:DETAIL_MAX]",
              ["tests/test_cli.py::test_an_endpoint_error_message_of_several_lines_is_one_line"]),
     Mutation("a proxy's 422 naming the beta gets no hint", "harness/api_context.py",
              '"status_code", None) not in (400, 422):',

@@ -439,3 +439,25 @@ def test_a_proxys_password_never_reaches_the_model(run_main, name, nothing_hidde
     assert code == 0 and out.strip() == "done", err
     shown_env = tool_results(api.requests[1])[0]["content"]
     assert "SEEN_BY_BASH=yes" in shown_env and "Pr0xy-s3cret" not in shown_env
+
+
+KEY = "sk-ant-api03-" + "k3y" * 10      # a key as long as a real one
+
+
+@pytest.mark.parametrize("status", [401, 400, 500])
+def test_a_key_the_endpoint_quotes_back_is_hidden_in_the_error_line(run_main, status):
+    """A gateway's refusal may quote the key it was given ("Incorrect API key provided:
+    sk-ant-..."): the error line shows *** in its place, the rest of the endpoint's words kept."""
+    from harness.stand_in.script import error
+    said = f"Incorrect API key provided: {KEY}. You can find your key in the console"
+    code, out, err, api = run_main(s03_todo, "hi", script=[error(status, said)] * 3, key=KEY)
+    assert code == 1 and KEY not in err, err
+    assert "Incorrect API key provided: ***. You can find your key" in words(err)
+
+
+def test_an_endpoints_long_error_message_is_cut_to_a_line_that_keeps_its_advice(run_main):
+    """A proxy's 400 holding half a megabyte of text was printed whole, as one line."""
+    from harness.stand_in.script import error
+    code, out, err, api = run_main(s03_todo, "hi", script=[error(400, "x" * 500_000)])
+    assert code == 1 and len(err) < 2_000, len(err)
+    assert "the API refused the request (400 xxx" in words(err) and "x…)" in err
