@@ -197,14 +197,20 @@ def hide_from_commands(value: str) -> None:
         _LEARNT_SECRETS.update({value, quote(value, safe="")})
 
 
-def without_secrets(text: str, client) -> str:
-    """text with the client's key and token, and each secret hide_from_commands learnt, as
-    ***: an endpoint's refusal may quote the key it was given. A value shorter than
-    LONG_SECRET (a local server's "x") is no secret, and replacing it would garble the line."""
-    for value in (client.api_key, client.auth_token, *_LEARNT_SECRETS):
+def without_secrets(text: str) -> str:
+    """text with the key, the token and each secret hide_from_commands learnt as ***: an
+    endpoint's refusal may quote the key it was given. A value shorter than LONG_SECRET (a
+    local server's "x") is no secret, and replacing it would garble the line."""
+    for value in _secrets():
         if value and len(value) >= LONG_SECRET:
             text = text.replace(value, "***")
     return text
+
+
+def _secrets() -> list:
+    """The key and the token from the environment, and what hide_from_commands learnt (the
+    .env's key, the board's password)."""
+    return [os.environ.get(name) for name in SECRETS] + sorted(_LEARNT_SECRETS)
 
 
 def child_env() -> dict:
@@ -214,7 +220,7 @@ def child_env() -> dict:
     the model could read anything they are given). Kept: PGPASSFILE and PGSERVICEFILE (they
     say where a password is, and a command can read any file you can), and a DATABASE_URL of
     another database, which the user's own programs need."""
-    hidden = [os.environ.get(name) for name in SECRETS] + sorted(_LEARNT_SECRETS)
+    hidden = _secrets()
     # A password in a URL: the gateway's, or a proxy's (the model's `env` would show it).
     for name in ("ANTHROPIC_BASE_URL",) + PROXY_VARIABLES:
         hidden += _password_in(os.environ.get(name, ""))

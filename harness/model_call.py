@@ -134,7 +134,7 @@ class Guard:
         self.live.close()
         if exc is None or not isinstance(exc, Exception) or isinstance(exc, EndpointError):
             return False            # KeyboardInterrupt goes on to the REPL
-        raise EndpointError(config.without_secrets(self._line(exc), self.run.client)) from None
+        raise EndpointError(config.without_secrets(self._line(exc))) from None
 
     def display(self, stream) -> None:
         """Each event on the screen as it arrives; a stream of only pings for API_TIMEOUT is
@@ -270,7 +270,9 @@ def _resumed(run, request: dict, content: list) -> tuple:
             response = stream.get_final_message()
     _count(run, response, again)
     stop_reason = response.stop_reason if resumed.ended else pairing.ENDED_EARLY
-    return stop_reason, _plain(response.content)
+    # Checked as the first part was: a call without an id would break the history.
+    _check_shape(response, stop_reason, resumed.where)
+    return stop_reason, _checked_calls(_plain(response.content), resumed.where)
 
 
 def _say_why_refused(response) -> None:
@@ -292,19 +294,28 @@ def _plain(content: list) -> list:
 
 
 def _check_shape(response, stop_reason, where: str) -> None:
-    """EndpointError unless content is a list and stop_reason a word (or none)."""
+    """EndpointError unless content is a list of blocks and stop_reason a word (or none)."""
     if not isinstance(response.content, list):
         raise EndpointError(errors.malformed(where, "a message_start without content (is "
                                                     "ANTHROPIC_BASE_URL the Messages API?)"))
+    odd = [item for item in response.content if not hasattr(item, "model_dump")]
+    if odd:
+        shown = excerpt.one_line(json.dumps(odd[0], default=str), 60)
+        raise EndpointError(errors.malformed(where, f"a content item that is not a block: "
+                                                    f"{shown}"))
     if stop_reason is not None and not isinstance(stop_reason, str):
         shown = excerpt.one_line(json.dumps(stop_reason, default=str), 60)
         raise EndpointError(errors.malformed(where, f"a stop_reason that is not a word: {shown}"))
 
 
 def _checked_calls(content: list, where: str) -> list:
-    """The blocks, EndpointError unless each call has an id and a name (they pair it with its
-    result and pick the tool); a call the SDK gave no input (sent as null) gets None."""
+    """The blocks, EndpointError unless each text is a string and each call has an id and a
+    name (they pair it with its result and pick the tool); a call the SDK gave no input (sent
+    as null) gets None."""
     for block in content:
+        if block.get("type") == "text" and not isinstance(block.get("text"), str):
+            shown = excerpt.one_line(json.dumps(block.get("text"), default=str), 60)
+            raise EndpointError(errors.malformed(where, f"a text block whose text is {shown}"))
         if block.get("type") != "tool_use":
             continue
         block.setdefault("input", None)

@@ -160,8 +160,7 @@ MUTATIONS = [
              ["tests/test_cli.py::test_on_a_narrow_terminal_each_line_redrawn_in_place_fits_one_"
               "line"]),
     Mutation("a key the endpoint quotes back is printed", "harness/model_call.py",
-             "        raise EndpointError(config.without_secrets(self._line(exc), "
-             "self.run.client)) from None",
+             "        raise EndpointError(config.without_secrets(self._line(exc))) from None",
              "        raise EndpointError(self._line(exc)) from None",
              ["tests/test_secrets.py::test_a_key_the_endpoint_quotes_back_is_hidden_in_the_error_"
               "line"]),
@@ -170,6 +169,16 @@ MUTATIONS = [
              "    return excerpt.one_line(message)",
              ["tests/test_secrets.py::test_an_endpoints_long_error_message_is_cut_to_a_line_that_"
               "keeps_its_advice"]),
+    Mutation("a text block holding a number ends in a traceback", "harness/model_call.py",
+             '        if block.get("type") == "text" and not isinstance(block.get("text"), str):',
+             "        if False:",
+             [STREAMS + "::test_a_text_block_whose_text_is_not_a_string_is_one_line_naming_the_"
+                        "endpoint"]),
+    Mutation("a resumed reply's blocks are not checked", "harness/model_call.py",
+             "    return stop_reason, _checked_calls(_plain(response.content), resumed.where)",
+             "    return stop_reason, _plain(response.content)",
+             ["tests/test_paused_turns.py::test_a_resumed_reply_with_a_call_without_an_id_is_one_"
+              "line_as_a_first_one_is"]),
     Mutation("pydantic's serializer warnings reach the terminal", "harness/model_call.py",
              "stream.close) as self.watch, quiet_serializer():",
              "stream.close) as self.watch, contextlib.nullcontext():",

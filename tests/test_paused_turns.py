@@ -5,7 +5,7 @@ a paused reply that already holds a call of ours, and a turn that never stops pa
 import s03_todo
 from harness import model_call
 from harness.stand_in.script import reply, text, tool
-from helpers import tool_results
+from helpers import tool_results, words
 
 
 def test_a_paused_reply_holding_a_tool_call_runs_the_call_instead_of_resuming(run_main, workdir):
@@ -33,3 +33,14 @@ def test_a_turn_that_never_stops_pausing_says_so_and_can_go_on(run_main):
     last = api.requests[-1]["messages"]
     assert last[-1] == {"role": "user", "content": "go on"} and last[-2]["role"] == "assistant"
     assert "s03 >> finished" in out
+
+
+def test_a_resumed_reply_with_a_call_without_an_id_is_one_line_as_a_first_one_is(run_main):
+    """The part of a turn that comes after a pause is checked as the first part is: a call
+    without an id joined the history, and every later request was refused."""
+    script = [reply(text("Thinking it over."), stop_reason="pause_turn"),
+              reply({"type": "tool_use", "id": "", "name": "bash", "input": {"command": "ls"}})]
+    code, out, err, api = run_main(s03_todo, "work", script=script)
+    assert code == 1 and "Traceback" not in err, err
+    assert f"error: the endpoint at {api.url} did not answer like the Messages API: it sent " \
+           'a tool_use block whose id is ""' in words(err)

@@ -381,3 +381,28 @@ def test_an_odd_usage_puts_no_pydantic_warning_on_the_terminal(run_main, odd):
     assert code == 0 and out.strip() == "hello", err
     assert "[tokens: 12 in" in words(err) and "5 out]" in words(err)
     assert "Pydantic" not in err and "Warning" not in err
+
+
+@pytest.mark.parametrize("start, said", [
+    ({"type": "text", "text": 5}, "a text block whose text is 5"),
+    ({"type": "text", "text": ["a"]}, 'a text block whose text is ["a"]')],
+    ids=["a-number", "a-list"])
+def test_a_text_block_whose_text_is_not_a_string_is_one_line_naming_the_endpoint(
+        run_main, start, said):
+    """A gateway's text block holding a number (or a list) where the API sends a string ended
+    a one-shot run in a traceback, and the REPL in a line that named no endpoint."""
+    events = [START, {"type": "content_block_start", "index": 0, "content_block": start},
+              block_stop(0), *ended("end_turn")]
+    code, out, err, api = run_main(s03_todo, "hi", script=[stream(*events)])
+    assert code == 1 and "Traceback" not in err, err
+    assert messages(err) == [f"error: the endpoint at {api.url} did not answer like the "
+                             f"Messages API: it sent {said}"], err
+
+
+def test_message_start_content_that_is_not_blocks_is_one_line_naming_the_endpoint(run_main):
+    start = {**START, "message": {**START["message"], "content": ["hello"]}}
+    code, out, err, api = run_main(s03_todo, "hi", script=[stream(start, *ended("end_turn"))])
+    assert code == 1 and "Traceback" not in err, err
+    assert messages(err) == [f"error: the endpoint at {api.url} did not answer like the "
+                             "Messages API: it sent a content item that is not a block: "
+                             '"hello"'], err
