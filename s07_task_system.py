@@ -296,7 +296,7 @@ class TaskFolder:
     def load(self, task_id: int) -> dict:
         """A task to change, or ValueError: a missing one names the tasks there are."""
         if not self.path(task_id).exists():
-            existing = ", ".join(f"#{i}" for i in self.scan()[0]) or "none yet"
+            existing = text.existing(self.scan()[0], task_id)
             raise ValueError(f"no task #{task_id}; existing tasks: {existing}")
         return self.read(task_id)
 

@@ -179,6 +179,21 @@ MUTATIONS = [
              "    return stop_reason, _plain(response.content)",
              ["tests/test_paused_turns.py::test_a_resumed_reply_with_a_call_without_an_id_is_one_"
               "line_as_a_first_one_is"]),
+    Mutation("a wrong task id on a big board lists every id again", "harness/board/text.py",
+             "    if len(task_ids) <= IDS_NAMED:",
+             "    if True:",
+             ["tests/test_board_contract.py::test_a_missing_task_on_a_big_board_names_the_"
+              "count_the_range_and_the_nearest_ids"]),
+    Mutation("/task import's line numbers drift after a form feed; a \\x85 splits an item",
+             "harness/board/checklist.py",
+             '    for number, line in enumerate(text.split("\\n"), 1):',
+             '    for number, line in enumerate(text.splitlines(), 1):',
+             ["tests/test_repl_commands.py::test_task_import_numbers_lines_as_an_editor_does"]),
+    Mutation("--board '   ' makes a folder named with spaces", "harness/board/__init__.py",
+             "    if not text.strip():      # else",
+             "    if not text:      # else",
+             ["tests/test_board_contract.py::test_a_blank_board_address_is_refused_in_one_line_"
+              "and_makes_no_folder"]),
     Mutation("pydantic's serializer warnings reach the terminal", "harness/model_call.py",
              "stream.close) as self.watch, quiet_serializer():",
              "stream.close) as self.watch, contextlib.nullcontext():",

@@ -26,7 +26,7 @@ from harness.board.record import (DESCRIPTION_MAX, SUBJECT_MAX, agent_name, defa
                                   parse_task_id)
 from harness.run import Run
 from harness.stand_in.script import reply, text, tool
-from helpers import (at_once, call_tool, edit_by_hand, gather, listing, on_postgres,
+from helpers import (at_once, call_tool, edit_by_hand, gather, listing, messages, on_postgres,
                      remove_by_hand, sql, tool_results)
 from s07_task_system import TaskManager
 
@@ -637,6 +637,26 @@ def test_a_missing_task_names_the_tasks_another_agent_has_just_added(board):
         a.get(9)
 
 
+def test_a_missing_task_on_a_big_board_names_the_count_the_range_and_the_nearest_ids(board,
+                                                                                       tmp_path):
+    """A wrong id on a big board: the model hears how many tasks there are, the lowest and the
+    highest id, and the ids nearest the one it asked for, in one short line; every id (a board
+    of 10,000 once gave a 40,381-character error) would bury the answer."""
+    tasks = TaskManager(board)
+    plan = tmp_path / "plan.md"
+    plan.write_text("".join(f"- [ ] task {n}\n" for n in range(1, 1001)), encoding="utf-8")
+    import_checklist(tasks, plan)
+    remove_by_hand(board, 500)
+    with pytest.raises(ValueError) as caught:
+        tasks.get(500)
+    assert str(caught.value) == (
+        "no task #500; existing tasks: 999 of them, #1 to #1000; the nearest are "
+        + ", ".join(f"#{n}" for n in [*range(490, 500), *range(501, 511)]))
+    with pytest.raises(ValueError, match=r"^no task #1001; existing tasks: 999 of them, #1 to "
+                                         r"#1000; the nearest are #981, #982, .*, #1000$"):
+        tasks.get("#1001")
+
+
 # ---------------------------------------------------------------- the board as text
 
 def test_list_all_orders_numerically_and_names_what_can_start(board):
@@ -790,6 +810,21 @@ def test_task_tools_turn_refusals_into_error_results(s07_board):
     output, is_error = call("task_get", {})
     assert is_error and "missing required argument 'task_id'" in output
     assert call("task_list", {})[0].splitlines()[-1] == "Ready to start: #1 a"
+
+
+# ---------------------------------------------------------------- where the board is
+
+@pytest.mark.parametrize("args, env", [(["--board", "   "], {}), (["--board", ""], {}),
+                                       ([], {"TASK_BOARD": " \t "})])
+def test_a_blank_board_address_is_refused_in_one_line_and_makes_no_folder(run_main, workdir,
+                                                                          args, env):
+    """--board "   " made a folder named three spaces, and the board went there unsaid."""
+    code, out, err, api = run_main(s07, *args, "plan it", script=[reply(text("never asked"))],
+                                   env=env)
+    assert code == 1 and api.requests == [], err
+    assert messages(err) == ["error: the board address is empty: give a folder (.tasks) or "
+                             "postgresql://user@host/database"]
+    assert list(workdir.iterdir()) == []
 
 
 # ---------------------------------------------------------------- agent names

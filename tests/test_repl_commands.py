@@ -49,6 +49,22 @@ def test_task_import_puts_a_checklist_on_the_board_in_order(run_main, workdir):
     assert "line 2" in err and out.count("#4") == 0           # nothing of a file with a bad line
 
 
+def test_task_import_numbers_lines_as_an_editor_does(run_main, workdir):
+    """Only a newline ends a line, as in an editor: a form feed or a vertical tab between
+    sections does not shift the number of a bad line below them, and a subject holding U+0085
+    (UTF-8 c2 85, a stray byte pair from a Latin-1 text) stays one item; a CRLF file imports."""
+    (workdir / "plan.md").write_bytes(b"- [ ] caf\xc2\x85 au lait\r\n- [x] Pay\r\n")
+    code, out, err, api = run_main(s07_task_system, stdin="/task import plan.md\nq\n")
+    assert code == 0 and "error" not in err and "Imported 2 tasks" in out, err
+    assert r"#1 [ ] caf\x85 au lait" in out          # shown escaped, never as a raw C1 code
+    board = TaskManager(workdir / ".tasks").store.scan()[0]
+    assert [(t["subject"], t["status"]) for t in board.values()] == [
+        ("caf\x85 au lait", "pending"), ("Pay", "completed")]
+    (workdir / "bad.md").write_text("- [ ] one\n\f\n\v\n- [?] two\n", encoding="utf-8")
+    code, out, err, api = run_main(s07_task_system, stdin="/task import bad.md\nq\n")
+    assert "nothing imported: 1 bad line: line 4: not a checklist item" in words(err)
+
+
 def test_a_local_command_that_fails_oddly_is_one_line_and_the_repl_goes_on(run_main, workdir,
                                                                            monkeypatch):
     def broken(*_):

@@ -19,7 +19,8 @@ Without each piece:
 - open_store(): the one way from a location to a store (--board, TASK_BOARD, s07's
   TaskManager, the demo).
 - postgres_url(): an address not spelt postgresql:// (postgresql+psycopg://, PostgreSQL://,
-  mysql://) became a folder named after it, password and all, shown to the model.
+  mysql://) became a folder named after it, password and all, shown to the model; a blank
+  one (--board "   ") became a folder named with spaces.
 - shown() and secrets_in(): a board's password reached an error line.
 """
 
@@ -53,7 +54,8 @@ def choose(run, tasks, default, args) -> str:
     Set anew on every run (s07's start). Returns the word for the REPL's banner."""
     if args.board and password_in(args.board):
         terminal.show_note(PASSWORD_WARNING)
-    tasks.use(args.board or os.environ.get("TASK_BOARD") or default)
+    # --board "" is an address given, and refused (open_store); an empty TASK_BOARD is unset.
+    tasks.use(args.board if args.board is not None else os.environ.get("TASK_BOARD") or default)
     name = record.agent_name(args.name or os.environ.get("AGENT_NAME") or "")
     tasks.agent = name or record.default_agent_name()
     # The session page draws the board: read at each compaction and at the end of the run.
@@ -77,6 +79,8 @@ def open_store(location: object, folder_store):
 
 def postgres_url(text: str) -> str | None:
     """The address as a URL libpq reads (its scheme postgresql://), or None for a folder."""
+    if not text.strip():      # else "   " is a folder named three spaces, made unsaid
+        raise SetupError(f"the board address is empty: give a folder (.tasks) or {EXAMPLE}")
     found = SCHEME.match(text.strip())
     if found and POSTGRES.fullmatch(found[1]):
         return "postgresql://" + text.strip()[found.end():]

@@ -17,6 +17,8 @@ Without each piece:
 - bad lines by number, the first BAD_SHOWN and a count, never their text: "bad checklist"
   alone sent the user hunting; 100,000 bad lines made a 7 MB error; /task import .env showed
   an API key.
+- lines split on \n alone: splitlines() also split on \f, \v, \x85 and U+2028, so "line N"
+  was not the editor's line N, and an item holding \x85 became a bad line.
 - check_text, as task_create: a 10,000-character line or a NUL is refused here, by line
   number, not by the store halfway through.
 - at most CHECKLIST_MAX + 1 bytes read: a 3 GB file was read whole before being refused.
@@ -41,7 +43,9 @@ ITEM = re.compile(r"[-*+] \[( |x|X)\] (.*)")   # - [ ] text, - [x] text (also * 
 def parse_checklist(text: str) -> list:
     """[(done, subject)] in file order, or ValueError naming the first bad lines by number."""
     items, bad = [], []
-    for number, line in enumerate(text.splitlines(), 1):
+    # Only \n ends a line, as in an editor (not splitlines(): see this module's docstring).
+    for number, line in enumerate(text.split("\n"), 1):
+        line = line.removesuffix("\r")     # a CRLF file's line
         if not line.strip() or line.lstrip().startswith("#"):
             continue
         match = ITEM.fullmatch(line.rstrip())

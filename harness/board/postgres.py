@@ -55,7 +55,7 @@ from urllib.parse import parse_qs, urlsplit
 
 from harness import config
 from harness.errors import SetupError, connect_problem, first_line
-from harness.board import password_in, secrets_in, shown
+from harness.board import password_in, secrets_in, shown, text
 from harness.board.record import DESCRIPTION_MAX, MAX_ID, SUBJECT_MAX, STATUSES, now, task_problem
 
 CONNECT_TIMEOUT = 5           # seconds: a server that does not answer is reported, not waited for
@@ -482,7 +482,7 @@ class PostgresTasks:
         with self._mutex, self._talking(f"read task #{task_id}"):
             row = self._connection().execute(SELECT + " WHERE id = %s", (task_id,)).fetchone()
         if row is None:
-            existing = ", ".join(f"#{i}" for i in self.scan()[0]) or "none yet"
+            existing = text.existing(self.scan()[0], task_id)
             raise ValueError(f"no task #{task_id}; existing tasks: {existing}")
         task, problem = self._task(row)
         if problem:

@@ -4,6 +4,8 @@ Relied on by s07 (every TaskManager answer, the board after a compaction) and by
 /task commands: the lesson decides what can start, graph.py what a task waits for, this module
 words it. Without each piece:
 - line / names (one_line): a newline in a subject or an owner forges a line ("[x] #9 done").
+- existing: "no task #10001" named every id of a board of 10,000 tasks, a 40,381-character
+  error; a big board is named by its count, its lowest and highest ids and the nearest ones.
 - board: a board whose every record is unreadable said "No tasks yet", and a model planned
   all the work again.
 - fit and brief: a board of 10,000 tasks, or one task with a huge title, made the message
@@ -16,6 +18,7 @@ words it. Without each piece:
   person takes it over.
 """
 
+import heapq
 import json
 
 from harness import terminal
@@ -23,10 +26,25 @@ from harness.board.graph import waiting_on
 from harness.board.record import FINISHED, STATUSES
 from harness.excerpt import one_line
 
+# Ids a "no task #N" names: a model picks the right one from 20; every id of 10,000 was 40 kB.
+IDS_NAMED = 20
+
 
 def ids(task_ids: list) -> str:
     """"#1, #2"."""
     return ", ".join(f"#{i}" for i in task_ids)
+
+
+def existing(task_ids, wanted: int) -> str:
+    """The tasks a missing one's error names: "#1, #2, #3" or "none yet"; on a board of more
+    than IDS_NAMED, "999 of them, #1 to #1000; the nearest are ..." (the IDS_NAMED closest to
+    wanted, in order): the model still finds a neighbour it mistyped, in a bounded line."""
+    task_ids = sorted(task_ids)
+    if len(task_ids) <= IDS_NAMED:
+        return ids(task_ids) or "none yet"
+    nearest = heapq.nsmallest(IDS_NAMED, task_ids, key=lambda i: (abs(i - wanted), i))
+    return (f"{len(task_ids):,} of them, #{task_ids[0]} to #{task_ids[-1]}; the nearest are "
+            f"{ids(sorted(nearest))}")
 
 
 def created(task: dict, notes: list) -> str:
