@@ -311,13 +311,13 @@ def summarize(messages: list, run, focus: str, system: str, tools: list) -> str:
     # tool_choice, the prefix would differ, and the API would write it all to the cache again.
     with run.recorder.labelled("summary call"):
         response = s03.ask_model(run, system, tools, view, SUMMARY_MAX_TOKENS)
-    # response.said: the model's words, not the harness's notes for the user.
-    if not response.said:
-        raise ValueError("the summary came back empty")
+    # The model's words (not the harness's notes), or ValueError: none, a refusal, or no
+    # smaller than the view (an endpoint that ignored max_tokens).
+    summary = compaction.summary_of(response, view)
     # Cut short: the transcript holds the rest; the model is told.
     if response.cut:
-        return response.said + "\n[this summary was cut before its end]"
-    return response.said
+        return summary + "\n[this summary was cut before its end]"
+    return summary
 
 
 def ask_at_end(view: list, text: str) -> list:

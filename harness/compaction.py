@@ -15,6 +15,8 @@ request); this module does the rest, for s06 and so s07. Without each piece:
   summary over COMPACT_THRESHOLD will not be compacted again soon; the session page has no mark.
 - save_transcript: two compactions in one second overwrite each other's transcript, a full
   disk leaves one that looks whole, and a link planted at its name receives the conversation.
+- summary_of: a refusal's words ("no"), or a summary longer than the conversation (from an
+  endpoint that ignored max_tokens), became the new history.
 - failed: an API error in the summary call, or a full disk, ends the turn in a traceback.
 - window_guard / fit_to_window: with a window smaller than the threshold (a local model's),
   or with --api-context, layer 2 acts only once a request no longer fits, and then its
@@ -209,6 +211,18 @@ def save(folder: Path, messages: list) -> Path:
     data = data.encode("utf-8")    # text that cannot be stored fails before a file is made
     stamp = time.strftime("%Y%m%d-%H%M%S")
     return writer.numbered(folder, f"transcript_{stamp}", ".jsonl", data, writer.PRIVATE)
+
+
+def summary_of(response, view: list) -> str:
+    """The summary s06 asked for: the model's words, or ValueError if there are none, the
+    model refused, or they are no smaller than the view they would replace."""
+    if not response.said:
+        raise ValueError("the summary came back empty")
+    if response.stop_reason == "refusal":
+        raise ValueError("the model refused to summarise")
+    if tokens.estimate(response.said) >= tokens.estimate(view):
+        raise ValueError("the summary is no smaller than the conversation it replaces")
+    return response.said
 
 
 def failed(exc: Exception, path=None, folder: Path = config.TRANSCRIPTS) -> bool:

@@ -262,9 +262,15 @@ def test_transcripts_are_jsonl_of_plain_data_and_never_overwritten(in_tmp):
     assert [json.loads(line) for line in lines] == history[:1]
 
 
-@pytest.mark.parametrize("answer", [error(400, "prompt is too long"), reply()],
-                         ids=["api-error", "empty"])
-def test_a_failed_summary_loses_nothing(in_tmp, capsys, answer):
+@pytest.mark.parametrize("answer, why", [
+    (error(400, "prompt is too long"), "prompt is too long"),
+    (reply(), "the summary came back empty"),
+    # A refusal's words are no summary; nor is one longer than the conversation, from an
+    # endpoint that ignored max_tokens: each became the new history.
+    (reply(text("no"), stop_reason="refusal"), "the model refused to summarise"),
+    (reply(text("word " * 5000)), "the summary is no smaller than the conversation")],
+    ids=["api-error", "empty", "refused", "bigger-than-the-conversation"])
+def test_a_failed_summary_loses_nothing(in_tmp, capsys, answer, why):
     history = conversation(("bash", {}, LONG))
     before = copy.deepcopy(history)
     with StandInAPI([answer]) as api:
@@ -273,7 +279,7 @@ def test_a_failed_summary_loses_nothing(in_tmp, capsys, answer):
     assert history == before
     assert len(list((in_tmp / ".transcripts").iterdir())) == 1
     err = capsys.readouterr().err
-    assert err.count("compaction failed, history kept") == 1
+    assert err.count("compaction failed, history kept") == 1 and why in words(err), err
 
 
 # ---------------------------------------------------------------- end to end
