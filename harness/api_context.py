@@ -135,8 +135,12 @@ class Setting:
             terminal.show_usage(tokens.usage_counts(step), SUMMARY_LABEL)
             run.recorder.call(step, SUMMARY_LABEL)
         for block in response.content:
-            if block.type == "compaction" and getattr(block, "content", None):
-                _compacted(run, steps, usage, summary_text(block.model_dump(warnings=False)))
+            if block.type != "compaction":
+                continue
+            # As kept() reads it: a block of only white space is a failed compaction.
+            summary = summary_text(block.model_dump(warnings=False))
+            if summary:
+                _compacted(run, steps, usage, summary)
         said = _field(response, "context_management")
         if said is None and not self.unheard:
             self.unheard = True

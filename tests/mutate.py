@@ -202,6 +202,12 @@ MUTATIONS = [
              "    if tokens.estimate(response.said) >= tokens.estimate(view):",
              "    if False:",
              ["tests/test_s06_compact.py::test_a_failed_summary_loses_nothing"]),
+    Mutation("a blank compaction block is reported as done and as failed",
+             "harness/api_context.py",
+             "            if summary:\n                _compacted(run, steps, usage, summary)",
+             "            if True:\n                _compacted(run, steps, usage, summary)",
+             ["tests/test_api_context.py::test_a_compaction_block_with_a_blank_summary_is_said_"
+              "to_have_failed_only"]),
     Mutation("pydantic's serializer warnings reach the terminal", "harness/model_call.py",
              "stream.close) as self.watch, quiet_serializer():",
              "stream.close) as self.watch, contextlib.nullcontext():",

@@ -697,3 +697,17 @@ def test_continue_with_clear_of_a_session_the_api_compacted_goes_on_from_the_sum
     assert first == {"role": "user", "content": [text(api_context.AS_TEXT + SUMMARY)]}
     assert ("it goes on from that summary, sent as plain text; add --api-context compact to "
             "let the API compact it again") in words(proc.stderr)
+
+
+@pytest.mark.parametrize("content", ["   ", [text("  ")]], ids=["blank", "blank-blocks"])
+def test_a_compaction_block_with_a_blank_summary_is_said_to_have_failed_only(run_lesson,
+                                                                           content):
+    """A block holding only white space was reported as a compaction and as a failed one, and
+    the page counted a compaction with no summary."""
+    usage = {"input_tokens": 900, "output_tokens": 5}
+    proc, api = run_lesson("s06_compact", "--api-context", "compact", "go",
+                           script=[compacting(content, usage)], in_process=True)
+    assert proc.returncode == 0 and proc.stdout.strip() == "Done.", proc.stderr
+    said = words(proc.stderr)
+    assert "the API's compaction failed (its block holds no summary)" in said
+    assert "the API compacted the conversation" not in said
