@@ -20,6 +20,7 @@ small models. Without each piece:
   emoji) go into the history, and every later request is refused or cannot be encoded.
 - a cut call (max_tokens, or a stream closed before message_delta): running it writes half
   a file. It is left out; the next message tells the model, or, alone, the answer says so.
+- the block count: blocks that share an index run a call with the input of none.
 - stop_reason "tool_use" exactly when a complete call is in the reply: end_turn beside a
   call loses it; tool_use beside none sends an empty user message, which the API refuses. A
   refusal runs none of its calls, shows the API's explanation (stop_details), and answers a
@@ -125,6 +126,7 @@ class Guard:
         self.ended = False          # message_delta or message_stop arrived: the reply is whole
         self.answer_type = "no type"
         self.last = None            # the type of the last event the SDK handed on
+        self.blocks = 0             # content blocks started: the next one's index
         self.watch = None
 
     def __enter__(self) -> "Guard":
@@ -154,6 +156,14 @@ class Guard:
     def _show(self, event) -> None:
         self.began = True
         self.last = event.type
+        # The SDK puts a delta into the block its index names: blocks that share an index (a
+        # gateway's every 0) would pour a call's input into the text before it.
+        if event.type == "content_block_start":
+            if event.index != self.blocks:
+                raise EndpointError(errors.malformed(self.where, "a content_block_start of "
+                                                     f"index {event.index} where {self.blocks} "
+                                                     "was next"))
+            self.blocks += 1
         if event.type in CONTENT:
             self.watch.progress()
         if event.type in ("message_delta", "message_stop"):

@@ -208,6 +208,11 @@ MUTATIONS = [
              "            if True:\n                _compacted(run, steps, usage, summary)",
              ["tests/test_api_context.py::test_a_compaction_block_with_a_blank_summary_is_said_"
               "to_have_failed_only"]),
+    Mutation("blocks that share an index run a call without its input", "harness/model_call.py",
+             "            if event.index != self.blocks:",
+             "            if False:",
+             [STREAMS + "::test_blocks_that_share_an_index_are_one_line_not_a_call_run_without_"
+                        "its_input"]),
     Mutation("pydantic's serializer warnings reach the terminal", "harness/model_call.py",
              "stream.close) as self.watch, quiet_serializer():",
              "stream.close) as self.watch, contextlib.nullcontext():",

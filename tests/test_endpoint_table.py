@@ -198,14 +198,17 @@ ROWS = {
          S + "test_a_call_runs_only_from_a_reply_that_reached_its_end",
          S + "test_a_text_reply_cut_off_keeps_what_arrived_and_says_it_was_cut",
          S + "test_whatever_block_a_stream_ended_in_the_next_request_is_accepted"],
-    "a stream that breaks the rules: a delta before its block, a `tool_use` without an id, a "
-    "`null` text, data that is not JSON, tool input whose JSON the SDK cannot parse "
+    "a stream that breaks the rules: a delta before its block, blocks that share an index (a "
+    "gateway's every `0`), a `tool_use` without an id, a `null` text or one that is not a "
+    "string, data that is not JSON, tool input whose JSON the SDK cannot parse "
     "(`{'command': 'ls'}`, a weak model's passed on by a gateway), an `error` event, a "
     "`stop_reason` that is not a word":
         [S + "test_a_stream_that_breaks_the_rules_is_one_line_naming_what_it_sent",
          S + "test_data_not_json_an_error_event_or_no_event_at_all_is_one_line",
          S + "test_after_a_malformed_stream_the_repl_keeps_the_conversation",
-         S + "test_a_stop_reason_sent_as_an_object_is_one_line_naming_the_endpoint"],
+         S + "test_a_stop_reason_sent_as_an_object_is_one_line_naming_the_endpoint",
+         S + "test_blocks_that_share_an_index_are_one_line_not_a_call_run_without_its_input",
+         S + "test_a_text_block_whose_text_is_not_a_string_is_one_line_naming_the_endpoint"],
     "a delta for another kind of block, a `null` text with no delta":
         [S + "test_a_delta_the_sdk_skips_or_a_null_text_alone_costs_nothing_but_the_cut"],
     "event and delta types nobody knows, a `message_delta` without `usage`":

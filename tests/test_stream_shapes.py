@@ -179,7 +179,7 @@ MALFORMED = [
     ([START, *text_block(0, "hi"), block_stop(3), *ended("end_turn")],
      " (after a text event: IndexError"),
     ([START, *text_block(1, "hi"), block_stop(1), *ended("end_turn")],
-     " (after a content_block_start event: IndexError"),
+     ": it sent a content_block_start of index 1 where 0 was next"),
     ([*text_block(0, "hi"), block_stop(0), *ended("end_turn")],
      ": it sent no message_start (the answer was text/event-stream)"),
     ([{"type": "message_start", "message": None}, *ended("end_turn")],
@@ -406,3 +406,17 @@ def test_message_start_content_that_is_not_blocks_is_one_line_naming_the_endpoin
     assert messages(err) == [f"error: the endpoint at {api.url} did not answer like the "
                              "Messages API: it sent a content item that is not a block: "
                              '"hello"'], err
+
+
+def test_blocks_that_share_an_index_are_one_line_not_a_call_run_without_its_input(run_main):
+    """A gateway that numbered every block 0: the SDK's stream put the call's input into the
+    text block before it, and the call ran with {} ("missing required argument 'command'",
+    which the model had sent)."""
+    events = [START, *text_block(0, "I will run it"), block_stop(0),
+              *tool_block(0, "bash", "toolu_z", '{"command": "echo ZERO"}'), block_stop(0),
+              *ended("tool_use")]
+    code, out, err, api = run_main(s03_todo, "hi", script=[stream(*events)])
+    assert code == 1 and len(api.requests) == 1, err
+    assert messages(err)[-1] == (f"error: the endpoint at {api.url} did not answer like the "
+                                 "Messages API: it sent a content_block_start of index 0 "
+                                 "where 1 was next"), err
