@@ -314,7 +314,7 @@ def make_client(base_url=None, api_key=None, secrets=None):
         check_base_url(url)
     timeout = api_timeout()
     options = dict(api_key=api_key, auth_token=auth_token, base_url=url, max_retries=MAX_RETRIES,
-                   timeout=anthropic.Timeout(timeout, connect=min(10.0, timeout)))
+                   timeout=anthropic.Timeout(timeout, connect=min(errors.CONNECT_TIMEOUT, timeout)))
     # A local server: never through HTTP_PROXY or ALL_PROXY.
     local = bool(url) and urlsplit(url).hostname in LOOPBACK
     options["http_client"] = _http_client(trust_env=not local)

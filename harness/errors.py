@@ -11,7 +11,8 @@ return them to the model, the board and model_call raise them. Without each piec
 - describe_api_error: a traceback instead of one line saying what to fix; a base URL ending in
   /v1 (the SDK adds /v1/messages) gets a 404 blamed on MODEL_ID; a server that is not the
   Messages API (python -m http.server: 501 and HTML) is told to try again later; one that
-  redirects in a loop is told to check the network.
+  redirects in a loop is told to check the network; one that never opens a connection (an
+  https:// URL to a plain server) is told to raise API_TIMEOUT, which changes nothing.
 - _shown: a gateway's password (http://alice:PW@host) is printed in every line naming it.
 - _error_message: a proxy's half-megabyte error is printed as one line; DETAIL_MAX cuts it.
 - reason: "[Errno 28]" where "the disk is full" says what to do.
@@ -32,6 +33,8 @@ from harness.sdk import anthropic, httpx
 # Statuses the Messages API never answers with: nothing serves POST at that address (python -m
 # http.server answers 501). Retrying will not change that.
 NEVER_FROM_THE_API = (405, 501)
+# Seconds to open a connection (at most API_TIMEOUT): a reachable server connects in far less.
+CONNECT_TIMEOUT = 10.0
 # Characters of an endpoint's own message in a line: a proxy's may be a page of stack trace.
 DETAIL_MAX = 300
 
@@ -76,6 +79,13 @@ def describe_api_error(exc, where: str, timeout: float, model: str) -> str:
     where = _shown(where).rstrip("/")
     status = getattr(exc, "status_code", None)
     detail = _error_message(exc)
+    if isinstance(exc, anthropic.APITimeoutError) and isinstance(exc.__cause__,
+                                                                 httpx.ConnectTimeout):
+        # No connection (a TLS handshake never answered, say): API_TIMEOUT past the connect
+        # timeout would change nothing.
+        return (f"could not connect to the API at {where} within "
+                f"{min(timeout, CONNECT_TIMEOUT):g}s, even after retries: check "
+                "ANTHROPIC_BASE_URL (http or https?) and your network")
     if isinstance(exc, anthropic.APITimeoutError):
         return (f"the API at {where} did not answer within API_TIMEOUT={timeout:g}s, even after "
                 "retries: try again later, or raise API_TIMEOUT for a slow model")

@@ -213,6 +213,11 @@ MUTATIONS = [
              "            if False:",
              [STREAMS + "::test_blocks_that_share_an_index_are_one_line_not_a_call_run_without_"
                         "its_input"]),
+    Mutation("a connection that never opens is blamed on API_TIMEOUT", "harness/errors.py",
+             "    if isinstance(exc, anthropic.APITimeoutError) and isinstance(exc.__cause__,",
+             "    if False and isinstance(exc.__cause__,",
+             ["tests/test_cli.py::test_a_connection_that_never_opens_is_not_blamed_on_api_"
+              "timeout"]),
     Mutation("pydantic's serializer warnings reach the terminal", "harness/model_call.py",
              "stream.close) as self.watch, quiet_serializer():",
              "stream.close) as self.watch, contextlib.nullcontext():",

@@ -772,3 +772,19 @@ def test_output_to_a_full_disk_is_one_line_not_a_traceback(workdir, lesson, args
     assert "Traceback" not in proc.stderr and "Exception ignored" not in proc.stderr
     assert messages(proc.stderr)[-1] == ("error: the output could not be written: the disk is "
                                          "full"), proc.stderr
+
+
+def test_a_connection_that_never_opens_is_not_blamed_on_api_timeout(run_main):
+    """https:// to a server that accepts and never answers the TLS handshake: the connect
+    timeout fires, which a bigger API_TIMEOUT (past 10 s) would not change."""
+    import socket
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen()
+        url = f"https://127.0.0.1:{silent.getsockname()[1]}"
+        code, out, err, api = run_main(s03_todo, "hi", env={"ANTHROPIC_BASE_URL": url,
+                                                            "API_TIMEOUT": "1"})
+    assert code == 1 and api.requests == [], err
+    assert messages(err) == [f"error: could not connect to the API at {url} within 1s, even "
+                             "after retries: check ANTHROPIC_BASE_URL (http or https?) and "
+                             "your network"], err
