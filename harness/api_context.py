@@ -170,18 +170,21 @@ class Setting:
             return None
         return self.after
 
-    def refused(self, line: str, exc) -> str:
+    def refused(self, line: str, exc, saved: bool) -> str:
         """The line for an API error; for a 400 (or a proxy's 422) that names the beta or its
-        fields, with the way on (run without --api-context)."""
+        fields, with the way on (run without --api-context; with --continue when the session
+        log holds this conversation: else it would resume an older one)."""
         beta = BETAS[self.mode]
         words = [beta, "context_management", "anthropic-beta", "compaction", *EDITS.values()]
         if getattr(exc, "status_code", None) not in (400, 422):
             return line
         if not any(word in str(exc) for word in words):
             return line
+        way_on = "run without --api-context"
+        if saved:
+            way_on += " (add --continue to go on with this conversation)"
         return (f"{line}: this endpoint does not take the API's context management ({beta}); "
-                "run without --api-context (add --continue to go on with this conversation), "
-                "and the harness's own layers manage the context")
+                f"{way_on}, and the harness's own layers manage the context")
 
 
 class _Client:

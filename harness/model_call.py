@@ -188,7 +188,7 @@ class Guard:
                 return errors.error_event(exc, self.where)
             line = config.api_error_line(exc, client)
             if self.run.api_context is not None:       # a beta the endpoint does not take
-                line = self.run.api_context.refused(line, exc)
+                line = self.run.api_context.refused(line, exc, self.run.log.holds_messages)
             return line
         if isinstance(exc, anthropic.APIError):
             return config.api_error_line(exc, client)

@@ -218,6 +218,12 @@ MUTATIONS = [
              "    if False and isinstance(exc.__cause__,",
              ["tests/test_cli.py::test_a_connection_that_never_opens_is_not_blamed_on_api_"
               "timeout"]),
+    Mutation("a refused beta sends a new session's user to --continue an older one",
+             "harness/api_context.py",
+             "        if saved:",
+             "        if True:",
+             ["tests/test_api_context.py::test_an_endpoint_that_refuses_the_beta_is_one_line_and_"
+              "exit_1"]),
     Mutation("pydantic's serializer warnings reach the terminal", "harness/model_call.py",
              "stream.close) as self.watch, quiet_serializer():",
              "stream.close) as self.watch, contextlib.nullcontext():",

@@ -87,6 +87,11 @@ class SessionLog:
             log.append(message)
         return log
 
+    @property
+    def holds_messages(self) -> bool:
+        """Whether a message of this session is recorded: --continue would resume it."""
+        return bool(self._recorded)
+
     def append(self, message: dict) -> None:
         """One message, one line, one write."""
         self._write_record(message)
