@@ -4,13 +4,14 @@ s03's run_read, run_write and run_edit (and so s06's and s07's) are a few lines 
 Without each piece:
 - inside(): a model's "../../etc/passwd", or a symlink out of the folder, is read or
   overwritten. (bash can still do anything you can: this stops accidents; it is no sandbox.)
+  A path of 5,000 characters came back whole in its error, three times on the terminal.
 - open_regular(): read_file on a FIFO hangs, a link to /dev/zero fills the memory, and a folder
   is "no such file"; with follow=False (the harness's own files) a link is not opened at all.
 - read_lines(): `limit=10` on a 2 GB file reads all of it, a binary file reaches the model as
   NULs, a read the cap cuts again skips lines for good, and a sparse file's hole is read whole.
 - write_and_note(), through harness/writer.py: a full disk leaves half a file, a file the
-  user made read-only is replaced, and the model is not told what of the old file (its
-  owner, its attributes) was lost.
+  user made read-only is replaced, "new/" makes a file named new, and the model is not told
+  what of the old file (its owner, its attributes) was lost.
 - edit_text(): a one-line edit of a CRLF file turns every line ending into LF.
 - encode(): a lone surrogate from a model's JSON leaves an empty file behind.
 - reason(): "[Errno 28]" where "the disk is full" says what to do.
@@ -33,10 +34,15 @@ EDIT_MAX = 10_000_000        # bytes: edit_file holds the whole file in memory; 
 READ_ON = "read on with offset="   # how a read that stops before the end says so (layer 1 reads it)
 NOTES_ROOM = 200             # characters of read_file's cap kept for its closing notes
 CUT_STEP = 20_000            # characters of a long line a note says to read at once: within the cap
+PATH_MAX = 4096              # characters: Linux's longest path; a longer one cannot be a file's
 
 
 def inside(folder: Path, path: str) -> Path:
-    """`path` resolved (following symlinks) under `folder`, or ValueError if it leaves it."""
+    """`path` resolved (following symlinks) under `folder`, or ValueError if it leaves it (or
+    is longer than any path the system takes: the error would repeat it whole)."""
+    if len(path) > PATH_MAX:
+        raise ValueError(f"the path is {len(path):,} characters long, more than a path may be "
+                         f"({PATH_MAX:,}); give a shorter one")
     resolved = (folder / path).resolve()
     if not resolved.is_relative_to(folder):
         raise ValueError(f"path {path!r} is outside the workspace {folder}; use a path inside it")
@@ -237,13 +243,16 @@ def write_and_note(path: Path, content, shown: str, field: str = "content") -> t
     The new file (writer.replace) keeps the old one's mode, and its owner, group and extended
     attributes as far as this process may set them. A hard link to the old file is broken.
     """
+    if shown.endswith("/"):                 # "new/": a folder's name, never a file's
+        raise ValueError(f"{shown} ends in /, so it names a folder; give a file's path")
     data = content if isinstance(content, bytes) else encode(content, field)
     try:
         was = _regular_or_none(path, shown)  # in the try: a file in the way of a folder, in words
         before = writer.attributes(path) if was else {}
         made = writer.replace(path, data, None if was is None else stat.S_IMODE(was.st_mode))
     except OSError as exc:
-        kept = "the file is unchanged" if path.exists() else "nothing was written"
+        # os.path.exists, not Path.exists: a name too long for the system is False, not raised.
+        kept = "the file is unchanged" if os.path.exists(path) else "nothing was written"
         raise ValueError(f"could not write {shown}: {reason(exc)}; {kept}") from None
     return len(data), _not_kept(was, made, before, writer.attributes(path))
 

@@ -224,6 +224,26 @@ MUTATIONS = [
              "        if True:",
              ["tests/test_api_context.py::test_an_endpoint_that_refuses_the_beta_is_one_line_and_"
               "exit_1"]),
+    Mutation("an invisible direction mark reaches the terminal", "harness/clean.py",
+             '"\\x00-\\x08\\x0b-\\x1f\\x7f-\\x9f\\u061c\\u200e\\u200f\\u202a',
+             '"\\x00-\\x08\\x0b-\\x1f\\x7f-\\x9f\\u202a',
+             ["tests/test_terminal.py::test_printable_escapes_control_characters_and_keeps_"
+              "newlines_and_tabs"]),
+    Mutation("a 5,000-character path comes back whole in its error", "harness/files.py",
+             "    if len(path) > PATH_MAX:",
+             "    if False:",
+             ["tests/test_hostile_files.py::test_a_path_longer_than_any_the_system_takes_is_"
+              "refused_without_repeating_it"]),
+    Mutation("write_file to new/ makes a file named new", "harness/files.py",
+             '    if shown.endswith("/"):',
+             "    if False:",
+             ["tests/test_hostile_files.py::test_write_file_to_a_path_ending_in_a_slash_makes_no_"
+              "file"]),
+    Mutation("a file name over 255 bytes is a raw OSError from write_file", "harness/files.py",
+             '"the file is unchanged" if os.path.exists(path) else',
+             '"the file is unchanged" if path.exists() else',
+             ["tests/test_hostile_files.py::test_a_file_name_over_255_bytes_is_refused_in_words_"
+              "by_every_file_tool"]),
     Mutation("pydantic's serializer warnings reach the terminal", "harness/model_call.py",
              "stream.close) as self.watch, quiet_serializer():",
              "stream.close) as self.watch, contextlib.nullcontext():",

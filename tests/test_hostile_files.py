@@ -232,6 +232,32 @@ def test_a_long_non_ascii_file_name_the_system_takes_can_be_written_and_edited(n
     assert os.listdir() == [name]                   # no temporary file left
 
 
+def test_a_file_name_over_255_bytes_is_refused_in_words_by_every_file_tool():
+    """write_file's refusal was the raw OSError, with the whole absolute path in it."""
+    name = "a" * 300
+    for call in (dict(name="write_file", path=name, content="x"),
+                 dict(name="edit_file", path=name, old_text="x", new_text="y"),
+                 dict(name="read_file", path=name)):
+        out, is_error = tool(**call)
+        assert is_error and "the file name is too long" in out, out
+        assert "[Errno" not in out and os.getcwd() not in out, out
+    assert os.listdir() == []
+
+
+def test_a_path_longer_than_any_the_system_takes_is_refused_without_repeating_it():
+    """A 5,000-character path came back whole in the error, three times on the terminal."""
+    out, is_error = tool("read_file", path="c/" * 2500)
+    assert is_error and len(out) < 300, out
+    assert "5,000 characters" in out
+
+
+def test_write_file_to_a_path_ending_in_a_slash_makes_no_file():
+    """"new/" names a folder: a file named new was made, and "Wrote 1 bytes to new/" said."""
+    out, is_error = tool("write_file", path="new/", content="x")
+    assert is_error and "new/ ends in /" in out, out
+    assert os.listdir() == []
+
+
 # ---------------------------------------------------------------- errors in words
 
 @pytest.mark.parametrize("name, words", [

@@ -38,6 +38,8 @@ def test_printable_escapes_control_characters_and_keeps_newlines_and_tabs():
                      " over\\x0dwritten")
     # a right-to-left override makes "rm -rf ~ #txt.exe" read as "rm -rf ~ #exe.txt"
     assert terminal.printable("rm -rf ~ #\u202etxt.exe") == "rm -rf ~ #\\u202etxt.exe"
+    # The invisible direction marks, too: RLM, LRM and the Arabic letter mark.
+    assert terminal.printable("a\u200fb\u200ec\u061cd") == "a\\u200fb\\u200ec\\u061cd"
     plain = "plain text, café, 日本, emoji 😀"
     assert terminal.printable(plain) == plain
 
