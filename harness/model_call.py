@@ -152,6 +152,11 @@ class Guard:
                 if stream.current_message_snapshot.stop_reason is None:
                     raise
                 self.ended = True
+            except json.JSONDecodeError:
+                # After message_stop, a gateway's "data: [DONE]" (OpenAI's end): the reply
+                # is whole.
+                if self.last != "message_stop":
+                    raise
 
     def _show(self, event) -> None:
         self.began = True

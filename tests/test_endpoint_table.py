@@ -211,8 +211,10 @@ ROWS = {
          S + "test_a_text_block_whose_text_is_not_a_string_is_one_line_naming_the_endpoint"],
     "a delta for another kind of block, a `null` text with no delta":
         [S + "test_a_delta_the_sdk_skips_or_a_null_text_alone_costs_nothing_but_the_cut"],
-    "event and delta types nobody knows, a `message_delta` without `usage`":
-        [S + "test_unknown_types_and_a_message_delta_without_usage_do_no_harm"],
+    "event and delta types nobody knows, a `message_delta` without `usage`, a `data: [DONE]` "
+    "after `message_stop` (OpenAI's end of stream)":
+        [S + "test_unknown_types_and_a_message_delta_without_usage_do_no_harm",
+         S + "test_a_done_sentinel_after_a_whole_reply_is_ignored"],
     "an answer that is not the Messages API at all (`python -m http.server`: 501 and an HTML "
     "page; a 405; a 404 that is not the API's JSON)":
         [U + "test_python_m_http_server_is_one_line_naming_it_and_what_it_sent",

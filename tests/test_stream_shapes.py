@@ -420,3 +420,18 @@ def test_blocks_that_share_an_index_are_one_line_not_a_call_run_without_its_inpu
     assert messages(err)[-1] == (f"error: the endpoint at {api.url} did not answer like the "
                                  "Messages API: it sent a content_block_start of index 0 "
                                  "where 1 was next"), err
+
+
+def test_a_done_sentinel_after_a_whole_reply_is_ignored(run_main):
+    """Some gateways end an SSE stream as OpenAI's does, with data: [DONE], after the reply's
+    message_stop: the whole reply was thrown away, "data that is not JSON"."""
+    events = sse(START, *text_block(0, "all here"), block_stop(0), *ended("end_turn"))
+    done = raw(200, events + "event: done\ndata: [DONE]\n\n", "text/event-stream")
+    code, out, err, api = run_main(s03_todo, "hi", script=[done])
+    assert code == 0 and out.strip() == "all here", err
+
+
+def test_data_that_is_not_json_before_the_reply_ends_is_still_one_line(run_main):
+    events = sse(START, *text_block(0, "half")) + "event: done\ndata: [DONE]\n\n"
+    code, out, err, api = run_main(s03_todo, "hi", script=[raw(200, events, "text/event-stream")])
+    assert code == 1 and "an event whose data is not JSON: [DONE]" in words(err), err
