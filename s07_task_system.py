@@ -174,7 +174,7 @@ class TaskManager:
         """blocked + add, each checked: it exists, is not deleted, is not tid, closes no
         cycle. A finished one is not added, only noted. (blockers, notes), or ValueError."""
         blocked, notes = list(blocked), []
-        # For the cycle check (does dep wait for tid, at any depth?), read once; a new task closes none.
+        # Read once for the cycle check (does dep wait for tid?); a new task can close none.
         board = self.store.scan(validate=True)[0] if tid is not None and add else {}
         for dep in record.ids(add):
             other = self.store.load(dep)
