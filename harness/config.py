@@ -8,7 +8,8 @@ Relied on by all three lessons (through cli.run_cli) and by the tests. Without e
 - _read_env: a .env a secrets manager serves as a FIFO (1Password Environments does) is
   skipped, or hangs the start when nobody serves it; one that is a folder or a socket is
   passed over unsaid.
-- no_key_message: the error says to put the key in ./.env, wherever it was looked for.
+- no_key_message: the error says to put the key in ./.env, wherever it was looked for; to a
+  learner who copied .env.example and left its key empty, it says to copy it.
 - child_env and hide_from_commands: `env` shows the model (and so the API) the API key, the
   board's password (TASK_BOARD, or a DATABASE_URL or PGPASSWORD that holds it), a copy of the
   key under another name, and a gateway's password in ANTHROPIC_BASE_URL (http://alice:PW@host)
@@ -119,7 +120,14 @@ def env_files() -> list:
 
 
 def no_key_message() -> str:
-    """What to do without a key, naming every .env looked in."""
+    """What to do without a key, naming every .env looked in, or the one that sets the key to
+    nothing (a copy of .env.example not filled in)."""
+    empty = _empty_key_in()
+    if empty is not None:
+        shown = "./.env" if empty == Path.cwd() / ".env" else str(empty)
+        return (f"no model to talk to: ANTHROPIC_API_KEY in {shown} is empty: put your key after "
+                "its = (any value will do for a local server at ANTHROPIC_BASE_URL), or try "
+                "--demo, which needs no key")
     places = ["your environment"]
     for path in env_files():
         places.append("./.env" if path == Path.cwd() / ".env" else str(path))
@@ -127,6 +135,21 @@ def no_key_message() -> str:
     return (f"no model to talk to: set ANTHROPIC_API_KEY in {where} (copy .env.example; any "
             "value will do for a local server at ANTHROPIC_BASE_URL), or try --demo, which "
             "needs no key")
+
+
+def _empty_key_in() -> Path | None:
+    """The first .env looked in whose ANTHROPIC_API_KEY is set to nothing, or None. Only a
+    regular file is read again (a FIFO's secrets manager serves it once)."""
+    for path in env_files():
+        if not path.is_file():
+            continue
+        try:
+            values = dotenv_values(path, encoding="utf-8")
+        except (OSError, ValueError):           # load_env has said what is wrong with it
+            continue
+        if "ANTHROPIC_API_KEY" in values and not (values["ANTHROPIC_API_KEY"] or "").strip():
+            return path
+    return None
 
 
 def _read_env(path: Path) -> bytes | None:

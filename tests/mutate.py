@@ -252,6 +252,11 @@ MUTATIONS = [
              '                if self.last != "message_stop":\n                    raise',
              '                if False:\n                    raise',
              [STREAMS + "::test_data_that_is_not_json_before_the_reply_ends_is_still_one_line"]),
+    Mutation("a .env copied from the example with its key empty is not named", "harness/config.py",
+             "    empty = _empty_key_in()\n",
+             "    empty = None\n",
+             ["tests/test_setup.py::test_a_dotenv_copied_from_the_example_and_not_filled_in_is_"
+              "named_as_empty"]),
     Mutation("pydantic's serializer warnings reach the terminal", "harness/model_call.py",
              "stream.close) as self.watch, quiet_serializer():",
              "stream.close) as self.watch, contextlib.nullcontext():",

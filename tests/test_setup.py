@@ -311,3 +311,15 @@ def test_the_sdks_own_http_library_is_the_one_told_apart_when_classic_httpx_is_t
                           env={**os.environ, "PYTHONPATH": f"{tmp_path}:{ROOT}"},
                           capture_output=True, text=True, timeout=120)
     assert proc.stdout.strip() == "True", proc.stderr
+
+
+def test_a_dotenv_copied_from_the_example_and_not_filled_in_is_named_as_empty(lessons, workdir):
+    """`cp .env.example .env`, as the README says, leaves ANTHROPIC_API_KEY= empty: the error
+    told the learner to copy the file they had just copied."""
+    shutil.copy(ROOT / ".env.example", lessons / ".env")
+    proc, api = run_from_scratch(lessons, workdir)
+    assert proc.returncode == 1 and api.requests == [], proc.stderr
+    assert words(proc.stderr) == (
+        f"error: no model to talk to: ANTHROPIC_API_KEY in {lessons / '.env'} is empty: put "
+        "your key after its = (any value will do for a local server at ANTHROPIC_BASE_URL), or "
+        "try --demo, which needs no key")
