@@ -31,7 +31,8 @@ Relied on by all three lessons: each main() hands its Lesson to run_cli, which m
 - --continue and the session log: a stopped run cannot be resumed; its work is redone.
 - before_prompt (s07's live board): a person at the REPL does not see what other agents did.
 - end_of_run and bash.signals_raise: no session total nor page at the end of a run, nor when
-  the terminal is closed (SIGHUP) or the run killed politely (SIGTERM).
+  the terminal is closed (SIGHUP, and every write after it fails) or the run killed politely
+  (SIGTERM); a Ctrl-C while the page is written is a traceback.
 - _closed_streams_to_devnull: a run started with stdout closed ends in a traceback.
 - a new Run for every run: a second main() in one process (a test) counts and logs on the
   first one's.
@@ -138,6 +139,9 @@ def run_cli(lesson: Lesson, argv: list = None) -> int:
         if exc.errno not in OUTPUT_LOST:
             raise
         return _output_lost(exc)
+    except KeyboardInterrupt:       # Ctrl-C after q, while the page is written (it is not)
+        terminal.show_error("interrupted")
+        return 130
 
 
 def _output_lost(exc: OSError) -> int:
@@ -550,11 +554,14 @@ def end_of_run(run: Run) -> None:
     """The run closed (its log, its pins), then its total and its page (session/page.py)."""
     run.screen.release()            # a usage line held for an answer that never came
     run.close()
-    terminal.show_session(run.recorder.data)
+    # A terminal window closed (SIGHUP) fails every later write (EIO): the page is made even so.
+    with contextlib.suppress(OSError):
+        terminal.show_session(run.recorder.data)
     # The page is loaded only here, at the end of a run that made a call.
     if run.recorder.data.totals["calls"]:
         from harness.session import page
-        page.end_of_run(run.recorder, screen=run.screen)
+        with contextlib.suppress(OSError):      # the line naming it, to a closed terminal
+            page.end_of_run(run.recorder, screen=run.screen)
 
 
 def _run_demo(lesson: Lesson, run: Run):

@@ -257,6 +257,16 @@ MUTATIONS = [
              "    empty = None\n",
              ["tests/test_setup.py::test_a_dotenv_copied_from_the_example_and_not_filled_in_is_"
               "named_as_empty"]),
+    Mutation("a closed terminal window loses the session page", "harness/cli.py",
+             "    with contextlib.suppress(OSError):\n        terminal.show_session(",
+             "    if True:\n        terminal.show_session(",
+             ["tests/test_run_ends.py::test_a_terminal_window_closed_at_the_prompt_still_writes_"
+              "the_page"]),
+    Mutation("Ctrl-C while the page is written is a traceback", "harness/cli.py",
+             "    except KeyboardInterrupt:       # Ctrl-C after q",
+             "    except ZeroDivisionError:       # Ctrl-C after q",
+             ["tests/test_run_ends.py::test_ctrl_c_while_the_page_is_written_after_q_is_one_"
+              "line"]),
     Mutation("pydantic's serializer warnings reach the terminal", "harness/model_call.py",
              "stream.close) as self.watch, quiet_serializer():",
              "stream.close) as self.watch, contextlib.nullcontext():",

@@ -57,6 +57,33 @@ def test_a_closed_terminal_or_a_kill_at_the_prompt_writes_the_page_and_the_total
     assert list((workdir / ".transcripts").glob("session_s03_*.html"))
 
 
+@pytest.mark.skipif(sys.platform == "win32", reason="no pseudo-terminals on Windows")
+def test_a_terminal_window_closed_at_the_prompt_still_writes_the_page(workdir):
+    """The window closed, not only signalled: the kernel sends SIGHUP and every later write to
+    the terminal fails (EIO). The total's line failed first, and the page was never written."""
+    import pty
+    from helpers import forking
+    with StandInAPI([reply(text("first answer"))]) as api:
+        env = clean_env(workdir.parent / "home", ANTHROPIC_BASE_URL=api.url,
+                        ANTHROPIC_API_KEY="test-key", TERM="xterm")
+        with forking():
+            pid, terminal = pty.fork()      # the program's own session and terminal, as in a window
+        if pid == 0:
+            os.chdir(workdir)
+            os.execve(sys.executable, lesson_command("s03_todo"), env)
+        shown = b""
+        while shown.count(PROMPT.encode()) < 1:
+            shown += os.read(terminal, 4096)
+        os.write(terminal, b"hello\r")
+        while shown.count(PROMPT.encode()) < 2:
+            shown += os.read(terminal, 4096)
+        os.close(terminal)                  # the terminal window is closed
+        _, status = os.waitpid(pid, 0)
+    assert b"first answer" in shown
+    assert os.waitstatus_to_exitcode(status) == 128 + signal.SIGHUP
+    assert list((workdir / ".transcripts").glob("session_s03_*.html"))
+
+
 def test_a_closed_stdout_is_no_traceback_after_the_work_is_done(workdir):
     """`python s06_compact.py "write it" >&-`: the file is written, and the run ends quietly."""
     script = [reply(tool("write_file", {"path": "it.txt", "content": "done\n"})),
@@ -86,3 +113,20 @@ def test_a_kill_during_the_demo_writes_the_page_and_the_total(run_main, workdir,
     assert code == 143 and "Traceback" not in err
     assert "[session: " in words(err) and "[session page: demo/.transcripts/session_s06_" in err
     assert list((workdir / "demo" / ".transcripts").glob("session_s06_*.html"))
+
+
+def test_ctrl_c_while_the_page_is_written_after_q_is_one_line(run_main, monkeypatch):
+    """A long session's page takes a moment to write after q; a Ctrl-C then ended in a
+    traceback (status -2)."""
+    from harness.session import page
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+    monkeypatch.setattr(page, "write_page", interrupted)
+    import s03_todo
+    try:
+        code, out, err, api = run_main(s03_todo, stdin="hi\nq\n", script=[reply(text("hello"))])
+    except KeyboardInterrupt:
+        pytest.fail("the Ctrl-C escaped main(): a traceback for the user")
+    assert code == 130 and "Traceback" not in err, err
+    assert err.rstrip().endswith("error: interrupted") and "hello" in out
