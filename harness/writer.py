@@ -261,6 +261,11 @@ def open_numbered(path: Path, stem: str, suffix: str, mode: int = PRIVATE) -> tu
     raise FileExistsError(f"{path} already holds {MOST_NUMBERS} files named {stem}_<n>{suffix}")
 
 
+def open_appending(path: Path) -> int:
+    """A file numbered() just made, open for appending: a link put in its place is refused."""
+    return os.open(path, os.O_WRONLY | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC)
+
+
 def open_new_in(where: int, name: str, mode: int = PRIVATE) -> int:
     """A new, empty where/name, open for appending (FileExistsError if the name is taken)."""
     fd = os.open(name, NEW_FILE | os.O_APPEND, PRIVATE, dir_fd=where)

@@ -267,6 +267,15 @@ MUTATIONS = [
              "    except ZeroDivisionError:       # Ctrl-C after q",
              ["tests/test_run_ends.py::test_ctrl_c_while_the_page_is_written_after_q_is_one_"
               "line"]),
+    Mutation("--continue copies the history line by line into its final name",
+             "harness/session/log.py",
+             '        data = b"".join(_line(record) for record in records)\n',
+             "        cut = cls.start(folder)\n"
+             "        for record in records:\n"
+             "            cut._write_record(record)\n"
+             '        data = b"".join(_line(record) for record in records)\n',
+             ["tests/test_session_log.py::test_a_continue_stopped_while_it_copies_the_history_"
+              "leaves_no_cut_copy"]),
     Mutation("pydantic's serializer warnings reach the terminal", "harness/model_call.py",
              "stream.close) as self.watch, quiet_serializer():",
              "stream.close) as self.watch, contextlib.nullcontext():",

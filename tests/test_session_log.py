@@ -343,9 +343,9 @@ def test_continue_where_no_new_file_can_be_made_resumes_without_a_log(tmp_path, 
         old.append(message)
     old.close()
 
-    def read_only(folder=None):
+    def read_only(*args, **kwargs):
         raise PermissionError(13, "Permission denied")
-    monkeypatch.setattr(SessionLog, "start", read_only)
+    monkeypatch.setattr(session_log.writer, "numbered", read_only)   # how the copy is made
     log, history = session_log.open_session(continue_latest=True, folder=tmp_path)
     assert history == session(1)
     note = capsys.readouterr().err
@@ -377,3 +377,34 @@ def test_a_number_json_cannot_send_in_a_hand_edited_log_is_sent_as_null(run_main
     sent = api.requests[0]["messages"][1]["content"][0]["input"]
     assert sent["ratio"] is None and sent["limit"] is None and sent["scale"] is None
     assert sent["step"] == 0.5
+
+
+def test_a_continue_stopped_while_it_copies_the_history_leaves_no_cut_copy(tmp_path,
+                                                                           monkeypatch):
+    """--continue copies the history into a new log. Killed (or a full disk) midway, the copy
+    held 3,878 of 200,000 lines, and every later --continue resumed from it, unsaid."""
+    earlier = SessionLog.start(tmp_path)
+    history = session(200)
+    earlier.record(history)
+    earlier.close()
+    lines = []
+
+    class Stopping:
+        """json as log.py uses it, stopping (as a kill would) at the 50th line it writes."""
+        loads = staticmethod(json.loads)
+
+        @staticmethod
+        def dumps(*args, **kwargs):
+            lines.append(1)
+            if len(lines) == 50:
+                raise KeyboardInterrupt
+            return json.dumps(*args, **kwargs)
+    monkeypatch.setattr(session_log, "json", Stopping)
+    with pytest.raises(KeyboardInterrupt):
+        SessionLog.continued(earlier.path, history, tmp_path)
+    monkeypatch.undo()
+    assert latest(tmp_path) == earlier.path
+    assert [p.name for p in tmp_path.iterdir()] == [earlier.path.name]
+    whole = SessionLog.continued(earlier.path, history, tmp_path)
+    whole.close()
+    assert latest(tmp_path) == whole.path and load(whole.path) == history

@@ -26,6 +26,8 @@ Without each piece:
 - ran: after a failed turn the cli cannot tell which calls of the last reply ran.
 - SessionLog() with no file: a run without a log keeps the same bookkeeping, writes nothing.
 - made_folder: a REPL quit before any model call left an empty .transcripts/ behind.
+- continued's copy written whole, then named: a --continue killed midway (or a full disk) left
+  3,878 of 200,000 lines, and every later --continue resumed from that cut copy, unsaid.
 - reading into one list in place: a copy per line made reading quadratic.
 - _parse and MAX_DEPTH: a line nested at or near json's limit ended --continue in a
   RecursionError traceback; now it is a torn line. _finite: a NaN or 1e999 in a line failed
@@ -80,11 +82,16 @@ class SessionLog:
     @classmethod
     def continued(cls, earlier: Path, history: list[dict], folder: Path = FOLDER) -> "SessionLog":
         """--continue: a new session holding all of history, so each file reads on its own;
-        the earlier file is left as it was."""
-        log = cls.start(folder)
-        log._write_record({"continued_from": earlier.name})
-        for message in history:
-            log.append(message)
+        the earlier file is left as it was. The copy is written whole, then named: a kill or a
+        full disk midway leaves no cut copy for the next --continue to resume from."""
+        records = [{"continued_from": earlier.name}, *history]
+        data = b"".join(_line(record) for record in records)
+        stamp = time.strftime("%Y%m%d-%H%M%S")
+        made = not os.path.lexists(folder)
+        path = writer.numbered(folder, f"session_{stamp}", ".jsonl", data, writer.PRIVATE)
+        log = cls(path, writer.open_appending(path))
+        log.made_folder = made
+        log._recorded = list(history)
         return log
 
     @property
@@ -151,8 +158,7 @@ class SessionLog:
     def _write_record(self, record: dict) -> None:
         if self.failed or self._fd is None:     # stopped, or no file: nothing to write
             return
-        line = json.dumps(record, ensure_ascii=False, default=str) + "\n"
-        data = line.encode("utf-8", errors="surrogatepass")
+        data = _line(record)
         try:
             while data:          # a regular file takes it all at once; a short write is retried
                 data = data[os.write(self._fd, data):]
@@ -160,6 +166,12 @@ class SessionLog:
             self.failed = reason(exc)
             show_note(f"[the session log {self.path} stopped: {self.failed}; the session goes on, "
                       "but --continue will resume from before this point]")
+
+
+def _line(record: dict) -> bytes:
+    """A record as the log holds it: one line of JSON (a lone surrogate kept as it came)."""
+    line = json.dumps(record, ensure_ascii=False, default=str) + "\n"
+    return line.encode("utf-8", errors="surrogatepass")
 
 
 # ---------------------------------------------------------------- reading
