@@ -276,6 +276,11 @@ MUTATIONS = [
              '        data = b"".join(_line(record) for record in records)\n',
              ["tests/test_session_log.py::test_a_continue_stopped_while_it_copies_the_history_"
               "leaves_no_cut_copy"]),
+    Mutation("a 6 GB session log is read whole by --continue", "harness/session/log.py",
+             "        if size > LOG_MAX:",
+             "        if False:",
+             ["tests/test_session_log.py::test_a_session_log_too_big_to_read_is_refused_before_"
+              "it_is_read"]),
     Mutation("pydantic's serializer warnings reach the terminal", "harness/model_call.py",
              "stream.close) as self.watch, quiet_serializer():",
              "stream.close) as self.watch, contextlib.nullcontext():",

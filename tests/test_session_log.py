@@ -9,6 +9,7 @@ import time
 
 import pytest
 
+import s03_todo
 from harness.session import log as session_log
 from harness.errors import SetupError
 from harness.session.log import SessionLog, latest, load, read_session
@@ -408,3 +409,18 @@ def test_a_continue_stopped_while_it_copies_the_history_leaves_no_cut_copy(tmp_p
     whole = SessionLog.continued(earlier.path, history, tmp_path)
     whole.close()
     assert latest(tmp_path) == whole.path and load(whole.path) == history
+
+
+def test_a_session_log_too_big_to_read_is_refused_before_it_is_read(run_main, workdir):
+    """A 6 GB (sparse) session log was read whole: 12.6 GB of memory, still reading at 60 s."""
+    folder = workdir / ".transcripts"
+    folder.mkdir()
+    huge = folder / "session_20261206-120000_1.jsonl"
+    with huge.open("wb") as f:
+        f.truncate(session_log.LOG_MAX + 1)
+    code, out, err, api = run_main(s03_todo, "--continue", "again")
+    assert code == 1 and api.requests == [], err
+    assert messages(err) == [f"error: the session {huge.relative_to(workdir)} is "
+                             f"{session_log.LOG_MAX + 1:,} bytes, more than --continue reads "
+                             f"({session_log.LOG_MAX:,}): run without --continue to start a "
+                             "new session (that one is kept as it is)"], err

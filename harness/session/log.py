@@ -26,6 +26,7 @@ Without each piece:
 - ran: after a failed turn the cli cannot tell which calls of the last reply ran.
 - SessionLog() with no file: a run without a log keeps the same bookkeeping, writes nothing.
 - made_folder: a REPL quit before any model call left an empty .transcripts/ behind.
+- LOG_MAX: a 6 GB (or sparse) log was read whole, and took all the memory there was.
 - continued's copy written whole, then named: a --continue killed midway (or a full disk) left
   3,878 of 200,000 lines, and every later --continue resumed from that cut copy, unsaid.
 - reading into one list in place: a copy per line made reading quadratic.
@@ -53,6 +54,9 @@ from harness.terminal import plural, show_note
 FOLDER = config.TRANSCRIPTS     # relative: a session belongs to the folder you run in
 PATTERN = "session_*.jsonl"     # what latest() looks for; transcript_*.jsonl (s06) is not a session
 MAX_DEPTH = 100   # nesting a record may have: a real message has about ten; deeper is garbage
+# Bytes of a session log --continue reads, 10,000 results of 50,000 characters: it is read
+# whole and parsed, which takes a few times this in memory.
+LOG_MAX = 500_000_000
 
 
 # ---------------------------------------------------------------- writing
@@ -296,6 +300,12 @@ def resume_latest(folder: Path = FOLDER, resume_from=None) -> tuple[SessionLog, 
         raise SetupError(f"no saved session in {folder}/ to continue; "
                          "run without --continue to start one")
     try:
+        size = path.stat().st_size
+        # Read whole, then parsed: a 6 GB (or sparse) log took all the memory there was.
+        if size > LOG_MAX:
+            raise SetupError(f"the session {path} is {size:,} bytes, more than --continue reads "
+                             f"({LOG_MAX:,}): run without --continue to start a new session "
+                             "(that one is kept as it is)")
         found = read_session(path)
     except OSError as exc:
         raise SetupError(f"cannot continue the session {path}: {reason(exc)}") from None
