@@ -228,8 +228,9 @@ def show_tool_result(output, is_error):
 
 
 def show_reply_text(text):
-    """What the model said beside its tool calls, for a log; a terminal saw it live."""
-    if text.strip() and not sys.stderr.isatty():
+    """What the model said beside its tool calls, for a log or a dumb terminal; a terminal
+    that redraws saw it live."""
+    if text.strip() and not ansi(sys.stderr):
         show(text.strip(), "1")
 
 
@@ -284,7 +285,7 @@ class Screen:
     def hold_usage(self, label: str) -> None:
         """The loop's final reply, in a pipe or a log: its usage line follows the answer, as
         on a terminal, where the answer streams first."""
-        self.holding = label == "tokens" and not sys.stderr.isatty()
+        self.holding = label == "tokens" and not ansi(sys.stderr)
 
     def release(self) -> None:
         """The usage lines held for an answer that was printed (or never came)."""

@@ -302,6 +302,8 @@ def test_a_dumb_terminal_gets_no_codes_and_no_redrawn_lines(monkeypatch):
     """TERM=dumb (Emacs' shell) shows ESC[K and colour codes as ^[[K, and cannot redraw."""
     shown = live_reply_on(monkeypatch, TERM="dumb")
     assert "\x1b" not in shown and "\r" not in shown, shown
+    # The words beside the call, not streamed, are printed once the reply is whole.
+    assert shown.count("Writing the app now.") == 1, shown
 
 
 def test_nothing_of_the_stream_goes_to_a_pipe_and_the_answer_is_printed_once(run_main):

@@ -52,7 +52,8 @@ def test_task_import_puts_a_checklist_on_the_board_in_order(run_main, workdir):
 def test_task_import_numbers_lines_as_an_editor_does(run_main, workdir):
     """Only a newline ends a line, as in an editor: a form feed or a vertical tab between
     sections does not shift the number of a bad line below them, and a subject holding U+0085
-    (UTF-8 c2 85, a stray byte pair from a Latin-1 text) stays one item; a CRLF file imports."""
+    (UTF-8 c2 85, a stray byte pair from a Latin-1 text) stays one item; a CRLF file, or one
+    whose lines end in \r alone, imports."""
     (workdir / "plan.md").write_bytes(b"- [ ] caf\xc2\x85 au lait\r\n- [x] Pay\r\n")
     code, out, err, api = run_main(s07_task_system, stdin="/task import plan.md\nq\n")
     assert code == 0 and "error" not in err and "Imported 2 tasks" in out, err
@@ -63,6 +64,10 @@ def test_task_import_numbers_lines_as_an_editor_does(run_main, workdir):
     (workdir / "bad.md").write_text("- [ ] one\n\f\n\v\n- [?] two\n", encoding="utf-8")
     code, out, err, api = run_main(s07_task_system, stdin="/task import bad.md\nq\n")
     assert "nothing imported: 1 bad line: line 4: not a checklist item" in words(err)
+    # An old Mac's file, each line ended by \r alone: three items, as an editor shows them.
+    (workdir / "mac.md").write_bytes(b"- [ ] design the schema\r- [ ] write the API\r- [ ] test\r")
+    code, out, err, api = run_main(s07_task_system, stdin="/task import mac.md\nq\n")
+    assert "Imported 3 tasks" in out, err
 
 
 def test_a_local_command_that_fails_oddly_is_one_line_and_the_repl_goes_on(run_main, workdir,

@@ -17,8 +17,9 @@ Without each piece:
 - bad lines by number, the first BAD_SHOWN and a count, never their text: "bad checklist"
   alone sent the user hunting; 100,000 bad lines made a 7 MB error; /task import .env showed
   an API key.
-- lines split on \n alone: splitlines() also split on \f, \v, \x85 and U+2028, so "line N"
-  was not the editor's line N, and an item holding \x85 became a bad line.
+- LINE_END: splitlines() also split on \f, \v, \x85 and U+2028, so "line N" was not the
+  editor's line N, and an item holding \x85 became a bad line; \n alone made an old Mac's
+  file (\r) one item.
 - check_text, as task_create: a 10,000-character line or a NUL is refused here, by line
   number, not by the store halfway through.
 - at most CHECKLIST_MAX + 1 bytes read: a 3 GB file was read whole before being refused.
@@ -37,15 +38,16 @@ from harness.terminal import show_note
 CHECKLIST_MAX = 200_000   # bytes: a plan, not a log file
 BAD_SHOWN = 5             # bad lines named in a refusal; the rest are counted
 PROGRESS_EVERY = 2_000    # items between two progress lines of a long import
+LINE_END = re.compile(r"\r\n|\r|\n")
 ITEM = re.compile(r"[-*+] \[( |x|X)\] (.*)")   # - [ ] text, - [x] text (also * and + bullets)
 
 
 def parse_checklist(text: str) -> list:
     """[(done, subject)] in file order, or ValueError naming the first bad lines by number."""
     items, bad = [], []
-    # Only \n ends a line, as in an editor (not splitlines(): see this module's docstring).
-    for number, line in enumerate(text.split("\n"), 1):
-        line = line.removesuffix("\r")     # a CRLF file's line
+    # A line ends where an editor ends it: \r\n, \n or \r (not splitlines(): see this
+    # module's docstring).
+    for number, line in enumerate(LINE_END.split(text), 1):
         if not line.strip() or line.lstrip().startswith("#"):
             continue
         match = ITEM.fullmatch(line.rstrip())
