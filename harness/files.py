@@ -4,7 +4,7 @@ s03's run_read, run_write and run_edit (and so s06's and s07's) are a few lines 
 Without each piece:
 - inside(): a model's "../../etc/passwd", or a symlink out of the folder, is read or
   overwritten. (bash can still do anything you can: this stops accidents; it is no sandbox.)
-  A path of 5,000 characters came back whole in its error, three times on the terminal.
+  A path of 5,000 bytes came back whole in its error, three times on the terminal.
 - open_regular(): read_file on a FIFO hangs, a link to /dev/zero fills the memory, and a folder
   is "no such file"; with follow=False (the harness's own files) a link is not opened at all.
 - read_lines(): `limit=10` on a 2 GB file reads all of it, a binary file reaches the model as
@@ -34,14 +34,15 @@ EDIT_MAX = 10_000_000        # bytes: edit_file holds the whole file in memory; 
 READ_ON = "read on with offset="   # how a read that stops before the end says so (layer 1 reads it)
 NOTES_ROOM = 200             # characters of read_file's cap kept for its closing notes
 CUT_STEP = 20_000            # characters of a long line a note says to read at once: within the cap
-PATH_MAX = 4096              # characters: Linux's longest path; a longer one cannot be a file's
+PATH_MAX = 4096              # bytes (UTF-8): Linux's longest path; a longer one is no file's
 
 
 def inside(folder: Path, path: str) -> Path:
     """`path` resolved (following symlinks) under `folder`, or ValueError if it leaves it (or
     is longer than any path the system takes: the error would repeat it whole)."""
-    if len(path) > PATH_MAX:
-        raise ValueError(f"the path is {len(path):,} characters long, more than a path may be "
+    size = len(path.encode("utf-8", "surrogatepass"))
+    if size > PATH_MAX:
+        raise ValueError(f"the path is {size:,} bytes long, more than a path may be "
                          f"({PATH_MAX:,}); give a shorter one")
     resolved = (folder / path).resolve()
     if not resolved.is_relative_to(folder):

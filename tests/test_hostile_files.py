@@ -248,7 +248,10 @@ def test_a_path_longer_than_any_the_system_takes_is_refused_without_repeating_it
     """A 5,000-character path came back whole in the error, three times on the terminal."""
     out, is_error = tool("read_file", path="c/" * 2500)
     assert is_error and len(out) < 300, out
-    assert "5,000 characters" in out
+    assert "5,000 bytes" in out
+    # Linux counts bytes: 2,200 characters of CJK are 4,400 of them.
+    out, is_error = tool("read_file", path="文/" * 1100)
+    assert is_error and len(out) < 300 and "4,400 bytes" in out, out
 
 
 def test_write_file_to_a_path_ending_in_a_slash_makes_no_file():
