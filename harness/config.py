@@ -138,8 +138,9 @@ def no_key_message() -> str:
 
 
 def _empty_key_in() -> Path | None:
-    """The first .env looked in whose ANTHROPIC_API_KEY is set to nothing, or None. Only a
-    regular file is read again (a FIFO's secrets manager serves it once)."""
+    """The first .env looked in whose ANTHROPIC_API_KEY is set to nothing, or None. Read again
+    on this error path alone (load_env keeps only the values), and only a regular file: a
+    FIFO's secrets manager serves it once."""
     for path in env_files():
         if not path.is_file():
             continue

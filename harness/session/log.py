@@ -47,7 +47,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness import config, pairing, writer
+from harness import config, files, pairing, writer
 from harness.errors import SetupError, reason
 from harness.terminal import plural, show_note
 
@@ -76,9 +76,8 @@ class SessionLog:
     @classmethod
     def start(cls, folder: Path = FOLDER) -> "SessionLog":
         """A new session_<time>_<n>.jsonl in folder, 0600, never an existing file or a link."""
-        stamp = time.strftime("%Y%m%d-%H%M%S")
         made = not os.path.lexists(folder)
-        path, fd = writer.open_numbered(folder, f"session_{stamp}", ".jsonl", writer.PRIVATE)
+        path, fd = writer.open_numbered(folder, _stem(), ".jsonl", writer.PRIVATE)
         log = cls(path, fd)
         log.made_folder = made
         return log
@@ -90,9 +89,8 @@ class SessionLog:
         full disk midway leaves no cut copy for the next --continue to resume from."""
         records = [{"continued_from": earlier.name}, *history]
         data = b"".join(_line(record) for record in records)
-        stamp = time.strftime("%Y%m%d-%H%M%S")
         made = not os.path.lexists(folder)
-        path = writer.numbered(folder, f"session_{stamp}", ".jsonl", data, writer.PRIVATE)
+        path = writer.numbered(folder, _stem(), ".jsonl", data, writer.PRIVATE)
         log = cls(path, writer.open_appending(path))
         log.made_folder = made
         log._recorded = list(history)
@@ -172,6 +170,11 @@ class SessionLog:
                       "but --continue will resume from before this point]")
 
 
+def _stem() -> str:
+    """A new session's name, less its number and suffix: session_20260101-120000."""
+    return f"session_{time.strftime('%Y%m%d-%H%M%S')}"
+
+
 def _line(record: dict) -> bytes:
     """A record as the log holds it: one line of JSON (a lone surrogate kept as it came)."""
     line = json.dumps(record, ensure_ascii=False, default=str) + "\n"
@@ -221,11 +224,13 @@ def load(path: Path) -> list[dict]:
 
 
 def read_session(path: Path) -> Resumed:
-    """load(), and what it had to leave out. Raises OSError if the file cannot be read."""
+    """load(), and what it had to leave out. Raises OSError if the file cannot be read, and
+    ValueError if it is not a regular file."""
     history: list[dict] = []
     ran: list[dict] = []      # tool_result lines after the last message
     torn = 0
-    for raw in path.read_bytes().split(b"\n"):
+    # Never through a link, and at most LOG_MAX bytes (resume_latest refuses a bigger one).
+    for raw in files.read_bytes(path, str(path), LOG_MAX, follow=False).split(b"\n"):
         if not raw.strip():
             continue
         record = _parse(raw)
@@ -309,6 +314,8 @@ def resume_latest(folder: Path = FOLDER, resume_from=None) -> tuple[SessionLog, 
         found = read_session(path)
     except OSError as exc:
         raise SetupError(f"cannot continue the session {path}: {reason(exc)}") from None
+    except ValueError as exc:                       # a link or a FIFO put there since
+        raise SetupError(f"cannot continue the session: {exc}") from None
     if not found.messages:
         raise SetupError(f"the session {path} holds no message to continue from")
     if resume_from is not None:
