@@ -18,12 +18,16 @@ return them to the model, the board and model_call raise them. Without each piec
 - reason: "[Errno 28]" where "the disk is full" says what to do.
 - did_you_mean: a misspelt flag, REPL command or /task word is refused with no hint.
 - connect_problem: a PostgreSQL board that is down, refuses the password or lacks its database
-  is a traceback, with the password in it.
+  is a traceback, with the password in it; NO_DATABASE: a missing database was named as the
+  URL spells it (my%20board; "(the default)" for ?dbname= or PGDATABASE), with a createdb
+  command no shell runs as meant.
 """
 
 import difflib
 import errno
 import json
+import re
+import shlex
 from http import HTTPStatus
 from urllib.parse import urlsplit
 
@@ -37,6 +41,10 @@ NEVER_FROM_THE_API = (405, 501)
 CONNECT_TIMEOUT = 10.0
 # Characters of an endpoint's own message in a line: a proxy's may be a page of stack trace.
 DETAIL_MAX = 300
+# The server's words for a database it lacks. They name it as libpq asked for it: decoded
+# (my%20board is "my board"), from the URL's path, its dbname= or PGDATABASE, else the user's
+# name; the URL alone says none of this.
+NO_DATABASE = re.compile(r'database "(.+?)" does not exist', re.DOTALL)
 
 
 class SetupError(Exception):
@@ -132,7 +140,9 @@ def _error_message(exc):
     message = str(exc)
     if _from_the_api(exc):
         message = str(exc.body["error"].get("message", message))
-    return excerpt.one_line(message, DETAIL_MAX)
+    # The key hidden before the cut: after it, a key quoted near the end would show its start.
+    from harness.config import without_secrets     # here: config imports this module first
+    return excerpt.one_line(without_secrets(message), DETAIL_MAX)
 
 
 def _from_the_api(exc) -> bool:
@@ -209,10 +219,6 @@ def connect_problem(exc: BaseException, name: str, hidden: tuple = ()) -> str:
     text = str(exc)
     for secret in sorted(hidden, key=len, reverse=True):   # the longest first: a part of one
         text = text.replace(secret, "***")                 # must not leave the rest showing
-    try:
-        database = urlsplit(name).path.lstrip("/") or "(the default)"
-    except ValueError:       # [::1 without its ]: libpq's own reason, below, says what is wrong
-        database = "(the default)"
     if "password authentication failed" in text:
         return (f"the PostgreSQL server refused the password for the board {name}: check the "
                 "password (in the URL, PGPASSWORD, ~/.pgpass or the service file)")
@@ -220,9 +226,11 @@ def connect_problem(exc: BaseException, name: str, hidden: tuple = ()) -> str:
         return (f"the PostgreSQL server of the board {name} needs a password and none was given: "
                 "put it in ~/.pgpass (or the file PGPASSFILE names), a service file, or the URL "
                 "in TASK_BOARD")
-    if "does not exist" in text and "database" in text:
+    missing = NO_DATABASE.search(text)
+    if missing:              # named as libpq asked for it, which the URL alone does not tell
+        database = missing[1]
         return (f"the database {database!r} does not exist on the server of the board {name}: "
-                f"create it (createdb {database}) or fix the URL")
+                f"create it (createdb {shlex.quote(database)}) or fix the URL")
     if "Connection refused" in text or "could not connect" in text or "timeout expired" in text:
         return (f"cannot reach the PostgreSQL server of the board {name}: is it running, and is "
                 "the URL right?")

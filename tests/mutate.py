@@ -67,6 +67,7 @@ STREAMS = "tests/test_stream_shapes.py"
 SENDABLE = "tests/test_sendable_text.py"
 CONTRACT = "tests/test_board_contract.py"
 FOLDER = "tests/test_board_folder.py"
+PG = "tests/test_board_postgres.py"
 SESSION_LOG = "tests/test_session_log.py"
 API_CONTEXT = "tests/test_api_context.py"
 SECRETS_TESTS = "tests/test_secrets.py"
@@ -165,8 +166,8 @@ MUTATIONS = [
              ["tests/test_secrets.py::test_a_key_the_endpoint_quotes_back_is_hidden_in_the_error_"
               "line"]),
     Mutation("an endpoint's half-megabyte error is printed whole", "harness/errors.py",
-             "    return excerpt.one_line(message, DETAIL_MAX)",
-             "    return excerpt.one_line(message)",
+             "    return excerpt.one_line(without_secrets(message), DETAIL_MAX)",
+             "    return excerpt.one_line(without_secrets(message))",
              ["tests/test_secrets.py::test_an_endpoints_long_error_message_is_cut_to_a_line_that_"
               "keeps_its_advice"]),
     Mutation("a text block holding a number ends in a traceback", "harness/model_call.py",
@@ -289,6 +290,27 @@ MUTATIONS = [
              "    if text.strip() and not ansi(sys.stderr):",
              "    if text.strip() and not sys.stderr.isatty():",
              ["tests/test_cli.py::test_a_dumb_terminal_gets_no_codes_and_no_redrawn_lines"]),
+    Mutation("the key is hidden after the message is cut, so its start shows",
+             "harness/errors.py",
+             "    return excerpt.one_line(without_secrets(message), DETAIL_MAX)",
+             "    return without_secrets(excerpt.one_line(message, DETAIL_MAX))",
+             ["tests/test_secrets.py::test_a_key_quoted_where_the_message_is_cut_shows_none_of_"
+              "itself"]),
+    Mutation("a URL whose search_path names no schema is not told to create it",
+             "harness/board/postgres.py",
+             "            except errors.InvalidSchemaName as exc:",
+             "            except errors.UndefinedTable as exc:",
+             [PG + "::test_a_url_whose_schema_does_not_exist_is_told_in_one_line_to_create_it"]),
+    Mutation("every task on a SQL_ASCII database is unreadable once written",
+             "harness/board/postgres.py",
+             '                                   client_encoding="UTF8")',
+             "                                   client_encoding=None)",
+             [PG + "::test_a_board_on_a_sql_ascii_database_reads_what_it_wrote"]),
+    Mutation("a missing database is named as the URL spells it (my%20board)", "harness/errors.py",
+             "        database = missing[1]",
+             '        database = urlsplit(name).path.lstrip("/")',
+             [PG + "::test_a_missing_database_is_named_as_libpq_reads_it_with_a_createdb_a_shell_"
+                   "takes"]),
     Mutation("pydantic's serializer warnings reach the terminal", "harness/model_call.py",
              "stream.close) as self.watch, quiet_serializer():",
              "stream.close) as self.watch, contextlib.nullcontext():",
@@ -726,8 +748,8 @@ MUTATIONS = [
              "    s06.start(run, args, SYSTEM, TOOLS)",
              [API_CONTEXT + "::test_in_s07_the_board_comes_back_after_the_apis_compaction"]),
     Mutation("an endpoint's message of several lines is printed as several", "harness/errors.py",
-             "    return excerpt.one_line(message, DETAIL_MAX)",
-             "    return message[:DETAIL_MAX]",
+             "    return excerpt.one_line(without_secrets(message), DETAIL_MAX)",
+             "    return without_secrets(message)[:DETAIL_MAX]",
              ["tests/test_cli.py::test_an_endpoint_error_message_of_several_lines_is_one_line"]),
     Mutation("a proxy's 422 naming the beta gets no hint", "harness/api_context.py",
              '"status_code", None) not in (400, 422):',

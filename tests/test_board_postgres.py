@@ -14,9 +14,12 @@ skip with one line (with CI=true they fail); the URL tests need no server.
 
 import json
 import re
+import secrets
+import shlex
 import subprocess
 import sys
 import time
+from contextlib import contextmanager
 from urllib.parse import urlsplit, urlunsplit
 
 import pytest
@@ -282,6 +285,112 @@ def test_two_s07_processes_in_two_folders_work_one_postgresql_board(pg_board, tm
     assert "[x] #1: Design (owner: bob)" in out and "[>] #2: Build (owner: bob)" in out
     assert not (tmp_path / "alice" / ".tasks").exists()
     assert not (tmp_path / "bob" / ".tasks").exists()
+
+
+# ---------------------------------------------------------------- a database as a user finds it
+
+def one_error_line(err: str) -> str:
+    """The one message s07 printed on stderr, after checking it is one and no traceback."""
+    assert "Traceback" not in err
+    found = messages(err)
+    assert len(found) == 1, found
+    return found[0]
+
+
+@pytest.mark.parametrize("usage", [True, False], ids=["as public on 15", "not even usage"])
+def test_a_role_that_may_not_create_the_tables_is_told_in_one_line_what_to_grant(
+        pg_url, agent, run_main, usage):
+    schema = f"board_{secrets.token_hex(6)}"    # the superuser's, not the agent's
+    sql(pg_url, f"CREATE SCHEMA {schema}")
+    if usage:        # PostgreSQL 15's schema public for a new role: usage, but no CREATE
+        sql(pg_url, f"GRANT USAGE ON SCHEMA {schema} TO {agent.role}")
+    url = (f"postgresql://{agent.role}:{agent.password}@{agent.host}:{agent.port}/"
+           f"{agent.database}?options=-csearch_path%3D{schema}")
+    try:
+        code, out, err, api = run_main(s07, env={"TASK_BOARD": url})
+        line = one_error_line(err)
+        assert code == 1 and api.requests == [] and agent.password not in err
+        assert f"the board postgresql://{agent.role}:***@" in line
+        grant = re.search(r"\((GRANT [^)]*)\)", line)
+        assert grant and grant[1] == f"GRANT USAGE, CREATE ON SCHEMA {schema} TO {agent.role}", line
+        sql(pg_url, grant[1])                  # what the line says to do, as the superuser
+        assert TaskManager(url).create("Design") == "Created task #1: Design"
+    finally:                                   # its tables and grants too: the role can be dropped
+        sql(pg_url, f"DROP SCHEMA {schema} CASCADE")
+
+
+def test_a_url_whose_schema_does_not_exist_is_told_in_one_line_to_create_it(pg_url, run_main):
+    schema = f"team_{secrets.token_hex(4)}"     # docs/many-machines.md's tip for a second team
+    url = f"{pg_url}?options=-csearch_path%3D{schema}"
+    try:
+        code, out, err, api = run_main(s07, env={"TASK_BOARD": url})
+        line = one_error_line(err)
+        assert code == 1 and api.requests == [] and urlsplit(pg_url).password not in err
+        assert "the board postgresql://postgres:***@" in line
+        create = re.search(r"\((CREATE SCHEMA [^)]*)\)", line)
+        assert create and create[1] == f"CREATE SCHEMA {schema} AUTHORIZATION postgres", line
+        sql(pg_url, create[1])
+        assert TaskManager(url).create("Design") == "Created task #1: Design"
+    finally:
+        sql(pg_url, f"DROP SCHEMA IF EXISTS {schema} CASCADE")
+
+
+@contextmanager
+def database(pg_url, encoding):
+    """A database of its own in this encoding (initdb's default under LANG=C is SQL_ASCII):
+    its URL, and it is dropped after."""
+    name = f"board_{encoding.lower()}_{secrets.token_hex(4)}"
+    sql(pg_url, f"CREATE DATABASE {name} ENCODING '{encoding}' TEMPLATE template0 "
+                "LC_COLLATE 'C' LC_CTYPE 'C'")
+    try:
+        yield urlunsplit(urlsplit(pg_url)._replace(path=f"/{name}"))
+    finally:
+        sql(pg_url, f"DROP DATABASE {name} WITH (FORCE)")
+
+
+def test_a_board_on_a_sql_ascii_database_reads_what_it_wrote(pg_url, run_main):
+    with database(pg_url, "SQL_ASCII") as url:
+        code, out, err, api = run_main(s07, env={"TASK_BOARD": url}, stdin=(
+            "/task add Design 🚀\n/task add Build\n/task block 2 1\n/tasks\nq\n"))
+        assert code == 0 and "error:" not in err, err
+        assert "unreadable" not in out and "[ ] #1: Design 🚀" in out
+        assert "#2: Build blocked by #1" in out
+        assert "Design 🚀" in TaskManager(url).get(1)        # and another agent reads it too
+
+
+def test_text_a_latin1_database_cannot_hold_is_one_line_and_nothing_is_written(pg_url, run_main):
+    with database(pg_url, "LATIN1") as url:
+        code, out, err, api = run_main(s07, env={"TASK_BOARD": url}, stdin=(
+            "/task add Launch 🚀\n/task add Café\n/tasks\nq\n"))
+        assert code == 0 and "Traceback" not in err
+        [line] = [m for m in messages(err) if m.startswith("error:")]
+        assert f"on the board {shown(url)}:" in line and "LATIN1" in line
+        assert line.endswith("nothing was changed") and urlsplit(url).password not in err
+        assert "Created task #1: Café" in out and "[ ] #1: Café" in out
+        assert sql(url, "SELECT subject FROM tasks") == [("Café",)]
+
+
+def test_a_missing_database_is_named_as_libpq_reads_it_with_a_createdb_a_shell_takes(
+        pg_url, agent, run_main):
+    psycopg = psycopg_or_skip()
+    admin = urlunsplit(urlsplit(pg_url)._replace(path=""))
+    server = f"postgresql://{agent.role}:{agent.password}@{agent.host}:{agent.port}"
+    cases = [(f"{admin}/my%20board", {}, "my board", "createdb 'my board'"),
+             (f"{admin}?dbname=no_such_board", {}, "no_such_board", "createdb no_such_board"),
+             (admin, {"PGDATABASE": "no_such_board"}, "no_such_board", "createdb no_such_board"),
+             (server, {}, agent.role, f"createdb {agent.role}")]   # libpq's default: the user
+    for url, env, name, command in cases:
+        code, out, err, api = run_main(s07, env={"TASK_BOARD": url, **env})
+        line = one_error_line(err)
+        assert code == 1 and f"the database {name!r} does not exist" in line, line
+        assert f"({command})" in line and "(the default)" not in line, line
+    # The name a shell reads from the command is the database the URL reaches.
+    made = psycopg.sql.Identifier(shlex.split(cases[0][3])[1])
+    sql(pg_url, psycopg.sql.SQL("CREATE DATABASE {}").format(made))
+    try:
+        assert TaskManager(cases[0][0]).create("Design") == "Created task #1: Design"
+    finally:
+        sql(pg_url, psycopg.sql.SQL("DROP DATABASE {} WITH (FORCE)").format(made))
 
 
 # ---------------------------------------------------------------- forged notifications

@@ -455,6 +455,15 @@ def test_a_key_the_endpoint_quotes_back_is_hidden_in_the_error_line(run_main, st
     assert "Incorrect API key provided: ***. You can find your key" in words(err)
 
 
+def test_a_key_quoted_where_the_message_is_cut_shows_none_of_itself(run_main):
+    """The message was cut to its 300 characters first: a key quoted at character 250 no
+    longer matched whole, and its first 35 characters were printed."""
+    from harness.stand_in.script import error
+    said = "x" * 250 + f" credential={KEY} rejected"
+    code, out, err, api = run_main(s03_todo, "hi", script=[error(401, said)], key=KEY)
+    assert code == 1 and KEY[:16] not in err and "credential=***" in err, err
+
+
 def test_an_endpoints_long_error_message_is_cut_to_a_line_that_keeps_its_advice(run_main):
     """A proxy's 400 holding half a megabyte of text was printed whole, as one line."""
     from harness.stand_in.script import error

@@ -27,6 +27,12 @@ Without each piece:
   only "no password supplied"; now one line names the file and chmod 600.
 - one-line errors without the password (shown(), secrets_in()): a server down, a wrong
   password or a missing psycopg was a traceback; a password holding ? # or / was shown.
+- client_encoding UTF8 on every connection: on a SQL_ASCII database psycopg gave bytes for
+  text, and every task was unreadable once written; on LATIN1 an emoji failed in Python's
+  codec, in a line naming no board. Now the server converts, or refuses in one line.
+- _cannot_create: a role that may not create in its schema (PostgreSQL 15's public, for a
+  new role) or a search_path naming no schema that exists was a traceback; now one line
+  gives the GRANT or CREATE SCHEMA to run.
 
 The cache. scan() keeps the board with its generation (a counter in task_board that a trigger
 moves once per transaction that changes rows, TRUNCATE too) and a fingerprint (the row count
@@ -162,6 +168,10 @@ CHANGED = f"SELECT (SELECT generation FROM task_board), {SUMS}"
 NUMBERS = ("SELECT (SELECT coalesce(array_agg(id), '{}') FROM tasks WHERE id < %(max)s), "
            "coalesce((SELECT high_water FROM task_board "
            "WHERE high_water BETWEEN 0 AND %(max)s - 1), 0)")
+# Where the tables would be made: the role, the schema search_path selects (NULL when none
+# exists or may be used), and search_path itself, as the URL or the server set it.
+WHERE_TO_CREATE = ("SELECT quote_ident(current_user), quote_ident(current_schema()), "
+                   "current_setting('search_path')")
 # Who holds a lock on the board's tables (for the one line a busy board gives).
 HOLDERS = ("SELECT a.pid, a.usename, a.application_name, a.state FROM pg_stat_activity a "
            "WHERE a.pid <> pg_backend_pid() AND a.pid IN (SELECT l.pid FROM pg_locks l "
@@ -266,10 +276,14 @@ class PostgresTasks:
             raise SetupError(f"the password file {loose} is ignored: others can read it; "
                              f"chmod 600 {loose}, and it gives the board {self.name} its password")
         self._conn = self._open(SetupError)
-        self._ensure_schema()
-        with self._talking("find the tables"):
-            self._oids = self._conn.execute("SELECT 'tasks'::regclass::oid::bigint, "
-                                            "'task_board'::regclass::oid::bigint").fetchone()
+        try:             # s07 stops in one line on a SetupError; any other error is a traceback
+            self._ensure_schema()
+            with self._talking("find the tables"):
+                self._oids = self._conn.execute("SELECT 'tasks'::regclass::oid::bigint, "
+                                                "'task_board'::regclass::oid::bigint").fetchone()
+        except (SetupError, ValueError) as exc:
+            self._conn.close()   # an agent that cannot use the board keeps no session on it
+            raise SetupError(str(exc)) from None
         self.channel = f"task_board_{self._oids[0]}"
 
     # ------------------------------------------------------------ connecting
@@ -278,7 +292,11 @@ class PostgresTasks:
         """A new autocommit connection (locked() opens each transaction), or one clear line."""
         psycopg = _psycopg(self.name)
         try:
-            conn = psycopg.connect(self._url, autocommit=True, connect_timeout=CONNECT_TIMEOUT)
+            # UTF8 whatever the database's encoding: on SQL_ASCII psycopg would give bytes for
+            # text (every task unreadable), and on LATIN1 Python's codec refused an emoji in a
+            # line naming no board. Now the server converts, or refuses what it cannot hold.
+            conn = psycopg.connect(self._url, autocommit=True, connect_timeout=CONNECT_TIMEOUT,
+                                   client_encoding="UTF8")
         except psycopg.Error as exc:
             if _unreadable(self._url):   # libpq's own message would show a piece of the password
                 raise error(f"cannot open the board {self.name}: libpq cannot read its URL; "
@@ -308,6 +326,7 @@ class PostgresTasks:
         # A session's lock, not a transaction's: after the wait, a new transaction sees the
         # tables another agent just made (one that waited inside a transaction could make
         # them again, and deadlock with an agent using them).
+        errors = _psycopg(self.name).errors
         with self._talking("create the tables"):
             self._conn.execute("SELECT pg_advisory_lock(%s)", (SCHEMA_LOCK,))
             try:
@@ -321,9 +340,36 @@ class PostgresTasks:
                                          "table 'tasks' that is not a task board: use another "
                                          "database, or a schema of its own")
                     self._conn.execute(SCHEMA)   # IF NOT EXISTS throughout: safe on an older board
+            except errors.InvalidSchemaName as exc:      # search_path selects no schema
+                raise SetupError(self._cannot_create(exc)) from None
+            except errors.InsufficientPrivilege as exc:  # or "must be owner of table tasks"
+                if not first_line(exc).startswith("permission denied for schema"):
+                    raise
+                raise SetupError(self._cannot_create(exc)) from None
             finally:
                 if not self._conn.closed:
                     self._conn.execute("SELECT pg_advisory_unlock(%s)", (SCHEMA_LOCK,))
+
+    def _cannot_create(self, exc) -> str:
+        """One line for a schema the tables cannot be made in, with the SQL that lets them be:
+        the role may not create there (PostgreSQL 15's schema public, for a new role), or
+        search_path names a schema that does not exist (or that the role may not even use)."""
+        line = f"could not create the tables of the board {self.name}: {first_line(exc)}"
+        nowhere = f"{line}; name a schema of its own in the URL (?options=-csearch_path%3Dname)"
+        try:
+            user, schema, path = self._conn.execute(WHERE_TO_CREATE).fetchone()
+            first = path.split(",")[0].strip()       # as written: quoted where SQL needs it
+            schema = schema or (user if first in ('"$user"', "$user") else first)
+            if not schema:
+                return nowhere
+            exists = self._conn.execute("SELECT to_regnamespace(%s) IS NOT NULL",
+                                        (schema,)).fetchone()[0]
+        except _psycopg(self.name).Error:   # a name in search_path that SQL cannot read
+            return nowhere
+        if exists:
+            grant = f"GRANT USAGE, CREATE ON SCHEMA {schema} TO {user}"
+            return f"{line}; let its user create them ({grant})"
+        return f"{line}; create the schema (CREATE SCHEMA {schema} AUTHORIZATION {user})"
 
     def close(self) -> None:
         self._conn.close()
