@@ -153,8 +153,8 @@ class Guard:
                     raise
                 self.ended = True
             except json.JSONDecodeError:
-                # After message_stop, a gateway's "data: [DONE]" (OpenAI's end): the reply
-                # is whole.
+                # After message_stop, a gateway's "event: done" holding "data: [DONE]"
+                # (OpenAI's end marker): the reply is whole.
                 if self.last != "message_stop":
                     raise
 

@@ -211,8 +211,9 @@ ROWS = {
          S + "test_a_text_block_whose_text_is_not_a_string_is_one_line_naming_the_endpoint"],
     "a delta for another kind of block, a `null` text with no delta":
         [S + "test_a_delta_the_sdk_skips_or_a_null_text_alone_costs_nothing_but_the_cut"],
-    "event and delta types nobody knows, a `message_delta` without `usage`, a `data: [DONE]` "
-    "after `message_stop` (OpenAI's end of stream)":
+    "event and delta types nobody knows, a `message_delta` without `usage`, an `event: done` "
+    "holding `data: [DONE]` after `message_stop` (OpenAI's end marker, under a name of the "
+    "gateway's)":
         [S + "test_unknown_types_and_a_message_delta_without_usage_do_no_harm",
          S + "test_a_done_sentinel_after_a_whole_reply_is_ignored"],
     "an answer that is not the Messages API at all (`python -m http.server`: 501 and an HTML "

@@ -423,8 +423,9 @@ def test_blocks_that_share_an_index_are_one_line_not_a_call_run_without_its_inpu
 
 
 def test_a_done_sentinel_after_a_whole_reply_is_ignored(run_main):
-    """Some gateways end an SSE stream as OpenAI's does, with data: [DONE], after the reply's
-    message_stop: the whole reply was thrown away, "data that is not JSON"."""
+    """A gateway that ends the stream with OpenAI's marker, data: [DONE], under an event name
+    of its own, after the reply's message_stop: the whole reply was thrown away as "data that
+    is not JSON". (With no event name, the SDK skips it itself.)"""
     events = sse(START, *text_block(0, "all here"), block_stop(0), *ended("end_turn"))
     done = raw(200, events + "event: done\ndata: [DONE]\n\n", "text/event-stream")
     code, out, err, api = run_main(s03_todo, "hi", script=[done])
