@@ -785,8 +785,8 @@ def test_a_connection_that_never_opens_is_not_blamed_on_api_timeout(run_main):
         silent.listen()
         url = f"https://127.0.0.1:{silent.getsockname()[1]}"
         code, out, err, api = run_main(s03_todo, "hi", env={"ANTHROPIC_BASE_URL": url,
-                                                            "API_TIMEOUT": "1"})
+                                                            "API_TIMEOUT": "0.3"})
     assert code == 1 and api.requests == [], err
-    assert messages(err) == [f"error: could not connect to the API at {url} within 1s, even "
+    assert messages(err) == [f"error: could not connect to the API at {url} within 0.3s, even "
                              "after retries: check ANTHROPIC_BASE_URL (http or https?) and "
                              "your network"], err
