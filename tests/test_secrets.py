@@ -470,3 +470,14 @@ def test_an_endpoints_long_error_message_is_cut_to_a_line_that_keeps_its_advice(
     code, out, err, api = run_main(s03_todo, "hi", script=[error(400, "x" * 500_000)])
     assert code == 1 and len(err) < 2_000, len(err)
     assert "the API refused the request (400 xxx" in words(err) and "x…)" in err
+
+
+def test_a_key_in_a_stream_the_sdk_cannot_read_is_hidden_too(run_main):
+    """Not every failure's line is built from the endpoint's error message: a broken event
+    is quoted as it came, and a gateway may echo the request's key into one."""
+    from harness.stand_in.script import raw
+    broken = f"event: message_start\ndata: echo x-api-key={KEY}\n\n"
+    code, out, err, api = run_main(s03_todo, "hi", key=KEY,
+                                   script=[raw(200, broken, "text/event-stream")])
+    assert code == 1 and KEY[:16] not in err, err
+    assert "data is not JSON: echo x-api-key=***" in words(err), err
