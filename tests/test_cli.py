@@ -154,14 +154,14 @@ def test_a_proxy_in_the_environment_never_carries_loopback_traffic(run_lesson):
     ("SSL_CERT_FILE", "/nonexistent/cacert.pem"),         # a venv moved with its settings
     ("NO_PROXY", "[::1]"),                                # an entry httpx cannot parse
 ])
-def test_a_setting_the_http_client_cannot_use_is_one_line_naming_it(workdir, variable, value):
-    env = clean_env(workdir.parent / "home", ANTHROPIC_API_KEY="k", API_TIMEOUT="2",
-                    **{variable: value})
-    proc = subprocess.run(lesson_command("s03_todo", "hi"), cwd=workdir, env=env,
-                          capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 1, proc.stderr
-    assert len(messages(proc.stderr)) == 1 and "Traceback" not in proc.stderr, proc.stderr
-    assert f"{variable}={value}" in words(proc.stderr) and "proxy in :" not in proc.stderr
+def test_a_setting_the_http_client_cannot_use_is_one_line_naming_it(run_main, variable, value):
+    """The API's own https address (no ANTHROPIC_BASE_URL): the client is refused as it is
+    made, before any request goes anywhere."""
+    code, out, err, api = run_main(s03_todo, "hi", env={"API_TIMEOUT": "2", variable: value},
+                                   base_url=lambda url: None)
+    assert code == 1 and api.requests == [], err
+    assert len(messages(err)) == 1 and "Traceback" not in err, err
+    assert f"{variable}={value}" in words(err) and "proxy in :" not in err
 
 
 @pytest.mark.parametrize("variable, proxy", [
@@ -271,9 +271,9 @@ def test_a_terminal_sees_the_wait_the_text_live_and_a_tool_call_growing(monkeypa
     assert [b["type"] for b in reply_.content] == ["text", "tool_use"]
 
 
-def live_reply_on(monkeypatch, **env) -> str:
-    """What a terminal (stderr) shows of a reply that takes 1.5 s to start, then text and a
-    growing tool call, with these variables set."""
+def live_reply_on(monkeypatch, delay=1.5, **env) -> str:
+    """What a terminal (stderr) shows of a reply that takes `delay` seconds to start, then
+    text and a growing tool call, with these variables set."""
     import anthropic
     from harness.stand_in import StandInAPI
     screen = Terminal()
@@ -281,7 +281,7 @@ def live_reply_on(monkeypatch, **env) -> str:
     for name, value in env.items():
         monkeypatch.setenv(name, value)
     big = tool("write_file", {"path": "app.py", "content": "print('hello')\n" * 200})
-    with StandInAPI([reply(text("Writing the app now."), big, delay=1.5)]) as api:
+    with StandInAPI([reply(text("Writing the app now."), big, delay=delay)]) as api:
         client = anthropic.Anthropic(api_key="k", base_url=api.url)
         s03_todo.ask_model(Run(client), "s", [], [{"role": "user", "content": "hi"}], 9)
     return screen.getvalue()
@@ -290,7 +290,7 @@ def live_reply_on(monkeypatch, **env) -> str:
 def test_on_a_narrow_terminal_each_line_redrawn_in_place_fits_one_line(monkeypatch):
     """A redraw clears only the line the cursor is on: a waiting line or a growing tool call
     wider than the terminal left a stale line behind every second."""
-    shown = live_reply_on(monkeypatch, COLUMNS="20", TERM="xterm")
+    shown = live_reply_on(monkeypatch, delay=1.1, COLUMNS="20", TERM="xterm")   # one wait line
     parts = [re.sub(r"\x1b\[[0-9;]*m", "", part) for part in shown.split("\r\x1b[K")]
     redrawn = [part for part in parts if "waiting" in part or "write_file" in part]
     assert any("waiting" in line for line in redrawn), shown
@@ -300,7 +300,7 @@ def test_on_a_narrow_terminal_each_line_redrawn_in_place_fits_one_line(monkeypat
 
 def test_a_dumb_terminal_gets_no_codes_and_no_redrawn_lines(monkeypatch):
     """TERM=dumb (Emacs' shell) shows ESC[K and colour codes as ^[[K, and cannot redraw."""
-    shown = live_reply_on(monkeypatch, TERM="dumb")
+    shown = live_reply_on(monkeypatch, delay=0, TERM="dumb")
     assert "\x1b" not in shown and "\r" not in shown, shown
     # The words beside the call, not streamed, are printed once the reply is whole.
     assert shown.count("Writing the app now.") == 1, shown
