@@ -154,14 +154,16 @@ def test_a_proxy_in_the_environment_never_carries_loopback_traffic(run_lesson):
     ("SSL_CERT_FILE", "/nonexistent/cacert.pem"),         # a venv moved with its settings
     ("NO_PROXY", "[::1]"),                                # an entry httpx cannot parse
 ])
-def test_a_setting_the_http_client_cannot_use_is_one_line_naming_it(run_main, variable, value):
-    """The API's own https address (no ANTHROPIC_BASE_URL): the client is refused as it is
-    made, before any request goes anywhere."""
-    code, out, err, api = run_main(s03_todo, "hi", env={"API_TIMEOUT": "2", variable: value},
-                                   base_url=lambda url: None)
-    assert code == 1 and api.requests == [], err
-    assert len(messages(err)) == 1 and "Traceback" not in err, err
-    assert f"{variable}={value}" in words(err) and "proxy in :" not in err
+def test_a_setting_the_http_client_cannot_use_is_one_line_naming_it(workdir, variable, value):
+    """A process of its own: the HTTP library reads SSL_CERT_FILE once a process, and a run
+    that did not refuse it would try the real API's address."""
+    env = clean_env(workdir.parent / "home", ANTHROPIC_API_KEY="k", API_TIMEOUT="2",
+                    **{variable: value})
+    proc = subprocess.run(lesson_command("s03_todo", "hi"), cwd=workdir, env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 1, proc.stderr
+    assert len(messages(proc.stderr)) == 1 and "Traceback" not in proc.stderr, proc.stderr
+    assert f"{variable}={value}" in words(proc.stderr) and "proxy in :" not in proc.stderr
 
 
 @pytest.mark.parametrize("variable, proxy", [
