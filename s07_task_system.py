@@ -175,7 +175,7 @@ class TaskManager:
         cycle. A finished one is not added, only noted. (blockers, notes), or ValueError."""
         blocked, notes = list(blocked), []
         # Read once for the cycle check (does dep wait for tid?); a new task can close none.
-        board = self.store.scan(validate=True)[0] if tid is not None and add else {}
+        tasks = self.store.scan(validate=True)[0] if tid is not None and add else {}
         for dep in record.ids(add):
             other = self.store.load(dep)
             if other["status"] == "deleted":
@@ -185,7 +185,7 @@ class TaskManager:
             if other["status"] in FINISHED:
                 notes.append(text.finished_blocker(other, tid))
             elif dep not in blocked:
-                graph.refuse_cycle(board, tid, dep)
+                graph.refuse_cycle(tasks, tid, dep)
                 blocked.append(dep)
         return blocked, notes
 

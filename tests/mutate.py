@@ -576,12 +576,12 @@ MUTATIONS = [
              [CONTRACT + "::test_a_blocked_task_cannot_start_or_complete_and_the_refusal_names_"
                          "its_blockers"]),
     Mutation("the cycle check is skipped", "s07_task_system.py",
-             "                graph.refuse_cycle(board, tid, dep)",
+             "                graph.refuse_cycle(tasks, tid, dep)",
              "                pass",
              [CONTRACT + "::test_unknown_self_and_cyclic_blockers_are_refused_and_change_"
                          "nothing"]),
     Mutation("addBlockedBy reads the whole board again for each id it adds", "s07_task_system.py",
-             "                graph.refuse_cycle(board, tid, dep)",
+             "                graph.refuse_cycle(tasks, tid, dep)",
              "                graph.refuse_cycle(self.store.scan(validate=True)[0], tid, dep)",
              [CONTRACT + "::test_many_blockers_in_one_call_read_the_board_once_and_still_"
                          "refuse_a_cycle"]),
