@@ -9,7 +9,7 @@ may be short placeholders. A block: a text, a tool call or a tool result in a me
 Layer 1 is built around prompt caching. The API reads a request in this order, and
 caches it up to a breakpoint: s03's request asks for one on its last block (cache_control at
 the top level), and view_of adds one on the last block of the message before the one that
-holds the latest batch's first tool_use.
+holds the tool_use of the latest batch's earliest block (a call, or the result of one).
 
     tools -> system -> message 1 -> message 2 -> ... -> the last block   <- breakpoint
     |--- as in the last call: read from the cache, 0.1 x ---|-- new: written, 1.25 x --|
@@ -26,7 +26,7 @@ lives 5 minutes; a small request is not cached at all: docs/cost.md has the size
       layer 2  auto_compact    the view over COMPACT_THRESHOLD tokens, and grown by half of it
                                since the last compaction?
                                  1. history -> .transcripts/transcript_<time>_<n>.jsonl
-                                 2. the model writes a summary (same prefix: mostly cached)
+                                 2. the model writes a summary (same prefix: partly cached)
                                  3. history := one message: transcript path + summary
     any time:
       layer 3  `compact` tool or /compact   -> the same as layer 2, now
@@ -53,8 +53,8 @@ from harness import compaction, config, errors, model_call, pairing, step_limit,
 MAX_STEPS = 200      # model calls a turn may make: compaction lets it go on longer
 KEEP_RECENT = 3      # the newest calls (and the newest reply's) stay whole: still in use
 KEEP_CHARS = 400     # a result or a call's text this short is never cleared: it costs little
-# The batch rule, with an example in clear_new_batch: a batch frees at least CLEAR_AT_LEAST
-# tokens (0.4 x the threshold if less), and REWRITE_SHARE x what it makes the API rewrite.
+# The batch rule, with an example in clear_new_batch: a batch frees at least min(CLEAR_AT_LEAST,
+# 0.4 x the threshold) tokens, and at least REWRITE_SHARE x what it makes the API rewrite.
 CLEAR_AT_LEAST = 8_000
 REWRITE_SHARE = 1.5
 # Tokens before layer 2 summarises: lower bills less, forgets sooner (docs/cost.md).
@@ -71,9 +71,9 @@ SYSTEM = ("You are a coding agent working in the current folder. Use the tools t
 # ---------------------------------------------------------------- the loop
 
 def agent_loop(messages: list, run, max_steps: int = MAX_STEPS) -> str:
-    """s03's loop, plus the three layers on their marked lines. Of run the layers use, too,
-    run.api_context (None unless --api-context) and run.recorder (the summary call's label);
-    of s03's Response, usage (the API's count), said (the model's words), cut (stopped early)."""
+    """s03's loop, plus the three layers on their marked lines. The layers also read
+    run.api_context (None unless --api-context), run.recorder (labels the summary call), and
+    of s03's Response, usage (the API's count) and cut (it stopped early)."""
     steps = 0
     while steps < max_steps:
         steps += 1
@@ -152,8 +152,8 @@ def view_of(messages: list) -> list:
             message = {**message, "content": [CLEARED.as_sent(block) for block in content]}
         view.append(message)
     # A second cache breakpoint: cache_control on the last block of the message before the
-    # latest batch's first tool_use (in a copy). The API looks back at most 20 blocks from a
-    # breakpoint for a cached start, and would miss a batch further back.
+    # tool_use of the latest batch's earliest block (in a copy). The API looks back at most 20
+    # blocks from a breakpoint for a cached start, and would miss a batch further back.
     return compaction.breakpoint_before(view, CLEARED.batch_start)
 
 
@@ -168,11 +168,11 @@ class Cleared:
     def clear(self) -> None:
         """Forget every placeholder: a compaction (or --continue) starts a new history."""
         self.placeholders = {}     # id() of a cleared block -> (the block, its placeholder)
-        self.batch_start = None    # the latest batch's first block: view_of's breakpoint
+        self.batch_start = None    # the latest batch's earliest block: view_of's breakpoint
 
     def holds(self, block) -> bool:
-        # By id(): a call and its result share one tool id. The entry keeps the block alive,
-        # so no other block can get its id().
+        # Keyed by id(block), not tool_use_id, which a call shares with its result: either may
+        # be cleared alone. The entry keeps the block alive, so no other block gets its id().
         return id(block) in self.placeholders
 
     def as_sent(self, block):
@@ -202,7 +202,7 @@ def clear_new_batch(messages: list, run) -> None:
     # 12,000 >= 8,000 and >= 1.5 x 6,000, it is cleared, and pays for itself within 6 calls.
     big_enough = freed >= min(CLEAR_AT_LEAST, 0.4 * CONTEXT.threshold)
     pays_for_itself = freed >= REWRITE_SHARE * rewritten
-    # Over the threshold even so: layer 2 summarises now, and should see these results whole.
+    # Still over the threshold once cleared: layer 2 summarises now, and should see them whole.
     if not batch or not big_enough or not pays_for_itself or needs_compaction(view_now, freed):
         return
     for block, call in batch:
@@ -311,8 +311,8 @@ def summarize(messages: list, run, focus: str, system: str, tools: list) -> str:
     # tool_choice, the prefix would differ, and the API would write it all to the cache again.
     with run.recorder.labelled("summary call"):
         response = s03.ask_model(run, system, tools, view, SUMMARY_MAX_TOKENS)
-    # The model's words (not the harness's notes), or ValueError: none, a refusal, or no
-    # smaller than the view (an endpoint that ignored max_tokens).
+    # response.said, the model's words (not .answer, which adds the stop note), or ValueError:
+    # none, a refusal, or no smaller than the view (an endpoint that ignored max_tokens).
     summary = compaction.summary_of(response, view)
     # Cut short: the transcript holds the rest; the model is told.
     if response.cut:

@@ -52,7 +52,7 @@ TASK_FILE = re.compile(r"task_([1-9][0-9]{0,14})\.json", re.ASCII)
 # About 3,000 tokens: after a compaction, a bigger board comes back as its unfinished tasks.
 BOARD_CHARS = 12_000
 FINISHED = record.FINISHED      # completed or deleted: such a task blocks nobody
-# .lock's bytes: 0-31 a stamp each change renews (see use()), 32-47 the largest id given.
+# .lock's bytes: 0-31 folder.py's change stamp (not used here), 32-47 the largest id given.
 MARK_AT = folder.STAMP_BYTES    # 32
 MARK_BYTES = 16
 
@@ -74,17 +74,16 @@ def new_task(task_id: int, subject: str, description: str, blocked_by: list) -> 
 # ---------------------------------------------------------------- the rules
 
 class TaskManager:
-    """The board's rules, over its store (TaskFolder, below): the truth, others' writes too."""
+    """The board's rules, over its store (TaskFolder, below), which holds every agent's writes."""
 
     def __init__(self, location, agent=None):
         self.use(location)
         self.agent = agent or record.default_agent_name()  # who owns what we start
 
     def use(self, location) -> None:
-        """self.store: TaskFolder with folder.Remembering mixed in, or a postgresql:// board.
-        Every method does what TaskFolder's does, faster: under the lock, ids() and scan() may
-        give what this process last read or wrote while .lock's stamp shows no other writer;
-        read() remembers a file while unchanged; a failed change removes what reserve made."""
+        """self.store: TaskFolder below, or a postgresql:// board. folder.Remembering wraps the
+        TaskFolder to skip reading again what has not changed (same results, faster: a stamp
+        each write renews in .lock's bytes 0-31 tells it no other agent wrote since)."""
         self.store = board.open_store(location, TaskFolder)
 
     def next_id(self) -> int:
@@ -125,7 +124,8 @@ class TaskManager:
             task.update(change)
             # Reopening does not re-block the tasks it freed; the note says how to.
             if before in FINISHED and task["status"] not in FINISHED:
-                notes += text.reopened(task, task.pop("unblocked", []))
+                freed = task.pop("unblocked", [])     # no longer so once it is reopened
+                notes += text.reopened(task, freed)
             self.store.write(task)
             lines = [f"Updated {text.line(task)}"] + notes
             if before not in FINISHED and task["status"] in FINISHED:
@@ -140,9 +140,9 @@ class TaskManager:
         if add and status_after in FINISHED:
             raise ValueError(f"#{tid} is {status_after}; set it back to pending (in the same "
                              "call, or before) to give it blockers")
-        # change: {"status": if asked; "owner": who holds it, if that moves}: starting, completing
-        # or deleting takes the task, pending frees it; another agent's task (in progress or done),
-        # or another agent named owner of a task not pending, is refused unless force (claims.py).
+        # change: {"status" if asked; "owner": one named, or self.agent when it starts, completes
+        # or deletes a task in progress, None when pending}. Another agent's task in progress or
+        # done, or another owner named for a task not pending, is refused unless force (claims.py).
         change, notes = claims.check(task, status, owner, force, self.agent)
         blocked, more = self.check_blockers(tid, task["blockedBy"], add or [])
         # A blocker whose task is gone can be removed too; one listed twice (by hand) goes whole.
@@ -164,10 +164,10 @@ class TaskManager:
         if status in ("in_progress", "completed") and waiting:
             raise ValueError(f"#{tid} is blocked by {text.described(waiting, self.store)}; "
                              "finish those first (or removeBlockedBy)")
-        opened = [dep for dep in waiting if dep in added]
-        if status_after == "in_progress" and opened:
+        newly_waiting = [dep for dep in waiting if dep in added]
+        if status_after == "in_progress" and newly_waiting:
             raise ValueError(f"#{tid} is in progress; to make it wait for "
-                             f"{text.described(opened, self.store)}, give it status pending "
+                             f"{text.described(newly_waiting, self.store)}, give it status pending "
                              "in the same call (that frees it)")
 
     def check_blockers(self, tid, blocked, add) -> tuple:
@@ -176,7 +176,7 @@ class TaskManager:
         blocked, notes = list(blocked), []
         # Read once for the cycle check (does dep wait for tid?); a new task can close none.
         tasks = self.store.scan(validate=True)[0] if tid is not None and add else {}
-        for dep in record.ids(add):
+        for dep in record.ids(add):              # 3, "3" or "#3", each read as 3
             other = self.store.load(dep)
             if other["status"] == "deleted":
                 raise ValueError(f"task #{dep} was deleted; it cannot block anything")
@@ -208,7 +208,7 @@ class TaskManager:
             return text.no_longer_waiting(freed, finished)
         finished["unblocked"] = [t["id"] for t in freed]
         self.store.write(finished)
-        tasks = self.store.scan()[0]
+        tasks = self.store.scan()[0]       # as written now: a freed task may wait on another
         ready = [t for t in freed if self.can_start(t, tasks)]
         return ["Unblocked: " + text.names(ready)] if ready else []
 

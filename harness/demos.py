@@ -98,9 +98,16 @@ def s06_demo(context, run) -> tuple:
                     return str(block.get("content"))
         return ""
 
+    def summarised(body) -> bool:
+        first = body["messages"][0]["content"]
+        return isinstance(first, str) and first.startswith(compaction.SUMMARY_OPENING)
+
     def narrate(body):
         seen = first_result(body)
-        if seen.startswith(blocks.PLACEHOLDER):
+        if summarised(body):
+            # A low COMPACT_THRESHOLD: layer 2 summarised before layer 1 cleared anything.
+            said = "Layer 2 has summarised my first result: the summary is in its place."
+        elif seen.startswith(blocks.PLACEHOLDER):
             # Quoted from the request: the placeholder is what the model really saw.
             said = ("Layer 1 has cleared my first result. I see in its place (I work in "
                     f"demo/):\n{seen}")
@@ -109,8 +116,7 @@ def s06_demo(context, run) -> tuple:
         return reply(text(said), tool("bash", {"command": "seq -s ' ' 20000 23000"}))
 
     def went_on(body):
-        first = body["messages"][0]["content"]
-        if isinstance(first, str) and first.startswith(compaction.SUMMARY_OPENING):
+        if summarised(body):
             said = "I go on from the summary layer 2 wrote."
         else:
             said = "Layer 2 has not compacted yet: the context is under COMPACT_THRESHOLD."

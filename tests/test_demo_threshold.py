@@ -26,3 +26,11 @@ def test_a_lower_threshold_compacts_the_demo_sooner_and_more_often(run_main):
     assert "[demo] COMPACT_THRESHOLD is 4,000 tokens for this demo (your" in said
     _, as_shipped = demo(run_main)
     assert compactions > as_shipped
+
+
+def test_the_demo_model_says_layer_2_took_its_first_result_when_it_did(run_main):
+    """At 4,000 tokens layer 2 summarises before layer 1 clears anything: the scripted model
+    must say its first result went into the summary, not that it is still whole."""
+    said, _ = demo(run_main, COMPACT_THRESHOLD="4000")
+    assert "My first result is still whole" not in said
+    assert "Layer 2 has summarised my first result: the summary is in its place." in said
