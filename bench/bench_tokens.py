@@ -67,7 +67,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-import anthropic  # noqa: E402
 
 import s03_todo  # noqa: E402
 import s06_compact  # noqa: E402
@@ -520,6 +519,7 @@ def play(lesson, shape, mode="built", setting=None):
             steps = [step for turn in turns for step in turn]
         with StandInAPI(steps, summary="Summary: the work so far, files and results.",
                         clearing=reading) as api:
+            import anthropic   # here, not at the top: --help needs no SDK (2 s to import)
             client = anthropic.Anthropic(api_key="bench", base_url=api.url, max_retries=0)
             cached = mode in ("built", AT_API_TRIGGER) or api_mode
             caller = client if cached else WithoutCaching(client)
@@ -605,6 +605,7 @@ def run(job):
 def run_all(jobs):
     """{job: run(job)}, the longest shapes first so that none runs alone at the end."""
     longest = sorted(set(jobs), key=lambda job: -shapes_named([job[1]])[0].model_calls)
+    import anthropic  # noqa: F401  (once, before the workers fork: each then has it)
     with multiprocessing.get_context("fork").Pool(WORKERS) as pool:
         return dict(zip(longest, pool.map(run, longest, chunksize=1), strict=True))
 
