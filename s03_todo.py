@@ -29,13 +29,11 @@ the reply), run_tool_calls and call_tool (a tool_result for each tool_use), then
 tools, TodoManager, and the dispatch table that joins them. The todo list is agent_loop's
 rounds_without_todo and its nag, TodoManager, and the todo tool. A call into harness/ makes the
 bare idea safe on a real machine; its name, or the comment above it, says what it does, and
-you can skip it on a first read. The one thing from harness/ you need is the reply's shape,
-and ask_model lists it. Each model call ends with a line such as
-[tokens: 12 in · 1,100 from cache · 80 to cache · 60 out]; s06 explains the cache.
+you can skip it on a first read. From harness/ you need the reply's shape (ask_model lists
+it) and run, the session (agent_loop says what it holds).
 
-Limits: the todos live in memory, and die with the program. After --continue the list starts
-empty, though the model still sees its last one in the history (a todo call sends the whole
-list, so its next one puts it back). s06's compaction hides the list. s07 fixes both.
+Limits: the todos live in memory and die with the program (--continue starts an empty list),
+and s06's compaction hides them. s07 keeps them on disk.
 
 Run it:   python s03_todo.py "add a docstring to hello.py and track your steps"
           python s03_todo.py            (a REPL)
@@ -72,9 +70,9 @@ REMINDER = "<reminder>Update your todos.</reminder>"
 
 def agent_loop(messages: list, run, max_steps: int = MAX_STEPS) -> str:
     """Call the model until it answers in words, or max_steps calls are spent; return that
-    answer. messages ends with the user's prompt (the REPL keeps it from turn to turn). run
-    holds the client and the model (run.client, run.model), and bookkeeping: run.log (the
-    session on disk: each reply here, each result as it is made), run.saved (big results)."""
+    answer. messages ends with the user's prompt (the REPL keeps it from turn to turn). run,
+    the session (harness/run.py): the client and the model (run.client, run.model), and
+    bookkeeping: run.log (the session on disk, each reply and result), run.saved (big results)."""
     rounds_without_todo = 0        # the nag's count: from 0 at each turn
     steps = 0
     while steps < max_steps:
@@ -83,13 +81,13 @@ def agent_loop(messages: list, run, max_steps: int = MAX_STEPS) -> str:
         messages.append({"role": "assistant", "content": response.content})
         # On disk before its calls run: --continue can pick the session up.
         run.log.record(messages)
-        # No tool call to run: the model has answered, and the turn is over.
+        # No call to run (stop_reason is "tool_use" exactly when there is one): the turn is over.
         if response.stop_reason != "tool_use":
             return response.answer
         results = run_tool_calls(run, response, TOOL_HANDLERS, TOOLS)
         # A round with a `todo` call sets the nag's count back to 0, even if TodoManager
         # rejected the call: the model did look at its plan. From NAG_AFTER rounds without
-        # one, the user message ends with the reminder: [tool_result, ..., notes, REMINDER].
+        # one, the user message ends with it: [tool_result, ..., cut-call notes, REMINDER].
         if any(call["name"] == "todo" for call in response.tool_uses):
             rounds_without_todo = 0
         else:
@@ -98,7 +96,7 @@ def agent_loop(messages: list, run, max_steps: int = MAX_STEPS) -> str:
             results.append({"type": "text", "text": REMINDER})
             terminal.show_note(f"  [harness adds: {REMINDER}]")
         messages.append({"role": "user", "content": results})
-    # Not finished: the command line tells the user how to go on.
+    # Not finished: the answer says so, and how to go on (a str; nothing is raised).
     return step_limit.reached(max_steps)
 
 
@@ -110,14 +108,13 @@ def ask_model(run, system: str, tools: list, messages: list,
     The reply comes back as a Response (harness/model_call.py) holding what the loop reads:
     - content: the reply's blocks as plain dicts, ready to send back;
     - tool_uses: content's tool_use blocks, {"type": "tool_use", "id", "name", "input"}, each
-      input as the model sent it (an odd server sends JSON text: call_tool decodes it), each
-      id one the API accepts and unused before; a call the reply was cut off inside
-      (max_tokens, a full window, a stream that ended early) is left out: it never runs;
+      input as the model sent it; a call the reply was cut off inside (max_tokens, a full
+      window, a stream that ended early) is left out: it never runs;
     - stop_reason: "tool_use" exactly when tool_uses is not empty (whatever the server said),
       else why the reply ended ("end_turn", "max_tokens", ...);
     - answer: what the user sees (the model's text, and why it stopped if not by choice);
     - notes: text blocks for the model, sent after the results (that a call was cut off).
-    checked() also resumes a reply the server paused, and runs no call of a refused reply."""
+    The odd cases (a paused reply, a refusal, odd ids) are model_call.py's."""
     request = {"model": run.model, "system": system, "tools": tools, "messages": messages,
                "max_tokens": max_tokens,
                # Automatic prompt caching: the next call reads all this from the cache
@@ -136,7 +133,8 @@ def ask_model(run, system: str, tools: list, messages: list,
 
 def run_tool_calls(run, response, handlers: dict, tools: list) -> list:
     """One tool_result per tool_use, in order; then the harness's notes. The idea is two
-    lines: call_tool runs the call, and the dict below answers it by its id."""
+    lines: call_tool runs the call, and the dict below answers it by its id. handlers and
+    tools are parameters, not this file's globals, because s06 and s07 pass their own."""
     results = []
     # Ctrl-C: keep_on_ctrl_c watches this results list, and gives every call a result (the
     # one running, and those not reached, say so); the REPL keeps what was done.
@@ -150,8 +148,7 @@ def run_tool_calls(run, response, handlers: dict, tools: list) -> list:
             result = {"type": "tool_result", "tool_use_id": call["id"], "content": output}
             if is_error:
                 result["is_error"] = True
-            # kept() returns this tool_result, its content unchanged but for "(no output)" in
-            # place of none and half an emoji mended; it shows it, and logs it now: a kill
+            # kept(): this tool_result ("(no output)" if empty), shown, and logged now: a kill
             # mid-batch loses no result already made.
             results.append(tool_calls.kept(run, call, result))
     # The notes, text after the results (which must come first): such as "your reply ran out

@@ -2,14 +2,26 @@
 """s06: three layers of context compaction, so the agent can work for as long as the work takes.
 
 A context window is finite; a long task is not. And every call pays again, by the token, for
-the whole conversation it sends. So the agent forgets on purpose, in three layers. The history
-(messages) keeps every block whole; each call sends the model a view of it, in which old blocks
+the whole conversation it sends. So the agent forgets on purpose, in three layers. Layer 1
+leaves the history (messages) whole: each call sends the model a view of it, in which old blocks
 may be short placeholders. A block: a text, a tool call or a tool result in a message.
+
+    before every model call:
+      layer 1  micro_compact   in the view, old long tool results (and write/edit texts)
+                               become placeholders ("[Previous: used bash; the whole result
+                               is in <file>]"), in batches that pay for the cache they rewrite
+      layer 2  auto_compact    the view over COMPACT_THRESHOLD tokens, and grown by half the
+                               threshold since the last compaction?
+                                 1. history -> .transcripts/transcript_<time>_<n>.jsonl
+                                 2. the model writes a summary (same prefix: partly cached)
+                                 3. history := one message: transcript path + summary
+    any time:
+      layer 3  `compact` tool or /compact   -> the same as layer 2, after the step that asked
+                                               (the turn goes on)
 
 Layer 1 is built around prompt caching. The API reads a request in this order, and
 caches it up to a breakpoint: s03's request asks for one on its last block (cache_control at
-the top level), and view_of adds one on the last block of the message before the one that
-holds the tool_use of the latest batch's earliest block (a call, or the result of one).
+the top level), and view_of adds one just before the latest batch layer 1 cleared.
 
     tools -> system -> message 1 -> message 2 -> ... -> the last block   <- breakpoint
     |--- as in the last call: read from the cache, 0.1 x ---|-- new: written, 1.25 x --|
@@ -18,18 +30,6 @@ The part that is byte for byte as in the last request is cheap. From the first b
 changed, everything is written to the cache again, at more than the full price. So layer 1
 changes old blocks rarely, many at once, and the summary request goes at the end. (An entry
 lives 5 minutes; a small request is not cached at all: docs/cost.md has the sizes.)
-
-    before every model call:
-      layer 1  micro_compact   in the view, old long tool results (and write/edit texts)
-                               become placeholders ("[Previous: used bash; the whole result
-                               is in <file>]"), in batches that pay for the cache they rewrite
-      layer 2  auto_compact    the view over COMPACT_THRESHOLD tokens, and grown by half of it
-                               since the last compaction?
-                                 1. history -> .transcripts/transcript_<time>_<n>.jsonl
-                                 2. the model writes a summary (same prefix: partly cached)
-                                 3. history := one message: transcript path + summary
-    any time:
-      layer 3  `compact` tool or /compact   -> the same as layer 2, now
 
 Key insight: the conversation is working memory, not storage. Summaries keep the thread; the
 transcript (and every big result, saved whole) keeps every detail for whoever needs it.
@@ -41,7 +41,7 @@ the plan back, on disk). --api-context lets the API do layers 1 and 2 instead (d
 
 Run it:   python s06_compact.py "run the tests, fix what fails, and run them again"
           COMPACT_THRESHOLD=5000 python s06_compact.py      (a REPL; /compact, /context)
-          python s06_compact.py --demo      (COMPACT_THRESHOLD=4000 compacts it sooner)
+          python s06_compact.py --demo      (COMPACT_THRESHOLD=4000: layer 2 comes first)
 """
 
 import functools
@@ -51,10 +51,10 @@ import s03_todo as s03
 from harness import compaction, config, errors, model_call, pairing, step_limit, tokens, tool_input
 
 MAX_STEPS = 200      # model calls a turn may make: compaction lets it go on longer
-KEEP_RECENT = 3      # the newest calls (and the newest reply's) stay whole: still in use
+KEEP_RECENT = 3      # the newest calls (and all the newest reply's) stay whole: still in use
 KEEP_CHARS = 400     # a result or a call's text this short is never cleared: it costs little
-# The batch rule, with an example in clear_new_batch: a batch frees at least min(CLEAR_AT_LEAST,
-# 0.4 x the threshold) tokens, and at least REWRITE_SHARE x what it makes the API rewrite.
+# The batch rule, with an example in clear_new_batch: a batch frees at least CLEAR_AT_LEAST
+# tokens (or 0.4 x a small threshold, if less), and REWRITE_SHARE x what the API must rewrite.
 CLEAR_AT_LEAST = 8_000
 REWRITE_SHARE = 1.5
 # Tokens before layer 2 summarises: lower bills less, forgets sooner (docs/cost.md).
@@ -73,7 +73,7 @@ SYSTEM = ("You are a coding agent working in the current folder. Use the tools t
 def agent_loop(messages: list, run, max_steps: int = MAX_STEPS) -> str:
     """s03's loop, plus the three layers on their marked lines. The layers also read
     run.api_context (None unless --api-context), run.recorder (labels the summary call), and
-    of s03's Response, usage (the API's count) and cut (it stopped early)."""
+    two fields of s03's Response: usage (the API's count) and cut (it stopped early)."""
     steps = 0
     while steps < max_steps:
         steps += 1
@@ -163,9 +163,9 @@ class Cleared:
     read from the cache."""
 
     def __init__(self) -> None:
-        self.clear()
+        self.reset()
 
-    def clear(self) -> None:
+    def reset(self) -> None:
         """Forget every placeholder: a compaction (or --continue) starts a new history."""
         self.placeholders = {}     # id() of a cleared block -> (the block, its placeholder)
         self.batch_start = None    # the latest batch's earliest block: view_of's breakpoint
@@ -202,7 +202,7 @@ def clear_new_batch(messages: list, run) -> None:
     # 12,000 >= 8,000 and >= 1.5 x 6,000, it is cleared, and pays for itself within 6 calls.
     big_enough = freed >= min(CLEAR_AT_LEAST, 0.4 * CONTEXT.threshold)
     pays_for_itself = freed >= REWRITE_SHARE * rewritten
-    # Still over the threshold once cleared: layer 2 summarises now, and should see them whole.
+    # Not if layer 2 summarises even so: its summary should see these results whole.
     if not batch or not big_enough or not pays_for_itself or needs_compaction(view_now, freed):
         return
     for block, call in batch:
@@ -219,8 +219,8 @@ def clearable(messages: list) -> list:
     result, or a write_file or edit_file call's own texts, is cleared when all hold:
       1. it is old: not of the newest KEEP_RECENT calls, nor of the newest reply;
       2. it is over KEEP_CHARS characters, and not cleared yet;
-      3. it is not a read_file or write_file that worked, unless a later call that worked
-         shows the same file whole (a read of all its lines, or a write)."""
+      3. it is not a read_file's result or a write_file's content (that worked), unless a
+         later call that worked shows the same file whole (a read of all its lines, or a write)."""
     pairs = pairing.tool_pairs(messages)           # (tool_use, tool_result), oldest first
     newest = pairing.newest_ids(messages)          # the last reply's calls: not yet seen
     whole_later = set()                            # files a later call shows whole
@@ -250,7 +250,7 @@ def placeholder(block: dict, call: dict, run) -> dict:
     """What the model sees instead of a cleared block, one of four kinds:
         a result                 "[Previous: used bash; the whole result is in <file>]"
         a result under 2,000 ch. "[Previous: used bash]" (not saved: cheaper to run again)
-        a read_file's result     "[Previous: read a.py; a later read or write of it follows]"
+        a read that worked       "[Previous: read a.py; a later read or write of it follows]"
         a write or edit's text   "[cleared from the context: 5,120 characters; ...]"
     """
     name = call["name"]
@@ -260,8 +260,8 @@ def placeholder(block: dict, call: dict, run) -> dict:
     if name == "read_file" and not block.get("is_error"):
         text = f"[Previous: read {compaction.path_of(call)}; a later read or write of it follows]"
         return {**block, "content": text}
-    # Saved in .transcripts/results/ from 2,000 characters (spill.SAVE_WHEN_CLEARED); None
-    # for a shorter result, or one that cannot be saved.
+    # Saved whole in .transcripts/results/ from 2,000 characters; None for a shorter result,
+    # or one that cannot be saved.
     path = compaction.save_whole(block, name, run)
     if path is None:
         return {**block, "content": f"[Previous: used {name}]"}
@@ -358,7 +358,7 @@ def auto_compact(messages: list, run, focus: str = "", system: str = SYSTEM,
     if attach:
         text += "\n\n" + attach(run)
     messages[:] = [{"role": "user", "content": text}]
-    CLEARED.clear()                    # what layer 1 cleared left with the old history
+    CLEARED.reset()                    # what layer 1 cleared left with the old history
     CONTEXT.reported = None            # the API has not counted the new history yet
     CONTEXT.after_compaction = CONTEXT.estimate(messages)
     compaction.announce(run, before, CONTEXT.after_compaction, CONTEXT.threshold, summary,

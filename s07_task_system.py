@@ -52,7 +52,7 @@ TASK_FILE = re.compile(r"task_([1-9][0-9]{0,14})\.json", re.ASCII)
 # About 3,000 tokens: after a compaction, a bigger board comes back as its unfinished tasks.
 BOARD_CHARS = 12_000
 FINISHED = record.FINISHED      # completed or deleted: such a task blocks nobody
-# .lock's bytes: 0-31 folder.py's change stamp (not used here), 32-47 the largest id given.
+# .lock's bytes: 0-31 a stamp folder.Remembering renews (see use()), 32-47 the largest id.
 MARK_AT = folder.STAMP_BYTES    # 32
 MARK_BYTES = 16
 
@@ -81,9 +81,9 @@ class TaskManager:
         self.agent = agent or record.default_agent_name()  # who owns what we start
 
     def use(self, location) -> None:
-        """self.store: TaskFolder below, or a postgresql:// board. folder.Remembering wraps the
-        TaskFolder to skip reading again what has not changed (same results, faster: a stamp
-        each write renews in .lock's bytes 0-31 tells it no other agent wrote since)."""
+        """self.store: TaskFolder below, with folder.Remembering mixed in, or a postgresql://
+        board. The same methods, same answers: Remembering only skips reading a file again
+        while .lock's stamp, renewed by every write, shows that no other agent wrote."""
         self.store = board.open_store(location, TaskFolder)
 
     def next_id(self) -> int:
@@ -102,7 +102,8 @@ class TaskManager:
         return text.created(task, notes)
 
     def add(self, subject, description, blocked, status="pending") -> dict:
-        """A new task, under the lock, at the next id (or after it, if a hand-made file took it)."""
+        """A new task at the next id. reserve() raises the mark first, so if a hand-made file
+        took the name, next_id() moves past it. (status: /task import adds finished tasks.)"""
         task = new_task(self.next_id(), subject, description, blocked)
         task["status"] = status
         while not self.store.reserve(task):
@@ -140,9 +141,8 @@ class TaskManager:
         if add and status_after in FINISHED:
             raise ValueError(f"#{tid} is {status_after}; set it back to pending (in the same "
                              "call, or before) to give it blockers")
-        # change: {"status" if asked; "owner": one named, or self.agent when it starts, completes
-        # or deletes a task in progress, None when pending}. Another agent's task in progress or
-        # done, or another owner named for a task not pending, is refused unless force (claims.py).
+        # change: the new status and owner. Starting or completing a task makes it ours, pending
+        # frees it; another agent's task, started or done, is refused unless force (claims.py).
         change, notes = claims.check(task, status, owner, force, self.agent)
         blocked, more = self.check_blockers(tid, task["blockedBy"], add or [])
         # A blocker whose task is gone can be removed too; one listed twice (by hand) goes whole.
@@ -154,14 +154,14 @@ class TaskManager:
         change["blockedBy"] = blocked
         return change, notes + more
 
-    def check_not_blocked(self, tid, status, status_after, blocked, added) -> None:
+    def check_not_blocked(self, tid, asked, status_after, blocked, added) -> None:
         """A blocked task cannot start or complete; nor may a task in progress take an open
-        blocker. status: the one asked for (None: unchanged); status_after: once changed."""
+        blocker. asked: the status asked for (None: unchanged); status_after: once changed."""
         # A completion takes itself out of every blockedBy, but a hand edit (or a completion
         # stopped part way) can leave a finished id here: read each (a missing one blocks).
         tasks = {dep: self.store.try_load(dep) or {} for dep in blocked}
         waiting = [dep for dep in blocked if tasks[dep].get("status") not in FINISHED]
-        if status in ("in_progress", "completed") and waiting:
+        if asked in ("in_progress", "completed") and waiting:
             raise ValueError(f"#{tid} is blocked by {text.described(waiting, self.store)}; "
                              "finish those first (or removeBlockedBy)")
         newly_waiting = [dep for dep in waiting if dep in added]
@@ -174,7 +174,7 @@ class TaskManager:
         """blocked + add, each checked: it exists, is not deleted, is not tid, closes no
         cycle. A finished one is not added, only noted. (blockers, notes), or ValueError."""
         blocked, notes = list(blocked), []
-        # Read once for the cycle check (does dep wait for tid?); a new task can close none.
+        # The files, read once for the cycle check (does dep wait for tid?); a new one closes none.
         tasks = self.store.scan(validate=True)[0] if tid is not None and add else {}
         for dep in record.ids(add):              # 3, "3" or "#3", each read as 3
             other = self.store.load(dep)
@@ -208,7 +208,7 @@ class TaskManager:
             return text.no_longer_waiting(freed, finished)
         finished["unblocked"] = [t["id"] for t in freed]
         self.store.write(finished)
-        tasks = self.store.scan()[0]       # as written now: a freed task may wait on another
+        tasks = self.store.scan()[0]       # as just written: a freed task may wait on another
         ready = [t for t in freed if self.can_start(t, tasks)]
         return ["Unblocked: " + text.names(ready)] if ready else []
 

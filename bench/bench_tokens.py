@@ -456,7 +456,7 @@ def lesson_state(mode="built", setting=None):
     built["COMPACT_THRESHOLD"] = s06_compact.DEFAULT_THRESHOLD
     layers = {s06_compact: s06_compact.micro_compact}   # s07 calls s06.micro_compact
     def reset():
-        s06_compact.CLEARED.clear()        # the same objects s07 uses through s06
+        s06_compact.CLEARED.reset()        # the same objects s07 uses through s06
         s06_compact.CONTEXT.__init__()
 
     reset()

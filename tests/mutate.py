@@ -576,8 +576,8 @@ MUTATIONS = [
              '    elif status == "pending":\n        pass\n',
              [HELD_BY_ANOTHER]),
     Mutation("a blocked task may start", "s07_task_system.py",
-             '        if status in ("in_progress", "completed") and waiting:',
-             '        if status == "completed" and waiting:',
+             '        if asked in ("in_progress", "completed") and waiting:',
+             '        if asked == "completed" and waiting:',
              [CONTRACT + "::test_a_blocked_task_cannot_start_or_complete_and_the_refusal_names_"
                          "its_blockers"]),
     Mutation("the cycle check is skipped", "s07_task_system.py",
