@@ -17,8 +17,10 @@ import re
 SURROGATES = "\ud800-\udfff"
 SURROGATE = re.compile(f"[{SURROGATES}]")
 # What a terminal would act on instead of showing: C0 controls but newline and tab, DEL, C1
-# (\x9b alone is a CSI), and the bidi controls that reorder text, the invisible marks too.
-CONTROLS = "\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069"
+# (\x9b alone is a CSI), the bidi controls that reorder text, the invisible marks too, and
+# the line and paragraph separators, which some programs break a line at and others do not.
+CONTROLS = ("\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e"
+            "\u2066-\u2069")
 CONTROL = re.compile(f"[{CONTROLS}]")
 UNSAFE = re.compile(f"[{CONTROLS}{SURROGATES}]")
 

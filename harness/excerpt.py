@@ -35,8 +35,12 @@ def head_and_tail(text: str, head: int, tail: int, size: int | None = None) -> s
 
 
 def preview(text, whole: int = WHOLE_LINES) -> list:
-    """The lines of text; past `whole` lines, the first PREVIEW_LINES - 1 and how many more."""
-    lines = str(text).splitlines() or [""]
+    """The lines of text; past `whole` lines, the first PREVIEW_LINES - 1 and how many more.
+    Lines end at \n (or \r\n) only: a vertical tab, a form feed, a lone \r or a line
+    separator is a character the model was sent, which the screen and the page escape."""
+    lines = str(text).replace("\r\n", "\n").split("\n")
+    if len(lines) > 1 and lines[-1] == "":          # the last line's own end
+        lines.pop()
     if len(lines) <= whole:
         return lines
     more = len(lines) - PREVIEW_LINES + 1

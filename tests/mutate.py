@@ -62,6 +62,7 @@ class Mutation:
 
 
 S03_E2E = "tests/test_s03_e2e.py"
+PAGE = "tests/test_session_page.py"
 S06 = "tests/test_s06_compact.py"
 STREAMS = "tests/test_stream_shapes.py"
 SENDABLE = "tests/test_sendable_text.py"
@@ -225,8 +226,8 @@ MUTATIONS = [
              ["tests/test_api_context.py::test_an_endpoint_that_refuses_the_beta_is_one_line_and_"
               "exit_1"]),
     Mutation("an invisible direction mark reaches the terminal", "harness/clean.py",
-             '"\\x00-\\x08\\x0b-\\x1f\\x7f-\\x9f\\u061c\\u200e\\u200f\\u202a',
-             '"\\x00-\\x08\\x0b-\\x1f\\x7f-\\x9f\\u202a',
+             '"\\x00-\\x08\\x0b-\\x1f\\x7f-\\x9f\\u061c\\u200e\\u200f\\u2028',
+             '"\\x00-\\x08\\x0b-\\x1f\\x7f-\\x9f\\u2028',
              ["tests/test_terminal.py::test_printable_escapes_control_characters_and_keeps_"
               "newlines_and_tabs"]),
     Mutation("a 5,000-character path comes back whole in its error", "harness/files.py",
@@ -315,6 +316,17 @@ MUTATIONS = [
              "        if summarised(body):\n            # A low COMPACT_THRESHOLD",
              "        if False:\n            # A low COMPACT_THRESHOLD",
              ["tests/test_demo_threshold.py"]),
+    Mutation("the page cuts a result to 600 characters before its preview",
+             "harness/session/recorder.py",
+             "            _preview(output), bool(is_error)))",
+             "            excerpt.cut(str(output), 600), bool(is_error)))",
+             [PAGE + "::test_a_long_task_file_and_a_long_results_count_are_on_the_page_as_on_"
+              "the_screen"]),
+    Mutation("a vertical tab or a form feed in a result starts a new line on the screen and page",
+             "harness/excerpt.py",
+             '    lines = str(text).replace("\\r\\n", "\\n").split("\\n")',
+             "    lines = str(text).splitlines() or ['']",
+             [PAGE + "::test_control_characters_in_a_result_are_escapes_not_line_breaks"]),
     Mutation("pydantic's serializer warnings reach the terminal", "harness/model_call.py",
              "stream.close) as self.watch, quiet_serializer():",
              "stream.close) as self.watch, contextlib.nullcontext():",

@@ -137,6 +137,43 @@ def test_a_short_result_is_whole_in_the_table_of_tool_calls_as_on_the_screen():
     assert cut.startswith("1\n2\n") and cut.endswith("… (25 more lines)")
 
 
+def test_a_long_task_file_and_a_long_results_count_are_on_the_page_as_on_the_screen(capsys):
+    """Cut to its preview's lines, not to a number of characters first: a task with a long
+    description keeps its status, blockedBy and owner; `seq 1 5000` says 4,995 more lines."""
+    from harness import terminal
+    task_file = ('{\n  "id": 2,\n  "subject": "Implement the API",\n  "description": "'
+                 + "Define the tables. " * 32 + '",\n  "status": "pending",\n'
+                 '  "blockedBy": [\n    1\n  ],\n  "owner": "alice"\n}')
+    numbers = "\n".join(map(str, range(1, 5001)))
+    rec = Recorder()
+    rec.call(usage(uncached=100))
+    rec.tool("task_get", {"task_id": 2}, task_file, False)
+    rec.tool("bash", {"command": "seq 1 5000"}, numbers, False)
+    shown = parsed(rec).text
+    (whole,) = [t for t in shown if '"blockedBy"' in t]
+    assert whole.endswith('"owner": "alice"\n}') and '"status": "pending"' in whole
+    (cut,) = [t for t in shown if t.startswith("1\n2")]
+    terminal.show_tool_result(numbers, False)
+    assert "… (4995 more lines)" in capsys.readouterr().err
+    assert cut.endswith("… (4995 more lines)")
+
+
+def test_control_characters_in_a_result_are_escapes_not_line_breaks(capsys):
+    """What the model was sent, shown: a vertical tab, a form feed, a lone carriage return or a
+    line separator is not a new line, on the page or the screen."""
+    from harness import terminal
+    output = "zq\vb\fc\rd\x85e\u2028f\ng"
+    rec = Recorder()
+    rec.call(usage(uncached=100))
+    rec.tool("bash", {"command": "printf ..."}, output, False)
+    (cell,) = [t for t in parsed(rec).text if t.startswith("zq")]
+    first, last = cell.split("\n")
+    assert first == "zq\\x0bb\\x0cc\\x0dd\\x85e\\u2028f" and last == "g"
+    terminal.show_tool_result(output, False)
+    shown = capsys.readouterr().err
+    assert "\u2028" not in shown and len(shown.rstrip("\n").split("\n")) == 2
+
+
 # ---------------------------------------------------------------- escaping
 
 def test_hostile_text_is_shown_as_text_never_markup():

@@ -32,7 +32,7 @@ from harness import excerpt, tokens
 from harness.session import blocks
 
 ARGS_CHARS = 300            # a tool call's arguments kept for the page (a write_file can be huge)
-OUTPUT_CHARS = 600          # a tool result's preview kept for the page
+LINE_CHARS = 300            # each line of a tool result's preview kept for the page
 SUMMARY_CHARS = 20_000      # a compaction's summary kept whole up to this; it is shown on the page
 MAX_TOOL_CALLS = 5_000      # memory stays bounded in a long REPL; the page counts the rest
 CACHE_LIFETIME = 300        # seconds the API keeps a cached prefix after its last use (5 minutes)
@@ -100,7 +100,7 @@ class ToolCall:
     after_call: int             # the number of the model call that asked for it
     name: str
     args: str                   # JSON, cut to ARGS_CHARS
-    output: str                 # cut to OUTPUT_CHARS
+    output: str                 # its preview (excerpt.preview), each line cut to LINE_CHARS
     is_error: bool
 
 
@@ -261,7 +261,7 @@ class Recorder:
         shown = json.dumps(args, ensure_ascii=False, default=str)
         self.data.tools.append(ToolCall(len(self.data.calls), str(name),
                                         excerpt.cut(shown, ARGS_CHARS),
-                                        excerpt.cut(str(output), OUTPUT_CHARS), bool(is_error)))
+                                        _preview(output), bool(is_error)))
 
     @_never_raises
     def cleared(self, count: int, tokens: int) -> None:
@@ -346,6 +346,13 @@ class Recorder:
         if data.compactions and data.compactions[-1].after_call >= data.calls[-1].number:
             return None
         return data.calls[-1]
+
+
+def _preview(output: object) -> str:
+    """A result as the terminal previews it (whole up to excerpt.WHOLE_LINES lines, else its
+    first lines and how many more), each line cut to LINE_CHARS: the page shows the same."""
+    lines = [excerpt.cut(line, LINE_CHARS) for line in excerpt.preview(output)]
+    return "\n".join(lines)
 
 
 def _readable(block: object, raw: str, kind: Optional[str]) -> tuple:
