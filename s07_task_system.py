@@ -190,9 +190,9 @@ class TaskManager:
         return blocked, notes
 
     def _clear_dependency(self, finished) -> list:
-        """Take a finished task out of every blockedBy; say what can start now. A completed task
-        is written again with the ids it freed, so that reopening it can name them."""
-        tasks = self.store.scan()[0]
+        """Take a finished task out of every blockedBy (read from the files: hand edits too);
+        say what can start now. A completed one is kept with the ids it freed, for a reopen."""
+        tasks = self.store.scan(validate=True)[0]
         freed = []
         for other in tasks.values():
             # A deleted task waits for nothing: it is not freed, and reopening will not name it.

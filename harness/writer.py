@@ -20,8 +20,8 @@ files and their lock (board/folder.py). Without each piece:
 - modes set by the fd: what holds the conversation (logs, transcripts, pages, saved results,
   the REPL history) is PRIVATE (0600) whatever the umask; a shared file (a task, a file the
   tools write) gets open()'s mode (mode None: 0o666 less the umask).
-- open_shared(): a link at the board's .lock is written through (to an SSH authorized_keys,
-  say), and a FIFO there ends in a traceback.
+- open_shared(): a link, symbolic or hard, at the board's .lock is written through (to an SSH
+  authorized_keys, say), and a FIFO there ends in a traceback.
 """
 
 import contextlib
@@ -282,10 +282,15 @@ def open_shared(where: int, name: str, mode: int) -> int:
         if not _is_link(where, name):
             raise
         raise _not_regular(name, stat.S_IFLNK) from None
-    found = os.fstat(fd).st_mode
-    if not stat.S_ISREG(found):
+    found = os.fstat(fd)
+    if not stat.S_ISREG(found.st_mode):
         os.close(fd)
-        raise _not_regular(name, found)
+        raise _not_regular(name, found.st_mode)
+    # A hard link is a regular file too, and writing it writes the file it shares (keys, say).
+    if found.st_nlink > 1:
+        os.close(fd)
+        raise OSError(f"{name} has another name (a hard link); remove it (the harness makes "
+                      "its own)")
     return fd
 
 

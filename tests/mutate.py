@@ -327,6 +327,26 @@ MUTATIONS = [
              '    lines = str(text).replace("\\r\\n", "\\n").split("\\n")',
              "    lines = str(text).splitlines() or ['']",
              [PAGE + "::test_control_characters_in_a_result_are_escapes_not_line_breaks"]),
+    Mutation("a completion reads the board from memory and misses a blocker added by hand",
+             "s07_task_system.py",
+             'for a reopen."""\n        tasks = self.store.scan(validate=True)[0]',
+             'for a reopen."""\n        tasks = self.store.scan()[0]',
+             [CONTRACT + "::test_a_blocker_added_by_hand_is_cleared_when_it_completes_in_the_"
+              "same_process"]),
+    Mutation("another thread's listing is kept as the board the lock holder remembers",
+             "harness/board/folder.py",
+             "        return self.lock_fd is not None and self._holder == threading.get_ident()",
+             "        return self.lock_fd is not None",
+             [FOLDER + "::test_a_listing_in_another_thread_never_becomes_what_the_lock_holder_"
+              "remembers"]),
+    Mutation("a hard link at the board's .lock is written through", "harness/writer.py",
+             "    if found.st_nlink > 1:", "    if False:",
+             [FOLDER + "::test_a_hard_link_at_the_boards_lock_is_refused_and_nothing_is_written_"
+              "through_it"]),
+    Mutation("TASK_BOARD=~/board in .env makes a folder named ~", "harness/board/__init__.py",
+             "        location = os.path.expanduser(location)", "        pass",
+             [FOLDER + "::test_a_board_in_the_home_folder_written_with_a_tilde_in_dotenv_is_"
+              "there"]),
     Mutation("pydantic's serializer warnings reach the terminal", "harness/model_call.py",
              "stream.close) as self.watch, quiet_serializer():",
              "stream.close) as self.watch, contextlib.nullcontext():",

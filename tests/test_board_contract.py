@@ -282,6 +282,20 @@ def test_reopening_a_completed_task_says_who_no_longer_waits(board):
     assert tasks.update(1, status="pending") == "Updated [ ] #1: Design data model"  # and no note
 
 
+def test_a_blocker_added_by_hand_is_cleared_when_it_completes_in_the_same_process(board):
+    """The README invites hand edits. One made after this process last read the board (the
+    folder's memory of it is then stale) is still seen by the next completion: the task that
+    now waits is freed, said Unblocked, and named when the blocker is reopened."""
+    tasks = TaskManager(board)
+    for subject in ("A", "B", "C"):
+        tasks.create(subject)
+    tasks.update(1, status="completed")                 # the board is now remembered
+    edit_by_hand(board, 3, blockedBy=[2])
+    assert tasks.update(2, status="completed").splitlines()[-1] == "Unblocked: #3 C"
+    assert tasks.store.load(3)["blockedBy"] == []
+    assert "#3 stopped waiting for it" in tasks.update(2, status="pending")
+
+
 def test_deleting_a_blocker_frees_its_dependents_without_saying_unblocked(board):
     tasks = TaskManager(board)
     plan(tasks)

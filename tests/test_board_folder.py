@@ -97,6 +97,17 @@ def test_a_relative_board_follows_the_current_folder(tmp_path, monkeypatch):
     assert board.create("c") == "Created task #1: c"  # a fresh folder starts at #1
 
 
+def test_a_board_in_the_home_folder_written_with_a_tilde_in_dotenv_is_there(run_main, workdir):
+    """TASK_BOARD=~/shared-board in .env (which no shell expands) made a folder named ~ in the
+    working folder: agents elsewhere never shared it, and `rm -rf ~` would clean it up."""
+    (workdir / ".env").write_text("TASK_BOARD=~/shared-board\n")
+    code, out, err, _ = run_main(s07, stdin="/task add Write the docs\nq\n")
+    assert code == 0 and "Created task #1: Write the docs" in out, err
+    home = workdir.parent / "home"                  # the HOME every lesson run gets here
+    assert (home / "shared-board" / "task_1.json").is_file()
+    assert not (workdir / "~").exists()
+
+
 def test_creating_many_tasks_lists_the_folder_once(board_dir, monkeypatch):
     tasks = TaskManager(board_dir)
     store = tasks.store
@@ -387,6 +398,19 @@ def test_a_link_at_the_boards_lock_is_refused_and_nothing_is_written_through_it(
     assert keys.read_text() == KEYS
 
 
+def test_a_hard_link_at_the_boards_lock_is_refused_and_nothing_is_written_through_it(
+        board_dir, tmp_path):
+    """The same, by a hard link: the file at .lock is regular, but it is also the keys file."""
+    keys = tmp_path / "authorized_keys"
+    keys.write_text(KEYS)
+    board_dir.mkdir()
+    os.link(keys, board_dir / ".lock")
+    with pytest.raises(ValueError, match=r"\.lock has another name \(a hard link\)"):
+        TaskManager(board_dir).create("Design the data model")
+    assert keys.read_text() == KEYS
+    assert [p.name for p in board_dir.iterdir()] == [".lock"]
+
+
 def test_a_fifo_at_the_boards_lock_is_refused_without_hanging(board_dir):
     board_dir.mkdir()
     os.mkfifo(board_dir / ".lock")
@@ -459,6 +483,37 @@ def test_a_hand_edit_of_the_same_size_is_seen_by_the_next_list_all(board_dir):
     os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns + 10_000_000))
     assert path.stat().st_size == before.st_size and path.stat().st_ino == before.st_ino
     assert "#1: bbbb" in tasks.list_all()
+
+
+def test_a_listing_in_another_thread_never_becomes_what_the_lock_holder_remembers(board_dir,
+                                                                                monkeypatch):
+    """One TaskManager, two threads (folder.py says they may share it): a listing takes no lock,
+    so what it read before the lock holder wrote must not be kept as the board the holder then
+    reads from memory (a completion then missed its Unblocked line)."""
+    import threading
+    tasks = TaskManager(board_dir)
+    tasks.create("Design")
+    read, written = threading.Event(), threading.Event()
+    scan = s07.TaskFolder.scan
+
+    def listing_that_reads_before_the_write(self, validate=False):
+        found = scan(self, validate)
+        if threading.current_thread() is not threading.main_thread():
+            read.set()
+            written.wait(DEADLINE)              # the holder writes now, between read and kept
+        return found
+    monkeypatch.setattr(s07.TaskFolder, "scan", listing_that_reads_before_the_write)
+    with tasks.store.locked():
+        tasks.store.scan()                      # the holder remembers the board
+        lister = threading.Thread(target=tasks.list_all)
+        lister.start()
+        assert read.wait(DEADLINE)
+        task = tasks.store.load(1)
+        task["status"] = "completed"
+        tasks.store.write(task)
+        written.set()
+        lister.join(DEADLINE)
+        assert tasks.store.scan()[0][1]["status"] == "completed"
 
 
 def test_a_board_replaced_under_a_manager_is_a_new_board(board_dir):

@@ -71,6 +71,9 @@ def open_store(location: object, folder_store):
     if url:
         from harness.board import postgres
         return postgres.PostgresTasks(url)
+    # ~ in .env or a quoted --board: no shell expanded it, and a folder named ~ is never meant.
+    if not isinstance(location, os.PathLike):
+        location = os.path.expanduser(location)
     # The lesson's store, with what board/folder.py adds around it (loaded here: s03 and s06,
     # which read only this module's markers, never need it).
     from harness.board import folder

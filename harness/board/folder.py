@@ -8,8 +8,9 @@ and Remembering, mixed in around them, guards and remembers. What each override 
                          .lock's stamp changed (another agent wrote); the sweep, once per
                          board; a new stamp after a write; on an exception, removes the files
                          reserve() made
-    ids(), scan()        under the lock, from memory while no other agent wrote (scan: not
-                         with validate, which lists the folder and checks each file's stat)
+    ids(), scan()        under the lock, in the thread holding it, from memory while no other
+                         agent wrote (scan: not with validate, which lists the folder and
+                         checks each file's stat)
     read()               the task remembered while its file's (size, mtime_ns, inode) is the same
     load(), try_load()   from the file even when remembered; a copy, to change freely
     write(), reserve()   only under the lock, and only while it is still the file named .lock;
@@ -36,7 +37,8 @@ Without each piece:
   task's, or LITTER, at once (task files are written only under the lock); any other once
   unwritten for STALE seconds (a write_file in flight holds no board lock; older harnesses
   gave task temporaries that name).
-- the mutex: the flock orders processes; two threads of one process share this object.
+- the mutex: the flock orders processes; two threads of one process share this object (and
+  only the thread holding the lock keeps what it read: another's listing may predate a write).
 - _still_the_lock: a person removed .lock while alice held it; bob locked a new one, and both
   claimed the same task.
 fcntl is POSIX (Linux, macOS). A network file system's locks are unreliable: use a
@@ -151,6 +153,7 @@ class Remembering:
         super().__init__(location)
         self.agent = None           # who writes (postgres.TaskStore): a file does not say
         self._mutex = threading.Lock()
+        self._holder = None         # the thread that holds the lock now
         self._stamp = None          # the board's generation as we last left it
         self._wrote = False         # a task written under the lock held now
         self._made = []             # the files reserve() made under it
@@ -164,6 +167,7 @@ class Remembering:
     @contextlib.contextmanager
     def locked(self):
         with self._mutex, super().locked() as fd:
+            self._holder = threading.get_ident()
             self._enter(fd)
             try:
                 yield fd
@@ -171,6 +175,7 @@ class Remembering:
                 self._undo()
                 raise
             finally:
+                self._holder = None
                 if self._wrote:                     # a new stamp tells every other agent
                     self._new_stamp(fd)
 
@@ -220,19 +225,24 @@ class Remembering:
 
     # ------------------------------------------------------------ reading
 
+    def _holding(self) -> bool:
+        """This thread holds the lock: only then may memory answer, or be kept. Another
+        thread's listing takes no lock, and what it read may predate the holder's writes."""
+        return self.lock_fd is not None and self._holder == threading.get_ident()
+
     def ids(self):
-        if self.lock_fd is not None and self._ids is not None:
+        if self._holding() and self._ids is not None:
             return self._ids
         found = super().ids()
-        if self.lock_fd is not None:
+        if self._holding():
             self._ids = found
         return found
 
     def scan(self, validate: bool = False) -> tuple:
-        if not validate and self.lock_fd is not None and self._tasks is not None:
+        if not validate and self._holding() and self._tasks is not None:
             return dict(self._tasks), []
         tasks, problems = super().scan(validate)
-        if self.lock_fd is not None:
+        if self._holding():
             self._tasks = dict(tasks)
         return tasks, problems
 
