@@ -138,7 +138,7 @@ def run_tool_calls(run, response, handlers: dict, tools: list) -> list:
     results = []
     # Ctrl-C: keep_on_ctrl_c watches this results list, and gives every call a result (the
     # one running, and those not reached, say so); the REPL keeps what was done.
-    with tool_calls.keep_on_ctrl_c(response.tool_uses, results):
+    with tool_calls.keep_on_ctrl_c(run, response.tool_uses, results):
         for call in response.tool_uses:
             terminal.show_tool_call(call["name"], call["input"])
             output, is_error = call_tool(call, handlers, tools)

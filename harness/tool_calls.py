@@ -38,9 +38,14 @@ def kept(run, call: dict, result: dict) -> dict:
 
 
 @contextmanager
-def keep_on_ctrl_c(calls: list, results: list):
-    """Around a batch: on Ctrl-C, raise ToolsInterrupted with a result for every call."""
+def keep_on_ctrl_c(run, calls: list, results: list):
+    """Around a batch: on Ctrl-C, raise ToolsInterrupted with a result for every call; the
+    one that was running is on the session page too (it may have acted)."""
     try:
         yield
     except KeyboardInterrupt:
-        raise ToolsInterrupted(pairing.after_ctrl_c(calls, results)) from None
+        answered = pairing.after_ctrl_c(calls, results)
+        if len(results) < len(calls):
+            running = calls[len(results)]
+            run.recorder.tool(running["name"], running["input"], pairing.INTERRUPTED, True)
+        raise ToolsInterrupted(answered) from None

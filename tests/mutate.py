@@ -347,6 +347,19 @@ MUTATIONS = [
              "        location = os.path.expanduser(location)", "        pass",
              [FOLDER + "::test_a_board_in_the_home_folder_written_with_a_tilde_in_dotenv_is_"
               "there"]),
+    Mutation("the call Ctrl-C stopped is missing from the session page", "harness/tool_calls.py",
+             "        if len(results) < len(calls):", "        if False:",
+             ["tests/test_cli.py::test_the_call_ctrl_c_stopped_is_on_the_session_page_as_"
+              "interrupted"]),
+    Mutation("a huge owner in a box's tooltip takes the board picture's whole budget",
+             "harness/session/board_picture.py",
+             "<title>{text(excerpt.cut(title, TITLE_CHARS))}</title>",
+             "<title>{text(title)}</title>",
+             ["tests/test_session_board.py::test_a_task_with_a_huge_owner_or_subject_is_drawn_its_"
+              "title_cut"]),
+    Mutation("the page lists every summary whole, however many", "harness/session/page.py",
+             "        if used > SUMMARY_BYTES:", "        if False:",
+             [PAGE + "::test_many_long_summaries_keep_the_page_to_its_size_and_the_latest_whole"]),
     Mutation("pydantic's serializer warnings reach the terminal", "harness/model_call.py",
              "stream.close) as self.watch, quiet_serializer():",
              "stream.close) as self.watch, contextlib.nullcontext():",

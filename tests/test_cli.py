@@ -26,7 +26,7 @@ from helpers import (lesson_command, ROOT, batch_of_three, clean_env, group_ends
 from harness.pairing import INTERRUPTED, NOT_RUN
 from harness.stand_in import StandInAPI
 from harness.stand_in.script import error, message, raw, reply, text, tool
-from helpers import messages, words
+from helpers import Elements, messages, words
 
 
 class Terminal(io.StringIO):
@@ -348,6 +348,26 @@ def test_ctrl_c_at_the_prompt_clears_the_line_and_the_repl_goes_on(run_main):
                                    stdin=KeyboardAtPrompt("hello\nq\n"))
     assert code == 0 and "still here" in out
     assert api.requests[0]["messages"] == [{"role": "user", "content": "hello"}]
+
+
+def test_the_call_ctrl_c_stopped_is_on_the_session_page_as_interrupted(run_main, workdir,
+                                                                        monkeypatch):
+    """It may have acted: the page a user checks afterwards must show it, marked."""
+    def bash(command):
+        if command == "sleep 30":
+            raise KeyboardInterrupt                 # Ctrl-C while it runs
+        return "before"
+    monkeypatch.setitem(s03_todo.TOOL_HANDLERS, "bash", bash)
+    script = [reply(tool("bash", {"command": "echo before"}), tool("bash", {"command": "sleep 30"}),
+                    tool("bash", {"command": "echo after"}))]
+    code, out, err, api = run_main(s03_todo, script=script, stdin="go\nq\n")
+    assert code == 0 and "turn abandoned after 2 tool calls" in words(err), err
+    (page,) = (workdir / ".transcripts").glob("session_s03_*.html")
+    rows = Elements(page.read_text(encoding="utf-8")).having("tr", "error")
+    assert len(rows) == 1                           # the stopped call; the next never ran
+    shown = page.read_text(encoding="utf-8")
+    assert "sleep 30" in shown and "echo after" not in shown
+    assert "interrupted by the user while it ran" in shown
 
 
 def test_a_multi_line_prompt_between_triple_quotes_is_one_model_call(run_main):

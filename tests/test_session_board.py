@@ -33,6 +33,15 @@ def drawn_tasks(page):
     return nodes
 
 
+def test_a_task_with_a_huge_owner_or_subject_is_drawn_its_title_cut():
+    """An owner edited by hand to 300,000 characters took the whole picture's budget: the page
+    said the pictures already took about 1 MB, though it was the first, and drew nothing."""
+    huge = {**task(1, "x" * 100_000), "owner": "&" * 300_000}
+    page = board_page({1: huge, 2: task(2, "Write the docs")})
+    assert set(drawn_tasks(Elements(page))) == {1, 2}
+    assert len(page.encode("utf-8")) < 200_000
+
+
 def test_every_blocker_of_a_drawn_task_is_drawn_or_counted_on_its_box():
     """The first task waits for all the others, more than the picture draws (MAX_NODES, 40
     more): each box's blockers are arrows or counted on it, and the page says how many tasks

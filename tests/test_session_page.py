@@ -174,6 +174,20 @@ def test_control_characters_in_a_result_are_escapes_not_line_breaks(capsys):
     assert "\u2028" not in shown and len(shown.rstrip("\n").split("\n")) == 2
 
 
+def test_many_long_summaries_keep_the_page_to_its_size_and_the_latest_whole():
+    """400 compactions of 20,000-character summaries made a 10 MB page: past its share, an
+    older summary is cut and says so; the transcript has it whole, and the latest is whole."""
+    rec = Recorder("s06_compact")
+    for number in range(400):
+        rec.call(usage(uncached=1_000))
+        rec.call(usage(uncached=1_000), "summary call")
+        rec.compacted(60_000, 2_000, f"summary {number}: " + "a & b " * 3_000, f"t{number}.jsonl")
+    page = render(rec.data)
+    assert len(page.encode("utf-8")) < 5_000_000
+    assert "summary 399: " + "a &amp; b " * 3_000 + "</pre>" in page        # the latest, whole
+    assert "summary 0: " in page and "cut here: the page keeps to about 5 MB" in page
+
+
 # ---------------------------------------------------------------- escaping
 
 def test_hostile_text_is_shown_as_text_never_markup():

@@ -21,6 +21,7 @@ MAX_NODES = 60               # tasks drawn, so the picture stays legible (/tasks
 NODE_W, NODE_H = 220, 64     # pixels of a task's box: three lines of text
 COLUMN_GAP, ROW_GAP = 56, 16
 LINE_CHARS = 36              # characters of a line in a box
+TITLE_CHARS = 600            # a box's tooltip: a subject or owner edited by hand may be huge
 STATUS_CLASSES = {"pending", "in_progress", "completed", "missing"}
 # The order tasks are picked in when the board is bigger than the picture: the work under way,
 # then what waits (it brings its blockers along), then what could start, then what is done.
@@ -155,7 +156,7 @@ def _node(task: dict, at: tuple, board: dict, drawn: dict) -> str:
     count = f' data-not-drawn="{left_out}"' if left_out else ""
     css = status if status in STATUS_CLASSES else "unknown"
     return (f'<g class="task {css}{" " + kind if kind else ""}" data-task="{tid}"{count}>'
-            f'<title>{text(title)}</title>'
+            f'<title>{text(excerpt.cut(title, TITLE_CHARS))}</title>'
             f'<rect x="{x}" y="{y}" width="{NODE_W}" height="{NODE_H}" rx="6"/>'
             f'<text x="{x + 10}" y="{y + 19}" class="subject">'
             f'{text(excerpt.cut(f"#{tid} {subject}", LINE_CHARS - 4))}</text>'

@@ -55,6 +55,7 @@ THRESHOLD_ZOOM = 3                   # a threshold this many times the tallest b
 # The page stays near 5 MB whatever the run: each part has its share (the requests' in sent.py).
 BOARD_BYTES = 1_200_000              # the pictures of the board: the end's first, then the latest
 TOOL_BYTES = 1_000_000               # the table of tool calls
+SUMMARY_BYTES = 1_000_000            # the summaries listed whole, the latest first; older ones cut
 TOOLTIP_CHARS = 1_200                # a summary in a mark's tooltip; the full text is listed below
 
 
@@ -314,8 +315,21 @@ def _pictures(record: SessionRecord) -> dict:
     return pictures
 
 
+def _summaries(record: SessionRecord) -> dict:
+    """{compaction number: its summary as listed}: whole, from the latest back, within
+    SUMMARY_BYTES; an older one past it is cut to TOOLTIP_CHARS, and says where it is whole."""
+    shown, used = {}, 0
+    for c in reversed(record.compactions):
+        used += len(c.summary)                      # characters: about its bytes
+        shown[c.number] = c.summary
+        if used > SUMMARY_BYTES:
+            shown[c.number] = (excerpt.cut(c.summary, TOOLTIP_CHARS) + "\n[cut here: the page "
+                               "keeps to about 5 MB; the transcript has the conversation whole]")
+    return shown
+
+
 def _events(record: SessionRecord, pictures: dict) -> str:
-    items = []
+    items, summaries = [], _summaries(record)
     for c in record.compactions:
         if c.board is not None:
             board = f"<p>The board at this compaction:</p>{pictures[f'board-{c.number}']}"
@@ -327,7 +341,7 @@ def _events(record: SessionRecord, pictures: dict) -> str:
         items.append(f'<li id="compaction-{c.number}"><b>Compaction {c.number}</b>, made by call '
                      f'{c.after_call}: {text(_sizes(c, record))}; transcript '
                      f'<code>{text(c.transcript)}</code>'
-                     f'<pre class="summary">{text(c.summary)}</pre>{board}</li>')
+                     f'<pre class="summary">{text(summaries[c.number])}</pre>{board}</li>')
     cleared = [f'<li>Before call {c.before_call}: {plural(c.count, "old tool result")} '
                f'(or inputs) became placeholders (about {n(c.tokens)} tokens freed)</li>'
                for c in record.clearings]
