@@ -259,11 +259,27 @@ def child_env() -> dict:
 
 def _password_in(url: str) -> list:
     """The password a URL holds, as written (percent-encoded) and decoded; [] if none."""
-    found = _USERINFO.match(url)
-    user, colon, password = found["userinfo"].partition(":") if found else ("", "", "")
+    found = _userinfo(url)
+    user, colon, password = found[1].partition(":") if found else ("", "", "")
     if not (colon and password):
         return []
     return [password, unquote(password)]
+
+
+def _userinfo(url: str):
+    """(scheme, user:password, what follows the @) of a URL with a userinfo, else None. One
+    whose password holds a / ? # or @ not written %2F %3F %23 %40, as users write it, still
+    counts (up to the last @): hiding too much is the safe side. Not host:8080/path@x."""
+    found = _USERINFO.match(url)
+    if found:
+        return found["scheme"] or "", found["userinfo"], url[found.end():]
+    scheme = _SCHEME.match(url)
+    start = scheme.end() if scheme else 0
+    at = url.rfind("@")
+    user, colon, password = url[start:at].partition(":")
+    if at < start or not colon or "/" in user or password.split("/")[0].isdigit():
+        return None
+    return url[:start], url[start:at], url[at + 1:]
 
 
 def _holds(value: str, hidden: str) -> bool:
@@ -277,16 +293,17 @@ def _holds(value: str, hidden: str) -> bool:
 # scheme:// (if written), then the userinfo, up to the last @ before the path. Not urlsplit: a
 # URL it cannot parse ("http://alice:pw@[::1") is still shown without its password.
 _USERINFO = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)?(?P<userinfo>[^/?#]*)@")
+_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://")
 
 
 def shown_url(url: str) -> str:
     """How every line, log and display names an endpoint: http://alice:PW@host as
     http://alice:***@host; a URL without a password as it is."""
-    found = _USERINFO.match(url)
+    found = _userinfo(url)
     if not found or not _password_in(url):
         return url
-    user = found["userinfo"].partition(":")[0]
-    return f"{found['scheme'] or ''}{user}:***@{url[found.end():]}"
+    scheme, userinfo, rest = found
+    return f"{scheme}{userinfo.partition(':')[0]}:***@{rest}"
 
 
 def model_id():
@@ -312,7 +329,10 @@ def check_base_url(url: str) -> None:
         parts = urlsplit(url)
         port = parts.port           # a port out of range or not a number raises here
     except ValueError as exc:       # e.g. "Invalid IPv6 URL" for http://[::1:8080
-        raise SetupError(f"ANTHROPIC_BASE_URL={shown!r} is not a valid URL ({exc}); "
+        # The parser's words may quote a piece of a password it misread as the port.
+        why = "a / ? # or @ in its password must be written %2F %3F %23 %40"
+        raise SetupError(f"ANTHROPIC_BASE_URL={shown!r} is not a valid URL "
+                         f"({why if _password_in(url) else exc}); "
                          "write it like http://127.0.0.1:8080 or http://[::1]:8080") from None
     if port == 0:
         raise SetupError(f"ANTHROPIC_BASE_URL={shown!r} names port 0; give the server's port")

@@ -360,6 +360,13 @@ MUTATIONS = [
     Mutation("the page lists every summary whole, however many", "harness/session/page.py",
              "        if used > SUMMARY_BYTES:", "        if False:",
              [PAGE + "::test_many_long_summaries_keep_the_page_to_its_size_and_the_latest_whole"]),
+    Mutation("a proxy password with an unencoded / reaches the model's commands",
+             "harness/config.py",
+             "    at = url.rfind(\"@\")\n", "    at = -1\n",
+             [SECRETS_TESTS + "::test_a_proxys_password_never_reaches_the_model"]),
+    Mutation("a base URL the parser refuses quotes a piece of its password", "harness/config.py",
+             "({why if _password_in(url) else exc}); ", "({exc}); ",
+             [SECRETS_TESTS + "::test_a_base_url_refused_before_any_request_hides_its_password"]),
     Mutation("pydantic's serializer warnings reach the terminal", "harness/model_call.py",
              "stream.close) as self.watch, quiet_serializer():",
              "stream.close) as self.watch, contextlib.nullcontext():",
@@ -906,7 +913,7 @@ MUTATIONS = [
              [FOLDER + "::test_a_link_at_the_boards_lock_is_refused_and_nothing_is_written_"
                        "through_it"]),
     Mutation("an endpoint's password is shown in the lines that name it", "harness/config.py",
-             "    return f\"{found['scheme'] or ''}{user}:***@{url[found.end():]}\"",
+             "    return f\"{scheme}{userinfo.partition(':')[0]}:***@{rest}\"",
              "    return url",
              [SECRETS_TESTS + "::test_an_unreachable_endpoint_with_a_password_is_named_with_the_"
                               "password_hidden"]),

@@ -390,6 +390,9 @@ def test_an_unreachable_endpoint_with_a_password_is_named_with_the_password_hidd
     ("alice:pw@gw.example:8080", "alice:***@gw.example:8080"),   # no scheme written
     ("http://alice@gw.example", "http://alice@gw.example"),      # a user, no password
     ("http://127.0.0.1:8080/a@b", "http://127.0.0.1:8080/a@b"),  # an @ after the host
+    # A / ? # or @ in a password, not written %2F %3F %23 %40 as it should be: still hidden.
+    ("http://u:Sup3r/Secret@proxy.corp:3128", "http://u:***@proxy.corp:3128"),
+    ("http://u:a?b#c@d@proxy.corp", "http://u:***@proxy.corp"),
     ("https://api.anthropic.com", "https://api.anthropic.com"),
 ])
 def test_shown_url_hides_the_password_and_keeps_the_rest(url, shown):
@@ -409,13 +412,14 @@ def test_child_env_leaves_out_a_base_url_that_holds_a_password_and_its_copies(
 
 
 @pytest.mark.parametrize("url", ["http://alice:s3cret-pw@gw.example:0",
+                                 "http://alice:s3cret/pw@127.0.0.1:9",      # the parser's words
                                  "alice:s3cret-pw@gw.example:8080",
                                  "ftp://alice:s3cret-pw@gw.example",
                                  "http://alice:s3cret-pw@[::1"])
 def test_a_base_url_refused_before_any_request_hides_its_password(url):
     with pytest.raises(SetupError) as caught:
         config.check_base_url(url)
-    assert "s3cret-pw" not in str(caught.value) and "alice:***@" in str(caught.value)
+    assert "s3cret" not in str(caught.value) and "alice:***@" in str(caught.value)
 
 
 def test_every_line_naming_the_endpoint_hides_its_password():
@@ -428,17 +432,20 @@ def test_every_line_naming_the_endpoint_hides_its_password():
         assert "s3cret-pw" not in line and "http://alice:***@gw.example" in line, line
 
 
-@pytest.mark.parametrize("name", ["HTTPS_PROXY", "all_proxy"])
-def test_a_proxys_password_never_reaches_the_model(run_main, name, nothing_hidden_yet):
+@pytest.mark.parametrize("name, password", [("HTTPS_PROXY", "Pr0xy-s3cret"),
+                                            ("all_proxy", "Pr0xy-s3cret"),
+                                            ("HTTPS_PROXY", "Pr0xy/s3cret")],   # not %2F
+                         ids=["HTTPS_PROXY", "all_proxy", "a-slash-unencoded"])
+def test_a_proxys_password_never_reaches_the_model(run_main, name, password, nothing_hidden_yet):
     """A proxy with a password (http://bob:PW@proxy): a model's innocent `env` showed it, and
     it went to the API in the next request. The variable is left out of the commands' env."""
     script = [reply(tool("bash", {"command": "env"})), reply(text("done"))]
     code, out, err, api = run_main(s03_todo, "show me env", script=script,
-                                   env={name: "http://bob:Pr0xy-s3cret@127.0.0.1:9",
+                                   env={name: f"http://bob:{password}@127.0.0.1:9",
                                         "NO_PROXY": "127.0.0.1", "SEEN_BY_BASH": "yes"})
     assert code == 0 and out.strip() == "done", err
     shown_env = tool_results(api.requests[1])[0]["content"]
-    assert "SEEN_BY_BASH=yes" in shown_env and "Pr0xy-s3cret" not in shown_env
+    assert "SEEN_BY_BASH=yes" in shown_env and "s3cret" not in shown_env
 
 
 KEY = "sk-ant-api03-" + "k3y" * 10      # a key as long as a real one
