@@ -153,10 +153,11 @@ def _output_lost(exc: OSError) -> int:
 
 
 def _closed_streams_to_devnull() -> None:
-    """stdout or stderr closed (`>&-`), which Python leaves None: write there to /dev/null."""
-    for name in ("stdout", "stderr"):
+    """stdout or stderr closed (`>&-`), which Python leaves None: write there to /dev/null;
+    stdin closed (`<&-`): read from it, which is the end of input at once."""
+    for name, mode in (("stdout", "w"), ("stderr", "w"), ("stdin", "r")):
         if getattr(sys, name) is None:
-            setattr(sys, name, open(os.devnull, "w", encoding="utf-8"))
+            setattr(sys, name, open(os.devnull, mode, encoding="utf-8"))
 
 
 def _parser(lesson: Lesson):
@@ -196,7 +197,8 @@ def _unrecognized(unknown: list, parser) -> str:
         flag = word.split("=")[0]
         if flag.startswith("-"):
             hints.append(errors.did_you_mean(flag, known))
-    return f"unrecognized arguments: {' '.join(unknown)}{''.join(hints)}"
+    typed = terminal.printable(" ".join(unknown))     # an escape code typed: shown, not obeyed
+    return f"unrecognized arguments: {typed}{''.join(hints)}"
 
 
 def _missing_sdk() -> str:
@@ -380,6 +382,9 @@ def _cost(messages: list, run, arg: str) -> None:
 
 def clear(messages: list, run, arg: str = "") -> None:
     """/clear: a fresh conversation. What the tools did (files, s07's board) stays."""
+    # Words after it were meant for something else (a prompt?): nothing so final on a guess.
+    if arg:
+        raise ValueError("/clear takes no words after it; nothing was cleared")
     messages.clear()
     terminal.show_note("[a fresh conversation: the model remembers nothing of the last one; "
                        "files and the task board (s07) are as they were]")

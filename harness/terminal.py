@@ -34,6 +34,7 @@ from harness import clean, excerpt, tokens
 
 PLAIN_WIDTH = 80                     # columns when the output is no terminal and COLUMNS unset
 NARROWEST = 40                       # a terminal narrower than this is laid out as this wide
+WIDEST = 1000                        # and a wider one (COLUMNS=100000000 drew bars for minutes)
 ARGUMENT_CHARS = 6                   # the least of a cut argument's head and tail, together
 COMMAND_CHARS = 1000                 # a shell command is shown whole up to this: all of it runs
 ITEMS_SHOWN = 20                     # a list argument of at most this many objects, one a line
@@ -102,7 +103,7 @@ def width(stream=None, narrowest: int = NARROWEST) -> int:
             columns = os.get_terminal_size(stream.fileno()).columns
         except (OSError, ValueError):   # a stream that is a terminal only in name (a test's)
             columns = 0
-    return max(columns or PLAIN_WIDTH, narrowest)
+    return min(max(columns or PLAIN_WIDTH, narrowest), WIDEST)
 
 
 def fit(text: str, columns: int, whole_words: bool = True) -> str:

@@ -17,6 +17,7 @@ import threading
 
 import pytest
 
+from harness import cli, terminal
 from harness.run import Run
 import s03_todo
 import s06_compact
@@ -406,6 +407,35 @@ def test_a_mistyped_flag_is_refused_with_the_nearest_one(run_main, typed, meant)
     assert words(err).count("did you mean") == 1
     code, out, err, api = run_main(s07_task_system, "--zzz", "plan it")
     assert code == 2 and "unrecognized arguments: --zzz" in err and "did you mean" not in err
+
+
+def test_an_unknown_flag_with_an_escape_code_is_shown_escaped(run_main):
+    code, out, err, api = run_main(s03_todo, "--\x1b[2Jx")
+    assert code == 2 and "\x1b" not in err and "unrecognized arguments: --\\x1b[2Jx" in err
+
+
+def test_words_after_clear_refuse_it_and_the_conversation_stays(run_main):
+    """`/clear the build cache then rerun the tests` wiped the conversation, the rest unread."""
+    script = [reply(text("ok")), reply(text("42, as you said"))]
+    code, out, err, api = run_main(s03_todo, script=script, stdin="remember 42\n"
+                                   "/clear the build cache then rerun the tests\nwhat number?\nq\n")
+    assert code == 0 and "/clear takes no words after it; nothing was cleared" in words(err)
+    assert len(api.requests[1]["messages"]) == 3          # the first exchange, then the question
+
+
+def test_a_huge_columns_is_a_wide_terminal_not_a_hang(run_main):
+    """COLUMNS=100000000 drew /context's bar for minutes, 50 MB of it."""
+    code, out, err, api = run_main(s03_todo, stdin="/context\nq\n",
+                                   env={"COLUMNS": "100000000"})
+    assert code == 0 and len(out) + len(err) < 50_000, err[-300:]
+    assert terminal.width() <= terminal.WIDEST
+
+
+def test_a_closed_stdin_reads_as_the_end_of_input(monkeypatch):
+    """`python s07_task_system.py <&-` ended in an AttributeError traceback."""
+    monkeypatch.setattr(sys, "stdin", None)
+    cli._closed_streams_to_devnull()
+    assert sys.stdin.readline() == ""
 
 
 def test_an_abbreviated_flag_argparse_accepts_is_no_typo(run_main):
