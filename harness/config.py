@@ -344,6 +344,14 @@ def check_base_url(url: str) -> None:
                          "like http://127.0.0.1:8080")
 
 
+def _check_key(name: str, key: str) -> None:
+    """A key pasted with its line end, or a space: the HTTP library refuses the header, and
+    the SDK calls that a connection error (the network would be blamed)."""
+    if any(c.isspace() or not c.isprintable() for c in key):
+        raise SetupError(f"{name} holds a space, a tab or a line break (a key has none): "
+                         "remove it where you set it")
+
+
 def make_client(base_url=None, api_key=None, secrets=None):
     """The Anthropic client, or SetupError before any request. secrets: load_env's."""
     auth_token = None
@@ -353,6 +361,8 @@ def make_client(base_url=None, api_key=None, secrets=None):
         auth_token = None if api_key else secret("ANTHROPIC_AUTH_TOKEN", secrets)
         if not (api_key or auth_token):
             raise NoKey(no_key_message())
+        name = "ANTHROPIC_API_KEY" if api_key else "ANTHROPIC_AUTH_TOKEN"
+        _check_key(name, api_key or auth_token)
     url = base_url or os.environ.get("ANTHROPIC_BASE_URL") or None
     if url:
         check_base_url(url)

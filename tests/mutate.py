@@ -382,6 +382,10 @@ MUTATIONS = [
     Mutation("a REPL with stdin closed ends in a traceback", "harness/cli.py",
              '("stderr", "w"), ("stdin", "r")):', '("stderr", "w")):',
              ["tests/test_cli.py::test_a_closed_stdin_reads_as_the_end_of_input"]),
+    Mutation("a key with a line break is blamed on the network", "harness/config.py",
+             "        _check_key(name, api_key or auth_token)", "        pass",
+             [SECRETS_TESTS + "::test_a_key_with_a_space_or_line_break_is_named_not_blamed_on_the_"
+              "network"]),
     Mutation("pydantic's serializer warnings reach the terminal", "harness/model_call.py",
              "stream.close) as self.watch, quiet_serializer():",
              "stream.close) as self.watch, contextlib.nullcontext():",
