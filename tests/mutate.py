@@ -386,6 +386,11 @@ MUTATIONS = [
              "        _check_key(name, api_key or auth_token)", "        pass",
              [SECRETS_TESTS + "::test_a_key_with_a_space_or_line_break_is_named_not_blamed_on_the_"
               "network"]),
+    Mutation("/task done 1 2 completes #1 and says nothing of #2", "harness/board/commands.py",
+             'if verb in ("show", "start", "done", "delete") and len(rest) > 1:',
+             'if False:',
+             ["tests/test_repl_commands.py::test_a_task_command_given_several_ids_does_nothing_"
+              "and_says_one_at_a_time"]),
     Mutation("pydantic's serializer warnings reach the terminal", "harness/model_call.py",
              "stream.close) as self.watch, quiet_serializer():",
              "stream.close) as self.watch, contextlib.nullcontext():",

@@ -226,3 +226,15 @@ def test_a_persons_task_done_takes_over_a_task_another_agent_has_in_progress(run
     assert "Unblocked: #2 Implement the API" in out
     done = json.loads((workdir / ".tasks" / "task_1.json").read_text(encoding="utf-8"))
     assert (done["status"], done["owner"]) == ("completed", "pat")
+
+
+def test_a_task_command_given_several_ids_does_nothing_and_says_one_at_a_time(run_main,
+                                                                              workdir):
+    """`/task done 1 2` completed #1 and said nothing of #2."""
+    code, out, err, api = run_main(s07_task_system,
+                                   stdin="/task add a\n/task add b\n/task done 1 2\nq\n")
+    assert code == 0, err
+    assert "error: /task done takes one task id (given: 1 2); give each its own /task done" \
+        in words(err)
+    board = TaskManager(workdir / ".tasks")
+    assert [board.store.load(n)["status"] for n in (1, 2)] == ["pending", "pending"]

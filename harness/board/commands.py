@@ -45,6 +45,10 @@ def task_command(tasks, arg: str) -> None:
         what = {1: "a task id", 2: "a task id and its blockers"}[NEEDS[verb]]
         what = {"add": "a title", "import": "a file"}.get(verb, what)
         raise ValueError(f"/task {verb} needs {what}; /task help lists the commands")
+    # One id: `/task done 1 2` did #1 and left #2 unsaid.
+    if verb in ("show", "start", "done", "delete") and len(rest) > 1:
+        raise ValueError(f"/task {verb} takes one task id (given: {' '.join(rest)}); give each "
+                         f"its own /task {verb}")
     actions = {
         "list": tasks.list_all, "help": lambda: HELP,
         "add": lambda: tasks.create(" ".join(rest)),
