@@ -16,8 +16,8 @@ may be short placeholders. A block: a text, a tool call or a tool result in a me
                                  2. the model writes a summary (same prefix: partly cached)
                                  3. history := one message: transcript path + summary
     any time:
-      layer 3  `compact` tool or /compact   -> the same as layer 2, after the step that asked
-                                               (the turn goes on)
+      layer 3  `compact` tool or /compact   -> the same as layer 2: the tool's after its
+                                               step (the turn goes on), /compact at once
 
 Layer 1 is built around prompt caching. The API reads a request in this order, and
 caches it up to a breakpoint: s03's request asks for one on its last block (cache_control at

@@ -82,8 +82,8 @@ class TaskManager:
 
     def use(self, location) -> None:
         """self.store: TaskFolder below, with folder.Remembering mixed in, or a postgresql://
-        board. The same methods, same answers: Remembering only skips reading a file again
-        while .lock's stamp, renewed by every write, shows that no other agent wrote."""
+        board. Same methods, same answers: Remembering skips reading a file whose stat has not
+        changed and, under the lock, the folder while .lock's stamp shows no other writer."""
         self.store = board.open_store(location, TaskFolder)
 
     def next_id(self) -> int:
