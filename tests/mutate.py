@@ -391,6 +391,12 @@ MUTATIONS = [
              'if False:',
              ["tests/test_repl_commands.py::test_a_task_command_given_several_ids_does_nothing_"
               "and_says_one_at_a_time"]),
+    Mutation("a demo's page that cannot be written names the wrong folder",
+             "harness/session/page.py",
+             '        where = screen.where(f"{folder}/") if screen else f"{folder}/"',
+             '        where = f"{folder}/"',
+             [PAGE + "::test_a_demo_whose_page_cannot_be_written_names_the_folder_from_where_"
+              "you_are"]),
     Mutation("pydantic's serializer warnings reach the terminal", "harness/model_call.py",
              "stream.close) as self.watch, quiet_serializer():",
              "stream.close) as self.watch, contextlib.nullcontext():",

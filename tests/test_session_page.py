@@ -259,3 +259,13 @@ def test_the_recorder_never_raises_into_the_lesson_and_says_what_it_missed():
     assert len(rec.data.calls) == 1 and rec.data.totals["calls"] == 1   # the call is still counted
     page = Elements(render(rec.data))
     assert any("the board could not be read: ZeroDivisionError" in t for t in page.text)
+
+
+def test_a_demo_whose_page_cannot_be_written_names_the_folder_from_where_you_are(run_main,
+                                                                                 workdir):
+    """The demo runs in demo/: the line named .transcripts/, which is not where you are."""
+    import s03_todo
+    (workdir / "demo").mkdir()
+    (workdir / "demo" / ".transcripts").write_text("a file in the way")
+    code, out, err, api = run_main(s03_todo, "--demo", key=None)
+    assert "[no session page: cannot write in demo/.transcripts/ (" in words(err), err

@@ -443,7 +443,8 @@ def end_of_run(recorder: Recorder, folder: Path = config.TRANSCRIPTS,
     try:
         path = write_page(recorder.data, folder, _price())
     except OSError as exc:
-        show_note(f"[no session page: cannot write in {folder}/ ({reason(exc)})]")
+        where = screen.where(f"{folder}/") if screen else f"{folder}/"
+        show_note(f"[no session page: cannot write in {where} ({reason(exc)})]")
         return None
     # A bug in the page must not end the run with a traceback.
     except Exception as exc:  # noqa: BLE001
