@@ -397,6 +397,11 @@ MUTATIONS = [
              '        where = f"{folder}/"',
              [PAGE + "::test_a_demo_whose_page_cannot_be_written_names_the_folder_from_where_"
               "you_are"]),
+    Mutation("the keyless demo opens the board TASK_BOARD names", "harness/board/__init__.py",
+             '    if getattr(args, "demo", False):\n        location = default',
+             '    if False:\n        location = default',
+             ["tests/test_s07_e2e.py::test_the_demo_leaves_a_board_of_yours_alone_even_one_it_"
+              "cannot_reach"]),
     Mutation("pydantic's serializer warnings reach the terminal", "harness/model_call.py",
              "stream.close) as self.watch, quiet_serializer():",
              "stream.close) as self.watch, contextlib.nullcontext():",

@@ -7,7 +7,7 @@ import sys
 import pytest
 
 import s07_task_system
-from helpers import clean_env, tool_results
+from helpers import clean_env, tool_results, words
 from harness.stand_in.script import reply, text, tool
 
 PLAN = ["Design data model", "Implement API", "Write docs", "Write API tests"]
@@ -148,6 +148,16 @@ def test_the_demo_says_it_ignores_a_threshold_of_yours_and_runs_as_written(run_m
     assert code == 0 and api.violations == [], err
     assert "[demo] your COMPACT_THRESHOLD=500 is ignored" in err
     assert "came back whole" in out + err
+
+
+def test_the_demo_leaves_a_board_of_yours_alone_even_one_it_cannot_reach(run_main, workdir):
+    """TASK_BOARD naming a PostgreSQL server stopped the keyless demo: "cannot reach the
+    PostgreSQL server of the board", though the demo says it leaves that board alone."""
+    code, out, err, api = run_main(s07_task_system, "--demo", key=None,
+                                   env={"TASK_BOARD": "postgresql://me@127.0.0.1:9/board"})
+    assert code == 0 and api.violations == [], err
+    assert "(any --board or TASK_BOARD is left alone)" in words(err)
+    assert (workdir / "demo" / ".tasks" / "task_1.json").is_file()
 
 
 def test_every_task_command_works_in_the_repl_as_a_user_runs_it(run_lesson, workdir):

@@ -55,7 +55,11 @@ def choose(run, tasks, default, args) -> str:
     if args.board and password_in(args.board):
         terminal.show_note(PASSWORD_WARNING)
     # --board "" is an address given, and refused (open_store); an empty TASK_BOARD is unset.
-    tasks.use(args.board if args.board is not None else os.environ.get("TASK_BOARD") or default)
+    location = args.board if args.board is not None else os.environ.get("TASK_BOARD") or default
+    # The demo plays on its own board (demos.py): a board of yours is not even opened.
+    if getattr(args, "demo", False):
+        location = default
+    tasks.use(location)
     name = record.agent_name(args.name or os.environ.get("AGENT_NAME") or "")
     tasks.agent = name or record.default_agent_name()
     # The session page draws the board: read at each compaction and at the end of the run.
