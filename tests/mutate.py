@@ -402,6 +402,10 @@ MUTATIONS = [
              '    if False:\n        location = default',
              ["tests/test_s07_e2e.py::test_the_demo_leaves_a_board_of_yours_alone_even_one_it_"
               "cannot_reach"]),
+    Mutation("a long wait for the folder board's lock is silent", "harness/board/folder.py",
+             "        waiting.daemon = True\n        waiting.start()",
+             "        waiting.daemon = True",
+             [FOLDER + "::test_a_long_wait_for_the_boards_lock_is_said_once"]),
     Mutation("pydantic's serializer warnings reach the terminal", "harness/model_call.py",
              "stream.close) as self.watch, quiet_serializer():",
              "stream.close) as self.watch, contextlib.nullcontext():",

@@ -516,6 +516,40 @@ def test_a_listing_in_another_thread_never_becomes_what_the_lock_holder_remember
         assert tasks.store.scan()[0][1]["status"] == "completed"
 
 
+def test_a_long_wait_for_the_boards_lock_is_said_once(board_dir, monkeypatch, capsys):
+    """An agent stopped with Ctrl-Z while it held the lock kept every other agent waiting, in
+    silence, with a bare prompt. The wait is not bounded (that agent may be mid-change), but
+    after WAIT_NOTE_AFTER seconds it is said, once, with how to stop waiting."""
+    import threading
+    import time
+    from harness.board import folder
+    monkeypatch.setattr(folder, "WAIT_NOTE_AFTER", 0.2)
+    alice, bob = TaskManager(board_dir, agent="alice"), TaskManager(board_dir, agent="bob")
+    alice.create("Design")
+    held, release, made = threading.Event(), threading.Event(), []
+
+    def hold():
+        with alice.store.locked():
+            held.set()
+            release.wait(DEADLINE)
+    holder = threading.Thread(target=hold)
+    holder.start()
+    assert held.wait(DEADLINE)
+    creator = threading.Thread(target=lambda: made.append(bob.create("Build")))
+    creator.start()
+    said, deadline = "", time.monotonic() + DEADLINE
+    while "waiting for the board's lock" not in said and time.monotonic() < deadline:
+        time.sleep(0.05)
+        said += capsys.readouterr().err
+    release.set()
+    holder.join(DEADLINE)
+    creator.join(DEADLINE)
+    said += capsys.readouterr().err
+    assert made == ["Created task #2: Build"]
+    assert said.count("waiting for the board's lock") == 1
+    assert "another agent holds it; Ctrl-C stops waiting" in " ".join(said.split())
+
+
 def test_a_board_replaced_under_a_manager_is_a_new_board(board_dir):
     tasks = TaskManager(board_dir)
     tasks.create("a")

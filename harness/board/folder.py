@@ -4,10 +4,10 @@ board.open_store makes the folder store as remembering(TaskFolder): s07's method
 and Remembering, mixed in around them, guards and remembers. What each override adds:
 
     Remembering's        adds to s07's TaskFolder method
-    locked()             a thread mutex; forgets the ids and the board it remembers when
-                         .lock's stamp changed (another agent wrote); the sweep, once per
-                         board; a new stamp after a write; on an exception, removes the files
-                         reserve() made
+    locked()             a thread mutex; a note when the wait is long; forgets the ids and
+                         the board it remembers when .lock's stamp changed (another agent
+                         wrote); the sweep, once per board; a new stamp after a write; on an
+                         exception, removes the files reserve() made
     ids(), scan()        under the lock, in the thread holding it, from memory while no other
                          agent wrote (scan: not with validate, which lists the folder and
                          checks each file's stat)
@@ -37,6 +37,8 @@ Without each piece:
   task's, or LITTER, at once (task files are written only under the lock); any other once
   unwritten for STALE seconds (a write_file in flight holds no board lock; older harnesses
   gave task temporaries that name).
+- the note while waiting: an agent stopped with Ctrl-Z while it held the lock kept the others
+  waiting with a bare prompt, in silence.
 - the mutex: the flock orders processes; two threads of one process share this object (and
   only the thread holding the lock keeps what it read: another's listing may predate a write).
 - _still_the_lock: a person removed .lock while alice held it; bob locked a new one, and both
@@ -52,7 +54,7 @@ import secrets
 import threading
 import time
 
-from harness import writer
+from harness import terminal, writer
 from harness.board import record
 from harness.errors import reason
 from harness.files import read_bytes
@@ -63,6 +65,8 @@ AFTER_STAMP = 64            # bytes of .lock kept after the stamp: s07's mark ta
 LOCK_MODE = 0o644           # .lock, less the umask: every agent opens it for writing
 TASK_TEMPORARY = writer.TASK_TEMPORARY   # a task file's temporary name (temporary_beside)
 STALE = 3600                # seconds unwritten: a temporary file nobody is writing any more
+WAIT_NOTE_AFTER = 3         # seconds waiting for the lock before saying so (not a limit: the
+                            # holder may be mid-change; Ctrl-C stops waiting)
 # Older harnesses' names for a task's temporary file: .task_1.json.<hex>.tmp, .tmp_<id>_<pid>_<n>.
 LITTER = re.compile(r"\.task_[1-9][0-9]{0,14}\.json\.[0-9a-f]+\.tmp"
                     r"|\.tmp_[1-9][0-9]{0,14}_[0-9]+_[0-9]+", re.ASCII)
@@ -166,18 +170,27 @@ class Remembering:
 
     @contextlib.contextmanager
     def locked(self):
-        with self._mutex, super().locked() as fd:
-            self._holder = threading.get_ident()
-            self._enter(fd)
-            try:
-                yield fd
-            except BaseException:
-                self._undo()
-                raise
-            finally:
-                self._holder = None
-                if self._wrote:                     # a new stamp tells every other agent
-                    self._new_stamp(fd)
+        waiting = threading.Timer(WAIT_NOTE_AFTER, terminal.show_note, [
+            f"[waiting for the board's lock in {self.dir}/: another agent holds it; Ctrl-C "
+            "stops waiting]"])
+        waiting.daemon = True
+        waiting.start()
+        try:
+            with self._mutex, super().locked() as fd:
+                waiting.cancel()
+                self._holder = threading.get_ident()
+                self._enter(fd)
+                try:
+                    yield fd
+                except BaseException:
+                    self._undo()
+                    raise
+                finally:
+                    self._holder = None
+                    if self._wrote:                 # a new stamp tells every other agent
+                        self._new_stamp(fd)
+        finally:
+            waiting.cancel()
 
     def _enter(self, fd: int) -> None:
         st = os.fstat(fd)
