@@ -778,7 +778,9 @@ MUTATIONS = [
              "the folder",
              "        if False:",
              [CONTRACT + "::test_a_blocker_completed_by_a_warm_manager_frees_what_another_"
-                         "manager_created"]),
+                         "manager_created",
+              CONTRACT + "::test_a_warm_managers_refusal_of_a_missing_id_names_what_another_"
+                         "created_since"]),
     Mutation("a listing keeps a cached task its file no longer holds (a hand edit unseen)",
              "harness/board/folder.py",
              "        if hit is not None and hit[0] == key:",
@@ -790,7 +792,9 @@ MUTATIONS = [
              '            fresh = self.store.try_load(other["id"])',
              "            fresh = other",
              [CONTRACT + "::test_completing_a_blocker_keeps_a_hand_edit_made_to_its_dependent_"
-                         "since"]),
+                         "since",
+              FOLDER + "::test_a_hand_edit_that_keeps_size_time_and_inode_survives_its_blocker_"
+                       "completing"]),
     Mutation("a new task's file replaces one made by hand with the same id",
              "s07_task_system.py",
              '            writer.link(temporary, self.path(task["id"]))',

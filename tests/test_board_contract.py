@@ -251,6 +251,17 @@ def test_a_blocker_completed_by_a_warm_manager_frees_what_another_manager_create
     assert TaskManager(board).store.load(3)["blockedBy"] == []
 
 
+def test_a_warm_managers_refusal_of_a_missing_id_names_what_another_created_since(board):
+    """The tasks a missing id's error names come from the board as it is, not as this process
+    last read it: the model picks the id it meant from that list."""
+    a, b = TaskManager(board, agent="a"), TaskManager(board, agent="b")
+    a.create("Design")
+    a.update(1, status="completed")                  # a completion reads the board: a is warm
+    b.create("Build")                                # #2, which a has never seen
+    with pytest.raises(ValueError, match=r"^no task #9; existing tasks: #1, #2$"):
+        a.update(9, status="completed")
+
+
 def test_completing_a_blocker_keeps_a_hand_edit_made_to_its_dependent_since(board):
     """The dependent is written back without the finished blocker: the copy written must be the
     task as it is now, not as a warm cache last saw it, or a person's edit is lost."""

@@ -550,6 +550,28 @@ def test_a_long_wait_for_the_boards_lock_is_said_once(board_dir, monkeypatch, ca
     assert "another agent holds it; Ctrl-C stops waiting" in " ".join(said.split())
 
 
+def test_a_hand_edit_that_keeps_size_time_and_inode_survives_its_blocker_completing(board_dir):
+    """An edit saved within one tick of the file's time, at the same size, in place: the
+    remembered copy looks current. The dependent a completion writes back is read from its
+    file, so the edit is kept."""
+    tasks = TaskManager(board_dir)
+    tasks.create("Design")
+    tasks.create("Build", "aaaa", blocked_by=[1])
+    tasks.create("Warm up")
+    tasks.update(3, status="completed")       # a completion reads the board: it is remembered
+    path = board_dir / "task_2.json"
+    before = path.stat()
+    with open(path, "r+", encoding="utf-8") as file:      # in place: the same inode
+        edited = file.read().replace('"aaaa"', '"bbbb"')
+        file.seek(0)
+        file.write(edited)
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert (path.stat().st_size, path.stat().st_ino) == (before.st_size, before.st_ino)
+    assert "Unblocked: #2 Build" in tasks.update(1, status="completed")
+    build = task_file(board_dir, 2)
+    assert (build["description"], build["blockedBy"]) == ("bbbb", [])
+
+
 def test_a_board_replaced_under_a_manager_is_a_new_board(board_dir):
     tasks = TaskManager(board_dir)
     tasks.create("a")
