@@ -48,6 +48,7 @@ postgresql:// board there.
 """
 
 import contextlib
+import fcntl
 import os
 import re
 import secrets
@@ -170,27 +171,45 @@ class Remembering:
 
     @contextlib.contextmanager
     def locked(self):
+        with self._mutex:
+            waiting = self._note_if_busy()
+            try:
+                with super().locked() as fd:
+                    _stop(waiting)
+                    self._holder = threading.get_ident()
+                    self._enter(fd)
+                    try:
+                        yield fd
+                    except BaseException:
+                        self._undo()
+                        raise
+                    finally:
+                        self._holder = None
+                        if self._wrote:             # a new stamp tells every other agent
+                            self._new_stamp(fd)
+            finally:
+                _stop(waiting)
+
+    def _note_if_busy(self):
+        """None while the lock is free; else a started timer that says so after
+        WAIT_NOTE_AFTER seconds (a thread only then: a create must not pay for one)."""
+        try:
+            fd = open_lock(self.dir)
+        except ValueError:
+            return None                             # s07's locked() says what is wrong
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return None                             # free now; released as fd closes
+        except OSError:
+            pass
+        finally:
+            os.close(fd)
         waiting = threading.Timer(WAIT_NOTE_AFTER, terminal.show_note, [
             f"[waiting for the board's lock in {self.dir}/: another agent holds it; Ctrl-C "
             "stops waiting]"])
         waiting.daemon = True
         waiting.start()
-        try:
-            with self._mutex, super().locked() as fd:
-                waiting.cancel()
-                self._holder = threading.get_ident()
-                self._enter(fd)
-                try:
-                    yield fd
-                except BaseException:
-                    self._undo()
-                    raise
-                finally:
-                    self._holder = None
-                    if self._wrote:                 # a new stamp tells every other agent
-                        self._new_stamp(fd)
-        finally:
-            waiting.cancel()
+        return waiting
 
     def _enter(self, fd: int) -> None:
         st = os.fstat(fd)
@@ -339,6 +358,14 @@ class Remembering:
             self._tasks = None                      # an id below the last: read in order again
         elif known is not None:
             known[task["id"]] = task
+
+
+def _stop(waiting) -> None:
+    """The wait's note, if one was set, not said (or said once); no thread left behind, which
+    a fork would copy."""
+    if waiting:
+        waiting.cancel()
+        waiting.join()
 
 
 def _file_name(task_id: int) -> str:
