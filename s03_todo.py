@@ -29,8 +29,8 @@ the reply), run_tool_calls and call_tool (a tool_result for each tool_use), then
 tools, TodoManager, and the dispatch table that joins them. The todo list is agent_loop's
 rounds_without_todo and its nag, TodoManager, and the todo tool. A call into harness/ makes the
 bare idea safe on a real machine; its name, or the comment above it, says what it does, and
-you can skip it on a first read. From harness/ you need the reply's shape (ask_model lists
-it) and run, the session (agent_loop says what it holds).
+you can skip it on a first read. From harness/ you need two things: the reply's shape
+(ask_model lists it) and run, which holds the session (agent_loop says what is in it).
 
 Limits: the todos live in memory and die with the program (--continue starts an empty list),
 and s06's compaction hides them. s07 keeps them on disk.

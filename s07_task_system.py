@@ -82,8 +82,8 @@ class TaskManager:
 
     def use(self, location) -> None:
         """self.store: TaskFolder below, with folder.Remembering mixed in, or a postgresql://
-        board. Same methods, same answers: Remembering skips reading a file whose stat has not
-        changed and, under the lock, the folder while .lock's stamp shows no other writer."""
+        board. Remembering skips reading a file whose stat has not changed and, under the lock,
+        the folder while .lock's stamp shows no other writer (folder.py: what hand edits miss)."""
         self.store = board.open_store(location, TaskFolder)
 
     def next_id(self) -> int:

@@ -292,8 +292,8 @@ def _holds(value: str, hidden: str) -> bool:
 
 # scheme:// (if written), then the userinfo, up to the last @ before the path. Not urlsplit: a
 # URL it cannot parse ("http://alice:pw@[::1") is still shown without its password.
-_USERINFO = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)?(?P<userinfo>[^/?#]*)@")
 _SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://")
+_USERINFO = re.compile(rf"(?P<scheme>{_SCHEME.pattern})?(?P<userinfo>[^/?#]*)@")
 
 
 def shown_url(url: str) -> str:
@@ -345,11 +345,11 @@ def check_base_url(url: str) -> None:
 
 
 def _check_key(name: str, key: str) -> None:
-    """A key pasted with its line end, or a space: the HTTP library refuses the header, and
-    the SDK calls that a connection error (the network would be blamed)."""
-    if any(c.isspace() or not c.isprintable() for c in key):
-        raise SetupError(f"{name} holds a space, a tab or a line break (a key has none): "
-                         "remove it where you set it")
+    """A key pasted with its line end, a space, or a typographic character (a word processor's
+    dash): the HTTP library refuses the header, and the SDK calls that a connection error."""
+    if any(c.isspace() or not (c.isascii() and c.isprintable()) for c in key):
+        raise SetupError(f"{name} holds a space, a tab, a line break or a character no key has "
+                         "(a key is plain ASCII): remove it where you set it")
 
 
 def make_client(base_url=None, api_key=None, secrets=None):

@@ -492,8 +492,9 @@ def test_a_key_in_a_stream_the_sdk_cannot_read_is_hidden_too(run_main):
 
 @pytest.mark.parametrize("name, value", [("ANTHROPIC_API_KEY", "sk-ant-api03-abc "),
                                          ("ANTHROPIC_API_KEY", "sk-ant-\napi03"),
-                                         ("ANTHROPIC_AUTH_TOKEN", "tok\ten")],
-                         ids=["a-trailing-space", "a-line-break", "a-tab"])
+                                         ("ANTHROPIC_AUTH_TOKEN", "tok\ten"),
+                                         ("ANTHROPIC_API_KEY", "sk\u2013ant-api03")],
+                         ids=["a-trailing-space", "a-line-break", "a-tab", "an-en-dash"])
 def test_a_key_with_a_space_or_line_break_is_named_not_blamed_on_the_network(run_main, name,
                                                                             value):
     """The HTTP library refuses such a header, and the error said "cannot reach the API: check
@@ -501,6 +502,6 @@ def test_a_key_with_a_space_or_line_break_is_named_not_blamed_on_the_network(run
     code, out, err, api = run_main(s03_todo, "hi", script=[reply(text("never"))], key=None,
                                    env={name: value})
     assert code == 1 and api.requests == [], err
-    assert messages(err) == [f"error: {name} holds a space, a tab or a line break (a key has "
-                             "none): remove it where you set it"]
+    assert messages(err) == [f"error: {name} holds a space, a tab, a line break or a character "
+                             "no key has (a key is plain ASCII): remove it where you set it"]
     assert value.strip() not in err

@@ -29,7 +29,9 @@ Without each piece:
 - a file remembered by its stat: a board of 10,000 tasks took a second to list. A hand edit
   that keeps the size within one mtime tick of our write is seen by a listing only once the
   file changes again; a change reads its tasks with load and try_load, so it never writes
-  over such an edit.
+  over such an edit. A task file made by hand under a new id is in ids() once another agent
+  writes, or the process starts again: until then next_id may give a lower id than it (never
+  the same one: reserve refuses a taken name).
 - the undo: a /task import that stops at item 3 left items 1 and 2, and a second import made
   them twice. (A write() stays done: a folder replaces one file at a time.)
 - the sweep (once per process and board): a writer killed mid-write leaves a temporary file.
