@@ -269,7 +269,8 @@ def _password_in(url: str) -> list:
 def _userinfo(url: str):
     """(scheme, user:password, what follows the @) of a URL with a userinfo, else None. One
     whose password holds a / ? # or @ not written %2F %3F %23 %40, as users write it, still
-    counts (up to the last @): hiding too much is the safe side. Not host:8080/path@x."""
+    counts (up to the last @), as the board's address reads it: hiding too much is the safe
+    side, so host:8080/path@x reads as a password too."""
     found = _USERINFO.match(url)
     if found:
         return found["scheme"] or "", found["userinfo"], url[found.end():]
@@ -277,7 +278,7 @@ def _userinfo(url: str):
     start = scheme.end() if scheme else 0
     at = url.rfind("@")
     user, colon, password = url[start:at].partition(":")
-    if at < start or not colon or "/" in user or password.split("/")[0].isdigit():
+    if at < start or not colon or "/" in user:
         return None
     return url[:start], url[start:at], url[at + 1:]
 

@@ -406,6 +406,12 @@ MUTATIONS = [
              "        waiting.daemon = True\n        waiting.start()",
              "        waiting.daemon = True",
              [FOLDER + "::test_a_long_wait_for_the_boards_lock_is_said_once"]),
+    Mutation("a gateway password that begins with digits and a / reaches the model",
+             "harness/config.py",
+             '    if at < start or not colon or "/" in user:',
+             '    if at < start or not colon or "/" in user or password.split("/")[0].isdigit():',
+             [SECRETS_TESTS + "::test_child_env_leaves_out_a_base_url_that_holds_a_password_"
+              "and_its_copies"]),
     Mutation("pydantic's serializer warnings reach the terminal", "harness/model_call.py",
              "stream.close) as self.watch, quiet_serializer():",
              "stream.close) as self.watch, contextlib.nullcontext():",
