@@ -5,8 +5,7 @@ request); this module does the rest, for s06 and so s07. Without each piece:
 - input_texts / path_of / shows_whole_file: layer 1 cannot tell a write or edit's big texts,
   nor that a later whole read_file or write_file shows a file again (a partial or capped read,
   or a failed write, does not), and clearing the earlier read makes the model read it again.
-- save_whole: a long result, once cleared, is gone for the model, which runs it again or
-  guesses.
+- save_whole: a cleared long result is gone for the model, which runs it again or guesses.
 - tokens_from / first_of: the batch rule cannot weigh what a batch frees against the cache
   it makes the API write again, from its first block on.
 - breakpoint_before: the API looks for a cached prefix at most 20 blocks back; a batch
@@ -19,12 +18,11 @@ request); this module does the rest, for s06 and so s07. Without each piece:
   endpoint that ignored max_tokens), became the new history.
 - failed: an API error in the summary call, or a full disk, ends the turn in a traceback.
 - window_guard / fit_to_window: with a window smaller than the threshold (a local model's),
-  or with --api-context, layer 2 acts only once a request no longer fits, and then its
-  summary request cannot fit either; a window the system prompt and tools nearly fill
-  summarises every prompt away before the model sees it (MIN_ROOM refuses such a window).
+  or --api-context, layer 2 acts once a request no longer fits, when its summary request
+  cannot fit either; a window or threshold the system prompt and tools nearly fill has every
+  prompt summarised away (MIN_ROOM: the window is refused, the threshold raised).
 - fit_for_summary: a conversation already past the window can never be summarised.
 - compact_now: /compact with nothing to compact, or without a model, fails at the API.
-Tokens are estimated as characters / 4 (tokens.estimate, as everywhere).
 """
 
 import json
@@ -41,8 +39,7 @@ INPUT_FIELDS = {"write_file": ("content",), "edit_file": ("old_text", "new_text"
 SHOW_WHOLE_FILE = {"read_file", "write_file"}   # an edit shows only a part of a file
 # How the new first message opens after a compaction (the demo knows one by it).
 SUMMARY_OPENING = "[This conversation was compacted to save context."
-# Tokens a window must leave layer 2 beyond the system prompt and tools: less, and every
-# prompt would be summarised before the model saw it.
+# Tokens layer 2 needs beyond the system prompt and tools, in the window and the threshold.
 MIN_ROOM = 1_000
 # s06's and s07's flag, here so that their parsers need not load harness/api_context.py.
 API_CONTEXT_FLAG = (("--api-context",), {
@@ -141,14 +138,14 @@ def window_guard(window: int, reply_tokens: int) -> int:
 
 
 def fit_to_window(threshold: int, prefix: int, reply_tokens: int, api_context) -> int:
-    """s06's threshold, lowered to fit the model's window; with --api-context (not None), the
-    window's guard. SetupError if it leaves less than MIN_ROOM beyond prefix (the system
-    prompt and tools)."""
+    """s06's threshold, lowered to fit the model's window, or raised to leave MIN_ROOM beyond
+    prefix (the system prompt and tools); with --api-context (not None), the window's guard.
+    SetupError if the window leaves less than MIN_ROOM beyond prefix."""
     window = config.context_window()
     guard = window_guard(window, reply_tokens)
-    if guard - prefix < MIN_ROOM:
+    needed = prefix + MIN_ROOM
+    if guard < needed:
         # The smallest window whose guard leaves MIN_ROOM: by either of window_guard's terms.
-        needed = prefix + MIN_ROOM
         smallest = min(needed + 2 * reply_tokens, 2 * needed)
         raise SetupError(f"CONTEXT_WINDOW {window:,} is too small: the system prompt and tools "
                          f"take about {prefix:,} tokens, the work needs {MIN_ROOM:,} more, and "
@@ -161,7 +158,12 @@ def fit_to_window(threshold: int, prefix: int, reply_tokens: int, api_context) -
         terminal.show_note(f"[COMPACT_THRESHOLD {threshold:,} does not fit the model's window "
                            f"of {window:,} tokens: layer 2 compacts at {guard:,}]")
         return guard
-    return threshold
+    # One under `needed` would have layer 2 summarise before every call: raise it.
+    if threshold < needed:
+        terminal.show_note(f"[COMPACT_THRESHOLD {threshold:,} leaves no room: the system prompt "
+                           f"and tools take about {prefix:,} tokens; layer 2 compacts at "
+                           f"{needed:,}]")
+    return max(threshold, needed)
 
 
 def fit_for_summary(view: list, room: int) -> list:

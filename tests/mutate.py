@@ -412,6 +412,10 @@ MUTATIONS = [
              '    if at < start or not colon or "/" in user or password.split("/")[0].isdigit():',
              [SECRETS_TESTS + "::test_child_env_leaves_out_a_base_url_that_holds_a_password_"
               "and_its_copies"]),
+    Mutation("a COMPACT_THRESHOLD the system prompt fills summarises before every call",
+             "harness/compaction.py", "    return max(threshold, needed)", "    return threshold",
+             ["tests/test_s06_compact.py::test_a_threshold_the_system_prompt_fills_is_raised_"
+              "with_a_note_not_summarised_every_call"]),
     Mutation("pydantic's serializer warnings reach the terminal", "harness/model_call.py",
              "stream.close) as self.watch, quiet_serializer():",
              "stream.close) as self.watch, contextlib.nullcontext():",

@@ -143,9 +143,11 @@ def test_a_turn_that_fails_after_a_compaction_leaves_a_history_the_api_accepts(
             raise KeyboardInterrupt
         monkeypatch.setitem(s06_compact.TOOL_HANDLERS, "bash", interrupted)
         script = [reply(tool("bash", {"command": "sleep 5"})), reply(text("second answer"))]
-    code, out, err, api = run_main(s06_compact, stdin="first\nsecond\nq\n", script=script,
-                                   summary="Summary: the first turn",
-                                   env={"COMPACT_THRESHOLD": "200"})
+    # A first prompt of about 1,500 tokens, over the threshold with the system prompt: layer 2
+    # summarises it in the first turn, before the call that fails.
+    code, out, err, api = run_main(s06_compact, stdin=f"first {'x' * 6000}\nsecond\nq\n",
+                                   script=script, summary="Summary: the first turn",
+                                   env={"COMPACT_THRESHOLD": "1400"})
     assert code == 0 and api.violations == [], err
     assert "second answer" in out
     assert "after a compaction; the conversation goes on from its summary" in err

@@ -245,8 +245,25 @@ def test_a_threshold_that_is_not_a_positive_whole_number_is_one_clear_line(run_m
 
 def test_the_threshold_comes_from_the_environment_when_a_run_starts(run_main):
     code, out, err, api = run_main(s06, "hi", script=[reply(text("ok"))],
-                                   env={"COMPACT_THRESHOLD": "1234"})
-    assert code == 0 and s06.CONTEXT.threshold == 1234
+                                   env={"COMPACT_THRESHOLD": "4321"})
+    assert code == 0 and s06.CONTEXT.threshold == 4321
+
+
+def test_a_threshold_the_system_prompt_fills_is_raised_with_a_note_not_summarised_every_call(
+        run_main):
+    """COMPACT_THRESHOLD=200, under what the system prompt and tools take: every request was
+    over it, and layer 2 summarised before nearly every call, the model losing all it had."""
+    big = "head -c 1200 /dev/zero | tr '\\0' x"          # 300 tokens of output a call
+    script = [reply(tool("bash", {"command": big})) for _ in range(6)] + [reply(text("done"))]
+    code, out, err, api = run_main(s06, "go", script=script, summary="Summary: six outputs",
+                                   env={"COMPACT_THRESHOLD": "200"})
+    floor = s06.CONTEXT.prefix + compaction.MIN_ROOM
+    assert code == 0 and api.violations == [] and s06.CONTEXT.threshold == floor, err
+    assert (f"[COMPACT_THRESHOLD 200 leaves no room: the system prompt and tools take about "
+            f"{s06.CONTEXT.prefix:,} tokens; layer 2 compacts at {floor:,}]") in words(err)
+    summaries = [r for r in api.requests if "<summary-request>" in json.dumps(r["messages"][-1])]
+    # Half the threshold of growth apart at least (7 before: one a call).
+    assert 1 <= len(summaries) <= 2 and "done" in out
 
 
 # ---------------------------------------------------------------- layer 2
