@@ -28,6 +28,8 @@ Relied on by all three lessons: each main() hands its Lesson to run_cli, which m
 - _reader_gone: `python sNN.py "..." | head -1` ends in a BrokenPipeError traceback.
   _output_lost: `> /dev/full`, stdout on a full disk, ends in an OSError traceback.
 - _run_demo: a learner needs a key to see a lesson run.
+- _what_the_demo_ignores: --demo --max-steps 2 (or --name bob) plays the whole script, as
+  agent demo, and says nothing of the flag it ignored.
 - --continue and the session log: a stopped run cannot be resumed; its work is redone.
 - before_prompt (s07's live board): a person at the REPL does not see what other agents did.
 - end_of_run and bash.signals_raise: no session total nor page at the end of a run, nor when
@@ -105,6 +107,18 @@ class Lesson:
     context_size: object = None
 
 
+def _what_the_demo_ignores(parser, args) -> None:
+    """Refused: the demo plays its own prompt, afresh, to its end, as agent "demo"."""
+    if args.prompt is not None:
+        parser.error("--demo plays its own scripted prompt; leave out the prompt (or drop --demo)")
+    if args.continue_:
+        parser.error("--demo always starts afresh; drop --continue")
+    if args.max_steps:
+        parser.error("--demo plays its script to its end; drop --max-steps")
+    if getattr(args, "name", None):
+        parser.error("--demo's agent is always demo, on its own board; drop --name")
+
+
 def run_cli(lesson: Lesson, argv: list = None) -> int:
     """`sNN.py "prompt"` runs one turn; `sNN.py` opens a REPL; `--demo` plays a script."""
     _closed_streams_to_devnull()
@@ -117,10 +131,8 @@ def run_cli(lesson: Lesson, argv: list = None) -> int:
         parser.error(_unrecognized(unknown, parser))
     if args.prompt is not None and not args.prompt.strip():
         parser.error("the prompt is empty; give a prompt, or none for the REPL")
-    if args.demo and args.prompt is not None:
-        parser.error("--demo plays its own scripted prompt; leave out the prompt (or drop --demo)")
-    if args.demo and args.continue_:
-        parser.error("--demo always starts afresh; drop --continue")
+    if args.demo:
+        _what_the_demo_ignores(parser, args)
     if anthropic is None:
         terminal.show_error(_missing_sdk())
         return 1

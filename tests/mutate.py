@@ -416,6 +416,10 @@ MUTATIONS = [
              "harness/compaction.py", "    return max(threshold, needed)", "    return threshold",
              ["tests/test_s06_compact.py::test_a_threshold_the_system_prompt_fills_is_raised_"
               "with_a_note_not_summarised_every_call"]),
+    Mutation("--demo --max-steps 2 plays the whole script and says nothing",
+             "harness/cli.py", "    if args.max_steps:\n", "    if False:\n",
+             ["tests/test_cli.py::test_an_empty_prompt_or_what_the_demo_would_ignore_is_refused_"
+              "locally"]),
     Mutation("pydantic's serializer warnings reach the terminal", "harness/model_call.py",
              "stream.close) as self.watch, quiet_serializer():",
              "stream.close) as self.watch, contextlib.nullcontext():",

@@ -52,13 +52,20 @@ def test_help_imports_no_sdk(workdir):
     assert not {name for name in imported if name.split(".")[0] == "anthropic"}
 
 
-@pytest.mark.parametrize("args, message", [
-    ([" "], "the prompt is empty"),
-    (["--demo", "hello"], "--demo plays its own scripted prompt"),
+@pytest.mark.parametrize("lesson, args, message", [
+    (s03_todo, [" "], "the prompt is empty"),
+    (s03_todo, ["--demo", "hello"], "--demo plays its own scripted prompt"),
+    # The demo played its whole script, as agent "demo", whatever these said, and said nothing.
+    (s03_todo, ["--demo", "--max-steps", "2"],
+     "--demo plays its script to its end; drop --max-steps"),
+    (s07_task_system, ["--demo", "--name", "bob"],
+     "--demo's agent is always demo, on its own board; drop --name"),
 ])
-def test_an_empty_prompt_or_a_prompt_with_demo_is_refused_locally(run_main, args, message):
-    code, out, err, api = run_main(s03_todo, *args)
-    assert code == 2 and message in err and api.requests == [] and "Traceback" not in err
+def test_an_empty_prompt_or_what_the_demo_would_ignore_is_refused_locally(run_main, lesson,
+                                                                          args, message):
+    code, out, err, api = run_main(lesson, *args, key=None)
+    assert code == 2 and message in words(err) and api.requests == [], err
+    assert "Traceback" not in err and not pathlib.Path("demo").exists()
 
 
 @pytest.mark.parametrize("in_the_way", ["a file", "a FIFO", "a dangling link",
