@@ -128,7 +128,7 @@ def run_cli(lesson: Lesson, argv: list = None) -> int:
     parser = _parser(lesson)
     args, unknown = parser.parse_known_args(argv)  # before the SDK loads: --help is instant
     if unknown:
-        parser.error(_unrecognized(unknown, parser))
+        parser.error(_unrecognized(unknown, parser, args.prompt))
     if args.prompt is not None and not args.prompt.strip():
         parser.error("the prompt is empty; give a prompt, or none for the REPL")
     if args.demo:
@@ -200,17 +200,21 @@ def _parser(lesson: Lesson):
     return parser
 
 
-def _unrecognized(unknown: list, parser) -> str:
+def _unrecognized(unknown: list, parser, prompt) -> str:
     """argparse's message, and "did you mean --demo?" for a flag close to one it has (argparse
-    suggests only from 3.14; parse_known_args leaves it to us on every version)."""
+    suggests only from 3.14; parse_known_args leaves it to us on every version), or, for
+    words after a prompt, the command with the prompt quoted."""
     known = list(parser._option_string_actions)    # argparse's table of flags (no public one)
     hints = []
     for word in unknown:
         flag = word.split("=")[0]
         if flag.startswith("-"):
             hints.append(errors.did_you_mean(flag, known))
+    if prompt is not None and not hints:
+        quoted = shlex.quote(" ".join([prompt, *unknown]))
+        hints.append(f"; a prompt of several words goes in quotes: {parser.prog} {quoted}")
     typed = terminal.printable(" ".join(unknown))     # an escape code typed: shown, not obeyed
-    return f"unrecognized arguments: {typed}{''.join(hints)}"
+    return terminal.printable(f"unrecognized arguments: {typed}{''.join(hints)}")
 
 
 def _missing_sdk() -> str:

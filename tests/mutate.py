@@ -420,6 +420,10 @@ MUTATIONS = [
              "harness/cli.py", "    if args.max_steps:\n", "    if False:\n",
              ["tests/test_cli.py::test_an_empty_prompt_or_what_the_demo_would_ignore_is_refused_"
               "locally"]),
+    Mutation("an unquoted prompt of several words gets argparse's bare refusal",
+             "harness/cli.py", "    if prompt is not None and not hints:", "    if False:",
+             ["tests/test_cli.py::test_a_prompt_of_several_words_without_quotes_is_refused_with_"
+              "the_quoted_command"]),
     Mutation("pydantic's serializer warnings reach the terminal", "harness/model_call.py",
              "stream.close) as self.watch, quiet_serializer():",
              "stream.close) as self.watch, contextlib.nullcontext():",

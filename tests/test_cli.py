@@ -416,6 +416,14 @@ def test_a_mistyped_flag_is_refused_with_the_nearest_one(run_main, typed, meant)
     assert code == 2 and "unrecognized arguments: --zzz" in err and "did you mean" not in err
 
 
+def test_a_prompt_of_several_words_without_quotes_is_refused_with_the_quoted_command(run_main):
+    """A newcomer's first command: argparse said only "unrecognized arguments: hello.py"."""
+    code, out, err, api = run_main(s03_todo, "write", "hello.py")
+    assert code == 2 and api.requests == [] and "Traceback" not in err
+    assert ("unrecognized arguments: hello.py; a prompt of several words goes in quotes: "
+            "python s03_todo.py 'write hello.py'") in words(err)
+
+
 def test_an_unknown_flag_with_an_escape_code_is_shown_escaped(run_main):
     code, out, err, api = run_main(s03_todo, "--\x1b[2Jx")
     assert code == 2 and "\x1b" not in err and "unrecognized arguments: --\\x1b[2Jx" in err
