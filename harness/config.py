@@ -20,9 +20,8 @@ Relied on by all three lessons (through cli.run_cli) and by the tests. Without e
   without its http:// fails at the first request, deep in the SDK, or says "cannot reach" while
   the server is up; a local server on 127.0.0.1 is sent through HTTP_PROXY and never answers.
 - _http_client: a proxy the client cannot use (ALL_PROXY=socks5://, from ssh -D, without
-  socksio), an SSL_CERT_FILE a moved venv left behind, or NO_PROXY=[::1] is two tracebacks
-  at start. _capped_retry_wait (RETRY_WAIT_MAX): a 429 with
-  Retry-After: 99999 makes the SDK wait 28 hours, silently, before each retry.
+  socksio), an SSL_CERT_FILE a moved venv left behind, or NO_PROXY=[::1] is two tracebacks at
+  start. _capped_retry_wait (RETRY_WAIT_MAX): a 429's Retry-After: 99999 waits 28 hours.
 - MAX_TIMEOUT: API_TIMEOUT=1e10 overflows the clock at the first call, blamed on the network.
 - api_error_line: an API error's line does not name the URL, API_TIMEOUT and MODEL_ID used.
 - positive_int: MAX_STEPS=abc is a traceback, not one line.
@@ -58,8 +57,7 @@ DEFAULT_PRICE = (2.0, 10.0)
 PRICE_SOURCE = "platform.claude.com/docs/en/models/sonnet-5-5/overview"   # Anthropic's model page
 PRICE_READ = "2026-12-06"            # the day DEFAULT_PRICE was read there: list prices change
 DEFAULT_WINDOW = 1_000_000           # tokens the default model reads (CONTEXT_WINDOW for another)
-DEFAULT_TIMEOUT = 300                # seconds of silence before giving up (API_TIMEOUT): a small
-                                     # local model can take minutes before its first token
+DEFAULT_TIMEOUT = 300                # API_TIMEOUT's default, in seconds: local models are slow
 MAX_RETRIES = 2                      # for 429/5xx and dropped connections; the SDK waits between
                                      # tries, as a server's Retry-After asks, up to:
 RETRY_WAIT_MAX = 60                  # seconds (Retry-After: 99999 hung a run for a day, silently)
@@ -73,8 +71,7 @@ HARNESS_ONLY = SECRETS + ("TASK_BOARD",)   # and the board's address, which may 
 LONG_SECRET = 16
 REPOSITORY = Path(__file__).resolve().parent.parent   # the lessons' folder
 ENV_MOST = 1_000_000   # bytes of a .env read at most: settings, not data
-FIFO_WAIT = 10         # seconds a .env served as a FIFO may take (a secrets manager may first
-                       # ask to be unlocked)
+FIFO_WAIT = 10         # seconds a .env served as a FIFO may take (a secrets manager may ask)
 # What a run keeps, in the folder it runs in: one folder, so a user finds (or deletes) all of it.
 TRANSCRIPTS = Path(".transcripts")
 

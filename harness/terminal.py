@@ -5,9 +5,8 @@ line) and cli (the answer, errors). It draws what it is given: no transport, no 
 Progress goes to stderr, so `python sNN.py "..." > answer.txt` keeps the answer alone.
 Without each piece:
 - printable and show: text from a model, a file, a command or a board reaches the terminal raw
-  and is obeyed: OSC 52 sets the clipboard, ESC[2J clears the screen, ESC[1A ESC[2K erases the
-  line of the command that just ran. Everything here goes out through show(), but the
-  live reply's own clearing of its line (a carriage return and ESC[K).
+  and is obeyed: OSC 52 sets the clipboard, ESC[2J clears the screen. All goes out through
+  show(), but the live reply's own clearing of its line (a carriage return and ESC[K).
 - width and fit: a note or /help runs past the edge of an 80-column terminal and breaks
   mid-word; a tool call or a result line wraps into the next. The model's own words are not
   fitted: a terminal wraps them, and an answer sent to a file stays exact.
@@ -38,6 +37,8 @@ WIDEST = 1000                        # and a wider one (COLUMNS=100000000 drew b
 ARGUMENT_CHARS = 6                   # the least of a cut argument's head and tail, together
 COMMAND_CHARS = 1000                 # a shell command is shown whole up to this: all of it runs
 ITEMS_SHOWN = 20                     # a list argument of at most this many objects, one a line
+NAME_CHARS = 64                      # a tool's name is cut to this, the API's own limit on one
+ERROR_CHARS = 600                    # an error line longer shows its head and tail (its remedy)
 # Two spaces or more between words: a row of a table, whose continuation goes under its last column.
 COLUMN_GAP = re.compile(r"\S {2,}(?=\S)")
 
@@ -177,7 +178,7 @@ def show_tool_call(name, args):
     if not isinstance(args, dict):  # a model may send a list or a string; the tool refuses it
         args = {"input": args}
     columns = width()
-    start = f"> {printable(name)}"
+    start = f"> {excerpt.cut(printable(name), NAME_CHARS)}"
     needs = {key: len(f" {key}={_argument(value, COMMAND_CHARS)}") for key, value in args.items()}
     shares = _shares(needs, columns - len(start))
     lines = [start]
@@ -222,6 +223,7 @@ def show_tool_result(output, is_error):
         shown = printable(line.expandtabs(4).rstrip())
         lead = mark if n == 0 else " "
         if is_error:
+            shown = excerpt.head_and_tail(shown, ERROR_CHARS // 2, ERROR_CHARS // 2)
             shown = fit(shown, room).replace("\n", "\n    ")
         else:
             shown = excerpt.cut(shown, room)

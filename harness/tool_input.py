@@ -48,13 +48,14 @@ def checked(given: object, name: str, tools: list) -> dict:
 
 def _decoded(given: object, schema: dict) -> dict:
     """The arguments (None: none), JSON text decoded where an object or an array belongs."""
+    sent = type(given).__name__         # named as the model sent it, not as it decoded
     if given is None:
         given = {}
     if isinstance(given, str):
         given = json_or_none(given)
     if not isinstance(given, dict):
         raise ValueError("the arguments must be a JSON object such as {\"path\": \"a.txt\"}, "
-                         f"got {type(given).__name__}")
+                         f"got {sent}")
     props = schema.get("properties", {})
     decoded = {}
     for argument, value in given.items():

@@ -424,6 +424,21 @@ MUTATIONS = [
              "harness/cli.py", "    if prompt is not None and not hints:", "    if False:",
              ["tests/test_cli.py::test_a_prompt_of_several_words_without_quotes_is_refused_with_"
               "the_quoted_command"]),
+    Mutation("a tool name of 3,000 characters fills the screen on its call line",
+             "harness/terminal.py", '    start = f"> {excerpt.cut(printable(name), NAME_CHARS)}"',
+             '    start = f"> {printable(name)}"',
+             ["tests/test_terminal.py::test_a_tool_name_thousands_of_characters_long_takes_a_few_"
+              "lines_not_a_screenful"]),
+    Mutation("an error line of 3,000 characters fills the screen",
+             "harness/terminal.py",
+             "            shown = excerpt.head_and_tail(shown, ERROR_CHARS // 2, "
+             "ERROR_CHARS // 2)\n", "",
+             ["tests/test_terminal.py::test_a_tool_name_thousands_of_characters_long_takes_a_few_"
+              "lines_not_a_screenful"]),
+    Mutation("a string sent as a tool's input is reported as NoneType", "harness/tool_input.py",
+             "                         f\"got {sent}\")",
+             "                         f\"got {given}\")",
+             ["tests/test_s03_tools.py::test_bad_tool_calls_become_error_results"]),
     Mutation("pydantic's serializer warnings reach the terminal", "harness/model_call.py",
              "stream.close) as self.watch, quiet_serializer():",
              "stream.close) as self.watch, contextlib.nullcontext():",

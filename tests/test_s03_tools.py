@@ -150,7 +150,10 @@ def test_edit_replaces_exactly_one_unique_occurrence(in_tmp):
     ("read_file", {"path": "f", "limit": True}, "'limit' must be integer"),
     ("write_file", {"path": "f", "content": "x", "mode": "w"}, "unexpected argument 'mode'"),
     ("todo", {"items": "buy milk"}, "'items' must be array"),
-    ("bash", "ls", "arguments must be a JSON object"),
+    # What the model sent, named by its own type: "ls" was reported as NoneType.
+    ("bash", "ls", 'arguments must be a JSON object such as {"path": "a.txt"}, got str'),
+    ("bash", "[1, 2]", "arguments must be a JSON object such as {\"path\": \"a.txt\"}, got str"),
+    ("bash", [1, 2], "arguments must be a JSON object such as {\"path\": \"a.txt\"}, got list"),
 ])
 def test_bad_tool_calls_become_error_results(name, args, message):
     output, is_error = call_tool(name, args, s03.TOOLS, s03.TOOL_HANDLERS)
