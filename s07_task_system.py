@@ -294,8 +294,8 @@ class TaskFolder:
         return task
 
     def load(self, task_id: int) -> dict:
-        """A task to change, or ValueError: a missing one names the tasks there are."""
-        if not self.path(task_id).exists():
+        """A task to change. No file, not even a broken link (read() names those): ValueError."""
+        if not os.path.lexists(self.path(task_id)):
             existing = text.existing(self.scan()[0], task_id)
             raise ValueError(f"no task #{task_id}; existing tasks: {existing}")
         return self.read(task_id)

@@ -439,6 +439,11 @@ MUTATIONS = [
              "                         f\"got {sent}\")",
              "                         f\"got {given}\")",
              ["tests/test_s03_tools.py::test_bad_tool_calls_become_error_results"]),
+    Mutation("a task file that is a dangling link is reported as no task", "s07_task_system.py",
+             "        if not os.path.lexists(self.path(task_id)):",
+             "        if not self.path(task_id).exists():",
+             ["tests/test_board_hand_edits.py::test_a_task_file_that_is_a_dangling_link_is_named_"
+              "unreadable_not_missing"]),
     Mutation("pydantic's serializer warnings reach the terminal", "harness/model_call.py",
              "stream.close) as self.watch, quiet_serializer():",
              "stream.close) as self.watch, contextlib.nullcontext():",

@@ -65,6 +65,20 @@ def test_the_repl_says_it_in_one_line(run_main, workdir):
     assert line.startswith("error: ") and "start a new board" in line
 
 
+def test_a_task_file_that_is_a_dangling_link_is_named_unreadable_not_missing(run_main, workdir):
+    """The listing said task_3.json was a link; /task show 3 said "no task #3", and /task add
+    made no #3 beside it either: a user was told two different things about one file."""
+    board = workdir / ".tasks"
+    TaskManager(board).create("first")
+    (board / "task_3.json").symlink_to(workdir.parent / "gone.json")
+    code, out, err, api = run_main(s07_task_system, stdin="/task show 3\n/task done 3\nq\n")
+    assert code == 0 and "no task #3" not in err and "Traceback" not in err
+    refusals = [line for line in messages(err) if "task_3.json" in line]
+    assert len(refusals) == 2, err
+    assert all("is unreadable (it is a symbolic link" in line for line in refusals)
+    assert (board / "task_3.json").is_symlink()                     # left as it is
+
+
 def test_an_id_out_of_range_is_named_as_such_not_as_the_number_expected():
     problem = record.task_problem({"id": record.MAX_ID}, record.MAX_ID)
     assert problem.startswith("field 'id' is 1000000000000000, not a task id")
