@@ -444,6 +444,10 @@ MUTATIONS = [
              "        if not self.path(task_id).exists():",
              ["tests/test_board_hand_edits.py::test_a_task_file_that_is_a_dangling_link_is_named_"
               "unreadable_not_missing"]),
+    Mutation("a bar past the page's requests links to an anchor not on the page",
+             "harness/session/page.py",
+             " if call.number in linked else bar", " if call.request else bar",
+             ["tests/test_session_requests.py::test_a_bar_links_only_to_a_request_the_page_shows"]),
     Mutation("pydantic's serializer warnings reach the terminal", "harness/model_call.py",
              "stream.close) as self.watch, quiet_serializer():",
              "stream.close) as self.watch, contextlib.nullcontext():",

@@ -3,6 +3,7 @@
 import re
 
 from harness.session import recorder as recorder_module
+from harness.session import sent
 from harness.session.page import render
 from harness.session.recorder import Recorder
 from helpers import HOSTILE, SYSTEM, TOOLS, Elements, sent_result, synthetic_record, usage, use
@@ -132,3 +133,16 @@ def test_a_long_session_keeps_memory_bounded_and_the_page_says_what_it_left_out(
     page_text = render(rec.data)
     assert "was not kept: a run keeps" in page_text
     assert len(page_text.encode("utf-8")) < PAGE_LIMIT
+
+
+def test_a_bar_links_only_to_a_request_the_page_shows(monkeypatch):
+    """Past SECTION_BYTES the page stops showing requests; the later calls' bars still linked to
+    #call-N, an anchor that was not on the page, and a click did nothing."""
+    monkeypatch.setattr(sent, "SECTION_BYTES", 150_000)
+    rec = long_session(60, 3_000)
+    page = Elements(render(rec.data))
+    anchors = {o["id"] for o in page.having("ol", "blocks")}
+    links = {a["href"][1:] for a in page.having("a") if a.get("href", "").startswith("#call-")}
+    assert 5 < len(anchors) < len(rec.data.calls)          # the section was cut
+    assert links and links <= anchors
+    assert "their requests are not shown" in " ".join(page.text)

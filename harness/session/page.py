@@ -100,14 +100,16 @@ def _nice_step(value: float) -> float:
     return next(f * power for f in (1, 2, 5, 10) if f * power >= value)
 
 
-def _chart(record: SessionRecord) -> str:
-    """The SVG, as wide as the page; its viewBox keeps the proportions."""
+def _chart(record: SessionRecord, linked: set) -> str:
+    """The SVG, as wide as the page; its viewBox keeps the proportions. linked: the calls
+    whose request the page shows, which a bar links to."""
     scale = _Scale(record.calls)
     parts = ['<div class="scroll">',
              f'<svg class="chart" xmlns="http://www.w3.org/2000/svg" width="100%" '
              f'viewBox="0 0 {scale.width} {scale.height}" role="img" '
              'aria-label="tokens per model call">',
-             _axes(record, scale), *_bars(record.calls, scale), _threshold_line(record, scale),
+             _axes(record, scale), *_bars(record.calls, scale, linked),
+             _threshold_line(record, scale),
              *_clearing_marks(record.clearings, scale),
              *_compaction_marks(record, scale), "</svg>", "</div>"]
     return "\n".join(parts)
@@ -124,9 +126,9 @@ def _runs(items: list, scale: _Scale, number) -> list:
     return runs
 
 
-def _bars(calls: list, scale: _Scale) -> list:
+def _bars(calls: list, scale: _Scale, linked: set) -> list:
     """One bar a slot: its call's, or of a run of calls, the tallest one's."""
-    return [_bar(max(run, key=lambda call: call.input + call.output), scale, run)
+    return [_bar(max(run, key=lambda call: call.input + call.output), scale, run, linked)
             for run in _runs(calls, scale, lambda call: call.number)]
 
 
@@ -149,7 +151,7 @@ def _axes(record: SessionRecord, scale: _Scale) -> str:
     return "\n".join(lines)
 
 
-def _bar(call: ModelCall, scale: _Scale, run: list) -> str:
+def _bar(call: ModelCall, scale: _Scale, run: list, linked: set) -> str:
     """Stacked from the bottom in the order of the request: the cached prefix first. A bar
     whose request was kept links to it. run: the calls of its slot (call is the tallest)."""
     width = min(max(scale.step * 0.72, 1.5), BAR_WIDTH_MAX)
@@ -170,7 +172,7 @@ def _bar(call: ModelCall, scale: _Scale, run: list) -> str:
     kind = "call summary-call" if call.is_summary else "call"
     bar = (f'<g class="{kind}" data-call="{call.number}"><title>{text(title)}</title>'
            + "".join(rects) + "</g>")
-    return f'<a href="#call-{call.number}">{bar}</a>' if call.request else bar
+    return f'<a href="#call-{call.number}">{bar}</a>' if call.number in linked else bar
 
 
 def _threshold_line(record: SessionRecord, scale: _Scale) -> str:
@@ -395,7 +397,10 @@ def render(record: SessionRecord, price: Optional[config.Price] = None) -> str:
     problems = f"<h2>Not recorded or not drawn</h2><ul>{missed}</ul>" if record.problems else ""
     boards = record.final_board is not None or any(c.board is not None for c in record.compactions)
     key = board_picture.KEY if boards else ""
-    chart = _chart(record) if record.calls else '<p class="note">No model calls.</p>'
+    requests = sent.section(record)
+    chart = '<p class="note">No model calls.</p>'
+    if record.calls:
+        chart = _chart(record, sent.shown_calls(requests))
     return (f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
             f'<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; '
             f'style-src \'unsafe-inline\'"><meta name="color-scheme" content="light dark">'
@@ -405,7 +410,7 @@ def render(record: SessionRecord, price: Optional[config.Price] = None) -> str:
             f'<h1>{text(record.lesson or "session")} <small>{text(started)}</small></h1>'
             f'<p class="totals">{_summary_line(record)}</p>\n{_price_line(record, price)}'
             f'{_legend(record)}\n{key}'
-            f'{chart}\n{_events(record, pictures)}\n{sent.section(record)}\n{board}\n'
+            f'{chart}\n{_events(record, pictures)}\n{requests}\n{board}\n'
             f'{_tool_table(record)}\n{problems}</body></html>\n')
 
 

@@ -10,6 +10,7 @@ blocks as one line linking to the call that sent them before. Without each piece
 - markup.text(): a model's or a tool's text would become markup in the page.
 """
 
+import re
 from typing import Optional
 
 from harness import excerpt
@@ -52,6 +53,12 @@ def section(record: SessionRecord) -> str:
         parts.append(f'<p class="note">{record.requests_left_out:,} later calls kept their usage '
                      f'only: a run keeps the requests of its first {MAX_REQUESTS:,} calls.</p>')
     return "\n".join(parts)
+
+
+def shown_calls(section_html: str) -> set:
+    """The numbers of the calls whose request section_html shows: a bar links only to those."""
+    return {int(number) for number in re.findall(r'<ol class="blocks" id="call-(\d+)"',
+                                                 section_html)}
 
 
 class _Seen:
