@@ -448,6 +448,12 @@ MUTATIONS = [
              "harness/session/page.py",
              " if call.number in linked else bar", " if call.request else bar",
              ["tests/test_session_requests.py::test_a_bar_links_only_to_a_request_the_page_shows"]),
+    Mutation("after a summary call the page marks the unchanged tools new",
+             "harness/session/sent.py",
+             "            if getattr(call.request, part) is not None:\n",
+             "            if True:\n",
+             ["tests/test_session_requests.py::test_after_a_summary_call_without_tools_the_tools_"
+              "are_as_before_not_new"]),
     Mutation("pydantic's serializer warnings reach the terminal", "harness/model_call.py",
              "stream.close) as self.watch, quiet_serializer():",
              "stream.close) as self.watch, contextlib.nullcontext():",

@@ -146,3 +146,20 @@ def test_a_bar_links_only_to_a_request_the_page_shows(monkeypatch):
     assert 5 < len(anchors) < len(rec.data.calls)          # the section was cut
     assert links and links <= anchors
     assert "their requests are not shown" in " ".join(page.text)
+
+
+def test_after_a_summary_call_without_tools_the_tools_are_as_before_not_new():
+    """The summary call sends no tool definitions; the call after it sent them unchanged, and
+    the page marked them new, shown again, as if the lesson had changed its tools."""
+    rec = Recorder("s06_compact")
+    prompt = [{"role": "user", "content": "go"}]
+    rec.call(usage(out=10), sent=prompt, system=SYSTEM, tools=TOOLS)
+    rec.call(usage(out=10), "summary call", sent=prompt + [{"role": "user", "content": "Sum."}],
+             system=SYSTEM)
+    rec.call(usage(out=10), sent=[{"role": "user", "content": "Summary: went."}], system=SYSTEM,
+             tools=TOOLS)
+    third = section(render(rec.data), 3)
+    assert "the tool definitions" in third and '<span class="badge new">new</span> <b>the tool' \
+        not in third
+    assert re.search(r'the tool definitions \(~[\d,]+ tokens\)[^<]*: as in <a href="#call-1">',
+                     third), third

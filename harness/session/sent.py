@@ -40,6 +40,7 @@ def section(record: SessionRecord) -> str:
     for call in calls:
         messages = previous[: call.request.same] + list(call.request.messages)
         html_ = _call(record, call, messages, previous, before, seen)
+        seen.sent_by(call)
         size = len(html_.encode("utf-8"))
         if used + size > SECTION_BYTES:
             parts.append(f'<p class="note">Calls {call.number:,} to {record.calls[-1].number:,}: '
@@ -67,6 +68,14 @@ class _Seen:
     def __init__(self, probes: list) -> None:
         self.probes = probes            # the start of each compaction's summary
         self.shown = {}                 # block key -> the call whose section shows its text
+        # The last call that sent tool definitions, and a system prompt: a summary call sends
+        # no tools, and the call after it sends the same ones as the call before it.
+        self.last = {"tools": None, "system": None}
+
+    def sent_by(self, call: ModelCall) -> None:
+        for part in self.last:
+            if getattr(call.request, part) is not None:
+                self.last[part] = call
 
     def body(self, key: bytes, block: SentBlock, call: ModelCall) -> str:
         """The block's text, or a link to the call that shows it already."""
@@ -81,7 +90,7 @@ def _call(record: SessionRecord, call: ModelCall, messages: list, previous: list
     """One <details>: a summary line, then the request's entries in order."""
     request, blocks = call.request, record.blocks
     entries, run, counts = [], [], {"new": 0, "cleared": 0}
-    entries += _preamble(call, before, blocks, counts, seen)
+    entries += _preamble(call, blocks, counts, seen)
     for index, (role, keys) in enumerate(messages):
         earlier = previous[index][1] if index < len(previous) and previous[index][0] == role else ()
         for position, key in enumerate(keys):
@@ -106,27 +115,28 @@ def _call(record: SessionRecord, call: ModelCall, messages: list, previous: list
             f'<ol class="blocks" id="call-{call.number}">{"".join(entries)}</ol></details>')
 
 
-def _preamble(call: ModelCall, before: Optional[ModelCall], blocks: dict, counts: dict,
-              seen: _Seen) -> list:
-    """The tool definitions and the system prompt: whole the first time, then one line."""
-    request, entries, same = call.request, [], []
-    for key, earlier, name in ((request.tools, "tools", "the tool definitions"),
-                               (request.system, "system", "the system prompt")):
+def _preamble(call: ModelCall, blocks: dict, counts: dict, seen: _Seen) -> list:
+    """The tool definitions and the system prompt: whole the first time, then one line
+    naming the last call that sent them (a summary call sends no tools)."""
+    request, entries, same = call.request, [], {}
+    for key, part, name in ((request.tools, "tools", "the tool definitions"),
+                            (request.system, "system", "the system prompt")):
         if key is None:
             continue
         block = blocks[key]
-        if before is not None and getattr(before.request, earlier) == key:
-            same.append(f"{name} (~{n(block.tokens)} tokens)")
+        last = seen.last[part]
+        if last is not None and getattr(last.request, part) == key:
+            same.setdefault(last.number, (last, []))[1].append(f"{name} (~{n(block.tokens)} "
+                                                               "tokens)")
             continue
         counts["new"] += 1
         label = f"{name}: {block.label}" if block.label else name
         entries.append(f'<li class="new"><span class="badge new">new</span> <b>{text(label)}</b> '
                        f'<span class="size">~{n(block.tokens)} tokens</span>'
                        f'{seen.body(key, block, call)}</li>')
-    if same:
-        entries.insert(0, f'<li class="same">{text(" and ".join(same))}: as in '
-                          f'{_link(before)}</li>')
-    return entries
+    lines = [f'<li class="same">{text(" and ".join(names))}: as in {_link(last)}</li>'
+             for last, names in same.values()]
+    return lines + entries
 
 
 def _run(run: list, blocks: dict, before: Optional[ModelCall]) -> str:
