@@ -454,6 +454,13 @@ MUTATIONS = [
              "            if True:\n",
              ["tests/test_session_requests.py::test_after_a_summary_call_without_tools_the_tools_"
               "are_as_before_not_new"]),
+    Mutation("layer 1's mark before a call that got no reply is drawn outside the chart",
+             "harness/session/page.py",
+             "                                     + [cleared.before_call for cleared in "
+             "record.clearings]))",
+             "                                     ))",
+             ["tests/test_session_page.py::test_a_clearing_before_a_call_that_got_no_reply_is_"
+              "drawn_inside_the_chart"]),
     Mutation("pydantic's serializer warnings reach the terminal", "harness/model_call.py",
              "stream.close) as self.watch, quiet_serializer():",
              "stream.close) as self.watch, contextlib.nullcontext():",

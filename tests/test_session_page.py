@@ -41,6 +41,23 @@ def test_the_marks_sit_at_the_right_calls_and_the_summary_is_readable_from_its_m
     assert any("COMPACT_THRESHOLD 9,000" in t for t in page.text) and page.having("polyline")
 
 
+def test_a_clearing_before_a_call_that_got_no_reply_is_drawn_inside_the_chart():
+    """Layer 1 cleared a batch, then the call failed: its ▲ sat past the last bar, outside the
+    chart, its tooltip naming a call the page has not."""
+    rec = Recorder("s06_compact")
+    for _ in range(3):
+        rec.call(usage(uncached=1_000, out=50))
+    rec.cleared(4, 6_000)                                   # building call 4, which failed
+    page = parsed(rec)
+    (mark,) = page.having("g", "cleared")
+    (svg,) = page.having("svg", "chart")
+    right = float(svg["viewbox"].split()[2])        # a parser lowers the name
+    path = next(a["d"] for t, a in page.tags if t == "path" and a.get("d", "").startswith("M"))
+    x = float(path[1:].split(",")[0])
+    assert mark["data-call"] == "4" and x < right - 24
+    assert any("before call 4, which got no reply" in t for t in page.text)
+
+
 def test_a_threshold_far_above_every_bar_is_named_instead_of_flattening_them():
     rec = Recorder()
     rec.threshold(50_000)

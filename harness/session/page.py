@@ -68,10 +68,13 @@ class _Scale:
     LEFT, TOP, BOTTOM = 64, 50, 56
     RIGHT_NAMED, RIGHT_BARE = 220, 24   # room for the threshold's name, when there is one
 
-    def __init__(self, calls: list) -> None:
+    def __init__(self, calls: list, last: int) -> None:
+        """last: the last call drawn, len(calls), or one after it that layer 1 cleared for
+        and that got no reply."""
         self.right = self.RIGHT_NAMED if any(c.threshold for c in calls) else self.RIGHT_BARE
-        self.per = math.ceil(len(calls) / MAX_BARS) or 1
-        self.slots = math.ceil(len(calls) / self.per) or 1
+        self.calls = len(calls)
+        self.per = math.ceil(last / MAX_BARS) or 1
+        self.slots = math.ceil(last / self.per) or 1
         self.step = (CHART_WIDTH - self.LEFT - self.right) / self.slots
         tallest = max([c.input + c.output for c in calls] + [1])
         near = [c.threshold for c in calls
@@ -103,7 +106,8 @@ def _nice_step(value: float) -> float:
 def _chart(record: SessionRecord, linked: set) -> str:
     """The SVG, as wide as the page; its viewBox keeps the proportions. linked: the calls
     whose request the page shows, which a bar links to."""
-    scale = _Scale(record.calls)
+    scale = _Scale(record.calls, max([len(record.calls)]
+                                     + [cleared.before_call for cleared in record.clearings]))
     parts = ['<div class="scroll">',
              f'<svg class="chart" xmlns="http://www.w3.org/2000/svg" width="100%" '
              f'viewBox="0 0 {scale.width} {scale.height}" role="img" '
@@ -211,6 +215,8 @@ def _clearing_mark(run: list, scale: _Scale) -> str:
     tokens = n(sum(cleared.tokens for cleared in run))
     if len(run) == 1:
         when = f"before call {first.before_call}"
+    if len(run) == 1 and first.before_call > scale.calls:
+        when += ", which got no reply"
     else:
         when = f"in {len(run)} batches, before calls {first.before_call} to {run[-1].before_call}"
     tip = f"layer 1, {when}: {what} became placeholders (about {tokens} tokens)"
