@@ -33,8 +33,10 @@ what breaks without each of its pieces. This is the reading guide; the README li
                                checklist (/task import)
     everywhere  cli            one-shot runs, the REPL, --demo, --continue, the budget, signals
                                (each lesson imports it in main(): importing one loads no CLI)
-                config, errors settings (./.env, the repository's .env) and the client; every
-                               error and the line it becomes, passwords hidden
+                config, errors settings and the client; every error and the line it
+                               becomes, passwords hidden
+                env_file       settings from ./.env and the repository's .env (loaded with
+                               the command line)
                 terminal       what reaches the screen, control characters escaped, every
                                line fitted to the terminal's width
                 excerpt        long text cut to fit a line, a box or a preview, one way
@@ -51,8 +53,8 @@ what breaks without each of its pieces. This is the reading guide; the README li
 
 Nothing here imports a lesson (s07 hands board.open_store its TaskFolder). Imported inside a
 function, loaded when used: psycopg and the PostgreSQL board, the page, /context and /cost,
---api-context, the demos and the stand-in, the board's news and /task import, and config in
-errors (which config imports first). The lessons import cli (s07, board/commands) in main():
-`import s03_todo` loads under 4,000 lines of the project, `import s07_task_system` under 6,000
-(tests/test_s07_e2e.py).
+--api-context, the demos and the stand-in, the board's news and /task import, env_file in
+config, and config in errors (which config imports first). The lessons import cli (s07,
+board/commands) in main(): `import s03_todo` loads under 4,000 lines of the project, `import
+s07_task_system` under 6,000 (tests/test_s07_e2e.py), python-dotenv not at all.
 """

@@ -53,7 +53,7 @@ import sys
 from pathlib import Path
 from typing import Callable, Optional
 
-from harness import (bash, clean, config, errors, files, model_call, pairing, step_limit,
+from harness import (bash, clean, config, env_file, errors, files, model_call, pairing, step_limit,
                      terminal, writer)
 from harness.errors import EndpointError, NoKey, SetupError, reason
 from harness.run import Run
@@ -128,7 +128,8 @@ def run_cli(lesson: Lesson, argv: list = None) -> int:
     parser = _parser(lesson)
     args, unknown = parser.parse_known_args(argv)  # before the SDK loads: --help is instant
     if unknown:
-        parser.error(_unrecognized(unknown, parser, args.prompt))
+        given = sys.argv[1:] if argv is None else list(argv)
+        parser.error(_unrecognized(unknown, parser) + _quote_hint(unknown, parser, args, given))
     if args.prompt is not None and not args.prompt.strip():
         parser.error("the prompt is empty; give a prompt, or none for the REPL")
     if args.demo:
@@ -200,21 +201,34 @@ def _parser(lesson: Lesson):
     return parser
 
 
-def _unrecognized(unknown: list, parser, prompt) -> str:
+def _unrecognized(unknown: list, parser) -> str:
     """argparse's message, and "did you mean --demo?" for a flag close to one it has (argparse
-    suggests only from 3.14; parse_known_args leaves it to us on every version), or, for
-    words after a prompt, the command with the prompt quoted."""
+    suggests only from 3.14; parse_known_args leaves it to us on every version)."""
     known = list(parser._option_string_actions)    # argparse's table of flags (no public one)
     hints = []
     for word in unknown:
         flag = word.split("=")[0]
         if flag.startswith("-"):
             hints.append(errors.did_you_mean(flag, known))
-    if prompt is not None and not hints:
-        quoted = shlex.quote(" ".join([prompt, *unknown]))
-        hints.append(f"; a prompt of several words goes in quotes: {parser.prog} {quoted}")
     typed = terminal.printable(" ".join(unknown))     # an escape code typed: shown, not obeyed
-    return terminal.printable(f"unrecognized arguments: {typed}{''.join(hints)}")
+    return f"unrecognized arguments: {typed}{''.join(hints)}"
+
+
+def _quote_hint(unknown: list, parser, args, given: list) -> str:
+    """For words after a prompt: the same command with the prompt quoted, or, for a REPL
+    command (/task add x), where to type it. "" for a flag or --demo (refused for itself)."""
+    if args.prompt is None or args.demo or any(word.startswith("-") for word in unknown):
+        return ""
+    if _is_command_word(args.prompt):
+        return terminal.printable(f"; {args.prompt} is typed in the REPL: run {parser.prog}, "
+                                  f"then type {' '.join([args.prompt, *unknown])}")
+    # The words typed, the prompt's quoted as one: flags and their values kept as they were.
+    rest = list(given)
+    for word in [args.prompt, *unknown]:
+        rest.remove(word)
+    quoted = shlex.join([*rest, " ".join([args.prompt, *unknown])])
+    return terminal.printable(f"; a prompt of several words goes in quotes: {parser.prog} "
+                              f"{quoted}")
 
 
 def _missing_sdk() -> str:
@@ -231,7 +245,7 @@ def _missing_sdk() -> str:
 def _run(lesson: Lesson, args) -> int:
     run = Run(lesson=lesson.name)       # before on_start: s07 registers its board on it
     try:
-        run.secrets = config.load_env()
+        run.secrets = env_file.load_env()
         run.model = config.model_id()
         config.check_numbers(run.model)     # a bad number: one line, before anything runs
         budget = _budget(args)          # before any file is written: a bad value is one line
@@ -269,8 +283,8 @@ def _client_or_none(args, secrets: dict):
         return config.make_client(secrets=secrets)
     except NoKey:
         if args.prompt is not None:
-            raise SetupError(config.no_key_message()) from None
-        terminal.show_note(f"[{config.no_key_message()}; the REPL's commands work without one, "
+            raise SetupError(env_file.no_key_message()) from None
+        terminal.show_note(f"[{env_file.no_key_message()}; the REPL's commands work without one, "
                            "but /compact]")
         return None
 
@@ -376,7 +390,7 @@ def _repl(lesson: Lesson, run: Run, budget, banner, history):
         elif _is_command_word(word):     # answered here: a typo must not cost a model call
             _unknown_command(word, lesson)
         elif run.client is None:
-            terminal.show_error(config.no_key_message())
+            terminal.show_error(env_file.no_key_message())
         else:
             _run_turn(lesson, run, history, budget, query)
         run.log.record(history)          # saved as it goes: --continue picks it up

@@ -18,7 +18,7 @@ request); this module does the rest, for s06 and so s07. Without each piece:
   endpoint that ignored max_tokens), became the new history.
 - failed: an API error in the summary call, or a full disk, ends the turn in a traceback.
 - window_guard / fit_to_window: with a window smaller than the threshold (a local model's),
-  or --api-context, layer 2 acts once a request no longer fits, when its summary request
+  or --api-context, layer 2 acts once a request no longer fits, and then its summary request
   cannot fit either; a window or threshold the system prompt and tools nearly fill has every
   prompt summarised away (MIN_ROOM: the window is refused, the threshold raised).
 - fit_for_summary: a conversation already past the window can never be summarised.
@@ -160,9 +160,9 @@ def fit_to_window(threshold: int, prefix: int, reply_tokens: int, api_context) -
         return guard
     # One under `needed` would have layer 2 summarise before every call: raise it.
     if threshold < needed:
-        terminal.show_note(f"[COMPACT_THRESHOLD {threshold:,} leaves no room: the system prompt "
-                           f"and tools take about {prefix:,} tokens; layer 2 compacts at "
-                           f"{needed:,}]")
+        terminal.show_note(f"[COMPACT_THRESHOLD {threshold:,} is under what layer 2 needs: the "
+                           f"system prompt and tools (about {prefix:,} tokens) plus "
+                           f"{MIN_ROOM:,}; it compacts at {needed:,}]")
     return max(threshold, needed)
 
 

@@ -1,15 +1,6 @@
 """Configuration and the client: every lesson's main() reads its settings through here.
 
 Relied on by all three lessons (through cli.run_cli) and by the tests. Without each piece:
-- load_env and env_files: a key in ./.env, or in the repository's .env (where the README copies
-  .env.example) when run from a scratch folder, is not found; a key put into os.environ is
-  inherited by every command the agent runs (`env` shows it), so it is returned instead, for
-  make_client only (run.secrets); a UTF-16 .env is a traceback.
-- _read_env: a .env a secrets manager serves as a FIFO (1Password Environments does) is
-  skipped, or hangs the start when nobody serves it; one that is a folder or a socket is
-  passed over unsaid.
-- no_key_message: the error says to put the key in ./.env, wherever it was looked for; to a
-  learner who copied .env.example and left its key empty, it says to copy it.
 - child_env and hide_from_commands: `env` shows the model (and so the API) the API key, the
   board's password (TASK_BOARD, or a DATABASE_URL or PGPASSWORD that holds it), a copy of the
   key under another name, and a gateway's password in ANTHROPIC_BASE_URL (http://alice:PW@host)
@@ -18,7 +9,8 @@ Relied on by all three lessons (through cli.run_cli) and by the tests. Without e
   gateway's 401 that quotes the key it was given prints the key.
 - make_client and check_base_url: a typo'd API_TIMEOUT (or inf), a missing key or a base URL
   without its http:// fails at the first request, deep in the SDK, or says "cannot reach" while
-  the server is up; a local server on 127.0.0.1 is sent through HTTP_PROXY and never answers.
+  the server is up; one a parser reads two ways (alice:2024/pw@host) is dialled at another
+  host; a local server on 127.0.0.1 is sent through HTTP_PROXY and never answers.
 - _http_client: a proxy the client cannot use (ALL_PROXY=socks5://, from ssh -D, without
   socksio), an SSL_CERT_FILE a moved venv left behind, or NO_PROXY=[::1] is two tracebacks at
   start. _capped_retry_wait (RETRY_WAIT_MAX): a 429's Retry-After: 99999 waits 28 hours.
@@ -31,23 +23,18 @@ Relied on by all three lessons (through cli.run_cli) and by the tests. Without e
   is used (/cost, after the work), not in one line before anything runs.
 - TRANSCRIPTS: the folders of spill's saved results, the session log and page and cli's history
   would be named apart, and one renamed would scatter a run's files over two.
-Nothing runs at import, and the SDK loads when first touched (harness/sdk.py).
+Nothing runs at import, and the SDK loads when first touched (harness/sdk.py). The .env files
+are read by env_file.py, which loads with the command line.
 """
 
-import io
 import math
 import os
 import re
-import select
-import stat
-import time
 from pathlib import Path
 from typing import NamedTuple, Optional
 from urllib.parse import quote, unquote, urlsplit
 
-from dotenv import dotenv_values
-
-from harness import errors, excerpt, terminal, writer
+from harness import errors, excerpt
 from harness.errors import NoKey, SetupError
 from harness.sdk import anthropic, httpx
 
@@ -69,139 +56,11 @@ HARNESS_ONLY = SECRETS + ("TASK_BOARD",)   # and the board's address, which may 
 # one ("postgres" is a common password and a common word) only where it is the whole value,
 # a URL's :password@ or a password=, so that PATH=/usr/lib/postgresql/... is kept.
 LONG_SECRET = 16
-REPOSITORY = Path(__file__).resolve().parent.parent   # the lessons' folder
-ENV_MOST = 1_000_000   # bytes of a .env read at most: settings, not data
-FIFO_WAIT = 10         # seconds a .env served as a FIFO may take (a secrets manager may ask)
 # What a run keeps, in the folder it runs in: one folder, so a user finds (or deletes) all of it.
 TRANSCRIPTS = Path(".transcripts")
 
 
 # ---------------------------------------------------------------- configuration
-
-def load_env() -> dict:
-    """Read the .env files (env_files(), the first wins); a variable set, and not empty, in
-    the environment wins over both. Settings go into os.environ; the credentials (SECRETS) are
-    returned instead, and hidden from commands."""
-    secrets = {}
-    for path in env_files():
-        data = _read_env(path)
-        if data is None:
-            continue
-        try:
-            text = data.decode("utf-8")
-        except UnicodeDecodeError:  # Notepad and PowerShell often save UTF-16
-            raise SetupError(f"{path} is not UTF-8 text; save it as UTF-8 (one NAME=value per "
-                             "line)") from None
-        for name, value in dotenv_values(stream=io.StringIO(text)).items():
-            # `export ANTHROPIC_API_KEY=` counts as unset; so does an empty value in ./.env
-            if value is None or os.environ.get(name) or secrets.get(name):
-                continue
-            if name in SECRETS:
-                secrets[name] = value
-                hide_from_commands(value)
-            else:
-                os.environ[name] = value
-    return secrets
-
-
-def env_files() -> list:
-    """./.env, then the repository's (unless you run there); or ENV_FILE alone, when set (the
-    tests set it: a key a learner put in the repository's .env must not change what they check)."""
-    chosen = os.environ.get("ENV_FILE", "").strip()
-    if chosen:
-        return [Path.cwd() / chosen]
-    found = [Path.cwd() / ".env"]
-    if Path.cwd().resolve() != REPOSITORY:
-        found.append(REPOSITORY / ".env")
-    return found
-
-
-def no_key_message() -> str:
-    """What to do without a key, naming every .env looked in, or the one that sets the key to
-    nothing (a copy of .env.example not filled in)."""
-    empty = _empty_key_in()
-    if empty is not None:
-        shown = "./.env" if empty == Path.cwd() / ".env" else str(empty)
-        return (f"no model to talk to: ANTHROPIC_API_KEY in {shown} is empty: put your key after "
-                "its = (any value will do for a local server at ANTHROPIC_BASE_URL), or try "
-                "--demo, which needs no key")
-    places = ["your environment"]
-    for path in env_files():
-        places.append("./.env" if path == Path.cwd() / ".env" else str(path))
-    where = ", in ".join(places[:-1]) + " or in " + places[-1]
-    return (f"no model to talk to: set ANTHROPIC_API_KEY in {where} (copy .env.example; any "
-            "value will do for a local server at ANTHROPIC_BASE_URL), or try --demo, which "
-            "needs no key")
-
-
-def _empty_key_in() -> Path | None:
-    """The first .env looked in whose ANTHROPIC_API_KEY is set to nothing, or None. Read again
-    on this error path alone (load_env keeps only the values), and only a regular file: a
-    FIFO's secrets manager serves it once."""
-    for path in env_files():
-        if not path.is_file():
-            continue
-        try:
-            values = dotenv_values(path, encoding="utf-8")
-        except (OSError, ValueError):           # load_env has said what is wrong with it
-            continue
-        if "ANTHROPIC_API_KEY" in values and not (values["ANTHROPIC_API_KEY"] or "").strip():
-            return path
-    return None
-
-
-def _read_env(path: Path) -> bytes | None:
-    """The bytes of a .env, a regular file or a FIFO; None if there is none. Anything else (a
-    virtual environment named .env, say) is named in one line and not read."""
-    try:
-        mode = os.stat(path).st_mode
-    except FileNotFoundError:                  # none, or a link to nothing
-        return None
-    except OSError as exc:
-        raise SetupError(f"{path} cannot be read: {errors.reason(exc)}") from None
-    if not (stat.S_ISREG(mode) or stat.S_ISFIFO(mode)):   # a socket cannot even be opened
-        terminal.show_note(f"warning: {path} is {writer.kind_of(mode)}, not a file of "
-                           "settings (NAME=value lines): it is not read")
-        return None
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)   # a FIFO: no wait here
-    except OSError as exc:
-        raise SetupError(f"{path} cannot be read: {errors.reason(exc)}") from None
-    try:
-        if stat.S_ISFIFO(os.fstat(fd).st_mode):
-            data = _from_fifo(fd, path)
-        else:
-            data = os.fdopen(fd, "rb", closefd=False).read(ENV_MOST + 1)
-    finally:
-        os.close(fd)
-    if len(data) > ENV_MOST:
-        raise SetupError(f"{path} holds over {ENV_MOST:,} bytes: a .env holds settings, one "
-                         "NAME=value per line")
-    return data
-
-
-def _from_fifo(fd: int, path: Path) -> bytes:
-    """What a FIFO's writer sends before it closes it, within FIFO_WAIT seconds."""
-    deadline = time.monotonic() + FIFO_WAIT
-    data = b""
-    while len(data) <= ENV_MOST:
-        left = deadline - time.monotonic()
-        if left <= 0:
-            said = "not all of it was" if data else "nothing was"
-            raise SetupError(f"{path} is a FIFO (named pipe), and {said} written to it within "
-                             f"{FIFO_WAIT:g} s: start what serves it (a secrets manager), or "
-                             "put a file of settings there")
-        if not select.select([fd], [], [], left)[0]:
-            continue
-        part = os.read(fd, 1 << 16)
-        if part:
-            data += part
-        elif data:                            # the writer closed it: that was all of it
-            break
-        else:                                 # no writer yet, where the system says readable
-            time.sleep(0.05)
-    return data
-
 
 def secret(name: str, secrets: dict) -> str | None:
     """A credential: the environment's (unless empty), else the .env's (load_env's secrets)."""
@@ -334,6 +193,10 @@ def check_base_url(url: str) -> None:
                          "write it like http://127.0.0.1:8080 or http://[::1]:8080") from None
     if port == 0:
         raise SetupError(f"ANTHROPIC_BASE_URL={shown!r} names port 0; give the server's port")
+    # alice:2024/pw@host: a password to _password_in (and hidden), host and port to the client.
+    if _password_in(url) and parts.password not in _password_in(url):
+        raise SetupError(f"ANTHROPIC_BASE_URL={shown!r} reads two ways: write a / ? # or @ in "
+                         "its password as %2F %3F %23 %40, and an @ after the host as %40")
     if "://" not in url:
         raise SetupError(f"ANTHROPIC_BASE_URL={shown!r} has no scheme: write http://{shown} "
                          f"(or https://{shown})")
@@ -358,7 +221,8 @@ def make_client(base_url=None, api_key=None, secrets=None):
         api_key = secret("ANTHROPIC_API_KEY", secrets)
         auth_token = None if api_key else secret("ANTHROPIC_AUTH_TOKEN", secrets)
         if not (api_key or auth_token):
-            raise NoKey(no_key_message())
+            from harness import env_file    # with the command line, which has loaded it
+            raise NoKey(env_file.no_key_message())
         name = "ANTHROPIC_API_KEY" if api_key else "ANTHROPIC_AUTH_TOKEN"
         _check_key(name, api_key or auth_token)
     url = base_url or os.environ.get("ANTHROPIC_BASE_URL") or None

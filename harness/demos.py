@@ -190,8 +190,9 @@ def s07_demo(tasks, context, run) -> tuple:
     run.recorder.threshold(S07_THRESHOLD)
     mine = os.environ.get("COMPACT_THRESHOLD", "").strip()
     if mine and "none (all done)" not in tasks.list_all():
-        terminal.show_note(f"[demo] your COMPACT_THRESHOLD={mine} is ignored: this demo "
-                           "compacts on purpose, with a compact call (s06's --demo takes it)")
+        terminal.show_note(f"[demo] your COMPACT_THRESHOLD={mine} is ignored, and any note on "
+                           "it above: this demo compacts on purpose, with a compact call (s06's "
+                           "--demo takes it)")
     summary = ("Summary: the plan is on the task board (data model, then the API and the "
                "docs; the tests after the API). Next: finish the task in progress.")
     if continuing:

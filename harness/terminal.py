@@ -215,7 +215,8 @@ def _items(key: str, value: list, columns: int) -> list:
 
 def show_tool_result(output, is_error):
     """A result's first lines (excerpt.preview), each cut to the width, indentation kept (a tab
-    as four spaces); an error's lines wrapped, not cut: a remedy is at a line's end."""
+    as four spaces); an error's lines wrapped, not cut (a remedy is at a line's end), but a
+    line over ERROR_CHARS, shown as its head, its length and its tail."""
     lines = excerpt.preview(output)
     mark, code = ("!", "31") if is_error else ("=", "2")
     room = width() - 4                           # after "  = "

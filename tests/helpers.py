@@ -45,6 +45,7 @@ import pytest
 import pg_server
 import s03_todo
 from harness import model_call, pairing
+from harness.compaction import SUMMARY_OPENING
 from harness.run import Run
 from harness.session.recorder import Recorder
 from harness.stand_in import StandInAPI
@@ -690,7 +691,8 @@ def synthetic_record(subject="Write the API tests", summary="Summary: planned fo
              sent=[*history, {"role": "user", "content": "Summarize the conversation."}],
              system=SYSTEM)
     rec.compacted(9_400, 350, summary, ".transcripts/transcript_1.jsonl", counted=8_200)
-    restart = {"role": "user", "content": f"[compacted] {summary}\n\n{BOARD_TEXT}"}
+    restart = {"role": "user", "content": f"{SUMMARY_OPENING} The full transcript is in "
+               f"t.jsonl.]\n\n{summary}\n\n{BOARD_TEXT}"}
     rec.call(usage(uncached=600, out=20), sent=[restart], system=SYSTEM, tools=TOOLS)
     rec.tool("task_list", {}, output, False)
     listed = [{"role": "assistant", "content": [use("t3", "task_list")]},

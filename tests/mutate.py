@@ -253,7 +253,8 @@ MUTATIONS = [
              '                if self.last != "message_stop":\n                    raise',
              '                if False:\n                    raise',
              [STREAMS + "::test_data_that_is_not_json_before_the_reply_ends_is_still_one_line"]),
-    Mutation("a .env copied from the example with its key empty is not named", "harness/config.py",
+    Mutation("a .env copied from the example with its key empty is not named",
+             "harness/env_file.py",
              "    empty = _empty_key_in()\n",
              "    empty = None\n",
              ["tests/test_setup.py::test_a_dotenv_copied_from_the_example_and_not_filled_in_is_"
@@ -421,9 +422,10 @@ MUTATIONS = [
              ["tests/test_cli.py::test_an_empty_prompt_or_what_the_demo_would_ignore_is_refused_"
               "locally"]),
     Mutation("an unquoted prompt of several words gets argparse's bare refusal",
-             "harness/cli.py", "    if prompt is not None and not hints:", "    if False:",
+             "harness/cli.py", "    if args.prompt is None or args.demo or any(",
+             "    if True or any(",
              ["tests/test_cli.py::test_a_prompt_of_several_words_without_quotes_is_refused_with_"
-              "the_quoted_command"]),
+              "the_command_to_type"]),
     Mutation("a tool name of 3,000 characters fills the screen on its call line",
              "harness/terminal.py", '    start = f"> {excerpt.cut(printable(name), NAME_CHARS)}"',
              '    start = f"> {printable(name)}"',
@@ -437,7 +439,7 @@ MUTATIONS = [
               "lines_not_a_screenful"]),
     Mutation("a string sent as a tool's input is reported as NoneType", "harness/tool_input.py",
              "                         f\"got {sent}\")",
-             "                         f\"got {given}\")",
+             "                         f\"got {type(given).__name__}\")",
              ["tests/test_s03_tools.py::test_bad_tool_calls_become_error_results"]),
     Mutation("a task file that is a dangling link is reported as no task", "s07_task_system.py",
              "        if not os.path.lexists(self.path(task_id)):",
@@ -461,6 +463,19 @@ MUTATIONS = [
              "                                     ))",
              ["tests/test_session_page.py::test_a_clearing_before_a_call_that_got_no_reply_is_"
               "drawn_inside_the_chart"]),
+    Mutation("an unquoted prompt's suggested command drops the flags typed", "harness/cli.py",
+             "    quoted = shlex.join([*rest, ", "    quoted = shlex.join([",
+             ["tests/test_cli.py::test_a_prompt_of_several_words_without_quotes_is_refused_with_"
+              "the_command_to_type"]),
+    Mutation("a REPL command typed after the lesson is suggested as a quoted prompt",
+             "harness/cli.py", "    if _is_command_word(args.prompt):", "    if False:",
+             ["tests/test_cli.py::test_a_prompt_of_several_words_without_quotes_is_refused_with_"
+              "the_command_to_type"]),
+    Mutation("a base URL read two ways is dialled at the wrong host", "harness/config.py",
+             "    if _password_in(url) and parts.password not in _password_in(url):",
+             "    if False:",
+             [SECRETS_TESTS + "::test_a_base_url_an_http_client_reads_another_way_is_refused_"
+              "saying_how_to_write_it"]),
     Mutation("pydantic's serializer warnings reach the terminal", "harness/model_call.py",
              "stream.close) as self.watch, quiet_serializer():",
              "stream.close) as self.watch, contextlib.nullcontext():",
@@ -1033,7 +1048,8 @@ MUTATIONS = [
              "    price(model)",
              ["tests/test_prices.py::test_every_bad_number_stops_the_keyless_repl_before_it_"
               "starts"]),
-    Mutation("a .env served as a FIFO is skipped as not a file of settings", "harness/config.py",
+    Mutation("a .env served as a FIFO is skipped as not a file of settings",
+             "harness/env_file.py",
              "    if not (stat.S_ISREG(mode) or stat.S_ISFIFO(mode)):",
              "    if not stat.S_ISREG(mode):",
              ["tests/test_setup.py::test_a_dotenv_served_as_a_fifo_is_read"]),

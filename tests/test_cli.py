@@ -416,12 +416,22 @@ def test_a_mistyped_flag_is_refused_with_the_nearest_one(run_main, typed, meant)
     assert code == 2 and "unrecognized arguments: --zzz" in err and "did you mean" not in err
 
 
-def test_a_prompt_of_several_words_without_quotes_is_refused_with_the_quoted_command(run_main):
+@pytest.mark.parametrize("typed, hint", [
+    (["write", "hello.py"], "a prompt of several words goes in quotes: python s03_todo.py "
+                            "'write hello.py'"),
+    # The flags typed are kept: without --continue the suggestion would start afresh.
+    (["--continue", "go", "on"], "quotes: python s03_todo.py --continue 'go on'"),
+    (["--max-steps", "3", "write", "it"], "quotes: python s03_todo.py --max-steps 3 'write it'"),
+    # A REPL command is no prompt: quoted, it would be sent to the model, and cost a call.
+    (["/todo", "list"], "/todo is typed in the REPL: run python s03_todo.py, then type /todo "
+                        "list"),
+])
+def test_a_prompt_of_several_words_without_quotes_is_refused_with_the_command_to_type(
+        run_main, typed, hint):
     """A newcomer's first command: argparse said only "unrecognized arguments: hello.py"."""
-    code, out, err, api = run_main(s03_todo, "write", "hello.py")
+    code, out, err, api = run_main(s03_todo, *typed)
     assert code == 2 and api.requests == [] and "Traceback" not in err
-    assert ("unrecognized arguments: hello.py; a prompt of several words goes in quotes: "
-            "python s03_todo.py 'write hello.py'") in words(err)
+    assert f"unrecognized arguments: {typed[-1]}; " in words(err) and hint in words(err)
 
 
 def test_an_unknown_flag_with_an_escape_code_is_shown_escaped(run_main):

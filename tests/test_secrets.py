@@ -428,6 +428,19 @@ def test_a_base_url_refused_before_any_request_hides_its_password(url):
     assert "s3cret" not in str(caught.value) and "alice:***@" in str(caught.value)
 
 
+@pytest.mark.parametrize("url", ["http://alice:2024/s3cret@127.0.0.1:9",
+                                 "http://127.0.0.1:9/v1?tag=a@b"])
+def test_a_base_url_an_http_client_reads_another_way_is_refused_saying_how_to_write_it(run_main,
+                                                                                      url):
+    """Read as the harness reads it (a password up to the last @), such a URL is hidden; read
+    as the HTTP client reads it, it names another host and port: the run dialled 127.0.0.1:9
+    and blamed a host it never tried."""
+    code, out, err, api = run_main(s03_todo, "hi", base_url=lambda _: url)
+    assert code == 1 and api.requests == [] and len(messages(err)) == 1, err
+    assert "reads two ways" in words(err) and "%2F" in err and "%40" in err
+    assert "s3cret" not in err and "Traceback" not in err
+
+
 def test_every_line_naming_the_endpoint_hides_its_password():
     where = "http://alice:s3cret-pw@gw.example"
     lines = [errors.dropped(TimeoutError("late"), where, 5),

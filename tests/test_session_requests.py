@@ -6,6 +6,7 @@ from harness.session import recorder as recorder_module
 from harness.session import sent
 from harness.session.page import render
 from harness.session.recorder import Recorder
+from harness.compaction import SUMMARY_OPENING
 from helpers import HOSTILE, SYSTEM, TOOLS, Elements, sent_result, synthetic_record, usage, use
 
 PAGE_LIMIT = 5_000_000       # bytes: the page must open quickly in any browser
@@ -60,8 +61,20 @@ def test_after_a_compaction_the_summary_and_the_board_are_readable():
     fifth = Elements(section(render(synthetic_record(summary=summary).data), 5))
     assert fifth.having("span", "summary") and fifth.having("pre", "board-text")
     shown = "".join(fifth.text)
-    assert f"[compacted] {summary}" in shown
+    assert f"{SUMMARY_OPENING} The full transcript is in t.jsonl.]\n\n{summary}" in shown
     assert "<task-board>\n[>] #2: Implement the API (owner: alice)\n</task-board>" in shown
+
+
+def test_only_the_summary_layer_2_sent_is_badged_the_summary_not_a_prompt_quoting_it():
+    """A short summary ("Summary: done.") was found in any text holding it: a later prompt
+    that quoted it was badged the summary too."""
+    rec = synthetic_record(summary="Summary: done.")
+    rec.call(usage(out=10), sent=[{"role": "user", "content": "Was it Summary: done. or not?"}],
+             system=SYSTEM, tools=TOOLS)
+    page_text = render(rec.data)
+    fifth, last = section(page_text, 5), section(page_text, len(rec.data.calls))
+    assert Elements(fifth).having("span", "summary")
+    assert "Was it Summary: done." in last and not Elements(last).having("span", "summary")
 
 
 def test_a_long_text_is_cut_to_its_head_and_tail_with_its_whole_length():

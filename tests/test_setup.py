@@ -23,7 +23,7 @@ from types import SimpleNamespace
 import pytest
 
 import s03_todo
-from harness import config
+from harness import config, env_file
 from harness.errors import NoKey
 from harness.stand_in import StandInAPI
 from harness.stand_in.script import reply, text, tool
@@ -73,7 +73,7 @@ def test_a_dotenv_served_as_a_fifo_is_read(run_lesson, workdir):
 
 def test_a_fifo_nobody_writes_ends_the_start_with_one_line_not_a_hang(run_main, workdir,
                                                                      monkeypatch):
-    monkeypatch.setattr(config, "FIFO_WAIT", 0.5)
+    monkeypatch.setattr(env_file, "FIFO_WAIT", 0.5)
     os.mkfifo(workdir / ".env")
     code, out, err, api = within(30, lambda: run_main(s03_todo, "hi", key=None))
     assert code == 1 and api.requests == [] and len(messages(err)) == 1, err
@@ -156,22 +156,22 @@ def test_the_environment_wins_then_the_scratch_folders_dotenv_then_the_repositor
 
 def test_without_a_key_the_message_names_every_dotenv_it_looked_in(lessons, monkeypatch,
                                                                     tmp_path):
-    monkeypatch.setattr(config, "REPOSITORY", lessons)    # not the real one: it may hold a key
+    monkeypatch.setattr(env_file, "REPOSITORY", lessons)    # not the real one: it may hold a key
     scratch = tmp_path / "scratch"
     scratch.mkdir()
     monkeypatch.chdir(scratch)
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
     monkeypatch.delenv("ANTHROPIC_AUTH_TOKEN", raising=False)
     monkeypatch.delenv("ENV_FILE", raising=False)
-    said = config.no_key_message()
+    said = env_file.no_key_message()
     assert said == ("no model to talk to: set ANTHROPIC_API_KEY in your environment, in ./.env "
                     f"or in {lessons / '.env'} (copy .env.example; any value will do for a local "
                     "server at ANTHROPIC_BASE_URL), or try --demo, which needs no key")
     with pytest.raises(NoKey) as caught:
-        config.make_client(secrets=config.load_env())
+        config.make_client(secrets=env_file.load_env())
     assert str(caught.value) == said
     monkeypatch.chdir(lessons)                      # run in the repository: one .env, ./.env
-    assert "in your environment or in ./.env (copy" in config.no_key_message()
+    assert "in your environment or in ./.env (copy" in env_file.no_key_message()
 
 
 # ---------------------------------------------------------------- a server that is not the API

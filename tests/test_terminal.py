@@ -181,7 +181,6 @@ def test_an_error_is_shown_whole_its_remedy_at_its_end_wrapped_to_the_screen(cap
     assert " ".join(line.strip() for line in shown).endswith(remedy)
 
 
-
 def test_a_tool_name_thousands_of_characters_long_takes_a_few_lines_not_a_screenful(run_main):
     """A weak model or a compatible server may call a tool by any name: one of 3,000 characters
     filled 80 lines, on its call and again in the error that names it."""
@@ -196,7 +195,9 @@ def test_a_tool_name_thousands_of_characters_long_takes_a_few_lines_not_a_screen
     assert len(lines) <= 10 and len(err) < 1500, err
     call = next(line for line in lines if line.startswith("> "))
     assert call == "> " + "x" * (terminal.NAME_CHARS - 1) + "… a=1"
-    assert re.search(r"…\[3,\d{3} characters\]…", words(err)) and "use one of ['bash'" in words(err)
+    assert re.search(r"…\[3,\d{3} characters\]…", words(err))
+    assert "use one of ['bash'" in words(err)
+
 
 REPL_TOUR = ["/help", "/task help", "/task add Design the data model with every table, field and "
              "index the API will need, and why", "/tasks", "/context", "/cost", "/taks",

@@ -13,7 +13,7 @@ blocks as one line linking to the call that sent them before. Without each piece
 import re
 from typing import Optional
 
-from harness import excerpt
+from harness import compaction, excerpt
 from harness.session.markup import n, text
 from harness.session.recorder import MAX_REQUESTS, ModelCall, SentBlock, SessionRecord
 from harness.terminal import plural
@@ -161,7 +161,9 @@ def _link(call: object) -> str:
 def _block(block: SentBlock, role: str, index: int, kind: str, body: str, probes: list) -> str:
     """A block that is new here (or newly a placeholder), its text cut to a head and a tail."""
     badges = [f'<span class="badge {kind}">{kind}</span>']
-    if block.kind == "text" and any(probe in block.text for probe in probes):
+    # Layer 2's message opens so; a prompt that quotes a short summary does not.
+    summary = block.kind == "text" and block.text.startswith(compaction.SUMMARY_OPENING)
+    if summary and any(probe in block.text for probe in probes):
         badges.append('<span class="badge summary">the summary</span>')
     what = block.kind.replace("_", " ")
     if block.label:
