@@ -476,6 +476,13 @@ MUTATIONS = [
              "    if False:",
              [SECRETS_TESTS + "::test_a_base_url_an_http_client_reads_another_way_is_refused_"
               "saying_how_to_write_it"]),
+    Mutation("a prompt quoting a short summary is badged the summary on the page",
+             "harness/session/sent.py",
+             "    summary = block.kind == \"text\" and block.text.startswith(compaction."
+             "SUMMARY_OPENING)",
+             "    summary = block.kind == \"text\"",
+             ["tests/test_session_requests.py::test_only_the_summary_layer_2_sent_is_badged_the_"
+              "summary_not_a_prompt_quoting_it"]),
     Mutation("pydantic's serializer warnings reach the terminal", "harness/model_call.py",
              "stream.close) as self.watch, quiet_serializer():",
              "stream.close) as self.watch, contextlib.nullcontext():",
