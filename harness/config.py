@@ -300,9 +300,10 @@ def positive_int(name: str, default: int, unit: str) -> int:
     raw = os.environ.get(name, "").strip()
     if not raw:
         return default
-    # "²".isdigit() is True, and int("²") fails.
-    if not (raw.isascii() and raw.isdigit()) or int(raw) < 1:
-        raise SetupError(f"{name} must be a positive whole number of {unit}, got {raw!r}")
+    # "²".isdigit() is True, and int("²") fails; int() refuses over 4,300 digits.
+    if not (raw.isascii() and raw.isdigit()) or len(raw) > 18 or int(raw) < 1:
+        raise SetupError(f"{name} must be a positive whole number of {unit}, got "
+                         f"{excerpt.cut(raw, 40)!r}")
     return int(raw)
 
 

@@ -345,7 +345,8 @@ MUTATIONS = [
              [FOLDER + "::test_a_hard_link_at_the_boards_lock_is_refused_and_nothing_is_written_"
               "through_it"]),
     Mutation("TASK_BOARD=~/board in .env makes a folder named ~", "harness/board/__init__.py",
-             "        location = os.path.expanduser(location)", "        pass",
+             "        location = os.path.expanduser(location.strip())",
+             "        location = location.strip()",
              [FOLDER + "::test_a_board_in_the_home_folder_written_with_a_tilde_in_dotenv_is_"
               "there"]),
     Mutation("the call Ctrl-C stopped is missing from the session page", "harness/tool_calls.py",
@@ -483,6 +484,17 @@ MUTATIONS = [
              "    summary = block.kind == \"text\"",
              ["tests/test_session_requests.py::test_only_the_summary_layer_2_sent_is_badged_the_"
               "summary_not_a_prompt_quoting_it"]),
+    Mutation("TASK_BOARD=' .tasks ' makes a folder named with its spaces",
+             "harness/board/__init__.py", "os.path.expanduser(location.strip())",
+             "os.path.expanduser(location)",
+             [FOLDER + "::test_a_board_named_with_spaces_around_it_is_the_folder_without_them"]),
+    Mutation("a setting of 4,400 digits is a traceback", "harness/config.py",
+             " or len(raw) > 18 or int(raw) < 1:", " or int(raw) < 1:",
+             ["tests/test_s06_compact.py::test_a_threshold_that_is_not_a_positive_whole_number_"
+              "is_one_clear_line"]),
+    Mutation("a task id of 4,400 digits tells the model to call sys.set_int_max_str_digits",
+             "harness/board/record.py", r'r"\s*#?\d{1,18}\s*"', r'r"\s*#?\d+\s*"',
+             ["tests/test_board_contract.py::test_anything_else_is_refused_clearly"]),
     Mutation("pydantic's serializer warnings reach the terminal", "harness/model_call.py",
              "stream.close) as self.watch, quiet_serializer():",
              "stream.close) as self.watch, contextlib.nullcontext():",

@@ -108,6 +108,15 @@ def test_a_board_in_the_home_folder_written_with_a_tilde_in_dotenv_is_there(run_
     assert not (workdir / "~").exists()
 
 
+def test_a_board_named_with_spaces_around_it_is_the_folder_without_them(run_main, workdir):
+    """TASK_BOARD=" .tasks " (quoted in a .env, or a stray space) made a folder named " .tasks "
+    beside .tasks: the next run, spelt plainly, found an empty board, the tasks seemingly lost."""
+    code, out, err, _ = run_main(s07, stdin="/task add Write the docs\nq\n",
+                                 env={"TASK_BOARD": " .tasks "})
+    assert code == 0 and "Created task #1: Write the docs" in out, err
+    assert (workdir / ".tasks" / "task_1.json").is_file() and not (workdir / " .tasks ").exists()
+
+
 def test_creating_many_tasks_lists_the_folder_once(board_dir, monkeypatch):
     tasks = TaskManager(board_dir)
     store = tasks.store

@@ -75,9 +75,10 @@ def open_store(location: object, folder_store):
     if url:
         from harness.board import postgres
         return postgres.PostgresTasks(url)
-    # ~ in .env or a quoted --board: no shell expanded it, and a folder named ~ is never meant.
+    # ~ in .env or a quoted --board: no shell expanded it, and a folder named ~ is never meant;
+    # nor is one named with spaces around it (" .tasks ").
     if not isinstance(location, os.PathLike):
-        location = os.path.expanduser(location)
+        location = os.path.expanduser(location.strip())
     # The lesson's store, with what board/folder.py adds around it (loaded here: s03 and s06,
     # which read only this module's markers, never need it).
     from harness.board import folder

@@ -68,7 +68,8 @@ def parse_task_id(value: object) -> int:
     number = None
     if isinstance(value, int) and not isinstance(value, bool):
         number = value
-    elif isinstance(value, str) and re.fullmatch(r"\s*#?\d+\s*", value, re.ASCII):
+    # Up to 18 digits: int() refuses over 4,300, and MAX_ID has 16.
+    elif isinstance(value, str) and re.fullmatch(r"\s*#?\d{1,18}\s*", value, re.ASCII):
         number = int(value.strip().lstrip("#"))
     if number is None or number < 1 or number >= MAX_ID:
         raise ValueError("a task id is a positive number like 3, '3' or '#3'; got "
