@@ -495,6 +495,10 @@ MUTATIONS = [
     Mutation("a task id of 4,400 digits tells the model to call sys.set_int_max_str_digits",
              "harness/board/record.py", r'r"\s*#?\d{1,18}\s*"', r'r"\s*#?\d+\s*"',
              ["tests/test_board_contract.py::test_anything_else_is_refused_clearly"]),
+    Mutation("a board that is a link to nothing lists as empty", "harness/board/folder.py",
+             "        if os.path.islink(folder):\n", "        if False:\n",
+             [FOLDER + "::test_a_fifo_or_a_dangling_link_at_the_boards_name_is_named_as_what_it_"
+              "is"]),
     Mutation("pydantic's serializer warnings reach the terminal", "harness/model_call.py",
              "stream.close) as self.watch, quiet_serializer():",
              "stream.close) as self.watch, contextlib.nullcontext():",

@@ -101,6 +101,10 @@ def listing(folder) -> list:
     try:
         return os.listdir(folder)
     except FileNotFoundError:
+        # No board yet, but a link to nothing is no empty board: a write there is refused.
+        if os.path.islink(folder):
+            raise ValueError(f"the board {folder} cannot be read: it is a symbolic link to "
+                             "nothing") from None
         return []
     except NotADirectoryError:
         what = writer.what_is_at(folder) or "something else"
