@@ -499,6 +499,11 @@ MUTATIONS = [
              "        if os.path.islink(folder):\n", "        if False:\n",
              [FOLDER + "::test_a_fifo_or_a_dangling_link_at_the_boards_name_is_named_as_what_it_"
               "is"]),
+    Mutation("a blocker named twice in removeBlockedBy is refused as not a blocker",
+             "harness/board/record.py", "    return list(dict.fromkeys(parse_task_id(v) for v in ",
+             "    return list((parse_task_id(v) for v in ",
+             ["tests/test_board_contract.py::test_a_blocker_is_removed_by_its_id_and_one_not_"
+              "there_is_refused"]),
     Mutation("pydantic's serializer warnings reach the terminal", "harness/model_call.py",
              "stream.close) as self.watch, quiet_serializer():",
              "stream.close) as self.watch, contextlib.nullcontext():",

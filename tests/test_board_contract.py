@@ -610,7 +610,9 @@ def test_a_dependency_on_a_completed_task_is_satisfied_and_not_stored(board):
 def test_a_blocker_is_removed_by_its_id_and_one_not_there_is_refused(board):
     tasks = TaskManager(board)
     plan(tasks)
-    tasks.update(4, remove_blocked_by=["2"])
+    # One id named in three spellings (/task unblock 4 2 2, or a model's list) is one blocker:
+    # the second was refused, "#4 is not blocked by #2", though it was.
+    tasks.update(4, remove_blocked_by=["2", 2, "#2"])
     assert tasks.store.load(4)["blockedBy"] == []
     with pytest.raises(ValueError, match="#4 is not blocked by #3"):
         tasks.update(4, remove_blocked_by=[3])

@@ -88,7 +88,9 @@ def new_id(number: int) -> int:
 
 
 def ids(value: object) -> list:
-    return [parse_task_id(v) for v in (value if isinstance(value, list) else [value])]
+    """Each id once, in the order given: a model or a person may name one twice (2, "#2")."""
+    given = value if isinstance(value, list) else [value]
+    return list(dict.fromkeys(parse_task_id(v) for v in given))
 
 
 def check_text(value: object, field: str, empty: bool = False) -> str:
