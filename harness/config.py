@@ -363,12 +363,10 @@ def _price_set(name: str, what: str) -> Optional[float]:
     raw = os.environ.get(name, "").strip()
     if not raw:
         return None
-    try:
-        value = float(raw)
-    except ValueError:
-        value = math.nan
-    if not (math.isfinite(value) and value >= 0):
+    # Digits and a point, as a price is written: float() also takes 1e308 (then /cost says inf),
+    # -0, 1_000 and other scripts' digits.
+    if not re.fullmatch(r"\d{1,9}(\.\d{1,9})?|\.\d{1,9}", raw, re.ASCII):
         raise SetupError(f"{name} must be a price per million {what} tokens, such as 3 or "
-                         f"0.25; got {raw!r}")
-    return value
+                         f"0.25; got {excerpt.cut(raw, 40)!r}")
+    return float(raw)
 

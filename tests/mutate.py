@@ -504,6 +504,10 @@ MUTATIONS = [
              "    return list((parse_task_id(v) for v in ",
              ["tests/test_board_contract.py::test_a_blocker_is_removed_by_its_id_and_one_not_"
               "there_is_refused"]),
+    Mutation("PRICE_PER_MTOK=1e308 makes /cost say inf", "harness/config.py",
+             r'    if not re.fullmatch(r"\d{1,9}(\.\d{1,9})?|\.\d{1,9}", raw, re.ASCII):',
+             r'    if not re.fullmatch(r"[\d._e]+", raw):',
+             ["tests/test_prices.py::test_a_bad_price_is_refused_before_anything_runs"]),
     Mutation("pydantic's serializer warnings reach the terminal", "harness/model_call.py",
              "stream.close) as self.watch, quiet_serializer():",
              "stream.close) as self.watch, contextlib.nullcontext():",
