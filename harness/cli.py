@@ -127,9 +127,11 @@ def run_cli(lesson: Lesson, argv: list = None) -> int:
     lesson = dataclasses.replace(lesson, commands=commands)
     parser = _parser(lesson)
     args, unknown = parser.parse_known_args(argv)  # before the SDK loads: --help is instant
+    # The words typed: a hint repeats them, and the advice to go on keeps their flags.
+    args.typed = sys.argv[1:] if argv is None else list(argv)
     if unknown:
-        given = sys.argv[1:] if argv is None else list(argv)
-        parser.error(_unrecognized(unknown, parser) + _quote_hint(unknown, parser, args, given))
+        parser.error(_unrecognized(unknown, parser)
+                     + _quote_hint(unknown, parser, args, args.typed))
     if args.prompt is not None and not args.prompt.strip():
         parser.error("the prompt is empty; give a prompt, or none for the REPL")
     if args.demo:
@@ -258,7 +260,7 @@ def _run(lesson: Lesson, args) -> int:
         run.log, history = session_log.open_session(args.continue_, resume_from=run.resumed)
         if args.prompt is not None:
             prompt = _clean_prompt(args.prompt)
-            return _one_shot(lesson, run, history, budget, prompt)
+            return _one_shot(lesson, run, history, budget, prompt, _go_on(lesson, args))
     except (SetupError, EndpointError) as exc:
         terminal.show_error(str(exc))
         return 1
@@ -289,9 +291,22 @@ def _client_or_none(args, secrets: dict):
         return None
 
 
-def _one_shot(lesson: Lesson, run: Run, history, budget, prompt) -> int:
-    """One turn; 0 when it finished, STEPS_RAN_OUT when its budget ran out (says how to go on),
-    1 when the API refused it (the work is not done either)."""
+def _go_on(lesson: Lesson, args) -> str:
+    """The command that goes on from a one-shot run: the flags typed (--board, --name: the same
+    board and agent), less the prompt and --max-steps, and --continue "go on". A password in
+    an address (--board postgresql://u:pw@...) is shown as ***."""
+    words, typed = [f"{lesson.name}.py"], iter(args.typed)
+    for word in typed:
+        if word == "--max-steps":
+            next(typed, None)
+        elif word not in (args.prompt, "--continue") and not word.startswith("--max-steps="):
+            words.append(config.shown_url(word) if "://" in word else word)
+    return f'python {shlex.join(words)} --continue "go on"'
+
+
+def _one_shot(lesson: Lesson, run: Run, history, budget, prompt, go_on: str) -> int:
+    """One turn; 0 when it finished, STEPS_RAN_OUT when its budget ran out (says how to go on:
+    the command go_on), 1 when the API refused it (the work is not done either)."""
     saved = len(history)
     status = 0
     message = {"role": "user", "content": prompt}
@@ -315,8 +330,7 @@ def _one_shot(lesson: Lesson, run: Run, history, budget, prompt) -> int:
         run.log.record(history)
         end_of_run(run)
     if isinstance(answer, step_limit.StepLimit):
-        terminal.show_note(f'[to go on: python {lesson.name}.py --continue "go on", or raise '
-                           "--max-steps]")
+        terminal.show_note(f"[to go on: {go_on}, or raise --max-steps]")
         return STEPS_RAN_OUT
     return status
 

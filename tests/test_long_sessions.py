@@ -2,6 +2,7 @@
 
 import json
 import re
+import shlex
 
 import pytest
 
@@ -9,7 +10,7 @@ import s03_todo
 import s07_task_system
 from harness import cli, terminal
 from harness.stand_in.script import error, reply, text, tool
-from helpers import messages, tool_results
+from helpers import messages, tool_results, words
 
 
 @pytest.mark.slow
@@ -41,6 +42,25 @@ def test_a_stopped_one_shot_run_says_how_to_go_on_and_continue_loses_nothing(run
     ran = [r["content"] for m in sent if isinstance(m["content"], list) for r in m["content"]
            if r.get("type") == "tool_result"]
     assert ran == ["step 0", "step 1", "step 2"]       # every call that ran, and its result
+
+
+def test_the_advice_to_go_on_keeps_the_board_and_the_name_given(run_lesson, workdir):
+    """The advice named only --continue: followed, it went on on ./.tasks as another agent,
+    where the task the stopped run made is not ("no task #1")."""
+    first = [reply(tool("task_create", {"subject": "Ship it"})),
+             reply(tool("bash", {"command": "echo 1"}))]
+    proc, api = run_lesson("s07_task_system", "--board", "myboard", "--name", "alice",
+                           "--max-steps", "1", "work", script=first, in_process=True)
+    go_on = 'python s07_task_system.py --board myboard --name alice --continue "go on"'
+    assert proc.returncode == 3 and f"[to go on: {go_on}, or raise --max-steps]" in words(
+        proc.stderr), proc.stderr
+    # Followed word for word, it finds the task on the board the run used.
+    script = [reply(tool("task_update", {"task_id": 1, "status": "completed"})),
+              reply(text("done"))]
+    proc, api = run_lesson("s07_task_system", *shlex.split(go_on)[2:], script=script,
+                           in_process=True)
+    assert proc.returncode == 0 and "Updated [x] #1: Ship it" in tool_results(api.requests[1])[0][
+        "content"], proc.stderr
 
 
 def test_a_budget_of_one_call_is_said_in_the_singular(run_lesson):
@@ -106,7 +126,7 @@ def test_a_one_shot_turn_that_finished_is_kept_when_printing_its_answer_fails(in
     lesson = cli.Lesson("s06_compact", "", loop)
     history = []
     with pytest.raises(UnicodeEncodeError):
-        cli._one_shot(lesson, run, history, {"max_steps": 5}, "hello")
+        cli._one_shot(lesson, run, history, {"max_steps": 5}, "hello", "python s06.py")
     assert [m["role"] for m in history] == ["user", "assistant"]
 
 

@@ -12,6 +12,7 @@ The PostgreSQL tests need a server (tests/pg_server.py); without one they skip w
 and with CI=true they fail.
 """
 
+import argparse
 import base64
 import importlib.util
 import json
@@ -26,7 +27,7 @@ import pytest
 
 from helpers import sql, tool_results
 import s03_todo
-from harness import config, errors
+from harness import cli, config, errors
 from harness.board.postgres import PostgresTasks
 from harness.errors import SetupError
 from harness.stand_in.script import reply, text, tool
@@ -524,3 +525,13 @@ def test_a_key_with_a_space_or_line_break_is_named_not_blamed_on_the_network(run
     assert messages(err) == [f"error: {name} holds a space, a tab, a line break or a character "
                              "no key has (a key is plain ASCII): remove it where you set it"]
     assert value.strip() not in err
+
+
+def test_the_advice_to_go_on_shows_a_board_password_as_stars():
+    """The stopped run's advice repeats the flags typed; a password in --board stays out."""
+    typed = ["--board", "postgresql://agents:Tr0ub4dor@db.example/board", "--max-steps", "2",
+             "plan it"]
+    args = argparse.Namespace(typed=typed, prompt="plan it")
+    advice = cli._go_on(cli.Lesson("s07_task_system", "", None), args)
+    assert advice == ("python s07_task_system.py --board 'postgresql://agents:***@db.example/board'"
+                      ' --continue "go on"')
