@@ -12,7 +12,8 @@ Without each piece:
 - write_and_note(), through harness/writer.py: a full disk leaves half a file, a file the
   user made read-only is replaced, "new/" makes a file named new, and the model is not told
   what of the old file (its owner, its attributes) was lost.
-- edit_text(): a one-line edit of a CRLF file turns every line ending into LF.
+- edit_text(): a one-line edit of a CRLF file turns every line ending into LF, or adds
+  bare LFs; an old_text found twice overlapping is edited at the first.
 - encode(): a lone surrogate from a model's JSON leaves an empty file behind.
 - reason(): "[Errno 28]" where "the disk is full" says what to do.
 """
@@ -20,6 +21,7 @@ Without each piece:
 import codecs
 import itertools
 import os
+import re
 import shlex
 import stat
 from pathlib import Path
@@ -35,6 +37,7 @@ READ_ON = "read on with offset="   # how a read that stops before the end says s
 NOTES_ROOM = 200             # characters of read_file's cap kept for its closing notes
 CUT_STEP = 20_000            # characters of a long line a note says to read at once: within the cap
 PATH_MAX = 4096              # bytes (UTF-8): Linux's longest path; a longer one is no file's
+LINE_BREAK = r"(?:\r\n|\r|\n)"   # a line's end, any kind: read_file shows none of them
 
 
 def inside(folder: Path, path: str) -> Path:
@@ -291,18 +294,24 @@ def _not_kept(was, made: os.stat_result, before: dict, after: dict) -> str:
 
 def edit_text(text: str, old: str, new: str, shown: str) -> str:
     """text with the one occurrence of old replaced by new, keeping every other byte. read_file
-    shows lines without their \\r, so where the exact text is not found it is tried with the
-    file's own line ending (CRLF, or old-Mac CR), and new_text gets that ending too."""
+    shows lines without their \r, so each line break of old matches any line ending (LF, CRLF,
+    old-Mac CR, or a mix), and each of new gets the ending of the text it replaces (else the
+    file's first). Found twice, overlapping or not: refused, as not unique."""
     if not old:
         raise ValueError("old_text is empty; give the exact text to replace")
-    for ending in ("\n", "\r\n", "\r"):
-        if ending != "\n" and ending not in text:
-            continue
-        want, put = old.replace("\n", ending), new.replace("\n", ending)
-        found = text.count(want)
-        if found > 1:
-            raise ValueError(f"old_text occurs {found} times in {shown}; include more lines so it "
-                             "is unique")
-        if found == 1:
-            return text.replace(want, put, 1)
-    raise ValueError(f"old_text not found in {shown}; read the file and copy the text exactly")
+    lines = old.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    pattern = LINE_BREAK.join(re.escape(line) for line in lines)
+    # A lookahead finds every start, overlapping ones too ("aa" twice in "aaa").
+    found = [match.start() for match in re.finditer(f"(?=(?:{pattern}))", text)]
+    if len(found) > 1:
+        raise ValueError(f"old_text occurs {len(found)} times in {shown}; include more lines so "
+                         "it is unique")
+    if not found:
+        raise ValueError(f"old_text not found in {shown}; read the file and copy the text "
+                         "exactly")
+    replaced = re.compile(pattern).match(text, found[0])
+    # new_text's lines end as the text it replaces does, or else as the file's first line.
+    ending = re.search(LINE_BREAK, replaced[0]) or re.search(LINE_BREAK, text)
+    eol = ending[0] if ending else "\n"
+    put = new.replace("\r\n", "\n").replace("\r", "\n").replace("\n", eol)
+    return text[:replaced.start()] + put + text[replaced.end():]

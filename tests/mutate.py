@@ -517,6 +517,19 @@ MUTATIONS = [
              "            words.append(config.shown_url(word) if \"://\" in word else word)",
              "            words.append(word)",
              [SECRETS_TESTS + "::test_the_advice_to_go_on_shows_a_board_password_as_stars"]),
+    Mutation("an edit of one line into two puts a bare LF in a CRLF file", "harness/files.py",
+             '    eol = ending[0] if ending else "\\n"', '    eol = "\\n"',
+             ["tests/test_hostile_files.py::test_every_line_an_edit_adds_to_a_crlf_file_ends_in_"
+              "crlf"]),
+    Mutation("an old_text found twice overlapping is edited at the first", "harness/files.py",
+             '    found = [match.start() for match in re.finditer(f"(?=(?:{pattern}))", text)]',
+             '    found = [match.start() for match in re.finditer(pattern, text)]',
+             ["tests/test_hostile_files.py::test_an_old_text_found_twice_overlapping_is_refused_as_"
+              "not_unique"]),
+    Mutation("old_text of several lines misses a file of mixed line endings", "harness/files.py",
+             'LINE_BREAK = r"(?:\\r\\n|\\r|\\n)"', 'LINE_BREAK = r"(?:\\r\\n|\\r)"',
+             ["tests/test_hostile_files.py::test_old_text_of_several_lines_matches_a_file_of_mixed_"
+              "line_endings"]),
     Mutation("pydantic's serializer warnings reach the terminal", "harness/model_call.py",
              "stream.close) as self.watch, quiet_serializer():",
              "stream.close) as self.watch, contextlib.nullcontext():",
@@ -586,8 +599,8 @@ MUTATIONS = [
              [S03_E2E + "::test_a_sibling_folder_whose_name_starts_with_the_workspaces_is_"
                         "outside_it"]),
     Mutation("an edit in a CRLF file writes its new lines with LF", "harness/files.py",
-             '        want, put = old.replace("\\n", ending), new.replace("\\n", ending)',
-             '        want, put = old.replace("\\n", ending), new',
+             '    put = new.replace("\\r\\n", "\\n").replace("\\r", "\\n").replace("\\n", eol)',
+             '    put = new',
              ["tests/test_hostile_files.py::test_old_text_written_with_newlines_matches_a_crlf_"
               "file"]),
     Mutation("a command the agent runs sees the API key", "harness/config.py",

@@ -209,6 +209,36 @@ def test_old_text_written_with_newlines_matches_a_crlf_file():
     assert Path("app.py").read_bytes() == b"a = 1\r\nb = 20\r\nb2 = 21\r\nc = 3\r\n"
 
 
+@pytest.mark.parametrize("old, new", [("b = 2", "b = 20\nb2 = 21"),          # one line for two
+                                      ("b = 2", "b = 20\r\nb2 = 21")])       # new_text in CRLF
+def test_every_line_an_edit_adds_to_a_crlf_file_ends_in_crlf(old, new):
+    """Only an old_text of several lines gave new_text the file's line ending: one line made
+    two put a bare LF into a CRLF file, and a new_text in CRLF became \r\r\n."""
+    Path("app.py").write_bytes(b"a = 1\r\nb = 2\r\nc = 3\r\n")
+    out, is_error = tool("edit_file", path="app.py", old_text=old, new_text=new)
+    assert not is_error, out
+    assert Path("app.py").read_bytes() == b"a = 1\r\nb = 20\r\nb2 = 21\r\nc = 3\r\n"
+
+
+def test_old_text_of_several_lines_matches_a_file_of_mixed_line_endings():
+    """read_file shows no \r: old_text written with \n matched no file whose lines end both
+    ways, and the error said to copy the text exactly, which the model had."""
+    Path("m.txt").write_bytes(b"alpha\r\nbeta\ngamma\n")
+    out, is_error = tool("edit_file", path="m.txt", old_text="alpha\nbeta\ngamma",
+                         new_text="x\ny")
+    assert not is_error, out
+    assert Path("m.txt").read_bytes() == b"x\r\ny\n"           # as the text it replaced began
+
+
+@pytest.mark.parametrize("text, old", [("ab ab ab\n", "ab ab"), ("aaa\n", "aa")])
+def test_an_old_text_found_twice_overlapping_is_refused_as_not_unique(text, old):
+    """str.count skips overlaps: "ab ab" in "ab ab ab" counted once, and the first was edited."""
+    Path("e.txt").write_text(text)
+    out, is_error = tool("edit_file", path="e.txt", old_text=old, new_text="X")
+    assert is_error and "occurs 2 times in e.txt" in out
+    assert Path("e.txt").read_text() == text
+
+
 def test_read_file_says_a_files_lines_end_in_crlf():
     Path("app.py").write_bytes(b"a = 1\r\nb = 2\r\n")
     out, _ = tool("read_file", path="app.py")
