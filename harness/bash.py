@@ -3,7 +3,8 @@
 s03's run_bash hands a command to run(). Without each piece:
 - a new session (process group): a timeout kills the shell but leaves its children running.
 - _read_output: reading all output first holds it in memory (`yes`: 2.9 GB in 10 s), and
-  waits for ever on a background job that keeps the pipe open.
+  waits for ever on a background job that keeps the pipe open. _until_then: a command that
+  times out tells the model nothing of what it printed (which test hung).
 - KEEP_UP_TO: `cat` of a 3 GB log is held in memory whole, then saved whole.
 - the flood stop (FLOOD_BYTES): a command that writes without end is never stopped.
 - signals_raise: SIGTERM or a closed terminal (SIGHUP) kills Python and leaves the command
@@ -32,7 +33,8 @@ FLOOD_BYTES = 10_000_000  # output beyond the cap after which a command is stopp
 
 
 def run(command: str, cwd: Path, timeout: float, cap: int = KEEP_UP_TO) -> str:
-    """Run a shell command; its output (stdout and stderr together), cut at `cap` characters."""
+    """Run a shell command; its output (stdout and stderr together), cut at `cap` characters.
+    Past `timeout`: TimeoutError, with the output until then."""
     # The handlers go in first: a SIGTERM as the command starts must still stop it.
     with signals_raise() as armed:
         proc = subprocess.Popen(command, shell=True, cwd=cwd, stdin=subprocess.DEVNULL,
@@ -40,50 +42,70 @@ def run(command: str, cwd: Path, timeout: float, cap: int = KEEP_UP_TO) -> str:
                                 stderr=subprocess.STDOUT, start_new_session=True)
         try:
             armed()
-            kept, dropped = _read_output(proc, timeout, cap)
-        except BaseException:  # a timeout, Ctrl-C, a closed terminal: leave no command running
+            kept, dropped, late = _read_output(proc, timeout, cap)
+        except BaseException:  # Ctrl-C, a closed terminal: leave no command running
             _kill_group(proc)
             raise
-    out = kept.decode("utf-8", errors="replace").strip()
+    # Only the end trimmed, and blank lines at the start: a first line's indent means something
+    # (git status --short: " M" is not staged).
+    out = kept.decode("utf-8", errors="replace").rstrip().lstrip("\r\n")
     if len(out) > cap or dropped:
         more = len(out[cap:].encode("utf-8")) + dropped
         out = out[:cap] + (f"\n... [output cut: {more:,} more bytes; to keep all of it, send it "
                            "to a file (cmd > out.txt) and read parts of it]")
+    if late:
+        _kill_group(proc)
+        raise TimeoutError(f"command timed out after {timeout:g}s and was killed with its "
+                           "children; for a long job, send its output to a file and run it in "
+                           "the background: cmd > job.log 2>&1 &" + _until_then(out))
     if dropped > FLOOD_BYTES:
         _kill_group(proc)
         return out + (f"\n[stopped: the command wrote more than {FLOOD_BYTES // 1_000_000} MB, "
                       "so it was killed; send big output to a file (cmd > out.txt) and read "
                       "parts of it]")
-    if proc.wait():          # the shell has exited: _read_output saw it, or end of output
-        out += f"\n[exit status {proc.returncode}]"
-    return out or "(no output)"
+    return "\n".join(part for part in (out, _how_it_ended(proc.wait())) if part) or "(no output)"
+
+
+def _until_then(out: str) -> str:
+    return f"; its output until then:\n{out}" if out else "; it printed nothing"
+
+
+def _how_it_ended(status: int) -> str:
+    """"" for success; else the exit status, or the signal that killed the shell."""
+    if status < 0:
+        return f"[killed by signal {-status} ({signal.Signals(-status).name})]"
+    return f"[exit status {status}]" if status else ""
 
 
 def _read_output(proc: subprocess.Popen, timeout: float, cap: int) -> tuple:
-    """(kept bytes, dropped bytes) of the output, read as it comes, until its end, the shell's
-    exit (a background job may still hold the pipe) or a flood."""
+    """(kept bytes, dropped bytes, timed out) of the output, read as it comes, until its end,
+    the shell's exit (a background job may still hold the pipe), a flood or the timeout."""
     kept, dropped = bytearray(), 0
     deadline = time.monotonic() + timeout
     fd = proc.stdout.fileno()
+    late = False
     while dropped <= FLOOD_BYTES:
         left = deadline - time.monotonic()
         if left <= 0:
-            raise TimeoutError(f"command timed out after {timeout:g}s and was killed with its "
-                               "children; for a long job, send its output to a file and run "
-                               "it in the background: cmd > job.log 2>&1 &")
+            late = True
+            break
         if not select.select([fd], [], [], min(left, 0.2))[0]:
             if proc.poll() is not None:
                 break   # the shell is done; `job &` keeps the pipe open: we do not wait for it
             continue
         chunk = os.read(fd, 1 << 16)
         if not chunk:
-            proc.wait(timeout=left)  # end of output: the shell is about to exit
+            # End of output: the shell is about to exit, or sent its output elsewhere (exec >).
+            try:
+                proc.wait(timeout=left)
+            except subprocess.TimeoutExpired:
+                late = True
             break
         room = max(4 * cap - len(kept), 0)  # a character is at most 4 bytes of UTF-8
         kept += chunk[:room]
         dropped += max(len(chunk) - room, 0)
     proc.stdout.close()
-    return kept, dropped
+    return kept, dropped, late
 
 
 def _kill_group(proc: subprocess.Popen) -> None:

@@ -530,6 +530,20 @@ MUTATIONS = [
              'LINE_BREAK = r"(?:\\r\\n|\\r|\\n)"', 'LINE_BREAK = r"(?:\\r\\n|\\r)"',
              ["tests/test_hostile_files.py::test_old_text_of_several_lines_matches_a_file_of_mixed_"
               "line_endings"]),
+    Mutation("a command that times out gives the model none of its output", "harness/bash.py",
+             '"the background: cmd > job.log 2>&1 &" + _until_then(out))',
+             '"the background: cmd > job.log 2>&1 &")',
+             ["tests/test_s03_tools.py::test_a_command_that_times_out_gives_the_model_what_it_"
+              "printed_until_then"]),
+    Mutation("a command that sent its output to a file times out in subprocess's words",
+             "harness/bash.py", "            except subprocess.TimeoutExpired:\n",
+             "            except ZeroDivisionError:\n",
+             ["tests/test_s03_tools.py::test_a_command_whose_output_went_to_a_file_times_out_in_"
+              "the_harnesss_words"]),
+    Mutation("bash output loses its first line's indent", "harness/bash.py",
+             '.rstrip().lstrip("\\r\\n")', ".strip()",
+             ["tests/test_s03_tools.py::test_bash_output_keeps_its_first_lines_indent_and_says_how_"
+              "it_ended"]),
     Mutation("pydantic's serializer warnings reach the terminal", "harness/model_call.py",
              "stream.close) as self.watch, quiet_serializer():",
              "stream.close) as self.watch, contextlib.nullcontext():",

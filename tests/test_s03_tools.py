@@ -222,6 +222,36 @@ def test_the_timeout_advice_says_how_to_run_a_job_in_the_background(in_tmp, monk
         run_bash("sleep 10")
 
 
+def test_a_command_that_times_out_gives_the_model_what_it_printed_until_then(in_tmp,
+                                                                            monkeypatch):
+    """A test run that hangs on one test: the model got only "timed out", not which test."""
+    monkeypatch.setattr(s03, "BASH_TIMEOUT", 1)
+    out, is_error = call_tool("bash", {"command": "echo test_a PASSED; echo test_b ...; "
+                                                  "sleep 30"}, s03.TOOLS, s03.TOOL_HANDLERS)
+    assert is_error and out.startswith("TimeoutError: command timed out after 1s")
+    assert out.endswith("its output until then:\ntest_a PASSED\ntest_b ...")
+
+
+def test_a_command_whose_output_went_to_a_file_times_out_in_the_harnesss_words(in_tmp,
+                                                                              monkeypatch):
+    """The pipe closed early (exec > build.log), and the wait for the shell raised
+    subprocess's own TimeoutExpired, the whole command quoted, no advice."""
+    monkeypatch.setattr(s03, "BASH_TIMEOUT", 1)
+    with pytest.raises(TimeoutError, match=r"timed out after 1s .*cmd > job.log 2>&1 &"):
+        run_bash("exec >build.log 2>&1; echo building; sleep 30")
+    assert (in_tmp / "build.log").read_text() == "building\n"
+
+
+@pytest.mark.parametrize("command, said", [
+    # git status --short: " M" is a change not staged, "M " a staged one.
+    ("printf ' M a.py\\n?? b.py\\n\\n'", " M a.py\n?? b.py"),
+    ("exit 1", "[exit status 1]"),                              # not "\n[exit status 1]"
+    ("kill -9 $$", "[killed by signal 9 (SIGKILL)]"),           # not "[exit status -9]"
+])
+def test_bash_output_keeps_its_first_lines_indent_and_says_how_it_ended(in_tmp, command, said):
+    assert run_bash(command) == said
+
+
 def test_every_tool_result_is_capped_not_only_bash_and_read():
     tools = [{"name": "big", "input_schema": s03.schema([])}]
     output, is_error = call_tool("big", {}, tools, {"big": lambda: "x" * (s03.OUTPUT_CAP * 3)})
