@@ -198,7 +198,7 @@ def run_write(path: str, content: str) -> str:
     # Atomic: a full disk or a kill leaves the old file, never half of it. note: "", or which
     # of the old file's attributes (its owner, say) could not be kept.
     size, note = files.write_and_note(safe_path(path), content, path)
-    return f"Wrote {size:,} bytes to {path}{note}"
+    return f"Wrote {terminal.plural(size, 'byte')} to {path}{note}"
 
 
 def run_edit(path: str, old_text: str, new_text: str) -> str:

@@ -247,8 +247,10 @@ def write_and_note(path: Path, content, shown: str, field: str = "content") -> t
     The new file (writer.replace) keeps the old one's mode, and its owner, group and extended
     attributes as far as this process may set them. A hard link to the old file is broken.
     """
-    if shown.endswith("/"):                 # "new/": a folder's name, never a file's
-        raise ValueError(f"{shown} ends in /, so it names a folder; give a file's path")
+    # "new/", "new/." or "new/..": a folder's name, never a file's (pathlib drops a "/.").
+    ending = "/" + shown.rsplit("/", 1)[-1]
+    if "/" in shown and ending in ("/", "/.", "/.."):
+        raise ValueError(f"{shown} ends in {ending}, so it names a folder; give a file's path")
     data = content if isinstance(content, bytes) else encode(content, field)
     try:
         was = _regular_or_none(path, shown)  # in the try: a file in the way of a folder, in words

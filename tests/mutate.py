@@ -544,6 +544,11 @@ MUTATIONS = [
              '.rstrip().lstrip("\\r\\n")', ".strip()",
              ["tests/test_s03_tools.py::test_bash_output_keeps_its_first_lines_indent_and_says_how_"
               "it_ended"]),
+    Mutation("write_file to a.txt/. replaces a.txt", "harness/files.py",
+             '    if "/" in shown and ending in ("/", "/.", "/.."):',
+             '    if "/" in shown and ending in ("/",):',
+             ["tests/test_hostile_files.py::test_write_file_to_a_path_ending_in_a_slash_makes_no_"
+              "file"]),
     Mutation("pydantic's serializer warnings reach the terminal", "harness/model_call.py",
              "stream.close) as self.watch, quiet_serializer():",
              "stream.close) as self.watch, contextlib.nullcontext():",

@@ -502,7 +502,7 @@ def test_a_turn_that_fails_after_tool_calls_keeps_them_so_a_retry_does_not_dupli
     assert api.violations == []
     roles = [m["role"] for m in api.requests[-1]["messages"]]
     assert roles == ["user", "assistant", "user", "user"]
-    assert tool_results(api.requests[-1], 2)[0]["content"].startswith("Wrote 1 bytes")
+    assert tool_results(api.requests[-1], 2)[0]["content"].startswith("Wrote 1 byte to")
 
 
 def test_a_paste_of_several_lines_into_a_terminal_is_one_prompt(workdir):

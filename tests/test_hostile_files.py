@@ -284,11 +284,20 @@ def test_a_path_longer_than_any_the_system_takes_is_refused_without_repeating_it
     assert is_error and len(out) < 300 and "4,400 bytes" in out, out
 
 
-def test_write_file_to_a_path_ending_in_a_slash_makes_no_file():
-    """"new/" names a folder: a file named new was made, and "Wrote 1 bytes to new/" said."""
-    out, is_error = tool("write_file", path="new/", content="x")
-    assert is_error and "new/ ends in /" in out, out
-    assert os.listdir() == []
+@pytest.mark.parametrize("path", ["new/", "new/.", "a.txt/.", "new/.."])
+def test_write_file_to_a_path_ending_in_a_slash_makes_no_file(path):
+    """"new/" names a folder: a file named new was made, and "Wrote 1 bytes to new/" said;
+    "new/." and "a.txt/." got past that check (pathlib drops the "/."): a.txt was replaced."""
+    Path("a.txt").write_text("old\n")
+    out, is_error = tool("write_file", path=path, content="x")
+    ending = path[path.rindex("/"):]
+    assert is_error and f"{path} ends in {ending}, so it names a folder" in out, out
+    assert os.listdir() == ["a.txt"] and Path("a.txt").read_text() == "old\n"
+
+
+def test_a_write_of_one_byte_says_byte():
+    out, is_error = tool("write_file", path="one.txt", content="x")
+    assert not is_error and out == "Wrote 1 byte to one.txt"
 
 
 # ---------------------------------------------------------------- errors in words

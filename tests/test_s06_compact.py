@@ -113,7 +113,7 @@ def test_only_a_whole_read_or_write_that_worked_makes_an_earlier_read_stale(monk
                            ("write_file", {"path": "b.py", "content": "y"},
                             "Error: the disk is full"),
                            ("read_file", {"path": "c.py"}, whole),
-                           ("write_file", {"path": "c.py", "content": "y"}, "Wrote 1 bytes"),
+                           ("write_file", {"path": "c.py", "content": "y"}, "Wrote 1 byte to c.py"),
                            ("read_file", {"path": "d.py"}, whole),
                            ("read_file", {"path": "d.py", "limit": 0}, "(no lines)"),
                            ("read_file", {"path": "e.py", "offset": 900}, whole),
