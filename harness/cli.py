@@ -123,7 +123,8 @@ def run_cli(lesson: Lesson, argv: list = None) -> int:
     """`sNN.py "prompt"` runs one turn; `sNN.py` opens a REPL; `--demo` plays a script."""
     _closed_streams_to_devnull()
     context = functools.partial(_context, lesson)
-    commands = {**lesson.commands, "/context": context, "/cost": _cost, "/clear": clear}
+    commands = {**lesson.commands, "/context": context, "/cost": _cost,
+                "/clear": functools.partial(clear, lesson)}
     lesson = dataclasses.replace(lesson, commands=commands)
     parser = _parser(lesson)
     args, unknown = parser.parse_known_args(argv)  # before the SDK loads: --help is instant
@@ -424,12 +425,17 @@ def _cost(messages: list, run, arg: str) -> None:
                                         views.in_charge(run)))
 
 
-def clear(messages: list, run, arg: str = "") -> None:
+def clear(lesson: Lesson, messages: list, run, arg: str = "") -> None:
     """/clear: a fresh conversation. What the tools did (files, s07's board) stays."""
     # Words after it were meant for something else (a prompt?): nothing so final on a guess.
     if arg:
         raise ValueError("/clear takes no words after it; nothing was cleared")
     messages.clear()
+    # Layer 2 (s06's ContextSize) measures the new conversation from nothing: after a failed
+    # summary it waited for the old one to grow, and let a new one as big outgrow the window.
+    size = lesson.context_size
+    if size is not None:
+        size.reported, size.seen, size.after_compaction = None, 0, 0
     terminal.show_note("[a fresh conversation: the model remembers nothing of the last one; "
                        "files and the task board (s07) are as they were]")
 

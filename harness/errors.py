@@ -120,6 +120,11 @@ def describe_api_error(exc, where: str, timeout: float, model: str) -> str:
         return f"not found (404 {detail}): check MODEL_ID={model!r} and ANTHROPIC_BASE_URL"
     if status == 429:
         return f"rate limited (429 {detail}) even after retries: wait a minute and try again"
+    if status == 400 and "prompt is too long" in detail:
+        # The API's words for a request past the window: every later prompt would be refused.
+        return (f"the conversation no longer fits the model's window (400 {detail}): /compact "
+                "summarises it (s06, s07), /clear starts afresh; set CONTEXT_WINDOW if the "
+                "model's window is smaller than the harness assumes")
     if status == 400:
         return f"the API refused the request (400 {detail})"
     if status is not None and status >= 500:

@@ -549,6 +549,15 @@ MUTATIONS = [
              '    if "/" in shown and ending in ("/",):',
              ["tests/test_hostile_files.py::test_write_file_to_a_path_ending_in_a_slash_makes_no_"
               "file"]),
+    Mutation("/clear keeps layer 2 waiting after a failed summary", "harness/cli.py",
+             "        size.reported, size.seen, size.after_compaction = None, 0, 0",
+             "        size.reported, size.seen = None, 0",
+             ["tests/test_context_window.py::test_after_a_failed_summary_clear_starts_layer_2_"
+              "afresh"]),
+    Mutation("a request past the window is refused with no way forward", "harness/errors.py",
+             '    if status == 400 and "prompt is too long" in detail:',
+             "    if False:",
+             ["tests/test_context_window.py::test_a_request_past_the_window_says_how_to_go_on"]),
     Mutation("pydantic's serializer warnings reach the terminal", "harness/model_call.py",
              "stream.close) as self.watch, quiet_serializer():",
              "stream.close) as self.watch, contextlib.nullcontext():",

@@ -12,11 +12,13 @@ from types import SimpleNamespace
 
 import pytest
 
+import s03_todo
+import s06_compact
 import s07_task_system
 from harness import config
 from harness.session import views
 from harness.session.recorder import Recorder
-from harness.stand_in.script import is_summary_request, reply, text, tool
+from harness.stand_in.script import error, is_summary_request, reply, text, tool
 from harness.stand_in.usage import prompt_tokens
 from helpers import conversation, messages, words
 
@@ -51,14 +53,16 @@ def test_a_conversation_over_the_window_fails_to_compact_in_one_line_keeps_its_h
     failed = [line for line in messages(proc.stderr) if "compaction" in line]
     assert len(failed) == 2
     for line, request in zip(failed, (summary, manual), strict=True):
-        assert line.startswith(
-            "[compaction failed, history kept: the API refused the request (400 ")
+        assert line.startswith("[compaction failed, history kept: the conversation no longer "
+                               "fits the model's window (400 ")
         assert f"({'400 ' + too_long(request)})" in line
         assert "transcript .transcripts/transcript_" in line
     # The turns that overflow say so in one error line each, and say what was kept.
     errors = [line for line in messages(proc.stderr) if line.startswith("error:")]
-    assert errors == [f"error: the API refused the request (400 {too_long(r)})"
-                      for r in (turn1, turn2)]
+    assert errors == [f"error: the conversation no longer fits the model's window (400 "
+                      f"{too_long(r)}): /compact summarises it (s06, s07), /clear starts afresh; "
+                      "set CONTEXT_WINDOW if the model's window is smaller than the harness "
+                      "assumes" for r in (turn1, turn2)]
     assert "[turn failed after 1 tool call: they are kept in the conversation" in proc.stderr
     assert "[turn failed; the conversation is as it was before it]" in proc.stderr
 
@@ -211,3 +215,26 @@ def test_a_window_too_small_names_the_smallest_that_works_and_that_one_runs(run_
     assert line.startswith("error: CONTEXT_WINDOW 500 is too small") and smallest, line
     smallest = int(smallest[1].replace(",", ""))
     assert refusal(smallest) == "" and refusal(smallest - 1) != ""
+
+
+def test_after_a_failed_summary_clear_starts_layer_2_afresh(run_main):
+    """A failed summary makes layer 2 wait for more work before it tries again; /clear kept
+    that wait, so a new conversation as big was never summarised, and outgrew the window."""
+    script = [error(400, "no summary now"), reply(text("one")),          # the first turn
+              reply(text("Summary: the second prompt.")), reply(text("two"))]
+    typed = f"first {'x' * 6000}\n/clear\nsecond {'y' * 6000}\nq\n"
+    code, out, err, api = run_main(s06_compact, stdin=typed, script=script,
+                                   env={"COMPACT_THRESHOLD": "1400"})
+    assert code == 0 and api.violations == [], err
+    assert "[compaction failed, history kept" in err and words(err).count("[compacted:") == 1
+    assert "two" in out and "Summary: the second prompt." not in out
+
+
+def test_a_request_past_the_window_says_how_to_go_on(run_main):
+    """The API's 400 "prompt is too long" was one line with no way forward, on every prompt."""
+    code, out, err, api = run_main(s03_todo, f"look at {'z' * 20000}", key="k",
+                                   stand_in={"context_window": 3000})
+    assert code == 1 and len(messages(err)) == 1, err
+    said = words(err)
+    assert "the conversation no longer fits the model's window (400 prompt is too long" in said
+    assert "/clear starts afresh" in said and "/compact summarises it" in said
