@@ -19,6 +19,9 @@ Without each piece:
 - model: MODEL_ID as the run started, for every request.
 - carried: what a turn that ended must still tell the model (s07's board after the API's
   summary), in a message of its own (cli).
+- after_summary: what the lesson adds after a summary (s07's board), read again when a session
+  is resumed: the board it holds may have changed since (a person finished a task), and the
+  model would redo it.
 """
 
 import functools
@@ -42,6 +45,7 @@ class Run:
         self.screen = terminal.Screen()
         self.secrets = secrets or {}
         self.carried = []             # text blocks for a message of their own after the turn
+        self.after_summary = None     # s07's board_message: attach(run), after any summary
 
     @property
     def client(self):
@@ -65,6 +69,7 @@ class Run:
     def use_api_context(self, mode, keep: int, attach=None) -> None:
         """--api-context clear|compact (None: the lesson's layers manage the context).
         attach(run): text to add after the API's summary, as after layer 2's (s07's board)."""
+        self.after_summary = attach
         if mode is None:
             return
         from harness import api_context
@@ -74,11 +79,15 @@ class Run:
         self.client = self._client
 
     def resumed(self, messages: list) -> list:
-        """The part of a resumed history this run goes on from (the API's last summary on)."""
-        if not session_log.holds_compaction(messages):
+        """The part of a resumed history this run goes on from (the API's last summary on),
+        its newest board (after a summary) read again."""
+        if session_log.holds_compaction(messages):
+            from harness import api_context
+            messages = api_context.resumed(messages, self.api_context)
+        if self.after_summary is None:
             return messages
-        from harness import api_context
-        return api_context.resumed(messages, self.api_context)
+        from harness import board
+        return board.refreshed(messages, functools.partial(self.after_summary, self))
 
     def close(self) -> None:
         """The end of the run: its log closed (removed if empty), its pins let go."""

@@ -88,10 +88,13 @@ def keep_whole(text: str, cap: int, tool_name: str, saved: SavedTexts,
 
 
 def saved_path_in(text: str) -> str | None:
-    """The path a kept-whole result names on its last line, or None (layer 1's placeholders)."""
+    """The path a kept-whole result names on its last line, or None (layer 1's placeholders).
+    Only a name keep_whole gives (NAME): a command's output may end in a line shaped so."""
     last = text[text.rfind("\n") + 1:] if isinstance(text, str) else ""
     match = NOTE.match(last)
-    return match["path"] if match else None
+    if match is None or not NAME.fullmatch(os.path.basename(match["path"])):
+        return None
+    return match["path"]
 
 
 def save_for_placeholder(text: str, tool_name: str, saved: SavedTexts,
@@ -109,7 +112,10 @@ def save_for_placeholder(text: str, tool_name: str, saved: SavedTexts,
     if known is not None:
         return known
     named = saved_path_in(text)
-    if named is None or not _is_regular_file(named):   # its saved output may have been removed
+    if named is not None and not _is_regular_file(named):
+        # Its whole output was removed: text is only its head and tail, no whole to point at.
+        return None
+    if named is None:
         try:
             named = str(save_result(text, tool_name, saved, folder))
         except OSError:

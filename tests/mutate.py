@@ -558,6 +558,23 @@ MUTATIONS = [
              '    if status == 400 and "prompt is too long" in detail:',
              "    if False:",
              ["tests/test_context_window.py::test_a_request_past_the_window_says_how_to_go_on"]),
+    Mutation("a resumed s07 session shows the board as at its compaction", "harness/run.py",
+             "        if self.after_summary is None:\n            return messages",
+             "        if True:\n            return messages",
+             ["tests/test_s07_e2e.py::test_a_resumed_session_sees_the_board_as_it_is_now_not_as_at_"
+              "its_compaction"]),
+    Mutation("a forged save note in a command's output names the placeholder's file",
+             "harness/spill.py",
+             "    if match is None or not NAME.fullmatch(os.path.basename(match[\"path\"])):",
+             "    if match is None:",
+             ["tests/test_spill.py::test_a_line_shaped_like_the_save_note_in_a_commands_output_is_"
+              "not_trusted"]),
+    Mutation("a cut result whose whole was deleted is saved again and called whole",
+             "harness/spill.py",
+             "    if named is not None and not _is_regular_file(named):\n",
+             "    if False:\n",
+             ["tests/test_spill.py::test_a_cut_result_whose_saved_whole_was_deleted_is_not_saved_"
+              "again_as_whole"]),
     Mutation("pydantic's serializer warnings reach the terminal", "harness/model_call.py",
              "stream.close) as self.watch, quiet_serializer():",
              "stream.close) as self.watch, contextlib.nullcontext():",

@@ -121,6 +121,25 @@ def test_importing_a_lesson_loads_its_mechanism_not_the_command_line(workdir, le
     assert 1_000 < int(lines) <= most, f"import {lesson} loads {int(lines):,} lines"
 
 
+def test_a_resumed_session_sees_the_board_as_it_is_now_not_as_at_its_compaction(run_main):
+    """--continue sent the board from the summary message as "just read", though a person had
+    since finished #1 and deleted #2: the model would have done #1 again."""
+    code, out, err, _ = run_main(s07_task_system, stdin="/task add Alpha\n/task add Beta\nq\n")
+    assert code == 0, err
+    code, out, err, _ = run_main(s07_task_system, "tidy", script=[reply(tool("compact", {})),
+                                                                  reply(text("ok"))],
+                                 summary="Summary: two tasks to do.")
+    assert code == 0, err
+    code, out, err, _ = run_main(s07_task_system, stdin="/task done 1\n/task delete 2\nq\n")
+    assert code == 0, err
+    code, out, err, api = run_main(s07_task_system, "--continue", "go on",
+                                   script=[reply(text("on it"))])
+    assert code == 0 and api.violations == [], err
+    first = api.requests[0]["messages"][0]["content"]
+    assert "Summary: two tasks to do." in first and "[x] #1: Alpha" in first
+    assert "#2: Beta" not in first and "[ ] #1: Alpha" not in first
+
+
 def test_an_automatic_compaction_also_brings_the_board_back(run_main, workdir):
     (workdir / "big.txt").write_text("word " * 1500)
     script = [reply(tool("task_create", {"subject": "Read the big file"})),

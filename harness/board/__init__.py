@@ -22,6 +22,8 @@ Without each piece:
   mysql://) became a folder named after it, password and all, shown to the model; a blank
   one (--board "   ") became a folder named with spaces.
 - shown() and secrets_in(): a board's password reached an error line.
+- refreshed(): a resumed session (--continue) showed the model the board as it was at its
+  compaction, labelled just read, though a person had finished a task since.
 """
 
 import os
@@ -44,9 +46,50 @@ KEYWORDS = re.compile(r"\s*(host|hostaddr|port|dbname|user|password|passfile|ser
 EXAMPLE = "postgresql://user@host/database"
 # Around the board s07 adds after a compaction: /context and the session page find it by them.
 BOARD_START, BOARD_END = "<task-board>", "</task-board>"
+BOARD_BLOCK = re.compile(re.escape(BOARD_START) + ".*?" + re.escape(BOARD_END), re.S)
 PASSWORD_WARNING = ("warning: a password in --board shows in `ps` to every user of this "
                     "machine: give it in TASK_BOARD, ~/.pgpass or a service file "
                     "(docs/many-machines.md)")
+
+
+def refreshed(messages: list, fresh) -> list:
+    """messages, the newest board in them (BOARD_START to BOARD_END, in a user's text) replaced
+    by fresh(), the board read now; the same list if they hold none. Nothing is changed in
+    place: the list came from the session log."""
+    for index in range(len(messages) - 1, -1, -1):
+        message = messages[index]
+        if message.get("role") != "user":
+            continue
+        content = message.get("content")
+        if isinstance(content, str):
+            new = _board_now(content, fresh)
+        else:
+            new = _blocks_board_now(content, fresh)
+        if new is not None:
+            return messages[:index] + [{**message, "content": new}] + messages[index + 1:]
+    return messages
+
+
+def _board_now(text: str, fresh):
+    """text, its last board replaced by fresh(); None if it holds none."""
+    found = list(BOARD_BLOCK.finditer(text))
+    if not found:
+        return None
+    return text[:found[-1].start()] + fresh() + text[found[-1].end():]
+
+
+def _blocks_board_now(blocks, fresh):
+    """A message's blocks, the board in the last text block that holds one replaced; None if
+    none holds one."""
+    if not isinstance(blocks, list):
+        return None
+    for place in range(len(blocks) - 1, -1, -1):
+        block = blocks[place]
+        if isinstance(block, dict) and isinstance(block.get("text"), str):
+            text = _board_now(block["text"], fresh)
+            if text is not None:
+                return blocks[:place] + [{**block, "text": text}] + blocks[place + 1:]
+    return None
 
 
 def choose(run, tasks, default, args) -> str:
