@@ -60,9 +60,9 @@ def run(command: str, cwd: Path, timeout: float, cap: int = KEEP_UP_TO) -> str:
                            "the background: cmd > job.log 2>&1 &" + _until_then(out))
     if dropped > FLOOD_BYTES:
         _kill_group(proc)
-        return out + (f"\n[stopped: the command wrote more than {FLOOD_BYTES // 1_000_000} MB, "
-                      "so it was killed; send big output to a file (cmd > out.txt) and read "
-                      "parts of it]")
+        written = (len(kept) + dropped) // 1_000_000
+        return out + (f"\n[stopped: the command wrote more than {written:,} MB, so it was "
+                      "killed; send big output to a file (cmd > out.txt) and read parts of it]")
     return "\n".join(part for part in (out, _how_it_ended(proc.wait())) if part) or "(no output)"
 
 

@@ -47,7 +47,15 @@ def inside(folder: Path, path: str) -> Path:
     if size > PATH_MAX:
         raise ValueError(f"the path is {size:,} bytes long, more than a path may be "
                          f"({PATH_MAX:,}); give a shorter one")
-    resolved = (folder / path).resolve()
+    # "" is the workspace itself ("is a folder"); a NUL and a loop were Python's own words.
+    if not path.strip():
+        raise ValueError("the path is empty; give a file's path")
+    if "\0" in path:
+        raise ValueError(f"the path {path!r} holds a NUL character, which no file name may")
+    try:
+        resolved = (folder / path).resolve()
+    except (RuntimeError, OSError):            # RuntimeError up to Python 3.12, then ELOOP
+        raise ValueError(f"the path {path!r} runs into a loop of symbolic links") from None
     if not resolved.is_relative_to(folder):
         raise ValueError(f"path {path!r} is outside the workspace {folder}; use a path inside it")
     return resolved

@@ -575,6 +575,15 @@ MUTATIONS = [
              "    if False:\n",
              ["tests/test_spill.py::test_a_cut_result_whose_saved_whole_was_deleted_is_not_saved_"
               "again_as_whole"]),
+    Mutation("an empty path is called a folder", "harness/files.py",
+             "    if not path.strip():\n", "    if False:\n",
+             ["tests/test_hostile_files.py::test_a_path_no_file_can_have_is_named_for_what_is_"
+              "wrong_with_it"]),
+    Mutation("a flood's note names the stop's margin, not what the command wrote",
+             "harness/bash.py", "        written = (len(kept) + dropped) // 1_000_000",
+             "        written = FLOOD_BYTES // 1_000_000",
+             ["tests/test_s03_tools.py::test_a_command_that_floods_is_stopped_and_memory_stays_"
+              "bounded"]),
     Mutation("pydantic's serializer warnings reach the terminal", "harness/model_call.py",
              "stream.close) as self.watch, quiet_serializer():",
              "stream.close) as self.watch, contextlib.nullcontext():",

@@ -295,6 +295,22 @@ def test_write_file_to_a_path_ending_in_a_slash_makes_no_file(path):
     assert os.listdir() == ["a.txt"] and Path("a.txt").read_text() == "old\n"
 
 
+@pytest.mark.parametrize("path, said", [
+    ("", "ValueError: the path is empty; give a file's path"),         # was " is a folder"
+    ("a\x00b.txt", "ValueError: the path 'a\\x00b.txt' holds a NUL character, which no file "
+                  "name may"),                                          # was "embedded null byte"
+    # Was "RuntimeError: Symlink loop from ..." (Python 3.13 resolves it; the open says so).
+    ("loop/x.txt", "symbolic links"),
+])
+@pytest.mark.parametrize("name", ["read_file", "write_file"])
+def test_a_path_no_file_can_have_is_named_for_what_is_wrong_with_it(name, path, said):
+    os.symlink("loop", "loop")
+    args = {"path": path, "content": "x"} if name == "write_file" else {"path": path}
+    out, is_error = tool(name, **args)
+    assert is_error and out.startswith("ValueError: ") and said in out, out
+    assert sorted(os.listdir()) == ["loop"]
+
+
 def test_a_write_of_one_byte_says_byte():
     out, is_error = tool("write_file", path="one.txt", content="x")
     assert not is_error and out == "Wrote 1 byte to one.txt"

@@ -195,6 +195,10 @@ def test_a_command_that_floods_is_stopped_and_memory_stays_bounded(monkeypatch):
     assert out.startswith("y\ny\n") and len(out) < s03.OUTPUT_CAP + 800      # what the model sees
     assert len(run_bash("yes")) < bash.KEEP_UP_TO + 500                        # what is kept at all
     assert "[output cut:" in out and "was killed; send big output to a file" in out
+    # What it wrote before it was stopped: the bytes held for the kept characters, and the
+    # flood beyond them (it said 2 MB of the 10 it wrote).
+    said = int(re.search(r"wrote more than ([\d,]+) MB", out)[1].replace(",", ""))
+    assert said == (4 * bash.KEEP_UP_TO + 2_000_000) // 1_000_000
 
 
 @pytest.mark.parametrize("job", ["sleep 600 &", "sleep 600 > job.log 2>&1 &"],
