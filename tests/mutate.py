@@ -584,6 +584,17 @@ MUTATIONS = [
              "        written = FLOOD_BYTES // 1_000_000",
              ["tests/test_s03_tools.py::test_a_command_that_floods_is_stopped_and_memory_stays_"
               "bounded"]),
+    Mutation("/task import ~/plan.md finds no file", "harness/board/commands.py",
+             "    return checklist.import_checklist(tasks, os.path.expanduser(path))",
+             "    return checklist.import_checklist(tasks, path)",
+             ["tests/test_repl_commands.py::test_task_import_reads_a_path_as_a_shell_would_home_"
+              "and_quotes"]),
+    Mutation("/task import \"my plan.md\" takes the quotes for part of the name",
+             "harness/board/commands.py",
+             "        path = words[0] if len(words) == 1 else path",
+             "        path = path",
+             ["tests/test_repl_commands.py::test_task_import_reads_a_path_as_a_shell_would_home_"
+              "and_quotes"]),
     Mutation("pydantic's serializer warnings reach the terminal", "harness/model_call.py",
              "stream.close) as self.watch, quiet_serializer():",
              "stream.close) as self.watch, contextlib.nullcontext():",

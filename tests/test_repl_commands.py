@@ -38,6 +38,17 @@ def test_the_repl_shows_what_another_agent_did_before_the_next_prompt(run_main, 
     assert err.count("[board:") == 1                             # alice's own reads are not news
 
 
+def test_task_import_reads_a_path_as_a_shell_would_home_and_quotes(run_main, workdir):
+    """TASK_BOARD expands ~, /task import did not ("no file ~/p.md"), and took quotes around a
+    name with spaces for part of it ('no file "my plan.md"')."""
+    (workdir.parent / "home" / "p.md").write_text("- [ ] From home\n")
+    (workdir / "my plan.md").write_text("- [ ] From quotes\n")
+    typed = '/task import ~/p.md\n/task import "my plan.md"\n/tasks\nq\n'
+    code, out, err, api = run_main(s07_task_system, stdin=typed)
+    assert code == 0 and "error" not in err, err
+    assert "[ ] #1: From home" in out and "[ ] #2: From quotes" in out
+
+
 def test_task_import_puts_a_checklist_on_the_board_in_order(run_main, workdir):
     (workdir / "plan.md").write_text(
         "# Plan\n- [x] Sketch the API\n- [ ] Build it\n- [ ] Test it\n")

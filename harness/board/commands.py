@@ -11,6 +11,9 @@ other agents on a shared board are doing.
 """
 
 import atexit
+import contextlib
+import os
+import shlex
 
 from harness import errors, terminal
 from harness.board import graph
@@ -69,9 +72,13 @@ def task_command(tasks, arg: str) -> None:
 
 
 def _import(tasks, path: str) -> str:
-    """/task import FILE (checklist.py, loaded only for it)."""
+    """/task import FILE (checklist.py, loaded only for it), FILE read as a shell reads one
+    word: ~ is home, and quotes around a name with spaces are not part of it."""
     from harness.board import checklist
-    return checklist.import_checklist(tasks, path)
+    with contextlib.suppress(ValueError):          # unbalanced quotes: the name as typed
+        words = shlex.split(path)
+        path = words[0] if len(words) == 1 else path
+    return checklist.import_checklist(tasks, os.path.expanduser(path))
 
 
 def repl_commands(tasks) -> dict:
