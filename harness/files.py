@@ -108,7 +108,7 @@ def read_lines(path: Path, shown: str, offset: int, limit, cap: int) -> str:
 
     It stops before the line that would pass the cap, ending with "read on with offset=N" (N
     the first line not shown), so following it shows every line once. A line too long for the
-    cap alone is shown cut, with how to read the rest (sed, cut -c); N is the line after it. A
+    cap alone is shown cut, with how to read the rest (sed, tail, head); N is the line after it. A
     line holding a NUL ends the read, saying where the file looks binary. A CRLF file says so.
 
     It reads a bounded prefix: the lines it shows, at most 4 * cap + 2 bytes of a line it cuts,
@@ -197,12 +197,13 @@ def _cut_line(text: str, raw: bytes, whole: bool, number: int, shown: str, room:
     length = len(raw.rstrip(b"\r\n"))
     said = f"{length:,} bytes long" if whole else f"longer than {length:,} bytes"
 
-    def note(shown_up_to: int) -> str:
+    # In bytes, as tail and head count (GNU cut -c counts bytes too, not characters).
+    def note(start: int) -> str:
         return (f"\n[line {number} is {said}, cut here; read the rest with bash: "
-                f"sed -n '{number}p' {shlex.quote(shown)} | cut -c "
-                f"{shown_up_to + 1}-{shown_up_to + CUT_STEP}]")
-    keep = max(room - len(note(room)), 0)      # note(room) is at least as long as note(keep)
-    return text[:keep] + note(keep)
+                f"sed -n '{number}p' {shlex.quote(shown)} | tail -c +{start + 1} | head -c "
+                f"{CUT_STEP}]")
+    keep = max(room - len(note(4 * room)), 0)  # no start is past 4 bytes a character
+    return text[:keep] + note(len(text[:keep].encode("utf-8")))
 
 
 def _past_the_end(shown: str, lines: int, offset: int) -> str:

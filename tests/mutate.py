@@ -595,6 +595,11 @@ MUTATIONS = [
              "        path = path",
              ["tests/test_repl_commands.py::test_task_import_reads_a_path_as_a_shell_would_home_"
               "and_quotes"]),
+    Mutation("a cut line's note counts characters where tail and cut count bytes",
+             "harness/files.py", '    return text[:keep] + note(len(text[:keep].encode("utf-8")))',
+             "    return text[:keep] + note(keep)",
+             ["tests/test_read_file_paging.py::test_the_command_to_read_a_cut_lines_rest_goes_on_"
+              "where_the_read_stopped_in_any_script"]),
     Mutation("pydantic's serializer warnings reach the terminal", "harness/model_call.py",
              "stream.close) as self.watch, quiet_serializer():",
              "stream.close) as self.watch, contextlib.nullcontext():",

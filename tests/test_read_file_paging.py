@@ -71,11 +71,11 @@ def test_a_line_longer_than_the_cap_is_shown_cut_and_the_next_read_goes_past_it(
     first = files.read_lines(Path("minified.js"), "minified.js", 1, None, 2_000)
     assert len(first) <= 2_000
     assert first.startswith("short one\n" + "y" * 1_000)
-    assert "cut -c" in first and "line 2" in first        # how to read the rest of line 2
+    assert "| tail -c +" in first and "line 2" in first   # how to read the rest of line 2
     assert first.endswith("read on with offset=3)")
     second = files.read_lines(Path("minified.js"), "minified.js", 3, None, 2_000)
     assert second.startswith("short two\n" + "z" * 1_000) and len(second) <= 2_000
-    assert "line 4" in second and "cut -c" in second
+    assert "line 4" in second and "| tail -c +" in second
     assert "offset=" not in second                        # line 4 was the last: nothing to read on
 
 
@@ -116,3 +116,16 @@ def test_read_lines_refuses_lines_that_are_not_positive(offset, limit):
     Path("f.txt").write_text("1\n2\n")
     with pytest.raises(ValueError, match="limit and offset must be positive numbers of lines"):
         files.read_lines(Path("f.txt"), "f.txt", offset, limit, 1_000)
+
+
+def test_the_command_to_read_a_cut_lines_rest_goes_on_where_the_read_stopped_in_any_script():
+    """The note said cut -c with character offsets, and GNU cut counts bytes: on a line of
+    non-ASCII text it gave text from half-way back, already shown."""
+    line = "".join(f"{n:06d}é" for n in range(30_000))             # 7 characters, 8 bytes each
+    Path("u.txt").write_text(line + "\nnext\n", encoding="utf-8")
+    shown = files.read_lines(Path("u.txt"), "u.txt", 1, None, 2_000)
+    command = re.search(r"read the rest with bash: (.+)\]", shown)[1]
+    rest = subprocess.run(command, shell=True, capture_output=True).stdout.decode("utf-8",
+                                                                                   "replace")
+    seen = shown[:shown.index("\n[line 1 is")]
+    assert line.startswith(seen) and rest[:100] == line[len(seen):len(seen) + 100]
