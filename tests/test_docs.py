@@ -297,11 +297,15 @@ def test_the_defaults_and_bounds_the_pages_quote_are_the_codes():
             f"longer than the cap ({s03_todo.OUTPUT_CAP:,} characters)",
             f"its first and last {int(s03_todo.OUTPUT_CAP * spill.SHOWN_SHARE):,} characters",
             f"keeps the first {bash.KEEP_UP_TO:,} characters of a command's output, and stops a "
-            f"command that writes more than {bash.FLOOD_BYTES // 1_000_000} MB beyond them",
+            f"command that writes {bash.FLOOD_BYTES // 1_000_000} MB beyond what it holds for "
+            f"them (about {(4 * bash.KEEP_UP_TO + bash.FLOOD_BYTES) // 1_000_000} MB in all)",
             f"passes **{spill.MAX_TOTAL_BYTES // 1_000_000} MB or {spill.MAX_FILES:,} files**",
             f"a result of {spill.SAVE_WHEN_CLEARED:,} characters or more"],
         limits: [f"a shell command is shown whole up to {terminal.COMMAND_CHARS:,} characters",
                  f"keeps the first {bash.KEEP_UP_TO:,} characters",
+                 f"writes {bash.FLOOD_BYTES // 1_000_000} MB beyond what it holds for them (up "
+                 f"to {4 * bash.KEEP_UP_TO // 1_000_000} MB: about "
+                 f"{(4 * bash.KEEP_UP_TO + bash.FLOOD_BYTES) // 1_000_000} MB in all",
                  f"a result over {s03_todo.OUTPUT_CAP:,} characters is saved whole",
                  f"If it was {spill.SAVE_WHEN_CLEARED:,} characters or more",
                  "(the three newest, `KEEP_RECENT` in s06)"],
