@@ -187,10 +187,11 @@ def fit_for_summary(view: list, room: int) -> list:
             continue                  # results without their calls: never a start
         if tokens.estimate(shorter) <= room:
             break
-    if not shorter:
+    # Nothing left out (one call and its result, say): no note, and the request as it is.
+    if len(shorter) in (0, len(view)):
         return view
-    terminal.show_note(f"[the conversation is past the model's window: the summary covers "
-                       f"{kept}; the transcript keeps them all]")
+    terminal.show_note(f"[the conversation is too long to summarise whole in the model's "
+                       f"window: the summary covers {kept}; the transcript keeps them all]")
     return shorter
 
 

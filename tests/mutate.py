@@ -600,6 +600,11 @@ MUTATIONS = [
              "    return text[:keep] + note(keep)",
              ["tests/test_read_file_paging.py::test_the_command_to_read_a_cut_lines_rest_goes_on_"
               "where_the_read_stopped_in_any_script"]),
+    Mutation("a summary request that leaves nothing out says the conversation was cut",
+             "harness/compaction.py", "    if len(shorter) in (0, len(view)):",
+             "    if not shorter:",
+             ["tests/test_context_window.py::test_a_summary_request_that_leaves_nothing_out_says_"
+              "nothing_left_out"]),
     Mutation("pydantic's serializer warnings reach the terminal", "harness/model_call.py",
              "stream.close) as self.watch, quiet_serializer():",
              "stream.close) as self.watch, contextlib.nullcontext():",

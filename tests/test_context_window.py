@@ -174,6 +174,16 @@ def test_a_summary_request_that_cannot_fit_is_never_sent_broken():
     assert fitted[0] == view[0] and fitted[1:] == view[-2:]
 
 
+def test_a_summary_request_that_leaves_nothing_out_says_nothing_left_out(capsys):
+    """One call and its result, too big for the room: nothing could be left out, and the
+    note said the conversation was past the window and the summary covered 'its turn's
+    prompt and newest 2 messages', which were all of them."""
+    from harness import compaction
+    view = conversation(("bash", {"command": "seq 1 1200"}, "x" * 6_000), prompt="go")
+    assert compaction.fit_for_summary(view, room=100) == view
+    assert capsys.readouterr().err == ""
+
+
 @pytest.mark.parametrize("window", [300, 800, 2048])
 def test_a_window_the_system_prompt_and_tools_all_but_fill_is_refused_in_one_line(run_main,
                                                                                  window):
