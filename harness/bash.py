@@ -53,11 +53,10 @@ def run(command: str, cwd: Path, timeout: float, cap: int = KEEP_UP_TO) -> str:
         more = len(out[cap:].encode("utf-8")) + dropped
         out = out[:cap] + (f"\n... [output cut: {more:,} more bytes; to keep all of it, send it "
                            "to a file (cmd > out.txt) and read parts of it]")
-    if late:
-        _kill_group(proc)
+    if late:      # the group was killed as the time ran out (_read_output)
         raise TimeoutError(f"command timed out after {timeout:g}s and was killed with its "
                            "children; for a long job, send its output to a file and run it in "
-                           "the background: cmd > job.log 2>&1 &" + _until_then(out))
+                           "the background: cmd > job.log 2>&1 &\n" + _until_then(out))
     if dropped > FLOOD_BYTES:
         _kill_group(proc)
         written = (len(kept) + dropped) // 1_000_000
@@ -67,13 +66,15 @@ def run(command: str, cwd: Path, timeout: float, cap: int = KEEP_UP_TO) -> str:
 
 
 def _until_then(out: str) -> str:
-    return f"; its output until then:\n{out}" if out else "; it printed nothing"
+    return f"[its output until then:]\n{out}" if out else "[it printed nothing]"
 
 
 def _how_it_ended(status: int) -> str:
     """"" for success; else the exit status, or the signal that killed the shell."""
     if status < 0:
-        return f"[killed by signal {-status} ({signal.Signals(-status).name})]"
+        # A real-time signal (kill -40) has no name in signal.Signals.
+        name = signal.strsignal(-status) or "no name"
+        return f"[killed by signal {-status} ({name})]"
     return f"[exit status {status}]" if status else ""
 
 
@@ -88,6 +89,7 @@ def _read_output(proc: subprocess.Popen, timeout: float, cap: int) -> tuple:
         left = deadline - time.monotonic()
         if left <= 0:
             late = True
+            _kill_group(proc)       # now, not after the output is decoded: nothing outlives it
             break
         if not select.select([fd], [], [], min(left, 0.2))[0]:
             if proc.poll() is not None:
@@ -100,6 +102,7 @@ def _read_output(proc: subprocess.Popen, timeout: float, cap: int) -> tuple:
                 proc.wait(timeout=left)
             except subprocess.TimeoutExpired:
                 late = True
+                _kill_group(proc)
             break
         room = max(4 * cap - len(kept), 0)  # a character is at most 4 bytes of UTF-8
         kept += chunk[:room]

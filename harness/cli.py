@@ -293,15 +293,17 @@ def _client_or_none(args, secrets: dict):
 
 
 def _go_on(lesson: Lesson, args) -> str:
-    """The command that goes on from a one-shot run: the flags typed (--board, --name: the same
-    board and agent), less the prompt and --max-steps, and --continue "go on". A password in
-    an address (--board postgresql://u:pw@...) is shown as ***."""
-    words, typed = [f"{lesson.name}.py"], iter(args.typed)
-    for word in typed:
-        if word == "--max-steps":
-            next(typed, None)
-        elif word not in (args.prompt, "--continue") and not word.startswith("--max-steps="):
-            words.append(config.shown_url(word) if "://" in word else word)
+    """The command that goes on from a one-shot run: --continue "go on", with the board, the
+    agent and the context management it ran with (as parsed, however typed), a password in
+    the board's address shown as ***."""
+    words = [f"{lesson.name}.py"]
+    if getattr(args, "board", None) is not None:
+        from harness import board
+        words += ["--board", board.shown(args.board)]
+    for flag, value in (("--name", getattr(args, "name", None)),
+                        ("--api-context", getattr(args, "api_context", None))):
+        if value:
+            words += [flag, value]
     return f'python {shlex.join(words)} --continue "go on"'
 
 

@@ -122,9 +122,10 @@ def describe_api_error(exc, where: str, timeout: float, model: str) -> str:
         return f"rate limited (429 {detail}) even after retries: wait a minute and try again"
     if status == 400 and "prompt is too long" in detail:
         # The API's words for a request past the window: every later prompt would be refused.
-        return (f"the conversation no longer fits the model's window (400 {detail}): /compact "
-                "summarises it (s06, s07), /clear starts afresh; set CONTEXT_WINDOW if the "
-                "model's window is smaller than the harness assumes")
+        return (f"the request no longer fits the model's window (400 {detail}): set "
+                "CONTEXT_WINDOW to the model's window, and layer 2 (s06, s07) acts before a "
+                "request outgrows it; in the REPL, /compact summarises what fits and /clear "
+                "starts afresh")
     if status == 400:
         return f"the API refused the request (400 {detail})"
     if status is not None and status >= 500:

@@ -37,7 +37,9 @@ READ_ON = "read on with offset="   # how a read that stops before the end says s
 NOTES_ROOM = 200             # characters of read_file's cap kept for its closing notes
 CUT_STEP = 20_000            # characters of a long line a note says to read at once: within the cap
 PATH_MAX = 4096              # bytes (UTF-8): Linux's longest path; a longer one is no file's
-LINE_BREAK = r"(?:\r\n|\r|\n)"   # a line's end, any kind: read_file shows none of them
+# A line's end, any kind (read_file shows none of them); a CRLF is one end, never a CR and an LF.
+LINE_BREAK = r"(?:\r\n|\r(?!\n)|(?<!\r)\n)"
+SAID_UP_TO = 1_000                # occurrences of an old_text counted: "1,000 or more" past it
 
 
 def inside(folder: Path, path: str) -> Path:
@@ -54,7 +56,7 @@ def inside(folder: Path, path: str) -> Path:
         raise ValueError(f"the path {path!r} holds a NUL character, which no file name may")
     try:
         resolved = (folder / path).resolve()
-    except (RuntimeError, OSError):            # RuntimeError up to Python 3.12, then ELOOP
+    except (RuntimeError, OSError):            # a loop: Python 3.10 to 3.12 raise RuntimeError
         raise ValueError(f"the path {path!r} runs into a loop of symbolic links") from None
     if not resolved.is_relative_to(folder):
         raise ValueError(f"path {path!r} is outside the workspace {folder}; use a path inside it")
@@ -305,18 +307,21 @@ def _not_kept(was, made: os.stat_result, before: dict, after: dict) -> str:
 
 def edit_text(text: str, old: str, new: str, shown: str) -> str:
     """text with the one occurrence of old replaced by new, keeping every other byte. read_file
-    shows lines without their \r, so each line break of old matches any line ending (LF, CRLF,
+    shows lines without their \\r, so each line break of old matches any line ending (LF, CRLF,
     old-Mac CR, or a mix), and each of new gets the ending of the text it replaces (else the
     file's first). Found twice, overlapping or not: refused, as not unique."""
     if not old:
         raise ValueError("old_text is empty; give the exact text to replace")
     lines = old.replace("\r\n", "\n").replace("\r", "\n").split("\n")
     pattern = LINE_BREAK.join(re.escape(line) for line in lines)
-    # A lookahead finds every start, overlapping ones too ("aa" twice in "aaa").
-    found = [match.start() for match in re.finditer(f"(?=(?:{pattern}))", text)]
+    # A lookahead finds every start, overlapping ones too ("aa" twice in "aaa"); counted up to
+    # SAID_UP_TO, so that " " in a 10 MB log holds no list of millions.
+    starts = re.finditer(f"(?=(?:{pattern}))", text)
+    found = [match.start() for match in itertools.islice(starts, SAID_UP_TO)]
     if len(found) > 1:
-        raise ValueError(f"old_text occurs {len(found)} times in {shown}; include more lines so "
-                         "it is unique")
+        times = f"{len(found):,}" + (" or more" if len(found) == SAID_UP_TO else "")
+        raise ValueError(f"old_text occurs {times} times in {shown}; include more lines so it "
+                         "is unique")
     if not found:
         raise ValueError(f"old_text not found in {shown}; read the file and copy the text "
                          "exactly")

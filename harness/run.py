@@ -25,6 +25,7 @@ Without each piece:
 """
 
 import functools
+import types
 
 from harness import config, spill, terminal
 from harness.session import log as session_log
@@ -87,7 +88,13 @@ class Run:
         if self.after_summary is None:
             return messages
         from harness import board
-        return board.refreshed(messages, functools.partial(self.after_summary, self))
+        # Read with no screen: its note ("added after the summary") is for a new summary.
+        fresh = functools.partial(self.after_summary, types.SimpleNamespace(screen=None))
+        resumed = board.refreshed(messages, fresh)
+        if resumed is not messages:
+            terminal.show_note("[the board in the resumed conversation was read again: it may "
+                               "have changed since]")
+        return resumed
 
     def close(self) -> None:
         """The end of the run: its log closed (removed if empty), its pins let go."""

@@ -112,6 +112,9 @@ def save_for_placeholder(text: str, tool_name: str, saved: SavedTexts,
     if known is not None:
         return known
     named = saved_path_in(text)
+    # Only a file in this results folder is one keep_whole wrote (src/bash_<hash>.txt is not).
+    if named is not None and os.path.dirname(os.path.normpath(named)) != os.path.normpath(folder):
+        named = None
     if named is not None and not _is_regular_file(named):
         # Its whole output was removed: text is only its head and tail, no whole to point at.
         return None

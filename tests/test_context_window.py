@@ -53,16 +53,16 @@ def test_a_conversation_over_the_window_fails_to_compact_in_one_line_keeps_its_h
     failed = [line for line in messages(proc.stderr) if "compaction" in line]
     assert len(failed) == 2
     for line, request in zip(failed, (summary, manual), strict=True):
-        assert line.startswith("[compaction failed, history kept: the conversation no longer "
-                               "fits the model's window (400 ")
+        assert line.startswith("[compaction failed, history kept: the request no longer fits "
+                               "the model's window (400 ")
         assert f"({'400 ' + too_long(request)})" in line
         assert "transcript .transcripts/transcript_" in line
     # The turns that overflow say so in one error line each, and say what was kept.
     errors = [line for line in messages(proc.stderr) if line.startswith("error:")]
-    assert errors == [f"error: the conversation no longer fits the model's window (400 "
-                      f"{too_long(r)}): /compact summarises it (s06, s07), /clear starts afresh; "
-                      "set CONTEXT_WINDOW if the model's window is smaller than the harness "
-                      "assumes" for r in (turn1, turn2)]
+    assert errors == [f"error: the request no longer fits the model's window (400 "
+                      f"{too_long(r)}): set CONTEXT_WINDOW to the model's window, and layer 2 "
+                      "(s06, s07) acts before a request outgrows it; in the REPL, /compact "
+                      "summarises what fits and /clear starts afresh" for r in (turn1, turn2)]
     assert "[turn failed after 1 tool call: they are kept in the conversation" in proc.stderr
     assert "[turn failed; the conversation is as it was before it]" in proc.stderr
 
@@ -246,5 +246,5 @@ def test_a_request_past_the_window_says_how_to_go_on(run_main):
                                    stand_in={"context_window": 3000})
     assert code == 1 and len(messages(err)) == 1, err
     said = words(err)
-    assert "the conversation no longer fits the model's window (400 prompt is too long" in said
-    assert "/clear starts afresh" in said and "/compact summarises it" in said
+    assert "the request no longer fits the model's window (400 prompt is too long" in said
+    assert "set CONTEXT_WINDOW to the model's window" in said and "/clear starts afresh" in said

@@ -230,6 +230,27 @@ def test_old_text_of_several_lines_matches_a_file_of_mixed_line_endings():
     assert Path("m.txt").read_bytes() == b"x\r\ny\n"           # as the text it replaced began
 
 
+@pytest.mark.parametrize("text, old, said, after", [
+    # A blank line is not in it: not found (it matched, and a.txt became "Z\r\n").
+    ("a\r\nb\r\n", "a\n\nb", "ValueError: old_text not found", "a\r\nb\r\n"),
+    ("x\r\nfoo\r\n", "\nfoo", "Edited c.txt", "xZ\r\n"),            # once, not twice
+    ("x\r\n\r\ny\r\n", "\n\ny", "Edited c.txt", "xZ\r\n"),          # once, not three times
+])
+def test_a_crlf_is_one_line_break_never_a_cr_and_an_lf(text, old, said, after):
+    """A CRLF split in two matched a blank line that is not there (a silent wrong edit), or
+    counted one occurrence two or three times."""
+    Path("c.txt").write_bytes(text.encode())
+    out, is_error = tool("edit_file", path="c.txt", old_text=old, new_text="Z")
+    assert out.startswith(said) and is_error == said.startswith("ValueError")
+    assert Path("c.txt").read_bytes() == after.encode()
+
+
+def test_an_old_text_found_a_million_times_is_counted_only_so_far():
+    Path("big.log").write_text(" " * 2_000_000)
+    out, is_error = tool("edit_file", path="big.log", old_text=" ", new_text="x")
+    assert is_error and "old_text occurs 1,000 or more times in big.log" in out
+
+
 @pytest.mark.parametrize("text, old", [("ab ab ab\n", "ab ab"), ("aaa\n", "aa")])
 def test_an_old_text_found_twice_overlapping_is_refused_as_not_unique(text, old):
     """str.count skips overlaps: "ab ab" in "ab ab ab" counted once, and the first was edited."""

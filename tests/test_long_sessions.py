@@ -44,13 +44,15 @@ def test_a_stopped_one_shot_run_says_how_to_go_on_and_continue_loses_nothing(run
     assert ran == ["step 0", "step 1", "step 2"]       # every call that ran, and its result
 
 
-def test_the_advice_to_go_on_keeps_the_board_and_the_name_given(run_lesson, workdir):
+@pytest.mark.parametrize("typed", [["--board", "myboard", "--name", "alice"],
+                                   ["--board=myboard", "--name=alice"]])    # as parsed
+def test_the_advice_to_go_on_keeps_the_board_and_the_name_given(run_lesson, workdir, typed):
     """The advice named only --continue: followed, it went on on ./.tasks as another agent,
     where the task the stopped run made is not ("no task #1")."""
     first = [reply(tool("task_create", {"subject": "Ship it"})),
              reply(tool("bash", {"command": "echo 1"}))]
-    proc, api = run_lesson("s07_task_system", "--board", "myboard", "--name", "alice",
-                           "--max-steps", "1", "work", script=first, in_process=True)
+    proc, api = run_lesson("s07_task_system", *typed, "--max-steps", "1", "work", script=first,
+                           in_process=True)
     go_on = 'python s07_task_system.py --board myboard --name alice --continue "go on"'
     assert proc.returncode == 3 and f"[to go on: {go_on}, or raise --max-steps]" in words(
         proc.stderr), proc.stderr

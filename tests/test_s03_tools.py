@@ -233,7 +233,8 @@ def test_a_command_that_times_out_gives_the_model_what_it_printed_until_then(in_
     out, is_error = call_tool("bash", {"command": "echo test_a PASSED; echo test_b ...; "
                                                   "sleep 30"}, s03.TOOLS, s03.TOOL_HANDLERS)
     assert is_error and out.startswith("TimeoutError: command timed out after 1s")
-    assert out.endswith("its output until then:\ntest_a PASSED\ntest_b ...")
+    # The output on lines of its own: "2>&1 &; its output" read as shell code, a syntax error.
+    assert out.endswith("2>&1 &\n[its output until then:]\ntest_a PASSED\ntest_b ...")
 
 
 def test_a_command_whose_output_went_to_a_file_times_out_in_the_harnesss_words(in_tmp,
@@ -250,7 +251,9 @@ def test_a_command_whose_output_went_to_a_file_times_out_in_the_harnesss_words(i
     # git status --short: " M" is a change not staged, "M " a staged one.
     ("printf ' M a.py\\n?? b.py\\n\\n'", " M a.py\n?? b.py"),
     ("exit 1", "[exit status 1]"),                              # not "\n[exit status 1]"
-    ("kill -9 $$", "[killed by signal 9 (SIGKILL)]"),           # not "[exit status -9]"
+    # Not "[exit status -9]"; a real-time signal (40) has no name, and raised a ValueError.
+    ("kill -9 $$", f"[killed by signal 9 ({signal.strsignal(9)})]"),
+    ("kill -40 $$", f"[killed by signal 40 ({signal.strsignal(40)})]"),
 ])
 def test_bash_output_keeps_its_first_lines_indent_and_says_how_it_ended(in_tmp, command, said):
     assert run_bash(command) == said

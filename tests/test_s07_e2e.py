@@ -135,6 +135,8 @@ def test_a_resumed_session_sees_the_board_as_it_is_now_not_as_at_its_compaction(
     code, out, err, api = run_main(s07_task_system, "--continue", "go on",
                                    script=[reply(text("on it"))])
     assert code == 0 and api.violations == [], err
+    assert "[the board in the resumed conversation was read again" in words(err)
+    assert "was added after the summary" not in words(err)
     first = api.requests[0]["messages"][0]["content"]
     assert "Summary: two tasks to do." in first and "[x] #1: Alpha" in first
     assert "#2: Beta" not in first and "[ ] #1: Alpha" not in first
