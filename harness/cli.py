@@ -128,11 +128,10 @@ def run_cli(lesson: Lesson, argv: list = None) -> int:
     lesson = dataclasses.replace(lesson, commands=commands)
     parser = _parser(lesson)
     args, unknown = parser.parse_known_args(argv)  # before the SDK loads: --help is instant
-    # The words typed: a hint repeats them, and the advice to go on keeps their flags.
-    args.typed = sys.argv[1:] if argv is None else list(argv)
     if unknown:
-        parser.error(_unrecognized(unknown, parser)
-                     + _quote_hint(unknown, parser, args, args.typed))
+        # The words typed: the hint repeats them, the prompt's quoted.
+        typed = sys.argv[1:] if argv is None else list(argv)
+        parser.error(_unrecognized(unknown, parser) + _quote_hint(unknown, parser, args, typed))
     if args.prompt is not None and not args.prompt.strip():
         parser.error("the prompt is empty; give a prompt, or none for the REPL")
     if args.demo:

@@ -623,6 +623,11 @@ MUTATIONS = [
              "        pass\n    if named is not None and not _is_regular_file(named):",
              ["tests/test_spill.py::test_a_line_shaped_like_the_save_note_in_a_commands_output_is_"
               "not_trusted"]),
+    Mutation("layer 1's one batch is said to be several on the page", "harness/session/page.py",
+             "    if len(run) > 1:\n        when = f\"in {len(run)} batches",
+             "    if len(run) >= 1:\n        when = f\"in {len(run)} batches",
+             ["tests/test_session_page.py::test_the_marks_sit_at_the_right_calls_and_the_summary_"
+              "is_readable_from_its_mark"]),
     Mutation("pydantic's serializer warnings reach the terminal", "harness/model_call.py",
              "stream.close) as self.watch, quiet_serializer():",
              "stream.close) as self.watch, contextlib.nullcontext():",

@@ -34,6 +34,8 @@ def test_the_marks_sit_at_the_right_calls_and_the_summary_is_readable_from_its_m
     summary = "Summary: planned four tasks; next, finish the data model."
     page = parsed(synthetic_record(summary=summary))
     assert [m["data-call"] for m in page.having("g", "cleared")] == ["3"]   # building call 3
+    # Its tooltip names that call (it said "in 1 batches, before calls 3 to 3").
+    assert any(t.startswith("layer 1, before call 3: ") for t in page.text)
     (mark,) = page.having("a", "compaction")
     assert mark["data-call"] == "4" and mark["href"] == "#compaction-1"   # by the summary call
     assert page.having("li", id="compaction-1")

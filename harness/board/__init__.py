@@ -46,7 +46,6 @@ KEYWORDS = re.compile(r"\s*(host|hostaddr|port|dbname|user|password|passfile|ser
 EXAMPLE = "postgresql://user@host/database"
 # Around the board s07 adds after a compaction: /context and the session page find it by them.
 BOARD_START, BOARD_END = "<task-board>", "</task-board>"
-BOARD_BLOCK = re.compile(re.escape(BOARD_START) + ".*?" + re.escape(BOARD_END), re.S)
 PASSWORD_WARNING = ("warning: a password in --board shows in `ps` to every user of this "
                     "machine: give it in TASK_BOARD, ~/.pgpass or a service file "
                     "(docs/many-machines.md)")
@@ -70,12 +69,22 @@ def refreshed(messages: list, fresh) -> list:
     return messages
 
 
-def _board_now(text: str, fresh):
-    """text, its last board replaced by fresh(); None if it holds none."""
-    found = list(BOARD_BLOCK.finditer(text))
-    if not found:
+def board_span(text: str):
+    """(start, end) of s07's board in text, its tags included (to the text's end if its end
+    tag is missing: cut short); None if text holds none."""
+    start = text.find(BOARD_START)
+    if start < 0:
         return None
-    return text[:found[-1].start()] + fresh() + text[found[-1].end():]
+    end = text.find(BOARD_END, start)
+    return start, len(text) if end < 0 else end + len(BOARD_END)
+
+
+def _board_now(text: str, fresh):
+    """text, its board replaced by fresh(); None if it holds none."""
+    span = board_span(text)
+    if span is None:
+        return None
+    return text[:span[0]] + fresh() + text[span[1]:]
 
 
 def _blocks_board_now(blocks, fresh):

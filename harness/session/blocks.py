@@ -11,8 +11,7 @@ one estimate, marked "~" wherever it is shown. Without each piece:
 
 import json
 
-from harness import tokens
-from harness.board import BOARD_END, BOARD_START   # s07's board after a compaction
+from harness import board, tokens   # board: s07's, and where it sits in a text
 
 # How s06's layer 1 begins a cleared tool result, and a cleared write/edit text (s06 writes
 # them from these).
@@ -50,11 +49,10 @@ def content_blocks(message: object) -> list:
 
 def split_board(text: str) -> tuple:
     """(the text without s07's board, the board with its tags); the board is "" when absent."""
-    start = text.find(BOARD_START)
-    if start < 0:
+    span = board.board_span(text)
+    if span is None:
         return text, ""
-    end = text.find(BOARD_END, start)
-    end = len(text) if end < 0 else end + len(BOARD_END)
+    start, end = span
     return text[:start] + text[end:], text[start:end]
 
 

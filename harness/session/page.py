@@ -213,12 +213,12 @@ def _clearing_mark(run: list, scale: _Scale) -> str:
     count = sum(cleared.count for cleared in run)
     what = f"{plural(count, 'old tool result')} (or inputs)"
     tokens = n(sum(cleared.tokens for cleared in run))
-    if len(run) == 1:
-        when = f"before call {first.before_call}"
-    if len(run) == 1 and first.before_call > scale.calls:
-        when += ", which got no reply"
-    else:
+    if len(run) > 1:
         when = f"in {len(run)} batches, before calls {first.before_call} to {run[-1].before_call}"
+    elif first.before_call > scale.calls:
+        when = f"before call {first.before_call}, which got no reply"
+    else:
+        when = f"before call {first.before_call}"
     tip = f"layer 1, {when}: {what} became placeholders (about {tokens} tokens)"
     return (f'<g class="cleared" data-call="{first.before_call}"><title>{text(tip)}</title>'
             f'<path d="M{x:.1f},{y:.1f} l-6,12 h12 z"/></g>')
