@@ -227,6 +227,10 @@ def _with_rest(lines: list, f, size: int, next_line: int, crlf: bool,
     bytes). in_line: f is inside the line before next_line (one cut short), not a new line."""
     if not f.peek(1):
         return _joined(lines, crlf)
+    if size - f.tell() > COUNT_REST_UP_TO and in_line:    # not looked through: lines unknown
+        more = (f"... (the file is {size:,} bytes; any lines after line {next_line - 1}: "
+                f"{READ_ON}{next_line})")
+        return _joined(lines + [more], crlf)
     if size - f.tell() > COUNT_REST_UP_TO:
         more = f"... (more lines follow: the file is {size:,} bytes; {READ_ON}{next_line})"
         return _joined(lines + [more], crlf)

@@ -628,6 +628,15 @@ MUTATIONS = [
              "    if len(run) >= 1:\n        when = f\"in {len(run)} batches",
              ["tests/test_session_page.py::test_the_marks_sit_at_the_right_calls_and_the_summary_"
               "is_readable_from_its_mark"]),
+    Mutation("a one-line file too big to look past promises lines after it", "harness/files.py",
+             "    if size - f.tell() > COUNT_REST_UP_TO and in_line:",
+             "    if size - f.tell() > COUNT_REST_UP_TO and in_line and False:",
+             ["tests/test_read_file_paging.py::test_a_cut_line_too_long_to_look_past_does_not_"
+              "promise_lines_after_it"]),
+    Mutation("a running agent gives an id below a task a person added", "harness/board/folder.py",
+             "        if stamp != self._stamp or _folder_times(self.dir) != self._folder:",
+             "        if stamp != self._stamp:",
+             [CONTRACT + "::test_a_running_agent_gives_the_next_id_past_a_task_added_by_hand"]),
     Mutation("pydantic's serializer warnings reach the terminal", "harness/model_call.py",
              "stream.close) as self.watch, quiet_serializer():",
              "stream.close) as self.watch, contextlib.nullcontext():",
@@ -997,8 +1006,7 @@ MUTATIONS = [
              [CONTRACT + "::test_an_id_removed_by_hand_is_not_given_to_a_new_task"]),
     Mutation("the cross-process stamp check is removed: a warm cache misses another's task",
              "harness/board/folder.py",
-             "        if stamp != self._stamp:                    # another agent wrote: forget "
-             "the folder",
+             "        if stamp != self._stamp or _folder_times(self.dir) != self._folder:",
              "        if False:",
              [CONTRACT + "::test_a_blocker_completed_by_a_warm_manager_frees_what_another_"
                          "manager_created",

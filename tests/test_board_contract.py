@@ -94,6 +94,17 @@ def test_a_task_added_by_hand_moves_the_next_id_past_it(board):
     assert TaskManager(board).create("next") == "Created task #10: next"
 
 
+def test_a_running_agent_gives_the_next_id_past_a_task_added_by_hand(board):
+    # Max-scan in a running agent, which remembers the folder between its own writes: a file
+    # a person adds meanwhile is seen at once, not only after another agent writes.
+    tasks = TaskManager(board)
+    tasks.create("a")
+    add_by_hand(board, 9, "made by hand")
+    assert tasks.create("next") == "Created task #10: next"
+    add_by_hand(board, 20, "made by hand too")
+    assert tasks.create("after") == "Created task #21: after"
+
+
 def test_a_stale_manager_skips_ids_another_process_took(board):
     tasks, other = TaskManager(board), TaskManager(board)
     tasks.create("mine")              # tasks now believes the last id is 1

@@ -16,7 +16,8 @@ from helpers import call_tool
 import s03_todo as s03
 from harness import files
 
-NEXT = re.compile(r"\n\.\.\. \((?:[\d,]+ more lines|more lines follow[^;]*); read on with "
+NEXT = re.compile(r"\n\.\.\. \((?:[\d,]+ more lines|more lines follow[^;]*|the file is [^;]*; any "
+                  r"lines after line \d+:); read on with "
                   r"offset=(\d+)\)$")
 CRLF_NOTE = "\n(this file's lines end in CRLF; edit_file keeps them)"
 
@@ -109,6 +110,19 @@ def test_a_read_ending_on_a_cut_line_still_says_where_to_read_on():
     out = files.read_lines(Path("one.txt"), "one.txt", 1, None, 1_000)
     assert len(out) <= 1_000 and out.startswith("a" * 500) and "offset=2" in out
     assert files.read_lines(Path("one.txt"), "one.txt", 2, None, 1_000) == "after"
+
+
+def test_a_cut_line_too_long_to_look_past_does_not_promise_lines_after_it(monkeypatch):
+    # A minified file of one line: what follows the read is not looked through, so nothing
+    # after it is known; the note says where lines would start, and that read says none do.
+    monkeypatch.setattr(files, "COUNT_REST_UP_TO", 10_000)
+    Path("one.js").write_text("x" * 50_000)
+    out = files.read_lines(Path("one.js"), "one.js", 1, None, 1_000)
+    assert "more lines follow" not in out
+    assert out.endswith("(the file is 50,000 bytes; any lines after line 1: "
+                        "read on with offset=2)")
+    assert files.read_lines(Path("one.js"), "one.js", 2, None, 1_000) == (
+        "one.js has 1 line; offset 2 is past the end")
 
 
 @pytest.mark.parametrize("offset, limit", [(0, None), (1, 0), (-3, 5), (2, -1)])

@@ -6,7 +6,8 @@ and Remembering, mixed in around them, guards and remembers. What each override 
     Remembering's        adds to s07's TaskFolder method
     locked()             a thread mutex; a note when the wait is long; forgets the ids and
                          the board it remembers when .lock's stamp changed (another agent
-                         wrote); the sweep, once per board; a new stamp after a write; on an
+                         wrote) or the folder's times moved (a file added by hand); the
+                         sweep, once per board; a new stamp after a write; on an
                          exception, removes the files reserve() made
     ids(), scan()        under the lock, in the thread holding it, from memory while no other
                          agent wrote (scan: not with validate, which lists the folder and
@@ -29,9 +30,9 @@ Without each piece:
 - a file remembered by its stat: a board of 10,000 tasks took a second to list. A hand edit
   that keeps the size within one mtime tick of our write is seen by a listing only once the
   file changes again; a change reads its tasks with load and try_load, so it never writes
-  over such an edit. A task file made by hand under a new id is in ids() once another agent
-  writes, or the process starts again: until then next_id may give a lower id than it (never
-  the same one: reserve refuses a taken name).
+  over such an edit. A task file made or removed by hand moves the folder's times, so the
+  ids and the board are listed again at the next lock (one made while this agent held the
+  lock, once another agent writes; never given twice: reserve refuses a taken name).
 - the undo: a /task import that stops at item 3 left items 1 and 2, and a second import made
   them twice. (A write() stays done: a folder replaces one file at a time.)
 - the sweep (once per process and board): a writer killed mid-write leaves a temporary file.
@@ -166,6 +167,7 @@ class Remembering:
         self._mutex = threading.Lock()
         self._holder = None         # the thread that holds the lock now
         self._stamp = None          # the board's generation as we last left it
+        self._folder = None         # and the folder's times then: a file added by hand moves them
         self._wrote = False         # a task written under the lock held now
         self._made = []             # the files reserve() made under it
         self._swept = None          # the board whose temporary files were swept
@@ -193,6 +195,7 @@ class Remembering:
                         self._holder = None
                         if self._wrote:             # a new stamp tells every other agent
                             self._new_stamp(fd)
+                        self._folder = _folder_times(self.dir)
             finally:
                 _stop(waiting)
 
@@ -221,7 +224,8 @@ class Remembering:
         st = os.fstat(fd)
         board = (st.st_dev, st.st_ino)
         stamp = (board, os.pread(fd, STAMP_BYTES, 0))
-        if stamp != self._stamp:                    # another agent wrote: forget the folder
+        # Another agent wrote, or a person added or removed a file: forget the folder.
+        if stamp != self._stamp or _folder_times(self.dir) != self._folder:
             self._ids = self._tasks = None
         self._stamp = stamp
         self._wrote, self._made = False, []
@@ -372,6 +376,16 @@ def _stop(waiting) -> None:
     if waiting:
         waiting.cancel()
         waiting.join()
+
+
+def _folder_times(folder):
+    """A folder's modification and change times: a file made, renamed or removed in it moves
+    them (None if it cannot be read: what is remembered is then forgotten)."""
+    try:
+        st = os.stat(folder)
+    except OSError:
+        return None
+    return st.st_mtime_ns, st.st_ctime_ns
 
 
 def _file_name(task_id: int) -> str:
