@@ -110,15 +110,15 @@ def ask_model(run, system: str, tools: list, messages: list,
     - tool_uses: content's tool_use blocks, {"type": "tool_use", "id", "name", "input"}, each
       input as the model sent it; a call the reply was cut off inside (max_tokens, a full
       window, a stream that ended early) is left out: it never runs;
-    - stop_reason: "tool_use" exactly when tool_uses is not empty (whatever the server said),
-      else why the reply ended ("end_turn", "max_tokens", ...);
+    - stop_reason: "tool_use" exactly when tool_uses is not empty (some servers say "end_turn"
+      beside a call), else why the reply ended ("end_turn", "max_tokens", ...);
     - answer: what the user sees (the model's text, and why it stopped if not by choice);
     - notes: text blocks for the model, sent after the results (that a call was cut off).
     The odd cases (a paused reply, a refusal, odd ids) are model_call.py's."""
     request = {"model": run.model, "system": system, "tools": tools, "messages": messages,
                "max_tokens": max_tokens,
-               # Automatic prompt caching: the next call reads all this from the cache
-               # (s06 explains).
+               # Automatic prompt caching: the API marks the request's end, and the next
+               # call, which starts the same, reads it all at a tenth of the price (s06).
                "cache_control": {"type": "ephemeral"}}
     # Whatever fails on the way is one line that names the endpoint.
     with model_call.guard(run) as guard:
@@ -148,8 +148,8 @@ def run_tool_calls(run, response, handlers: dict, tools: list) -> list:
             result = {"type": "tool_result", "tool_use_id": call["id"], "content": output}
             if is_error:
                 result["is_error"] = True
-            # kept(): this tool_result ("(no output)" if empty), shown, and logged now: a kill
-            # mid-batch loses no result already made.
+            # kept() returns the tool_result to send: a copy, "(no output)" if empty, its
+            # text made sendable; shown, and logged now: a kill mid-batch loses no result.
             results.append(tool_calls.kept(run, call, result))
     # The notes, text after the results (which must come first): such as "your reply ran out
     # of max_tokens in the middle of a call, which was not run".
@@ -289,7 +289,8 @@ TODO = TodoManager()
 
 # What the model is asked to send for each item. The API does not hold a model to its tool's
 # schema (only a strict tool would), and call_tool checks only the top level (items is an
-# array): an item may come without the fields required here, so TodoManager.check checks it.
+# array): an item may come without these fields, so TodoManager.check requires its text, and
+# gives a missing id or status a default.
 TODO_ITEM = schema(["id", "text", "status"], id=STRING, text=STRING,
                    status={"type": "string", "enum": list(TodoManager.MARKS)})
 

@@ -10,8 +10,8 @@ may be short placeholders. A block: a text, a tool call or a tool result in a me
       layer 1  micro_compact   in the view, old long tool results (and write/edit texts)
                                become placeholders ("[Previous: used bash; the whole result
                                is in <file>]"), in batches that pay for the cache they rewrite
-      layer 2  auto_compact    the view over COMPACT_THRESHOLD tokens, and grown by half the
-                               threshold since the last compaction?
+      layer 2  auto_compact    the view over CONTEXT.threshold tokens (COMPACT_THRESHOLD),
+                               and grown by half of it since the last compaction?
                                  1. history -> .transcripts/transcript_<time>_<n>.jsonl
                                  2. the model writes a summary (same prefix: partly cached)
                                  3. history := one message: transcript path + summary
@@ -41,7 +41,7 @@ the plan back, on disk). --api-context lets the API do layers 1 and 2 instead (d
 
 Run it:   python s06_compact.py "run the tests, fix what fails, and run them again"
           COMPACT_THRESHOLD=5000 python s06_compact.py      (a REPL; /compact, /context)
-          python s06_compact.py --demo      (COMPACT_THRESHOLD=4000: layer 2 comes first)
+          python s06_compact.py --demo    (keyless: each layer acts; COMPACT_THRESHOLD=4000 sooner)
 """
 
 import functools
@@ -151,9 +151,9 @@ def view_of(messages: list) -> list:
         if isinstance(content, list):
             message = {**message, "content": [CLEARED.as_sent(block) for block in content]}
         view.append(message)
-    # A second cache breakpoint: cache_control on the last block of the message before the
-    # tool_use of the latest batch's earliest block (in a copy). The API looks back at most 20
-    # blocks from a breakpoint for a cached start, and would miss a batch further back.
+    # A second cache breakpoint (in a copy): on the message just before the reply that holds
+    # the latest batch's first call. The API looks back at most 20 blocks from a breakpoint
+    # for a cached start, and would miss a batch further back.
     return compaction.breakpoint_before(view, CLEARED.batch_start)
 
 
@@ -307,8 +307,8 @@ def summarize(messages: list, run, focus: str, system: str, tools: list) -> str:
     room = config.context_window() - SUMMARY_MAX_TOKENS - CONTEXT.prefix
     view = compaction.fit_for_summary(view, room)
     view = ask_at_end(view, SUMMARY_REQUEST.format(focus=focus))
-    # The loop's own tools, though the model must not call one: without them, or with a
-    # tool_choice, the prefix would differ, and the API would write it all to the cache again.
+    # The loop's own tools, though none is run (a reply of calls alone fails the compaction):
+    # other tools would change the prefix, and the cache would be rewritten.
     with run.recorder.labelled("summary call"):
         response = s03.ask_model(run, system, tools, view, SUMMARY_MAX_TOKENS)
     # response.said, the model's words (not .answer, which adds the stop note), or ValueError:
@@ -378,7 +378,7 @@ COMPACT_TOOL = {
 }
 
 
-def compact_tool(focus: str = "") -> str:
+def compact_tool(focus: str = "") -> str:   # compact_if_asked reads focus, after the step
     return "Compaction requested: it runs after this step."
 
 

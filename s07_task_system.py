@@ -52,7 +52,7 @@ TASK_FILE = re.compile(r"task_([1-9][0-9]{0,14})\.json", re.ASCII)
 # About 3,000 tokens: after a compaction, a bigger board comes back as its unfinished tasks.
 BOARD_CHARS = 12_000
 FINISHED = record.FINISHED      # completed or deleted: such a task blocks nobody
-# .lock's bytes: 0-31 a stamp folder.Remembering renews (see use()), 32-47 the largest id.
+# .lock's bytes: 32-47 the largest id (0-31 are a stamp that folder.Remembering renews).
 MARK_AT = folder.STAMP_BYTES    # 32
 MARK_BYTES = 16
 
@@ -206,7 +206,7 @@ class TaskManager:
                 freed.append(fresh)
         if finished["status"] == "deleted":          # never done: not "Unblocked"
             return text.no_longer_waiting(freed, finished)
-        finished["unblocked"] = [t["id"] for t in freed]
+        finished["unblocked"] = [t["id"] for t in freed]    # update() wrote it; now with these
         self.store.write(finished)
         tasks = self.store.scan()[0]       # as just written: a freed task may wait on another
         ready = [t for t in freed if self.can_start(t, tasks)]
@@ -235,8 +235,8 @@ class TaskManager:
 # ---------------------------------------------------------------- the task files
 
 class TaskFolder:
-    """The board as a folder: .tasks/task_<id>.json, one JSON object each, and .tasks/.lock:
-    how one task file is read and written safely, for TaskManager's rules above."""
+    """The board as a folder: .tasks/task_<id>.json, one JSON object each, and .tasks/.lock.
+    The whole mechanism; when it runs, folder.Remembering wraps each method (use() says how)."""
 
     def __init__(self, location):
         self.dir = Path(location)
@@ -308,7 +308,7 @@ class TaskFolder:
 
     def scan(self, validate: bool = False) -> tuple:
         """Every task file: (the readable tasks by id, in id order; a line per broken file).
-        validate: read every file again (this class always does; Remembering may not)."""
+        validate: list the folder, never from memory (here always; Remembering may remember)."""
         tasks, problems = {}, []
         for name in folder.listing(self.dir):
             match = TASK_FILE.fullmatch(name)

@@ -51,10 +51,8 @@ what breaks without each of its pieces. This is the reading guide; the README li
                                script, rules, edits (the API's context management), usage
                                (the cache, the bill), sse, server
 
-Nothing here imports a lesson (s07 hands board.open_store its TaskFolder). Imported inside a
-function, loaded when used: psycopg and the PostgreSQL board, the page, /context and /cost,
---api-context, the demos and the stand-in, the board's news and /task import, env_file in
-config, and config in errors (which config imports first). The lessons import cli (s07,
-board/commands) in main(): `import s03_todo` loads under 4,000 lines of the project, `import
-s07_task_system` under 6,000 (tests/test_s07_e2e.py), python-dotenv not at all.
+Nothing here imports a lesson (s07 hands board.open_store its TaskFolder). What is loaded
+when used (session/ and psycopg too) is imported inside the function that needs it: `import
+s03_todo` loads under 4,000 lines of the project, `import s07_task_system` under 6,000, and
+python-dotenv none (tests/test_s07_e2e.py).
 """

@@ -8,7 +8,6 @@ import os
 import time
 
 import s07_task_system
-from harness.board import folder
 from s07_task_system import TaskManager
 
 HOUR = 3600
@@ -90,7 +89,7 @@ def test_a_task_is_written_through_a_temporary_file_of_a_tasks_name(tmp_path, mo
         return made[-1]
     monkeypatch.setattr(writer, "temporary_beside", spy)
     TaskManager(tmp_path).create("a")
-    assert made and all(folder.TASK_TEMPORARY.fullmatch(p.name) for p in made)
+    assert made and all(writer.TASK_TEMPORARY.fullmatch(p.name) for p in made)
 
 
 def test_a_task_file_begins_with_its_id_whatever_order_a_hand_edit_left(tmp_path):

@@ -4,11 +4,10 @@ board.open_store makes the folder store as remembering(TaskFolder): s07's method
 and Remembering, mixed in around them, guards and remembers. What each override adds:
 
     Remembering's        adds to s07's TaskFolder method
-    locked()             a thread mutex; a note when the wait is long; forgets the ids and
-                         the board it remembers when .lock's stamp changed (another agent
-                         wrote) or the folder's times moved (a file added by hand); the
-                         sweep, once per board; a new stamp after a write; on an
-                         exception, removes the files reserve() made
+    locked()             a thread mutex; a note when the wait is long; forgets the ids and the
+                         board it remembers when .lock's stamp (another agent wrote) or the
+                         folder's times (a hand edit) changed; the sweep, once per board; a
+                         new stamp after a write; on an exception, removes what reserve() made
     ids(), scan()        under the lock, in the thread holding it, from memory while no other
                          agent wrote (scan: not with validate, which lists the folder and
                          checks each file's stat)
@@ -30,9 +29,9 @@ Without each piece:
 - a file remembered by its stat: a board of 10,000 tasks took a second to list. A hand edit
   that keeps the size within one mtime tick of our write is seen by a listing only once the
   file changes again; a change reads its tasks with load and try_load, so it never writes
-  over such an edit. A task file made or removed by hand moves the folder's times, so the
-  ids and the board are listed again at the next lock (one made while this agent held the
-  lock, once another agent writes; never given twice: reserve refuses a taken name).
+  over such an edit. A task file made or removed by hand moves the folder's times: the ids
+  and the board are listed again at the next lock (once another agent writes, if made in the
+  clock tick of our last write or while we held the lock; reserve refuses a taken name).
 - the undo: a /task import that stops at item 3 left items 1 and 2, and a second import made
   them twice. (A write() stays done: a folder replaces one file at a time.)
 - the sweep (once per process and board): a writer killed mid-write leaves a temporary file.
@@ -63,22 +62,19 @@ from harness.board import record
 from harness.errors import reason
 from harness.files import read_bytes
 
-TASK_FILE_MAX = record.TASK_FILE_MAX     # bytes: a bigger file is not a task
 STAMP_BYTES = 32            # .lock: the stamp, then s07's high-water mark (TaskFolder.high_water)
 AFTER_STAMP = 64            # bytes of .lock kept after the stamp: s07's mark takes 16 of them
 LOCK_MODE = 0o644           # .lock, less the umask: every agent opens it for writing
-TASK_TEMPORARY = writer.TASK_TEMPORARY   # a task file's temporary name (temporary_beside)
 STALE = 3600                # seconds unwritten: a temporary file nobody is writing any more
-WAIT_NOTE_AFTER = 3         # seconds waiting for the lock before saying so (not a limit: the
-                            # holder may be mid-change; Ctrl-C stops waiting)
+WAIT_NOTE_AFTER = 3         # seconds waiting for the lock before a note says so (not a limit)
 # Older harnesses' names for a task's temporary file: .task_1.json.<hex>.tmp, .tmp_<id>_<pid>_<n>.
 LITTER = re.compile(r"\.task_[1-9][0-9]{0,14}\.json\.[0-9a-f]+\.tmp"
                     r"|\.tmp_[1-9][0-9]{0,14}_[0-9]+_[0-9]+", re.ASCII)
 
 
 def open_lock(folder) -> int:
-    """The board's .lock, open to read and write; made, with the folder, if missing (the folder
-    is looked at only then: three system calls fewer a create)."""
+    """The board's .lock, open to read and write; made, with the folder, if missing (only then
+    is the folder looked at)."""
     lock = os.fspath(folder / ".lock")
     try:
         return writer.open_shared(None, lock, LOCK_MODE)
@@ -118,13 +114,13 @@ def listing(folder) -> list:
 def read(path) -> bytes:
     """A task file's bytes, or ValueError: never through a link, never past TASK_FILE_MAX."""
     try:
-        data = read_bytes(path, "it", TASK_FILE_MAX + 1, follow=False)
+        data = read_bytes(path, "it", record.TASK_FILE_MAX + 1, follow=False)
     except OSError as exc:
         raise unreadable(path, reason(exc)) from None
     except ValueError as exc:                       # a link, a FIFO, a device
         raise unreadable(path, exc) from None
-    if len(data) > TASK_FILE_MAX:
-        raise unreadable(path, f"it is over {TASK_FILE_MAX:,} bytes: too big for a task")
+    if len(data) > record.TASK_FILE_MAX:
+        raise unreadable(path, f"it is over {record.TASK_FILE_MAX:,} bytes: too big for a task")
     return data
 
 
@@ -134,7 +130,7 @@ def unreadable(path, why) -> ValueError:
 
 def sweep(where) -> None:
     """Remove, under the lock, what a killed writer left: a regular file named as LITTER or
-    TASK_TEMPORARY, or as writer.TEMPORARY and unwritten for STALE seconds. Nothing else."""
+    writer.TASK_TEMPORARY, or as writer.TEMPORARY and unwritten for STALE seconds. Nothing else."""
     stale = time.time() - STALE
     with contextlib.suppress(OSError), os.scandir(where) as found:
         for entry in found:
@@ -146,11 +142,10 @@ def sweep(where) -> None:
 def _litter(entry, stale: float) -> bool:
     if not entry.is_file(follow_symlinks=False):    # a folder or a link of that name: left
         return False
-    if LITTER.fullmatch(entry.name) or TASK_TEMPORARY.fullmatch(entry.name):
+    if LITTER.fullmatch(entry.name) or writer.TASK_TEMPORARY.fullmatch(entry.name):
         return True
-    if not writer.TEMPORARY.fullmatch(entry.name):
-        return False
-    return entry.stat(follow_symlinks=False).st_mtime < stale
+    named = writer.TEMPORARY.fullmatch(entry.name)
+    return named is not None and entry.stat(follow_symlinks=False).st_mtime < stale
 
 
 def remembering(lesson_folder: type) -> type:
@@ -371,21 +366,18 @@ class Remembering:
 
 
 def _stop(waiting) -> None:
-    """The wait's note, if one was set, not said (or said once); no thread left behind, which
-    a fork would copy."""
+    """The wait's note, if one was set, cancelled; no thread left behind (a fork would copy it)."""
     if waiting:
         waiting.cancel()
         waiting.join()
 
 
 def _folder_times(folder):
-    """A folder's modification and change times: a file made, renamed or removed in it moves
-    them (None if it cannot be read: what is remembered is then forgotten)."""
-    try:
+    """(mtime, ctime): a file made, renamed or removed in the folder moves them; None: unread."""
+    with contextlib.suppress(OSError):
         st = os.stat(folder)
-    except OSError:
-        return None
-    return st.st_mtime_ns, st.st_ctime_ns
+        return st.st_mtime_ns, st.st_ctime_ns
+    return None
 
 
 def _file_name(task_id: int) -> str:

@@ -6,9 +6,8 @@ textbook, written here so the lesson reads as the rules they serve. Without each
 - waiting_on: a blocker that cannot be read (a hand-broken file) counts as finished, and a
   task starts before work it needs.
 - refuse_cycle / find_cycle: two tasks wait for each other and neither can ever start.
-- order_line / topological_order: "what next?" has no answer a model can follow; written
-  naively (a path copied per step, a list scanned per task) both cost O(n²) on a chain of
-  10,000 tasks.
+- order_line / topological_order: "what next?" has no answer a model can follow; written naively
+  (a path copied per step, a list scanned per task) both cost O(n²) on a chain of 10,000 tasks.
 """
 
 import heapq
