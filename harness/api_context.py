@@ -92,6 +92,15 @@ class Setting:
         """The run's client, sending every request to the beta Messages API with this setting."""
         return _Client(client, self)
 
+    def within(self, guard: int) -> int:
+        """Layer 2's threshold with the flag: the window's guard (compaction.fit_to_window). A
+        guard under the trigger means the API never acts in this window: said, once."""
+        if guard < self.trigger:
+            terminal.show_note(f"[--api-context {self.mode} acts past {self.trigger:,} tokens, "
+                               f"more than CONTEXT_WINDOW {config.context_window():,} leaves "
+                               f"room for: layer 2 compacts at {guard:,} instead]")
+        return guard
+
     @property
     def acts(self) -> str:
         """What happens past the trigger, for /context's line."""

@@ -152,7 +152,7 @@ def fit_to_window(threshold: int, prefix: int, reply_tokens: int, api_context) -
                          "a reply and a summary need room too; set CONTEXT_WINDOW to at least "
                          f"{smallest:,} (the model's real window is best)")
     if api_context is not None:
-        return guard
+        return api_context.within(guard)     # said if the API's trigger is past it
     # A threshold past the window would never be reached: lower it, and say so once.
     if threshold > guard:
         terminal.show_note(f"[COMPACT_THRESHOLD {threshold:,} does not fit the model's window "
@@ -246,15 +246,15 @@ def failed(exc: Exception, path=None, folder: Path = config.TRANSCRIPTS) -> bool
 def announce(run, before: int, after: int, threshold: int, summary: str, path: Path,
              counted=None) -> None:
     """Layer 2 compacted: a note naming the transcript as the user finds it (under demo/ in
-    --demo), a warning if the summary alone is over the threshold, a mark for the session
+    --demo), a warning if what it left is over the threshold, a mark for the session
     page. Sizes include the system prompt and tools; counted: the part of `before` the API
     counted (None: all estimated)."""
     terminal.show_note(f"[compacted: {before:,} → ~{after:,} tokens (estimated: the next call "
                        f"counts it) · transcript {run.screen.where(path)}]")
     if after > threshold:
-        terminal.show_note(f"[the summary alone is over COMPACT_THRESHOLD ({after:,} > "
-                           f"{threshold:,} tokens): no new compaction until the context grows "
-                           "by half that; raise COMPACT_THRESHOLD]")
+        terminal.show_note(f"[what the compaction left (summary, any board, system prompt, "
+                           f"tools) is over COMPACT_THRESHOLD ({after:,} > {threshold:,} tokens): "
+                           "no new compaction until the context grows by half that; raise it]")
     run.recorder.compacted(before, after, summary, path, counted=counted)
 
 

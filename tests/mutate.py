@@ -637,6 +637,26 @@ MUTATIONS = [
              "        if stamp != self._stamp or _folder_times(self.dir) != self._folder:",
              "        if stamp != self._stamp:",
              [CONTRACT + "::test_a_running_agent_gives_the_next_id_past_a_task_added_by_hand"]),
+    Mutation("a window too small for the API's trigger is not said", "harness/api_context.py",
+             "        if guard < self.trigger:\n            terminal.show_note(",
+             "        if False:\n            terminal.show_note(",
+             [API_CONTEXT + "::test_a_window_too_small_for_the_apis_trigger_says_layer_2_acts_"
+              "and_context_counts_to_it"]),
+    Mutation("/context counts down to an API trigger the window never reaches",
+             "harness/session/views.py",
+             "    elif threshold is not None and threshold < api.trigger:",
+             "    elif False:",
+             [API_CONTEXT + "::test_a_window_too_small_for_the_apis_trigger_says_layer_2_acts_"
+              "and_context_counts_to_it"]),
+    Mutation("s07's demo takes --api-context in silence", "harness/demos.py",
+             "    if run.api_context is not None:\n        terminal.show_note(f\"[demo] --api",
+             "    if False:\n        terminal.show_note(f\"[demo] --api",
+             ["tests/test_s07_e2e.py::test_the_demo_with_api_context_sends_it_and_says_the_api_"
+              "never_acts_in_it"]),
+    Mutation("a --continue that did nothing leaves a copy of the whole session",
+             "harness/session/log.py", "        log.copied = len(data)\n", "",
+             ["tests/test_repl.py::test_a_continue_that_never_asked_the_model_leaves_no_copy_of_"
+              "the_session"]),
     Mutation("pydantic's serializer warnings reach the terminal", "harness/model_call.py",
              "stream.close) as self.watch, quiet_serializer():",
              "stream.close) as self.watch, contextlib.nullcontext():",
@@ -1317,13 +1337,14 @@ MUTATIONS = [
              [CONTRACT + "::test_a_blocker_is_removed_by_its_id_and_one_not_there_is_refused"]),
     Mutation("the board sweeps any writer's temporary file, one being written too",
              "harness/board/folder.py",
-             "    return entry.stat(follow_symlinks=False).st_mtime < stale\n",
-             "    return True\n",
+             "    return named is not None and entry.stat(follow_symlinks=False).st_mtime "
+             "< stale\n",
+             "    return named is not None\n",
              ["tests/test_board_sweep.py::test_another_writers_temporary_file_being_written_is_"
               "kept"]),
     Mutation("what a killed task writer left (.tmp_task_<hex>.tmp) stays on the board",
              "harness/board/folder.py",
-             "    if LITTER.fullmatch(entry.name) or TASK_TEMPORARY.fullmatch(entry.name):",
+             "    if LITTER.fullmatch(entry.name) or writer.TASK_TEMPORARY.fullmatch(entry.name):",
              "    if LITTER.fullmatch(entry.name):",
              ["tests/test_board_sweep.py::test_a_task_writers_temporary_file_is_swept_at_once_"
               "and_only_it"]),

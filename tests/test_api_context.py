@@ -558,6 +558,23 @@ def test_with_clearing_a_conversation_that_grows_by_text_is_summarised_inside_th
     assert "prompt is too long" not in proc.stderr
 
 
+def test_a_window_too_small_for_the_apis_trigger_says_layer_2_acts_and_context_counts_to_it(
+        run_lesson):
+    """In a 40,000-token window the API's compaction (past 50,000) can never come: the run
+    says so as it starts, and /context counts down to layer 2's guard, not to 50,000."""
+    proc, api = run_in_a_window(run_lesson, ["--api-context", "compact"], [],
+                                stdin="/context\nq\n")
+    assert proc.returncode == 0, proc.stderr
+    said = words(proc.stderr)
+    guard = re.search(r"layer 2 compacts at ([\d,]+) instead\]", said)
+    assert ("[--api-context compact acts past 50,000 tokens, more than CONTEXT_WINDOW 40,000 "
+            "leaves room for:" in said)
+    assert guard and int(guard[1].replace(",", "")) < WINDOW
+    shown = words(proc.stdout)
+    assert f"layer 2 at {guard[1]}: " in shown and "to go before layer 2 compacts" in shown
+    assert "--api-context compact at 50,000" not in shown
+
+
 def test_a_session_resumed_past_the_window_is_summarised_from_what_fits(run_lesson):
     """A session that grew in a larger window, resumed with a smaller one: the summary request
     covers the newest turns that fit, and the session goes on."""

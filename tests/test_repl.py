@@ -165,6 +165,21 @@ def test_a_summary_holding_half_an_emoji_is_stored_clean(run_main):
     assert "Summary: done \ufffd" in summary
 
 
+def test_a_continue_that_never_asked_the_model_leaves_no_copy_of_the_session(run_main, workdir):
+    """--continue copies the session into a new log; a REPL quit before any prompt left that
+    copy, the whole history again on disk, once per such run."""
+    code, out, err, api = run_main(s06_compact, "hello", script=[reply(text("first answer"))])
+    assert code == 0
+    (first,) = (workdir / ".transcripts").glob("session_*.jsonl")
+    code, out, err, api = run_main(s06_compact, "--continue", stdin="/context\nq\n", key=None)
+    assert code == 0 and "[continuing " in err, err
+    assert list((workdir / ".transcripts").glob("session_*.jsonl")) == [first]
+    code, out, err, api = run_main(s06_compact, "--continue", "go on",
+                                   script=[reply(text("went on"))])
+    assert code == 0 and "went on" in out
+    assert len(list((workdir / ".transcripts").glob("session_*.jsonl"))) == 2
+
+
 def test_a_repl_that_never_asked_the_model_leaves_no_session_for_continue(run_main, workdir):
     script = [reply(text("first answer"))]
     code, out, err, api = run_main(s06_compact, "hello", script=script)

@@ -174,6 +174,18 @@ def test_the_demo_says_it_ignores_a_threshold_of_yours_and_runs_as_written(run_m
     assert "came back whole" in out + err
 
 
+def test_the_demo_with_api_context_sends_it_and_says_the_api_never_acts_in_it(run_main):
+    """--demo --api-context compact ran the demo as without the flag, in silence: a learner
+    waited for the API's compaction, which a demo this small never reaches."""
+    code, out, err, api = run_main(s07_task_system, "--demo", "--api-context", "compact",
+                                   key=None)
+    assert code == 0 and api.violations == [], err
+    assert all("context_management" in request for request in api.requests)
+    assert ("[demo] --api-context compact: every request asks the API to act past 50,000 "
+            "tokens, which this demo never reaches; its compaction is the model's compact "
+            "call (s06's --demo shows the API's)]") in words(err)
+
+
 def test_the_demo_leaves_a_board_of_yours_alone_even_one_it_cannot_reach(run_main, workdir):
     """TASK_BOARD naming a PostgreSQL server stopped the keyless demo: "cannot reach the
     PostgreSQL server of the board", though the demo says it leaves that board alone."""

@@ -407,8 +407,9 @@ def test_a_continue_stopped_while_it_copies_the_history_leaves_no_cut_copy(tmp_p
     assert latest(tmp_path) == earlier.path
     assert [p.name for p in tmp_path.iterdir()] == [earlier.path.name]
     whole = SessionLog.continued(earlier.path, history, tmp_path)
-    whole.close()
     assert latest(tmp_path) == whole.path and load(whole.path) == history
+    whole.close()               # nothing added to the copy: it goes, the earlier file stays
+    assert [p.name for p in tmp_path.iterdir()] == [earlier.path.name]
 
 
 def test_a_session_log_too_big_to_read_is_refused_before_it_is_read(run_main, workdir):

@@ -72,6 +72,7 @@ class SessionLog:
         self.ran: dict = {}          # tool_use_id -> result, since the last message
         self.failed: str | None = None  # why writing stopped, once it has
         self.made_folder = False     # start() made the folder: close() removes it if still empty
+        self.copied = 0              # bytes continued() copied: a log grown past them did something
 
     @classmethod
     def start(cls, folder: Path = FOLDER) -> "SessionLog":
@@ -93,6 +94,7 @@ class SessionLog:
         path = writer.numbered(folder, _stem(), ".jsonl", data, writer.PRIVATE)
         log = cls(path, writer.open_appending(path))
         log.made_folder = made
+        log.copied = len(data)
         log._recorded = list(history)
         return log
 
@@ -145,15 +147,16 @@ class SessionLog:
         self._write_record({"tool_result": block})
 
     def close(self) -> None:
-        """Close the file; an empty one is removed, so --continue finds one that did something,
-        and so is the folder start() made for it, if nothing else is in it."""
+        """Close the file; one that holds nothing new (empty, or only --continue's copy) is
+        removed, so --continue finds one that did something, and so is the folder start() made
+        for it, if nothing else is in it."""
         if self._fd is not None:
-            empty = os.fstat(self._fd).st_size == 0
+            unchanged = os.fstat(self._fd).st_size == self.copied
             os.close(self._fd)
             self._fd = None
-            if empty:
+            if unchanged:
                 self.path.unlink(missing_ok=True)
-            if empty and self.made_folder:
+            if unchanged and self.made_folder:
                 with contextlib.suppress(OSError):      # not empty: a page, results, a history
                     self.path.parent.rmdir()
 

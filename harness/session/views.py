@@ -82,6 +82,8 @@ def context_report(system: str, tools: list, view_messages: list, threshold: Opt
         shown = f"~{total:,}"
     if api is None:
         limit = _threshold_line(threshold, total, bar, columns)
+    elif threshold is not None and threshold < api.trigger:     # the API never acts: layer 2
+        limit = _threshold_line(threshold, total, bar, columns, "layer 2 at", "layer 2 compacts")
     else:
         limit = _threshold_line(api.trigger, total, bar, columns,
                                 f"--api-context {api.mode} at", api.acts)
