@@ -41,7 +41,7 @@ the plan back, on disk). --api-context lets the API do layers 1 and 2 instead (d
 
 Run it:   python s06_compact.py "run the tests, fix what fails, and run them again"
           COMPACT_THRESHOLD=5000 python s06_compact.py      (a REPL; /compact, /context)
-          python s06_compact.py --demo    (keyless: each layer acts; COMPACT_THRESHOLD=4000 sooner)
+          python s06_compact.py --demo   (no key; each layer in turn; try COMPACT_THRESHOLD=4000)
 """
 
 import functools
@@ -109,7 +109,7 @@ class ContextSize:
         self.after_compaction = 0       # the size right after the last compaction
 
     def record(self, usage, messages: list) -> None:
-        """After the loop appends a reply; usage is the reply's, the API's count."""
+        """After a reply: usage, the API's count of the view (as many messages as these)."""
         self.reported = model_call.total_tokens(usage) or None
         self.seen = len(messages)
 

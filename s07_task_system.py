@@ -83,7 +83,7 @@ class TaskManager:
     def use(self, location) -> None:
         """self.store: TaskFolder below, with folder.Remembering mixed in, or a postgresql://
         board. Remembering skips reading a file whose stat has not changed and, under the lock,
-        the folder while .lock's stamp shows no other writer (folder.py: what hand edits miss)."""
+        the folder while no other agent wrote and its times held (folder.py says what it misses)."""
         self.store = board.open_store(location, TaskFolder)
 
     def next_id(self) -> int:
@@ -236,7 +236,7 @@ class TaskManager:
 
 class TaskFolder:
     """The board as a folder: .tasks/task_<id>.json, one JSON object each, and .tasks/.lock.
-    The whole mechanism; when it runs, folder.Remembering wraps each method (use() says how)."""
+    The whole mechanism; when it runs, folder.Remembering wraps its reads, writes and lock."""
 
     def __init__(self, location):
         self.dir = Path(location)
@@ -308,7 +308,7 @@ class TaskFolder:
 
     def scan(self, validate: bool = False) -> tuple:
         """Every task file: (the readable tasks by id, in id order; a line per broken file).
-        validate: list the folder, never from memory (here always; Remembering may remember)."""
+        validate: list the folder now (Remembering then reads again each file whose stat moved)."""
         tasks, problems = {}, []
         for name in folder.listing(self.dir):
             match = TASK_FILE.fullmatch(name)

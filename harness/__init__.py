@@ -53,6 +53,6 @@ what breaks without each of its pieces. This is the reading guide; the README li
 
 Nothing here imports a lesson (s07 hands board.open_store its TaskFolder). What is loaded
 when used (session/ and psycopg too) is imported inside the function that needs it: `import
-s03_todo` loads under 4,000 lines of the project, `import s07_task_system` under 6,000, and
+s03_todo` loads under 4,000 lines of the project, `import s07_task_system` at most 6,000, and
 python-dotenv none (tests/test_s07_e2e.py).
 """

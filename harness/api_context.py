@@ -70,6 +70,7 @@ class Setting:
     cleared: int = 0            # CLEAR: tool uses the last reply's applied_edits counted
     unheard: bool = False       # a reply said nothing of context management (said once)
     after: object = None        # s07: after() is the board to add after the API's summary
+    guard: int = 0              # layer 2's threshold, at the window (within())
 
     def request(self) -> dict:
         """What every request adds: the beta, and context_management."""
@@ -95,10 +96,12 @@ class Setting:
     def within(self, guard: int) -> int:
         """Layer 2's threshold with the flag: the window's guard (compaction.fit_to_window). A
         guard under the trigger means the API never acts in this window: said, once."""
+        self.guard = guard
         if guard < self.trigger:
             terminal.show_note(f"[--api-context {self.mode} acts past {self.trigger:,} tokens, "
-                               f"more than CONTEXT_WINDOW {config.context_window():,} leaves "
-                               f"room for: layer 2 compacts at {guard:,} instead]")
+                               f"but CONTEXT_WINDOW is {config.context_window():,}: with room "
+                               f"kept for a reply and a summary, layer 2 compacts first, at "
+                               f"{guard:,}]")
         return guard
 
     @property
@@ -112,7 +115,10 @@ class Setting:
             what = "summarises the conversation"
         else:
             what = f"clears old tool results, keeping the newest {self.keep},"
-        return f"the API (--api-context {self.mode}): it {what} past {self.trigger:,} tokens"
+        said = f"the API (--api-context {self.mode}): it {what} past {self.trigger:,} tokens"
+        if 0 < self.guard < self.trigger:
+            said += f"; in this window layer 2 compacts first, at {self.guard:,}"
+        return said
 
     def kept(self, content: list) -> list:
         """The reply's blocks as the history keeps them: a compaction block only with a

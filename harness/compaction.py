@@ -44,9 +44,8 @@ MIN_ROOM = 1_000
 # s06's and s07's flag, here so that their parsers need not load harness/api_context.py.
 API_CONTEXT_FLAG = (("--api-context",), {
     "choices": ("clear", "compact"), "metavar": "{clear,compact}",
-    "help": "let the API manage the context on the server instead of the harness's layers 1 "
-            "and 2: clear old tool results (context editing), or compact (a summary the API "
-            "writes); see docs/cost.md"})
+    "help": "let the API manage the context instead of the harness's layers 1 and 2: clear "
+            "old tool results (context editing), or compact (a summary it writes); docs/cost.md"})
 
 
 # ---------------------------------------------------------------- layer 1's bookkeeping
@@ -253,8 +252,9 @@ def announce(run, before: int, after: int, threshold: int, summary: str, path: P
                        f"counts it) · transcript {run.screen.where(path)}]")
     if after > threshold:
         terminal.show_note(f"[what the compaction left (summary, any board, system prompt, "
-                           f"tools) is over COMPACT_THRESHOLD ({after:,} > {threshold:,} tokens): "
-                           "no new compaction until the context grows by half that; raise it]")
+                           f"tools) is over layer 2's threshold ({after:,} > {threshold:,} "
+                           "tokens): no new compaction until it grows by half that; raise "
+                           "COMPACT_THRESHOLD, or CONTEXT_WINDOW if the window set the threshold]")
     run.recorder.compacted(before, after, summary, path, counted=counted)
 
 

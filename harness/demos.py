@@ -189,15 +189,17 @@ def s07_demo(tasks, context, run) -> tuple:
     context.threshold = S07_THRESHOLD
     run.recorder.threshold(S07_THRESHOLD)
     mine = os.environ.get("COMPACT_THRESHOLD", "").strip()
-    if mine and "none (all done)" not in tasks.list_all():
+    # A finished board: this run compacts nothing, so nothing is said of compacting.
+    compacts = "none (all done)" not in tasks.list_all()
+    if mine and compacts:
         terminal.show_note(f"[demo] your COMPACT_THRESHOLD={mine} is ignored, and any note on "
                            "it above: this demo compacts on purpose, with a compact call (s06's "
                            "--demo takes it)")
-    if run.api_context is not None:
+    if run.api_context is not None and compacts:
         terminal.show_note(f"[demo] --api-context {run.api_context.mode}: every request asks "
                            f"the API to act past {run.api_context.trigger:,} tokens, which this "
                            "demo never reaches; its compaction is the model's compact call "
-                           "(s06's --demo shows the API's)]")
+                           "(s06's --demo shows the API's)")
     summary = ("Summary: the plan is on the task board (data model, then the API and the "
                "docs; the tests after the API). Next: finish the task in progress.")
     if continuing:

@@ -30,7 +30,7 @@ from harness import writer
 from harness.errors import reason
 
 SNIFF_BYTES = 8192           # a NUL in the first 8 kB marks a binary file (as git decides)
-COUNT_REST_UP_TO = 1_000_000  # bytes left after a read: counted as lines; past it, "more follow"
+COUNT_REST_UP_TO = 1_000_000  # bytes left after a read: counted as lines; past it, not counted
 SKIP_PART = 1 << 20          # bytes of a line read at once on the way to the offset
 EDIT_MAX = 10_000_000        # bytes: edit_file holds the whole file in memory; past this, use bash
 READ_ON = "read on with offset="   # how a read that stops before the end says so (layer 1 reads it)

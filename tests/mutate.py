@@ -649,14 +649,21 @@ MUTATIONS = [
              [API_CONTEXT + "::test_a_window_too_small_for_the_apis_trigger_says_layer_2_acts_"
               "and_context_counts_to_it"]),
     Mutation("s07's demo takes --api-context in silence", "harness/demos.py",
-             "    if run.api_context is not None:\n        terminal.show_note(f\"[demo] --api",
-             "    if False:\n        terminal.show_note(f\"[demo] --api",
+             "    if run.api_context is not None and compacts:\n"
+             "        terminal.show_note(f\"[demo]",
+             "    if False:\n        terminal.show_note(f\"[demo]",
              ["tests/test_s07_e2e.py::test_the_demo_with_api_context_sends_it_and_says_the_api_"
               "never_acts_in_it"]),
     Mutation("a --continue that did nothing leaves a copy of the whole session",
              "harness/session/log.py", "        log.copied = len(data)\n", "",
              ["tests/test_repl.py::test_a_continue_that_never_asked_the_model_leaves_no_copy_of_"
               "the_session"]),
+    Mutation("a session that ended with /clear can never be continued again",
+             "harness/session/log.py",
+             "    if not found.messages and found.torn_lines:",
+             "    if not found.messages:",
+             ["tests/test_repl.py::test_a_session_that_ended_cleared_is_continued_as_a_new_"
+              "conversation"]),
     Mutation("pydantic's serializer warnings reach the terminal", "harness/model_call.py",
              "stream.close) as self.watch, quiet_serializer():",
              "stream.close) as self.watch, contextlib.nullcontext():",

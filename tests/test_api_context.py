@@ -566,13 +566,15 @@ def test_a_window_too_small_for_the_apis_trigger_says_layer_2_acts_and_context_c
                                 stdin="/context\nq\n")
     assert proc.returncode == 0, proc.stderr
     said = words(proc.stderr)
-    guard = re.search(r"layer 2 compacts at ([\d,]+) instead\]", said)
-    assert ("[--api-context compact acts past 50,000 tokens, more than CONTEXT_WINDOW 40,000 "
-            "leaves room for:" in said)
+    guard = re.search(r"layer 2 compacts first, at ([\d,]+)\]", said)
+    assert ("[--api-context compact acts past 50,000 tokens, but CONTEXT_WINDOW is 40,000: "
+            "with room kept for a reply and a summary, layer 2 compacts first, at " in said)
     assert guard and int(guard[1].replace(",", "")) < WINDOW
     shown = words(proc.stdout)
     assert f"layer 2 at {guard[1]}: " in shown and "to go before layer 2 compacts" in shown
     assert "--api-context compact at 50,000" not in shown
+    # Who is in charge says it too, not only the API's trigger.
+    assert f"past 50,000 tokens; in this window layer 2 compacts first, at {guard[1]}" in shown
 
 
 def test_a_session_resumed_past_the_window_is_summarised_from_what_fits(run_lesson):

@@ -180,6 +180,20 @@ def test_a_continue_that_never_asked_the_model_leaves_no_copy_of_the_session(run
     assert len(list((workdir / ".transcripts").glob("session_*.jsonl"))) == 2
 
 
+def test_a_session_that_ended_cleared_is_continued_as_a_new_conversation(run_main, workdir):
+    """/clear, then q: the latest session holds no message. Every later --continue was refused
+    ("holds no message to continue from"): a dead end. It goes on from the cleared history."""
+    code, out, err, api = run_main(s06_compact, "hello", script=[reply(text("first answer"))])
+    assert code == 0
+    code, out, err, api = run_main(s06_compact, "--continue", stdin="/clear\nq\n", key=None)
+    assert code == 0, err
+    code, out, err, api = run_main(s06_compact, "--continue", "go on",
+                                   script=[reply(text("went on"))])
+    assert code == 0 and "went on" in out, err
+    assert "0 messages (it ended with /clear, so a new conversation starts)" in words(err)
+    assert api.requests[0]["messages"] == [{"role": "user", "content": "go on"}]
+
+
 def test_a_repl_that_never_asked_the_model_leaves_no_session_for_continue(run_main, workdir):
     script = [reply(text("first answer"))]
     code, out, err, api = run_main(s06_compact, "hello", script=script)

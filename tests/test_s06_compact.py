@@ -449,7 +449,7 @@ def test_layer2_does_not_compact_again_until_new_work_has_grown_the_context(in_t
         client = anthropic.Anthropic(api_key="k", base_url=api.url)
         assert s06.needs_compaction(history) and s06.auto_compact(history, Run(client))
     assert ("[what the compaction left (summary, any board, system prompt, tools) is over "
-            "COMPACT_THRESHOLD (") in words(capsys.readouterr().err)
+            "layer 2's threshold (") in words(capsys.readouterr().err)
     assert not s06.needs_compaction(history)        # still over 40 tokens, but nothing new was done
     history.append({"role": "assistant", "content": [text("more work " * 10)]})
     assert s06.needs_compaction(history)        # grown by half a threshold: compact again

@@ -9,8 +9,8 @@ and Remembering, mixed in around them, guards and remembers. What each override 
                          folder's times (a hand edit) changed; the sweep, once per board; a
                          new stamp after a write; on an exception, removes what reserve() made
     ids(), scan()        under the lock, in the thread holding it, from memory while no other
-                         agent wrote (scan: not with validate, which lists the folder and
-                         checks each file's stat)
+                         agent wrote and the folder's times held (scan: not with validate,
+                         which lists the folder and checks each file's stat)
     read()               the task remembered while its file's (size, mtime_ns, inode) is the same
     load(), try_load()   from the file even when remembered; a copy, to change freely
     write(), reserve()   only under the lock, and only while it is still the file named .lock;

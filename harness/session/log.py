@@ -319,7 +319,9 @@ def resume_latest(folder: Path = FOLDER, resume_from=None) -> tuple[SessionLog, 
         raise SetupError(f"cannot continue the session {path}: {reason(exc)}") from None
     except ValueError as exc:                       # a link or a FIFO put there since
         raise SetupError(f"cannot continue the session: {exc}") from None
-    if not found.messages:
+    # No message, and no torn line: it ended with /clear. It goes on from there, as a new
+    # conversation; refused, every later --continue would be too.
+    if not found.messages and found.torn_lines:
         raise SetupError(f"the session {path} holds no message to continue from")
     if resume_from is not None:
         found.messages = resume_from(found.messages)
@@ -337,6 +339,8 @@ def resume_latest(folder: Path = FOLDER, resume_from=None) -> tuple[SessionLog, 
 def _left_out(found: Resumed) -> str:
     """' (what load had to skip or change)', or '' if nothing."""
     parts = []
+    if not found.messages:
+        parts.append("it ended with /clear, so a new conversation starts")
     if found.torn_lines:
         parts.append(plural(found.torn_lines, "torn line") + " skipped")
     if found.interrupted_calls:
