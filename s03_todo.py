@@ -117,8 +117,8 @@ def ask_model(run, system: str, tools: list, messages: list,
     The odd cases (a paused reply, a refusal, odd ids) are model_call.py's."""
     request = {"model": run.model, "system": system, "tools": tools, "messages": messages,
                "max_tokens": max_tokens,
-               # Automatic prompt caching: the API marks the request's end, and the next
-               # call, which starts the same, reads it all at a tenth of the price (s06).
+               # Automatic prompt caching: a breakpoint on the request's last block. The next
+               # call starts the same, and reads all that from the cache at 0.1x the price (s06).
                "cache_control": {"type": "ephemeral"}}
     # Whatever fails on the way is one line that names the endpoint.
     with model_call.guard(run) as guard:

@@ -109,7 +109,7 @@ class ContextSize:
         self.after_compaction = 0       # the size right after the last compaction
 
     def record(self, usage, messages: list) -> None:
-        """After a reply: usage, the API's count of the view (as many messages as these)."""
+        """After a reply: usage is the API's count of the view, as long as messages."""
         self.reported = model_call.total_tokens(usage) or None
         self.seen = len(messages)
 

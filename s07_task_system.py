@@ -83,7 +83,7 @@ class TaskManager:
     def use(self, location) -> None:
         """self.store: TaskFolder below, with folder.Remembering mixed in, or a postgresql://
         board. Remembering skips reading a file whose stat has not changed and, under the lock,
-        the folder while no other agent wrote and its times held (folder.py says what it misses)."""
+        the folder while no other agent wrote and its times are unchanged (folder.py: misses)."""
         self.store = board.open_store(location, TaskFolder)
 
     def next_id(self) -> int:
