@@ -55,8 +55,8 @@ KEEP_RECENT = 3      # the newest calls (and all the newest reply's) stay whole:
 KEEP_CHARS = 400     # a result or a call's text this short is never cleared: it costs little
 # The batch rule, with an example in clear_new_batch: a batch frees at least CLEAR_AT_LEAST
 # tokens (or 0.4 x a small threshold, if less), and REWRITE_SHARE x what the API must rewrite.
-CLEAR_AT_LEAST = 8_000
-REWRITE_SHARE = 1.5
+CLEAR_AT_LEAST = 8_000   # tokens: a smaller batch breaks the cache for little
+REWRITE_SHARE = 1.5      # the rewrite (1.15 x once) is repaid at 0.1 x a call within 8 calls
 # Tokens before layer 2 summarises: lower bills less, forgets sooner (docs/cost.md).
 DEFAULT_THRESHOLD = 50_000
 # The keyless demo's: low, so that layer 2 compacts within ten calls (COMPACT_THRESHOLD wins).
