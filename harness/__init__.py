@@ -28,7 +28,8 @@ what breaks without each of its pieces. This is the reading guide; the README li
                                of layers 1 and 2, through the run's client (loaded when used)
     after s07   board/         where the board is (board.choose), record (a task's checks),
                                folder (what makes s07's TaskFolder safe and fast), postgres
-                               (loaded when used), graph, text, claims; and, loaded with the
+                               and message (the board in a resumed conversation; both
+                               loaded when used), graph, text, claims; and, loaded with the
                                command line, commands (/task), live (what other agents did),
                                checklist (/task import)
     everywhere  cli            one-shot runs, the REPL, --demo, --continue, the budget, signals

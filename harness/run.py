@@ -87,10 +87,10 @@ class Run:
             messages = api_context.resumed(messages, self.api_context)
         if self.after_summary is None:
             return messages
-        from harness import board
+        from harness.board import message
         # Read with no screen: its note ("added after the summary") is for a new summary.
         fresh = functools.partial(self.after_summary, types.SimpleNamespace(screen=None))
-        resumed = board.refreshed(messages, fresh)
+        resumed = message.refreshed(messages, fresh)
         if resumed is not messages:
             terminal.show_note("[the board in the resumed conversation was read again: it may "
                                "have changed since]")

@@ -664,6 +664,12 @@ MUTATIONS = [
              "    if not found.messages:",
              ["tests/test_repl.py::test_a_session_that_ended_cleared_is_continued_as_a_new_"
               "conversation"]),
+    Mutation("a person's /task done takes another agent's finished work into their name",
+             "harness/board/claims.py",
+             "        if status == task[\"status\"] == \"completed\" and owner is None:",
+             "        if False:",
+             [CONTRACT + "::test_a_persons_done_on_a_task_another_agent_completed_changes_"
+              "nothing"]),
     Mutation("pydantic's serializer warnings reach the terminal", "harness/model_call.py",
              "stream.close) as self.watch, quiet_serializer():",
              "stream.close) as self.watch, contextlib.nullcontext():",

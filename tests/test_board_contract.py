@@ -471,6 +471,21 @@ def test_a_held_task_cannot_change_hands_or_blockers_and_a_takeover_records_the_
     assert alice.store.load(2)["owner"] == "dana"
 
 
+def test_a_persons_done_on_a_task_another_agent_completed_changes_nothing(board):
+    """bob's /task done 1, after alice completed #1, said "reopened" (nothing was) and put #1
+    in bob's name: the record of who did the work was lost."""
+    alice, bob = TaskManager(board, agent="alice"), TaskManager(board, agent="bob")
+    alice.create("A1")
+    alice.update(1, status="completed")
+    result = bob.update(1, status="completed", force=True)      # a person's /task done 1
+    assert "reopened" not in result
+    assert "#1 was already completed by alice; it stays in their name" in result
+    assert listing(bob) == {1: ("completed", "alice", [])}
+    result = bob.update(1, status="in_progress", force=True)    # /task start 1 does reopen it
+    assert "#1 was completed by alice; reopened" in result
+    assert listing(bob) == {1: ("in_progress", "bob", [])}
+
+
 def test_while_one_agent_changes_the_board_another_agents_change_waits_for_it(board):
     """a holds the board's lock and starts #1 within it; b, starting #1 meanwhile, waits for the
     lock, then reads #1 as a left it and is refused. Without the lock, b would read #1 as

@@ -96,7 +96,7 @@ def test_importing_a_lesson_does_nothing(workdir):
 LOADED_WHEN_USED = ("harness.cli", "harness.env_file", "dotenv", "harness.run", "harness.session",
                     "harness.api_context", "harness.stand_in", "harness.demos",
                     "harness.board.postgres", "harness.board.commands", "harness.board.live",
-                    "harness.board.checklist")
+                    "harness.board.checklist", "harness.board.message")
 
 
 @pytest.mark.parametrize("lesson, most", [("s03_todo", 4_000), ("s07_task_system", 6_000)])

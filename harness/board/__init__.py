@@ -9,8 +9,9 @@
     text.py       the board as text, bounded after a compaction
     live.py       what other agents changed, before each REPL prompt
     commands.py   /task and /tasks; checklist.py: /task import
-    (live.py, commands.py and checklist.py load with the command line, in s07's main():
-    importing s07 loads none of them)
+    message.py    the board in the conversation, found and read again (--continue, the page)
+    (live.py, commands.py and checklist.py load with the command line, in s07's main(), and
+    message.py when used: importing s07 loads none of them)
 
 Without each piece:
 - choose(): every agent is on ./.tasks under one name (it reads --board or TASK_BOARD, --name
@@ -22,8 +23,6 @@ Without each piece:
   mysql://) became a folder named after it, password and all, shown to the model; a blank
   one (--board "   ") became a folder named with spaces.
 - shown() and secrets_in(): a board's password reached an error line.
-- refreshed(): a resumed session (--continue) showed the model the board as it was at its
-  compaction, labelled just read, though a person had finished a task since.
 """
 
 import os
@@ -49,56 +48,6 @@ BOARD_START, BOARD_END = "<task-board>", "</task-board>"
 PASSWORD_WARNING = ("warning: a password in --board shows in `ps` to every user of this "
                     "machine: give it in TASK_BOARD, ~/.pgpass or a service file "
                     "(docs/many-machines.md)")
-
-
-def refreshed(messages: list, fresh) -> list:
-    """messages, the newest board in them (BOARD_START to BOARD_END, in a user's text) replaced
-    by fresh(), the board read now; the same list if they hold none. Nothing is changed in
-    place: the list came from the session log."""
-    for index in range(len(messages) - 1, -1, -1):
-        message = messages[index]
-        if message.get("role") != "user":
-            continue
-        content = message.get("content")
-        if isinstance(content, str):
-            new = _board_now(content, fresh)
-        else:
-            new = _blocks_board_now(content, fresh)
-        if new is not None:
-            return messages[:index] + [{**message, "content": new}] + messages[index + 1:]
-    return messages
-
-
-def board_span(text: str):
-    """(start, end) of s07's board in text, its tags included (to the text's end if its end
-    tag is missing: cut short); None if text holds none."""
-    start = text.find(BOARD_START)
-    if start < 0:
-        return None
-    end = text.find(BOARD_END, start)
-    return start, len(text) if end < 0 else end + len(BOARD_END)
-
-
-def _board_now(text: str, fresh):
-    """text, its board replaced by fresh(); None if it holds none."""
-    span = board_span(text)
-    if span is None:
-        return None
-    return text[:span[0]] + fresh() + text[span[1]:]
-
-
-def _blocks_board_now(blocks, fresh):
-    """A message's blocks, the board in the last text block that holds one replaced; None if
-    none holds one."""
-    if not isinstance(blocks, list):
-        return None
-    for place in range(len(blocks) - 1, -1, -1):
-        block = blocks[place]
-        if isinstance(block, dict) and isinstance(block.get("text"), str):
-            text = _board_now(block["text"], fresh)
-            if text is not None:
-                return blocks[:place] + [{**block, "text": text}] + blocks[place + 1:]
-    return None
 
 
 def choose(run, tasks, default, args) -> str:

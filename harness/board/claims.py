@@ -10,6 +10,8 @@ it. A lone agent never meets these rules. Without each rule:
   owner of the task it had started, and the board would say bob did it.
 - the owner moves on: a task deleted while in progress would still name the agent that
   started it, not the one that deleted it.
+- done again: a person's /task done on a task another agent completed said "reopened" (it was
+  not) and put the work in that person's name.
 """
 
 from harness.board import text
@@ -23,6 +25,10 @@ def check(task: dict, status, owner, force: bool, agent: str) -> tuple:
     if task["status"] in CLAIMING and holder and holder != agent:
         if not force:
             raise ValueError(text.theirs(task, holder))
+        # Done, and done again: nothing to take over; the work stays in its doer's name.
+        if status == task["status"] == "completed" and owner is None:
+            return {}, [f"#{tid} was already completed by {text.one_line(holder)}; it stays in "
+                        "their name"]
         notes.append(text.taken_over(task, holder))
     # Only a pending task may be put in another agent's name: one in progress, done or
     # deleted is in the name of whoever did it. (Its holder may let it go: owner ''.)

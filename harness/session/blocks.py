@@ -11,7 +11,8 @@ one estimate, marked "~" wherever it is shown. Without each piece:
 
 import json
 
-from harness import board, tokens   # board: s07's, and where it sits in a text
+from harness import tokens
+from harness.board import message as board_message   # s07's board, where it sits in a text
 
 # How s06's layer 1 begins a cleared tool result, and a cleared write/edit text (s06 writes
 # them from these).
@@ -49,7 +50,7 @@ def content_blocks(message: object) -> list:
 
 def split_board(text: str) -> tuple:
     """(the text without s07's board, the board with its tags); the board is "" when absent."""
-    span = board.board_span(text)
+    span = board_message.board_span(text)
     if span is None:
         return text, ""
     start, end = span

@@ -1,0 +1,62 @@
+"""s07's board as a message of the conversation: where it sits in a text, and the same board
+read again in its place. Loaded when used: by --continue (run.py) and the session page
+(session/blocks.py); importing s07 does not load it.
+
+After a compaction s07 adds the board, read fresh, between board.BOARD_START and BOARD_END.
+Without each piece:
+- board_span: /context and the session page would count the board as the summary's words.
+- refreshed(): a resumed session (--continue) showed the model the board as it was at its
+  compaction, labelled just read, though a person had finished a task since.
+"""
+
+from harness import board
+
+
+def refreshed(messages: list, fresh) -> list:
+    """messages, the newest board in them (BOARD_START to BOARD_END, in a user's text) replaced
+    by fresh(), the board read now; the same list if they hold none. Nothing is changed in
+    place: the list came from the session log."""
+    for index in range(len(messages) - 1, -1, -1):
+        message = messages[index]
+        if message.get("role") != "user":
+            continue
+        content = message.get("content")
+        if isinstance(content, str):
+            new = _board_now(content, fresh)
+        else:
+            new = _blocks_board_now(content, fresh)
+        if new is not None:
+            return messages[:index] + [{**message, "content": new}] + messages[index + 1:]
+    return messages
+
+
+def board_span(text: str):
+    """(start, end) of s07's board in text, its tags included (to the text's end if its end
+    tag is missing: cut short); None if text holds none."""
+    start = text.find(board.BOARD_START)
+    if start < 0:
+        return None
+    end = text.find(board.BOARD_END, start)
+    return start, len(text) if end < 0 else end + len(board.BOARD_END)
+
+
+def _board_now(text: str, fresh):
+    """text, its board replaced by fresh(); None if it holds none."""
+    span = board_span(text)
+    if span is None:
+        return None
+    return text[:span[0]] + fresh() + text[span[1]:]
+
+
+def _blocks_board_now(blocks, fresh):
+    """A message's blocks, the board in the last text block that holds one replaced; None if
+    none holds one."""
+    if not isinstance(blocks, list):
+        return None
+    for place in range(len(blocks) - 1, -1, -1):
+        block = blocks[place]
+        if isinstance(block, dict) and isinstance(block.get("text"), str):
+            text = _board_now(block["text"], fresh)
+            if text is not None:
+                return blocks[:place] + [{**block, "text": text}] + blocks[place + 1:]
+    return None
