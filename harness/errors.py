@@ -122,15 +122,29 @@ def describe_api_error(exc, where: str, timeout: float, model: str) -> str:
         return f"rate limited (429 {detail}) even after retries: wait a minute and try again"
     if status == 400 and "prompt is too long" in detail:
         # The API's words for a request past the window: every later prompt would be refused.
-        return (f"the request no longer fits the model's window (400 {detail}): set "
-                "CONTEXT_WINDOW to the model's window, and layer 2 (s06, s07) acts before a "
-                "request outgrows it; in the REPL, /compact summarises what fits and /clear "
-                "starts afresh")
+        return _too_long(detail)
     if status == 400:
         return f"the API refused the request (400 {detail})"
     if status is not None and status >= 500:
         return f"the API failed ({status} {detail}) even after retries: try again later"
     return f"the API call failed: {detail}"
+
+
+def _too_long(detail: str) -> str:
+    """How to go on from a request past the window. The API says the window ("> 200000
+    maximum"): one under CONTEXT_WINDOW means the setting is wrong, and /compact, which fits
+    the conversation to it, would be refused too."""
+    from harness.config import context_window
+    said = f"the request no longer fits the model's window (400 {detail})"
+    window = re.search(r"> ?(\d{1,18}) maximum", detail)
+    if window and int(window[1]) < context_window():
+        return (f"{said}: the model reads {int(window[1]):,} tokens, fewer than CONTEXT_WINDOW "
+                f"({context_window():,}): quit, then run again with CONTEXT_WINDOW={window[1]} "
+                "and --continue, and layer 2 (s06, s07) summarises what fits; /clear starts "
+                "afresh")
+    return (f"{said}: set CONTEXT_WINDOW to the model's window, and layer 2 (s06, s07) acts "
+            "before a request outgrows it; in the REPL, /compact summarises what fits and "
+            "/clear starts afresh")
 
 
 def _shown(where: str) -> str:

@@ -670,6 +670,12 @@ MUTATIONS = [
              "        if False:",
              [CONTRACT + "::test_a_persons_done_on_a_task_another_agent_completed_changes_"
               "nothing"]),
+    Mutation("a window smaller than CONTEXT_WINDOW gets advice that cannot work",
+             "harness/errors.py",
+             "    if window and int(window[1]) < context_window():",
+             "    if False:",
+             ["tests/test_context_window.py::test_a_window_smaller_than_context_window_is_named_"
+              "and_the_way_on_it_gives_works"]),
     Mutation("pydantic's serializer warnings reach the terminal", "harness/model_call.py",
              "stream.close) as self.watch, quiet_serializer():",
              "stream.close) as self.watch, contextlib.nullcontext():",

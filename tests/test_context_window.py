@@ -60,9 +60,10 @@ def test_a_conversation_over_the_window_fails_to_compact_in_one_line_keeps_its_h
     # The turns that overflow say so in one error line each, and say what was kept.
     errors = [line for line in messages(proc.stderr) if line.startswith("error:")]
     assert errors == [f"error: the request no longer fits the model's window (400 "
-                      f"{too_long(r)}): set CONTEXT_WINDOW to the model's window, and layer 2 "
-                      "(s06, s07) acts before a request outgrows it; in the REPL, /compact "
-                      "summarises what fits and /clear starts afresh" for r in (turn1, turn2)]
+                      f"{too_long(r)}): the model reads {WINDOW:,} tokens, fewer than "
+                      f"CONTEXT_WINDOW (1,000,000): quit, then run again with CONTEXT_WINDOW="
+                      f"{WINDOW} and --continue, and layer 2 (s06, s07) summarises what fits; "
+                      "/clear starts afresh" for r in (turn1, turn2)]
     assert "[turn failed after 1 tool call: they are kept in the conversation" in proc.stderr
     assert "[turn failed; the conversation is as it was before it]" in proc.stderr
 
@@ -240,6 +241,27 @@ def test_after_a_failed_summary_clear_starts_layer_2_afresh(run_main):
     assert "two" in out and "Summary: the second prompt." not in out
 
 
+def test_a_window_smaller_than_context_window_is_named_and_the_way_on_it_gives_works(
+        run_lesson):
+    """A local model's window, smaller than CONTEXT_WINDOW (unset: 1,000,000): the error said to
+    /compact, which sent the whole conversation again and failed the same way, on every try. It
+    names the window the API gave, and --continue with it summarises what fits."""
+    script = [reply(tool("bash", {"command": BULKY}))]
+    proc, api = run_lesson("s06_compact", stdin="make some bulky output\n/compact\nq\n",
+                           script=script, stand_in={"context_window": WINDOW}, in_process=True)
+    assert proc.returncode == 0, proc.stderr
+    said = words(proc.stderr)
+    assert (f"the model reads {WINDOW:,} tokens, fewer than CONTEXT_WINDOW (1,000,000): quit, "
+            f"then run again with CONTEXT_WINDOW={WINDOW} and --continue") in said
+    assert "/compact summarises what fits" not in said
+    proc, api = run_lesson("s06_compact", "--continue", "go on", script=[reply(text("went on"))],
+                           summary="Summary: bulky output made.", in_process=True,
+                           env={"CONTEXT_WINDOW": str(WINDOW)},
+                           stand_in={"context_window": WINDOW})
+    assert proc.returncode == 0 and api.violations == [], proc.stderr
+    assert "[compacted:" in proc.stderr and proc.stdout.strip() == "went on"
+
+
 def test_a_request_past_the_window_says_how_to_go_on(run_main):
     """The API's 400 "prompt is too long" was one line with no way forward, on every prompt."""
     code, out, err, api = run_main(s03_todo, f"look at {'z' * 20000}", key="k",
@@ -247,4 +269,13 @@ def test_a_request_past_the_window_says_how_to_go_on(run_main):
     assert code == 1 and len(messages(err)) == 1, err
     said = words(err)
     assert "the request no longer fits the model's window (400 prompt is too long" in said
+    assert "run again with CONTEXT_WINDOW=3000 and --continue" in said
+    assert "/clear starts afresh" in said
+    # CONTEXT_WINDOW already the model's: the prompt alone is too long for it.
+    code, out, err, api = run_main(s03_todo, f"look at {'z' * 20000}", key="k",
+                                   stand_in={"context_window": 3000},
+                                   env={"CONTEXT_WINDOW": "3000"})
+    assert code == 1 and len(messages(err)) == 1, err
+    said = words(err)
     assert "set CONTEXT_WINDOW to the model's window" in said and "/clear starts afresh" in said
+    assert "run again with CONTEXT_WINDOW" not in said
