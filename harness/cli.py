@@ -257,7 +257,8 @@ def _run(lesson: Lesson, args) -> int:
         run.client = _client_or_none(args, run.secrets)
         # The history: [] or the resumed one; after the API compacted, from its summary, which
         # is what layer 2 and /context measure.
-        run.log, history = session_log.open_session(args.continue_, resume_from=run.resumed)
+        run.log, history = session_log.open_session(args.continue_, resume_from=run.resumed,
+                                                    about=run.about())
         if args.prompt is not None:
             prompt = _clean_prompt(args.prompt)
             return _one_shot(lesson, run, history, budget, prompt, _go_on(lesson, args))

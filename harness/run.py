@@ -47,6 +47,15 @@ class Run:
         self.secrets = secrets or {}
         self.carried = []             # text blocks for a message of their own after the turn
         self.after_summary = None     # s07's board_message: attach(run), after any summary
+        self.lesson = lesson
+        self.agent = ""               # s07's --name or AGENT_NAME (board.choose), if given
+
+    def about(self) -> dict:
+        """Whose this run's session is, for the first line of its log: --continue names it."""
+        about = {"lesson": self.lesson}
+        if self.agent:
+            about["agent"] = self.agent
+        return about
 
     @property
     def client(self):

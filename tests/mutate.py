@@ -676,6 +676,11 @@ MUTATIONS = [
              "    if False:",
              ["tests/test_context_window.py::test_a_window_smaller_than_context_window_is_named_"
               "and_the_way_on_it_gives_works"]),
+    Mutation("--continue resumes another agent's session without a word", "harness/session/log.py",
+             "    other_agent = bool(agent and mine.get(\"agent\") and mine[\"agent\"] != agent)",
+             "    other_agent = False",
+             ["tests/test_s07_e2e.py::test_continue_says_whose_session_it_resumes_when_it_was_"
+              "another_agents"]),
     Mutation("pydantic's serializer warnings reach the terminal", "harness/model_call.py",
              "stream.close) as self.watch, quiet_serializer():",
              "stream.close) as self.watch, contextlib.nullcontext():",
@@ -1149,7 +1154,7 @@ MUTATIONS = [
               "for_continue"]),
     Mutation("a resumed session is counted with what the API's summary replaced",
              "harness/cli.py",
-             "resume_from=run.resumed)", "resume_from=None)",
+             "resume_from=run.resumed,", "resume_from=None,",
              ["tests/test_api_context.py::test_continue_of_a_compacted_session_counts_what_is_"
               "sent_not_what_the_api_dropped"]),
     Mutation("an answer a narrow terminal cannot encode undoes the turn", "harness/cli.py",

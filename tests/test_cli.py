@@ -333,8 +333,9 @@ def test_a_second_run_in_one_process_keeps_its_own_count_log_and_page(run_main, 
     folder = workdir / ".transcripts"
     logs = sorted(folder.glob("session_*.jsonl"), key=lambda p: p.stat().st_mtime_ns)
     pages = sorted(folder.glob("session_s03_*.html"), key=lambda p: p.stat().st_mtime_ns)
-    assert [json.loads(line)["content"] for line in logs[-1].read_text().splitlines()] == [
-        "two", [{"type": "text", "text": "second"}]]
+    header, *lines = [json.loads(line) for line in logs[-1].read_text().splitlines()]
+    assert header == {"session": {"lesson": "s03_todo"}}        # whose it is, for --continue
+    assert [line["content"] for line in lines] == ["two", [{"type": "text", "text": "second"}]]
     assert len(logs) == len(pages) == 2 and "echo 1" not in pages[-1].read_text()
 
 

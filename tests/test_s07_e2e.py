@@ -188,6 +188,24 @@ def test_the_demo_with_api_context_sends_it_and_says_the_api_never_acts_in_it(ru
     assert "shows the API's)]" not in said
 
 
+def test_continue_says_whose_session_it_resumes_when_it_was_another_agents(run_main):
+    """Two agents in one folder: alice's --continue resumed bob's newer session, and only said
+    "continuing ...jsonl: 2 messages": alice was handed bob's conversation without a word."""
+    for name, plan in (("alice", "plan A"), ("bob", "plan B")):
+        code, out, err, api = run_main(s07_task_system, "--name", name, plan,
+                                       script=[reply(text(f"{name} noted"))])
+        assert code == 0, err
+    code, out, err, api = run_main(s07_task_system, "--continue", "--name", "alice", "go on",
+                                   script=[reply(text("on"))])
+    assert code == 0, err
+    said = words(err)
+    assert ("2 messages, written by s07_task_system for agent bob, not you (alice): "
+            "--continue resumes the newest session in this folder") in said
+    code, out, err, api = run_main(s07_task_system, "--continue", "--name", "alice", "more",
+                                   script=[reply(text("more"))])
+    assert code == 0 and "[continuing " in err and "written by" not in words(err)
+
+
 def test_the_demo_leaves_a_board_of_yours_alone_even_one_it_cannot_reach(run_main, workdir):
     """TASK_BOARD naming a PostgreSQL server stopped the keyless demo: "cannot reach the
     PostgreSQL server of the board", though the demo says it leaves that board alone."""

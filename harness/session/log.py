@@ -34,6 +34,8 @@ Without each piece:
   RecursionError traceback; now it is a torn line. _finite: a NaN or 1e999 in a line failed
   every request of the resumed session, blamed on the endpoint; each is read as null.
 - resume_latest's note where no new log can be made: --continue refused a session it could read.
+- the first line (about) and _whose: alice's --continue resumed bob's newer session in their
+  shared folder, and only said "continuing ...jsonl: 2 messages".
 
 No fsync per line: a kill -9 loses nothing the kernel has; only a power cut could lose the last
 lines, and on some disks a fsync per message costs more than the model call it records.
@@ -49,6 +51,7 @@ from pathlib import Path
 
 from harness import config, files, pairing, writer
 from harness.errors import SetupError, reason
+from harness.excerpt import one_line
 from harness.terminal import plural, show_note
 
 FOLDER = config.TRANSCRIPTS     # relative: a session belongs to the folder you run in
@@ -75,20 +78,25 @@ class SessionLog:
         self.copied = 0              # bytes continued() copied: a log grown past them did something
 
     @classmethod
-    def start(cls, folder: Path = FOLDER) -> "SessionLog":
-        """A new session_<time>_<n>.jsonl in folder, 0600, never an existing file or a link."""
+    def start(cls, folder: Path = FOLDER, about: dict | None = None) -> "SessionLog":
+        """A new session_<time>_<n>.jsonl in folder, 0600, never an existing file or a link.
+        about: who it is for ({"lesson", "agent"}), its first line: --continue names it."""
         made = not os.path.lexists(folder)
         path, fd = writer.open_numbered(folder, _stem(), ".jsonl", writer.PRIVATE)
         log = cls(path, fd)
         log.made_folder = made
+        if about:
+            log._write_record({"session": about})
+            log.copied = os.fstat(fd).st_size      # only that line: nothing done yet
         return log
 
     @classmethod
-    def continued(cls, earlier: Path, history: list[dict], folder: Path = FOLDER) -> "SessionLog":
+    def continued(cls, earlier: Path, history: list[dict], folder: Path = FOLDER,
+                  about: dict | None = None) -> "SessionLog":
         """--continue: a new session holding all of history, so each file reads on its own;
         the earlier file is left as it was. The copy is written whole, then named: a kill or a
         full disk midway leaves no cut copy for the next --continue to resume from."""
-        records = [{"continued_from": earlier.name}, *history]
+        records = [{"continued_from": earlier.name, "session": about or {}}, *history]
         data = b"".join(_line(record) for record in records)
         made = not os.path.lexists(folder)
         path = writer.numbered(folder, _stem(), ".jsonl", data, writer.PRIVATE)
@@ -192,6 +200,7 @@ class Resumed:
     torn_lines: int           # lines that were not a record (a write cut by a kill, garbage)
     dropped_calls: int        # tool calls left out: never ran, or no result to give them
     interrupted_calls: int    # calls running when the session stopped: answered STOPPED
+    about: dict | None = None # who it was for, as SessionLog.start wrote it (None: not said)
 
 
 def latest(folder: Path = FOLDER) -> Path | None:
@@ -231,7 +240,7 @@ def read_session(path: Path) -> Resumed:
     ValueError if it is not a regular file."""
     history: list[dict] = []
     ran: list[dict] = []      # tool_result lines after the last message
-    torn = 0
+    torn, about = 0, None
     # Never through a link, and at most LOG_MAX bytes (resume_latest refuses a bigger one).
     for raw in files.read_bytes(path, str(path), LOG_MAX, follow=False).split(b"\n"):
         if not raw.strip():
@@ -239,8 +248,10 @@ def read_session(path: Path) -> Resumed:
         record = _parse(raw)
         if not _apply(history, ran, record):
             torn += 1
+        elif isinstance(record.get("session"), dict):
+            about = record["session"]
     rebuilt = pairing.Rebuild(history, ran)
-    return Resumed(rebuilt.messages, torn, rebuilt.dropped, rebuilt.interrupted)
+    return Resumed(rebuilt.messages, torn, rebuilt.dropped, rebuilt.interrupted, about)
 
 
 def _parse(raw: bytes):
@@ -294,15 +305,17 @@ def _apply(history: list, ran: list, record) -> bool:
     elif record.get("role") in ("user", "assistant"):
         history.append(record)
     else:
-        return "continued_from" in record
+        return "continued_from" in record or "session" in record
     ran.clear()   # a message after the results holds what the history kept of them
     return True
 
 
-def resume_latest(folder: Path = FOLDER, resume_from=None) -> tuple[SessionLog, list[dict]]:
+def resume_latest(folder: Path = FOLDER, resume_from=None,
+                  about: dict | None = None) -> tuple[SessionLog, list[dict]]:
     """--continue: the latest session's history, and a new log carrying it on (SessionLog()
     and a note if none can be made). SetupError if there is nothing to continue.
-    resume_from(history): the part to go on from (the old log keeps it all)."""
+    resume_from(history): the part to go on from (the old log keeps it all); about: this
+    run's, as SessionLog.start takes it."""
     path = latest(folder)
     if path is None:
         raise SetupError(f"no saved session in {folder}/ to continue; "
@@ -326,14 +339,34 @@ def resume_latest(folder: Path = FOLDER, resume_from=None) -> tuple[SessionLog, 
     if resume_from is not None:
         found.messages = resume_from(found.messages)
     try:
-        log = SessionLog.continued(path, found.messages, folder)
+        log = SessionLog.continued(path, found.messages, folder, about)
         where = f"now logged to {log.path}"
     except OSError as exc:
         log = SessionLog()
         where = (f"no session log: cannot create one in {folder}/ ({reason(exc)}); "
                  "--continue will not find what follows")
-    show_note(f"[continuing {path}: {len(found.messages)} messages{_left_out(found)}; {where}]")
+    show_note(f"[continuing {path}: {len(found.messages)} messages{_whose(found.about, about)}"
+              f"{_left_out(found)}; {where}]")
     return log, found.messages
+
+
+def _whose(theirs, mine) -> str:
+    """', written by <lesson> for agent <name>, not you (...)' when the session (its own first
+    line says) was another lesson's or another agent's: they share a folder's sessions."""
+    mine = mine or {}
+    if not isinstance(theirs, dict) or not isinstance(theirs.get("lesson"), str):
+        return ""
+    agent = theirs.get("agent") if isinstance(theirs.get("agent"), str) else ""
+    other_agent = bool(agent and mine.get("agent") and mine["agent"] != agent)
+    if theirs["lesson"] == mine.get("lesson") and not other_agent:
+        return ""
+    said = f", written by {one_line(theirs['lesson'])}"
+    if agent:
+        said += f" for agent {one_line(agent)}"
+    if other_agent:
+        said += (f", not you ({one_line(mine['agent'])}): --continue resumes the newest "
+                 "session in this folder")
+    return said
 
 
 def _left_out(found: Resumed) -> str:
@@ -356,14 +389,15 @@ def holds_compaction(messages: list) -> bool:
     return any(block.get("type") == "compaction" for _, _, block in pairing.each_block(messages))
 
 
-def open_session(continue_latest: bool = False, folder: Path = FOLDER,
-                 resume_from=None) -> tuple[SessionLog, list[dict]]:
+def open_session(continue_latest: bool = False, folder: Path = FOLDER, resume_from=None,
+                 about: dict | None = None) -> tuple[SessionLog, list[dict]]:
     """Where a run starts: its log (SessionLog() and a note if none can be made), and the
-    history it starts from: [] or, with continue_latest, resume_latest's."""
+    history it starts from: [] or, with continue_latest, resume_latest's. about: as
+    SessionLog.start takes it."""
     if continue_latest:
-        return resume_latest(folder, resume_from)
+        return resume_latest(folder, resume_from, about)
     try:
-        return SessionLog.start(folder), []
+        return SessionLog.start(folder, about), []
     except OSError as exc:
         show_note(f"[no session log: cannot create it in {folder}/ ({reason(exc)}); "
                   "--continue will not find this session]")
