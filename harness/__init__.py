@@ -28,7 +28,7 @@ what breaks without each of its pieces. This is the reading guide; the README li
                                of layers 1 and 2, through the run's client (loaded when used)
     after s07   board/         where the board is (board.choose), record (a task's checks),
                                folder (what makes s07's TaskFolder safe and fast), postgres
-                               and message (the board in a resumed conversation; both
+                               and message (where the board sits in a conversation; both
                                loaded when used), graph, text, claims; and, loaded with the
                                command line, commands (/task), live (what other agents did),
                                checklist (/task import)

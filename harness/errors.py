@@ -140,8 +140,8 @@ def _too_long(detail: str) -> str:
     if window and int(window[1]) < context_window():
         return (f"{said}: the model reads {int(window[1]):,} tokens, fewer than CONTEXT_WINDOW "
                 f"({context_window():,}): quit, then run again with CONTEXT_WINDOW={window[1]} "
-                "and --continue, and layer 2 (s06, s07) summarises what fits; /clear starts "
-                "afresh")
+                "and --continue, and layer 2 (s06, s07) summarises what fits (a prompt larger "
+                "than that window must be shorter); /clear starts afresh")
     return (f"{said}: set CONTEXT_WINDOW to the model's window, and layer 2 (s06, s07) acts "
             "before a request outgrows it; in the REPL, /compact summarises what fits and "
             "/clear starts afresh")

@@ -681,6 +681,11 @@ MUTATIONS = [
              "    other_agent = False",
              ["tests/test_s07_e2e.py::test_continue_says_whose_session_it_resumes_when_it_was_"
               "another_agents"]),
+    Mutation("a log opens with its first line before it records anything", "harness/session/log.py",
+             "        log.about = about\n        return log",
+             "        log._write_record({\"session\": about})\n        return log",
+             [SESSION_LOG + "::test_a_log_that_recorded_nothing_yet_is_empty_so_continue_passes_it_"
+              "over"]),
     Mutation("pydantic's serializer warnings reach the terminal", "harness/model_call.py",
              "stream.close) as self.watch, quiet_serializer():",
              "stream.close) as self.watch, contextlib.nullcontext():",

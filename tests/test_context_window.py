@@ -62,8 +62,9 @@ def test_a_conversation_over_the_window_fails_to_compact_in_one_line_keeps_its_h
     assert errors == [f"error: the request no longer fits the model's window (400 "
                       f"{too_long(r)}): the model reads {WINDOW:,} tokens, fewer than "
                       f"CONTEXT_WINDOW (1,000,000): quit, then run again with CONTEXT_WINDOW="
-                      f"{WINDOW} and --continue, and layer 2 (s06, s07) summarises what fits; "
-                      "/clear starts afresh" for r in (turn1, turn2)]
+                      f"{WINDOW} and --continue, and layer 2 (s06, s07) summarises what fits (a "
+                      "prompt larger than that window must be shorter); /clear starts afresh"
+                      for r in (turn1, turn2)]
     assert "[turn failed after 1 tool call: they are kept in the conversation" in proc.stderr
     assert "[turn failed; the conversation is as it was before it]" in proc.stderr
 

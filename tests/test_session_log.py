@@ -294,6 +294,21 @@ def test_the_log_knows_which_calls_of_the_last_reply_ran_until_the_history_moves
     assert SessionLog().path is None and list(tmp_path.iterdir()) == [log_path(tmp_path)]
 
 
+def test_a_log_that_recorded_nothing_yet_is_empty_so_continue_passes_it_over(tmp_path):
+    """A REPL waiting for its first prompt (or killed before it) held its first line, whose
+    session this is: --continue took it for the newest session, and said it ended cleared."""
+    done = SessionLog.start(tmp_path, {"lesson": "s07_task_system", "agent": "alice"})
+    done.record(session(1))
+    done.close()
+    idle = SessionLog.start(tmp_path, {"lesson": "s07_task_system", "agent": "bob"})
+    assert idle.path.stat().st_size == 0 and latest(tmp_path) == done.path
+    idle.record(session(1)[:1])
+    lines = idle.path.read_text(encoding="utf-8").splitlines()
+    assert json.loads(lines[0]) == {"session": {"lesson": "s07_task_system", "agent": "bob"}}
+    assert read_session(idle.path).torn_lines == 0 and latest(tmp_path) == idle.path
+    idle.close()
+
+
 def log_path(folder):
     """The one session file in folder."""
     (path,) = folder.glob("session_*.jsonl")

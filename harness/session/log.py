@@ -12,7 +12,8 @@ tool_result, and the repair of a history that breaks it, are harness/pairing.py'
       {"role": "user", "content": [...tool_result...]}                 the whole batch's results
       {"compacted": true, "message": {"role": "user", ...}}           the history became this
       {"rewind_to": 3}                                                 the history was cut to 3
-      {"continued_from": "session_20260101-115900_1.jsonl"}           for a reader; load skips it
+      {"session": {"lesson": "s07_task_system", "agent": "alice"}}   whose: the first line
+      {"continued_from": "session_..._1.jsonl", "session": {...}}    a --continue's first line
 
 Without each piece:
 - one os.write of a whole line, O_APPEND: a kill -9 can tear only the last line (load skips it).
@@ -76,18 +77,18 @@ class SessionLog:
         self.failed: str | None = None  # why writing stopped, once it has
         self.made_folder = False     # start() made the folder: close() removes it if still empty
         self.copied = 0              # bytes continued() copied: a log grown past them did something
+        self.about = None            # start()'s first line, written with the first record
 
     @classmethod
     def start(cls, folder: Path = FOLDER, about: dict | None = None) -> "SessionLog":
         """A new session_<time>_<n>.jsonl in folder, 0600, never an existing file or a link.
-        about: who it is for ({"lesson", "agent"}), its first line: --continue names it."""
+        about: who it is for ({"lesson", "agent"}), its first line once it records anything
+        (until then it stays empty, and --continue passes it over): --continue names it."""
         made = not os.path.lexists(folder)
         path, fd = writer.open_numbered(folder, _stem(), ".jsonl", writer.PRIVATE)
         log = cls(path, fd)
         log.made_folder = made
-        if about:
-            log._write_record({"session": about})
-            log.copied = os.fstat(fd).st_size      # only that line: nothing done yet
+        log.about = about
         return log
 
     @classmethod
@@ -172,6 +173,9 @@ class SessionLog:
         if self.failed or self._fd is None:     # stopped, or no file: nothing to write
             return
         data = _line(record)
+        if self.about:                          # the first record: whose session, then it
+            data = _line({"session": self.about}) + data
+            self.about = None
         try:
             while data:          # a regular file takes it all at once; a short write is retried
                 data = data[os.write(self._fd, data):]
@@ -200,7 +204,7 @@ class Resumed:
     torn_lines: int           # lines that were not a record (a write cut by a kill, garbage)
     dropped_calls: int        # tool calls left out: never ran, or no result to give them
     interrupted_calls: int    # calls running when the session stopped: answered STOPPED
-    about: dict | None = None # who it was for, as SessionLog.start wrote it (None: not said)
+    about: dict | None = None # whose it was: its first line's "session" (None: not said)
 
 
 def latest(folder: Path = FOLDER) -> Path | None:
