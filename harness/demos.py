@@ -183,14 +183,15 @@ def s07_demo(tasks, context, run) -> tuple:
     tasks: s07's TaskManager, put on the demo's own board (demo/.tasks) as agent "demo"."""
     tasks.use(".tasks")                     # relative: cli runs the demo inside demo/
     tasks.agent = "demo"
-    continuing = _s07_story(tasks.list_all())
+    listing = tasks.list_all()
+    continuing = _s07_story(listing)
     # Its script compacts on purpose (a compact call), and is written for no other: a
     # threshold low enough to compact by size would break its story.
     context.threshold = S07_THRESHOLD
     run.recorder.threshold(S07_THRESHOLD)
     mine = os.environ.get("COMPACT_THRESHOLD", "").strip()
     # A finished board: this run compacts nothing, so nothing is said of compacting.
-    compacts = "none (all done)" not in tasks.list_all()
+    compacts = "none (all done)" not in listing
     if mine and compacts:
         terminal.show_note(f"[demo] your COMPACT_THRESHOLD={mine} is ignored, and any note on "
                            "it above: this demo compacts on purpose, with a compact call (s06's "

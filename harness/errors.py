@@ -136,10 +136,10 @@ def _too_long(detail: str) -> str:
     the conversation to it, would be refused too."""
     from harness.config import context_window
     said = f"the request no longer fits the model's window (400 {detail})"
-    window = re.search(r"> ?(\d{1,18}) maximum", detail)
-    if window and int(window[1]) < context_window():
+    window, setting = re.search(r"> ?(\d{1,18}) maximum", detail), context_window()
+    if window and int(window[1]) < setting:
         return (f"{said}: the model reads {int(window[1]):,} tokens, fewer than CONTEXT_WINDOW "
-                f"({context_window():,}): quit, then run again with CONTEXT_WINDOW={window[1]} "
+                f"({setting:,}): quit, then run again with CONTEXT_WINDOW={window[1]} "
                 "and --continue, and layer 2 (s06, s07) summarises what fits (a prompt larger "
                 "than that window must be shorter); /clear starts afresh")
     return (f"{said}: set CONTEXT_WINDOW to the model's window, and layer 2 (s06, s07) acts "

@@ -672,7 +672,7 @@ MUTATIONS = [
               "nothing"]),
     Mutation("a window smaller than CONTEXT_WINDOW gets advice that cannot work",
              "harness/errors.py",
-             "    if window and int(window[1]) < context_window():",
+             "    if window and int(window[1]) < setting:",
              "    if False:",
              ["tests/test_context_window.py::test_a_window_smaller_than_context_window_is_named_"
               "and_the_way_on_it_gives_works"]),
