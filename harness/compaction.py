@@ -22,7 +22,8 @@ request); this module does the rest, for s06 and so s07. Without each piece:
   cannot fit either; a window or threshold the system prompt and tools nearly fill has every
   prompt summarised away (MIN_ROOM: the window is refused, the threshold raised).
 - fit_for_summary: a conversation already past the window can never be summarised.
-- compact_now: /compact with nothing to compact, or without a model, fails at the API.
+- compact_now: /compact with nothing to compact, or without a model, fails at the API; of a
+  history that is one summary, it pays for a summary of the summary.
 """
 
 import json
@@ -258,11 +259,21 @@ def announce(run, before: int, after: int, threshold: int, summary: str, path: P
     run.recorder.compacted(before, after, summary, path, counted=counted)
 
 
+def is_summary(message: dict) -> bool:
+    """message is the one a compaction leaves: the summary (s07 adds its board to it)."""
+    content = message.get("content")
+    return isinstance(content, str) and content.startswith(SUMMARY_OPENING)
+
+
 def compact_now(compact, messages: list, run, focus: str) -> None:
     """/compact [focus]: layer 3, typed by a person (compact: s06's or s07's). Without a
     model (no key) it is refused in one line; the history stays."""
     if not messages:
         terminal.show_note("[nothing to compact yet]")
+    elif len(messages) == 1 and is_summary(messages[0]):
+        # a summary of the summary costs a call and can only lose what the first one kept
+        terminal.show_note("[nothing to compact: the conversation is one summary already; it "
+                           "grows again with your next prompt]")
     elif run.client is None:
         raise SetupError("/compact asks the model for the summary, and there is no model to "
                          "talk to: set ANTHROPIC_API_KEY (docs/real-use.md), or see a "

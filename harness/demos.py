@@ -99,8 +99,7 @@ def s06_demo(context, run) -> tuple:
         return ""
 
     def summarised(body) -> bool:
-        first = body["messages"][0]["content"]
-        return isinstance(first, str) and first.startswith(compaction.SUMMARY_OPENING)
+        return compaction.is_summary(body["messages"][0])
 
     def narrate(body):
         seen = first_result(body)

@@ -686,6 +686,12 @@ MUTATIONS = [
              "        log._write_record({\"session\": about})\n        return log",
              [SESSION_LOG + "::test_a_log_that_recorded_nothing_yet_is_empty_so_continue_passes_it_"
               "over"]),
+    Mutation("/compact of a history that is one summary pays for a summary of it",
+             "harness/compaction.py",
+             "    elif len(messages) == 1 and is_summary(messages[0]):",
+             "    elif False:",
+             ["tests/test_s07_e2e.py::test_slash_compact_of_a_history_that_is_one_summary_asks_"
+              "for_no_second"]),
     Mutation("pydantic's serializer warnings reach the terminal", "harness/model_call.py",
              "stream.close) as self.watch, quiet_serializer():",
              "stream.close) as self.watch, contextlib.nullcontext():",

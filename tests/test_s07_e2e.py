@@ -165,6 +165,20 @@ def test_slash_compact_with_nothing_to_compact_says_so(run_main):
     assert code == 0 and api.requests == [] and "[nothing to compact yet]" in err
 
 
+def test_slash_compact_of_a_history_that_is_one_summary_asks_for_no_second(run_main):
+    """A second /compact right after the first paid for a summary of the summary: it can only
+    lose what the first kept. The history stays as the first compaction left it."""
+    code, out, err, api = run_main(s07_task_system, stdin="plan it\n/compact\n/compact\nq\n",
+                                   script=[reply(text("Planned."))],
+                                   summary="SUMMARY: a plan was asked for.")
+    assert code == 0 and api.violations == [], err
+    summaries = [r for r in api.requests if "<summary-request>" in json.dumps(r["messages"][-1])]
+    assert len(summaries) == 1 and len(api.requests) == 2, api.requests
+    assert words(err).count("[compacted:") == 1
+    assert ("[nothing to compact: the conversation is one summary already; it grows again "
+            "with your next prompt]") in words(err)
+
+
 def test_the_demo_says_it_ignores_a_threshold_of_yours_and_runs_as_written(run_main):
     code, out, err, api = run_main(s07_task_system, "--demo", key=None,
                                    env={"COMPACT_THRESHOLD": "500"})
