@@ -113,6 +113,7 @@ def ask_model(run, system: str, tools: list, messages: list,
     - stop_reason: "tool_use" exactly when tool_uses is not empty (some servers say "end_turn"
       beside a call), else why the reply ended ("end_turn", "max_tokens", ...);
     - answer: what the user sees (the model's text, and why it stopped if not by choice);
+    - said: the model's words alone; usage: the API's token counts; cut: stopped early (s06);
     - notes: text blocks for the model, sent after the results (that a call was cut off).
     The odd cases (a paused reply, a refusal, odd ids) are model_call.py's."""
     request = {"model": run.model, "system": system, "tools": tools, "messages": messages,

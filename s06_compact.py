@@ -10,18 +10,18 @@ may be short placeholders. A block: a text, a tool call or a tool result in a me
       layer 1  micro_compact   in the view, old long tool results (and write/edit texts)
                                become placeholders ("[Previous: used bash; the whole result
                                is in <file>]"), in batches that pay for the cache they rewrite
-      layer 2  auto_compact    the view over CONTEXT.threshold tokens (COMPACT_THRESHOLD),
-                               and grown by half of it since the last compaction?
+      layer 2  auto_compact    when the view is over CONTEXT.threshold (COMPACT_THRESHOLD)
+                               tokens, and grew by half of it since the last compaction:
                                  1. history -> .transcripts/transcript_<time>_<n>.jsonl
                                  2. the model writes a summary (same prefix: partly cached)
                                  3. history := one message: transcript path + summary
     any time:
-      layer 3  `compact` tool or /compact   -> the same as layer 2: the tool's after its
-                                               step (the turn goes on), /compact at once
+      layer 3  `compact` tool or /compact   -> the same as layer 2: the tool's once its
+                                               step's calls ran (the turn goes on), /compact now
 
 Layer 1 is built around prompt caching. The API reads a request in this order, and
 caches it up to a breakpoint: s03's request asks for one on its last block (cache_control at
-the top level), and view_of adds one just before the latest batch layer 1 cleared.
+the top level), and view_of adds one where the request that got layer 1's latest batch ended.
 
     tools -> system -> message 1 -> message 2 -> ... -> the last block   <- breakpoint
     |--- as in the last call: read from the cache, 0.1 x ---|-- new: written, 1.25 x --|
@@ -35,9 +35,9 @@ Key insight: the conversation is working memory, not storage. Summaries keep the
 transcript (and every big result, saved whole) keeps every detail for whoever needs it.
 
 New since s03: the history and its view (the loop sends micro_compact's copy), the three
-layers (marked lines in the loop), ContextSize, /compact. The todo tool is gone: the model
-would see its list only in old tool results, which a compaction summarises away (s07 brings
-the plan back, on disk). --api-context lets the API do layers 1 and 2 instead (docs/cost.md).
+layers (marked lines in the loop), ContextSize, /compact. The todo tool is gone: the model would
+see its list only in old tool results, which a compaction summarises away (s07 brings the plan
+back, on disk). --api-context: the API clears and summarises; layer 2 only guards the window.
 
 Run it:   python s06_compact.py "run the tests, fix what fails, and run them again"
           COMPACT_THRESHOLD=5000 python s06_compact.py      (a REPL; /compact, /context)
@@ -56,7 +56,7 @@ KEEP_CHARS = 400     # a result or a call's text this short is never cleared: it
 # The batch rule, with an example in clear_new_batch: a batch frees at least CLEAR_AT_LEAST
 # tokens (or 0.4 x a small threshold, if less), and REWRITE_SHARE x what the API must rewrite.
 CLEAR_AT_LEAST = 8_000   # tokens: a smaller batch breaks the cache for little
-REWRITE_SHARE = 1.5      # the rewrite (1.15 x once) is repaid at 0.1 x a call within 8 calls
+REWRITE_SHARE = 1.5      # a rewrite, 1.25 - 0.1 = 1.15 x once, is repaid within 8 calls
 # Tokens before layer 2 summarises: lower bills less, forgets sooner (docs/cost.md).
 DEFAULT_THRESHOLD = 50_000
 # The keyless demo's: low, so that layer 2 compacts within ten calls (COMPACT_THRESHOLD wins).
@@ -72,8 +72,7 @@ SYSTEM = ("You are a coding agent working in the current folder. Use the tools t
 
 def agent_loop(messages: list, run, max_steps: int = MAX_STEPS) -> str:
     """s03's loop, plus the three layers on their marked lines. The layers also read
-    run.api_context (None unless --api-context), run.recorder (labels the summary call), and
-    two fields of s03's Response: usage (the API's count) and cut (it stopped early)."""
+    run.api_context (None unless --api-context) and run.recorder (labels the summary call)."""
     steps = 0
     while steps < max_steps:
         steps += 1
@@ -151,24 +150,25 @@ def view_of(messages: list) -> list:
         if isinstance(content, list):
             message = {**message, "content": [CLEARED.as_sent(block) for block in content]}
         view.append(message)
-    # A second cache breakpoint (in a copy): on the message just before the reply that holds
-    # the latest batch's first call. The API looks back at most 20 blocks from a breakpoint
-    # for a cached start, and would miss a batch further back.
+    # A second cache breakpoint (in a copy), on the message just before the reply that holds
+    # the latest batch's first call: that message ended the request that got the reply, so the
+    # cache holds an entry ending there. The API looks for a cached start at most 20 blocks
+    # back from a breakpoint: without this one, it would miss that entry once more follow.
     return compaction.breakpoint_before(view, CLEARED.batch_start)
 
 
 class Cleared:
-    """What layer 1 has cleared, and what the model sees instead. Once cleared, always, with
-    the same text: between batches, every request repeats the last one byte for byte, and is
-    read from the cache."""
+    """What layer 1 has cleared, and what the model sees instead: view_of swaps each block
+    named here for its placeholder, in a copy. Once cleared, always, with the same text: between
+    batches, every request repeats the last one byte for byte, and is read from the cache."""
 
     def __init__(self) -> None:
         self.reset()
 
     def reset(self) -> None:
-        """Forget every placeholder: a compaction (or --continue) starts a new history."""
+        """Forget every placeholder: a compaction starts a new history."""
         self.placeholders = {}     # id() of a cleared block -> (the block, its placeholder)
-        self.batch_start = None    # the latest batch's earliest block: view_of's breakpoint
+        self.batch_start = None    # the latest batch's earliest block (view_of's breakpoint)
 
     def holds(self, block) -> bool:
         # Keyed by id(block), not tool_use_id, which a call shares with its result: either may
@@ -178,7 +178,8 @@ class Cleared:
     def as_sent(self, block):
         """The block as the model is sent it: its placeholder, if it was cleared."""
         if self.holds(block):
-            return self.placeholders[id(block)][1]
+            kept_alive, shown = self.placeholders[id(block)]
+            return shown
         return block
 
 
@@ -192,7 +193,7 @@ def clear_new_batch(messages: list, run) -> None:
     # What the API must write again: from the message holding the batch's earliest call to
     # the end of the view as it is sent now, less the batch.
     view_now = view_of(messages)
-    rewritten = compaction.tokens_from(view_now, batch) - freed
+    rewritten = compaction.tokens_from_first_call(view_now, batch) - freed
     # No API count yet (resumed, or compacted): a cold cache has nothing to lose.
     if CONTEXT.reported is None:
         rewritten = 0
@@ -219,8 +220,8 @@ def clearable(messages: list) -> list:
     result, or a write_file or edit_file call's own texts, is cleared when all hold:
       1. it is old: not of the newest KEEP_RECENT calls, nor of the newest reply;
       2. it is over KEEP_CHARS characters, and not cleared yet;
-      3. it is not a read_file's result or a write_file's content (that worked), unless a
-         later call that worked shows the same file whole (a read of all its lines, or a write)."""
+      3. a read_file's result or a write_file's content that worked, the model's copy of a
+         file, stays until a later call that worked shows the file whole (read all, or written)."""
     pairs = pairing.tool_pairs(messages)           # (tool_use, tool_result), oldest first
     newest = pairing.newest_ids(messages)          # the last reply's calls: not yet seen
     whole_later = set()                            # files a later call shows whole
@@ -260,8 +261,7 @@ def placeholder(block: dict, call: dict, run) -> dict:
     if name == "read_file" and not block.get("is_error"):
         text = f"[Previous: read {compaction.path_of(call)}; a later read or write of it follows]"
         return {**block, "content": text}
-    # Saved whole in .transcripts/results/ from 2,000 characters; None for a shorter result,
-    # or one that cannot be saved.
+    # Saved whole in .transcripts/results/ from 2,000 characters (None: shorter, or not saved).
     path = compaction.save_whole(block, name, run)
     if path is None:
         return {**block, "content": f"[Previous: used {name}]"}
@@ -269,9 +269,8 @@ def placeholder(block: dict, call: dict, run) -> dict:
 
 
 def cleared_input(call: dict) -> dict:
-    """A write or edit call with its texts (content; old_text, new_text) replaced by a note of
-    their length. The note cannot pass for a file's contents, and is true whether or not the
-    call worked."""
+    """A write or edit call, its texts (content; old_text, new_text) replaced by a note of their
+    length: it cannot pass for a file's contents, and is true whether the call worked or not."""
     texts = compaction.input_texts(call)
     said = {}
     for field, text in texts.items():
@@ -298,7 +297,7 @@ current state; decisions made and why; open next steps. Be concrete: names, path
 
 def summarize(messages: list, run, focus: str, system: str, tools: list) -> str:
     """The model's summary, asked at the end of the loop's own view with its system and
-    tools: all but the newest part of it read from the cache."""
+    tools: all but the newest part read from the cache (unless the oldest turns must go)."""
     if focus:
         focus = f"\nAbove all, preserve: {focus}"
     view = micro_compact(messages, run, clear=False)
@@ -342,7 +341,7 @@ def auto_compact(messages: list, run, focus: str = "", system: str = SYSTEM,
     tools = tools or TOOLS
     before = CONTEXT.estimate(micro_compact(messages, run, clear=False))
     counted = CONTEXT.reported          # the part of `before` the API counted
-    # On failure, wait for more work before trying again.
+    # Set first, so that a failed attempt also waits until the view grows by threshold/2.
     CONTEXT.after_compaction = before
     path = None
     try:
@@ -402,6 +401,7 @@ def compact_if_asked(response, messages: list, run, compact=auto_compact) -> Non
     for call in response.tool_uses:
         answered = [r for r in results if r.get("tool_use_id") == call["id"]]
         if call["name"] == "compact" and answered and not answered[0].get("is_error"):
+            # call_tool checked the input; checked() decodes it again if sent as JSON text
             focus = tool_input.checked(call["input"], "compact", TOOLS).get("focus", "")
             if not compact(messages, run, focus):
                 messages[-1]["content"].append({"type": "text", "text": COMPACTION_FAILED})

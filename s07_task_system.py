@@ -22,11 +22,11 @@ kept in files, one JSON file per task:
 Key insight: state that must outlive the conversation belongs outside it. The model reads the
 board back whenever it needs it; compaction and restarts cannot lose what was never only in it.
 
-The rules, in TaskManager: a new id by max-scan (one more than the largest id on disk or ever
-given), never reused; a blocked task cannot start or complete; no two tasks wait for each
-other (a cycle is refused); completing one frees its dependents; a deleted task stays on disk,
-blocks nobody, and cannot come back; agents sharing a board claim what they start (claims.py).
-New since s06: TaskFolder, TaskManager, its tools, the board after a compaction, --board, --name.
+The rules, in TaskManager: a new id by max-scan (one more than the largest id on disk or
+ever given, kept in .lock), never reused; a blocked task cannot start or complete; no cycle of
+waits; completing one unblocks its dependents; a deleted task stays on disk, blocks nobody and
+cannot come back; agents sharing a board claim what they start (claims.py). New since s06:
+TaskFolder, TaskManager, its tools, the board after a compaction, --board and --name.
 
 Run it:   python s07_task_system.py "plan a refactor: the data model, then the API and the docs"
           python s07_task_system.py --name alice     (a REPL: /tasks, /task help, /compact)
@@ -52,8 +52,8 @@ TASK_FILE = re.compile(r"task_([1-9][0-9]{0,14})\.json", re.ASCII)
 # About 3,000 tokens: after a compaction, a bigger board comes back as its unfinished tasks.
 BOARD_CHARS = 12_000
 FINISHED = record.FINISHED      # completed or deleted: such a task blocks nobody
-# .lock's bytes: 32-47 the largest id (0-31 are a stamp that folder.Remembering renews).
-MARK_AT = folder.STAMP_BYTES    # 32
+# The largest id ever given (a task file deleted by hand keeps its id), in .lock's bytes 32-47.
+MARK_AT = folder.STAMP_BYTES    # 32: bytes 0-31 are folder.py's cache's
 MARK_BYTES = 16
 
 
@@ -81,9 +81,9 @@ class TaskManager:
         self.agent = agent or record.default_agent_name()  # who owns what we start
 
     def use(self, location) -> None:
-        """self.store: TaskFolder below, with folder.Remembering mixed in, or a postgresql://
-        board. Remembering skips reading a file whose stat has not changed and, under the lock,
-        the folder while no other agent wrote and its times are unchanged (folder.py: misses)."""
+        """self.store: TaskFolder below, or a postgresql:// board. When it runs, open_store
+        wraps TaskFolder in folder.Remembering, a cache that skips reading what did not change:
+        each method still does what it says below, so read TaskFolder as if it ran alone."""
         self.store = board.open_store(location, TaskFolder)
 
     def next_id(self) -> int:
@@ -141,8 +141,8 @@ class TaskManager:
         if add and status_after in FINISHED:
             raise ValueError(f"#{tid} is {status_after}; set it back to pending (in the same "
                              "call, or before) to give it blockers")
-        # change: the new status and owner. Starting or completing a task makes it ours, pending
-        # frees it; another agent's task, started or done, is refused unless force (claims.py).
+        # change: the new status and owner ({"status": "in_progress", "owner": self.agent});
+        # another agent's task, started or done, is refused unless force (claims.py).
         change, notes = claims.check(task, status, owner, force, self.agent)
         blocked, more = self.check_blockers(tid, task["blockedBy"], add or [])
         # A blocker whose task is gone can be removed too; one listed twice (by hand) goes whole.
@@ -174,7 +174,7 @@ class TaskManager:
         """blocked + add, each checked: it exists, is not deleted, is not tid, closes no
         cycle. A finished one is not added, only noted. (blockers, notes), or ValueError."""
         blocked, notes = list(blocked), []
-        # The files, read once for the cycle check (does dep wait for tid?); a new one closes none.
+        # Read once for the cycle check (does dep wait for tid?); a new task (tid None) closes none.
         tasks = self.store.scan(validate=True)[0] if tid is not None and add else {}
         for dep in record.ids(add):              # 3, "3" or "#3", each read as 3
             other = self.store.load(dep)
@@ -217,7 +217,7 @@ class TaskManager:
         return task["status"] == "pending" and not graph.waiting_on(task, tasks)
 
     def list_all(self) -> str:
-        """The board: every live task, an order to do them in (blockers first), what can start."""
+        """The board: each task not deleted, an order (blockers first), and what can start."""
         tasks, problems = self.store.scan(validate=True)
         order = graph.order_line(tasks)
         return text.board(tasks, problems, order, self.ready(tasks))
@@ -227,7 +227,7 @@ class TaskManager:
         return text.ready_line(ready, tasks)
 
     def get(self, task_id) -> str:
-        """One task in full, with the live tasks it blocks."""
+        """One task in full, with the tasks (not deleted) it blocks."""
         task = self.store.load(record.parse_task_id(task_id))
         return text.in_full(task, self.store.scan(validate=True)[0])
 
@@ -235,8 +235,8 @@ class TaskManager:
 # ---------------------------------------------------------------- the task files
 
 class TaskFolder:
-    """The board as a folder: .tasks/task_<id>.json, one JSON object each, and .tasks/.lock.
-    The whole mechanism; when it runs, folder.Remembering wraps its reads, writes and lock."""
+    """The board as a folder: .tasks/task_<id>.json per task, and .tasks/.lock. Opening .lock,
+    the read limits and the temporary file are in folder.py and writer.py."""
 
     def __init__(self, location):
         self.dir = Path(location)
@@ -294,7 +294,7 @@ class TaskFolder:
         return task
 
     def load(self, task_id: int) -> dict:
-        """A task to change. No file, not even a broken link (read() names those): ValueError."""
+        """A task to change, or ValueError: no file (a broken link counts; read() refuses it)."""
         if not os.path.lexists(self.path(task_id)):
             existing = text.existing(self.scan()[0], task_id)
             raise ValueError(f"no task #{task_id}; existing tasks: {existing}")
@@ -322,7 +322,7 @@ class TaskFolder:
         return dict(sorted(tasks.items())), sorted(problems)
 
     def write(self, task: dict) -> None:
-        """Replace a task's file atomically, by a rename: a reader or a kill sees old or new."""
+        """Replace a task's file by a rename: a reader, or a killed process, sees old or new."""
         temporary = self.temporary(task)
         os.replace(temporary, self.path(task["id"]))
 

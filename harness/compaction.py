@@ -6,8 +6,8 @@ request); this module does the rest, for s06 and so s07. Without each piece:
   nor that a later whole read_file or write_file shows a file again (a partial or capped read,
   or a failed write, does not), and clearing the earlier read makes the model read it again.
 - save_whole: a cleared long result is gone for the model, which runs it again or guesses.
-- tokens_from / first_of: the batch rule cannot weigh what a batch frees against the cache
-  it makes the API write again, from its first block on.
+- tokens_from_first_call / first_of: the batch rule cannot weigh what a batch frees against
+  the cache it makes the API write again, from its first block on.
 - breakpoint_before: the API looks for a cached prefix at most 20 blocks back; a batch
   further back misses the cache, and the whole request is written again.
 - announce_cleared / announce: the user does not see what layer 1 or 2 did, nor that a
@@ -88,7 +88,7 @@ def first_of(messages: list, batch: list):
     return next((b for _, _, b in pairing.each_block(messages) if id(b) in wanted), None)
 
 
-def tokens_from(view: list, batch: list) -> int:
+def tokens_from_first_call(view: list, batch: list) -> int:
     """The tokens from the first message that names a call of the batch (its tool_use) to
     the end of the view: about what clearing the batch makes the API write again."""
     ids = {pairing.tool_id(block) for block, call in batch}
