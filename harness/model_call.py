@@ -128,12 +128,15 @@ class Guard:
         self.last = None            # the type of the last event the SDK handed on
         self.blocks = 0             # content blocks started: the next one's index
         self.watch = None
+        self.stream = None          # the SDK's stream, once display() has it
 
     def __enter__(self) -> "Guard":
         return self
 
     def __exit__(self, kind, exc, traceback) -> bool:
         self.live.close()
+        if self.began and self._stopped_coming(exc):
+            self._count_abandoned()
         if exc is None or not isinstance(exc, Exception) or isinstance(exc, EndpointError):
             return False            # KeyboardInterrupt goes on to the REPL
         raise EndpointError(config.without_secrets(self._line(exc))) from None
@@ -141,6 +144,7 @@ class Guard:
     def display(self, stream) -> None:
         """Each event on the screen as it arrives; a stream of only pings for API_TIMEOUT is
         closed."""
+        self.stream = stream
         self.answer_type = stream.response.headers.get("content-type", "no type")
         with _Watch(config.api_timeout(), stream.close) as self.watch, quiet_serializer():
             try:
@@ -157,6 +161,24 @@ class Guard:
                 # (OpenAI's end marker): the reply is whole.
                 if self.last != "message_stop":
                     raise
+
+    def _stopped_coming(self, exc) -> bool:
+        """The reply stopped coming (Ctrl-C, a dropped or silent stream), which the API still
+        bills; not a reply that broke the rules (a server's own, or an error event)."""
+        if isinstance(exc, KeyboardInterrupt):
+            return True
+        if self.watch is not None and self.watch.fired:
+            return True
+        return isinstance(exc, (anthropic.APIConnectionError, httpx.TransportError))
+
+    def _count_abandoned(self) -> None:
+        """A reply abandoned after it began (Ctrl-C, a stream that dropped or went silent) is
+        billed for the input the API read, which message_start reported: /cost counts it."""
+        try:
+            usage = self.stream.current_message_snapshot.usage
+        except (AttributeError, AssertionError):     # no message_start came: nothing known
+            return
+        self.run.recorder.call(usage, self.run.recorder.label)
 
     def _show(self, event) -> None:
         self.began = True

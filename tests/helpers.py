@@ -4,7 +4,8 @@ fixtures are in conftest.py; a helper only one file needs stays in that file).
 - running a lesson: its environment, the tool_results of a request, one tool call as the loop
   runs it, a child that takes Ctrl-C;
 - processes and time: a call with a deadline, a fork with no other thread running, processes
-  released together at a barrier, a command's process group;
+  released together at a barrier, a command's process group, an endpoint whose reply never
+  comes (Pinging);
 - files: a full disk, a crash at a chosen byte of a write;
 - a pseudo-terminal, read as a user's terminal window shows it;
 - histories as the loop builds them, and the stand-in's verdict on them;
@@ -321,6 +322,62 @@ def end_group(group: int) -> None:
         os.killpg(group, signal.SIGKILL)
     except ProcessLookupError:
         pass
+
+
+class Pinging:
+    """A loopback endpoint that answers message_start (5,000 input tokens), then an event every
+    0.2 s, forever: a ping, or another that carries nothing of the reply (a gateway's
+    keep-alive of its own). requests: the bodies it was sent."""
+
+    START = {"type": "message_start",
+             "message": {"id": "msg_cut", "type": "message", "role": "assistant", "model": "m",
+                         "content": [], "stop_reason": None, "stop_sequence": None,
+                         "usage": {"input_tokens": 5000, "output_tokens": 1}}}
+
+    def __init__(self, event: dict):
+        self.event = event
+        self.requests = []
+
+    def __enter__(self):
+        import http.server
+
+        def sse(event):
+            return f"event: {event['type']}\ndata: {json.dumps(event)}\n\n".encode()
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def do_POST(self):
+                body = self.rfile.read(int(self.headers.get("content-length", 0)))
+                requests.append(json.loads(body))
+                self.send_response(200)
+                self.send_header("content-type", "text/event-stream")
+                self.end_headers()
+                try:
+                    self.wfile.write(sse(Pinging.START))
+                    while not stopping.is_set():
+                        self.wfile.write(sse(event))
+                        self.wfile.flush()
+                        stopping.wait(0.2)
+                except OSError:            # the client gave up: what the test wants
+                    pass
+
+        stopping = threading.Event()
+        event, requests = self.event, self.requests
+        self.stopping = stopping
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        # shutdown() waits for the serve loop's next poll: half a second by default.
+        threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.02},
+                         daemon=True).start()
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        return self
+
+    def __exit__(self, *exc):
+        self.stopping.set()
+        self.server.shutdown()
+        self.server.server_close()
 
 
 # ---------------------------------------------------------------- files

@@ -692,6 +692,16 @@ MUTATIONS = [
              "    elif False:",
              ["tests/test_s07_e2e.py::test_slash_compact_of_a_history_that_is_one_summary_asks_"
               "for_no_second"]),
+    Mutation("a reply that stopped coming is left out of /cost", "harness/model_call.py",
+             "        if self.began and self._stopped_coming(exc):",
+             "        if False:",
+             ["tests/test_stream_shapes.py::test_a_reply_abandoned_part_way_is_counted_for_what_"
+              "the_api_read"]),
+    Mutation("a reply abandoned with Ctrl-C is left out of /cost", "harness/model_call.py",
+             "        if isinstance(exc, KeyboardInterrupt):\n            return True",
+             "        if isinstance(exc, KeyboardInterrupt):\n            return False",
+             ["tests/test_s03_e2e.py::test_ctrl_c_after_the_reply_began_is_counted_for_what_the_"
+              "api_read"]),
     Mutation("pydantic's serializer warnings reach the terminal", "harness/model_call.py",
              "stream.close) as self.watch, quiet_serializer():",
              "stream.close) as self.watch, contextlib.nullcontext():",

@@ -601,12 +601,17 @@ class DroppingEndpoint:
     ("reset", "dropped in the middle of the reply (ReadError"),
     ("stall", "went silent in the middle of its reply for API_TIMEOUT=0.5s"),
 ])
-def test_a_stream_that_drops_mid_reply_is_one_line_and_exit_1(run_main, how, said):
+def test_a_stream_that_drops_mid_reply_is_one_error_line_after_what_it_cost(run_main, how, said):
+    """The reply had begun: the API bills the input it read (message_start's count), so the
+    run's total counts the call, and the error is the one line after it."""
     with DroppingEndpoint([how]) as endpoint:
         code, out, err, api = run_main(s03_todo, "hi", env={"ANTHROPIC_BASE_URL": endpoint.url,
                                                             "API_TIMEOUT": "0.5"})
     assert code == 1 and said in words(err) and endpoint.url in words(err), err
-    assert len(messages(err)) == 1 and "Traceback" not in words(err)
+    total, page, error = messages(err)
+    assert total == "[session: 1 call · 10 input tokens, 0% from cache · 1 out]", err
+    assert page.startswith("[session page: ") and error.startswith("error: the ")
+    assert "Traceback" not in words(err)
 
 
 def test_after_a_dropped_stream_the_repl_keeps_the_conversation_and_the_next_prompt_works(run_main):

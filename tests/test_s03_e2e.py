@@ -15,7 +15,7 @@ import s03_todo
 from helpers import lesson_command, clean_env, group_ends, popen_taking_ctrl_c, tool_results
 from harness.stand_in import StandInAPI
 from harness.stand_in.script import error, reply, text, tool
-from helpers import messages, words
+from helpers import Pinging, messages, words
 
 
 def todo(*statuses):
@@ -194,9 +194,10 @@ def test_the_repl_survives_an_api_error_and_keeps_a_valid_history(run_main):
     assert api.requests[1]["messages"] == [{"role": "user", "content": "two"}]
 
 
-def ctrl_c_in_the_first_turn(workdir, api, prompt: str, settle: float) -> tuple:
+def ctrl_c_in_the_first_turn(workdir, api, prompt: str, settle: float,
+                             then: str = "next prompt\nq\n") -> tuple:
     """s03's REPL, given `prompt`, gets Ctrl-C `settle` seconds after its first request reached
-    `api`; then "next prompt" and q are typed. (exit code, stdout, stderr)."""
+    `api`; then `then` is typed ("next prompt" and q). (exit code, stdout, stderr)."""
     env = clean_env(workdir.parent / "home", ANTHROPIC_API_KEY="k", ANTHROPIC_BASE_URL=api.url)
     proc = popen_taking_ctrl_c(lesson_command("s03_todo"), cwd=workdir,
                                env=env, text=True, stdin=subprocess.PIPE,
@@ -208,7 +209,7 @@ def ctrl_c_in_the_first_turn(workdir, api, prompt: str, settle: float) -> tuple:
         time.sleep(0.05)
     time.sleep(settle)
     os.kill(proc.pid, signal.SIGINT)
-    out, err = proc.communicate("next prompt\nq\n", timeout=60)
+    out, err = proc.communicate(then, timeout=60)
     return proc.returncode, out, err
 
 
@@ -301,6 +302,18 @@ def test_ctrl_c_while_the_model_is_still_answering_abandons_the_turn(workdir):
     assert "turn abandoned; the conversation is as it was before it" in err
     assert "after interrupt" in out
     assert api.requests[1]["messages"] == [{"role": "user", "content": "next prompt"}]
+
+
+@pytest.mark.slow
+def test_ctrl_c_after_the_reply_began_is_counted_for_what_the_api_read(workdir):
+    """The API bills a reply abandoned after message_start for the input it read (5,000
+    tokens here): /cost left it out, as if the request had never been sent."""
+    with Pinging({"type": "ping"}) as endpoint:
+        code, out, err = ctrl_c_in_the_first_turn(workdir, endpoint, "a question", settle=0.5,
+                                                  then="/cost\nq\n")
+    assert code == 0 and "turn abandoned" in err, err
+    said = words(out)
+    assert "session so far: 1 model call " in said and "uncached 5,000 x1" in said, out
 
 
 def test_a_round_with_todo_among_other_calls_resets_the_nag(run_lesson):

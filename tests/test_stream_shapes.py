@@ -15,7 +15,7 @@ import s03_todo
 import s07_task_system
 from helpers import tool_results
 from harness.stand_in.script import raw, reply, text, tool
-from helpers import messages, words
+from helpers import Pinging, messages, words
 
 CUT_NOTE = "[answer cut: the endpoint ended the stream before the reply was complete]"
 
@@ -288,52 +288,6 @@ def test_a_refused_reply_runs_none_of_its_calls(run_main, workdir):
     assert "[the model refused to continue with this request]" in out + err
 
 
-class Pinging:
-    """A loopback endpoint that answers message_start, then an event every 0.2 s, forever: a
-    ping, or another that carries nothing of the reply (a gateway's keep-alive of its own)."""
-
-    def __init__(self, event: dict):
-        self.event = event
-
-    def __enter__(self):
-        import http.server
-        import threading
-
-        class Handler(http.server.BaseHTTPRequestHandler):
-            def log_message(self, *args):
-                pass
-
-            def do_POST(self):
-                self.rfile.read(int(self.headers.get("content-length", 0)))
-                self.send_response(200)
-                self.send_header("content-type", "text/event-stream")
-                self.end_headers()
-                try:
-                    self.wfile.write(sse(START).encode())
-                    while not stopping.is_set():
-                        self.wfile.write(sse(event).encode())
-                        self.wfile.flush()
-                        stopping.wait(0.2)
-                except OSError:            # the client gave up: what the test wants
-                    pass
-
-        stopping = threading.Event()
-        event = self.event
-        self.stopping = stopping
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        # shutdown() waits for the serve loop's next poll: half a second by default.
-        threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.02},
-                         daemon=True).start()
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        return self
-
-    def __exit__(self, *exc):
-        self.stopping.set()
-        self.server.shutdown()
-        self.server.server_close()
-
-
 @pytest.mark.hang_limit(60)       # a bound against hanging, not a claim
 def test_pings_do_not_keep_a_reply_that_never_comes_waiting_past_api_timeout(run_main):
     """Each ping ends a read, so httpx's per-read timeout never fires: the harness's watch
@@ -436,3 +390,16 @@ def test_data_that_is_not_json_before_the_reply_ends_is_still_one_line(run_main)
     events = sse(START, *text_block(0, "half")) + "event: done\ndata: [DONE]\n\n"
     code, out, err, api = run_main(s03_todo, "hi", script=[raw(200, events, "text/event-stream")])
     assert code == 1 and "an event whose data is not JSON: [DONE]" in words(err), err
+
+
+@pytest.mark.hang_limit(60)       # a bound against hanging, not a claim
+def test_a_reply_abandoned_part_way_is_counted_for_what_the_api_read(run_main):
+    """The API bills a reply abandoned after it began (Ctrl-C, a stream that went silent or
+    dropped) for the input it read, which message_start reports: /cost and the session total
+    left it out, as if the request had never been sent."""
+    with Pinging({"type": "ping"}) as endpoint:
+        env = {"ANTHROPIC_BASE_URL": endpoint.url, "API_TIMEOUT": "2"}
+        code, out, err, api = run_main(s03_todo, stdin="hi\n/cost\nq\n", env=env)
+    assert code == 0 and "went silent" in words(err), err
+    said = words(out)
+    assert "session so far: 1 model call " in said and "uncached 5,000 x1" in said, out
