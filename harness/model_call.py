@@ -135,8 +135,7 @@ class Guard:
 
     def __exit__(self, kind, exc, traceback) -> bool:
         self.live.close()
-        if self.began and self._stopped_coming(exc):
-            self._count_abandoned()
+        self._count_abandoned(exc)
         if exc is None or not isinstance(exc, Exception) or isinstance(exc, EndpointError):
             return False            # KeyboardInterrupt goes on to the REPL
         raise EndpointError(config.without_secrets(self._line(exc))) from None
@@ -162,18 +161,14 @@ class Guard:
                 if self.last != "message_stop":
                     raise
 
-    def _stopped_coming(self, exc) -> bool:
-        """The reply stopped coming (Ctrl-C, a dropped or silent stream), which the API still
-        bills; not a reply that broke the rules (a server's own, or an error event)."""
-        if isinstance(exc, KeyboardInterrupt):
-            return True
-        if self.watch is not None and self.watch.fired:
-            return True
-        return isinstance(exc, (anthropic.APIConnectionError, httpx.TransportError))
-
-    def _count_abandoned(self) -> None:
-        """A reply abandoned after it began (Ctrl-C, a stream that dropped or went silent) is
-        billed for the input the API read, which message_start reported: /cost counts it."""
+    def _count_abandoned(self, exc) -> None:
+        """/cost counts a reply that stopped coming after it began (Ctrl-C, a dropped or silent
+        stream; not one that broke the rules): the API bills the input message_start reported."""
+        silent = self.watch is not None and self.watch.fired
+        dropped = isinstance(exc, (anthropic.APIConnectionError, httpx.TransportError))
+        stopped = silent or dropped or isinstance(exc, KeyboardInterrupt)
+        if exc is None or not (self.began and stopped):
+            return
         try:
             usage = self.stream.current_message_snapshot.usage
         except (AttributeError, AssertionError):     # no message_start came: nothing known

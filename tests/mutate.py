@@ -677,7 +677,7 @@ MUTATIONS = [
              ["tests/test_context_window.py::test_a_window_smaller_than_context_window_is_named_"
               "and_the_way_on_it_gives_works"]),
     Mutation("--continue resumes another agent's session without a word", "harness/session/log.py",
-             "    other_agent = bool(agent and mine.get(\"agent\") and mine[\"agent\"] != agent)",
+             "    other_agent = bool(agent and mine.get(\"agent\") != agent)",
              "    other_agent = False",
              ["tests/test_s07_e2e.py::test_continue_says_whose_session_it_resumes_when_it_was_"
               "another_agents"]),
@@ -693,15 +693,21 @@ MUTATIONS = [
              ["tests/test_s07_e2e.py::test_slash_compact_of_a_history_that_is_one_summary_asks_"
               "for_no_second"]),
     Mutation("a reply that stopped coming is left out of /cost", "harness/model_call.py",
-             "        if self.began and self._stopped_coming(exc):",
-             "        if False:",
+             "        if exc is None or not (self.began and stopped):",
+             "        if True:",
              ["tests/test_stream_shapes.py::test_a_reply_abandoned_part_way_is_counted_for_what_"
               "the_api_read"]),
     Mutation("a reply abandoned with Ctrl-C is left out of /cost", "harness/model_call.py",
-             "        if isinstance(exc, KeyboardInterrupt):\n            return True",
-             "        if isinstance(exc, KeyboardInterrupt):\n            return False",
+             "        stopped = silent or dropped or isinstance(exc, KeyboardInterrupt)",
+             "        stopped = silent or dropped",
              ["tests/test_s03_e2e.py::test_ctrl_c_after_the_reply_began_is_counted_for_what_the_"
               "api_read"]),
+    Mutation("--continue with no name resumes a named agent's session without a word",
+             "harness/session/log.py",
+             "    other_agent = bool(agent and mine.get(\"agent\") != agent)",
+             "    other_agent = bool(agent and mine.get(\"agent\") and mine[\"agent\"] != agent)",
+             ["tests/test_s07_e2e.py::test_continue_with_no_name_says_it_resumes_a_named_agents_"
+              "session"]),
     Mutation("pydantic's serializer warnings reach the terminal", "harness/model_call.py",
              "stream.close) as self.watch, quiet_serializer():",
              "stream.close) as self.watch, contextlib.nullcontext():",

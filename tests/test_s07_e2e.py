@@ -220,6 +220,19 @@ def test_continue_says_whose_session_it_resumes_when_it_was_another_agents(run_m
     assert code == 0 and "[continuing " in err and "written by" not in words(err)
 
 
+def test_continue_with_no_name_says_it_resumes_a_named_agents_session(run_main):
+    """bob named his run; a --continue with no --name resumed it and said nothing, though the
+    conversation was bob's."""
+    code, out, err, api = run_main(s07_task_system, "--name", "bob", "plan B",
+                                   script=[reply(text("bob noted"))])
+    assert code == 0, err
+    code, out, err, api = run_main(s07_task_system, "--continue", "go on",
+                                   script=[reply(text("on"))])
+    assert code == 0, err
+    assert ("2 messages, written by s07_task_system for agent bob, not you (a run with no "
+            "--name): --continue resumes the newest session in this folder") in words(err)
+
+
 def test_the_demo_leaves_a_board_of_yours_alone_even_one_it_cannot_reach(run_main, workdir):
     """TASK_BOARD naming a PostgreSQL server stopped the keyless demo: "cannot reach the
     PostgreSQL server of the board", though the demo says it leaves that board alone."""

@@ -356,20 +356,20 @@ def resume_latest(folder: Path = FOLDER, resume_from=None,
 
 def _whose(theirs, mine) -> str:
     """', written by <lesson> for agent <name>, not you (...)' when the session (its own first
-    line says) was another lesson's or another agent's: they share a folder's sessions."""
+    line says) was another lesson's, or a named agent's other than you (named or not)."""
     mine = mine or {}
     if not isinstance(theirs, dict) or not isinstance(theirs.get("lesson"), str):
         return ""
     agent = theirs.get("agent") if isinstance(theirs.get("agent"), str) else ""
-    other_agent = bool(agent and mine.get("agent") and mine["agent"] != agent)
+    other_agent = bool(agent and mine.get("agent") != agent)
     if theirs["lesson"] == mine.get("lesson") and not other_agent:
         return ""
     said = f", written by {one_line(theirs['lesson'])}"
     if agent:
         said += f" for agent {one_line(agent)}"
     if other_agent:
-        said += (f", not you ({one_line(mine['agent'])}): --continue resumes the newest "
-                 "session in this folder")
+        you = one_line(mine["agent"]) if mine.get("agent") else "a run with no --name"
+        said += f", not you ({you}): --continue resumes the newest session in this folder"
     return said
 
 
