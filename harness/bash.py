@@ -5,6 +5,8 @@ s03's run_bash hands a command to run(). Without each piece:
 - _read_output: reading all output first holds it in memory (`yes`: 2.9 GB in 10 s), and
   waits for ever on a background job that keeps the pipe open. _until_then: a command that
   times out tells the model nothing of what it printed (which test hung).
+- _drop_later_output: a background job that prints after the shell ended (a dev server's
+  log line) dies of SIGPIPE, as the harness closed the pipe.
 - KEEP_UP_TO: `cat` of a 3 GB log is held in memory whole, then saved whole.
 - the flood stop (FLOOD_BYTES): a command that writes without end is never stopped.
 - signals_raise: SIGTERM or a closed terminal (SIGHUP) kills Python and leaves the command
@@ -30,6 +32,8 @@ from harness.config import child_env
 # it); past them it is cut, with a note saying to send it to a file and read it in parts.
 KEEP_UP_TO = 2_000_000
 FLOOD_BYTES = 10_000_000  # output beyond the cap after which a command is stopped (`yes`: 0.1 s)
+HELD_NOTE = ("[a background job still writes to this output: what it prints from now on is "
+             "dropped; to keep it, send it to a file: cmd > job.log 2>&1 &]")
 
 
 def run(command: str, cwd: Path, timeout: float, cap: int = KEEP_UP_TO) -> str:
@@ -42,7 +46,7 @@ def run(command: str, cwd: Path, timeout: float, cap: int = KEEP_UP_TO) -> str:
                                 stderr=subprocess.STDOUT, start_new_session=True)
         try:
             armed()
-            kept, dropped, late = _read_output(proc, timeout, cap)
+            kept, dropped, late, held = _read_output(proc, timeout, cap)
         except BaseException:  # Ctrl-C, a closed terminal: leave no command running
             _kill_group(proc)
             raise
@@ -62,7 +66,10 @@ def run(command: str, cwd: Path, timeout: float, cap: int = KEEP_UP_TO) -> str:
         written = (len(kept) + dropped) // 1_000_000
         return out + (f"\n[stopped: the command wrote more than {written:,} MB, so it was "
                       "killed; send big output to a file (cmd > out.txt) and read parts of it]")
-    return "\n".join(part for part in (out, _how_it_ended(proc.wait())) if part) or "(no output)"
+    parts = [part for part in (out, _how_it_ended(proc.wait())) if part]
+    if held:
+        parts.append(HELD_NOTE)
+    return "\n".join(parts) or "(no output)"
 
 
 def _until_then(out: str) -> str:
@@ -79,12 +86,13 @@ def _how_it_ended(status: int) -> str:
 
 
 def _read_output(proc: subprocess.Popen, timeout: float, cap: int) -> tuple:
-    """(kept bytes, dropped bytes, timed out) of the output, read as it comes, until its end,
-    the shell's exit (a background job may still hold the pipe), a flood or the timeout."""
+    """(kept bytes, dropped bytes, timed out, held) of the output, read as it comes, until its
+    end, the shell's exit (held: a background job still holds the pipe), a flood or the
+    timeout."""
     kept, dropped = bytearray(), 0
     deadline = time.monotonic() + timeout
     fd = proc.stdout.fileno()
-    late = False
+    late = held = False
     while dropped <= FLOOD_BYTES:
         left = deadline - time.monotonic()
         if left <= 0:
@@ -93,7 +101,8 @@ def _read_output(proc: subprocess.Popen, timeout: float, cap: int) -> tuple:
             break
         if not select.select([fd], [], [], min(left, 0.2))[0]:
             if proc.poll() is not None:
-                break   # the shell is done; `job &` keeps the pipe open: we do not wait for it
+                held = True     # the shell is done; `job &` keeps the pipe: not waited for
+                break
             continue
         chunk = os.read(fd, 1 << 16)
         if not chunk:
@@ -107,8 +116,22 @@ def _read_output(proc: subprocess.Popen, timeout: float, cap: int) -> tuple:
         room = max(4 * cap - len(kept), 0)  # a character is at most 4 bytes of UTF-8
         kept += chunk[:room]
         dropped += max(len(chunk) - room, 0)
-    proc.stdout.close()
-    return kept, dropped, late
+    if held:
+        _drop_later_output(proc.stdout)
+    else:
+        proc.stdout.close()
+    return kept, dropped, late, held
+
+
+def _drop_later_output(pipe) -> None:
+    """Read and drop what a background job writes after the shell ended, until it closes the
+    pipe: closed now, the job's next write would kill it (SIGPIPE), as a server started with
+    `&` at its first log line."""
+    def drain() -> None:
+        with pipe:
+            while os.read(pipe.fileno(), 1 << 16):
+                pass
+    threading.Thread(target=drain, name="a background job's output", daemon=True).start()
 
 
 def _kill_group(proc: subprocess.Popen) -> None:
