@@ -11,8 +11,8 @@ what breaks without each of its pieces. This is the reading guide; the README li
                                safe to keep (a call cut short, a paused turn), its cost
                 tool_input     a call's input checked against its tool's schema
                 tool_calls     around each tool call: shown, logged at once, Ctrl-C kept
-                pairing        every tool_use gets one tool_result: ids, Ctrl-C, a failed
-                               turn, a resumed session repaired
+                pairing        every tool_use gets one tool_result: ids, a cut call, Ctrl-C
+                               (session/repair.py rebuilds a failed turn or a saved session)
                 bash, files    the hardened tools: process groups, floods, FIFOs, sparse
                                files, atomic writes that keep a file's owner
                 spill, pins    big results saved whole; the model sees head, tail and path;
@@ -43,9 +43,9 @@ what breaks without each of its pieces. This is the reading guide; the README li
                 excerpt        long text cut to fit a line, a box or a preview, one way
                 writer         every file the harness makes: whole, never through a link,
                                0600 where it holds the conversation
-                session/       log (--continue), record (counts), views (/context, /cost),
-                               page (the session page) and its parts: blocks, sent,
-                               board_picture, markup
+                session/       log (--continue), repair (a history made valid again),
+                               record (counts), views (/context, /cost), page (the session
+                               page) and its parts: blocks, sent, board_picture, markup
                 sdk            the anthropic SDK, loaded on first use
                 demos          the scripted sessions behind --demo (loaded when used)
                 stand_in/      the loopback Messages API the demos and tests talk to:

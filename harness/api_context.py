@@ -26,7 +26,8 @@ Without each piece:
 
 from dataclasses import dataclass
 
-from harness import config, pairing, terminal, tokens
+from harness import config, terminal, tokens
+from harness.session import repair
 from harness.session.recorder import SUMMARY_BY_API as SUMMARY_LABEL
 
 CLEAR, COMPACT = "clear", "compact"
@@ -273,7 +274,7 @@ def resumed(messages: list, setting) -> list:
 
 def without_empty_summaries(messages: list) -> list:
     """The history without compaction blocks that hold no summary (the API refuses them):
-    said, and the history repaired (pairing.repair)."""
+    said, and the history repaired (session/repair.py)."""
     blank = 0
     kept = []
     for message in messages:
@@ -289,7 +290,7 @@ def without_empty_summaries(messages: list) -> list:
         return messages
     terminal.show_note(f"[{terminal.plural(blank, 'compaction block')} without a summary left "
                        "out of the resumed history: the API refuses them]")
-    return pairing.repair(kept)[0]
+    return repair.repair(kept)[0]
 
 
 def as_text(messages: list) -> list:

@@ -53,12 +53,13 @@ import sys
 from pathlib import Path
 from typing import Callable, Optional
 
-from harness import (bash, clean, config, env_file, errors, files, model_call, pairing, step_limit,
+from harness import (bash, clean, config, env_file, errors, files, model_call, step_limit,
                      terminal, writer)
 from harness.errors import EndpointError, NoKey, SetupError, reason
 from harness.run import Run
 from harness.sdk import anthropic
 from harness.session import log as session_log
+from harness.session import repair
 from harness.tool_calls import ToolsInterrupted
 
 try:
@@ -320,7 +321,7 @@ def _one_shot(lesson: Lesson, run: Run, history, budget, prompt, go_on: str) -> 
         except (EndpointError, SetupError, ValueError):
             # As _keep_completed, without its note: the error is the one line. A turn that
             # ran no tool is undone: --continue does not send it again.
-            pairing.keep_completed(history, saved, message, None, list(run.log.ran.values()))
+            repair.keep_completed(history, saved, message, None, list(run.log.ran.values()))
             raise
         except TurnRefused as refused:
             answer = str(refused)
@@ -482,10 +483,10 @@ def _run_turn(lesson: Lesson, run: Run, history, budget, query):
 
 
 def _keep_completed(run, history, saved, prompt, what, results=None):
-    """After a failed turn, pairing.keep_completed, and a note saying what was kept. results:
+    """After a failed turn, repair.keep_completed, and a note saying what was kept. results:
     ToolsInterrupted's; without them, calls are answered from what the run's log was given."""
     ran = list(run.log.ran.values())
-    compacted, done = pairing.keep_completed(history, saved, prompt, results, ran)
+    compacted, done = repair.keep_completed(history, saved, prompt, results, ran)
     calls = terminal.plural(done, "tool call")
     if compacted:
         terminal.show_note(f"[{what} after a compaction; the conversation goes on from its "

@@ -45,9 +45,10 @@ import pytest
 
 import pg_server
 import s03_todo
-from harness import model_call, pairing
+from harness import model_call
 from harness.compaction import SUMMARY_OPENING
 from harness.run import Run
+from harness.session import repair
 from harness.session.recorder import Recorder
 from harness.stand_in import StandInAPI
 from harness.stand_in.rules import check_request
@@ -539,7 +540,7 @@ def result(id, content="ok"):
 
 def interrupted(id):
     """The result a call gets when it was running as the session (or the turn) stopped."""
-    return {"type": "tool_result", "tool_use_id": id, "content": pairing.STOPPED,
+    return {"type": "tool_result", "tool_use_id": id, "content": repair.STOPPED,
             "is_error": True}
 
 

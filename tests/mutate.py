@@ -708,6 +708,12 @@ MUTATIONS = [
              "    other_agent = bool(agent and mine.get(\"agent\") and mine[\"agent\"] != agent)",
              ["tests/test_s07_e2e.py::test_continue_with_no_name_says_it_resumes_a_named_agents_"
               "session"]),
+    Mutation("a background job dies of SIGPIPE when it prints after bash returned",
+             "harness/bash.py",
+             "        _drop_later_output(proc.stdout)",
+             "        proc.stdout.close()",
+             ["tests/test_s03_tools.py::test_a_background_job_that_prints_after_bash_returns_"
+              "keeps_running"]),
     Mutation("pydantic's serializer warnings reach the terminal", "harness/model_call.py",
              "stream.close) as self.watch, quiet_serializer():",
              "stream.close) as self.watch, contextlib.nullcontext():",
@@ -807,7 +813,7 @@ MUTATIONS = [
              "    rest = [stopped(calls[done], NOT_RUN)] if done < len(calls) else []",
              [CTRL_C_MID_BATCH]),
     Mutation("--continue drops the call that was running instead of marking it interrupted",
-             "harness/pairing.py",
+             "harness/session/repair.py",
              "            if call is not None and answer is None and running and not marked:",
              "            if call is not None and answer is None and running and marked:",
              [STOPPED_MID_BATCH]),
@@ -1174,7 +1180,7 @@ MUTATIONS = [
              [API_CONTEXT + "::test_context_says_its_rows_are_what_is_sent_before_the_apis_"
                             "clearing"]),
     Mutation("a one-shot turn the API refused stays in the log", "harness/cli.py",
-             "        pairing.keep_completed(history, saved, message, None, "
+             "        repair.keep_completed(history, saved, message, None, "
              "list(run.log.ran.values()))",
              "        pass",
              ["tests/test_long_sessions.py::test_a_one_shot_turn_the_api_refused_is_not_kept_"
@@ -1202,7 +1208,8 @@ MUTATIONS = [
              "            pass",
              ["tests/test_api_context.py::test_in_s07_the_board_comes_back_after_the_apis_"
               "compaction_in_a_reply_that_ends_the_turn"]),
-    Mutation("repair drops the API's summary that opens a resumed session", "harness/pairing.py",
+    Mutation("repair drops the API's summary that opens a resumed session",
+             "harness/session/repair.py",
              'if not self.messages and not (blocks and blocks[0]["type"] == "compaction"):',
              "if not self.messages:",
              ["tests/test_pairing.py::test_a_history_that_opens_with_the_apis_summary_keeps_it"]),
@@ -1216,7 +1223,7 @@ MUTATIONS = [
              "        try:\n"
              "            terminal.print_answer(answer, run.screen)\n"
              "        except ValueError:\n"
-             "            pairing.keep_completed(history, saved, message, None, [])\n"
+             "            repair.keep_completed(history, saved, message, None, [])\n"
              "            raise\n",
              ["tests/test_long_sessions.py::test_a_one_shot_turn_that_finished_is_kept_when_"
               "printing_its_answer_fails"]),

@@ -8,6 +8,7 @@ written separately on purpose: a check of pairing.py by pairing.py would catch n
 import pytest
 
 from harness import pairing
+from harness.session import repair
 from harness.stand_in.rules import check_request
 from helpers import call, interrupted, result, session, valid
 
@@ -17,7 +18,7 @@ from helpers import call, interrupted, result, session, valid
 def test_the_last_batch_without_results_marks_its_first_call_interrupted_and_drops_the_rest():
     history = session(2)[:-1] + [{"role": "assistant", "content": [
         {"type": "text", "text": "Running two more."}, call("a"), call("b")]}]
-    repaired, dropped = pairing.repair(history)
+    repaired, dropped = repair.repair(history)
     assert dropped == 1 and valid(repaired) is None
     assert repaired[:-2] == history[:-1]                       # t0 and t1 ran: kept with results
     assert repaired[-2]["content"] == [{"type": "text", "text": "Running two more."}, call("a")]
@@ -29,7 +30,7 @@ def test_of_two_calls_in_one_message_only_the_answered_one_stays():
                {"role": "assistant", "content": [call("a"), call("b")]},
                {"role": "user", "content": [result("a"), result("a", "again")]},  # b lost, a twice
                {"role": "user", "content": [result("zzz"), {"type": "text", "text": "more"}]}]
-    repaired, dropped = pairing.repair(history)
+    repaired, dropped = repair.repair(history)
     assert dropped == 1 and valid(repaired) is None
     assert repaired[1]["content"] == [call("a")]
     assert repaired[2]["content"] == [result("a")]             # one result per id
@@ -42,7 +43,7 @@ def test_the_first_message_is_the_users_and_empty_text_is_left_out():
                {"role": "user", "content": "  "}, {"role": "user", "content": "start here"},
                {"role": "assistant", "content": [{"type": "text", "text": ""}, call("y")]},
                {"role": "user", "content": [result("y")]}]
-    repaired, _ = pairing.repair(history)
+    repaired, _ = repair.repair(history)
     assert valid(repaired) is None
     assert repaired[0] == {"role": "user", "content": "start here"}
     assert repaired[1]["content"] == [call("y")]
@@ -54,7 +55,7 @@ def test_a_history_that_opens_with_the_apis_summary_keeps_it():
     summary = {"type": "compaction", "content": "Summary: the work so far."}
     history = [{"role": "assistant", "content": [summary, call("x")]},
                {"role": "user", "content": [result("x")]}]
-    repaired, dropped = pairing.repair(history)
+    repaired, dropped = repair.repair(history)
     assert dropped == 0 and repaired == history
     # The API takes it with the compaction edit (no other request can hold the block).
     edit = {"type": "compact_20260112", "trigger": {"type": "input_tokens", "value": 50_000}}
@@ -71,7 +72,7 @@ def test_a_tool_input_saved_as_json_text_is_decoded_and_an_undecodable_one_left_
                    {"type": "tool_use", "id": "c", "name": "bash", "input": ["ls"]}]},
                {"role": "user", "content": [result("a"), result("b", "Error"),
                                             result("c", "Error")]}]
-    repaired, dropped = pairing.repair(history)
+    repaired, dropped = repair.repair(history)
     assert dropped == 2 and valid(repaired) is None
     assert repaired[1:] == [{"role": "assistant", "content": [call("a")]},
                             {"role": "user", "content": [result("a")]}]
@@ -85,7 +86,7 @@ def test_reused_tool_use_ids_in_a_saved_session_are_renamed_call_and_result_toge
                {"role": "user", "content": [result("toolu_01", "3")]},
                {"role": "assistant", "content": [call("toolu_05"), call("toolu_05")]},  # in one
                {"role": "user", "content": [result("toolu_05", "4"), result("toolu_05", "5")]}]
-    repaired, dropped = pairing.repair(history)
+    repaired, dropped = repair.repair(history)
     assert dropped == 0 and valid(repaired) is None
     assert repaired[:3] == history[:3]
     again = repaired[3]["content"][0]
@@ -102,7 +103,7 @@ def test_ids_the_api_refuses_in_a_saved_session_are_renamed_call_and_result_toge
     history = [{"role": "user", "content": "go"},
                {"role": "assistant", "content": [call("call 1"), call("call_1")]},
                {"role": "user", "content": [result("call 1", "1"), result("call_1", "2")]}]
-    repaired, dropped = pairing.repair(history)
+    repaired, dropped = repair.repair(history)
     assert dropped == 0 and valid(repaired) is None
     first, second = (b["id"] for b in repaired[1]["content"])
     assert first != second and "call 1" not in (first, second)
@@ -129,7 +130,7 @@ def test_a_failed_turn_keeps_the_calls_that_ran_and_marks_the_one_that_was_runni
     messages = [{"role": "user", "content": summary},           # a compaction happened this turn
                 {"role": "assistant", "content": [call("a"), call("b"), call("c")]}]
     ran = [result("a", "wrote a")]                              # what the log was given
-    repaired, dropped = pairing.repair(messages, ran)          # b was running when it failed
+    repaired, dropped = repair.repair(messages, ran)          # b was running when it failed
     assert dropped == 1 and valid(repaired) is None
     assert repaired == [{"role": "user", "content": summary},   # a plain string stays one
                         {"role": "assistant", "content": [call("a"), call("b")]},
@@ -139,7 +140,7 @@ def test_a_failed_turn_keeps_the_calls_that_ran_and_marks_the_one_that_was_runni
 def test_a_failed_turn_with_no_result_marks_its_first_call_and_drops_the_calls_never_run():
     messages = [{"role": "user", "content": "Summary so far."},
                 {"role": "assistant", "content": [call("a"), call("b")]}]
-    repaired, dropped = pairing.repair(messages)              # nothing known to have run
+    repaired, dropped = repair.repair(messages)              # nothing known to have run
     assert dropped == 1 and valid(repaired) is None
     assert repaired[1:] == [{"role": "assistant", "content": [call("a")]},
                             {"role": "user", "content": [interrupted("a")]}]
@@ -147,7 +148,7 @@ def test_a_failed_turn_with_no_result_marks_its_first_call_and_drops_the_calls_n
 
 def test_a_turn_that_failed_before_any_reply_keeps_its_prompt_and_every_message_object():
     messages = session(2) + [{"role": "user", "content": "and now the docs"}]
-    repaired, dropped = pairing.repair(messages)
+    repaired, dropped = repair.repair(messages)
     assert dropped == 0 and repaired == messages
     assert all(a is b for a, b in zip(repaired, messages, strict=True))   # the log: no rewrite
 
@@ -156,7 +157,7 @@ def test_a_turn_that_failed_before_its_first_reply_is_undone():
     before = session(1)
     prompt = {"role": "user", "content": "write two files"}
     messages = before + [prompt]
-    compacted, done = pairing.keep_completed(messages, len(before), prompt, None, [])
+    compacted, done = repair.keep_completed(messages, len(before), prompt, None, [])
     assert (compacted, done) == (False, 0) and messages == before
 
 
@@ -165,7 +166,7 @@ def test_a_turn_that_failed_in_a_batch_keeps_the_calls_that_ran_and_the_one_runn
     prompt = {"role": "user", "content": "write three files"}
     reply = {"role": "assistant", "content": [call("a"), call("b"), call("c")]}
     messages = before + [prompt, reply]
-    compacted, done = pairing.keep_completed(messages, len(before), prompt, None,
+    compacted, done = repair.keep_completed(messages, len(before), prompt, None,
                                              [result("a", "wrote a")])
     assert (compacted, done) == (False, 2) and valid(messages) is None
     assert messages[len(before):] == [prompt, {"role": "assistant", "content": [call("a"),
@@ -181,7 +182,7 @@ def test_a_batch_stopped_by_ctrl_c_is_kept_with_a_result_for_every_call():
     messages = before + [prompt, reply]
     calls = [{"id": id} for id in "abc"]
     results = pairing.after_ctrl_c(calls, [result("a", "wrote a")])
-    compacted, done = pairing.keep_completed(messages, len(before), prompt, results, [])
+    compacted, done = repair.keep_completed(messages, len(before), prompt, results, [])
     assert (compacted, done) == (False, 2) and valid(messages) is None   # c never ran
     assert messages[len(before):] == [prompt, reply, {"role": "user", "content": results}]
 
@@ -190,7 +191,7 @@ def test_after_a_compaction_in_the_failed_turn_the_history_goes_on_from_the_summ
     prompt = {"role": "user", "content": "go"}
     summary = {"role": "user", "content": "Summary: a written."}
     messages = [summary, {"role": "assistant", "content": [call("a")]}]   # the prompt is gone
-    compacted, done = pairing.keep_completed(messages, 3, prompt, None, [result("a")])
+    compacted, done = repair.keep_completed(messages, 3, prompt, None, [result("a")])
     assert compacted and done == 1 and valid(messages) is None
     assert messages == [summary, {"role": "assistant", "content": [call("a")]},
                         {"role": "user", "content": [result("a")]}]
@@ -204,7 +205,7 @@ def test_ctrl_c_in_a_batch_answers_every_call_and_only_the_ones_that_ran_count()
                                                pairing.NOT_RUN]
     assert all(r.get("is_error") for r in results[1:])
     messages = [{"role": "user", "content": results}]
-    assert pairing.ran_calls(messages) == 2             # t0 ran; t1 was running: it may have acted
+    assert repair.ran_calls(messages) == 2             # t0 ran; t1 was running: it may have acted
 
 
 # ---------------------------------------------------------------- a new reply

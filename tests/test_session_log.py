@@ -280,7 +280,7 @@ def test_a_call_reaches_the_log_before_its_result_even_if_the_loop_did_not_recor
 
 
 def test_the_log_knows_which_calls_of_the_last_reply_ran_until_the_history_moves_on(tmp_path):
-    """What the cli answers a failed turn's calls from (pairing.keep_completed)."""
+    """What the cli answers a failed turn's calls from (repair.keep_completed)."""
     for log in (SessionLog.start(tmp_path), SessionLog()):      # with a file and without one
         messages = [{"role": "user", "content": "go"}]
         log.record(messages)

@@ -3,7 +3,8 @@
 Relied on by all three lessons and the cli, through the Run (harness/run.py): cli opens it
 (open_session); each loop calls run.log.record(messages) once a round, and tool_calls.kept()
 calls run.log.tool_result(block) as each result exists. The rule that every tool_use gets one
-tool_result, and the repair of a history that breaks it, are harness/pairing.py's.
+tool_result is harness/pairing.py's, and the repair of a history that breaks it is
+session/repair.py's.
 
     .transcripts/session_20260101-120000_1.jsonl     one JSON object a line:
       {"role": "user", "content": "fix the tests"}                    a message
@@ -20,9 +21,9 @@ Without each piece:
 - a new 0600 file (harness/writer.py): the log holds every tool output; 0644 let anyone read it.
 - the reply recorded before its calls run, each result as it finishes: a stop mid-batch would
   lose every result, and --continue redo the work. The call that was running is answered
-  STOPPED by pairing ("it may have acted"), so the model checks before doing it again.
+  STOPPED by repair.py ("it may have acted"), so the model checks before doing it again.
 - the "compacted" record: a resumed session would start again from a context already too long.
-- load through pairing.repair: a torn or hand-edited log gives a history the API refuses.
+- load through repair.py: a torn or hand-edited log gives a history the API refuses.
 - record: a loop that forgets one append() loses a message for good.
 - ran: after a failed turn the cli cannot tell which calls of the last reply ran.
 - SessionLog() with no file: a run without a log keeps the same bookkeeping, writes nothing.
@@ -51,6 +52,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness import config, files, pairing, writer
+from harness.session import repair
 from harness.errors import SetupError, reason
 from harness.excerpt import one_line
 from harness.terminal import plural, show_note
@@ -235,7 +237,7 @@ def _order(path: Path) -> tuple[str, int]:
 
 
 def load(path: Path) -> list[dict]:
-    """The history saved in path, rebuilt valid for the Messages API (pairing.repair)."""
+    """The history saved in path, rebuilt valid for the Messages API (repair.py)."""
     return read_session(path).messages
 
 
@@ -254,7 +256,7 @@ def read_session(path: Path) -> Resumed:
             torn += 1
         elif isinstance(record.get("session"), dict):
             about = record["session"]
-    rebuilt = pairing.Rebuild(history, ran)
+    rebuilt = repair.Rebuild(history, ran)
     return Resumed(rebuilt.messages, torn, rebuilt.dropped, rebuilt.interrupted, about)
 
 
