@@ -45,8 +45,9 @@ MIN_ROOM = 1_000
 # s06's and s07's flag, here so that their parsers need not load harness/api_context.py.
 API_CONTEXT_FLAG = (("--api-context",), {
     "choices": ("clear", "compact"), "metavar": "{clear,compact}",
-    "help": "let the API manage the context instead of the harness's layers 1 and 2: clear "
-            "old tool results (context editing), or compact (a summary it writes); docs/cost.md"})
+    "help": "let the API manage the context: clear old tool results (context editing), or "
+            "compact (a summary it writes), instead of layer 1 and layer 2's threshold; layer "
+            "2 still guards the window; docs/cost.md"})
 
 
 # ---------------------------------------------------------------- layer 1's bookkeeping

@@ -396,6 +396,18 @@ def test_unknown_slash_commands_are_answered_locally(run_main):
     assert "unknown command /nope (" in err
 
 
+@pytest.mark.parametrize("lesson", [s06_compact, s07_task_system])
+def test_help_says_what_api_context_does_and_what_layer_2_still_does(run_main, lesson):
+    """--help is where a user meets --api-context first: its two choices, what each asks the
+    API for, and that layer 2 stays as the window's guard (it said layers 1 and 2 step aside)."""
+    code, out, err, api = run_main(lesson, "--help")
+    said = words(out)
+    assert code == 0 and api.requests == [] and "--api-context {clear,compact}" in said
+    assert ("let the API manage the context: clear old tool results (context editing), or "
+            "compact (a summary it writes), instead of layer 1 and layer 2's threshold; layer 2 "
+            "still guards the window; docs/cost.md") in said
+
+
 def test_help_names_where_the_task_commands_are_listed_in_s07_only(run_main):
     code, out, err, api = run_main(s07_task_system, stdin="/help\nq\n")
     assert code == 0 and "/task help lists what /task does" in out and api.requests == []
