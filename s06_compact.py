@@ -151,9 +151,9 @@ def view_of(messages: list) -> list:
             message = {**message, "content": [CLEARED.as_sent(block) for block in content]}
         view.append(message)
     # A second cache breakpoint (in a copy), on the message just before the reply that holds
-    # the latest batch's first call: that message ended the request that got the reply, so the
-    # cache holds an entry ending there. The API looks for a cached start at most 20 blocks
-    # back from a breakpoint: without this one, it would miss that entry once more follow.
+    # the latest batch's first call, where an earlier request ended: the clearing request reads
+    # all before it from the cache if nothing there changed since (no batch cleared between),
+    # though it is over 20 blocks back, past the last block's lookback; later requests too.
     return compaction.breakpoint_before(view, CLEARED.batch_start)
 
 
@@ -190,8 +190,8 @@ def clear_new_batch(messages: list, run) -> None:
     """Clear what the model can do without, if the batch pays for the cache it rewrites."""
     batch = clearable(messages)
     freed = sum(tokens_freed(block, call) for block, call in batch)
-    # What the API must write again: from the message holding the batch's earliest call to
-    # the end of the view as it is sent now, less the batch.
+    # What the API must write again, at least: from the message holding the batch's earliest
+    # call to the end of the view as it is sent now, less the batch.
     view_now = view_of(messages)
     rewritten = compaction.tokens_from_first_call(view_now, batch) - freed
     # No API count yet (resumed, or compacted): a cold cache has nothing to lose.

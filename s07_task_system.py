@@ -52,8 +52,9 @@ TASK_FILE = re.compile(r"task_([1-9][0-9]{0,14})\.json", re.ASCII)
 # About 3,000 tokens: after a compaction, a bigger board comes back as its unfinished tasks.
 BOARD_CHARS = 12_000
 FINISHED = record.FINISHED      # completed or deleted: such a task blocks nobody
-# The largest id ever given (a task file deleted by hand keeps its id), in .lock's bytes 32-47.
-MARK_AT = folder.STAMP_BYTES    # 32: bytes 0-31 are folder.py's cache's
+# The largest id ever given (a task file deleted by hand keeps its id), in .lock's bytes 32-47:
+# .lock stays, and is written only under the lock. Bytes 0-31: a stamp for folder.py's cache.
+MARK_AT = folder.STAMP_BYTES    # 32
 MARK_BYTES = 16
 
 
@@ -66,7 +67,7 @@ def new_task(task_id: int, subject: str, description: str, blocked_by: list) -> 
             # pending, in_progress, completed, or deleted (kept on disk, blocks nobody)
             "status": "pending",
             "blockedBy": blocked_by,     # the ids of the tasks that must finish first
-            "owner": None,               # who holds it: who started or finished it, or was named
+            "owner": None,               # who last started, finished or deleted it, or was named
             "created_at": stamp,
             "updated_at": stamp}         # set again on every write
 
@@ -190,8 +191,8 @@ class TaskManager:
         return blocked, notes
 
     def _clear_dependency(self, finished) -> list:
-        """Take a finished task out of every blockedBy (read from the files: hand edits too);
-        say what can start now. A completed one is kept with the ids it freed, for a reopen."""
+        """Take a finished task out of the blockedBy of every task not deleted (read from the
+        files: hand edits too); say what can start now. A completed one keeps the ids it freed."""
         tasks = self.store.scan(validate=True)[0]
         freed = []
         for other in tasks.values():
@@ -251,16 +252,15 @@ class TaskFolder:
         """One change at a time, across processes: an exclusive lock on .tasks/.lock."""
         fd = folder.open_lock(self.dir)      # made if missing; a regular file, never a link
         try:
-            # Waits while another agent holds it; closing the file releases it.
-            fcntl.flock(fd, fcntl.LOCK_EX)
+            fcntl.flock(fd, fcntl.LOCK_EX)   # waits while another agent holds it
             self.lock_fd = fd
             yield fd
         finally:
             self.lock_fd = None
-            os.close(fd)
+            os.close(fd)                     # closing the file releases the lock
 
     def high_water(self) -> int:
-        """The largest id ever given (read under the lock), or 0: none, or a hand edit."""
+        """The largest id ever given (read under the lock), or 0: none yet, or a hand edit."""
         if self.lock_fd is None:
             raise RuntimeError("the mark is read under the lock: call this inside locked()")
         raw = os.pread(self.lock_fd, MARK_BYTES, MARK_AT)
@@ -308,7 +308,7 @@ class TaskFolder:
 
     def scan(self, validate: bool = False) -> tuple:
         """Every task file: (the readable tasks by id, in id order; a line per broken file).
-        validate: list the folder now (Remembering then reads again each file whose stat moved)."""
+        validate: unused here (each scan lists the folder); folder.Remembering's cache uses it."""
         tasks, problems = {}, []
         for name in folder.listing(self.dir):
             match = TASK_FILE.fullmatch(name)
