@@ -16,8 +16,8 @@ may be short placeholders. A block: a text, a tool call or a tool result in a me
                                  2. the model writes a summary (same prefix: partly cached)
                                  3. history := one message: transcript path + summary
     any time:
-      layer 3  `compact` tool or /compact   -> the same as layer 2: the tool's once its
-                                               step's calls ran (the turn goes on), /compact now
+      layer 3  `compact` tool or /compact   -> as layer 2: /compact at once, the tool after
+                                               the other calls of its reply (the turn goes on)
 
 Layer 1 is built around prompt caching. The API reads a request in this order, and
 caches it up to a breakpoint: s03's request asks for one on its last block (cache_control at
@@ -51,7 +51,7 @@ import s03_todo as s03
 from harness import compaction, config, errors, model_call, pairing, step_limit, tokens, tool_input
 
 MAX_STEPS = 200      # model calls a turn may make: compaction lets it go on longer
-KEEP_RECENT = 3      # the newest calls (and all the newest reply's) stay whole: still in use
+KEEP_RECENT = 3      # the 3 newest tool calls, and every call of the newest reply, stay whole
 KEEP_CHARS = 400     # a result or a call's text this short is never cleared: it costs little
 # The batch rule, with an example in clear_new_batch: a batch frees at least CLEAR_AT_LEAST
 # tokens (or 0.4 x a small threshold, if less), and REWRITE_SHARE x what the API must rewrite.
