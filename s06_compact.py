@@ -104,11 +104,11 @@ class ContextSize:
         self.threshold = DEFAULT_THRESHOLD  # COMPACT_THRESHOLD, read by start()
         self.prefix = 0                 # the system prompt and tools, set by start()
         self.reported = None            # the API's count for the last call, as said above
-        self.seen = 0                   # how many messages that count covers
+        self.seen = 0                   # how many messages that count covers (reply too)
         self.after_compaction = 0       # the size right after the last compaction
 
     def record(self, usage, messages: list) -> None:
-        """After a reply: usage is the API's count of the view, as long as messages."""
+        """After a reply: usage counts the request and the reply, now all of messages."""
         self.reported = model_call.total_tokens(usage) or None
         self.seen = len(messages)
 
