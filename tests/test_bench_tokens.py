@@ -28,8 +28,8 @@ sys.path.insert(0, str(ROOT / "bench"))
 import bench_tokens  # noqa: E402
 
 COST = (ROOT / "docs" / "cost.md").read_text(encoding="utf-8")
-FAST_SHAPE = "chatty"          # the made-up shape measured again: about 2 s for its whole row
-FAST_SESSION = "4d5611e5"      # the real session measured again, in s06 only: about 4 s
+FAST_SHAPE = "chatty"          # the made-up shape measured again: its whole row in about 6 s
+FAST_SESSION = "4d5611e5"      # the real session measured again, in s06 only: about 16 s
 TINY = bench_tokens.Shape("tiny", "bash and writes of 2-6 kB", 10, {"bash": 1, "write": 1},
                           (2_000, 6_000))
 
