@@ -185,8 +185,8 @@ def safe_path(path: str) -> Path:
 
 
 def run_bash(command: str) -> str:
-    # subprocess with shell=True: stdout and stderr together, "[exit status N]" when it
-    # fails; killed, with all it started, after BASH_TIMEOUT seconds.
+    # bash -c command: stdout and stderr together, "[exit status N]" when it fails;
+    # killed, with all it started, after BASH_TIMEOUT seconds.
     return bash.run(command, cwd=Path.cwd(), timeout=BASH_TIMEOUT)
 
 

@@ -19,6 +19,7 @@ This is not a sandbox: a command runs with your rights. Run the lessons in a scr
 
 import os
 import select
+import shutil
 import signal
 import subprocess
 import threading
@@ -32,6 +33,9 @@ from harness.config import child_env
 # it); past them it is cut, with a note saying to send it to a file and read it in parts.
 KEEP_UP_TO = 2_000_000
 FLOOD_BYTES = 10_000_000  # output beyond the cap after which a command is stopped (`yes`: 0.1 s)
+# The tool is named bash, and models write bash ([[ ]], {1..3}, source): /bin/sh is often
+# another shell (dash, on Debian and Ubuntu). None, where there is no bash: /bin/sh.
+BASH = shutil.which("bash")
 HELD_NOTE = ("[a background job still writes to this output: what it prints from now on is "
              "dropped; to keep it, send it to a file: cmd > job.log 2>&1 &]")
 
@@ -41,7 +45,8 @@ def run(command: str, cwd: Path, timeout: float, cap: int = KEEP_UP_TO) -> str:
     Past `timeout`: TimeoutError, with the output until then."""
     # The handlers go in first: a SIGTERM as the command starts must still stop it.
     with signals_raise() as armed:
-        proc = subprocess.Popen(command, shell=True, cwd=cwd, stdin=subprocess.DEVNULL,
+        proc = subprocess.Popen(command, shell=True, executable=BASH, cwd=cwd,
+                                stdin=subprocess.DEVNULL,
                                 env=child_env(), stdout=subprocess.PIPE,
                                 stderr=subprocess.STDOUT, start_new_session=True)
         try:

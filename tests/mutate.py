@@ -714,6 +714,9 @@ MUTATIONS = [
              "        proc.stdout.close()",
              ["tests/test_s03_tools.py::test_a_background_job_that_prints_after_bash_returns_"
               "keeps_running"]),
+    Mutation("the bash tool runs /bin/sh (dash on Debian)", "harness/bash.py",
+             'BASH = shutil.which("bash")', "BASH = None",
+             ["tests/test_s03_tools.py::test_the_bash_tool_runs_bash_where_sh_is_another_shell"]),
     Mutation("pydantic's serializer warnings reach the terminal", "harness/model_call.py",
              "stream.close) as self.watch, quiet_serializer():",
              "stream.close) as self.watch, contextlib.nullcontext():",

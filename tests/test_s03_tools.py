@@ -235,6 +235,13 @@ def test_a_background_job_that_prints_after_bash_returns_keeps_running(in_tmp):
     assert (in_tmp / "alive").exists(), "the job was killed when it wrote after bash returned"
 
 
+def test_the_bash_tool_runs_bash_where_sh_is_another_shell(in_tmp):
+    """The tool is named bash, and models write bash: on Debian and Ubuntu, /bin/sh is dash,
+    which knows no [[ ]], no {1..3} and no `source`, and every such command failed."""
+    out = run_bash('[[ -n "$BASH_VERSION" ]] && echo {1..3} && source /dev/null && echo sourced')
+    assert out == "1 2 3\nsourced"
+
+
 def test_the_timeout_advice_says_how_to_run_a_job_in_the_background(in_tmp, monkeypatch):
     monkeypatch.setattr(s03, "BASH_TIMEOUT", 1)
     with pytest.raises(TimeoutError, match=r"cmd > job.log 2>&1 &"):
