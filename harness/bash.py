@@ -131,11 +131,15 @@ def _read_output(proc: subprocess.Popen, timeout: float, cap: int) -> tuple:
 def _drop_later_output(pipe) -> None:
     """Read and drop what a background job writes after the shell ended, until it closes the
     pipe: closed now, the job's next write would kill it (SIGPIPE), as a server started with
-    `&` at its first log line."""
+    `&` at its first log line. Past FLOOD_BYTES, the pipe is closed: a flood ends so."""
     def drain() -> None:
+        dropped = 0
         with pipe:
-            while os.read(pipe.fileno(), 1 << 16):
-                pass
+            while dropped <= FLOOD_BYTES:
+                chunk = os.read(pipe.fileno(), 1 << 16)
+                if not chunk:
+                    break
+                dropped += len(chunk)
     threading.Thread(target=drain, name="a background job's output", daemon=True).start()
 
 

@@ -717,6 +717,10 @@ MUTATIONS = [
     Mutation("the bash tool runs /bin/sh (dash on Debian)", "harness/bash.py",
              'BASH = shutil.which("bash")', "BASH = None",
              ["tests/test_s03_tools.py::test_the_bash_tool_runs_bash_where_sh_is_another_shell"]),
+    Mutation("a background job that floods after bash returned runs on for good", "harness/bash.py",
+             "            while dropped <= FLOOD_BYTES:", "            while True:",
+             ["tests/test_s03_tools.py::test_a_background_job_that_floods_after_bash_returns_is_"
+              "stopped_as_a_command_is"]),
     Mutation("pydantic's serializer warnings reach the terminal", "harness/model_call.py",
              "stream.close) as self.watch, quiet_serializer():",
              "stream.close) as self.watch, contextlib.nullcontext():",

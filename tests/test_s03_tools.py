@@ -1,5 +1,6 @@
 """Unit tests of s03's base tools, the dispatcher and TodoManager."""
 
+import contextlib
 import os
 import re
 import signal
@@ -233,6 +234,22 @@ def test_a_background_job_that_prints_after_bash_returns_keeps_running(in_tmp):
     while not (in_tmp / "alive").exists() and time.monotonic() < deadline:
         time.sleep(0.05)
     assert (in_tmp / "alive").exists(), "the job was killed when it wrote after bash returned"
+
+
+def test_a_background_job_that_floods_after_bash_returns_is_stopped_as_a_command_is(in_tmp,
+                                                                                  monkeypatch):
+    """`(sleep 0.3; yes) &`: its output is read and dropped after bash returned, and it ran
+    on at full speed, burning a core, for the rest of the session. Past FLOOD_BYTES the pipe
+    is closed, and its next write ends it. (30 s is a bound against hanging.)"""
+    monkeypatch.setattr(bash, "FLOOD_BYTES", 1_000_000)
+    out = run_bash("(sleep 0.3; exec yes) & echo $! > job.pid; echo started")
+    assert out.startswith("started\n") and bash.HELD_NOTE in out
+    pid = int((in_tmp / "job.pid").read_text())
+    try:
+        assert process_ends(pid, seconds=30), "the flooding job still runs"
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
 
 
 def test_the_bash_tool_runs_bash_where_sh_is_another_shell(in_tmp):
