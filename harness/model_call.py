@@ -162,18 +162,18 @@ class Guard:
                     raise
 
     def _count_abandoned(self, exc) -> None:
-        """/cost counts a reply that stopped coming after it began (Ctrl-C, a dropped or silent
-        stream; not one that broke the rules): the API bills the input message_start reported."""
+        """/cost counts a reply that stopped coming after it began (Ctrl-C, a signal, a dropped
+        or silent stream; not one that broke the rules): the API bills message_start's input."""
         silent = self.watch is not None and self.watch.fired
         dropped = isinstance(exc, (anthropic.APIConnectionError, httpx.TransportError))
-        stopped = silent or dropped or isinstance(exc, KeyboardInterrupt)
+        stopped = silent or dropped or isinstance(exc, (KeyboardInterrupt, SystemExit))
         if exc is None or not (self.began and stopped):
             return
         try:
             usage = self.stream.current_message_snapshot.usage
         except (AttributeError, AssertionError):     # no message_start came: nothing known
             return
-        self.run.recorder.call(usage, self.run.recorder.label)
+        self.run.recorder.call(usage, self.run.recorder.label, abandoned=True)
 
     def _show(self, event) -> None:
         self.began = True
@@ -413,7 +413,7 @@ def _count(run, response, request: dict) -> None:
     terminal.show_usage(counts, label, run.screen)
     sent = request["messages"] if setting is None else setting.view(request["messages"])
     recorder.call(usage, label, sent=sent, system=request["system"], tools=request["tools"])
-    if request["tools"] and len(recorder.data.calls) == 1:
+    if request["tools"] and len(recorder.completed_calls()) == 1:
         terminal.warn_if_tools_dropped(sum(counts[:3]), request["tools"])
 
 

@@ -698,8 +698,9 @@ MUTATIONS = [
              ["tests/test_stream_shapes.py::test_a_reply_abandoned_part_way_is_counted_for_what_"
               "the_api_read"]),
     Mutation("a reply abandoned with Ctrl-C is left out of /cost", "harness/model_call.py",
-             "        stopped = silent or dropped or isinstance(exc, KeyboardInterrupt)",
-             "        stopped = silent or dropped",
+             "        stopped = silent or dropped or isinstance(exc, (KeyboardInterrupt, "
+             "SystemExit))",
+             "        stopped = silent or dropped or isinstance(exc, SystemExit)",
              ["tests/test_s03_e2e.py::test_ctrl_c_after_the_reply_began_is_counted_for_what_the_"
               "api_read"]),
     Mutation("--continue with no name resumes a named agent's session without a word",
@@ -721,6 +722,23 @@ MUTATIONS = [
              "            while dropped <= FLOOD_BYTES:", "            while True:",
              ["tests/test_s03_tools.py::test_a_background_job_that_floods_after_bash_returns_is_"
               "stopped_as_a_command_is"]),
+    Mutation("a reply a signal abandoned is left out of the total", "harness/model_call.py",
+             "        stopped = silent or dropped or isinstance(exc, (KeyboardInterrupt, "
+             "SystemExit))",
+             "        stopped = silent or dropped or isinstance(exc, KeyboardInterrupt)",
+             ["tests/test_run_ends.py::test_a_kill_while_a_reply_comes_counts_what_the_api_read_"
+              "in_the_total"]),
+    Mutation("an abandoned first call hides the dropped-tools warning", "harness/model_call.py",
+             '    if request["tools"] and len(recorder.completed_calls()) == 1:',
+             '    if request["tools"] and len(recorder.data.calls) == 1:',
+             ["tests/test_cli.py::test_the_dropped_tools_warning_comes_with_the_first_reply_that_"
+              "came_whole"]),
+    Mutation("/context takes an abandoned call's count for the conversation's",
+             "harness/session/recorder.py",
+             "        return [call for call in self.data.calls if not call.abandoned]",
+             "        return list(self.data.calls)",
+             ["tests/test_stream_shapes.py::test_context_after_an_abandoned_reply_is_the_"
+              "conversation_as_it_was"]),
     Mutation("pydantic's serializer warnings reach the terminal", "harness/model_call.py",
              "stream.close) as self.watch, quiet_serializer():",
              "stream.close) as self.watch, contextlib.nullcontext():",

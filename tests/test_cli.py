@@ -626,6 +626,17 @@ def test_a_stream_that_drops_mid_reply_is_one_error_line_after_what_it_cost(run_
     assert "Traceback" not in words(err)
 
 
+def test_the_dropped_tools_warning_comes_with_the_first_reply_that_came_whole(run_main):
+    """The warning that a local server dropped the tool definitions is judged on the first
+    call's count: a first reply abandoned part way (now counted for /cost) took its place,
+    and the warning never came for the user who needed it."""
+    with DroppingEndpoint(["reset", "ok"]) as endpoint:
+        code, out, err, api = run_main(s03_todo, stdin="first\nsecond\nq\n",
+                                       env={"ANTHROPIC_BASE_URL": endpoint.url})
+    assert code == 0 and "dropped in the middle of the reply" in words(err), err
+    assert "fewer than the tool definitions alone" in words(err), err
+
+
 def test_after_a_dropped_stream_the_repl_keeps_the_conversation_and_the_next_prompt_works(run_main):
     with DroppingEndpoint(["ok", "reset", "ok"]) as endpoint:
         code, out, err, api = run_main(s03_todo, stdin="first\nsecond\nthird\nq\n",

@@ -9,12 +9,13 @@ import os
 import signal
 import subprocess
 import sys
+import time
 
 import pytest
 
 from harness.stand_in import StandInAPI
 from harness.stand_in.script import reply, text, tool
-from helpers import lesson_command, ROOT, clean_env, words
+from helpers import Pinging, lesson_command, ROOT, clean_env, words
 
 
 PROMPT = "s03 >> "
@@ -55,6 +56,24 @@ def test_a_closed_terminal_or_a_kill_at_the_prompt_writes_the_page_and_the_total
     assert "first answer" in out and "Traceback" not in err
     assert "[session: 1 call · " in err and "[session page: .transcripts/session_s03_" in err
     assert list((workdir / ".transcripts").glob("session_s03_*.html"))
+
+
+def test_a_kill_while_a_reply_comes_counts_what_the_api_read_in_the_total(workdir):
+    """SIGTERM (or a closed terminal) while a reply streams: the API bills the input it read
+    (message_start's 5,000 tokens), as for Ctrl-C; the total left it out."""
+    with Pinging({"type": "ping"}) as endpoint:
+        env = clean_env(workdir.parent / "home", ANTHROPIC_BASE_URL=endpoint.url,
+                        ANTHROPIC_API_KEY="test-key")
+        proc = subprocess.Popen(lesson_command("s03_todo", "hello"), cwd=workdir, env=env,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 60
+        while not endpoint.requests and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(0.5)                                  # message_start has come
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 128 + signal.SIGTERM and "Traceback" not in err, err
+    assert "[session: 1 call · 5,000 input tokens" in words(err), err
 
 
 # A window's shell: its own session, the terminal its controlling one, then the lesson. (A

@@ -403,3 +403,16 @@ def test_a_reply_abandoned_part_way_is_counted_for_what_the_api_read(run_main):
     assert code == 0 and "went silent" in words(err), err
     said = words(out)
     assert "session so far: 1 model call " in said and "uncached 5,000 x1" in said, out
+
+
+@pytest.mark.hang_limit(60)       # a bound against hanging, not a claim
+def test_context_after_an_abandoned_reply_is_the_conversation_as_it_was(run_main):
+    """/context read the abandoned request's count (5,000 tokens, message_start's) as the
+    conversation's, though the turn was taken back: the conversation is as it was before."""
+    with Pinging({"type": "ping"}) as endpoint:
+        env = {"ANTHROPIC_BASE_URL": endpoint.url, "API_TIMEOUT": "2"}
+        code, out, err, api = run_main(s03_todo, stdin="hi\n/context\nq\n", env=env)
+    assert code == 0 and "went silent" in words(err), err
+    said = words(out)
+    assert "context now: ~" in said and "the API's count for the last call" not in said, out
+    assert "5,001" not in said, out

@@ -85,6 +85,7 @@ class ModelCall:
     threshold: Optional[int]    # COMPACT_THRESHOLD at this call (None: the lesson has none)
     at: float                   # time.time() when it was recorded
     request: Optional[Request] = None   # None: not given, or not kept (MAX_REQUESTS)
+    abandoned: bool = False     # its reply stopped coming (Ctrl-C...): billed, its turn undone
 
     @property
     def input(self) -> int:
@@ -197,12 +198,13 @@ class Recorder:
 
     @_never_raises
     def call(self, usage: object, label: str = "tokens", sent: Optional[list] = None,
-             system: object = None, tools: Optional[list] = None) -> None:
+             system: object = None, tools: Optional[list] = None,
+             abandoned: bool = False) -> None:
         """One model call: its usage, and the request it sent (the messages after layer 1, the
         system prompt and the tool definitions), when the caller gives them."""
         counts = tokens.usage_counts(usage)     # uncached, read, written, out
         call = ModelCall(len(self.data.calls) + 1, str(label), *counts,
-                         self.data.current_threshold, time.time())
+                         self.data.current_threshold, time.time(), abandoned=abandoned)
         self.data.calls.append(call)
         if sent is not None:
             self._keep_request(call, sent, system, tools)
@@ -339,13 +341,17 @@ class Recorder:
         last = self._last_loop_call()
         return None if last is None or last.request is None else last.request.count + 1
 
+    def completed_calls(self) -> list:
+        """The calls whose reply came whole: an abandoned one's turn was taken back."""
+        return [call for call in self.data.calls if not call.abandoned]
+
     def _last_loop_call(self) -> Optional[ModelCall]:
-        data = self.data
-        if not data.calls or data.calls[-1].is_summary:
+        data, calls = self.data, self.completed_calls()
+        if not calls or calls[-1].is_summary:
             return None    # after a summary call the history was replaced (or compaction failed)
-        if data.compactions and data.compactions[-1].after_call >= data.calls[-1].number:
+        if data.compactions and data.compactions[-1].after_call >= calls[-1].number:
             return None
-        return data.calls[-1]
+        return calls[-1]
 
 
 def _preview(output: object) -> str:
