@@ -160,6 +160,11 @@ class Guard:
                 # (OpenAI's end marker): the reply is whole.
                 if self.last != "message_stop":
                     raise
+            except (anthropic.APIConnectionError, httpx.TransportError):
+                # The connection closed after message_delta (a proxy that promised more
+                # bytes): the reply is whole, and kept.
+                if not self.ended:
+                    raise
 
     def _count_abandoned(self, exc) -> None:
         """/cost counts a reply that stopped coming after it began (Ctrl-C, a signal, a dropped

@@ -739,6 +739,13 @@ MUTATIONS = [
              "        return list(self.data.calls)",
              ["tests/test_stream_shapes.py::test_context_after_an_abandoned_reply_is_the_"
               "conversation_as_it_was"]),
+    Mutation("a connection closed after the whole reply throws the reply away",
+             "harness/model_call.py",
+             "                # bytes): the reply is whole, and kept.\n"
+             "                if not self.ended:",
+             "                # bytes): the reply is whole, and kept.\n                if True:",
+             ["tests/test_cli.py::test_a_connection_closed_after_the_whole_reply_keeps_the_"
+              "reply"]),
     Mutation("pydantic's serializer warnings reach the terminal", "harness/model_call.py",
              "stream.close) as self.watch, quiet_serializer():",
              "stream.close) as self.watch, contextlib.nullcontext():",

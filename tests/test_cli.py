@@ -562,7 +562,8 @@ class DroppingEndpoint:
     """A raw loopback server; each request gets the next answer of `plan`:
     "ok" a whole reply; "close" headers and part of the body, then the socket closed (the
     content-length promised more); "reset" the same ended by a TCP reset; "stall" the same,
-    then silence."""
+    then silence; "whole-then-close" the whole reply, then the socket closed (a proxy that
+    promised more)."""
 
     def __init__(self, plan):
         self.plan, self.requests, self.closing = list(plan), [], threading.Event()
@@ -599,7 +600,7 @@ class DroppingEndpoint:
         self.requests.append(json.loads(body))
         whole = b"".join(REPLY_EVENTS)
         promised = len(whole) if how == "ok" else 100_000
-        sent = whole if how == "ok" else b"".join(REPLY_EVENTS[:3])
+        sent = whole if how in ("ok", "whole-then-close") else b"".join(REPLY_EVENTS[:3])
         conn.sendall(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n"
                      b"content-length: %d\r\n\r\n" % promised + sent)
         if how == "stall":
@@ -635,6 +636,15 @@ def test_the_dropped_tools_warning_comes_with_the_first_reply_that_came_whole(ru
                                        env={"ANTHROPIC_BASE_URL": endpoint.url})
     assert code == 0 and "dropped in the middle of the reply" in words(err), err
     assert "fewer than the tool definitions alone" in words(err), err
+
+
+def test_a_connection_closed_after_the_whole_reply_keeps_the_reply(run_main):
+    """message_delta and message_stop had come, then the connection closed before the length
+    the headers promised: the reply was whole, yet it was called dropped and thrown away."""
+    with DroppingEndpoint(["whole-then-close"]) as endpoint:
+        code, out, err, api = run_main(s03_todo, "hi", env={"ANTHROPIC_BASE_URL": endpoint.url})
+    assert code == 0 and out.strip() == "Hello there", err
+    assert "in the middle of the reply" not in words(err) and "error:" not in err, err
 
 
 def test_after_a_dropped_stream_the_repl_keeps_the_conversation_and_the_next_prompt_works(run_main):
