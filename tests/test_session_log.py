@@ -440,3 +440,14 @@ def test_a_session_log_too_big_to_read_is_refused_before_it_is_read(run_main, wo
                              f"{session_log.LOG_MAX + 1:,} bytes, more than --continue reads "
                              f"({session_log.LOG_MAX:,}): run without --continue to start a "
                              "new session (that one is kept as it is)"], err
+
+
+def test_whose_session_names_a_blank_or_huge_agent_from_a_hand_edited_log_sensibly():
+    """A first line edited by hand: a blank agent is no agent ("for agent , not you" was
+    printed), and a name of 10,000 characters is cut, not printed whole."""
+    blank = session_log._whose({"lesson": "s07_task_system", "agent": "   "},
+                               {"lesson": "s07_task_system", "agent": "alice"})
+    assert blank == ""
+    huge = session_log._whose({"lesson": "s07_task_system", "agent": "b" * 10_000},
+                              {"lesson": "s07_task_system"})
+    assert huge.startswith(", written by s07_task_system for agent bbb") and len(huge) < 200

@@ -60,6 +60,7 @@ from harness.terminal import plural, show_note
 FOLDER = config.TRANSCRIPTS     # relative: a session belongs to the folder you run in
 PATTERN = "session_*.jsonl"     # what latest() looks for; transcript_*.jsonl (s06) is not a session
 MAX_DEPTH = 100   # nesting a record may have: a real message has about ten; deeper is garbage
+NAME_SHOWN = 60   # characters of a lesson's or agent's name in a note (a hand edit's can be huge)
 # Bytes of a session log --continue reads, 10,000 results of 50,000 characters: it is read
 # whole and parsed, which takes a few times this in memory.
 LOG_MAX = 500_000_000
@@ -363,14 +364,15 @@ def _whose(theirs, mine) -> str:
     if not isinstance(theirs, dict) or not isinstance(theirs.get("lesson"), str):
         return ""
     agent = theirs.get("agent") if isinstance(theirs.get("agent"), str) else ""
+    agent = agent.strip()                      # a blank name (a hand edit) is no name
     other_agent = bool(agent and mine.get("agent") != agent)
     if theirs["lesson"] == mine.get("lesson") and not other_agent:
         return ""
-    said = f", written by {one_line(theirs['lesson'])}"
+    said = f", written by {one_line(theirs['lesson'], NAME_SHOWN)}"
     if agent:
-        said += f" for agent {one_line(agent)}"
+        said += f" for agent {one_line(agent, NAME_SHOWN)}"
     if other_agent:
-        you = one_line(mine["agent"]) if mine.get("agent") else "a run with no --name"
+        you = one_line(mine["agent"], NAME_SHOWN) if mine.get("agent") else "a run with no --name"
         said += f", not you ({you}): --continue resumes the newest session in this folder"
     return said
 
