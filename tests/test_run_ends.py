@@ -58,6 +58,7 @@ def test_a_closed_terminal_or_a_kill_at_the_prompt_writes_the_page_and_the_total
     assert list((workdir / ".transcripts").glob("session_s03_*.html"))
 
 
+@pytest.mark.slow
 def test_a_kill_while_a_reply_comes_counts_what_the_api_read_in_the_total(workdir):
     """SIGTERM (or a closed terminal) while a reply streams: the API bills the input it read
     (message_start's 5,000 tokens), as for Ctrl-C; the total left it out."""
