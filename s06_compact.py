@@ -37,7 +37,7 @@ transcript (and every big result, saved whole) keeps every detail for whoever ne
 New since s03: the history and its view (the loop sends micro_compact's copy), the three
 layers (marked lines in the loop), ContextSize, /compact. The todo tool is gone: the model would
 see its list only in old tool results, which a compaction summarises away (s07 brings the plan
-back, on disk). --api-context: the API clears and summarises; layer 2 only guards the window.
+back, on disk). --api-context: the API clears or summarises; layer 2 only guards the window.
 
 Run it:   python s06_compact.py "run the tests, fix what fails, and run them again"
           COMPACT_THRESHOLD=5000 python s06_compact.py      (a REPL; /compact, /context)

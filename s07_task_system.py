@@ -322,7 +322,7 @@ class TaskFolder:
         return dict(sorted(tasks.items())), sorted(problems)
 
     def write(self, task: dict) -> None:
-        """Replace a task's file by a rename: a reader, or a killed process, sees old or new."""
+        """Replace a task's file atomically (rename): a reader or killed process sees old or new."""
         temporary = self.temporary(task)
         os.replace(temporary, self.path(task["id"]))
 
