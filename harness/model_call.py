@@ -30,7 +30,8 @@ small models. Without each piece:
 - pause_turn (and "compaction"): a paused turn looks finished; checked() resumes it, up to
   MAX_RESUMES (then the answer says to prompt on), never a reply holding a call of ours.
 - _count, the usage line and the run's record: the cost is invisible, and a local server that
-  dropped the tools goes unnoticed.
+  dropped the tools goes unnoticed. _count_abandoned: a reply abandoned after it began
+  (Ctrl-C, a signal, a dropped stream) is billed, yet /cost leaves it out.
 """
 
 import contextlib
