@@ -67,7 +67,7 @@ def new_task(task_id: int, subject: str, description: str, blocked_by: list) -> 
             # pending, in_progress, completed, or deleted (kept on disk, blocks nobody)
             "status": "pending",
             "blockedBy": blocked_by,     # the ids of the tasks that must finish first
-            "owner": None,               # who last started, finished or deleted it, or was named
+            "owner": None,               # who started or completed it, or was named
             "created_at": stamp,
             "updated_at": stamp}         # set again on every write
 

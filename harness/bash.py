@@ -33,11 +33,12 @@ from harness.config import child_env
 # it); past them it is cut, with a note saying to send it to a file and read it in parts.
 KEEP_UP_TO = 2_000_000
 FLOOD_BYTES = 10_000_000  # output beyond the cap after which a command is stopped (`yes`: 0.1 s)
+FLOOD_SECONDS = 10        # a background job's flood: FLOOD_BYTES within this (a log is less)
 # The tool is named bash, and models write bash ([[ ]], {1..3}, source): /bin/sh is often
 # another shell (dash, on Debian and Ubuntu). None, where there is no bash: /bin/sh.
 BASH = shutil.which("bash")
-HELD_NOTE = ("[a background job still writes to this output: what it prints from now on is "
-             "dropped; to keep it, send it to a file: cmd > job.log 2>&1 &]")
+HELD_NOTE = ("[a process this command started still holds its output open: what it prints "
+             "from now on is dropped; to keep it, send it to a file: cmd > job.log 2>&1 &]")
 
 
 def run(command: str, cwd: Path, timeout: float, cap: int = KEEP_UP_TO) -> str:
@@ -131,14 +132,17 @@ def _read_output(proc: subprocess.Popen, timeout: float, cap: int) -> tuple:
 def _drop_later_output(pipe) -> None:
     """Read and drop what a background job writes after the shell ended, until it closes the
     pipe: closed now, the job's next write would kill it (SIGPIPE), as a server started with
-    `&` at its first log line. Past FLOOD_BYTES, the pipe is closed: a flood ends so."""
+    `&` at its first log line. Past FLOOD_BYTES within FLOOD_SECONDS, the pipe is closed: a
+    flood ends so, not a server that logs for hours."""
     def drain() -> None:
-        dropped = 0
+        dropped, since = 0, time.monotonic()
         with pipe:
             while dropped <= FLOOD_BYTES:
                 chunk = os.read(pipe.fileno(), 1 << 16)
                 if not chunk:
                     break
+                if time.monotonic() - since > FLOOD_SECONDS:
+                    dropped, since = 0, time.monotonic()      # a new window
                 dropped += len(chunk)
     threading.Thread(target=drain, name="a background job's output", daemon=True).start()
 

@@ -563,7 +563,7 @@ class DroppingEndpoint:
     "ok" a whole reply; "close" headers and part of the body, then the socket closed (the
     content-length promised more); "reset" the same ended by a TCP reset; "stall" the same,
     then silence; "whole-then-close" the whole reply, then the socket closed (a proxy that
-    promised more)."""
+    promised more); "delta-then-close" the same without message_stop."""
 
     def __init__(self, plan):
         self.plan, self.requests, self.closing = list(plan), [], threading.Event()
@@ -601,6 +601,8 @@ class DroppingEndpoint:
         whole = b"".join(REPLY_EVENTS)
         promised = len(whole) if how == "ok" else 100_000
         sent = whole if how in ("ok", "whole-then-close") else b"".join(REPLY_EVENTS[:3])
+        if how == "delta-then-close":
+            sent = b"".join(REPLY_EVENTS[:-1])
         conn.sendall(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n"
                      b"content-length: %d\r\n\r\n" % promised + sent)
         if how == "stall":
@@ -638,10 +640,11 @@ def test_the_dropped_tools_warning_comes_with_the_first_reply_that_came_whole(ru
     assert "fewer than the tool definitions alone" in words(err), err
 
 
-def test_a_connection_closed_after_the_whole_reply_keeps_the_reply(run_main):
-    """message_delta and message_stop had come, then the connection closed before the length
+@pytest.mark.parametrize("how", ["whole-then-close", "delta-then-close"])
+def test_a_connection_closed_after_the_whole_reply_keeps_the_reply(run_main, how):
+    """message_delta (and message_stop) had come, then the connection closed before the length
     the headers promised: the reply was whole, yet it was called dropped and thrown away."""
-    with DroppingEndpoint(["whole-then-close"]) as endpoint:
+    with DroppingEndpoint([how]) as endpoint:
         code, out, err, api = run_main(s03_todo, "hi", env={"ANTHROPIC_BASE_URL": endpoint.url})
     assert code == 0 and out.strip() == "Hello there", err
     assert "in the middle of the reply" not in words(err) and "error:" not in err, err

@@ -1,4 +1,5 @@
-"""The history keeper (harness/pairing.py): every tool_use gets exactly one tool_result.
+"""The history keeper (harness/pairing.py) and its repair (harness/session/repair.py): every
+tool_use gets exactly one tool_result.
 
 Each history it makes is judged by the stand-in's own check of the API's rules (check_request),
 written separately on purpose: a check of pairing.py by pairing.py would catch nothing.

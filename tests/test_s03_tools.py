@@ -223,13 +223,18 @@ def test_a_background_job_does_not_block(in_tmp, job, said):
         end_job()
 
 
+# A background job's first step: wait until the test says bash has returned.
+WAIT_FOR_GO = "until [ -e go ]; do sleep 0.05; done"
+
+
 def test_a_background_job_that_prints_after_bash_returns_keeps_running(in_tmp):
     """`python -m http.server &`, with no redirect: the harness closed the output pipe once
     the shell ended, and the server died of SIGPIPE at its first log line. What such a job
-    prints later is dropped, and the model is told so. (30 s is a bound against hanging.)"""
-    out = run_bash("(sleep 0.3; echo late; sleep 0.3; touch alive) & echo started")
-    assert out.startswith("started\n") and "late" not in out
-    assert "a background job still writes to this output" in out
+    prints later is dropped, and the model is told so. The job waits for `go`, made once
+    bash has returned, however busy the machine. (30 s is a bound against hanging.)"""
+    out = run_bash(f"({WAIT_FOR_GO}; echo late; sleep 0.3; touch alive) & echo started")
+    (in_tmp / "go").touch()
+    assert out == "started\n" + bash.HELD_NOTE
     deadline = time.monotonic() + 30
     while not (in_tmp / "alive").exists() and time.monotonic() < deadline:
         time.sleep(0.05)
@@ -239,11 +244,12 @@ def test_a_background_job_that_prints_after_bash_returns_keeps_running(in_tmp):
 def test_a_background_job_that_floods_after_bash_returns_is_stopped_as_a_command_is(in_tmp,
                                                                                   monkeypatch):
     """`(sleep 0.3; yes) &`: its output is read and dropped after bash returned, and it ran
-    on at full speed, burning a core, for the rest of the session. Past FLOOD_BYTES the pipe
-    is closed, and its next write ends it. (30 s is a bound against hanging.)"""
+    on at full speed, burning a core, for the rest of the session. Past FLOOD_BYTES within
+    FLOOD_SECONDS the pipe is closed, and its next write ends it. (30 s: a hang's bound.)"""
     monkeypatch.setattr(bash, "FLOOD_BYTES", 1_000_000)
-    out = run_bash("(sleep 0.3; exec yes) & echo $! > job.pid; echo started")
-    assert out.startswith("started\n") and bash.HELD_NOTE in out
+    out = run_bash(f"({WAIT_FOR_GO}; exec yes) & echo $! > job.pid; echo started")
+    (in_tmp / "go").touch()
+    assert out == "started\n" + bash.HELD_NOTE
     pid = int((in_tmp / "job.pid").read_text())
     try:
         assert process_ends(pid, seconds=30), "the flooding job still runs"

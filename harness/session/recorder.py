@@ -85,7 +85,7 @@ class ModelCall:
     threshold: Optional[int]    # COMPACT_THRESHOLD at this call (None: the lesson has none)
     at: float                   # time.time() when it was recorded
     request: Optional[Request] = None   # None: not given, or not kept (MAX_REQUESTS)
-    abandoned: bool = False     # its reply stopped coming (Ctrl-C...): billed, its turn undone
+    abandoned: bool = False     # its reply stopped coming (Ctrl-C...): billed, not kept
 
     @property
     def input(self) -> int:
@@ -342,7 +342,7 @@ class Recorder:
         return None if last is None or last.request is None else last.request.count + 1
 
     def completed_calls(self) -> list:
-        """The calls whose reply came whole: an abandoned one's turn was taken back."""
+        """The calls whose reply came whole: an abandoned one's reply was not kept."""
         return [call for call in self.data.calls if not call.abandoned]
 
     def _last_loop_call(self) -> Optional[ModelCall]:
