@@ -260,7 +260,7 @@ def announce(run, before: int, after: int, threshold: int, summary: str, path: P
     run.recorder.compacted(before, after, summary, path, counted=counted)
 
 
-def is_summary(message: dict) -> bool:
+def is_summary_message(message: dict) -> bool:
     """message is the one a compaction leaves: the summary (s07 adds its board to it)."""
     content = message.get("content")
     return isinstance(content, str) and content.startswith(SUMMARY_OPENING)
@@ -271,7 +271,7 @@ def compact_now(compact, messages: list, run, focus: str) -> None:
     model (no key) it is refused in one line; the history stays."""
     if not messages:
         terminal.show_note("[nothing to compact yet]")
-    elif len(messages) == 1 and is_summary(messages[0]):
+    elif len(messages) == 1 and is_summary_message(messages[0]):
         # a summary of the summary costs a call and can only lose what the first one kept
         terminal.show_note("[nothing to compact: the conversation is one summary already; it "
                            "grows again with your next prompt]")

@@ -99,7 +99,7 @@ def s06_demo(context, run) -> tuple:
         return ""
 
     def summarised(body) -> bool:
-        return compaction.is_summary(body["messages"][0])
+        return compaction.is_summary_message(body["messages"][0])
 
     def narrate(body):
         seen = first_result(body)

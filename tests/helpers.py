@@ -330,6 +330,7 @@ class Pinging:
     0.2 s, forever: a ping, or another that carries nothing of the reply (a gateway's
     keep-alive of its own). requests: the bodies it was sent."""
 
+    # 5,000 input tokens: more than the tool definitions, so no dropped-tools warning.
     START = {"type": "message_start",
              "message": {"id": "msg_cut", "type": "message", "role": "assistant", "model": "m",
                          "content": [], "stop_reason": None, "stop_sequence": None,

@@ -688,7 +688,7 @@ MUTATIONS = [
               "over"]),
     Mutation("/compact of a history that is one summary pays for a summary of it",
              "harness/compaction.py",
-             "    elif len(messages) == 1 and is_summary(messages[0]):",
+             "    elif len(messages) == 1 and is_summary_message(messages[0]):",
              "    elif False:",
              ["tests/test_s07_e2e.py::test_slash_compact_of_a_history_that_is_one_summary_asks_"
               "for_no_second"]),

@@ -31,10 +31,7 @@ def stream(*events) -> dict:
 
 
 # Enough input tokens that no test here is told the endpoint dropped the tools.
-START = {"type": "message_start",
-         "message": {"id": "msg_cut", "type": "message", "role": "assistant", "model": "m",
-                     "content": [], "stop_reason": None, "stop_sequence": None,
-                     "usage": {"input_tokens": 5000, "output_tokens": 1}}}
+START = Pinging.START
 STOP_EVENT = {"type": "message_stop"}
 
 
