@@ -746,6 +746,12 @@ MUTATIONS = [
              "                # bytes): the reply is whole, and kept.\n                if True:",
              ["tests/test_cli.py::test_a_connection_closed_after_the_whole_reply_keeps_the_"
               "reply"]),
+    Mutation("a background job that logs every 50 ms holds bash until its timeout",
+             "harness/bash.py",
+             "        wait = min(left, 0.2) if since_exit is None else 0",
+             "        wait = min(left, 0.2)",
+             ["tests/test_s03_tools.py::test_a_background_job_that_prints_all_the_time_does_"
+              "not_hold_bash_until_its_timeout"]),
     Mutation("pydantic's serializer warnings reach the terminal", "harness/model_call.py",
              "stream.close) as self.watch, quiet_serializer():",
              "stream.close) as self.watch, contextlib.nullcontext():",

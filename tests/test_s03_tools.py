@@ -241,6 +241,24 @@ def test_a_background_job_that_prints_after_bash_returns_keeps_running(in_tmp):
     assert (in_tmp / "alive").exists(), "the job was killed when it wrote after bash returned"
 
 
+def test_a_background_job_that_prints_all_the_time_does_not_hold_bash_until_its_timeout(
+        in_tmp):
+    """`npm run dev &`, logging every 50 ms: the shell was seen to be done only in a pause of
+    0.2 s in the output, so bash waited out BASH_TIMEOUT (120 s). 30 s is a bound against that
+    hang, not a speed: the command itself takes milliseconds."""
+    pid_file = in_tmp / "job.pid"
+
+    def end_job():
+        if pid_file.exists():
+            os.kill(int(pid_file.read_text()), signal.SIGKILL)
+    job = "(while true; do echo tick; sleep 0.05; done) & echo $! > job.pid; echo started"
+    try:
+        out = within(30, lambda: run_bash(job), unblock=end_job)
+        assert "started" in out.splitlines() and out.endswith(bash.HELD_NOTE), out
+    finally:
+        end_job()
+
+
 def test_a_background_job_that_floods_after_bash_returns_is_stopped_as_a_command_is(in_tmp,
                                                                                   monkeypatch):
     """`(sleep 0.3; yes) &`: its output is read and dropped after bash returned, and it ran
