@@ -19,9 +19,9 @@ may be short placeholders. A block: a text, a tool call or a tool result in a me
       layer 3  `compact` tool or /compact   -> as layer 2: /compact at once, the tool after
                                                the other calls of its reply (the turn goes on)
 
-Layer 1 is built around prompt caching. The API reads a request in this order, and
-caches it up to a breakpoint: s03's request asks for one on its last block (cache_control at
-the top level), and view_of adds one where the request that got layer 1's latest batch ended.
+Layer 1 is built around prompt caching. The API reads a request in this order, and caches it up
+to a breakpoint: s03's request asks for one on its last block (cache_control at the top level);
+view_of adds one where the request ended whose reply made the latest batch's first call.
 
     tools -> system -> message 1 -> message 2 -> ... -> the last block   <- breakpoint
     |--- as in the last call: read from the cache, 0.1 x ---|-- new: written, 1.25 x --|
@@ -37,7 +37,10 @@ transcript (and every big result, saved whole) keeps every detail for whoever ne
 New since s03: the history and its view (the loop sends micro_compact's copy), the three
 layers (marked lines in the loop), ContextSize, /compact. The todo tool is gone: the model would
 see its list only in old tool results, which a compaction summarises away (s07 brings the plan
-back, on disk). --api-context: the API clears or summarises; layer 2 only guards the window.
+back, on disk). --api-context clear|compact hands layers 1 and 2 to the API (start() sets it
+up; api_context.py): past 30,000 input tokens the server clears old tool results but the newest
+KEEP_RECENT, or past 50,000 summarises. Layer 1 then clears nothing, layer 2 only guards the
+window, and layer 3 stays.
 
 Run it:   python s06_compact.py "run the tests, fix what fails, and run them again"
           COMPACT_THRESHOLD=5000 python s06_compact.py      (a REPL; /compact, /context)
@@ -71,8 +74,7 @@ SYSTEM = ("You are a coding agent working in the current folder. Use the tools t
 # ---------------------------------------------------------------- the loop
 
 def agent_loop(messages: list, run, max_steps: int = MAX_STEPS) -> str:
-    """s03's loop, plus the three layers on their marked lines. The layers also read
-    run.api_context (None unless --api-context) and run.recorder (labels the summary call)."""
+    """s03's loop, plus the three layers on their marked lines."""
     steps = 0
     while steps < max_steps:
         steps += 1
@@ -95,10 +97,9 @@ def agent_loop(messages: list, run, max_steps: int = MAX_STEPS) -> str:
 # ---------------------------------------------------------------- measuring the context
 
 class ContextSize:
-    """How big the next request is: the API's count for the last call, plus about 4
-    characters a token for the messages since. Say the last call was counted at 9,000 tokens
-    (input, cache read and written, output), and its tool results since hold 1,200
-    characters: about 9,300."""
+    """How big the next request is: the API's count for the last call, plus about 4 characters
+    a token for the messages since. Say the last call was counted at 9,000 tokens (input, cache
+    read and written, output), and its tool results since hold 1,200 characters: about 9,300."""
 
     def __init__(self) -> None:
         self.threshold = DEFAULT_THRESHOLD  # COMPACT_THRESHOLD, read by start()
@@ -108,13 +109,12 @@ class ContextSize:
         self.after_compaction = 0       # the size right after the last compaction
 
     def record(self, usage, messages: list) -> None:
-        """After a reply: usage counts the request and the reply, now all of messages."""
+        """After a reply: usage counts the view sent and the reply, the messages up to now."""
         self.reported = model_call.total_tokens(usage) or None
         self.seen = len(messages)
 
     def estimate(self, view: list) -> int:
-        # No count yet, or one for a longer history than this (a compaction made it shorter):
-        # estimate it all.
+        # No count yet, or one of a longer history (a compaction shortened it): estimate it all.
         if self.reported is None or self.seen > len(view):
             return self.prefix + tokens.estimate(view)
         return self.reported + tokens.estimate(view[self.seen:])
@@ -136,7 +136,7 @@ def needs_compaction(view: list, cleared: int = 0) -> bool:
 def micro_compact(messages: list, run, clear: bool = True) -> list:
     """Layer 1, in two steps: clear a new batch if it pays, then return what the model sees.
     clear=False only looks (the summary request, layer 2's measures); /context runs both
-    steps, as the next call would. With --api-context the server clears instead."""
+    steps, as the next call would. With --api-context the API clears or summarises instead."""
     if clear and run.api_context is None:
         clear_new_batch(messages, run)
     return view_of(messages)
@@ -150,10 +150,10 @@ def view_of(messages: list) -> list:
         if isinstance(content, list):
             message = {**message, "content": [CLEARED.as_sent(block) for block in content]}
         view.append(message)
-    # A second cache breakpoint (in a copy), on the message just before the reply that holds
-    # the latest batch's first call, where an earlier request ended: the clearing request reads
-    # all before it from the cache if nothing there changed since (no batch cleared between),
-    # though it is over 20 blocks back, past the last block's lookback; later requests too.
+    # A second cache breakpoint (in a copy; none before the first batch), on the message just
+    # before the reply holding the latest batch's first call, where an earlier request ended:
+    # the clearing request reads all before it from the cache if nothing there changed since,
+    # even if it is over 20 blocks back, past the last block's lookback; later requests too.
     return compaction.breakpoint_before(view, CLEARED.batch_start)
 
 
@@ -168,7 +168,7 @@ class Cleared:
     def reset(self) -> None:
         """Forget every placeholder: a compaction starts a new history."""
         self.placeholders = {}     # id() of a cleared block -> (the block, its placeholder)
-        self.batch_start = None    # the latest batch's earliest block (view_of's breakpoint)
+        self.batch_start = None    # the latest batch's earliest block (a dict), or None
 
     def holds(self, block) -> bool:
         # Keyed by id(block), not tool_use_id, which a call shares with its result: either may
@@ -222,8 +222,9 @@ def clearable(messages: list) -> list:
       2. it is over KEEP_CHARS characters, and not cleared yet;
       3. a read_file's result or a write_file's content that worked, the model's copy of a
          file, stays until a later call that worked shows the file whole (read all, or written)."""
-    pairs = pairing.tool_pairs(messages)           # (tool_use, tool_result), oldest first
-    newest = pairing.newest_ids(messages)          # the last reply's calls: not yet seen
+    # (tool_use, tool_result), oldest first: the history's own dicts, so id() finds them.
+    pairs = pairing.tool_pairs(messages)
+    newest = pairing.newest_ids(messages)          # ids of the last reply's calls: not yet seen
     whole_later = set()                            # files a later call shows whole
     batch = []
     # Newest first: whole_later then holds the later views before an older one is judged.
@@ -261,7 +262,7 @@ def placeholder(block: dict, call: dict, run) -> dict:
     if name == "read_file" and not block.get("is_error"):
         text = f"[Previous: read {compaction.path_of(call)}; a later read or write of it follows]"
         return {**block, "content": text}
-    # Saved whole in .transcripts/results/ from 2,000 characters (None: shorter, or not saved).
+    # Saved whole from 2,000 characters (s03's file, if s03 cut it), or None: shorter, unsaved.
     path = compaction.save_whole(block, name, run)
     if path is None:
         return {**block, "content": f"[Previous: used {name}]"}
@@ -310,8 +311,7 @@ def summarize(messages: list, run, focus: str, system: str, tools: list) -> str:
     # other tools would change the prefix, and the cache would be rewritten.
     with run.recorder.labelled("summary call"):
         response = s03.ask_model(run, system, tools, view, SUMMARY_MAX_TOKENS)
-    # response.said, the model's words (not .answer, which adds the stop note), or ValueError:
-    # none, a refusal, or no smaller than the view (an endpoint that ignored max_tokens).
+    # The model's words (.said), or ValueError: none, a refusal, or not shorter than the view.
     summary = compaction.summary_of(response, view)
     # Cut short: the transcript holds the rest; the model is told.
     if response.cut:
@@ -350,8 +350,7 @@ def auto_compact(messages: list, run, focus: str = "", system: str = SYSTEM,
         summary = summarize(messages, run, focus, system, tools)
     except (OSError, ValueError, errors.EndpointError) as exc:
         return compaction.failed(exc, path)
-    # The new history, one message: "[This conversation was compacted to save context. The
-    # full transcript is in <path>.]", the summary, and "Continue the work from here."
+    # The new history: one message, the summary between a heading and a last line.
     text = (f"{compaction.SUMMARY_OPENING} The full transcript is in {path}.]\n\n"
             f"{summary}\n\nContinue the work from here.")
     if attach:
@@ -415,7 +414,8 @@ def start(run, args, system: str = SYSTEM, tools: list = TOOLS, attach=None) -> 
     default = DEMO_THRESHOLD if args.demo else DEFAULT_THRESHOLD
     CONTEXT.threshold = config.positive_int("COMPACT_THRESHOLD", default, "tokens")
     CONTEXT.prefix = tokens.estimate([system, tools])
-    # Lowered to fit the model's window (a local model's may be smaller), or the run refused.
+    # Lowered to the window less room for a reply and a summary (a local model's may be small),
+    # raised to 1,000 beyond the prefix, or the run refused. --api-context: that guard.
     CONTEXT.threshold = compaction.fit_to_window(CONTEXT.threshold, CONTEXT.prefix,
                                                  s03.MAX_TOKENS, run.api_context)
     run.recorder.threshold(CONTEXT.threshold)
