@@ -52,8 +52,8 @@ TASK_FILE = re.compile(r"task_([1-9][0-9]{0,14})\.json", re.ASCII)
 # About 3,000 tokens: after a compaction, a bigger board comes back as its unfinished tasks.
 BOARD_CHARS = 12_000
 FINISHED = record.FINISHED      # completed or deleted: such a task blocks nobody
-# The largest id ever given (a task file deleted by hand keeps its id), in .lock's bytes 32-47:
-# .lock stays, and is written only under the lock. Bytes 0-31: a stamp for folder.py's cache.
+# .lock's bytes 32-47: the largest id ever given (a task file deleted by hand keeps its id);
+# bytes 0-31: a random stamp each writer renews, so a cache (folder.py) sees another agent wrote.
 MARK_AT = folder.STAMP_BYTES    # 32
 MARK_BYTES = 16
 
@@ -82,9 +82,8 @@ class TaskManager:
         self.agent = agent or record.default_agent_name()  # who owns what we start
 
     def use(self, location) -> None:
-        """self.store: TaskFolder below, or a postgresql:// board. When it runs, open_store
-        wraps TaskFolder in folder.Remembering, a cache that skips reading what did not change:
-        each method still does what it says below, so read TaskFolder as if it ran alone."""
+        """self.store: TaskFolder below, or a postgresql:// board. open_store wraps TaskFolder in
+        folder.Remembering: a cache of what did not change, and guards (folder.py's table)."""
         self.store = board.open_store(location, TaskFolder)
 
     def next_id(self) -> int:
@@ -103,8 +102,8 @@ class TaskManager:
         return text.created(task, notes)
 
     def add(self, subject, description, blocked, status="pending") -> dict:
-        """A new task at the next id. reserve() raises the mark first, so if a hand-made file
-        took the name, next_id() moves past it. (status: /task import adds finished tasks.)"""
+        """A new task at the next id. If a file made by hand has its name, reserve() refuses,
+        and next_id() lists the folder again. (status: /task import adds finished tasks.)"""
         task = new_task(self.next_id(), subject, description, blocked)
         task["status"] = status
         while not self.store.reserve(task):
@@ -172,11 +171,11 @@ class TaskManager:
                              "in the same call (that frees it)")
 
     def check_blockers(self, tid, blocked, add) -> tuple:
-        """blocked + add, each checked: it exists, is not deleted, is not tid, closes no
-        cycle. A finished one is not added, only noted. (blockers, notes), or ValueError."""
+        """blocked + add, each id in add checked: it exists, is not deleted, is not tid, closes
+        no cycle. A finished one is not added, only noted. (blockers, notes), or ValueError."""
         blocked, notes = list(blocked), []
         # Read once for the cycle check (does dep wait for tid?); a new task (tid None) closes none.
-        tasks = self.store.scan(validate=True)[0] if tid is not None and add else {}
+        tasks = self.store.scan(recheck=True)[0] if tid is not None and add else {}
         for dep in record.ids(add):              # 3, "3" or "#3", each read as 3
             other = self.store.load(dep)
             if other["status"] == "deleted":
@@ -193,7 +192,7 @@ class TaskManager:
     def _clear_dependency(self, finished) -> list:
         """Take a finished task out of the blockedBy of every task not deleted (read from the
         files: hand edits too); say what can start now. A completed one keeps the ids it freed."""
-        tasks = self.store.scan(validate=True)[0]
+        tasks = self.store.scan(recheck=True)[0]
         freed = []
         for other in tasks.values():
             # A deleted task waits for nothing: it is not freed, and reopening will not name it.
@@ -219,7 +218,7 @@ class TaskManager:
 
     def list_all(self) -> str:
         """The board: each task not deleted, an order (blockers first), and what can start."""
-        tasks, problems = self.store.scan(validate=True)
+        tasks, problems = self.store.scan(recheck=True)
         order = graph.order_line(tasks)
         return text.board(tasks, problems, order, self.ready(tasks))
 
@@ -230,7 +229,7 @@ class TaskManager:
     def get(self, task_id) -> str:
         """One task in full, with the tasks (not deleted) it blocks."""
         task = self.store.load(record.parse_task_id(task_id))
-        return text.in_full(task, self.store.scan(validate=True)[0])
+        return text.in_full(task, self.store.scan(recheck=True)[0])
 
 
 # ---------------------------------------------------------------- the task files
@@ -294,7 +293,7 @@ class TaskFolder:
         return task
 
     def load(self, task_id: int) -> dict:
-        """A task to change, or ValueError: no file (a broken link counts; read() refuses it)."""
+        """A task to change, or ValueError: no file, or read() refuses it (a link, broken too)."""
         if not os.path.lexists(self.path(task_id)):
             existing = text.existing(self.scan()[0], task_id)
             raise ValueError(f"no task #{task_id}; existing tasks: {existing}")
@@ -306,9 +305,9 @@ class TaskFolder:
             return self.read(task_id)
         return None
 
-    def scan(self, validate: bool = False) -> tuple:
+    def scan(self, recheck: bool = False) -> tuple:
         """Every task file: (the readable tasks by id, in id order; a line per broken file).
-        validate: unused here (each scan lists the folder); folder.Remembering's cache uses it."""
+        recheck: for folder.Remembering's cache (True: every file again, a hand edit too)."""
         tasks, problems = {}, []
         for name in folder.listing(self.dir):
             match = TASK_FILE.fullmatch(name)
@@ -334,7 +333,7 @@ class TaskFolder:
             if task["id"] > self.high_water():
                 mark = str(task["id"]).rjust(MARK_BYTES)
                 os.pwrite(self.lock_fd, mark.encode(), MARK_AT)
-            # A hard link never replaces a file: it fails if the name is taken.
+            # A hard link (os.link) never replaces a file: it fails if the name is taken.
             writer.link(temporary, self.path(task["id"]))
             return True
         except FileExistsError:
@@ -344,7 +343,7 @@ class TaskFolder:
 
     def temporary(self, task: dict) -> Path:
         """The task, stamped updated_at, whole in a new file beside its own: .tmp_task_<random>.tmp,
-        made new, never through a link (ValueError if read() would refuse the task)."""
+        opened O_CREAT|O_EXCL|O_NOFOLLOW (ValueError if read() would refuse the task)."""
         task["updated_at"] = record.now()
         data = record.as_file(task)          # json.dumps, of a task a read would accept
         return writer.temporary_beside(self.path(task["id"]), data)
@@ -423,12 +422,13 @@ def board_message(run) -> str:
     try:
         shown = TASKS.list_all()
         if len(shown) > BOARD_CHARS:
-            tasks, problems = TASKS.store.scan(validate=True)
+            tasks, problems = TASKS.store.scan(recheck=True)
             shown = text.brief(tasks, problems, TASKS.ready(tasks), BOARD_CHARS)
     except ValueError as exc:
         # An unreadable board must not look like an empty one: the model would plan it all again.
         shown = f"The task board could not be read: {exc}"
     heading = f"The task board ({TASKS.store.name}), just read:"
+    # Between the markers, --continue puts the board read afresh; /context counts it apart.
     return f"{board.BOARD_START}\n{heading}\n{shown}\n{board.BOARD_END}"
 
 
@@ -459,7 +459,7 @@ def agent_loop(messages, run, max_steps=s06.MAX_STEPS) -> str:
 
 
 def start(run, args) -> str:
-    """s06's start, with s07's system, tools and board; then --board and --name (board.choose)."""
+    """s06's start (the board after an API summary too), then board.choose: --board, --name."""
     s06.start(run, args, SYSTEM, TOOLS, attach=board_message)
     return board.choose(run, TASKS, TASKS_DIR, args)
 

@@ -229,7 +229,7 @@ def board_stores(size, folder, url):
     tasks = boards("board")
     create = taking_turns(creates(tasks), size, mean=True)
     list_all = taking_turns({name: b.list_all for name, b in tasks.items()})
-    scan = taking_turns({name: partial(b.store.scan, validate=True) for name, b in tasks.items()})
+    scan = taking_turns({name: partial(b.store.scan, recheck=True) for name, b in tasks.items()})
     complete = taking_turns({name: completions(b, size) for name, b in tasks.items()},
                             min(REPEATS, size // (DEPENDENTS + 1)))
     chains = boards("chain")

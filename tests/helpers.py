@@ -657,8 +657,8 @@ def gather(watcher, count, seconds=60.0):
 
 
 def listing(tasks):
-    """{id: (status, owner, blockedBy)} of every task, as a validated scan reads them."""
-    board = tasks.store.scan(validate=True)[0]
+    """{id: (status, owner, blockedBy)} of every task, as a rechecking scan reads them."""
+    board = tasks.store.scan(recheck=True)[0]
     return {t["id"]: (t["status"], t["owner"], t["blockedBy"]) for t in board.values()}
 
 

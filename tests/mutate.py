@@ -330,7 +330,7 @@ MUTATIONS = [
              [PAGE + "::test_control_characters_in_a_result_are_escapes_not_line_breaks"]),
     Mutation("a completion reads the board from memory and misses a blocker added by hand",
              "s07_task_system.py",
-             'the ids it freed."""\n        tasks = self.store.scan(validate=True)[0]',
+             'the ids it freed."""\n        tasks = self.store.scan(recheck=True)[0]',
              'the ids it freed."""\n        tasks = self.store.scan()[0]',
              [CONTRACT + "::test_a_blocker_added_by_hand_is_cleared_when_it_completes_in_the_"
               "same_process"]),
@@ -1025,7 +1025,7 @@ MUTATIONS = [
                          "nothing"]),
     Mutation("addBlockedBy reads the whole board again for each id it adds", "s07_task_system.py",
              "                graph.refuse_cycle(tasks, tid, dep)",
-             "                graph.refuse_cycle(self.store.scan(validate=True)[0], tid, dep)",
+             "                graph.refuse_cycle(self.store.scan(recheck=True)[0], tid, dep)",
              [CONTRACT + "::test_many_blockers_in_one_call_read_the_board_once_and_still_"
                          "refuse_a_cycle"]),
     Mutation("the cycle check looks only at direct blockers", "harness/board/graph.py",

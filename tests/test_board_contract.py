@@ -45,7 +45,7 @@ def plan(tasks):
 
 def order_of(tasks) -> str:
     """The order line of the board as task_list shows it (hand edits seen)."""
-    return graph.order_line(tasks.store.scan(validate=True)[0])
+    return graph.order_line(tasks.store.scan(recheck=True)[0])
 
 
 def created_id(line: str) -> int:
@@ -125,7 +125,7 @@ def test_many_processes_creating_at_once_keep_every_task_with_unique_ids(board):
     per_process = 10
     made = at_once(_create_many, *[(board, per_process)] * PROCESSES)
     assert sorted(n for ids in made for n in ids) == list(range(2, PROCESSES * per_process + 2))
-    tasks = TaskManager(board).store.scan(validate=True)[0]
+    tasks = TaskManager(board).store.scan(recheck=True)[0]
     assert sorted(tasks) == list(range(1, PROCESSES * per_process + 2))
     assert len({t["subject"] for t in tasks.values()}) == len(tasks)  # nobody overwrote anybody
     assert stray_files(board) == []
@@ -373,21 +373,21 @@ def test_a_blocked_task_cannot_start_or_complete_and_the_refusal_names_its_block
                                                                                   status):
     tasks = TaskManager(board)
     plan(tasks)
-    before = tasks.store.scan(validate=True)
+    before = tasks.store.scan(recheck=True)
     with pytest.raises(ValueError, match=r"#4 is blocked by #2 Implement API"):
         tasks.update(4, status=status)
-    assert TaskManager(board).store.scan(validate=True) == before
+    assert TaskManager(board).store.scan(recheck=True) == before
 
 
 def test_a_refused_call_changes_nothing(board):
     tasks = TaskManager(board)
     plan(tasks)
-    before = tasks.store.scan(validate=True)
+    before = tasks.store.scan(recheck=True)
     for kwargs in [{"add_blocked_by": [3, 99]}, {"add_blocked_by": [3, "x"]},
                    {"remove_blocked_by": [3]}, {"add_blocked_by": [3], "status": "completed"}]:
         with pytest.raises(ValueError):
             tasks.update(4, **kwargs)
-    assert TaskManager(board).store.scan(validate=True) == before
+    assert TaskManager(board).store.scan(recheck=True) == before
 
 
 def test_a_bad_update_is_refused_in_words(board):
@@ -545,7 +545,7 @@ def test_of_eight_concurrent_starters_exactly_one_wins_each_round(board):
 def test_unknown_self_and_cyclic_blockers_are_refused_and_change_nothing(board):
     tasks = TaskManager(board)
     plan(tasks)
-    before = tasks.store.scan(validate=True)
+    before = tasks.store.scan(recheck=True)
     for task_id, blocker, message in ((1, 9, "no task #9; existing tasks: #1, #2, #3, #4"),
                                       (2, "#2", "task #2 cannot block itself"),
                                       (1, 2, "that would make a cycle: #1 → #2 → #1"),
@@ -555,7 +555,7 @@ def test_unknown_self_and_cyclic_blockers_are_refused_and_change_nothing(board):
             tasks.update(task_id, add_blocked_by=[blocker])
     with pytest.raises(ValueError, match="no task #9"):
         tasks.update(9, status="completed")
-    assert TaskManager(board).store.scan(validate=True) == before
+    assert TaskManager(board).store.scan(recheck=True) == before
     tasks.update(4, add_blocked_by=[3])  # a diamond is not a cycle
     assert tasks.store.load(4)["blockedBy"] == [2, 3]
 
@@ -594,10 +594,10 @@ def test_a_task_in_progress_takes_an_open_blocker_only_when_set_back_to_pending(
     tasks.create("Review")
     tasks.update(2, status="in_progress")
     tasks.update(3, status="completed")
-    before = tasks.store.scan(validate=True)
+    before = tasks.store.scan(recheck=True)
     with pytest.raises(ValueError, match="#2 is in progress.*status pending in the same call"):
         tasks.update(2, add_blocked_by=[1])
-    assert TaskManager(board).store.scan(validate=True) == before
+    assert TaskManager(board).store.scan(recheck=True) == before
     # A finished blocker holds nothing back: it is only noted, and the task stays in progress.
     assert "#3 is already completed, so it does not block #2" in tasks.update(2, add_blocked_by=[3])
     assert tasks.store.load(2)["status"] == "in_progress"
@@ -617,10 +617,10 @@ def test_create_with_blockers_checks_them_and_writes_nothing_when_refused(board)
     assert "#2 is already completed, so it does not block the new task" in out
     assert "#the new task" not in out
     assert tasks.store.load(3)["blockedBy"] == [1]
-    before = tasks.store.scan(validate=True)
+    before = tasks.store.scan(recheck=True)
     with pytest.raises(ValueError, match="no task #9; existing tasks: #1, #2, #3"):
         tasks.create("never", blocked_by=[9])
-    assert TaskManager(board).store.scan(validate=True) == before
+    assert TaskManager(board).store.scan(recheck=True) == before
 
 
 def test_a_dependency_on_a_completed_task_is_satisfied_and_not_stored(board):
@@ -805,9 +805,9 @@ def test_many_blockers_in_one_call_read_the_board_once_and_still_refuse_a_cycle(
     reads = []
     scan = tasks.store.scan
 
-    def counted(validate=False):
-        reads.append(validate)
-        return scan(validate)
+    def counted(recheck=False):
+        reads.append(recheck)
+        return scan(recheck)
     tasks.store.scan = counted
     with pytest.raises(ValueError, match="cycle: #2 → #60 → #2"):
         tasks.update(2, add_blocked_by=list(range(3, 61)))
@@ -1124,7 +1124,7 @@ def test_an_import_that_stops_halfway_imports_nothing_and_can_be_run_again(
     with pytest.raises(type(exc)):
         import_checklist(tasks, plan)
     monkeypatch.undo()
-    assert sorted(TaskManager(board).store.scan(validate=True)[0]) == [1]   # only what was there
+    assert sorted(TaskManager(board).store.scan(recheck=True)[0]) == [1]   # only what was there
     out = import_checklist(tasks, plan)
     assert out.startswith(f"Imported 5 tasks from {plan}:")
     subjects = [t["subject"] for t in TaskManager(board).store.scan()[0].values()]

@@ -509,8 +509,8 @@ def test_a_listing_in_another_thread_never_becomes_what_the_lock_holder_remember
     read, written = threading.Event(), threading.Event()
     scan = s07.TaskFolder.scan
 
-    def listing_that_reads_before_the_write(self, validate=False):
-        found = scan(self, validate)
+    def listing_that_reads_before_the_write(self, recheck=False):
+        found = scan(self, recheck)
         if threading.current_thread() is not threading.main_thread():
             read.set()
             written.wait(DEADLINE)              # the holder writes now, between read and kept

@@ -64,7 +64,7 @@ def test_changes_made_with_the_triggers_off_are_seen(pg_board):
     tasks = TaskManager(pg_board)
     for subject in ("Design", "Build", "Test"):
         tasks.create(subject)
-    tasks.update(2, add_blocked_by=[1])             # a validated scan: the cache is warm
+    tasks.update(2, add_blocked_by=[1])             # a rechecking scan: the cache is warm
     sql(pg_board, "ALTER TABLE tasks DISABLE TRIGGER USER")
     sql(pg_board, "UPDATE tasks SET subject = 'Build, edited by hand' WHERE id = 2")
     sql(pg_board, "DELETE FROM tasks WHERE id = 3")

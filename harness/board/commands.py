@@ -61,8 +61,8 @@ def task_command(tasks, arg: str) -> None:
         "delete": lambda: tasks.update(rest[0], status="deleted", force=True),
         "block": lambda: tasks.update(rest[0], add_blocked_by=rest[1:]),
         "unblock": lambda: tasks.update(rest[0], remove_blocked_by=rest[1:]),
-        "ready": lambda: tasks.ready(tasks.store.scan(validate=True)[0]),
-        "order": lambda: graph.order_line(tasks.store.scan(validate=True)[0]),
+        "ready": lambda: tasks.ready(tasks.store.scan(recheck=True)[0]),
+        "order": lambda: graph.order_line(tasks.store.scan(recheck=True)[0]),
         "import": lambda: _import(tasks, " ".join(rest)),   # s03's plan onto the board
     }
     if verb not in actions:

@@ -9,7 +9,7 @@ and Remembering, mixed in around them, guards and remembers. What each override 
                          folder's times (a hand edit) changed; the sweep, once per board; a
                          new stamp after a write; on an exception, removes what reserve() made
     ids(), scan()        under the lock, in the thread holding it, from memory while no other
-                         agent wrote and the folder's times held (scan: not with validate,
+                         agent wrote and the folder's times held (scan: not with recheck,
                          which lists the folder and checks each file's stat)
     read()               the task remembered while its file's (size, mtime_ns, inode) is the same
     load(), try_load()   from the file even when remembered; a copy, to change freely
@@ -275,10 +275,10 @@ class Remembering:
             self._ids = found
         return found
 
-    def scan(self, validate: bool = False) -> tuple:
-        if not validate and self._holding() and self._tasks is not None:
+    def scan(self, recheck: bool = False) -> tuple:
+        if not recheck and self._holding() and self._tasks is not None:
             return dict(self._tasks), []
-        tasks, problems = super().scan(validate)
+        tasks, problems = super().scan(recheck)
         if self._holding():
             self._tasks = dict(tasks)
         return tasks, problems

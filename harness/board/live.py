@@ -22,7 +22,7 @@ the next call tries again. Without each piece:
   traceback; a name is shown as one printable line, so it cannot forge a `[board: ...]` line.
   A well-formed message is shown whoever sent it: /tasks is the truth.
 - MAX_LINES: another agent's /task import of 20,000 tasks would print 20,000 lines.
-- on a folder, a scan compared with the last (validate=True: a hand edit too): nobody tells.
+- on a folder, a scan compared with the last (recheck=True: a hand edit too): nobody tells.
 - the agent's name: a record does not say who changed it. On PostgreSQL the watcher sets
   store.agent, which each transaction passes to the trigger; otherwise the owner is the best
   guess (a start always names its owner), or no name at all.
@@ -181,7 +181,7 @@ class BoardWatcher:
             setattr(self.store, method, noting)
 
     def _snapshot(self) -> dict:
-        return self.store.scan(validate=True)[0]
+        return self.store.scan(recheck=True)[0]
 
     def _compared(self, wait: float) -> list:
         deadline = time.monotonic() + wait

@@ -38,10 +38,10 @@ The cache. scan() keeps the board with its generation (a counter in task_board t
 moves once per transaction that changes rows, TRUNCATE too) and a fingerprint (the row count
 and the sum of the rows' xmin). A change through the triggers, by any program, moves the
 generation; one with the triggers off (DISABLE TRIGGER, session_replication_role = replica)
-changes the fingerprint, which every validated scan (a listing, task_get, the cycle check)
+changes the fingerprint, which every rechecking scan (a listing, task_get, the cycle check)
 compares in one aggregate query. load() reads the row now, so an update never writes back
 what a TRUNCATE or a trigger-less delete removed. Not seen: a trigger-less change, by a scan
-without validate (the session page's graph) until the next validated one; a change that keeps
+without recheck (the session page's graph) until the next rechecking one; a change that keeps
 the count and the xmin sum (it takes chosen transaction ids); and with the triggers off, the
 live board hears nothing and the high-water mark is not kept (the max-scan still is).
 
@@ -161,7 +161,7 @@ REMAKE = ("INSERT INTO task_board (generation) VALUES "
           "((extract(epoch FROM clock_timestamp()) * 1000000)::bigint) ON CONFLICT DO NOTHING")
 SUMS = f"count(*), coalesce(sum({XMIN}), 0)::bigint FROM tasks"   # the row count, the xmin sum
 FINGERPRINT = f"SELECT {SUMS}"
-# Outside the lock: the generation, and with it (validate) the fingerprint, in one round trip.
+# Outside the lock: the generation, and with it (recheck) the fingerprint, in one round trip.
 GENERATION = "SELECT (SELECT generation FROM task_board)"
 CHANGED = f"SELECT (SELECT generation FROM task_board), {SUMS}"
 # What s07's max-scan needs, in one round trip: every id (an unusable row's too) and the mark.
@@ -228,8 +228,8 @@ class TaskStore(Protocol):
       id first (then work out the next id again). Only under locked().
     - load(id) reads it now, or ValueError (missing, or corrupt: the message says which);
       try_load(id) is load() or None.
-    - scan(validate) -> (every readable task by id, in id order; a line per record that cannot
-      be used: never an exception, never repaired). validate=True also sees a change made
+    - scan(recheck) -> (every readable task by id, in id order; a line per record that cannot
+      be used: never an exception, never repaired). recheck=True also sees a change made
       behind the store's back (a hand edit). Without it, under locked(), it answers from
       memory when it can: no other agent wrote since the last scan.
     - ids(): the id of every record below MAX_ID, corrupt ones too: a read-only view, in no
@@ -250,7 +250,7 @@ class TaskStore(Protocol):
     def reserve(self, task: dict) -> bool: ...
     def load(self, task_id: int) -> dict: ...
     def try_load(self, task_id: int) -> Optional[dict]: ...
-    def scan(self, validate: bool = False) -> tuple: ...
+    def scan(self, recheck: bool = False) -> tuple: ...
     def ids(self) -> Collection[int]: ...
     def high_water(self) -> int: ...
 
@@ -541,21 +541,21 @@ class PostgresTasks:
         except ValueError:
             return None
 
-    def scan(self, validate: bool = False) -> tuple:
+    def scan(self, recheck: bool = False) -> tuple:
         """The cache while it is the board (under the lock: it was current when the lock was
-        taken; outside it: the generation has not moved; validate also compares the
+        taken; outside it: the generation has not moved; recheck also compares the
         fingerprint), else the whole table, once."""
         with self._mutex, self._talking("read the tasks"):
             conn = self._connection()
             if self._locked_at is not None:      # the generation cannot move while we hold it
                 generation, fresh = self._locked_at, self._in_sync
-                if fresh and validate:
+                if fresh and recheck:
                     fresh = tuple(conn.execute(FINGERPRINT).fetchone()) == self._fingerprint
             else:                                # None when its row was deleted by hand
-                now = conn.execute(CHANGED if validate else GENERATION).fetchone()
+                now = conn.execute(CHANGED if recheck else GENERATION).fetchone()
                 generation = now[0]
                 fresh = generation is not None and generation == self._generation
-                if fresh and validate:
+                if fresh and recheck:
                     fresh = tuple(now[1:]) == self._fingerprint
             if not fresh:
                 rows = conn.execute(SELECT + " ORDER BY id").fetchall()   # as new as generation
