@@ -34,9 +34,9 @@ from harness.config import child_env
 KEEP_UP_TO = 2_000_000
 FLOOD_BYTES = 10_000_000  # output beyond the cap after which a command is stopped (`yes`: 0.1 s)
 FLOOD_SECONDS = 10        # a background job's flood: FLOOD_BYTES within this (a log is less)
-# What a pipe holds (Linux's default, and macOS's most): once the shell has exited, that much
-# read means all it printed was read; the rest is a background job's.
-PIPE_HOLDS = 1 << 16
+# Seconds a background job may keep printing after the shell exited before bash returns: all
+# the shell printed was in the pipe (at most 64 kB, what one read takes), and was read.
+EXIT_GRACE = 0.5
 # The tool is named bash, and models write bash ([[ ]], {1..3}, source): /bin/sh is often
 # another shell (dash, on Debian and Ubuntu). None, where there is no bash: /bin/sh.
 BASH = shutil.which("bash")
@@ -102,23 +102,24 @@ def _read_output(proc: subprocess.Popen, timeout: float, cap: int) -> tuple:
     deadline = time.monotonic() + timeout
     fd = proc.stdout.fileno()
     late = held = False
-    since_exit = None      # bytes read since the shell was seen to have exited
+    exited_at, reads_since = None, 0    # when the shell was seen to have exited; reads since
     while dropped <= FLOOD_BYTES:
         left = deadline - time.monotonic()
         if left <= 0:
             late = True
             _kill_group(proc)       # now, not after the output is decoded: nothing outlives it
             break
-        if since_exit is None and proc.poll() is not None:
-            since_exit = 0
-        # The shell done, all it printed is in the pipe (at most PIPE_HOLDS): read that, and
-        # no pause is waited for (a job logging every 50 ms never pauses for 0.2 s).
-        wait = min(left, 0.2) if since_exit is None else 0
-        ready = select.select([fd], [], [], wait)[0]
-        if since_exit is not None and (not ready or since_exit > PIPE_HOLDS):
-            held = True     # `job &` keeps the pipe open: not waited for
+        if exited_at is None and proc.poll() is not None:
+            exited_at = time.monotonic()
+        # A job that logs every 50 ms never leaves the pipe quiet for 0.2 s (below): it is
+        # left to print once what the shell printed was read.
+        if reads_since and time.monotonic() - exited_at > EXIT_GRACE:
+            held = True
             break
-        if not ready:
+        if not select.select([fd], [], [], min(left, 0.2))[0]:
+            if proc.poll() is not None:
+                held = True     # the shell is done; `job &` keeps the pipe: not waited for
+                break
             continue
         chunk = os.read(fd, 1 << 16)
         if not chunk:
@@ -132,8 +133,8 @@ def _read_output(proc: subprocess.Popen, timeout: float, cap: int) -> tuple:
         room = max(4 * cap - len(kept), 0)  # a character is at most 4 bytes of UTF-8
         kept += chunk[:room]
         dropped += max(len(chunk) - room, 0)
-        if since_exit is not None:
-            since_exit += len(chunk)
+        if exited_at is not None:
+            reads_since += 1
     if held:
         _drop_later_output(proc.stdout)
     else:
