@@ -70,9 +70,9 @@ REMINDER = "<reminder>Update your todos.</reminder>"
 
 def agent_loop(messages: list, run, max_steps: int = MAX_STEPS) -> str:
     """Call the model until it answers in words, or max_steps calls are spent; return that
-    answer. messages ends with the user's prompt (the REPL keeps it from turn to turn). run,
-    the session (harness/run.py): the client and the model (run.client, run.model), and
-    bookkeeping: run.log (the session on disk, each reply and result), run.saved (big results)."""
+    answer. messages ends with the user's prompt (the REPL keeps it from turn to turn). run:
+    the session (harness/run.py's Run, made by cli.run_cli): run.client, the SDK's client, and
+    run.model; run.log, the session on disk; run.saved, the files big results were saved in."""
     rounds_without_todo = 0        # the nag's count: from 0 at each turn
     steps = 0
     while steps < max_steps:
@@ -102,33 +102,33 @@ def agent_loop(messages: list, run, max_steps: int = MAX_STEPS) -> str:
 
 def ask_model(run, system: str, tools: list, messages: list,
               max_tokens: int = MAX_TOKENS) -> model_call.Response:
-    """One model call: the request below, streamed so that the reply shows as it is written
-    (`run.client.messages.create(**request)` would wait for the whole reply instead).
+    """One model call: the request below, streamed so that the reply shows as it is written.
+    Without streaming, and without the harness, the call and what the loop reads are:
 
-    The reply comes back as a Response (harness/model_call.py) holding what the loop reads:
-    - content: the reply's blocks as plain dicts, ready to send back;
-    - tool_uses: content's tool_use blocks, {"type": "tool_use", "id", "name", "input"}, each
-      input as the model sent it; a call the reply was cut off inside (max_tokens, a full
-      window, a stream that ended early) is left out: it never runs;
-    - stop_reason: "tool_use" exactly when tool_uses is not empty (some servers say "end_turn"
-      beside a call), else why the reply ended ("end_turn", "max_tokens", ...);
-    - answer: what the user sees (the model's text, and why it stopped if not by choice);
-    - said: the model's words alone; usage: the API's token counts; cut: stopped early (s06);
-    - notes: text blocks for the model, sent after the results (that a call was cut off).
-    The odd cases (a paused reply, a refusal, odd ids) are model_call.py's."""
+        reply = run.client.messages.create(**request)       # waits for the whole reply
+        reply.stop_reason                                   # "tool_use", "end_turn", ...
+        calls = [b for b in reply.content if b.type == "tool_use"]   # .id, .name, .input
+
+    Here the reply comes back as a Response (harness/model_call.py), in plain dicts: content
+    (the blocks, to send back), tool_uses (its tool_use blocks, {"id", "name", "input"}; a
+    call the reply was cut off inside is left out), stop_reason ("tool_use" exactly when
+    tool_uses is not empty), answer (what the user sees), said (the words alone), usage (the
+    token counts), cut (stopped early) and notes (text for the model after the results)."""
     request = {"model": run.model, "system": system, "tools": tools, "messages": messages,
                "max_tokens": max_tokens,
-               # Automatic prompt caching: a breakpoint on the request's last block. The next
-               # call starts the same, and reads all that from the cache at 0.1x the price (s06).
+               # Automatic prompt caching: a breakpoint on the last block; the next call starts
+               # the same, and reads that from the cache at 0.1x (from about 1,024 tokens; s06).
                "cache_control": {"type": "ephemeral"}}
-    # Whatever fails on the way is one line that names the endpoint.
-    with model_call.guard(run) as guard:
+    # Whatever fails on the way (after the SDK's own retries) ends as one line that names
+    # the endpoint: an EndpointError, which the REPL shows, and a one-shot run exits on.
+    with model_call.Guard(run) as guard:
         with run.client.messages.stream(**request) as stream:
             # The reply on the screen as it is written.
             guard.display(stream)
             response = stream.get_final_message()
     # The reply as the history keeps it: plain dicts, a half-written call left out; its
-    # tokens added to the session's tally (/cost, the page).
+    # tokens added to the session's tally (/cost, the session page). A reply the server
+    # paused (stop_reason "pause_turn") is sent back here until it ends: more model calls.
     return guard.checked(response, request)
 
 
@@ -149,8 +149,9 @@ def run_tool_calls(run, response, handlers: dict, tools: list) -> list:
             result = {"type": "tool_result", "tool_use_id": call["id"], "content": output}
             if is_error:
                 result["is_error"] = True
-            # kept() returns the tool_result to send: a copy, "(no output)" if empty, its
-            # text made sendable; shown, and logged now: a kill mid-batch loses no result.
+            # kept() returns the tool_result to send: a copy, "(no output)" if empty, a lone
+            # surrogate replaced (the API refuses it); shown, and logged now: a kill mid-batch
+            # loses no result.
             results.append(tool_calls.kept(run, call, result))
     # The notes, text after the results (which must come first): such as "your reply ran out
     # of max_tokens in the middle of a call, which was not run".
@@ -186,28 +187,32 @@ def safe_path(path: str) -> Path:
 
 def run_bash(command: str) -> str:
     # bash -c command: stdout and stderr together, "[exit status N]" when it fails;
-    # killed, with all it started, after BASH_TIMEOUT seconds.
+    # killed, with all it started, after BASH_TIMEOUT seconds: a TimeoutError, which
+    # call_tool sends the model as an error result, with the output until then.
     return bash.run(command, cwd=Path.cwd(), timeout=BASH_TIMEOUT)
 
 
 def run_read(path: str, limit: int = None, offset: int = 1) -> str:
-    # Stops at OUTPUT_CAP, and says where to read on.
-    return files.read_lines(safe_path(path), path, offset, limit, OUTPUT_CAP)
+    # Stops at OUTPUT_CAP, and says where to read on. shown: the path as the model wrote it,
+    # for the messages (safe_path's is absolute).
+    return files.read_lines(safe_path(path), shown=path, offset=offset, limit=limit,
+                            cap=OUTPUT_CAP)
 
 
 def run_write(path: str, content: str) -> str:
     # Atomic: a full disk or a kill leaves the old file, never half of it. note: "", or which
     # of the old file's attributes (its owner, say) could not be kept.
-    size, note = files.write_and_note(safe_path(path), content, path)
+    size, note = files.write_and_note(safe_path(path), content, shown=path)
     return f"Wrote {terminal.plural(size, 'byte')} to {path}{note}"
 
 
 def run_edit(path: str, old_text: str, new_text: str) -> str:
     target = safe_path(path)
-    text = files.read_text(target, path)
+    text = files.read_text(target, shown=path)
     # Exactly one occurrence, or a ValueError that says how to fix the call.
-    edited = files.edit_text(text, old_text, new_text, path)
-    _, note = files.write_and_note(target, edited, path, field="new_text")
+    edited = files.edit_text(text, old_text, new_text, shown=path)
+    # field: the argument an error names (new_text, if the edit cannot be encoded).
+    _, note = files.write_and_note(target, edited, shown=path, field="new_text")
     return f"Edited {path}: replaced 1 occurrence{note}"
 
 

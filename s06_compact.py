@@ -222,8 +222,7 @@ def clearable(messages: list) -> list:
       2. it is over KEEP_CHARS characters, and not cleared yet;
       3. a read_file's result or a write_file's content that worked, the model's copy of a
          file, stays until a later call that worked shows the file whole (read all, or written)."""
-    # (tool_use, tool_result), oldest first: the history's own dicts, so id() finds them.
-    pairs = pairing.tool_pairs(messages)
+    pairs = pairing.tool_pairs(messages)   # the history's own (tool_use, tool_result), oldest first
     newest = pairing.newest_ids(messages)          # ids of the last reply's calls: not yet seen
     whole_later = set()                            # files a later call shows whole
     batch = []

@@ -3,7 +3,7 @@
 s03 shows the call (client.messages.stream, get_final_message, the loop reading stop_reason
 and the tool_use blocks); this module wraps it in two calls a learner may skip:
 
-    with model_call.guard(run) as guard:           anything that fails: one line, naming the
+    with model_call.Guard(run) as guard:           anything that fails: one line, naming the
         with client.messages.stream(**request) as stream:                   endpoint
             guard.display(stream)                  the reply on the screen as it is written
             response = stream.get_final_message()
@@ -295,14 +295,11 @@ class Guard:
                         calls)
 
 
-guard = Guard       # s03 writes model_call.guard(run)
-
-
 def _resumed(run, request: dict, content: list) -> tuple:
     """The rest of a paused turn: its stop reason, and the blocks it added."""
     paused = {"role": "assistant", "content": content}
     again = {**request, "messages": [*request["messages"], paused]}
-    with guard(run) as resumed:
+    with Guard(run) as resumed:
         with run.client.messages.stream(**again) as stream:
             resumed.display(stream)
             response = stream.get_final_message()

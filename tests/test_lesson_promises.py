@@ -173,7 +173,7 @@ def test_run_tool_calls_runs_exactly_the_calls_it_is_given(capsys, run):
     ([call(1), call(2)], "tool_use", [1, 2])])
 def test_only_a_cut_last_call_is_left_out_of_the_reply(content, stop_reason, kept, run):
     run.client = types.SimpleNamespace(base_url="http://127.0.0.1:9")
-    guard = model_call.guard(run)
+    guard = model_call.Guard(run)
     guard.ended = True                        # the stream reached message_delta
     request = {"messages": [], "system": "s", "tools": PROBE}
     checked = guard.checked(response(content, stop_reason), request)
