@@ -22,11 +22,10 @@ kept in files, one JSON file per task:
 Key insight: state that must outlive the conversation belongs outside it. The model reads the
 board back whenever it needs it; compaction and restarts cannot lose what was never only in it.
 
-The rules, in TaskManager: a new id by max-scan (one more than the largest id on disk or
-ever given, kept in .lock), never reused; a blocked task cannot start or complete; no cycle of
-waits; completing one unblocks its dependents; a deleted task stays on disk, blocks nobody and
-cannot come back; agents sharing a board claim what they start (claims.py). New since s06:
-TaskFolder, TaskManager, its tools, the board after a compaction, --board and --name.
+The rules, in TaskManager: a new id by max-scan (one more than the largest id on disk or ever
+given), never reused; a blocked task cannot start or complete; no cycle of waits; completing
+one unblocks its dependents; a deleted task blocks nobody; agents claim what they start. New
+since s06: TaskFolder, TaskManager, its tools, the board after a compaction, --board, --name.
 
 Run it:   python s07_task_system.py "plan a refactor: the data model, then the API and the docs"
           python s07_task_system.py --name alice     (a REPL: /tasks, /task help, /compact)
@@ -115,6 +114,7 @@ class TaskManager:
         """load -> check -> write -> _clear_dependency; a refused call changes nothing.
         force: a person takes a task over on purpose (/task start, /task done)."""
         task_id = record.parse_task_id(task_id)
+        # Before the lock: something to change, a status of STATUSES, an owner's name or "".
         record.check_arguments(status, add_blocked_by, remove_blocked_by, owner)
         with self.store.locked():
             task = self.store.load(task_id)
