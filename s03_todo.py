@@ -81,7 +81,7 @@ def agent_loop(messages: list, run, max_steps: int = MAX_STEPS) -> str:
         messages.append({"role": "assistant", "content": response.content})
         # On disk before its calls run: --continue can pick the session up.
         run.log.record(messages)
-        # No call to run (stop_reason is "tool_use" exactly when there is one): the turn is over.
+        # No call to run: the turn is over (checked() says "tool_use" exactly when there is one).
         if response.stop_reason != "tool_use":
             return response.answer
         results = run_tool_calls(run, response, TOOL_HANDLERS, TOOLS)
@@ -117,7 +117,7 @@ def ask_model(run, system: str, tools: list, messages: list,
     request = {"model": run.model, "system": system, "tools": tools, "messages": messages,
                "max_tokens": max_tokens,
                # Automatic prompt caching: a breakpoint on the last block; the next call starts
-               # the same, and reads that from the cache at 0.1x (from about 1,024 tokens; s06).
+               # the same and reads that from the cache at 0.1x (1,024+ tokens, by model; s06).
                "cache_control": {"type": "ephemeral"}}
     # Whatever fails on the way (after the SDK's own retries) ends as one line that names
     # the endpoint: an EndpointError, which the REPL shows, and a one-shot run exits on.
@@ -128,7 +128,7 @@ def ask_model(run, system: str, tools: list, messages: list,
             response = stream.get_final_message()
     # The reply as the history keeps it: plain dicts, a half-written call left out; its
     # tokens added to the session's tally (/cost, the session page). A reply the server
-    # paused (stop_reason "pause_turn") is sent back here until it ends: more model calls.
+    # paused (stop_reason "pause_turn") is sent back here, up to 10 times, to go on.
     return guard.checked(response, request)
 
 
@@ -137,14 +137,14 @@ def run_tool_calls(run, response, handlers: dict, tools: list) -> list:
     lines: call_tool runs the call, and the dict below answers it by its id. handlers and
     tools are parameters, not this file's globals, because s06 and s07 pass their own."""
     results = []
-    # Ctrl-C: keep_on_ctrl_c watches this results list, and gives every call a result (the
-    # one running, and those not reached, say so); the REPL keeps what was done.
+    # Ctrl-C: keep_on_ctrl_c raises ToolsInterrupted holding a result for every call (the one
+    # running, and those not reached, say so); the REPL keeps them with the conversation.
     with tool_calls.keep_on_ctrl_c(run, response.tool_uses, results):
         for call in response.tool_uses:
             terminal.show_tool_call(call["name"], call["input"])
             output, is_error = call_tool(call, handlers, tools)
-            # Longer than OUTPUT_CAP: saved whole; the model sees its head, tail and path
-            # (only the head, and why, if it cannot be saved).
+            # Longer than OUTPUT_CAP: saved whole in .transcripts/results/ (read_file can open
+            # it); the model sees its head, tail and path (only the head, if it cannot be saved).
             output = spill.keep_whole(output, OUTPUT_CAP, call["name"], run.saved)
             result = {"type": "tool_result", "tool_use_id": call["id"], "content": output}
             if is_error:
