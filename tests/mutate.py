@@ -752,6 +752,12 @@ MUTATIONS = [
              "        if False:",
              ["tests/test_s03_tools.py::test_a_background_job_that_prints_all_the_time_does_"
               "not_hold_bash_until_its_timeout"]),
+    Mutation("a scan remembered under the lock loses the broken files' lines",
+             "harness/board/folder.py",
+             "            return dict(self._tasks), list(self._problems)",
+             "            return dict(self._tasks), []",
+             ["tests/test_board_folder.py::test_a_scan_remembered_under_the_lock_still_names_"
+              "the_broken_files"]),
     Mutation("pydantic's serializer warnings reach the terminal", "harness/model_call.py",
              "stream.close) as self.watch, quiet_serializer():",
              "stream.close) as self.watch, contextlib.nullcontext():",

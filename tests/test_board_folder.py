@@ -212,6 +212,19 @@ def test_a_corrupt_file_never_takes_the_board_down(board_dir):
     assert (board_dir / "task_6.json").read_bytes() == b"\xff\xfe not utf-8"
 
 
+def test_a_scan_remembered_under_the_lock_still_names_the_broken_files(board_dir):
+    """The cache changes speed, not results (s07's use() says so): a second scan under the
+    lock, answered from memory, dropped the line for each unreadable file."""
+    tasks = TaskManager(board_dir)
+    tasks.create("Design the data model")
+    (board_dir / "task_2.json").write_text('{"id": 2, "subject": "half wri')
+    with tasks.store.locked():
+        first = tasks.store.scan()
+        again = tasks.store.scan()
+    assert list(first[0]) == [1] and len(first[1]) == 1 and "task_2.json" in first[1][0]
+    assert again == first
+
+
 def test_a_board_of_only_unreadable_files_does_not_say_it_is_empty(board_dir):
     tasks = TaskManager(board_dir)
     tasks.create("only one")

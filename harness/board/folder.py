@@ -169,6 +169,7 @@ class Remembering:
         self._files = {}            # file name -> ((size, mtime_ns, inode), task)
         self._ids = None            # remembered while held: the ids in the folder
         self._tasks = None          # and the board, in id order
+        self._problems = []         # and its line for each unreadable file
 
     # ------------------------------------------------------------ the lock
 
@@ -277,10 +278,10 @@ class Remembering:
 
     def scan(self, recheck: bool = False) -> tuple:
         if not recheck and self._holding() and self._tasks is not None:
-            return dict(self._tasks), []
+            return dict(self._tasks), list(self._problems)
         tasks, problems = super().scan(recheck)
         if self._holding():
-            self._tasks = dict(tasks)
+            self._tasks, self._problems = dict(tasks), list(problems)
         return tasks, problems
 
     def read(self, task_id: int) -> dict:
