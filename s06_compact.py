@@ -38,9 +38,9 @@ New since s03: the history and its view (the loop sends micro_compact's copy), t
 layers (marked lines in the loop), ContextSize, /compact. The todo tool is gone: the model would
 see its list only in old tool results, which a compaction summarises away (s07 brings the plan
 back, on disk). --api-context clear|compact hands layers 1 and 2 to the API (start() sets it
-up; api_context.py): past 30,000 input tokens the server clears old tool results but the newest
-KEEP_RECENT, or past 50,000 summarises. Layer 1 then clears nothing, layer 2 only guards the
-window, and layer 3 stays.
+up; api_context.py): past 30,000 input tokens the server clears old tool results and inputs but
+the newest KEEP_RECENT, with no batch rule, or past 50,000 it summarises. Layer 1 then clears
+nothing, layer 2 only guards the window, and layer 3 stays.
 
 Run it:   python s06_compact.py "run the tests, fix what fails, and run them again"
           COMPACT_THRESHOLD=5000 python s06_compact.py      (a REPL; /compact, /context)
@@ -98,8 +98,8 @@ def agent_loop(messages: list, run, max_steps: int = MAX_STEPS) -> str:
 
 class ContextSize:
     """How big the next request is: the API's count for the last call, plus about 4 characters
-    a token for the messages since. Say the last call was counted at 9,000 tokens (input, cache
-    read and written, output), and its tool results since hold 1,200 characters: about 9,300."""
+    of JSON a token for the messages since. Say the last call was counted at 9,000 tokens (input,
+    cache read and written, output), and the messages since are 1,200 characters: about 9,300."""
 
     def __init__(self) -> None:
         self.threshold = DEFAULT_THRESHOLD  # COMPACT_THRESHOLD, read by start()
@@ -349,7 +349,8 @@ def auto_compact(messages: list, run, focus: str = "", system: str = SYSTEM,
         summary = summarize(messages, run, focus, system, tools)
     except (OSError, ValueError, errors.EndpointError) as exc:
         return compaction.failed(exc, path)
-    # The new history: one message, the summary between a heading and a last line.
+    # The new history, one message: "[This conversation was compacted to save context. The
+    # full transcript is in <path>.]", the summary, and "Continue the work from here."
     text = (f"{compaction.SUMMARY_OPENING} The full transcript is in {path}.]\n\n"
             f"{summary}\n\nContinue the work from here.")
     if attach:

@@ -22,10 +22,10 @@ kept in files, one JSON file per task:
 Key insight: state that must outlive the conversation belongs outside it. The model reads the
 board back whenever it needs it; compaction and restarts cannot lose what was never only in it.
 
-The rules, in TaskManager: a new id by max-scan (one more than the largest id on disk or ever
+The rules, in TaskManager: a new id by max-scan (one more than the largest on disk or ever
 given), never reused; a blocked task cannot start or complete; no cycle of waits; completing
-one unblocks its dependents; a deleted task blocks nobody; agents claim what they start. New
-since s06: TaskFolder, TaskManager, its tools, the board after a compaction, --board, --name.
+one frees its dependents; a deleted task blocks nobody; agents claim what they start (claims.py).
+New since s06: TaskFolder, TaskManager, its tools, the board after a compaction, --board, --name.
 
 Run it:   python s07_task_system.py "plan a refactor: the data model, then the API and the docs"
           python s07_task_system.py --name alice     (a REPL: /tasks, /task help, /compact)
@@ -52,7 +52,7 @@ TASK_FILE = re.compile(r"task_([1-9][0-9]{0,14})\.json", re.ASCII)
 BOARD_CHARS = 12_000
 FINISHED = record.FINISHED      # completed or deleted: such a task blocks nobody
 # .lock's bytes 32-47: the largest id ever given (a task file deleted by hand keeps its id);
-# bytes 0-31: a random stamp each writer renews, so a cache (folder.py) sees another agent wrote.
+# bytes 0-31: a random stamp folder.Remembering renews on a write: a cache sees another wrote.
 MARK_AT = folder.STAMP_BYTES    # 32
 MARK_BYTES = 16
 
@@ -82,7 +82,7 @@ class TaskManager:
 
     def use(self, location) -> None:
         """self.store: TaskFolder below, or a postgresql:// board. open_store wraps TaskFolder in
-        folder.Remembering: a cache of what did not change, and guards (folder.py's table)."""
+        folder.Remembering, which changes speed and safety, never results: read TaskFolder."""
         self.store = board.open_store(location, TaskFolder)
 
     def next_id(self) -> int:
@@ -141,7 +141,7 @@ class TaskManager:
         if add and status_after in FINISHED:
             raise ValueError(f"#{tid} is {status_after}; set it back to pending (in the same "
                              "call, or before) to give it blockers")
-        # change: the new status and owner ({"status": "in_progress", "owner": self.agent});
+        # change: the new status and owner (start or complete: self.agent; pending: none);
         # another agent's task, started or done, is refused unless force (claims.py).
         change, notes = claims.check(task, status, owner, force, self.agent)
         blocked, more = self.check_blockers(tid, task["blockedBy"], add or [])
@@ -185,7 +185,7 @@ class TaskManager:
             if other["status"] in FINISHED:
                 notes.append(text.finished_blocker(other, tid))
             elif dep not in blocked:
-                graph.refuse_cycle(tasks, tid, dep)
+                graph.refuse_cycle(tasks, tid, dep)      # ValueError if dep waits for tid
                 blocked.append(dep)
         return blocked, notes
 
@@ -217,7 +217,7 @@ class TaskManager:
         return task["status"] == "pending" and not graph.waiting_on(task, tasks)
 
     def list_all(self) -> str:
-        """The board: each task not deleted, an order (blockers first), and what can start."""
+        """The board: each task not deleted, an order if any waits, and what can start."""
         tasks, problems = self.store.scan(recheck=True)
         order = graph.order_line(tasks)
         return text.board(tasks, problems, order, self.ready(tasks))
@@ -433,7 +433,7 @@ def board_message(run) -> str:
 
 
 def compact_with_board(messages, run, focus="") -> bool:
-    """s06's compaction: the one new message is its summary, then attach(run), the board."""
+    """s06's compaction: the history becomes one message, the summary, then the board."""
     return s06.auto_compact(messages, run, focus, SYSTEM, TOOLS, attach=board_message)
 
 
