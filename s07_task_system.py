@@ -82,7 +82,7 @@ class TaskManager:
 
     def use(self, location) -> None:
         """self.store: TaskFolder below, or a postgresql:// board. open_store wraps TaskFolder in
-        folder.Remembering, which changes speed and safety, never results: read TaskFolder."""
+        folder.Remembering: faster, safer, the same results (but scan() may miss a hand edit)."""
         self.store = board.open_store(location, TaskFolder)
 
     def next_id(self) -> int:

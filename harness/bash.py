@@ -34,9 +34,10 @@ from harness.config import child_env
 KEEP_UP_TO = 2_000_000
 FLOOD_BYTES = 10_000_000  # output beyond the cap after which a command is stopped (`yes`: 0.1 s)
 FLOOD_SECONDS = 10        # a background job's flood: FLOOD_BYTES within this (a log is less)
-# Seconds a background job may keep printing after the shell exited before bash returns: all
-# the shell printed was in the pipe (at most 64 kB, what one read takes), and was read.
-EXIT_GRACE = 0.5
+# Seconds a process the command started may go on printing once the shell has exited, before
+# bash returns without the rest: a filter (`exec > >(ts)`) may still be printing the command's
+# own output; a job that logs every 50 ms, never quiet for 0.2 s, costs this wait.
+EXIT_GRACE = 5
 # The tool is named bash, and models write bash ([[ ]], {1..3}, source): /bin/sh is often
 # another shell (dash, on Debian and Ubuntu). None, where there is no bash: /bin/sh.
 BASH = shutil.which("bash")
@@ -111,14 +112,14 @@ def _read_output(proc: subprocess.Popen, timeout: float, cap: int) -> tuple:
             break
         if exited_at is None and proc.poll() is not None:
             exited_at = time.monotonic()
-        # A job that logs every 50 ms never leaves the pipe quiet for 0.2 s (below): it is
-        # left to print once what the shell printed was read.
         if reads_since and time.monotonic() - exited_at > EXIT_GRACE:
             held = True
             break
         if not select.select([fd], [], [], min(left, 0.2))[0]:
-            if proc.poll() is not None:
-                held = True     # the shell is done; `job &` keeps the pipe: not waited for
+            # Quiet for 0.2 s after the shell had exited: a job holds the pipe (`job &`), and is
+            # not waited for. (An exit seen only now may have come with output: look again.)
+            if exited_at is not None:
+                held = True
                 break
             continue
         chunk = os.read(fd, 1 << 16)

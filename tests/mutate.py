@@ -758,6 +758,16 @@ MUTATIONS = [
              "            return dict(self._tasks), []",
              ["tests/test_board_folder.py::test_a_scan_remembered_under_the_lock_still_names_"
               "the_broken_files"]),
+    Mutation("a filter's output after the shell exited is cut after half a second",
+             "harness/bash.py", "EXIT_GRACE = 5\n", "EXIT_GRACE = 0.5\n",
+             ["tests/test_s03_tools.py::test_what_a_filter_prints_after_the_shell_exits_is_"
+              "all_kept"]),
+    Mutation("a shell that exits just as a wait for output ends loses its last line",
+             "harness/bash.py",
+             "            if exited_at is not None:\n                held = True",
+             "            if proc.poll() is not None:\n                held = True",
+             ["tests/test_s03_tools.py::test_the_shells_last_words_are_kept_when_it_exits_"
+              "just_as_a_wait_ends"]),
     Mutation("pydantic's serializer warnings reach the terminal", "harness/model_call.py",
              "stream.close) as self.watch, quiet_serializer():",
              "stream.close) as self.watch, contextlib.nullcontext():",

@@ -3,6 +3,7 @@
 import contextlib
 import os
 import re
+import select
 import signal
 import subprocess
 import sys
@@ -242,10 +243,11 @@ def test_a_background_job_that_prints_after_bash_returns_keeps_running(in_tmp):
 
 
 def test_a_background_job_that_prints_all_the_time_does_not_hold_bash_until_its_timeout(
-        in_tmp):
+        in_tmp, monkeypatch):
     """`npm run dev &`, logging every 50 ms: the shell was seen to be done only in a pause of
-    0.2 s in the output, so bash waited out BASH_TIMEOUT (120 s). 30 s is a bound against that
-    hang, not a speed: the command itself takes milliseconds."""
+    0.2 s in the output, so bash waited out BASH_TIMEOUT (120 s). Now EXIT_GRACE (1 s here, for
+    a quick suite); 30 s is a bound against the hang, not a speed."""
+    monkeypatch.setattr(bash, "EXIT_GRACE", 1)
     pid_file = in_tmp / "job.pid"
 
     def end_job():
@@ -257,6 +259,38 @@ def test_a_background_job_that_prints_all_the_time_does_not_hold_bash_until_its_
         assert "started" in out.splitlines() and out.endswith(bash.HELD_NOTE), out
     finally:
         end_job()
+
+
+def test_what_a_filter_prints_after_the_shell_exits_is_all_kept(in_tmp):
+    """`exec > >(filter)`: the filter (here about 0.5 s behind) still prints the command's own
+    output after the shell exited. A bound of 0.5 s after the exit cut it, and dropped the
+    rest as a background job's."""
+    out = run_bash("exec > >(while IFS= read -r l; do sleep 0.005; echo \"> $l\"; done) 2>&1; "
+                   "seq 1 100; echo END")
+    assert out.splitlines() == [f"> {n}" for n in range(1, 101)] + ["> END"], out[-300:]
+
+
+def test_the_shells_last_words_are_kept_when_it_exits_just_as_a_wait_ends(in_tmp, monkeypatch):
+    """The race, made certain: the wait for output ends with nothing, and the shell writes
+    and exits before the next look. That look took the shell's exit for a job holding the
+    pipe, and its last line was dropped with the job's."""
+    started, real_select = [], select.select
+
+    class Recorded(subprocess.Popen):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            started.append(self)
+
+    def late(readable, writable, errors, timeout):
+        if len(started) == 1:
+            real_select(readable, [], [], 30)   # the shell has written
+            started[0].wait(timeout=30)         # and exited
+            started.append(None)
+            return [], [], []                   # but this wait saw nothing
+        return real_select(readable, writable, errors, timeout)
+    monkeypatch.setattr(bash.subprocess, "Popen", Recorded)
+    monkeypatch.setattr(bash.select, "select", late)
+    assert run_bash("echo done") == "done"
 
 
 def test_a_background_job_that_floods_after_bash_returns_is_stopped_as_a_command_is(in_tmp,
