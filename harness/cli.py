@@ -346,6 +346,8 @@ class TurnRefused(Exception):
 def _turn(lesson: Lesson, run: Run, history: list, budget: dict) -> str:
     """One turn of the lesson's loop; what it must still tell the model (run.carried: s07's
     board after the API's summary ended the turn) follows in a message of its own."""
+    # The prompt on disk before the first call: a kill during it leaves it for --continue.
+    run.log.record(history)
     answer = lesson.loop(history, run, **budget)
     if isinstance(answer, model_call.Refused):
         # The API refuses again while the refused reply is in the conversation: it goes, and

@@ -768,6 +768,12 @@ MUTATIONS = [
              "            if proc.poll() is not None:\n                held = True",
              ["tests/test_s03_tools.py::test_the_shells_last_words_are_kept_when_it_exits_"
               "just_as_a_wait_ends"]),
+    Mutation("a kill during a session's first call loses its prompt",
+             "harness/cli.py",
+             "    run.log.record(history)\n    answer = lesson.loop(history, run, **budget)",
+             "    answer = lesson.loop(history, run, **budget)",
+             ["tests/test_run_ends.py::test_a_kill_during_a_sessions_first_call_leaves_its_"
+              "prompt_for_continue"]),
     Mutation("pydantic's serializer warnings reach the terminal", "harness/model_call.py",
              "stream.close) as self.watch, quiet_serializer():",
              "stream.close) as self.watch, contextlib.nullcontext():",

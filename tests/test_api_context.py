@@ -323,7 +323,7 @@ def test_an_endpoint_that_refuses_the_beta_is_one_line_and_exit_1(run_lesson):
     lines = [words(line) for line in messages(proc.stderr) if line.startswith("error")]
     assert len(lines) == 1 and "Traceback" not in proc.stderr
     assert REFUSED in lines[0] and "run without --api-context" in lines[0]
-    # Nothing of this conversation was saved: --continue would pick up an older one.
+    # Its first turn failed and is undone: --continue would not go on with it.
     assert "--continue" not in lines[0]
 
 

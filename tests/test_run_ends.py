@@ -77,6 +77,28 @@ def test_a_kill_while_a_reply_comes_counts_what_the_api_read_in_the_total(workdi
     assert "[session: 1 call · 5,000 input tokens" in words(err), err
 
 
+def test_a_kill_during_a_sessions_first_call_leaves_its_prompt_for_continue(run_main, workdir):
+    """kill -9 while the first reply was awaited: the prompt was written only with the reply,
+    so the log stayed empty, and --continue went on with the session before it, unsaid."""
+    import s03_todo
+    run_main(s03_todo, "refactor billing", script=[reply(text("Billing done."))])
+    with Pinging({"type": "ping"}) as endpoint:
+        env = clean_env(workdir.parent / "home", ANTHROPIC_BASE_URL=endpoint.url,
+                        ANTHROPIC_API_KEY="test-key")
+        proc = subprocess.Popen(lesson_command("s03_todo", "migrate the database"),
+                                cwd=workdir, env=env, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 60
+        while not endpoint.requests and time.monotonic() < deadline:
+            time.sleep(0.05)
+        proc.kill()
+        proc.wait(timeout=60)
+    code, out, err, api = run_main(s03_todo, "--continue", "go on",
+                                   script=[reply(text("Migrating."))])
+    sent = str(api.requests[0]["messages"])
+    assert code == 0 and "migrate the database" in sent and "billing" not in sent, err
+
+
 # A window's shell: its own session, the terminal its controlling one, then the lesson. (A
 # new process does this, not a fork of the suite: the suite has threads, the stand-in's.)
 IN_A_WINDOW = ("import fcntl, os, sys, termios; os.setsid(); "

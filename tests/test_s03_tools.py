@@ -283,6 +283,7 @@ def test_the_shells_last_words_are_kept_when_it_exits_just_as_a_wait_ends(in_tmp
 
     def late(readable, writable, errors, timeout):
         if len(started) == 1:
+            (in_tmp / "go").touch()              # the shell waits for this wait to begin
             real_select(readable, [], [], 30)   # the shell has written
             started[0].wait(timeout=30)         # and exited
             started.append(None)
@@ -290,7 +291,7 @@ def test_the_shells_last_words_are_kept_when_it_exits_just_as_a_wait_ends(in_tmp
         return real_select(readable, writable, errors, timeout)
     monkeypatch.setattr(bash.subprocess, "Popen", Recorded)
     monkeypatch.setattr(bash.select, "select", late)
-    assert run_bash("echo done") == "done"
+    assert run_bash(f"{WAIT_FOR_GO}; echo done") == "done"
 
 
 def test_a_background_job_that_floods_after_bash_returns_is_stopped_as_a_command_is(in_tmp,

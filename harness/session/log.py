@@ -112,8 +112,9 @@ class SessionLog:
 
     @property
     def holds_messages(self) -> bool:
-        """Whether a message of this session is recorded: --continue would resume it."""
-        return bool(self._recorded)
+        """Whether --continue would resume a message of this session: more than its first
+        prompt, which is recorded before its first call, and undone if that call fails."""
+        return len(self._recorded) > 1
 
     def append(self, message: dict) -> None:
         """One message, one line, one write."""
@@ -339,7 +340,7 @@ def resume_latest(folder: Path = FOLDER, resume_from=None,
         raise SetupError(f"cannot continue the session {path}: {reason(exc)}") from None
     except ValueError as exc:                       # a link or a FIFO put there since
         raise SetupError(f"cannot continue the session: {exc}") from None
-    # No message, and no torn line: it ended with /clear. It goes on from there, as a new
+    # No message, and no torn line: /clear, or a failed first turn. It goes on as a new
     # conversation; refused, every later --continue would be too.
     if not found.messages and found.torn_lines:
         raise SetupError(f"the session {path} holds no message to continue from")
@@ -381,7 +382,8 @@ def _left_out(found: Resumed) -> str:
     """' (what load had to skip or change)', or '' if nothing."""
     parts = []
     if not found.messages:
-        parts.append("it ended with /clear, so a new conversation starts")
+        parts.append("it ended with /clear, or its first turn failed, so a new conversation "
+                     "starts")
     if found.torn_lines:
         parts.append(plural(found.torn_lines, "torn line") + " skipped")
     if found.interrupted_calls:
