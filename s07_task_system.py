@@ -66,7 +66,7 @@ def new_task(task_id: int, subject: str, description: str, blocked_by: list) -> 
             # pending, in_progress, completed, or deleted (kept on disk, blocks nobody)
             "status": "pending",
             "blockedBy": blocked_by,     # the ids of the tasks that must finish first
-            "owner": None,               # who started or completed it, or was named
+            "owner": None,               # who started, completed or deleted it, or was named
             "created_at": stamp,
             "updated_at": stamp}         # set again on every write
 
@@ -141,8 +141,8 @@ class TaskManager:
         if add and status_after in FINISHED:
             raise ValueError(f"#{tid} is {status_after}; set it back to pending (in the same "
                              "call, or before) to give it blockers")
-        # change: the new status and owner (start or complete: self.agent; pending: none);
-        # another agent's task, started or done, is refused unless force (claims.py).
+        # change: the new status and owner (start, complete, or delete one in progress:
+        # self.agent; pending: none). Another's task, started or done, needs force (claims.py).
         change, notes = claims.check(task, status, owner, force, self.agent)
         blocked, more = self.check_blockers(tid, task["blockedBy"], add or [])
         # A blocker whose task is gone can be removed too; one listed twice (by hand) goes whole.

@@ -38,6 +38,9 @@ FLOOD_SECONDS = 10        # a background job's flood: FLOOD_BYTES within this (a
 # bash returns without the rest: a filter (`exec > >(ts)`) may still be printing the command's
 # own output; a job that logs every 50 ms, never quiet for 0.2 s, costs this wait.
 EXIT_GRACE = 5
+# Seconds of quiet, once the shell has exited, that mean a background job holds the pipe: a
+# filter may pause that long (a fork, an import) before it prints the command's own output.
+EXIT_QUIET = 1.5
 # The tool is named bash, and models write bash ([[ ]], {1..3}, source): /bin/sh is often
 # another shell (dash, on Debian and Ubuntu). None, where there is no bash: /bin/sh.
 BASH = shutil.which("bash")
@@ -115,9 +118,11 @@ def _read_output(proc: subprocess.Popen, timeout: float, cap: int) -> tuple:
         if reads_since and time.monotonic() - exited_at > EXIT_GRACE:
             held = True
             break
-        if not select.select([fd], [], [], min(left, 0.2))[0]:
-            # Quiet for 0.2 s after the shell had exited: a job holds the pipe (`job &`), and is
-            # not waited for. (An exit seen only now may have come with output: look again.)
+        # Until the shell exits, a look every 0.2 s whether it has.
+        wait = 0.2 if exited_at is None else EXIT_QUIET
+        if not select.select([fd], [], [], min(left, wait))[0]:
+            # Quiet after the shell had exited: a job holds the pipe (`job &`), and is not
+            # waited for. (An exit seen only now may have come with output: look again.)
             if exited_at is not None:
                 held = True
                 break

@@ -774,6 +774,10 @@ MUTATIONS = [
              "    answer = lesson.loop(history, run, **budget)",
              ["tests/test_run_ends.py::test_a_kill_during_a_sessions_first_call_leaves_its_"
               "prompt_for_continue"]),
+    Mutation("a filter quiet for 0.6 s after the shell exited loses the output",
+             "harness/bash.py", "EXIT_QUIET = 1.5\n", "EXIT_QUIET = 0.2\n",
+             ["tests/test_s03_tools.py::test_a_filter_that_pauses_after_the_shell_exits_"
+              "still_shows_the_output"]),
     Mutation("pydantic's serializer warnings reach the terminal", "harness/model_call.py",
              "stream.close) as self.watch, quiet_serializer():",
              "stream.close) as self.watch, contextlib.nullcontext():",

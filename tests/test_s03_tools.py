@@ -270,6 +270,13 @@ def test_what_a_filter_prints_after_the_shell_exits_is_all_kept(in_tmp):
     assert out.splitlines() == [f"> {n}" for n in range(1, 101)] + ["> END"], out[-300:]
 
 
+def test_a_filter_that_pauses_after_the_shell_exits_still_shows_the_output(in_tmp):
+    """`exec > >(sleep 0.6; cat)`: the filter is quiet for a moment, then prints the command's
+    own output. A pipe quiet for 0.2 s after the shell exited was taken for a held job, and
+    the output dropped with the job's."""
+    assert run_bash("exec > >(sleep 0.6; cat); echo KEEPME") == "KEEPME"
+
+
 def test_the_shells_last_words_are_kept_when_it_exits_just_as_a_wait_ends(in_tmp, monkeypatch):
     """The race, made certain: the wait for output ends with nothing, and the shell writes
     and exits before the next look. That look took the shell's exit for a job holding the
