@@ -55,15 +55,16 @@ def kind_of(mode: int) -> str:
 # ---------------------------------------------------------------- the folder
 
 @contextlib.contextmanager
-def folder(path: Path):
-    """path open as a folder (an fd, closed at the block's end), made first if missing. A
-    symbolic link at its own name is refused; the folders above it are taken as they are."""
+def folder(path: Path, make: bool = True):
+    """path open as a folder (an fd, closed at the block's end), made first if missing (with
+    make=False, FileNotFoundError). A symbolic link at its own name is refused; the folders
+    above it are taken as they are."""
     for attempt in (1, 2):
         try:
             fd = os.open(path, FOLDER)
             break
         except FileNotFoundError:
-            if attempt == 2:
+            if attempt == 2 or not make:
                 raise
         except OSError as exc:
             raise _in_the_way(path, exc) from None

@@ -601,8 +601,8 @@ MUTATIONS = [
              ["tests/test_read_file_paging.py::test_the_command_to_read_a_cut_lines_rest_goes_on_"
               "where_the_read_stopped_in_any_script"]),
     Mutation("a summary request that leaves nothing out says the conversation was cut",
-             "harness/compaction.py", "    if len(shorter) in (0, len(view)):",
-             "    if not shorter:",
+             "harness/compaction.py", "    if cut == 0 or len(shorter) == len(view):",
+             "    if cut == 0:",
              ["tests/test_context_window.py::test_a_summary_request_that_leaves_nothing_out_says_"
               "nothing_left_out"]),
     Mutation("a CRLF split in two matches a blank line that is not there", "harness/files.py",
@@ -778,6 +778,25 @@ MUTATIONS = [
              "harness/bash.py", "EXIT_QUIET = 1.5\n", "EXIT_QUIET = 0.2\n",
              ["tests/test_s03_tools.py::test_a_filter_that_pauses_after_the_shell_exits_"
               "still_shows_the_output"]),
+    Mutation("--continue reads the sessions through a link at .transcripts",
+             "harness/session/log.py",
+             "        with writer.folder(folder, make=False) as where, os.scandir(where) as",
+             "        with contextlib.nullcontext(folder) as where, os.scandir(where) as",
+             ["tests/test_session_log.py::test_a_transcripts_folder_that_is_a_link_or_"
+              "unreadable_is_one_line_not_no_session"]),
+    Mutation("a session removed while --continue looks is a traceback",
+             "harness/session/log.py",
+             "        written = entry.stat(follow_symlinks=False)\n    except OSError:",
+             "        written = entry.stat(follow_symlinks=False)\n    except PermissionError:",
+             ["tests/test_session_log.py::test_a_session_removed_while_continue_looks_is_"
+              "passed_over_not_a_traceback"]),
+    Mutation("fitting a long conversation for its summary measures it again at each start",
+             "harness/compaction.py",
+             "            head, size = [view[prompt]], each[prompt] + after",
+             "            head, size = [view[prompt]], "
+             "tokens.estimate([view[prompt]] + view[start:])",
+             ["tests/test_context_window.py::test_fitting_a_long_conversation_measures_each_"
+              "message_once"]),
     Mutation("pydantic's serializer warnings reach the terminal", "harness/model_call.py",
              "stream.close) as self.watch, quiet_serializer():",
              "stream.close) as self.watch, contextlib.nullcontext():",

@@ -60,6 +60,10 @@ def test_clear_sends_the_context_editing_edit_with_its_beta_and_s06s_settings(ru
         "keep": {"type": "tool_uses", "value": s06_compact.KEEP_RECENT},
         "clear_tool_inputs": True}
     assert betas(api.headers[0]) == {"context-management-2025-06-27"}
+    # The lesson's docstring tells a learner what is sent: its numbers are these.
+    said = words(s06_compact.__doc__)
+    assert f"past {api_context.API_CLEAR_AT:,} input tokens the server clears" in said
+    assert f"past {api_context.API_COMPACT_AT:,} it summarises" in said
 
 
 def test_compact_sends_the_compaction_edit_with_its_beta_at_the_apis_minimum(run_lesson):

@@ -176,6 +176,25 @@ def test_a_summary_request_that_cannot_fit_is_never_sent_broken():
     assert fitted[0] == view[0] and fitted[1:] == view[-2:]
 
 
+def test_fitting_a_long_conversation_measures_each_message_once(monkeypatch):
+    """--continue of a 48 MB log past the window waited 98 s in silence: each place the
+    summary could start was measured by encoding all that followed it again. What is
+    encoded to fit 2,000 calls is now about the conversation once, not 2,000 times over."""
+    from harness import compaction, tokens
+    view = conversation(*[("bash", {"command": f"step {n}"}, "x" * 400) for n in range(2_000)])
+    encoded = []
+    real = tokens.estimate
+
+    def counting(value):
+        encoded.append(len(value) if isinstance(value, list) else 1)
+        return real(value)
+    monkeypatch.setattr(tokens, "estimate", counting)
+    fitted = compaction.fit_for_summary(view, room=30_000)
+    assert fitted[0] == view[0] and fitted[1:] == view[-len(fitted) + 1:]
+    assert 30_000 * 0.9 < real(fitted) <= 30_000        # the newest calls that fit, no fewer
+    assert sum(encoded) <= 3 * len(view), f"{sum(encoded):,} messages encoded"
+
+
 def test_a_summary_request_that_leaves_nothing_out_says_nothing_left_out(capsys):
     """One call and its result, too big for the room: nothing could be left out, and the
     note said the conversation was past the window and the summary covered 'its turn's

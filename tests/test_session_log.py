@@ -1,5 +1,6 @@
 """The session log: saved as it goes, survives kill -9, read back valid for the API."""
 
+import contextlib
 import json
 import os
 import signal
@@ -104,6 +105,44 @@ def test_continue_never_resumes_from_a_link_planted_among_the_sessions(tmp_path)
     os.utime(mine.path, ns=(1, 1))                       # the link's target is newer
     (folder / "session_20991231-235959_1.jsonl").symlink_to(planted.path)
     assert latest(folder) == mine.path
+
+
+def test_a_session_removed_while_continue_looks_is_passed_over_not_a_traceback(tmp_path,
+                                                                              monkeypatch):
+    """Another terminal's session, deleted (or cleaned up) between --continue listing the
+    folder and looking at the file: a FileNotFoundError traceback, where the rest resume."""
+    kept, gone = SessionLog.start(tmp_path), SessionLog.start(tmp_path)
+    kept.append({"role": "user", "content": "kept"})
+    gone.append({"role": "user", "content": "gone"})
+    real_scandir = os.scandir
+
+    def listed_then_removed(where):
+        entries = list(real_scandir(where))
+        gone.path.unlink()                              # after the listing, before the look
+        return contextlib.nullcontext(entries)
+    monkeypatch.setattr(session_log.os, "scandir", listed_then_removed)
+    assert latest(tmp_path) == kept.path
+
+
+def test_a_transcripts_folder_that_is_a_link_or_unreadable_is_one_line_not_no_session(tmp_path,
+                                                                                  monkeypatch):
+    """.transcripts as a link: the log refuses to write through it, and --continue read
+    through it (a session planted elsewhere went to the model). A folder --continue may not
+    read said "no saved session", which sends the user looking for a session that is there."""
+    elsewhere = tmp_path / "elsewhere"
+    SessionLog.start(elsewhere).append({"role": "user", "content": "planted"})
+    (tmp_path / ".transcripts").symlink_to(elsewhere)
+    with pytest.raises(SetupError) as exc:
+        session_log.open_session(continue_latest=True, folder=tmp_path / ".transcripts")
+    assert str(exc.value).startswith(f"cannot continue: {tmp_path}/.transcripts is a symbolic "
+                                     "link; the harness writes only into a real folder")
+
+    def refused(where):
+        raise PermissionError(13, "Permission denied")
+    monkeypatch.setattr(session_log.os, "scandir", refused)
+    with pytest.raises(SetupError) as exc:
+        session_log.open_session(continue_latest=True, folder=elsewhere)
+    assert str(exc.value) == f"cannot continue: cannot read {elsewhere}/: permission denied"
 
 
 def test_continue_starts_a_new_log_with_the_repaired_history_and_keeps_the_old_file(tmp_path,

@@ -44,6 +44,7 @@ lines, and on some disks a fsync per message costs more than the model call it r
 """
 
 import contextlib
+import fnmatch
 import json
 import math
 import os
@@ -212,24 +213,33 @@ class Resumed:
 
 
 def latest(folder: Path = FOLDER) -> Path | None:
-    """The session in folder written to most recently, or None."""
-    if not folder.is_dir():
+    """The session in folder written to most recently, or None. OSError if the folder cannot
+    be read, or is a link: the writer never makes one, and what it points to is never read."""
+    try:
+        with writer.folder(folder, make=False) as where, os.scandir(where) as entries:
+            found = [(_written(entry), _order(Path(entry.name)), entry.name)
+                     for entry in entries if fnmatch.fnmatch(entry.name, PATTERN)]
+    except FileNotFoundError:
         return None
-    # An empty file is a session that recorded nothing (or was killed before it did); a link
-    # is none of ours (the writer never makes one), and what it points to is never read.
-    sessions = [p for p in folder.glob(PATTERN)
-                if not p.is_symlink() and p.is_file() and p.stat().st_size > 0]
+    # An empty file is a session that recorded nothing (or was killed before it did).
+    sessions = [one for one in found if one[0] is not None]
     if not sessions:
         return None
-    return max(sessions, key=lambda p: (_modified(p), _order(p)))
+    return folder / max(sessions)[2]
 
 
-def _modified(path: Path) -> int:
-    """path's modification time; -1 if it has gone since the folder was listed."""
+def _written(entry: os.DirEntry) -> int | None:
+    """When a session file was last written; None for an empty one, a link (none of ours),
+    or one removed since the folder was listed."""
     try:
-        return path.stat().st_mtime_ns
+        if not entry.is_file(follow_symlinks=False):
+            return None
+        written = entry.stat(follow_symlinks=False)
     except OSError:
-        return -1
+        return None
+    if written.st_size == 0:
+        return None
+    return written.st_mtime_ns
 
 
 def _order(path: Path) -> tuple[str, int]:
@@ -324,7 +334,10 @@ def resume_latest(folder: Path = FOLDER, resume_from=None,
     and a note if none can be made). SetupError if there is nothing to continue.
     resume_from(history): the part to go on from (the old log keeps it all); about: this
     run's, as SessionLog.start takes it."""
-    path = latest(folder)
+    try:
+        path = latest(folder)
+    except OSError as exc:
+        raise SetupError(f"cannot continue: {_unreadable(folder, exc)}") from None
     if path is None:
         raise SetupError(f"no saved session in {folder}/ to continue; "
                          "run without --continue to start one")
@@ -356,6 +369,13 @@ def resume_latest(folder: Path = FOLDER, resume_from=None,
     show_note(f"[continuing {path}: {len(found.messages)} messages{_whose(found.about, about)}"
               f"{_left_out(found)}; {where}]")
     return log, found.messages
+
+
+def _unreadable(folder: Path, exc: OSError) -> str:
+    """Why the folder of sessions cannot be read, in words that name it."""
+    if exc.filename is None and exc.errno is None:     # writer's own words name it already
+        return str(exc)
+    return f"cannot read {folder}/: {reason(exc)}"
 
 
 def _whose(theirs, mine) -> str:
