@@ -29,15 +29,18 @@ import os
 import re
 import secrets
 import stat
+import time
 from pathlib import Path
 
 PRIVATE = 0o600      # what holds the conversation: its owner alone reads it
 NEW_FILE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC   # made here, now
 SHARED = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC   # a FIFO: no wait
 FOLDER = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+STALE = 3600         # seconds unwritten: a temporary file nobody is writing any more
 MOST_NUMBERS = 1000  # numbered names tried for one stem (<stem>_1 .. _1000) before giving up
 # Every temporary file written here is .tmp_<kind><16 hex digits>.tmp. A task's (kind "task_",
-# temporary_beside) is swept by its board under its lock (board/folder.py); no other writer's.
+# temporary_beside) is swept by its board under its lock (board/folder.py); any other once it
+# is STALE (sweep(): the session log's folder, as a session starts).
 TASK_KIND = "task_"
 TEMPORARY = re.compile(r"\.tmp_[0-9a-f]{16}\.tmp", re.ASCII)
 TASK_TEMPORARY = re.compile(rf"\.tmp_{TASK_KIND}[0-9a-f]{{16}}\.tmp", re.ASCII)
@@ -246,6 +249,27 @@ def _link(where: int, temporary: str, name: str) -> None:
 def _remove(where: int, name: str) -> None:
     with contextlib.suppress(OSError):     # gone already (renamed), or the folder refuses
         os.unlink(name, dir_fd=where)
+
+
+def sweep(path, also=None) -> None:
+    """Remove what a killed writer left in the folder path: a regular file named as TEMPORARY
+    and unwritten for STALE seconds, and any named as also(name) says. Nothing else: no
+    link, no folder. A folder that cannot be read is left as it is."""
+    stale = time.time() - STALE
+    with contextlib.suppress(OSError), os.scandir(path) as found:
+        for entry in found:
+            with contextlib.suppress(OSError):          # gone meanwhile: nothing to do
+                if _litter(entry, stale, also):
+                    os.unlink(entry.path)
+
+
+def _litter(entry, stale: float, also) -> bool:
+    if not entry.is_file(follow_symlinks=False):    # a folder or a link of that name: left
+        return False
+    if also is not None and also(entry.name):
+        return True
+    named = TEMPORARY.fullmatch(entry.name)
+    return named is not None and entry.stat(follow_symlinks=False).st_mtime < stale
 
 
 # ---------------------------------------------------------------- files kept open

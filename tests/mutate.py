@@ -797,6 +797,12 @@ MUTATIONS = [
              "tokens.estimate([view[prompt]] + view[start:])",
              ["tests/test_context_window.py::test_fitting_a_long_conversation_measures_each_"
               "message_once"]),
+    Mutation("a copy --continue was writing when it was killed stays for ever",
+             "harness/session/log.py",
+             "        writer.sweep(folder)\n        log = cls(path, fd)",
+             "        log = cls(path, fd)",
+             ["tests/test_session_log.py::test_a_copy_killed_midway_is_swept_when_a_later_"
+              "session_starts"]),
     Mutation("pydantic's serializer warnings reach the terminal", "harness/model_call.py",
              "stream.close) as self.watch, quiet_serializer():",
              "stream.close) as self.watch, contextlib.nullcontext():",
@@ -1477,7 +1483,7 @@ MUTATIONS = [
              '            if dep not in blocked:\n                continue',
              [CONTRACT + "::test_a_blocker_is_removed_by_its_id_and_one_not_there_is_refused"]),
     Mutation("the board sweeps any writer's temporary file, one being written too",
-             "harness/board/folder.py",
+             "harness/writer.py",
              "    return named is not None and entry.stat(follow_symlinks=False).st_mtime "
              "< stale\n",
              "    return named is not None\n",
@@ -1485,8 +1491,8 @@ MUTATIONS = [
               "kept"]),
     Mutation("what a killed task writer left (.tmp_task_<hex>.tmp) stays on the board",
              "harness/board/folder.py",
-             "    if LITTER.fullmatch(entry.name) or writer.TASK_TEMPORARY.fullmatch(entry.name):",
-             "    if LITTER.fullmatch(entry.name):",
+             "    return bool(LITTER.fullmatch(name) or writer.TASK_TEMPORARY.fullmatch(name))",
+             "    return bool(LITTER.fullmatch(name))",
              ["tests/test_board_sweep.py::test_a_task_writers_temporary_file_is_swept_at_once_"
               "and_only_it"]),
     Mutation("the results folder's marker is written through a link planted at its name",

@@ -82,6 +82,23 @@ def test_record_writes_new_messages_a_compaction_and_a_rolled_back_turn(tmp_path
     assert len(log.path.read_text(encoding="utf-8").splitlines()) == 5 + 2 + 1 + 1 + 3
 
 
+def test_a_copy_killed_midway_is_swept_when_a_later_session_starts(tmp_path):
+    """--continue writes its copy of a long session to a temporary file, then names it: a kill
+    in between left that copy (the whole conversation) in .transcripts for ever. An hour
+    unwritten, it goes when a session starts; one being written now, and a link, stay."""
+    folder = tmp_path / ".transcripts"
+    folder.mkdir()
+    killed, writing = folder / f".tmp_{'a' * 16}.tmp", folder / f".tmp_{'b' * 16}.tmp"
+    killed.write_text('{"role": "user", "content": "a whole conversation"}\n')
+    writing.write_text("")
+    os.utime(killed, (time.time() - 7200, time.time() - 7200))
+    planted = folder / f".tmp_{'c' * 16}.tmp"
+    planted.symlink_to(tmp_path / "elsewhere")
+    os.utime(planted, (1, 1), follow_symlinks=False)
+    SessionLog.start(folder).close()
+    assert not killed.exists() and writing.exists() and planted.is_symlink()
+
+
 def test_latest_is_the_session_written_last_and_none_when_there_is_none(tmp_path):
     assert latest(tmp_path / "missing") is None
     (tmp_path / "transcript_20260101-000000.jsonl").write_text("{}\n")   # s06's, not a session

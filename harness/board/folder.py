@@ -37,7 +37,7 @@ Without each piece:
 - the sweep (once per process and board): a writer killed mid-write leaves a temporary file.
   Only writer.py's temporary names go, never the user's (--board . shares their folder): a
   task's, or LITTER, at once (task files are written only under the lock); any other once
-  unwritten for STALE seconds (a write_file in flight holds no board lock; older harnesses
+  unwritten for writer.STALE seconds (a write_file in flight holds no board lock; older harnesses
   gave task temporaries that name).
 - the note while waiting: an agent stopped with Ctrl-Z while it held the lock kept the others
   waiting with a bare prompt, in silence.
@@ -55,7 +55,6 @@ import os
 import re
 import secrets
 import threading
-import time
 
 from harness import terminal, writer
 from harness.board import record
@@ -65,7 +64,6 @@ from harness.files import read_bytes
 STAMP_BYTES = 32            # .lock: the stamp, then s07's high-water mark (TaskFolder.high_water)
 AFTER_STAMP = 64            # bytes of .lock kept after the stamp: s07's mark takes 16 of them
 LOCK_MODE = 0o644           # .lock, less the umask: every agent opens it for writing
-STALE = 3600                # seconds unwritten: a temporary file nobody is writing any more
 WAIT_NOTE_AFTER = 3         # seconds waiting for the lock before a note says so (not a limit)
 # Older harnesses' names for a task's temporary file: .task_1.json.<hex>.tmp, .tmp_<id>_<pid>_<n>.
 LITTER = re.compile(r"\.task_[1-9][0-9]{0,14}\.json\.[0-9a-f]+\.tmp"
@@ -130,22 +128,12 @@ def unreadable(path, why) -> ValueError:
 
 def sweep(where) -> None:
     """Remove, under the lock, what a killed writer left: a regular file named as LITTER or
-    writer.TASK_TEMPORARY, or as writer.TEMPORARY and unwritten for STALE seconds. Nothing else."""
-    stale = time.time() - STALE
-    with contextlib.suppress(OSError), os.scandir(where) as found:
-        for entry in found:
-            with contextlib.suppress(OSError):          # gone meanwhile: nothing to do
-                if _litter(entry, stale):
-                    os.unlink(entry.path)
+    writer.TASK_TEMPORARY, and what writer.sweep removes anywhere. Nothing else."""
+    writer.sweep(where, also=_task_litter)
 
 
-def _litter(entry, stale: float) -> bool:
-    if not entry.is_file(follow_symlinks=False):    # a folder or a link of that name: left
-        return False
-    if LITTER.fullmatch(entry.name) or writer.TASK_TEMPORARY.fullmatch(entry.name):
-        return True
-    named = writer.TEMPORARY.fullmatch(entry.name)
-    return named is not None and entry.stat(follow_symlinks=False).st_mtime < stale
+def _task_litter(name: str) -> bool:
+    return bool(LITTER.fullmatch(name) or writer.TASK_TEMPORARY.fullmatch(name))
 
 
 def remembering(lesson_folder: type) -> type:

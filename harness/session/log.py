@@ -90,6 +90,8 @@ class SessionLog:
         (until then it stays empty, and --continue passes it over): --continue names it."""
         made = not os.path.lexists(folder)
         path, fd = writer.open_numbered(folder, _stem(), ".jsonl", writer.PRIVATE)
+        # A copy --continue was writing when it was killed: the whole conversation, for ever.
+        writer.sweep(folder)
         log = cls(path, fd)
         log.made_folder = made
         log.about = about
@@ -105,6 +107,7 @@ class SessionLog:
         data = b"".join(_line(record) for record in records)
         made = not os.path.lexists(folder)
         path = writer.numbered(folder, _stem(), ".jsonl", data, writer.PRIVATE)
+        writer.sweep(folder)                     # as start() does
         log = cls(path, writer.open_appending(path))
         log.made_folder = made
         log.copied = len(data)
