@@ -26,7 +26,7 @@ the harness nags. The todo list is just a tool whose result is the rendered list
 
 Read it top to bottom: agent_loop (the whole idea of an agent), ask_model (the request and
 the reply), run_tool_calls and call_tool (a tool_result for each tool_use), then the four base
-tools, TodoManager, and the dispatch table that joins them. The todo list is agent_loop's
+tools, TodoManager, and the dispatch table (TOOLS, TOOL_HANDLERS). The todo list is agent_loop's
 rounds_without_todo and its nag, TodoManager, and the todo tool. A call into harness/ makes the
 bare idea safe on a real machine; its name, or the comment above it, says what it does, and
 you can skip it on a first read. From harness/ you need two things: the reply's shape
@@ -47,8 +47,8 @@ from harness import bash, files, model_call, spill, step_limit, terminal, tool_c
 
 # Tokens the model may write per call: enough for a file of code.
 MAX_TOKENS = 8000
-# Model calls a turn may make (--max-steps changes it). The calls that resume a reply the
-# server paused (stop_reason "pause_turn") are not counted: they finish the same step.
+# Model calls a turn may make (--max-steps, or MAX_STEPS in the environment, changes it).
+# Calls that resume a reply the server paused ("pause_turn") finish the same step: not counted.
 MAX_STEPS = 50
 # Seconds before a command and all it started are killed.
 BASH_TIMEOUT = 120
@@ -73,7 +73,7 @@ def agent_loop(messages: list, run, max_steps: int = MAX_STEPS) -> str:
     answer. messages ends with the user's prompt (the REPL keeps it from turn to turn). run:
     the session (harness/run.py's Run, made by cli.run_cli): run.client, the SDK's client, and
     run.model; run.log, the session on disk; run.saved, the files big results were saved in."""
-    rounds_without_todo = 0        # the nag's count: from 0 at each turn
+    rounds_without_todo = 0        # the nag's count of steps without a todo call; 0 each turn
     steps = 0
     while steps < max_steps:
         steps += 1
@@ -81,13 +81,13 @@ def agent_loop(messages: list, run, max_steps: int = MAX_STEPS) -> str:
         messages.append({"role": "assistant", "content": response.content})
         # On disk before its calls run: --continue can pick the session up.
         run.log.record(messages)
-        # No call to run: the turn is over (checked() says "tool_use" exactly when there is one).
+        # No call to run: the turn is over (stop_reason is "tool_use" exactly when one is kept).
         if response.stop_reason != "tool_use":
             return response.answer
         results = run_tool_calls(run, response, TOOL_HANDLERS, TOOLS)
         # A round with a `todo` call sets the nag's count back to 0, even if TodoManager
         # rejected the call: the model did look at its plan. From NAG_AFTER rounds without
-        # one, the user message ends with it: [tool_result, ..., cut-call notes, REMINDER].
+        # one, the user message ends with it: [tool_result, ..., notes, REMINDER].
         if any(call["name"] == "todo" for call in response.tool_uses):
             rounds_without_todo = 0
         else:
@@ -112,12 +112,11 @@ def ask_model(run, system: str, tools: list, messages: list,
     Here the reply comes back as a Response (harness/model_call.py), in plain dicts: content
     (the blocks, to send back), tool_uses (its tool_use blocks, {"id", "name", "input"}; a
     call the reply was cut off inside is left out), stop_reason ("tool_use" exactly when
-    tool_uses is not empty), answer (what the user sees), said (the words alone), usage (the
-    token counts), cut (stopped early) and notes (text for the model after the results)."""
+    tool_uses is not empty), answer (what the user sees) and notes (text for the model after
+    the results, such as "a call was cut off"); the rest is for the display and /cost."""
     request = {"model": run.model, "system": system, "tools": tools, "messages": messages,
                "max_tokens": max_tokens,
-               # Automatic prompt caching: a breakpoint on the last block; the next call starts
-               # the same and reads that from the cache at 0.1x (1,024+ tokens, by model; s06).
+               # Prompt caching: the next call reads all up to here from the cache, at 0.1x (s06).
                "cache_control": {"type": "ephemeral"}}
     # Whatever fails on the way (after the SDK's own retries) ends as one line that names
     # the endpoint: an EndpointError, which the REPL shows, and a one-shot run exits on.
@@ -126,19 +125,19 @@ def ask_model(run, system: str, tools: list, messages: list,
             # The reply on the screen as it is written.
             guard.display(stream)
             response = stream.get_final_message()
-    # The reply as the history keeps it: plain dicts, a half-written call left out; its
-    # tokens added to the session's tally (/cost, the session page). A reply the server
-    # paused (stop_reason "pause_turn") is sent back here, up to 10 times, to go on.
+    # What the loop relies on: stop_reason is "tool_use" exactly when a whole call is kept.
+    # The reply as plain dicts, a half-written call left out, its tokens counted; a reply the
+    # server paused (stop_reason "pause_turn") is sent back, up to 10 times, to go on.
     return guard.checked(response, request)
 
 
 def run_tool_calls(run, response, handlers: dict, tools: list) -> list:
     """One tool_result per tool_use, in order; then the harness's notes. The idea is two
-    lines: call_tool runs the call, and the dict below answers it by its id. handlers and
-    tools are parameters, not this file's globals, because s06 and s07 pass their own."""
+    lines, call_tool(...) and result = {...}: the rest is harness. handlers and tools (for
+    call_tool's check of the input) are parameters because s06 and s07 pass their own."""
     results = []
-    # Ctrl-C: keep_on_ctrl_c raises ToolsInterrupted holding a result for every call (the one
-    # running, and those not reached, say so); the REPL keeps them with the conversation.
+    # Ctrl-C: keep_on_ctrl_c fills results for the calls not reached (and the one running),
+    # and raises ToolsInterrupted; the REPL keeps them with the conversation.
     with tool_calls.keep_on_ctrl_c(run, response.tool_uses, results):
         for call in response.tool_uses:
             terminal.show_tool_call(call["name"], call["input"])

@@ -21,7 +21,7 @@ may be short placeholders. A block: a text, a tool call or a tool result in a me
 
 Layer 1 is built around prompt caching. The API reads a request in this order, and caches it up
 to a breakpoint: s03's request asks for one on its last block (cache_control at the top level);
-view_of adds one where the request ended whose reply made the latest batch's first call.
+view_of adds one just before the latest batch: the API looks back only 20 blocks for it.
 
     tools -> system -> message 1 -> message 2 -> ... -> the last block   <- breakpoint
     |--- as in the last call: read from the cache, 0.1 x ---|-- new: written, 1.25 x --|
@@ -44,7 +44,8 @@ nothing, layer 2 only guards the window, and layer 3 stays.
 
 Run it:   python s06_compact.py "run the tests, fix what fails, and run them again"
           COMPACT_THRESHOLD=5000 python s06_compact.py      (a REPL; /compact, /context)
-          python s06_compact.py --demo   (no key; each layer in turn; try COMPACT_THRESHOLD=4000)
+          python s06_compact.py --demo   (no key; each layer in turn)
+          COMPACT_THRESHOLD=4000 python s06_compact.py --demo   (layer 2 first; layer 1 waits)
 """
 
 import functools
@@ -57,9 +58,10 @@ MAX_STEPS = 200      # model calls a turn may make: compaction lets it go on lon
 KEEP_RECENT = 3      # the 3 newest tool calls, and every call of the newest reply, stay whole
 KEEP_CHARS = 400     # a result or a call's text this short is never cleared: it costs little
 # The batch rule, with an example in clear_new_batch: a batch frees at least CLEAR_AT_LEAST
-# tokens (or 0.4 x a small threshold, if less), and REWRITE_SHARE x what the API must rewrite.
+# tokens (or 0.4 x a low threshold, so that layer 1 can act before layer 2 summarises), and
+# REWRITE_SHARE x what the API must rewrite.
 CLEAR_AT_LEAST = 8_000   # tokens: a smaller batch breaks the cache for little
-REWRITE_SHARE = 1.5      # a rewrite, 1.25 - 0.1 = 1.15 x once, is repaid within 8 calls
+REWRITE_SHARE = 1.5      # at this limit, a rewrite (1.25 - 0.1 = 1.15 x) pays back in 8 calls
 # Tokens before layer 2 summarises: lower bills less, forgets sooner (docs/cost.md).
 DEFAULT_THRESHOLD = 50_000
 # The keyless demo's: low, so that layer 2 compacts within ten calls (COMPACT_THRESHOLD wins).
@@ -114,7 +116,7 @@ class ContextSize:
         self.seen = len(messages)
 
     def estimate(self, view: list) -> int:
-        # No count yet, or one of a longer history (a compaction shortened it): estimate it all.
+        # No count yet, or one of a longer history (a failed turn undone, /clear): estimate all.
         if self.reported is None or self.seen > len(view):
             return self.prefix + tokens.estimate(view)
         return self.reported + tokens.estimate(view[self.seen:])
@@ -142,21 +144,6 @@ def micro_compact(messages: list, run, clear: bool = True) -> list:
     return view_of(messages)
 
 
-def view_of(messages: list) -> list:
-    """What the model sees: a copy of the history, each cleared block as its placeholder."""
-    view = []
-    for message in messages:
-        content = message["content"]
-        if isinstance(content, list):
-            message = {**message, "content": [CLEARED.as_sent(block) for block in content]}
-        view.append(message)
-    # A second cache breakpoint (in a copy; none before the first batch), on the message just
-    # before the reply holding the latest batch's first call, where an earlier request ended:
-    # the clearing request reads all before it from the cache if nothing there changed since,
-    # even if it is over 20 blocks back, past the last block's lookback; later requests too.
-    return compaction.breakpoint_before(view, CLEARED.batch_start)
-
-
 class Cleared:
     """What layer 1 has cleared, and what the model sees instead: view_of swaps each block
     named here for its placeholder, in a copy. Once cleared, always, with the same text: between
@@ -178,20 +165,33 @@ class Cleared:
     def as_sent(self, block):
         """The block as the model is sent it: its placeholder, if it was cleared."""
         if self.holds(block):
-            kept_alive, shown = self.placeholders[id(block)]
-            return shown
+            return self.placeholders[id(block)][1]
         return block
 
 
 CLEARED = Cleared()
 
 
+def view_of(messages: list) -> list:
+    """What the model sees: a copy of the history, each cleared block as its placeholder."""
+    view = []
+    for message in messages:
+        content = message["content"]
+        if isinstance(content, list):
+            message = {**message, "content": [CLEARED.as_sent(block) for block in content]}
+        view.append(message)
+    # A second cache breakpoint (in a copy; none before the first batch), just before the reply
+    # holding the latest batch's first call, where an earlier request ended: the clearing request
+    # and later ones read all before it from the cache, even past the 20-block lookback.
+    return compaction.breakpoint_before(view, CLEARED.batch_start)
+
+
 def clear_new_batch(messages: list, run) -> None:
     """Clear what the model can do without, if the batch pays for the cache it rewrites."""
     batch = clearable(messages)
     freed = sum(tokens_freed(block, call) for block, call in batch)
-    # What the API must write again, at least: from the message holding the batch's earliest
-    # call to the end of the view as it is sent now, less the batch.
+    # What the API must write again, at least: from the reply holding the batch's earliest
+    # call (where an earlier request's cache ends) to the end of the view, less the batch.
     view_now = view_of(messages)
     rewritten = compaction.tokens_from_first_call(view_now, batch) - freed
     # No API count yet (resumed, or compacted): a cold cache has nothing to lose.
@@ -232,9 +232,8 @@ def clearable(messages: list) -> list:
         old = n < len(pairs) - KEEP_RECENT and call["id"] not in newest
         # A read of a file, or a write of it that worked, stays until a later call shows the
         # whole file: it may be the model's only view of it, and the model may edit it next.
-        may_go = call["name"] not in ("read_file", "write_file")
-        if compaction.path_of(call) in whole_later or result.get("is_error"):
-            may_go = True
+        may_go = (call["name"] not in ("read_file", "write_file")
+                  or compaction.path_of(call) in whole_later or bool(result.get("is_error")))
         result_size = len(str(result.get("content")))
         if old and may_go and result_size > KEEP_CHARS and not CLEARED.holds(result):
             batch.append((result, call))           # the result
@@ -250,7 +249,8 @@ def clearable(messages: list) -> list:
 def placeholder(block: dict, call: dict, run) -> dict:
     """What the model sees instead of a cleared block, one of four kinds:
         a result                 "[Previous: used bash; the whole result is in <file>]"
-        a result under 2,000 ch. "[Previous: used bash]" (not saved: cheaper to run again)
+        a result under 2,000 ch. "[Previous: used bash]" (not saved: cheaper to run again;
+                                 so too if it cannot be saved)
         a read that worked       "[Previous: read a.py; a later read or write of it follows]"
         a write or edit's text   "[cleared from the context: 5,120 characters; ...]"
     """

@@ -51,10 +51,10 @@ TASK_FILE = re.compile(r"task_([1-9][0-9]{0,14})\.json", re.ASCII)
 # About 3,000 tokens: after a compaction, a bigger board comes back as its unfinished tasks.
 BOARD_CHARS = 12_000
 FINISHED = record.FINISHED      # completed or deleted: such a task blocks nobody
-# .lock's bytes 32-47: the largest id ever given (a task file deleted by hand keeps its id);
-# bytes 0-31: a random stamp folder.Remembering renews on a write: a cache sees another wrote.
-MARK_AT = folder.STAMP_BYTES    # 32
-MARK_BYTES = 16
+# .lock's bytes 32-47 hold the largest id ever given, so a task file deleted by hand keeps its
+# id. Bytes 0-31 are folder.py's (its cache's stamp): this lesson never reads them.
+HIGH_WATER_AT = folder.STAMP_BYTES    # 32
+HIGH_WATER_BYTES = 16
 
 
 def new_task(task_id: int, subject: str, description: str, blocked_by: list) -> dict:
@@ -66,23 +66,140 @@ def new_task(task_id: int, subject: str, description: str, blocked_by: list) -> 
             # pending, in_progress, completed, or deleted (kept on disk, blocks nobody)
             "status": "pending",
             "blockedBy": blocked_by,     # the ids of the tasks that must finish first
-            "owner": None,               # who started, completed or deleted it, or was named
+            "owner": None,               # who started or completed it, or was named
             "created_at": stamp,
             "updated_at": stamp}         # set again on every write
+
+
+# ---------------------------------------------------------------- the task files
+
+class TaskFolder:
+    """The board as a folder: .tasks/task_<id>.json per task, and .tasks/.lock. Opening .lock,
+    the read limits and the temporary file are in folder.py and writer.py."""
+
+    def __init__(self, location):
+        self.dir = Path(location)
+        self.name = f"{self.dir}/"           # the board, as the user and the model see it
+        self.lock_fd = None                  # .tasks/.lock, open while we hold the lock
+
+    def path(self, task_id: int) -> Path:
+        return self.dir / f"task_{task_id}.json"
+
+    @contextlib.contextmanager
+    def locked(self):
+        """One change at a time, across processes: an exclusive lock on .tasks/.lock."""
+        fd = folder.open_lock(self.dir)      # made if missing; a regular file, never a link
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)   # waits while another agent holds it
+            self.lock_fd = fd
+            yield fd
+        finally:
+            self.lock_fd = None
+            os.close(fd)                     # closing the file releases the lock
+
+    def high_water(self) -> int:
+        """The largest id ever given (read under the lock), or 0: none yet, or a hand edit."""
+        if self.lock_fd is None:
+            raise RuntimeError("the mark is read under the lock: call this inside locked()")
+        raw = os.pread(self.lock_fd, HIGH_WATER_BYTES, HIGH_WATER_AT)
+        digits = raw.decode("ascii", "replace").strip()
+        if digits.isdigit() and int(digits) < record.MAX_ID:
+            return int(digits)
+        return 0
+
+    def ids(self) -> set:
+        """The max-scan's scan: the id in the name of every task_<id>.json, a broken one too."""
+        found = set()
+        for name in folder.listing(self.dir):
+            match = TASK_FILE.fullmatch(name)
+            if match:
+                found.add(int(match[1]))
+        return found
+
+    def read(self, task_id: int) -> dict:
+        """A task from its file, or ValueError: a broken file is flagged, never repaired."""
+        path = self.path(task_id)
+        # Never through a link, and at most 1 MB: a FIFO, or a link to /dev/zero, is refused.
+        data = folder.read(path)
+        try:
+            task = json.loads(data)
+        except (ValueError, RecursionError) as exc:   # not JSON, not UTF-8, nested too deep
+            raise folder.unreadable(path, exc) from None
+        # A field a hand edit broke: what PostgreSQL's constraints would refuse (board/record.py).
+        problem = record.task_problem(task, task_id)
+        if problem:
+            raise folder.unreadable(path, f"not a valid task: {problem}")
+        return task
+
+    def load(self, task_id: int) -> dict:
+        """A task to change, or ValueError: no file, or read() refuses it (a link, broken too)."""
+        if not os.path.lexists(self.path(task_id)):
+            existing = text.existing(self.scan()[0], task_id)
+            raise ValueError(f"no task #{task_id}; existing tasks: {existing}")
+        return self.read(task_id)
+
+    def try_load(self, task_id: int):
+        """read(), or None: missing, or cannot be read."""
+        with contextlib.suppress(ValueError):
+            return self.read(task_id)
+        return None
+
+    def scan(self, recheck: bool = False) -> tuple:
+        """Every task file: (the readable tasks by id, in id order; a line per broken file).
+        recheck: unused here; folder.Remembering's cache reads it (True: every file again)."""
+        tasks, problems = {}, []
+        for name in folder.listing(self.dir):
+            match = TASK_FILE.fullmatch(name)
+            if match:
+                try:
+                    tasks[int(match[1])] = self.read(int(match[1]))
+                except ValueError as exc:
+                    problems.append(str(exc))
+            elif name.startswith("task_") and name.endswith(".json"):   # task_05.json
+                problems.append(f"{self.dir / name} is not a task file name; it was left")
+        return dict(sorted(tasks.items())), sorted(problems)
+
+    def write(self, task: dict) -> None:
+        """Replace a task's file atomically (rename): a reader or killed process sees old or new."""
+        temporary = self.write_temporary(task)
+        os.replace(temporary, self.path(task["id"]))
+
+    def reserve(self, task: dict) -> bool:
+        """Create a task's file only if its name is free: False if a file made by hand took it."""
+        temporary = self.write_temporary(task)
+        try:
+            # The mark first: the id is never given again, even if what follows fails.
+            if task["id"] > self.high_water():
+                mark = str(task["id"]).rjust(HIGH_WATER_BYTES)
+                os.pwrite(self.lock_fd, mark.encode(), HIGH_WATER_AT)
+            # A hard link (os.link) never replaces a file: it fails if the name is taken.
+            writer.link(temporary, self.path(task["id"]))
+            return True
+        except FileExistsError:
+            return False
+        finally:
+            temporary.unlink(missing_ok=True)    # linked, it had two names: this one goes
+
+    def write_temporary(self, task: dict) -> Path:
+        """The task, stamped updated_at, whole in a new file beside its own: .tmp_task_<random>.tmp,
+        opened O_CREAT|O_EXCL|O_NOFOLLOW (ValueError if read() would refuse the task)."""
+        task["updated_at"] = record.now()
+        data = record.as_file(task)          # json.dumps, of a task a read would accept
+        return writer.temporary_beside(self.path(task["id"]), data)
 
 
 # ---------------------------------------------------------------- the rules
 
 class TaskManager:
-    """The board's rules, over its store (TaskFolder, below), which holds every agent's writes."""
+    """The board's rules, over its store (TaskFolder, above), which holds every agent's writes."""
 
     def __init__(self, location, agent=None):
         self.use(location)
         self.agent = agent or record.default_agent_name()  # who owns what we start
 
     def use(self, location) -> None:
-        """self.store: TaskFolder below, or a postgresql:// board. open_store wraps TaskFolder in
-        folder.Remembering: faster, safer, the same results (but scan() may miss a hand edit)."""
+        """self.store: TaskFolder above, or a postgresql:// board. open_store wraps TaskFolder in
+        folder.Remembering, which only caches what it reads: TaskFolder's code is what runs."""
         self.store = board.open_store(location, TaskFolder)
 
     def next_id(self) -> int:
@@ -96,7 +213,7 @@ class TaskManager:
         description = record.check_text(description, "description", empty=True)
         # One change at a time, across processes (and machines, on a postgresql:// board).
         with self.store.locked():
-            blocked, notes = self.check_blockers(None, [], blocked_by or [])
+            blocked, notes = self.check_blockers(tid=None, blocked=[], add=blocked_by or [])
             task = self.add(subject, description, blocked)
         return text.created(task, notes)
 
@@ -154,14 +271,14 @@ class TaskManager:
         change["blockedBy"] = blocked
         return change, notes + more
 
-    def check_not_blocked(self, tid, asked, status_after, blocked, added) -> None:
+    def check_not_blocked(self, tid, status, status_after, blocked, added) -> None:
         """A blocked task cannot start or complete; nor may a task in progress take an open
-        blocker. asked: the status asked for (None: unchanged); status_after: once changed."""
+        blocker. status: the one asked for (None: unchanged); status_after: once changed."""
         # A completion takes itself out of every blockedBy, but a hand edit (or a completion
         # stopped part way) can leave a finished id here: read each (a missing one blocks).
         tasks = {dep: self.store.try_load(dep) or {} for dep in blocked}
         waiting = [dep for dep in blocked if tasks[dep].get("status") not in FINISHED]
-        if asked in ("in_progress", "completed") and waiting:
+        if status in ("in_progress", "completed") and waiting:
             raise ValueError(f"#{tid} is blocked by {text.described(waiting, self.store)}; "
                              "finish those first (or removeBlockedBy)")
         newly_waiting = [dep for dep in waiting if dep in added]
@@ -190,8 +307,8 @@ class TaskManager:
         return blocked, notes
 
     def _clear_dependency(self, finished) -> list:
-        """Take a finished task out of the blockedBy of every task not deleted (read from the
-        files: hand edits too); say what can start now. A completed one keeps the ids it freed."""
+        """The mechanism: take a finished task's id out of the blockedBy of every task not
+        deleted; say what can start now. A completed task keeps the ids it freed."""
         tasks = self.store.scan(recheck=True)[0]
         freed = []
         for other in tasks.values():
@@ -230,123 +347,6 @@ class TaskManager:
         """One task in full, with the tasks (not deleted) it blocks."""
         task = self.store.load(record.parse_task_id(task_id))
         return text.in_full(task, self.store.scan(recheck=True)[0])
-
-
-# ---------------------------------------------------------------- the task files
-
-class TaskFolder:
-    """The board as a folder: .tasks/task_<id>.json per task, and .tasks/.lock. Opening .lock,
-    the read limits and the temporary file are in folder.py and writer.py."""
-
-    def __init__(self, location):
-        self.dir = Path(location)
-        self.name = f"{self.dir}/"           # the board, as the user and the model see it
-        self.lock_fd = None                  # .tasks/.lock, open while we hold the lock
-
-    def path(self, task_id: int) -> Path:
-        return self.dir / f"task_{task_id}.json"
-
-    @contextlib.contextmanager
-    def locked(self):
-        """One change at a time, across processes: an exclusive lock on .tasks/.lock."""
-        fd = folder.open_lock(self.dir)      # made if missing; a regular file, never a link
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX)   # waits while another agent holds it
-            self.lock_fd = fd
-            yield fd
-        finally:
-            self.lock_fd = None
-            os.close(fd)                     # closing the file releases the lock
-
-    def high_water(self) -> int:
-        """The largest id ever given (read under the lock), or 0: none yet, or a hand edit."""
-        if self.lock_fd is None:
-            raise RuntimeError("the mark is read under the lock: call this inside locked()")
-        raw = os.pread(self.lock_fd, MARK_BYTES, MARK_AT)
-        digits = raw.decode("ascii", "replace").strip()
-        if digits.isdigit() and int(digits) < record.MAX_ID:
-            return int(digits)
-        return 0
-
-    def ids(self) -> set:
-        """The max-scan's scan: the id in the name of every task_<id>.json, a broken one too."""
-        found = set()
-        for name in folder.listing(self.dir):
-            match = TASK_FILE.fullmatch(name)
-            if match:
-                found.add(int(match[1]))
-        return found
-
-    def read(self, task_id: int) -> dict:
-        """A task from its file, or ValueError: a broken file is flagged, never repaired."""
-        path = self.path(task_id)
-        # Never through a link, and at most 1 MB: a FIFO, or a link to /dev/zero, is refused.
-        data = folder.read(path)
-        try:
-            task = json.loads(data)
-        except (ValueError, RecursionError) as exc:   # not JSON, not UTF-8, nested too deep
-            raise folder.unreadable(path, exc) from None
-        # A field a hand edit broke: what PostgreSQL's constraints would refuse (board/record.py).
-        problem = record.task_problem(task, task_id)
-        if problem:
-            raise folder.unreadable(path, f"not a valid task: {problem}")
-        return task
-
-    def load(self, task_id: int) -> dict:
-        """A task to change, or ValueError: no file, or read() refuses it (a link, broken too)."""
-        if not os.path.lexists(self.path(task_id)):
-            existing = text.existing(self.scan()[0], task_id)
-            raise ValueError(f"no task #{task_id}; existing tasks: {existing}")
-        return self.read(task_id)
-
-    def try_load(self, task_id: int):
-        """read(), or None: missing, or cannot be read."""
-        with contextlib.suppress(ValueError):
-            return self.read(task_id)
-        return None
-
-    def scan(self, recheck: bool = False) -> tuple:
-        """Every task file: (the readable tasks by id, in id order; a line per broken file).
-        recheck: for folder.Remembering's cache (True: every file again, a hand edit too)."""
-        tasks, problems = {}, []
-        for name in folder.listing(self.dir):
-            match = TASK_FILE.fullmatch(name)
-            if match:
-                try:
-                    tasks[int(match[1])] = self.read(int(match[1]))
-                except ValueError as exc:
-                    problems.append(str(exc))
-            elif name.startswith("task_") and name.endswith(".json"):   # task_05.json
-                problems.append(f"{self.dir / name} is not a task file name; it was left")
-        return dict(sorted(tasks.items())), sorted(problems)
-
-    def write(self, task: dict) -> None:
-        """Replace a task's file atomically (rename): a reader or killed process sees old or new."""
-        temporary = self.temporary(task)
-        os.replace(temporary, self.path(task["id"]))
-
-    def reserve(self, task: dict) -> bool:
-        """Create a task's file only if its name is free: False if a file made by hand took it."""
-        temporary = self.temporary(task)
-        try:
-            # The mark first: the id is never given again, even if what follows fails.
-            if task["id"] > self.high_water():
-                mark = str(task["id"]).rjust(MARK_BYTES)
-                os.pwrite(self.lock_fd, mark.encode(), MARK_AT)
-            # A hard link (os.link) never replaces a file: it fails if the name is taken.
-            writer.link(temporary, self.path(task["id"]))
-            return True
-        except FileExistsError:
-            return False
-        finally:
-            temporary.unlink(missing_ok=True)    # linked, it had two names: this one goes
-
-    def temporary(self, task: dict) -> Path:
-        """The task, stamped updated_at, whole in a new file beside its own: .tmp_task_<random>.tmp,
-        opened O_CREAT|O_EXCL|O_NOFOLLOW (ValueError if read() would refuse the task)."""
-        task["updated_at"] = record.now()
-        data = record.as_file(task)          # json.dumps, of a task a read would accept
-        return writer.temporary_beside(self.path(task["id"]), data)
 
 
 # ---------------------------------------------------------------- the tools

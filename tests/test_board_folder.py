@@ -172,7 +172,7 @@ def test_a_full_disk_when_the_mark_is_written_leaves_no_task_and_says_so(board_d
     real = os.pwrite
 
     def full_at_the_mark(fd, data, offset):
-        if offset == s07.MARK_AT:
+        if offset == s07.HIGH_WATER_AT:
             raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
         return real(fd, data, offset)
     monkeypatch.setattr(os, "pwrite", full_at_the_mark)

@@ -1,6 +1,7 @@
 """s06's --demo honours the learner's COMPACT_THRESHOLD, as the README and s06's docstring
-say (`try COMPACT_THRESHOLD=4000`): a learner tries a threshold in the demo to
-see layer 2 move, and a demo that kept its own would show them nothing, while saying theirs."""
+say (`COMPACT_THRESHOLD=4000 python s06_compact.py --demo`): a learner tries a threshold in the
+demo to see layer 2 move, and a demo that kept its own would show them nothing, while saying
+theirs."""
 
 import s06_compact
 from helpers import words
