@@ -803,6 +803,16 @@ MUTATIONS = [
              "        log = cls(path, fd)",
              ["tests/test_session_log.py::test_a_copy_killed_midway_is_swept_when_a_later_"
               "session_starts"]),
+    Mutation("a session file named session_①.jsonl ends every --continue in a traceback",
+             "harness/session/log.py", "    if n.isascii() and n.isdigit():",
+             "    if n.isdigit():",
+             ["tests/test_session_log.py::test_a_session_name_with_a_digit_int_cannot_read_is_"
+              "no_traceback"]),
+    Mutation("a prompt naming <task-board> is resumed with the board in place of its words",
+             "harness/board/message.py",
+             "    start = text.find(OPENING)", "    start = text.find(board.BOARD_START)",
+             ["tests/test_s07_e2e.py::test_a_prompt_that_names_the_board_tag_is_resumed_as_the_"
+              "user_wrote_it"]),
     Mutation("pydantic's serializer warnings reach the terminal", "harness/model_call.py",
              "stream.close) as self.watch, quiet_serializer():",
              "stream.close) as self.watch, contextlib.nullcontext():",

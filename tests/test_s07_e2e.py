@@ -142,6 +142,19 @@ def test_a_resumed_session_sees_the_board_as_it_is_now_not_as_at_its_compaction(
     assert "#2: Beta" not in first and "[ ] #1: Alpha" not in first
 
 
+def test_a_prompt_that_names_the_board_tag_is_resumed_as_the_user_wrote_it(run_main):
+    """A prompt asking what <task-board> is for was taken for the board after a summary:
+    --continue replaced all that followed the tag with the board, and kept it so."""
+    prompt = "What is the <task-board> tag for? Keep my notes: step A, step B, step C."
+    code, out, err, _ = run_main(s07_task_system, prompt, script=[reply(text("A marker."))])
+    assert code == 0, err
+    code, out, err, api = run_main(s07_task_system, "--continue", "and then?",
+                                   script=[reply(text("on it"))])
+    assert code == 0 and api.violations == [], err
+    assert api.requests[0]["messages"][0]["content"] == prompt
+    assert "read again" not in words(err)
+
+
 def test_an_automatic_compaction_also_brings_the_board_back(run_main, workdir):
     (workdir / "big.txt").write_text("word " * 1500)
     script = [reply(tool("task_create", {"subject": "Read the big file"})),

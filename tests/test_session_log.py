@@ -141,6 +141,32 @@ def test_a_session_removed_while_continue_looks_is_passed_over_not_a_traceback(t
     assert latest(tmp_path) == kept.path
 
 
+def test_a_session_name_with_a_digit_int_cannot_read_is_no_traceback(tmp_path):
+    """session_①.jsonl (str.isdigit() is true for ①, int() refuses it): every --continue in
+    that folder ended in a ValueError traceback."""
+    mine = SessionLog.start(tmp_path)
+    mine.append({"role": "user", "content": "mine"})
+    (tmp_path / "session_①.jsonl").write_text('{"role": "user", "content": "odd"}\n')
+    (tmp_path / "session_x_².jsonl").mkdir()
+    os.utime(mine.path, ns=(1, 1))
+    assert latest(tmp_path) == tmp_path / "session_①.jsonl"
+
+
+def test_a_newest_session_of_garbage_names_the_way_to_the_one_before_it(tmp_path):
+    """A newest session that holds no line to read (binary, or all NULs): every --continue
+    stopped at it, and the line did not say how to reach the good session before it."""
+    older = SessionLog.start(tmp_path)
+    older.append({"role": "user", "content": "the real work"})
+    os.utime(older.path, ns=(1, 1))
+    garbage = tmp_path / "session_20990101-000000_1.jsonl"
+    garbage.write_bytes(b"\x00" * 64 + b"\n\xff\xfe\n")
+    with pytest.raises(SetupError) as exc:
+        session_log.open_session(continue_latest=True, folder=tmp_path)
+    assert str(exc.value) == (f"the session {garbage} holds no message to continue from: move "
+                              "it out of the folder (it is kept as it is) to continue the one "
+                              "before it, or run without --continue to start a new session")
+
+
 def test_a_transcripts_folder_that_is_a_link_or_unreadable_is_one_line_not_no_session(tmp_path,
                                                                                   monkeypatch):
     """.transcripts as a link: the log refuses to write through it, and --continue read

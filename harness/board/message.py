@@ -4,7 +4,9 @@ read again in its place. Loaded when used: by --continue (run.py) and the sessio
 
 After a compaction s07 adds the board, read fresh, between board.BOARD_START and BOARD_END.
 Without each piece:
-- board_span: /context and the session page would count the board as the summary's words.
+- board_span: /context and the session page would count the board as the summary's words;
+  it looks for the board as s07 writes it, or a prompt naming <task-board> was resumed with
+  all that followed the tag replaced by the board.
 - refreshed(): a resumed session (--continue) showed the model the board as it was at its
   compaction, labelled just read, though a person had finished a task since.
 """
@@ -30,10 +32,14 @@ def refreshed(messages: list, fresh) -> list:
     return messages
 
 
+# How s07's board_message opens the board: a prompt that only names the tag is no board.
+OPENING = board.BOARD_START + "\nThe task board ("
+
+
 def board_span(text: str):
     """(start, end) of s07's board in text, its tags included (to the text's end if its end
     tag is missing: cut short); None if text holds none."""
-    start = text.find(board.BOARD_START)
+    start = text.find(OPENING)
     if start < 0:
         return None
     end = text.find(board.BOARD_END, start)

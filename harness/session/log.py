@@ -248,7 +248,10 @@ def _written(entry: os.DirEntry) -> int | None:
 def _order(path: Path) -> tuple[str, int]:
     """(time stamp, n) of session_<stamp>_<n>.jsonl: _10 comes after _9."""
     stamp, _, n = path.stem.removeprefix("session_").rpartition("_")
-    return stamp, int(n) if n.isdigit() else 0
+    # ASCII digits only: "①".isdigit() is true, and int() refuses it.
+    if n.isascii() and n.isdigit():
+        return stamp, int(n)
+    return stamp, 0
 
 
 def load(path: Path) -> list[dict]:
@@ -359,7 +362,9 @@ def resume_latest(folder: Path = FOLDER, resume_from=None,
     # No message, and no torn line: /clear, or a failed first turn. It goes on as a new
     # conversation; refused, every later --continue would be too.
     if not found.messages and found.torn_lines:
-        raise SetupError(f"the session {path} holds no message to continue from")
+        raise SetupError(f"the session {path} holds no message to continue from: move it out "
+                         "of the folder (it is kept as it is) to continue the one before it, "
+                         "or run without --continue to start a new session")
     if resume_from is not None:
         found.messages = resume_from(found.messages)
     try:
