@@ -813,6 +813,12 @@ MUTATIONS = [
              "    start = text.find(OPENING)", "    start = text.find(board.BOARD_START)",
              ["tests/test_s07_e2e.py::test_a_prompt_that_names_the_board_tag_is_resumed_as_the_"
               "user_wrote_it"]),
+    Mutation("a hand-edited block the API refuses is resumed, and every call refused",
+             "harness/session/repair.py",
+             "                    block[\"type\"] in WRITTEN[role]",
+             "                    True",
+             ["tests/test_session_log.py::test_blocks_a_hand_edit_added_that_the_api_refuses_"
+              "are_left_out_and_said"]),
     Mutation("pydantic's serializer warnings reach the terminal", "harness/model_call.py",
              "stream.close) as self.watch, quiet_serializer():",
              "stream.close) as self.watch, contextlib.nullcontext():",

@@ -477,6 +477,35 @@ def test_a_number_json_cannot_send_in_a_hand_edited_log_is_sent_as_null(run_main
     assert sent["step"] == 0.5
 
 
+def test_blocks_a_hand_edit_added_that_the_api_refuses_are_left_out_and_said(run_main,
+                                                                             workdir):
+    """A block of a kind the harness never writes ({"type": "foo"}; thinking in a user
+    message, or unsigned), a cache_control of a hand edit, half an emoji: the API refused
+    every call of the resumed session, and each --continue left one more copy of it."""
+    import s03_todo
+    folder = workdir / ".transcripts"
+    folder.mkdir()
+    log = [{"role": "user", "content": [{"type": "text", "text": "measure it \ud83d"},
+                                        {"type": "foo", "data": 1}]},
+           {"role": "assistant", "content": [{"type": "thinking", "thinking": "hm"}, call("a")]},
+           {"role": "user", "content": [result("a"), {"type": "thinking", "thinking": "x",
+                                                      "signature": "s"}]},
+           {"role": "assistant", "content": [{"type": "text", "text": "Measured.",
+                                              "cache_control": {"type": "weird"}}]}]
+    (folder / "session_20260101-000000_1.jsonl").write_text(
+        "\n".join(json.dumps(m) for m in log) + "\n")
+    code, out, err, api = run_main(s03_todo, "--continue", "go on",
+                                   script=[reply(text("went on"))])
+    assert code == 0 and "went on" in out and api.violations == [], err
+    sent = api.requests[0]["messages"]
+    assert sent[0]["content"] == [{"type": "text", "text": "measure it \ufffd"}]
+    assert [b["type"] for b in sent[1]["content"]] == ["tool_use"]
+    assert sent[2]["content"] == [result("a")]
+    assert "cache_control" not in sent[3]["content"][0]
+    assert ("(3 blocks of a kind the harness never writes there left out: the API would "
+            "refuse them)") in words(err)
+
+
 def test_a_continue_stopped_while_it_copies_the_history_leaves_no_cut_copy(tmp_path,
                                                                            monkeypatch):
     """--continue copies the history into a new log. Killed (or a full disk) midway, the copy

@@ -52,7 +52,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness import config, files, pairing, writer
+from harness import clean, config, files, pairing, writer
 from harness.session import repair
 from harness.errors import SetupError, reason
 from harness.excerpt import one_line
@@ -213,6 +213,7 @@ class Resumed:
     dropped_calls: int        # tool calls left out: never ran, or no result to give them
     interrupted_calls: int    # calls running when the session stopped: answered STOPPED
     about: dict | None = None # whose it was: its first line's "session" (None: not said)
+    refused_blocks: int = 0   # blocks of a hand edit the API would refuse, left out
 
 
 def latest(folder: Path = FOLDER) -> Path | None:
@@ -275,7 +276,9 @@ def read_session(path: Path) -> Resumed:
         elif isinstance(record.get("session"), dict):
             about = record["session"]
     rebuilt = repair.Rebuild(history, ran)
-    return Resumed(rebuilt.messages, torn, rebuilt.dropped, rebuilt.interrupted, about)
+    # Half an emoji (a lone surrogate) as the live path replaces it: the API refuses it.
+    messages = clean.clean_json(rebuilt.messages)
+    return Resumed(messages, torn, rebuilt.dropped, rebuilt.interrupted, about, rebuilt.refused)
 
 
 def _parse(raw: bytes):
@@ -419,6 +422,9 @@ def _left_out(found: Resumed) -> str:
                      "result says it may have acted")
     if found.dropped_calls:
         parts.append(plural(found.dropped_calls, "tool call") + " without a result left out")
+    if found.refused_blocks:
+        parts.append(plural(found.refused_blocks, "block") + " of a kind the harness never "
+                     "writes there left out: the API would refuse them")
     return f" ({'; '.join(parts)})" if parts else ""
 
 

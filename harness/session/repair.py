@@ -15,6 +15,10 @@ from harness.clean import clean_json
 
 # The result of a call that was running when a session stopped.
 STOPPED = "interrupted; it may have acted"
+# The blocks each role's messages hold as this harness writes them. A hand edit may add any
+# other (a kind the API does not know, thinking in a user message): every call would be refused.
+WRITTEN = {"user": {"text", "tool_result"},
+           "assistant": {"text", "tool_use", "thinking", "redacted_thinking", "compaction"}}
 
 
 def repair(history: list[dict], ran: list[dict] | None = None) -> tuple[list[dict], int]:
@@ -39,6 +43,7 @@ class Rebuild:
     def __init__(self, history: list, ran: list):
         self.messages: list[dict] = []
         self.dropped = self.interrupted = 0
+        self.refused = 0                      # blocks left out that the API would refuse
         self._used: set = set()               # the ids of the calls kept: each may appear once
         self._names = pairing.NewIds(pairing.ids_in(history) | pairing.ids_in([{"content": ran}]))
         owed = None       # the results the last kept reply's calls get, for the next message
@@ -55,7 +60,7 @@ class Rebuild:
     def _reply(self, message: dict, following, ran: list, running: bool) -> list | None:
         """Keep the reply with its answerable calls; return the results the next message owes
         them. running: the reply is the last message, so its batch was running."""
-        blocks = _blocks(message.get("content"))
+        blocks = self._written(message, "assistant")
         # The first message must be the user's, or open with the API's summary.
         if not self.messages and not (blocks and blocks[0]["type"] == "compaction"):
             self.dropped += sum(b["type"] == "tool_use" for b in blocks)
@@ -111,10 +116,26 @@ class Rebuild:
 
     def _user(self, message: dict, owed: list) -> None:
         """Keep a user message: the results owed to the reply before it first, then the rest."""
-        blocks = _blocks(message.get("content"))
+        blocks = self._written(message, "user")
         content = owed + [b for b in blocks if b["type"] not in ("tool_result", "tool_use")]
         if content:
             self._keep(message, content)
+
+    def _written(self, message: dict, role: str) -> list:
+        """_blocks of message as this harness writes them for role, each one that is not
+        counted in self.refused (tool calls and results are left to _calls and _user); thinking
+        unsigned, which the API refuses back, too. A hand edit's cache_control goes."""
+        kept = []
+        for block in _blocks(message.get("content")):
+            if block["type"] in ("tool_use", "tool_result") or (
+                    block["type"] in WRITTEN[role]
+                    and (block["type"] != "thinking" or block.get("signature"))):
+                if "cache_control" in block:
+                    block = {k: v for k, v in block.items() if k != "cache_control"}
+                kept.append(block)
+            else:
+                self.refused += 1
+        return kept
 
     def _keep(self, message: dict, blocks: list) -> None:
         """Keep message with these blocks: the same object if they are all its own, in order
