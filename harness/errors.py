@@ -133,7 +133,8 @@ def describe_api_error(exc, where: str, timeout: float, model: str) -> str:
 def _too_long(detail: str) -> str:
     """How to go on from a request past the window. The API says the window ("> 200000
     maximum"): one under CONTEXT_WINDOW means the setting is wrong, and /compact, which fits
-    the conversation to it, would be refused too."""
+    the conversation to it, would be refused too; one equal to it, that the setting is right
+    and the newest part alone is too big (a batch of results on a small local model, say)."""
     from harness.config import context_window
     said = f"the request no longer fits the model's window (400 {detail})"
     window, setting = re.search(r"> ?(\d{1,18}) maximum", detail), context_window()
@@ -142,6 +143,12 @@ def _too_long(detail: str) -> str:
                 f"({setting:,}): quit, then run again with CONTEXT_WINDOW={window[1]} "
                 "and --continue, and layer 2 (s06, s07) summarises what fits (a prompt larger "
                 "than that window must be shorter); /clear starts afresh")
+    if window and int(window[1]) == setting:
+        return (f"{said}: CONTEXT_WINDOW ({setting:,}) is the model's window, and the newest "
+                "part of the conversation (the prompt, or the last tool results) does not fit "
+                "it on its own: /clear starts afresh (the session log keeps it all), and a "
+                "prompt must be shorter; with s06 or s07, --continue goes on from a summary of "
+                "what fits")
     return (f"{said}: set CONTEXT_WINDOW to the model's window, and layer 2 (s06, s07) acts "
             "before a request outgrows it; in the REPL, /compact summarises what fits and "
             "/clear starts afresh")

@@ -819,6 +819,10 @@ MUTATIONS = [
              "                    True",
              ["tests/test_session_log.py::test_blocks_a_hand_edit_added_that_the_api_refuses_"
               "are_left_out_and_said"]),
+    Mutation("a request too long for a window set right says to set CONTEXT_WINDOW",
+             "harness/errors.py", "    if window and int(window[1]) == setting:",
+             "    if False:",
+             ["tests/test_context_window.py::test_a_request_past_the_window_says_how_to_go_on"]),
     Mutation("pydantic's serializer warnings reach the terminal", "harness/model_call.py",
              "stream.close) as self.watch, quiet_serializer():",
              "stream.close) as self.watch, contextlib.nullcontext():",

@@ -291,11 +291,16 @@ def test_a_request_past_the_window_says_how_to_go_on(run_main):
     assert "the request no longer fits the model's window (400 prompt is too long" in said
     assert "run again with CONTEXT_WINDOW=3000 and --continue" in said
     assert "/clear starts afresh" in said
-    # CONTEXT_WINDOW already the model's: the prompt alone is too long for it.
+    # CONTEXT_WINDOW already the model's: the prompt alone is too long for it. The line told
+    # the user to set CONTEXT_WINDOW to the model's window, which it was.
     code, out, err, api = run_main(s03_todo, f"look at {'z' * 20000}", key="k",
                                    stand_in={"context_window": 3000},
                                    env={"CONTEXT_WINDOW": "3000"})
     assert code == 1 and len(messages(err)) == 1, err
     said = words(err)
-    assert "set CONTEXT_WINDOW to the model's window" in said and "/clear starts afresh" in said
+    assert "set CONTEXT_WINDOW" not in said
+    assert ("CONTEXT_WINDOW (3,000) is the model's window, and the newest part of the "
+            "conversation (the prompt, or the last tool results) does not fit it on its own: "
+            "/clear starts afresh (the session log keeps it all), and a prompt must be "
+            "shorter; with s06 or s07, --continue goes on from a summary of what fits") in said
     assert "run again with CONTEXT_WINDOW" not in said
