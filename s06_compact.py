@@ -21,7 +21,7 @@ may be short placeholders. A block: a text, a tool call or a tool result in a me
 
 Layer 1 is built around prompt caching. The API reads a request in this order, and caches it up
 to a breakpoint: s03's request asks for one on its last block (cache_control at the top level);
-view_of adds one just before the latest batch: the API looks back only 20 blocks for it.
+view_of adds one just before the latest batch: the API looks back only 20 blocks for a hit.
 
     tools -> system -> message 1 -> message 2 -> ... -> the last block   <- breakpoint
     |--- as in the last call: read from the cache, 0.1 x ---|-- new: written, 1.25 x --|
@@ -45,7 +45,7 @@ nothing, layer 2 only guards the window, and layer 3 stays.
 Run it:   python s06_compact.py "run the tests, fix what fails, and run them again"
           COMPACT_THRESHOLD=5000 python s06_compact.py      (a REPL; /compact, /context)
           python s06_compact.py --demo   (no key; each layer in turn)
-          COMPACT_THRESHOLD=4000 python s06_compact.py --demo   (layer 2 first; layer 1 waits)
+          COMPACT_THRESHOLD=4000 python s06_compact.py --demo   (layer 2 acts before layer 1 can)
 """
 
 import functools

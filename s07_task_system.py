@@ -66,7 +66,7 @@ def new_task(task_id: int, subject: str, description: str, blocked_by: list) -> 
             # pending, in_progress, completed, or deleted (kept on disk, blocks nobody)
             "status": "pending",
             "blockedBy": blocked_by,     # the ids of the tasks that must finish first
-            "owner": None,               # who started or completed it, or was named
+            "owner": None,               # who started, completed or ended it, or was named
             "created_at": stamp,
             "updated_at": stamp}         # set again on every write
 
@@ -199,7 +199,7 @@ class TaskManager:
 
     def use(self, location) -> None:
         """self.store: TaskFolder above, or a postgresql:// board. open_store wraps TaskFolder in
-        folder.Remembering, which only caches what it reads: TaskFolder's code is what runs."""
+        folder.Remembering, a cache of its reads (a scan() without recheck may miss a hand edit)."""
         self.store = board.open_store(location, TaskFolder)
 
     def next_id(self) -> int:

@@ -175,10 +175,11 @@ def fit_for_summary(view: list, room: int) -> list:
     one line with the history kept."""
     if tokens.estimate(view) <= room:
         return view
-    # Each message measured once (+1 for the comma between), and the view cut once: measuring
-    # and copying all that follows each start again took 98 s for a 48 MB log.
-    each = [tokens.estimate(message) + 1 for message in view]
-    after = sum(each)                 # the tokens of view[start:]
+    # Each message measured once, and the view cut once: measuring and copying all that
+    # follows each start again took 392 s of CPU for 17.7 MB of history. (tokens.characters:
+    # a list's JSON is its items', each + 2; estimate() divides by CHARS_PER_TOKEN.)
+    each = [tokens.characters(message) + 2 for message in view]
+    after = sum(each)                 # the characters of view[start:] as a list
     head, cut, prompt = [], 0, 0      # prompt: the turn's prompt (or the last summary)
     for start in range(1, len(view)):
         after -= each[start - 1]
@@ -190,7 +191,7 @@ def fit_for_summary(view: list, room: int) -> list:
         else:
             continue                  # results without their calls: never a start
         cut = start
-        if size <= room:
+        if size // tokens.CHARS_PER_TOKEN <= room:
             break
     shorter = head + view[cut:]
     # Nothing left out (one call and its result, say): no note, and the request as it is.

@@ -133,8 +133,8 @@ def describe_api_error(exc, where: str, timeout: float, model: str) -> str:
 def _too_long(detail: str) -> str:
     """How to go on from a request past the window. The API says the window ("> 200000
     maximum"): one under CONTEXT_WINDOW means the setting is wrong, and /compact, which fits
-    the conversation to it, would be refused too; one equal to it, that the setting is right
-    and the newest part alone is too big (a batch of results on a small local model, say)."""
+    the conversation to it, would be refused too; one equal to it, that the setting is right:
+    s03 never summarises, or the newest part alone is too big (a batch of results, say)."""
     from harness.config import context_window
     said = f"the request no longer fits the model's window (400 {detail})"
     window, setting = re.search(r"> ?(\d{1,18}) maximum", detail), context_window()
@@ -144,11 +144,11 @@ def _too_long(detail: str) -> str:
                 "and --continue, and layer 2 (s06, s07) summarises what fits (a prompt larger "
                 "than that window must be shorter); /clear starts afresh")
     if window and int(window[1]) == setting:
-        return (f"{said}: CONTEXT_WINDOW ({setting:,}) is the model's window, and the newest "
-                "part of the conversation (the prompt, or the last tool results) does not fit "
-                "it on its own: /clear starts afresh (the session log keeps it all), and a "
-                "prompt must be shorter; with s06 or s07, --continue goes on from a summary of "
-                "what fits")
+        return (f"{said}: the harness counts with that window already (CONTEXT_WINDOW "
+                f"{setting:,}), so the conversation outgrew it (s03 never summarises), or its "
+                "newest part (a prompt, the last tool results) is too big on its own: /clear "
+                "starts afresh (the session log keeps it all); in s06 and s07, /compact "
+                "summarises what fits")
     return (f"{said}: set CONTEXT_WINDOW to the model's window, and layer 2 (s06, s07) acts "
             "before a request outgrows it; in the REPL, /compact summarises what fits and "
             "/clear starts afresh")

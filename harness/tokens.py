@@ -20,8 +20,13 @@ CHARS_PER_TOKEN = 4     # the usual estimate for English and code; the API's cou
 def estimate(value: object) -> int:
     """About how many tokens a value holds as a request sends it: its JSON's characters / 4,
     rounded down (a text is counted with its quotes and escapes, as it is sent)."""
-    sent = json.dumps(value, ensure_ascii=False, default=str)
-    return len(sent) // CHARS_PER_TOKEN
+    return characters(value) // CHARS_PER_TOKEN
+
+
+def characters(value: object) -> int:
+    """The characters of value's JSON as a request sends it. A list's are its items', each
+    + 2: the brackets, and a ", " between each two."""
+    return len(json.dumps(value, ensure_ascii=False, default=str))
 
 
 def request(system: object, tools: object, messages: list) -> int:

@@ -39,8 +39,8 @@ FOLDER = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 STALE = 3600         # seconds unwritten: a temporary file nobody is writing any more
 MOST_NUMBERS = 1000  # numbered names tried for one stem (<stem>_1 .. _1000) before giving up
 # Every temporary file written here is .tmp_<kind><16 hex digits>.tmp. A task's (kind "task_",
-# temporary_beside) is swept by its board under its lock (board/folder.py); any other once it
-# is STALE (sweep(): the session log's folder, as a session starts).
+# temporary_beside) is swept by its board under its lock (board/folder.py); another, once it is
+# STALE, where sweep() runs: the board's folder, and the session log's as a session starts.
 TASK_KIND = "task_"
 TEMPORARY = re.compile(r"\.tmp_[0-9a-f]{16}\.tmp", re.ASCII)
 TASK_TEMPORARY = re.compile(rf"\.tmp_{TASK_KIND}[0-9a-f]{{16}}\.tmp", re.ASCII)

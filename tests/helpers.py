@@ -711,7 +711,9 @@ BOARD = {1: {**task(1, "Design the data model", "completed", owner="demo"), "unb
 SYSTEM = "You are a coding agent. Plan on the task board."
 TOOLS = [{"name": "bash", "description": "Run a shell command.", "input_schema": {}},
          {"name": "task_list", "description": "The board.", "input_schema": {}}]
-BOARD_TEXT = "<task-board>\n[>] #2: Implement the API (owner: alice)\n</task-board>"
+# As s07 writes it (board_message): the tag, the heading, the board.
+BOARD_TEXT = ("<task-board>\nThe task board (.tasks/), just read:\n"
+              "[>] #2: Implement the API (owner: alice)\n</task-board>")
 
 
 def use(tid, name, **given):

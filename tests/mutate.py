@@ -810,7 +810,7 @@ MUTATIONS = [
               "no_traceback"]),
     Mutation("a prompt naming <task-board> is resumed with the board in place of its words",
              "harness/board/message.py",
-             "    start = text.find(OPENING)", "    start = text.find(board.BOARD_START)",
+             "    start = text.rfind(OPENING)", "    start = text.rfind(board.BOARD_START)",
              ["tests/test_s07_e2e.py::test_a_prompt_that_names_the_board_tag_is_resumed_as_the_"
               "user_wrote_it"]),
     Mutation("a hand-edited block the API refuses is resumed, and every call refused",
@@ -823,6 +823,11 @@ MUTATIONS = [
              "harness/errors.py", "    if window and int(window[1]) == setting:",
              "    if False:",
              ["tests/test_context_window.py::test_a_request_past_the_window_says_how_to_go_on"]),
+    Mutation("--continue refreshes a board a summary quotes, not the one at its end",
+             "harness/board/message.py", "    start = text.rfind(OPENING)",
+             "    start = text.find(OPENING)",
+             ["tests/test_s07_e2e.py::test_a_summary_that_quotes_an_older_board_has_the_board_"
+              "at_its_end_read_again"]),
     Mutation("pydantic's serializer warnings reach the terminal", "harness/model_call.py",
              "stream.close) as self.watch, quiet_serializer():",
              "stream.close) as self.watch, contextlib.nullcontext():",
@@ -1025,8 +1030,8 @@ MUTATIONS = [
              [S06 + "::test_slash_compact_in_the_repl_and_a_failing_summary_in_a_turn"]),
     Mutation("the token estimate counts a non-ASCII character as its escape (up to 6x over)",
              "harness/tokens.py",
-             "    sent = json.dumps(value, ensure_ascii=False, default=str)",
-             "    sent = json.dumps(value, default=str)",
+             "    return len(json.dumps(value, ensure_ascii=False, default=str))",
+             "    return len(json.dumps(value, default=str))",
              ["tests/test_non_ascii_tokens.py::test_context_and_layer_2_count_a_chinese_"
               "conversation_as_an_ascii_one_of_its_length"]),
 

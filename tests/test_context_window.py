@@ -177,21 +177,24 @@ def test_a_summary_request_that_cannot_fit_is_never_sent_broken():
 
 
 def test_fitting_a_long_conversation_measures_each_message_once(monkeypatch):
-    """--continue of a 48 MB log past the window waited 98 s in silence: each place the
-    summary could start was measured by encoding all that followed it again. What is
-    encoded to fit 2,000 calls is now about the conversation once, not 2,000 times over."""
+    """--continue of a long log past the window waited in silence (17.7 MB of history: 392 s
+    of CPU): each place the summary could start was measured by encoding all that followed it
+    again. What is encoded to fit 2,000 calls is now about the conversation twice, not 2,000
+    times over; and the view chosen is the one the whole-list estimate chose."""
     from harness import compaction, tokens
     view = conversation(*[("bash", {"command": f"step {n}"}, "x" * 400) for n in range(2_000)])
     encoded = []
-    real = tokens.estimate
+    real, estimate = tokens.characters, tokens.estimate
 
     def counting(value):
         encoded.append(len(value) if isinstance(value, list) else 1)
         return real(value)
-    monkeypatch.setattr(tokens, "estimate", counting)
+    monkeypatch.setattr(tokens, "characters", counting)
     fitted = compaction.fit_for_summary(view, room=30_000)
     assert fitted[0] == view[0] and fitted[1:] == view[-len(fitted) + 1:]
-    assert 30_000 * 0.9 < real(fitted) <= 30_000        # the newest calls that fit, no fewer
+    assert 30_000 * 0.9 < estimate(fitted) <= 30_000    # the newest calls that fit, no fewer
+    # One message more, and the estimate of the whole list is over the room.
+    assert estimate(view[:1] + view[-len(fitted) - 1:]) > 30_000
     assert sum(encoded) <= 3 * len(view), f"{sum(encoded):,} messages encoded"
 
 
@@ -299,8 +302,8 @@ def test_a_request_past_the_window_says_how_to_go_on(run_main):
     assert code == 1 and len(messages(err)) == 1, err
     said = words(err)
     assert "set CONTEXT_WINDOW" not in said
-    assert ("CONTEXT_WINDOW (3,000) is the model's window, and the newest part of the "
-            "conversation (the prompt, or the last tool results) does not fit it on its own: "
-            "/clear starts afresh (the session log keeps it all), and a prompt must be "
-            "shorter; with s06 or s07, --continue goes on from a summary of what fits") in said
+    assert ("the harness counts with that window already (CONTEXT_WINDOW 3,000), so the "
+            "conversation outgrew it (s03 never summarises), or its newest part (a prompt, the "
+            "last tool results) is too big on its own: /clear starts afresh (the session log "
+            "keeps it all); in s06 and s07, /compact summarises what fits") in said
     assert "run again with CONTEXT_WINDOW" not in said

@@ -155,6 +155,19 @@ def test_a_prompt_that_names_the_board_tag_is_resumed_as_the_user_wrote_it(run_m
     assert "read again" not in words(err)
 
 
+def test_a_summary_that_quotes_an_older_board_has_the_board_at_its_end_read_again():
+    """A model's summary may copy the board it was shown; --continue replaced that copy with
+    the board read now, and left the board s07 added at the end as it was, 'just read'."""
+    from harness.board import message
+    old = "<task-board>\nThe task board (.tasks/), just read:\n[ ] #1: Alpha\n</task-board>"
+    summary = f"[compacted] Summary: we had {old} and did #1.\n\n{old}"
+    now = "<task-board>\nThe task board (.tasks/), now\n</task-board>"
+    resumed = message.refreshed([{"role": "user", "content": summary}], lambda: now)
+    text = resumed[0]["content"]
+    assert text.startswith(f"[compacted] Summary: we had {old} and did #1.")
+    assert text.endswith("The task board (.tasks/), now\n</task-board>")
+
+
 def test_an_automatic_compaction_also_brings_the_board_back(run_main, workdir):
     (workdir / "big.txt").write_text("word " * 1500)
     script = [reply(tool("task_create", {"subject": "Read the big file"})),

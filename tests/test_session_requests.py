@@ -7,7 +7,8 @@ from harness.session import sent
 from harness.session.page import render
 from harness.session.recorder import Recorder
 from harness.compaction import SUMMARY_OPENING
-from helpers import HOSTILE, SYSTEM, TOOLS, Elements, sent_result, synthetic_record, usage, use
+from helpers import (BOARD_TEXT, HOSTILE, SYSTEM, TOOLS, Elements, sent_result,
+                     synthetic_record, usage, use)
 
 PAGE_LIMIT = 5_000_000       # bytes: the page must open quickly in any browser
 
@@ -62,7 +63,7 @@ def test_after_a_compaction_the_summary_and_the_board_are_readable():
     assert fifth.having("span", "summary") and fifth.having("pre", "board-text")
     shown = "".join(fifth.text)
     assert f"{SUMMARY_OPENING} The full transcript is in t.jsonl.]\n\n{summary}" in shown
-    assert "<task-board>\n[>] #2: Implement the API (owner: alice)\n</task-board>" in shown
+    assert BOARD_TEXT in shown
 
 
 def test_only_the_summary_layer_2_sent_is_badged_the_summary_not_a_prompt_quoting_it():

@@ -16,7 +16,8 @@ from helpers import synthetic_record, usage
 
 
 def compacted_history():
-    board = "<task-board>\n" + "[ ] #1: Design the data model\n" * 20 + "</task-board>"
+    board = ("<task-board>\nThe task board (.tasks/), just read:\n"
+             + "[ ] #1: Design the data model\n" * 20 + "</task-board>")
     return [{"role": "user", "content": f"[compacted] Summary: work so far.\n\n{board}"},
             {"role": "assistant", "content": [{"type": "text", "text": "Reading."},
                                               {"type": "tool_use", "id": "t1", "name": "bash",

@@ -33,13 +33,14 @@ def refreshed(messages: list, fresh) -> list:
 
 
 # How s07's board_message opens the board: a prompt that only names the tag is no board.
-OPENING = board.BOARD_START + "\nThe task board ("
+OPENING = board.BOARD_START + "\nThe task board"
 
 
 def board_span(text: str):
     """(start, end) of s07's board in text, its tags included (to the text's end if its end
     tag is missing: cut short); None if text holds none."""
-    start = text.find(OPENING)
+    # The last: a summary may quote an older board; s07 adds the one read now at the end.
+    start = text.rfind(OPENING)
     if start < 0:
         return None
     end = text.find(board.BOARD_END, start)

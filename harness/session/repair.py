@@ -30,7 +30,8 @@ def repair(history: list[dict], ran: list[dict] | None = None) -> tuple[list[dic
     A tool_result is kept only if it answers the message before it, once, and comes first in
     its message; the first message is the user's (or opens with the API's summary, a
     compaction block); no empty text; a reused or refused id is renamed (its result too); an
-    input saved as JSON text is decoded; a call whose input is no object goes, with its result.
+    input saved as JSON text is decoded; a call whose input is no object goes, with its result;
+    a block of a kind the harness never writes in that role's message (a hand edit) goes.
     Messages that need no change stay the same objects: the session log writes only changes.
     """
     rebuilt = Rebuild(history, ran or [])
@@ -122,9 +123,10 @@ class Rebuild:
             self._keep(message, content)
 
     def _written(self, message: dict, role: str) -> list:
-        """_blocks of message as this harness writes them for role, each one that is not
-        counted in self.refused (tool calls and results are left to _calls and _user); thinking
-        unsigned, which the API refuses back, too. A hand edit's cache_control goes."""
+        """_blocks of message that the harness writes in a role's message (tool calls and
+        results too: _calls and _user judge those); any other, and thinking without its
+        signature (the API refuses it back), is counted in self.refused. A hand edit's
+        cache_control goes."""
         kept = []
         for block in _blocks(message.get("content")):
             if block["type"] in ("tool_use", "tool_result") or (
