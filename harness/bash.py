@@ -71,9 +71,10 @@ def run(command: str, cwd: Path, timeout: float, cap: int = KEEP_UP_TO) -> str:
         out = out[:cap] + (f"\n... [output cut: {more:,} more bytes; to keep all of it, send it "
                            "to a file (cmd > out.txt) and read parts of it]")
     if late:      # the group was killed as the time ran out (_read_output)
-        raise TimeoutError(f"command timed out after {timeout:g}s and was killed with its "
-                           "children; for a long job, send its output to a file and run it in "
-                           "the background: cmd > job.log 2>&1 &\n" + _until_then(out))
+        raise TimeoutError(f"command timed out after {timeout:g}s and was killed with the "
+                           "processes it started (not one started with setsid or set -m, which "
+                           "may still run); for a long job, send its output to a file and run "
+                           "it in the background: cmd > job.log 2>&1 &\n" + _until_then(out))
     if dropped > FLOOD_BYTES:
         _kill_group(proc)
         written = (len(kept) + dropped) // 1_000_000

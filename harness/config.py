@@ -182,6 +182,10 @@ def api_timeout():
 def check_base_url(url: str) -> None:
     """Refuse a base URL the SDK cannot use, in one line saying how to write it."""
     shown = shown_url(url)
+    if any(c.isspace() or not c.isprintable() for c in url):
+        raise SetupError(f"ANTHROPIC_BASE_URL={shown!r} holds a space, a tab, a line break or "
+                         "another character no URL has: write it without (a value in quotes "
+                         "in .env keeps them)")
     try:
         parts = urlsplit(url)
         port = parts.port           # a port out of range or not a number raises here

@@ -316,12 +316,16 @@ def edit_text(text: str, old: str, new: str, shown: str) -> str:
     file's first). Found twice, overlapping or not: refused, as not unique."""
     if not old:
         raise ValueError("old_text is empty; give the exact text to replace")
-    lines = old.replace("\r\n", "\n").replace("\r", "\n").split("\n")
-    pattern = LINE_BREAK.join(re.escape(line) for line in lines)
-    # A lookahead finds every start, overlapping ones too ("aa" twice in "aaa"); counted up to
-    # SAID_UP_TO, so that " " in a 10 MB log holds no list of millions.
-    starts = re.finditer(f"(?=(?:{pattern}))", text)
-    found = [match.start() for match in itertools.islice(starts, SAID_UP_TO)]
+    # Both as read_file shows them, each line break one \n: a plain search is linear, where a
+    # regex tried at every start of a 6 MB file of alike lines took 300 s.
+    wanted, plain = _as_lf(old), _as_lf(text)
+    # Every start, overlapping ones too ("aa" twice in "aaa"); counted up to SAID_UP_TO, so
+    # that " " in a 10 MB log holds no list of millions.
+    found = []
+    at = plain.find(wanted)
+    while at >= 0 and len(found) < SAID_UP_TO:
+        found.append(at)
+        at = plain.find(wanted, at + 1)
     if len(found) > 1:
         times = f"{len(found):,}" + (" or more" if len(found) == SAID_UP_TO else "")
         raise ValueError(f"old_text occurs {times} times in {shown}; include more lines so it "
@@ -329,9 +333,30 @@ def edit_text(text: str, old: str, new: str, shown: str) -> str:
     if not found:
         raise ValueError(f"old_text not found in {shown}; read the file and copy the text "
                          "exactly")
-    replaced = re.compile(pattern).match(text, found[0])
+    start = _in_text(text, found[0])
+    end = _in_text(text, found[0] + len(wanted))
     # new_text's lines end as the text it replaces does, or else as the file's first line.
-    ending = re.search(LINE_BREAK, replaced[0]) or re.search(LINE_BREAK, text)
+    ending = re.search(LINE_BREAK, text[start:end]) or re.search(LINE_BREAK, text)
     eol = ending[0] if ending else "\n"
-    put = new.replace("\r\n", "\n").replace("\r", "\n").replace("\n", eol)
-    return text[:replaced.start()] + put + text[replaced.end():]
+    put = _as_lf(new).replace("\n", eol)
+    return text[:start] + put + text[end:]
+
+
+def _as_lf(text: str) -> str:
+    """text with each line break (CRLF, CR or LF) one \n: a CRLF is one character less."""
+    return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
+def _in_text(text: str, at: int) -> int:
+    """Where position `at` of _as_lf(text) is in text: the first place before which text holds
+    `at` characters once each CRLF counts one; past a CRLF, never between its \r and \n."""
+    low, high = at, min(len(text), 2 * at)
+    while low < high:
+        middle = (low + high) // 2
+        if middle - text.count("\r\n", 0, middle) < at:
+            low = middle + 1
+        else:
+            high = middle
+    if text[low - 1:low + 1] == "\r\n":
+        low += 1
+    return low

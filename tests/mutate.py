@@ -521,8 +521,8 @@ MUTATIONS = [
              ["tests/test_hostile_files.py::test_every_line_an_edit_adds_to_a_crlf_file_ends_in_"
               "crlf"]),
     Mutation("an old_text found twice overlapping is edited at the first", "harness/files.py",
-             '    starts = re.finditer(f"(?=(?:{pattern}))", text)',
-             '    starts = re.finditer(pattern, text)',
+             '        at = plain.find(wanted, at + 1)',
+             '        at = plain.find(wanted, at + len(wanted))',
              ["tests/test_hostile_files.py::test_an_old_text_found_twice_overlapping_is_refused_as_"
               "not_unique"]),
     Mutation("old_text of several lines misses a file of mixed line endings", "harness/files.py",
@@ -531,8 +531,8 @@ MUTATIONS = [
              ["tests/test_hostile_files.py::test_old_text_of_several_lines_matches_a_file_of_mixed_"
               "line_endings"]),
     Mutation("a command that times out gives the model none of its output", "harness/bash.py",
-             '"the background: cmd > job.log 2>&1 &\\n" + _until_then(out))',
-             '"the background: cmd > job.log 2>&1 &")',
+             '"it in the background: cmd > job.log 2>&1 &\\n" + _until_then(out))',
+             '"it in the background: cmd > job.log 2>&1 &")',
              ["tests/test_s03_tools.py::test_a_command_that_times_out_gives_the_model_what_it_"
               "printed_until_then"]),
     Mutation("a command that sent its output to a file times out in subprocess's words",
@@ -828,6 +828,21 @@ MUTATIONS = [
              "    start = text.find(OPENING)",
              ["tests/test_s07_e2e.py::test_a_summary_that_quotes_an_older_board_has_the_board_"
               "at_its_end_read_again"]),
+    Mutation("an edit's start or end falls between a CRLF's \\r and \\n",
+             "harness/files.py", '    if text[low - 1:low + 1] == "\\r\\n":\n        low += 1\n',
+             "", ["tests/test_hostile_files.py::test_every_line_an_edit_adds_to_a_crlf_file_"
+                  "ends_in_crlf"]),
+    Mutation("edit_file's search of old_text is a regex tried at every start",
+             "harness/files.py", "    at = plain.find(wanted)\n",
+             "    lines = map(re.escape, wanted.split('\\n'))\n"
+             "    tried = re.finditer('(?=(?:' + LINE_BREAK.join(lines) + '))', plain)\n"
+             "    at = min([match.start() for match in tried] or [-1])\n",
+             ["tests/test_hostile_files.py::test_a_long_old_text_in_a_big_repetitive_file_is_"
+              "answered_at_once"]),
+    Mutation("a base URL pasted with its line end is a traceback",
+             "harness/config.py", "    if any(c.isspace() or not c.isprintable() for c in url):",
+             "    if False:",
+             ["tests/test_cli.py::test_a_malformed_base_url_is_one_line_naming_what_is_wrong"]),
     Mutation("pydantic's serializer warnings reach the terminal", "harness/model_call.py",
              "stream.close) as self.watch, quiet_serializer():",
              "stream.close) as self.watch, contextlib.nullcontext():",
@@ -897,7 +912,7 @@ MUTATIONS = [
              [S03_E2E + "::test_a_sibling_folder_whose_name_starts_with_the_workspaces_is_"
                         "outside_it"]),
     Mutation("an edit in a CRLF file writes its new lines with LF", "harness/files.py",
-             '    put = new.replace("\\r\\n", "\\n").replace("\\r", "\\n").replace("\\n", eol)',
+             '    put = _as_lf(new).replace("\\n", eol)',
              '    put = new',
              ["tests/test_hostile_files.py::test_old_text_written_with_newlines_matches_a_crlf_"
               "file"]),

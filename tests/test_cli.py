@@ -758,6 +758,9 @@ def test_a_base_url_without_a_scheme_is_named_before_any_request(run_main, url):
     ("http://[::1:8080/", "is not a valid URL (Invalid IPv6 URL)"),
     ("http://127.0.0.1:99999", "is not a valid URL (Port out of range"),
     ("ftp://127.0.0.1:8080", "must be http:// or https://"),
+    # Pasted with its line end, or a tab in a quoted .env value: the HTTP library's traceback.
+    ("http://127.0.0.1:8080\n", "holds a space, a tab, a line break or another character"),
+    ("http://127.0.0.1:8080/\tv", "holds a space, a tab, a line break or another character"),
 ])
 def test_a_malformed_base_url_is_one_line_naming_what_is_wrong(run_main, url, said):
     code, out, err, api = run_main(s03_todo, "hi", env={"ANTHROPIC_BASE_URL": url})

@@ -245,6 +245,23 @@ def test_a_crlf_is_one_line_break_never_a_cr_and_an_lf(text, old, said, after):
     assert Path("c.txt").read_bytes() == after.encode()
 
 
+@pytest.mark.hang_limit(20)
+@pytest.mark.parametrize("eol", ["\n", "\r\n"])
+def test_a_long_old_text_in_a_big_repetitive_file_is_answered_at_once(eol):
+    """A regex tried at every start of a 6 MB CSV of alike lines, for a 40 KB old_text, ran
+    300 s before the model got its answer (here: 2 MB and 12 KB took 22 s). A plain search of
+    the text with its line breaks as read_file shows them is linear; the edit is exact."""
+    rows = ["0,0,0"] * 300_000
+    Path("data.csv").write_bytes(eol.join(rows + ["1,1,1", "2,2,2", ""]).encode())
+    old = "\n".join(["0,0,0"] * 2_000 + ["1,1,1"])
+    out, is_error = tool("edit_file", path="data.csv", old_text=old + "x", new_text="y")
+    assert is_error and out.startswith("ValueError: old_text not found in data.csv"), out
+    out, is_error = tool("edit_file", path="data.csv", old_text=old, new_text="9,9,9")
+    assert not is_error, out
+    kept = eol.join(rows[:-2_000] + ["9,9,9", "2,2,2", ""])
+    assert Path("data.csv").read_bytes() == kept.encode()
+
+
 def test_an_old_text_found_a_million_times_is_counted_only_so_far():
     Path("big.log").write_text(" " * 2_000_000)
     out, is_error = tool("edit_file", path="big.log", old_text=" ", new_text="x")

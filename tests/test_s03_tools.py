@@ -93,6 +93,20 @@ def test_bash_timeout_kills_the_whole_process_group(in_tmp, monkeypatch):
     assert process_ends(child), f"child {child} of a timed-out command is still running"
 
 
+def test_a_timeout_says_a_job_started_with_setsid_may_still_run(in_tmp, monkeypatch):
+    """The model was told the command was killed "with its children"; one started with
+    setsid (or set -m) has a group of its own, ran on, and held its port or lock."""
+    monkeypatch.setattr(s03, "BASH_TIMEOUT", 1)
+    with pytest.raises(TimeoutError) as said:
+        run_bash("setsid sleep 600 & echo $! > child.pid; sleep 30")
+    child = int((in_tmp / "child.pid").read_text())
+    try:
+        assert not process_ends(child, seconds=0.5)
+        assert "not one started with setsid or set -m, which may still run" in str(said.value)
+    finally:
+        os.kill(child, signal.SIGKILL)
+
+
 def test_bash_output_over_the_cap_is_saved_whole_and_the_model_sees_head_tail_and_path(
         in_tmp, monkeypatch):
     monkeypatch.setattr(s03, "OUTPUT_CAP", 1000)
