@@ -32,7 +32,7 @@ import os
 import re
 from pathlib import Path
 from typing import NamedTuple, Optional
-from urllib.parse import quote, unquote, urlsplit
+from urllib.parse import parse_qsl, quote, unquote, urlsplit
 
 from harness import errors, excerpt
 from harness.errors import NoKey, SetupError
@@ -101,9 +101,9 @@ def child_env() -> dict:
     say where a password is, and a command can read any file you can), and a DATABASE_URL of
     another database, which the user's own programs need."""
     hidden = _secrets()
-    # A password in a URL: the gateway's, or a proxy's (the model's `env` would show it).
+    # A password or token in a URL: the gateway's, or a proxy's (`env` would show it).
     for name in ("ANTHROPIC_BASE_URL",) + PROXY_VARIABLES:
-        hidden += _password_in(os.environ.get(name, ""))
+        hidden += _url_secrets(os.environ.get(name, ""))
     hidden = [value for value in hidden if value]
     env = {}
     for name, value in os.environ.items():
@@ -120,6 +120,27 @@ def _password_in(url: str) -> list:
     if not (colon and password):
         return []
     return [password, unquote(password)]
+
+
+def _url_secrets(url: str) -> list:
+    """_password_in(url); else a token written as the URL's user, and a query value, each as
+    long as a key (LONG_SECRET): a gateway may take one so. A short user (alice) is no secret."""
+    found = _password_in(url)
+    info = _userinfo(url)
+    if info and not found and len(unquote(info[1])) >= LONG_SECRET:
+        found = [info[1], unquote(info[1])]
+    for value in _query_values(url):
+        found += [value, quote(value, safe="")]
+    return found
+
+
+def _query_values(url: str) -> list:
+    """The values in url's query as long as a key (LONG_SECRET), decoded."""
+    try:
+        pairs = parse_qsl(urlsplit(url).query)
+    except ValueError:                   # a URL no parser reads: check_base_url says so
+        return []
+    return [value for _, value in pairs if len(value) >= LONG_SECRET]
 
 
 def _userinfo(url: str):
@@ -155,12 +176,18 @@ _USERINFO = re.compile(rf"(?P<scheme>{_SCHEME.pattern})?(?P<userinfo>[^/?#]*)@")
 
 def shown_url(url: str) -> str:
     """How every line, log and display names an endpoint: http://alice:PW@host as
-    http://alice:***@host; a URL without a password as it is."""
+    http://alice:***@host, a token as a user or a query value (_url_secrets) as ***; a URL
+    without a secret as it is."""
+    shown = url
     found = _userinfo(url)
-    if not found or not _password_in(url):
-        return url
-    scheme, userinfo, rest = found
-    return f"{scheme}{userinfo.partition(':')[0]}:***@{rest}"
+    if found and _password_in(url):
+        scheme, userinfo, rest = found
+        shown = f"{scheme}{userinfo.partition(':')[0]}:***@{rest}"
+    elif found and len(unquote(found[1])) >= LONG_SECRET:       # a token as the user
+        shown = f"{found[0]}***@{found[2]}"
+    for value in _query_values(url):
+        shown = shown.replace(quote(value, safe=""), "***").replace(value, "***")
+    return shown
 
 
 def model_id():

@@ -843,6 +843,11 @@ MUTATIONS = [
              "harness/config.py", "    if any(c.isspace() or not c.isprintable() for c in url):",
              "    if False:",
              ["tests/test_cli.py::test_a_malformed_base_url_is_one_line_naming_what_is_wrong"]),
+    Mutation("a gateway's token in the base URL's query reaches the model's env",
+             "harness/config.py", "    for value in _query_values(url):\n        found +=",
+             "    for value in []:\n        found +=",
+             ["tests/test_secrets.py::test_child_env_leaves_out_a_base_url_that_holds_a_"
+              "password_and_its_copies"]),
     Mutation("pydantic's serializer warnings reach the terminal", "harness/model_call.py",
              "stream.close) as self.watch, quiet_serializer():",
              "stream.close) as self.watch, contextlib.nullcontext():",
@@ -1394,13 +1399,13 @@ MUTATIONS = [
              [FOLDER + "::test_a_link_at_the_boards_lock_is_refused_and_nothing_is_written_"
                        "through_it"]),
     Mutation("an endpoint's password is shown in the lines that name it", "harness/config.py",
-             "    return f\"{scheme}{userinfo.partition(':')[0]}:***@{rest}\"",
-             "    return url",
+             "        shown = f\"{scheme}{userinfo.partition(':')[0]}:***@{rest}\"",
+             "        shown = url",
              [SECRETS_TESTS + "::test_an_unreachable_endpoint_with_a_password_is_named_with_the_"
                               "password_hidden"]),
     Mutation("a command sees the password in ANTHROPIC_BASE_URL or a proxy's URL",
              "harness/config.py",
-             '        hidden += _password_in(os.environ.get(name, ""))\n',
+             '        hidden += _url_secrets(os.environ.get(name, ""))\n',
              "        pass\n",
              [SECRETS_TESTS + "::test_a_password_in_the_base_url_never_reaches_the_model_and_"
                               "still_opens_the_gateway",

@@ -398,6 +398,10 @@ def test_an_unreachable_endpoint_with_a_password_is_named_with_the_password_hidd
     ("http://u:Sup3r/Secret@proxy.corp:3128", "http://u:***@proxy.corp:3128"),
     ("http://u:a?b#c@d@proxy.corp", "http://u:***@proxy.corp"),
     ("https://api.anthropic.com", "https://api.anthropic.com"),
+    # A gateway's token as the user, or in the query: a secret as long as a key is hidden.
+    ("https://sk-gw-0123456789abcdef@gw.example/v", "https://***@gw.example/v"),
+    ("https://gw.example/v?api_key=sk-gw-0123456789abcdef&v=2",
+     "https://gw.example/v?api_key=***&v=2"),
 ])
 def test_shown_url_hides_the_password_and_keeps_the_rest(url, shown):
     assert config.shown_url(url) == shown
@@ -416,6 +420,13 @@ def test_child_env_leaves_out_a_base_url_that_holds_a_password_and_its_copies(
     assert "ANTHROPIC_BASE_URL" not in config.child_env()
     monkeypatch.setenv("ANTHROPIC_BASE_URL", "http://alice@gw.example")   # no password: kept
     assert config.child_env()["ANTHROPIC_BASE_URL"] == "http://alice@gw.example"
+    # A token as long as a key, as the user or a query value: the model's `env` showed it.
+    for url in ("http://sk-gw-0123456789abcdef@gw.example",
+                "http://gw.example/v1?key=sk-gw-0123456789abcdef"):
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", url)
+        monkeypatch.setenv("TOKEN_COPY", "sk-gw-0123456789abcdef")
+        env = config.child_env()
+        assert "ANTHROPIC_BASE_URL" not in env and "TOKEN_COPY" not in env
 
 
 @pytest.mark.parametrize("url", ["http://alice:s3cret-pw@gw.example:0",
