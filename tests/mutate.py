@@ -526,8 +526,8 @@ MUTATIONS = [
              ["tests/test_hostile_files.py::test_an_old_text_found_twice_overlapping_is_refused_as_"
               "not_unique"]),
     Mutation("old_text of several lines misses a file of mixed line endings", "harness/files.py",
-             'LINE_BREAK = r"(?:\\r\\n|\\r(?!\\n)|(?<!\\r)\\n)"',
-             'LINE_BREAK = r"(?:\\r\\n|\\r(?!\\n))"',
+             "    wanted, plain = _as_lf(old), _as_lf(text)",
+             "    wanted, plain = _as_lf(old), text.replace('\\r', '\\n')",
              ["tests/test_hostile_files.py::test_old_text_of_several_lines_matches_a_file_of_mixed_"
               "line_endings"]),
     Mutation("a command that times out gives the model none of its output", "harness/bash.py",
@@ -606,8 +606,8 @@ MUTATIONS = [
              ["tests/test_context_window.py::test_a_summary_request_that_leaves_nothing_out_says_"
               "nothing_left_out"]),
     Mutation("a CRLF split in two matches a blank line that is not there", "harness/files.py",
-             'LINE_BREAK = r"(?:\\r\\n|\\r(?!\\n)|(?<!\\r)\\n)"',
-             'LINE_BREAK = r"(?:\\r\\n|\\r|\\n)"',
+             '    return text.replace("\\r\\n", "\\n").replace("\\r", "\\n")',
+             '    return text.replace("\\r", "\\n")',
              ["tests/test_hostile_files.py::test_a_crlf_is_one_line_break_never_a_cr_and_an_lf"]),
     Mutation("a real-time signal's end of a command is a ValueError", "harness/bash.py",
              '        name = signal.strsignal(-status) or "no name"',
