@@ -97,6 +97,11 @@ def test_a_copy_killed_midway_is_swept_when_a_later_session_starts(tmp_path):
     os.utime(planted, (1, 1), follow_symlinks=False)
     SessionLog.start(folder).close()
     assert not killed.exists() and writing.exists() and planted.is_symlink()
+    # --continue's own copy sweeps too: the next kill's litter goes with the next resume.
+    killed.write_text("x")
+    os.utime(killed, (time.time() - 7200, time.time() - 7200))
+    SessionLog.continued(folder / "session_earlier_1.jsonl", [], folder).close()
+    assert not killed.exists() and writing.exists()
 
 
 def test_latest_is_the_session_written_last_and_none_when_there_is_none(tmp_path):
