@@ -215,8 +215,9 @@ def quick_retries(monkeypatch):
 @pytest.fixture(scope="session")
 def pg_url():
     """A PostgreSQL server for the whole session: TEST_DATABASE_URL, or a throwaway cluster
-    (tests/pg_server.py). Without either, or without psycopg, a test that needs it skips with
-    one line (with CI=true it fails)."""
+    (tests/pg_server.py; one for each of pytest.ini's workers, a second each to start). Without
+    either, or without psycopg, a test that needs it skips with one line (with CI=true it
+    fails)."""
     why = pg_server.missing()
     if why:
         pg_server.skip_or_fail(why)

@@ -1610,8 +1610,9 @@ def run_tests(repo: Path, tests: list, extra: list, timeout: float = TIMEOUT) ->
     """(the ids of the tests that failed, how many were skipped, pytest's exit code, its last
     lines) in this copy; exit code None when the run did not end within timeout seconds. A
     test that hung past the suite's last resort (faulthandler ended the run) counts as failed."""
-    command = [sys.executable, "-m", "pytest", "-q", "-rfEs", "-p", "no:cacheprovider", *extra,
-               *tests]
+    # -n 0: the named tests in pytest's own process; the mutations already run two at a time.
+    command = [sys.executable, "-m", "pytest", "-q", "-rfEs", "-n", "0", "-p", "no:cacheprovider",
+               *extra, *tests]
     env = {**_env(), "PYTHONDONTWRITEBYTECODE": "1"}
     # A session of its own: at the timeout the whole run goes, the lessons and servers it
     # started too (killing pytest alone left them running, and holding its pipes).

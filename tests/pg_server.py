@@ -1,7 +1,7 @@
 """A PostgreSQL server for the tests and the benchmark: the one in TEST_DATABASE_URL, or a
 throwaway.
 
-Used by tests/conftest.py (its pg_url fixture: once per test session) and bench/bench_tasks.py.
+Used by tests/conftest.py (its pg_url fixture: once per pytest worker) and bench/bench_tasks.py.
 Without each piece:
 - TEST_DATABASE_URL first: CI (or you) may already run a server; starting a second wastes seconds.
 - the binaries found by `pg_config --bindir`, then /usr/lib/postgresql/*/bin: Debian keeps initdb

@@ -130,7 +130,7 @@ def test_the_readme_advises_a_virtual_environment_before_the_two_commands():
 
 
 def test_the_packages_and_pythons_the_readme_names_are_the_projects():
-    named = re.search(r"the three packages \((.*?)\)", README)[1]
+    named = re.search(r"the four packages \((.*?)\)", README)[1]
     required = [line.split(">=")[0] for line in
                 (ROOT / "requirements.txt").read_text(encoding="utf-8").splitlines()
                 if line and not line.startswith("#")]
