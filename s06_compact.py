@@ -21,7 +21,8 @@ may be short placeholders. A block: a text, a tool call or a tool result in a me
 
 Layer 1 is built around prompt caching. The API reads a request in this order, and caches it up
 to a breakpoint: s03's request asks for one on its last block (cache_control at the top level);
-view_of adds one just before the latest batch: the API looks back only 20 blocks for a hit.
+view_of adds one just before the latest batch. A later request reads a prefix an earlier one
+cached at a breakpoint only if it ends within 20 blocks before one of its own breakpoints.
 
     tools -> system -> message 1 -> message 2 -> ... -> the last block   <- breakpoint
     |--- as in the last call: read from the cache, 0.1 x ---|-- new: written, 1.25 x --|
@@ -66,8 +67,7 @@ REWRITE_SHARE = 1.5      # at this limit, a rewrite (1.25 - 0.1 = 1.15 x) pays b
 DEFAULT_THRESHOLD = 50_000
 # The keyless demo's: low, so that layer 2 compacts within ten calls (COMPACT_THRESHOLD wins).
 DEMO_THRESHOLD = 9_500
-# A longer summary is cut, and says so.
-SUMMARY_MAX_TOKENS = 2000
+SUMMARY_MAX_TOKENS = 2000   # tokens: a longer summary is cut, and says so
 
 SYSTEM = ("You are a coding agent working in the current folder. Use the tools to act. "
           "When the context gets long or a phase of work is done, call compact. Be brief.")
@@ -83,7 +83,7 @@ def agent_loop(messages: list, run, max_steps: int = MAX_STEPS) -> str:
         view = micro_compact(messages, run)                              # layer 1
         if needs_compaction(view):                                       # layer 2
             auto_compact(messages, run)                                  # layer 2
-            view = micro_compact(messages, run)                          # layer 1
+            view = micro_compact(messages, run)              # layer 1, on the summary
         response = s03.ask_model(run, SYSTEM, TOOLS, view)
         messages.append({"role": "assistant", "content": response.content})
         run.log.record(messages)              # on disk before its calls run
@@ -223,7 +223,7 @@ def clearable(messages: list) -> list:
       3. a read_file's result or a write_file's content that worked, the model's copy of a
          file, stays until a later call that worked shows the file whole (read all, or written)."""
     pairs = pairing.tool_pairs(messages)   # the history's own (tool_use, tool_result), oldest first
-    newest = pairing.newest_ids(messages)          # ids of the last reply's calls: not yet seen
+    newest = pairing.newest_ids(messages)          # the last reply's calls: results unseen yet
     whole_later = set()                            # files a later call shows whole
     batch = []
     # Newest first: whole_later then holds the later views before an older one is judged.
@@ -261,7 +261,7 @@ def placeholder(block: dict, call: dict, run) -> dict:
     if name == "read_file" and not block.get("is_error"):
         text = f"[Previous: read {compaction.path_of(call)}; a later read or write of it follows]"
         return {**block, "content": text}
-    # Saved whole from 2,000 characters (s03's file, if s03 cut it), or None: shorter, unsaved.
+    # The result's file: s03's, if over its OUTPUT_CAP; a new one from 2,000 characters; or None.
     path = compaction.save_whole(block, name, run)
     if path is None:
         return {**block, "content": f"[Previous: used {name}]"}
@@ -400,7 +400,7 @@ def compact_if_asked(response, messages: list, run, compact=auto_compact) -> Non
     for call in response.tool_uses:
         answered = [r for r in results if r.get("tool_use_id") == call["id"]]
         if call["name"] == "compact" and answered and not answered[0].get("is_error"):
-            # call_tool checked the input; checked() decodes it again if sent as JSON text
+            # The input as a dict (call_tool checked it; some endpoints send it as JSON text).
             focus = tool_input.checked(call["input"], "compact", TOOLS).get("focus", "")
             if not compact(messages, run, focus):
                 messages[-1]["content"].append({"type": "text", "text": COMPACTION_FAILED})

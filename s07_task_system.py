@@ -172,7 +172,7 @@ class TaskFolder:
             if task["id"] > self.high_water():
                 mark = str(task["id"]).rjust(HIGH_WATER_BYTES)
                 os.pwrite(self.lock_fd, mark.encode(), HIGH_WATER_AT)
-            # A hard link (os.link) never replaces a file: it fails if the name is taken.
+            # os.link fails if the name is taken, and the file appears whole, not empty as O_EXCL's.
             writer.link(temporary, self.path(task["id"]))
             return True
         except FileExistsError:
@@ -428,7 +428,7 @@ def board_message(run) -> str:
         # An unreadable board must not look like an empty one: the model would plan it all again.
         shown = f"The task board could not be read: {exc}"
     heading = f"The task board ({TASKS.store.name}), just read:"
-    # Between the markers, --continue puts the board read afresh; /context counts it apart.
+    # The markers: --continue puts a board read afresh between them; /context counts it apart.
     return f"{board.BOARD_START}\n{heading}\n{shown}\n{board.BOARD_END}"
 
 
