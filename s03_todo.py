@@ -181,15 +181,16 @@ def call_tool(call: dict, handlers: dict, tools: list) -> tuple:
 # scratch folder.
 
 def safe_path(path: str) -> Path:
-    """The path, symlinks followed, or ValueError if it leaves the workspace."""
-    return files.inside(Path.cwd().resolve(), path)
+    """The path, symlinks followed, or ValueError if it leaves the workspace: the current
+    folder (files.workspace(): Path.cwd(), and an error that says so if it was deleted)."""
+    return files.inside(files.workspace().resolve(), path)
 
 
 def run_bash(command: str) -> str:
     # bash -c command: stdout and stderr together, "[exit status N]" when it fails;
     # killed, with all it started, after BASH_TIMEOUT seconds: a TimeoutError, which
     # call_tool sends the model as an error result, with the output until then.
-    return bash.run(command, cwd=Path.cwd(), timeout=BASH_TIMEOUT)
+    return bash.run(command, cwd=files.workspace(), timeout=BASH_TIMEOUT)
 
 
 def run_read(path: str, limit: int = None, offset: int = 1) -> str:

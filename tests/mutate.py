@@ -848,6 +848,11 @@ MUTATIONS = [
              "    for value in []:\n        found +=",
              ["tests/test_secrets.py::test_child_env_leaves_out_a_base_url_that_holds_a_"
               "password_and_its_copies"]),
+    Mutation("a workspace deleted mid-session is a bare 'No such file or directory'",
+             "harness/files.py", "        raise FileNotFoundError(GONE) from None",
+             "        raise",
+             ["tests/test_s03_tools.py::test_a_workspace_deleted_while_the_session_runs_is_named_"
+              "in_each_tools_error"]),
     Mutation("pydantic's serializer warnings reach the terminal", "harness/model_call.py",
              "stream.close) as self.watch, quiet_serializer():",
              "stream.close) as self.watch, contextlib.nullcontext():",

@@ -44,6 +44,19 @@ def test_a_symlink_pointing_outside_is_refused(in_tmp):
     assert (in_tmp.parent / "outside.txt").read_text() == "TOP SECRET CONTENT"
 
 
+def test_a_workspace_deleted_while_the_session_runs_is_named_in_each_tools_error(in_tmp):
+    """rm -rf of the folder the session runs in (by the model, or in another terminal): every
+    tool fails, and the model must be told why, not a bare "No such file or directory"."""
+    os.rmdir(in_tmp)
+    for name, args in [("write_file", {"path": "a.txt", "content": "x"}),
+                       ("read_file", {"path": "a.txt"}),
+                       ("edit_file", {"path": "a.txt", "old_text": "x", "new_text": "y"}),
+                       ("bash", {"command": "ls"})]:
+        output, is_error = call_tool(name, args, s03.TOOLS, s03.TOOL_HANDLERS)
+        assert is_error and "the folder this session works in was deleted" in output, name
+        assert "start the session again in a folder that exists" in output, name
+
+
 # ---------------------------------------------------------------- bash
 
 SIGNAL_AS_IT_STARTS = """
