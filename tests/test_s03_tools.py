@@ -11,7 +11,8 @@ import time
 
 import pytest
 
-from helpers import ROOT, call_tool, end_group, group_ends, process_ends, within
+from helpers import (ROOT, call_tool, end_group, group_ends, popen_taking_ctrl_c,
+                     process_ends, within)
 
 import s03_todo as s03
 from harness import bash
@@ -69,23 +70,31 @@ def popen(*args, **kwargs):
     proc = real(*args, **kwargs)
     while not Path("shell.pid").exists():     # the command is running
         pass
-    os.kill(os.getpid(), signal.SIGTERM)      # and the signal comes before run() goes on
+    os.kill(os.getpid(), int(sys.argv[2]))    # and the signal comes before run() goes on
     return proc
 subprocess.Popen = popen
 bash.run("echo $$ > shell.pid.tmp; mv shell.pid.tmp shell.pid; sleep 600", Path.cwd(), 60)
 """
 
 
-def test_a_sigterm_as_the_command_starts_still_kills_the_command(tmp_path):
+@pytest.mark.parametrize("signum, code", [(signal.SIGTERM, 128 + signal.SIGTERM),
+                                          (signal.SIGINT, -signal.SIGINT)],
+                         ids=["SIGTERM", "Ctrl-C"])
+def test_a_signal_as_the_command_starts_still_kills_the_command(tmp_path, signum, code):
     """The signal handlers are in place before the command starts: a SIGTERM in between used
-    to kill Python at once, and leave the command running with no one to stop it."""
-    proc = subprocess.run([sys.executable, "-c", SIGNAL_AS_IT_STARTS, str(ROOT)], cwd=tmp_path,
-                          capture_output=True, text=True, timeout=60)
+    to kill Python at once, and a Ctrl-C (a KeyboardInterrupt inside Popen, on a busy machine)
+    lost the command's pid; either left the command running with no one to stop it."""
+    proc = popen_taking_ctrl_c([sys.executable, "-c", SIGNAL_AS_IT_STARTS, str(ROOT),
+                                str(int(signum))], cwd=tmp_path, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True)
+    out, err = proc.communicate(timeout=60)
     group = int((tmp_path / "shell.pid").read_text())
     if not group_ends(group):
         end_group(group)
         pytest.fail("the command outlived the harness")
-    assert proc.returncode == 128 + signal.SIGTERM, proc.stderr
+    assert proc.returncode == code, err
+    if signum == signal.SIGINT:
+        assert "KeyboardInterrupt" in err        # Ctrl-C is still Ctrl-C, once the pid is kept
 
 
 def test_bash_returns_stdout_and_stderr_and_the_exit_status(in_tmp):
