@@ -214,10 +214,10 @@ def quick_retries(monkeypatch):
 
 @pytest.fixture(scope="session")
 def pg_url():
-    """A PostgreSQL server for the whole session: TEST_DATABASE_URL, or a throwaway cluster
-    (tests/pg_server.py; one for each of pytest.ini's workers, a second each to start). Without
-    either, or without psycopg, a test that needs it skips with one line (with CI=true it
-    fails)."""
+    """A PostgreSQL server for the session: TEST_DATABASE_URL (one server the workers share),
+    or a throwaway cluster (tests/pg_server.py), which each pytest-xdist worker starts for
+    itself, in a second or so. Without either, or without psycopg, a test that needs it skips
+    with one line (with CI=true it fails)."""
     why = pg_server.missing()
     if why:
         pg_server.skip_or_fail(why)
@@ -421,7 +421,8 @@ def chromium():
 # test takes about 40 s alone (it is marked), the others under 10 s, and a loaded machine may
 # take several times that. A hang the signal cannot break (a C loop that never returns to Python,
 # or code that swallows the exception) meets the last resort LAST_RESORT seconds later:
-# faulthandler dumps every thread's stack to the real stderr and ends the run.
+# faulthandler dumps every thread's stack to the real stderr and ends the process: the run,
+# or under pytest-xdist its worker, which xdist reports as crashed in that test.
 HANG_LIMIT = 120
 LAST_RESORT = 60
 
@@ -441,6 +442,14 @@ def pytest_configure(config):
     # The real stderr, for the last resort: while a test runs, pytest captures fd 2 (and a
     # process that faulthandler ends loses what was captured).
     config.stash[STDERR] = os.dup(2)
+    # Before any test arms the watchdog: what threads a fork must live with (helpers.forking).
+    helpers.note_foreign_threads()
+    # In a pytest-xdist worker, execnet's thread runs beside every test, and Python 3.12 warns
+    # at each fork (its lock would stay held in the child, which never uses it). The suite's
+    # own threads, forking() waits out; with -n 0 the warning still shows, as it should.
+    if hasattr(config, "workerinput"):
+        config.addinivalue_line("filterwarnings", "ignore:This process .* is multi-threaded, "
+                                "use of fork:DeprecationWarning")
 
 
 def _limit(item) -> float:

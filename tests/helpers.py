@@ -28,6 +28,7 @@ import secrets
 import select
 import shlex
 import signal
+import socket
 import struct
 import subprocess
 import sys
@@ -164,7 +165,7 @@ WATCHDOG = {}
 
 
 def arm_watchdog(seconds: float, file: int) -> None:
-    """In `seconds`, faulthandler dumps every thread's stack to `file` and ends the run."""
+    """In `seconds`, faulthandler dumps every thread's stack to `file` and ends the process."""
     WATCHDOG.update(seconds=seconds, file=file, since=time.monotonic())
     faulthandler.dump_traceback_later(seconds, exit=True, file=file)
 
@@ -181,13 +182,15 @@ def forking():
     held there for good: Python 3.12 warns of it (\"is multi-threaded, use of fork() may lead
     to deadlocks\"). The one thread the suite keeps is the watchdog's: it stops for the fork,
     then is armed again for the time its test phase had left, if that phase still runs. (The
-    SIGALRM bound, which needs no thread, stays.)"""
+    SIGALRM bound, which needs no thread, stays.) Under pytest-xdist, its worker's own thread
+    (execnet's, which Python's count misses) stays too: it was there before any test ran."""
     armed = dict(WATCHDOG)
     faulthandler.cancel_dump_traceback_later()
     # Its thread ends a moment after it is told to, and a fork before that still forks a
     # process of two threads: wait for the count (Linux keeps it in /proc) to drop.
     deadline = time.monotonic() + 2
-    while _os_threads() > threading.active_count() and time.monotonic() < deadline:
+    while _os_threads() > threading.active_count() + FOREIGN_THREADS[0] \
+            and time.monotonic() < deadline:
         time.sleep(0.005)
     try:
         yield
@@ -198,12 +201,31 @@ def forking():
             faulthandler.dump_traceback_later(max(left, 1), exit=True, file=armed["file"])
 
 
+# Threads of this process that Python does not count and the suite did not start: execnet's
+# in a pytest-xdist worker. Set once, before the first test (conftest.py's pytest_configure).
+FOREIGN_THREADS = [0]
+
+
+def note_foreign_threads() -> None:
+    FOREIGN_THREADS[0] = max(_os_threads() - threading.active_count(), 0)
+
+
 def _os_threads() -> int:
     """The threads of this process, Python's and others (faulthandler's): 1 where unknown."""
     try:
         return len(os.listdir("/proc/self/task"))
     except OSError:
         return 1
+
+
+@contextmanager
+def refusing_port():
+    """A loopback port that refuses every connection, for as long as the block runs: bound, never
+    listening. (Bound and closed at once, another test's server, in this pytest worker or
+    another, could take it before the connection is tried.)"""
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        yield held.getsockname()[1]
 
 
 FORK = multiprocessing.get_context("fork")

@@ -853,6 +853,11 @@ MUTATIONS = [
              "        raise",
              ["tests/test_s03_tools.py::test_a_workspace_deleted_while_the_session_runs_is_named_"
               "in_each_tools_error"]),
+    Mutation("a Ctrl-C as a command starts leaves the command running", "harness/bash.py",
+             "    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:",
+             "    if False:",
+             ["tests/test_s03_tools.py::test_a_signal_as_the_command_starts_still_kills_the_"
+              "command"]),
     Mutation("pydantic's serializer warnings reach the terminal", "harness/model_call.py",
              "stream.close) as self.watch, quiet_serializer():",
              "stream.close) as self.watch, contextlib.nullcontext():",
@@ -934,7 +939,7 @@ MUTATIONS = [
     Mutation("a command is left running when its tool call is stopped", "harness/bash.py",
              "            _kill_group(proc)\n            raise\n",
              "            raise\n",
-             ["tests/test_s03_tools.py::test_a_sigterm_as_the_command_starts_still_kills_the_"
+             ["tests/test_s03_tools.py::test_a_signal_as_the_command_starts_still_kills_the_"
               "command"]),
     Mutation("control codes from a tool reach the terminal raw", "harness/terminal.py",
              "    return clean.escaped(text)",

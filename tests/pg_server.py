@@ -130,13 +130,20 @@ def server(durable: bool = False):
     """(url, stop): TEST_DATABASE_URL as it is, or a throwaway cluster started now."""
     if os.environ.get("TEST_DATABASE_URL"):
         return os.environ["TEST_DATABASE_URL"], lambda: None
-    started = ThrowawayServer(bin_dir(), durable=durable)
-    try:
-        started.start()
-    except BaseException:
-        started.stop()
-        raise
-    return started.url, started.stop
+    # Three tries: the free port is closed before postgres binds it, and another pytest-xdist
+    # worker's server (or a test's) may take it in between.
+    for attempt in range(3):
+        started = ThrowawayServer(bin_dir(), durable=durable)
+        try:
+            started.start()
+            return started.url, started.stop
+        except RuntimeError:
+            started.stop()
+            if attempt == 2:
+                raise
+        except BaseException:
+            started.stop()
+            raise
 
 
 def skip_or_fail(reason: str) -> None:

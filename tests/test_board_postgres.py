@@ -31,7 +31,7 @@ from harness.board.postgres import shown
 from harness.errors import SetupError
 from harness.stand_in.script import reply, text, tool
 from helpers import (lesson_command, at_once, clean_env, gather, listing, messages,
-                     psycopg_or_skip, sql, within)
+                     psycopg_or_skip, refusing_port, sql, within)
 from s07_task_system import TaskManager
 
 # Seconds after which an agent call counts as hanging: only a bound, far above what a loaded
@@ -214,16 +214,18 @@ def with_part(url, **change):
 def test_a_down_server_a_wrong_password_and_a_missing_database_are_one_clear_line(pg_url):
     if ":" not in urlsplit(pg_url).netloc.rsplit("@", 1)[0]:
         pg_server.skip_or_fail("TEST_DATABASE_URL has no password, so a wrong one cannot be tested")
-    nobody = f"127.0.0.1:{pg_server.free_port()}"
-    cases = [(with_part(pg_url, host=nobody), "cannot reach the PostgreSQL server"),
-             (with_part(pg_url, password="wrong-secret"), "refused the password"),
-             (with_part(pg_url, path="/no_such_db"), "the database 'no_such_db' does not exist")]
-    for url, message in cases:
-        with pytest.raises(SetupError) as caught:
-            TaskManager(url)
-        line = str(caught.value)
-        assert message in line and "\n" not in line
-        assert "postgresql://postgres:***@" in line and urlsplit(url).password not in line
+    with refusing_port() as port:
+        nobody = f"127.0.0.1:{port}"
+        cases = [(with_part(pg_url, host=nobody), "cannot reach the PostgreSQL server"),
+                 (with_part(pg_url, password="wrong-secret"), "refused the password"),
+                 (with_part(pg_url, path="/no_such_db"),
+                  "the database 'no_such_db' does not exist")]
+        for url, message in cases:
+            with pytest.raises(SetupError) as caught:
+                TaskManager(url)
+            line = str(caught.value)
+            assert message in line and "\n" not in line
+            assert "postgresql://postgres:***@" in line and urlsplit(url).password not in line
 
 
 def test_a_bad_board_url_stops_s07_with_one_line_and_no_traceback(pg_url, run_main):

@@ -15,7 +15,7 @@ import s03_todo
 from helpers import lesson_command, clean_env, group_ends, popen_taking_ctrl_c, tool_results
 from harness.stand_in import StandInAPI
 from harness.stand_in.script import error, reply, text, tool
-from helpers import Pinging, messages, words
+from helpers import Pinging, messages, refusing_port, words
 
 
 def todo(*statuses):
@@ -139,12 +139,9 @@ def test_transient_failures_are_retried_and_the_turn_completes(run_main):
 
 @pytest.mark.usefixtures("quick_retries")
 def test_an_unreachable_endpoint_is_one_line(run_main):
-    import socket
-    with socket.socket() as s:  # a loopback port nobody listens on
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    url = f"http://127.0.0.1:{port}"
-    code, out, err, api = run_main(s03_todo, "hi", env={"ANTHROPIC_BASE_URL": url})
+    with refusing_port() as port:
+        url = f"http://127.0.0.1:{port}"
+        code, out, err, api = run_main(s03_todo, "hi", env={"ANTHROPIC_BASE_URL": url})
     assert code == 1 and len(messages(err)) == 1
     assert f"cannot reach the API at http://127.0.0.1:{port}" in err
 

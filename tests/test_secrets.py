@@ -18,7 +18,6 @@ import importlib.util
 import json
 import os
 import secrets
-import socket
 import tempfile
 from pathlib import Path
 from urllib.parse import quote
@@ -33,7 +32,7 @@ from harness.errors import SetupError
 from harness.stand_in.script import reply, text, tool
 import s07_task_system as s07
 from s07_task_system import TaskManager
-from helpers import messages, words
+from helpers import messages, refusing_port, words
 
 
 def subjects(agent):
@@ -373,11 +372,10 @@ def test_a_password_in_the_base_url_never_reaches_the_model_and_still_opens_the_
 @pytest.mark.usefixtures("quick_retries")
 def test_an_unreachable_endpoint_with_a_password_is_named_with_the_password_hidden(
         run_lesson, nothing_hidden_yet):
-    with socket.socket() as closed:            # a port nothing listens on
-        closed.bind(("127.0.0.1", 0))
-        port = closed.getsockname()[1]
-    url = with_userinfo(f"http://127.0.0.1:{port}")
-    proc, api = run_lesson("s03_todo", "hi", env={"ANTHROPIC_BASE_URL": url}, in_process=True)
+    with refusing_port() as port:
+        url = with_userinfo(f"http://127.0.0.1:{port}")
+        proc, api = run_lesson("s03_todo", "hi", env={"ANTHROPIC_BASE_URL": url},
+                               in_process=True)
     assert proc.returncode == 1 and len(messages(proc.stderr)) == 1, proc.stderr
     assert f"cannot reach the API at http://alice:***@127.0.0.1:{port}" in words(proc.stderr)
     assert GATEWAY_ENCODED not in proc.stderr and GATEWAY_PASSWORD not in proc.stderr
