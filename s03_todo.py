@@ -71,23 +71,23 @@ REMINDER = "<reminder>Update your todos.</reminder>"
 def agent_loop(messages: list, run, max_steps: int = MAX_STEPS) -> str:
     """Call the model until it answers in words, or max_steps calls are spent; return that
     answer. messages ends with the user's prompt (the REPL keeps it from turn to turn). run:
-    the session (harness/run.py's Run, made by cli.run_cli); this lesson uses run.client, the
-    SDK's client, run.model, run.log (the session on disk) and run.saved (big results' files)."""
+    the session (harness/run.py's Run, made by cli.run_cli); this lesson uses run.client (the
+    SDK's client), run.model, run.log (the session on disk) and run.saved (big results' files)."""
     rounds_without_todo = 0        # the nag's count of steps without a todo call; 0 each turn
     steps = 0
     while steps < max_steps:
         steps += 1
-        # The reply as plain dicts, not the SDK's Message: its fields are in ask_model below.
+        # A Response, not the SDK's Message: its fields, plain dicts, are in ask_model below.
         response = ask_model(run, SYSTEM, TOOLS, messages)
         messages.append({"role": "assistant", "content": response.content})
         # On disk before its calls run: --continue can pick the session up.
         run.log.record(messages)
-        # Not "tool_use" (then response.tool_uses is empty): no call to run, the turn is over.
+        # A stop_reason other than "tool_use" (response.tool_uses is empty): the turn is over.
         if response.stop_reason != "tool_use":
             return response.answer
         results = run_tool_calls(run, response, TOOL_HANDLERS, TOOLS)
         # A `todo` call, even one TodoManager rejects, sets the count back to 0: the model looked
-        # at its plan. NAG_AFTER rounds without one: [tool_result, ..., notes, REMINDER].
+        # at its plan. From NAG_AFTER rounds on, REMINDER ends the message: [results, REMINDER].
         if any(call["name"] == "todo" for call in response.tool_uses):
             rounds_without_todo = 0
         else:
@@ -117,7 +117,7 @@ def ask_model(run, system: str, tools: list, messages: list,
     request = {"model": run.model, "system": system, "tools": tools, "messages": messages,
                "max_tokens": max_tokens,
                # Prompt caching: the API caches this request, and the next one, which repeats
-               # it and adds to its end, reads that part back at 0.1x the price (s06).
+               # it and adds to its end, can read that part back at 0.1x the price (s06 says when).
                "cache_control": {"type": "ephemeral"}}
     # Whatever fails on the way (after the SDK's own retries) ends as one line that names
     # the endpoint: an EndpointError, which the REPL shows, and a one-shot run exits on.

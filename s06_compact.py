@@ -20,9 +20,9 @@ may be short placeholders. A block: a text, a tool call or a tool result in a me
                                                the other calls of its reply (the turn goes on)
 
 Layer 1 is built around prompt caching. The API reads a request in this order, and caches it up
-to a breakpoint: s03's request asks for one on its last block (cache_control at the top level);
-view_of adds one just before the latest batch. A later request reads a prefix an earlier one
-cached at a breakpoint only if it ends within 20 blocks before one of its own breakpoints.
+to each breakpoint; a later request reads such a prefix back if it ends within 20 blocks before
+one of its own breakpoints. s03's request has one on its last block (top-level cache_control);
+view_of adds one just before the latest batch layer 1 cleared.
 
     tools -> system -> message 1 -> message 2 -> ... -> the last block   <- breakpoint
     |--- as in the last call: read from the cache, 0.1 x ---|-- new: written, 1.25 x --|
@@ -83,7 +83,7 @@ def agent_loop(messages: list, run, max_steps: int = MAX_STEPS) -> str:
         view = micro_compact(messages, run)                              # layer 1
         if needs_compaction(view):                                       # layer 2
             auto_compact(messages, run)                                  # layer 2
-            view = micro_compact(messages, run)              # layer 1, on the summary
+            view = micro_compact(messages, run)                          # layer 1
         response = s03.ask_model(run, SYSTEM, TOOLS, view)
         messages.append({"role": "assistant", "content": response.content})
         run.log.record(messages)              # on disk before its calls run

@@ -172,7 +172,7 @@ class TaskFolder:
             if task["id"] > self.high_water():
                 mark = str(task["id"]).rjust(HIGH_WATER_BYTES)
                 os.pwrite(self.lock_fd, mark.encode(), HIGH_WATER_AT)
-            # os.link fails if the name is taken, and the file appears whole, not empty as O_EXCL's.
+            # A hard link takes only a free name, and shows the task whole at once (writer.link).
             writer.link(temporary, self.path(task["id"]))
             return True
         except FileExistsError:
