@@ -167,12 +167,6 @@ def _drop_later_output(pipe) -> None:
     threading.Thread(target=drain, name="a background job's output", daemon=True).start()
 
 
-def _raise_for(signum: int) -> None:
-    if signum == signal.SIGINT:
-        raise KeyboardInterrupt
-    raise SystemExit(128 + signum)
-
-
 def _kill_group(proc: subprocess.Popen) -> None:
     """The command and every child it started: killing only the shell would leave them running."""
     with suppress(ProcessLookupError):
@@ -182,10 +176,9 @@ def _kill_group(proc: subprocess.Popen) -> None:
 
 @contextmanager
 def signals_raise():
-    """Inside, SIGTERM and SIGHUP raise SystemExit(128 + the signal's number): a command is
-    killed too; a run (cli) ends as q does. Ctrl-C raises KeyboardInterrupt, as it does
-    anyway. The handlers are put back after: a test runs main() in the test's process. Only
-    the main thread can set them; elsewhere, nothing.
+    """Inside, SIGTERM and SIGHUP raise SystemExit(128 + the signal's number), Ctrl-C its usual
+    KeyboardInterrupt: a command is killed too; a run (cli) ends as q does. The handlers are
+    put back after: a test runs main() in the test's process. Only the main thread can set them.
 
     Yields armed(): until run() has the command's pid, a signal is only noted (raising inside
     Popen would lose the pid, and leave the command running); armed() raises for it then."""
@@ -197,12 +190,12 @@ def signals_raise():
     def stop(signum, frame):
         came.append(signum)
         if ready:
-            _raise_for(signum)
+            armed()          # raises for it: armed() found none before, so came[0] is this one
 
     def armed():
         ready.append(True)
         if came:
-            _raise_for(came[0])
+            raise KeyboardInterrupt if came[0] == signal.SIGINT else SystemExit(128 + came[0])
 
     saved = {s: signal.signal(s, stop) for s in (signal.SIGTERM, signal.SIGHUP)}
     # Ctrl-C only where it raises KeyboardInterrupt: a run started with it ignored keeps that.

@@ -2,8 +2,7 @@
 
 s03's run_read, run_write and run_edit (and so s06's and s07's) are a few lines that call here.
 Without each piece:
-- workspace(): with the folder deleted while the session ran, every tool said only "No such
-  file or directory", and the model could not tell why.
+- workspace(): a folder deleted mid-session made each tool say only "No such file or directory".
 - inside(): a model's "../../etc/passwd", or a symlink out of the folder, is read or
   overwritten. (bash can still do anything you can: this stops accidents; it is no sandbox.)
   A path of 5,000 bytes came back whole in its error, three times on the terminal.
@@ -43,17 +42,16 @@ PATH_MAX = 4096              # bytes (UTF-8): Linux's longest path; a longer one
 LINE_BREAK = r"(?:\r\n|\r(?!\n)|(?<!\r)\n)"
 SAID_UP_TO = 1_000                # occurrences of an old_text counted: "1,000 or more" past it
 
-GONE = ("the folder this session works in was deleted while it ran: no tool can read, write or "
-        "run anything there; tell the user to start the session again in a folder that exists")
-
-
 def workspace() -> Path:
-    """The folder the tools work in: the process's current folder. FileNotFoundError saying so
-    if it was deleted (os.getcwd's own error names no path, and no reason)."""
+    """The folder the tools work in: the current one, or FileNotFoundError saying it was
+    deleted (os.getcwd's own error names neither the folder nor the reason)."""
     try:
         return Path.cwd()
     except FileNotFoundError:
-        raise FileNotFoundError(GONE) from None
+        raise FileNotFoundError(
+            "the folder this session works in was deleted while it ran: no tool can read, "
+            "write or run anything there; tell the user to start the session again in a "
+            "folder that exists") from None
 
 
 def inside(folder: Path, path: str) -> Path:
