@@ -9,9 +9,9 @@ s03's run_bash hands a command to run(). Without each piece:
   log line) dies of SIGPIPE, as the harness closed the pipe.
 - KEEP_UP_TO: `cat` of a 3 GB log is held in memory whole, then saved whole.
 - the flood stop (FLOOD_BYTES): a command that writes without end is never stopped.
-- signals_raise: SIGTERM or a closed terminal (SIGHUP) kills Python and leaves the command
-  running, an orphan. cli.py ends a whole run with it too, so that its page and total are
-  written: one way a signal ends what the harness is doing, here beside the race it must win.
+- signals_raise: SIGTERM or a closed terminal (SIGHUP) kills Python, a Ctrl-C inside Popen loses
+  the pid: the command runs on, an orphan. cli.py ends a whole run with it too, so that its page
+  and total are written, a second signal or not (systemd sends SIGTERM, then SIGHUP).
 - child_env (config.py): the API key and the board's and a gateway's passwords reach every
   command the model runs (`env` prints them) and every install script those start.
 This is not a sandbox: a command runs with your rights. Run the lessons in a scratch folder.
@@ -51,11 +51,10 @@ HELD_NOTE = ("[a process this command started still holds its output open: what 
 def run(command: str, cwd: Path, timeout: float, cap: int = KEEP_UP_TO) -> str:
     """Run a shell command; its output (stdout and stderr together), cut at `cap` characters.
     Past `timeout`: TimeoutError, with the output until then."""
-    # The handlers go in first: a SIGTERM as the command starts must still stop it.
-    with signals_raise() as armed:
+    # The handlers go in first: a SIGTERM or a Ctrl-C as the command starts must still stop it.
+    with signals_raise(ctrl_c=True) as armed:
         proc = subprocess.Popen(command, shell=True, executable=BASH, cwd=cwd,
-                                stdin=subprocess.DEVNULL,
-                                env=child_env(), stdout=subprocess.PIPE,
+                                stdin=subprocess.DEVNULL, env=child_env(), stdout=subprocess.PIPE,
                                 stderr=subprocess.STDOUT, start_new_session=True)
         try:
             armed()
@@ -76,7 +75,6 @@ def run(command: str, cwd: Path, timeout: float, cap: int = KEEP_UP_TO) -> str:
                            "may still run); for a long job, send its output to a file and run "
                            "it in the background: cmd > job.log 2>&1 &\n" + _until_then(out))
     if dropped > FLOOD_BYTES:
-        _kill_group(proc)
         written = (len(kept) + dropped) // 1_000_000
         return out + (f"\n[stopped: the command wrote more than {written:,} MB, so it was "
                       "killed; send big output to a file (cmd > out.txt) and read parts of it]")
@@ -142,6 +140,8 @@ def _read_output(proc: subprocess.Popen, timeout: float, cap: int) -> tuple:
         dropped += max(len(chunk) - room, 0)
         if exited_at is not None:
             reads_since += 1
+    if dropped > FLOOD_BYTES:
+        _kill_group(proc)           # here too: after the signals' guard, a Ctrl-C would spare it
     if held:
         _drop_later_output(proc.stdout)
     else:
@@ -174,22 +174,27 @@ def _kill_group(proc: subprocess.Popen) -> None:
     proc.wait()
 
 
-@contextmanager
-def signals_raise():
-    """Inside, SIGTERM and SIGHUP raise SystemExit(128 + the signal's number), Ctrl-C its usual
-    KeyboardInterrupt: a command is killed too; a run (cli) ends as q does. The handlers are
-    put back after: a test runs main() in the test's process. Only the main thread can set them.
+# The signals of each open signals_raise block (a run's, a command's in it); only a block's first
+# raises: a second (systemd's SIGHUP after SIGTERM), as a command is killed or a page made, not.
+_BLOCKS = []
 
-    Yields armed(): until run() has the command's pid, a signal is only noted (raising inside
-    Popen would lose the pid, and leave the command running); armed() raises for it then."""
+
+@contextmanager
+def signals_raise(ctrl_c: bool = False):
+    """Inside, SIGTERM and SIGHUP raise SystemExit(128 + the signal's number), and with ctrl_c
+    (run()'s) Ctrl-C its usual KeyboardInterrupt: the command is killed; a run (cli) ends as q
+    does. The handlers are put back after (a test runs main() in its own process). Yields
+    armed(): until run() has the command's pid, a signal is only noted (raised inside Popen, it
+    would lose the pid, and leave the command running); armed() raises for it then."""
     if threading.current_thread() is not threading.main_thread():
         yield lambda: None
         return
     came, ready = [], []
 
     def stop(signum, frame):
-        came.append(signum)
-        if ready:
+        for block in _BLOCKS if signum != signal.SIGINT else [came]:
+            block.append(signum)
+        if ready and came == [signum]:
             armed()          # raises for it: armed() found none before, so came[0] is this one
 
     def armed():
@@ -198,11 +203,13 @@ def signals_raise():
             raise KeyboardInterrupt if came[0] == signal.SIGINT else SystemExit(128 + came[0])
 
     saved = {s: signal.signal(s, stop) for s in (signal.SIGTERM, signal.SIGHUP)}
-    # Ctrl-C only where it raises KeyboardInterrupt: a run started with it ignored keeps that.
-    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+    # Ctrl-C unless it is ignored (a run started in the background keeps that).
+    if ctrl_c and callable(signal.getsignal(signal.SIGINT)):
         saved[signal.SIGINT] = signal.signal(signal.SIGINT, stop)
+    _BLOCKS.append(came)
     try:
         yield armed
     finally:
+        _BLOCKS.pop()                  # nested, in one thread: the last is this block's
         for s, handler in saved.items():
             signal.signal(s, handler)

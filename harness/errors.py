@@ -41,9 +41,8 @@ NEVER_FROM_THE_API = (405, 501)
 CONNECT_TIMEOUT = 10.0
 # Characters of an endpoint's own message in a line: a proxy's may be a page of stack trace.
 DETAIL_MAX = 300
-# The server's words for a database it lacks. They name it as libpq asked for it: decoded
-# (my%20board is "my board"), from the URL's path, its dbname= or PGDATABASE, else the user's
-# name; the URL alone says none of this.
+# The server's words for a database it lacks, named as libpq asked for it: decoded (my%20board
+# is "my board"), from the URL's path, its dbname= or PGDATABASE, else the user's name.
 NO_DATABASE = re.compile(r'database "(.+?)" does not exist', re.DOTALL)
 
 

@@ -43,15 +43,13 @@ LINE_BREAK = r"(?:\r\n|\r(?!\n)|(?<!\r)\n)"
 SAID_UP_TO = 1_000                # occurrences of an old_text counted: "1,000 or more" past it
 
 def workspace() -> Path:
-    """The folder the tools work in: the current one, or FileNotFoundError saying it was
-    deleted (os.getcwd's own error names neither the folder nor the reason)."""
+    """The current folder, or FileNotFoundError saying it was deleted (getcwd's says neither)."""
     try:
         return Path.cwd()
     except FileNotFoundError:
         raise FileNotFoundError(
-            "the folder this session works in was deleted while it ran: no tool can read, "
-            "write or run anything there; tell the user to start the session again in a "
-            "folder that exists") from None
+            "the folder this session works in was deleted while it ran, so no tool can work "
+            "there: tell the user to start the session again in a folder that exists") from None
 
 
 def inside(folder: Path, path: str) -> Path:

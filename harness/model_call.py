@@ -240,9 +240,8 @@ class Guard:
         stop_reason = response.stop_reason if self.ended else pairing.ENDED_EARLY
         _check_shape(response, stop_reason, self.where)
         content = _checked_calls(_plain(response.content), self.where)
-        # A stream that ended early stopped inside its last block: text is kept as far as it
-        # went, a tool call is left to _cut_call; anything else (thinking without its
-        # signature) the API would refuse.
+        # A stream that ended early stopped inside its last block: a text is kept, a tool call
+        # left to _cut_call; anything else (thinking without its signature) the API would refuse.
         if not self.ended and content and content[-1]["type"] not in ("text", "tool_use"):
             content.pop()
         # The reply's words come before its usage line, as on a terminal; a final answer's

@@ -55,9 +55,8 @@ class SavedTexts:
     is outside the bounds: a session that clears 1,500 results keeps 1,500 files more."""
 
     def __init__(self) -> None:
-        # (folder, tool, length, hash(text)) -> path. A str keeps its hash once computed, so
-        # asking again for the same text is a lookup, not a 300 kB hash. The text itself is
-        # not compared: the length and the 64-bit hash tell texts apart (1 in 2**64).
+        # (folder, tool, length, hash(text)) -> path: a str keeps its hash, so the same text
+        # again is a lookup, not a 300 kB hash; length and 64-bit hash tell texts apart.
         self.paths: dict[tuple, str] = {}
         self.pinned: set[str] = set()
         self.pins = pins.Pins()     # the same, on disk: seen by a prune in any process

@@ -855,10 +855,28 @@ MUTATIONS = [
              ["tests/test_s03_tools.py::test_a_workspace_deleted_while_the_session_runs_is_named_"
               "in_each_tools_error"]),
     Mutation("a Ctrl-C as a command starts leaves the command running", "harness/bash.py",
-             "    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:",
+             "    if ctrl_c and callable(signal.getsignal(signal.SIGINT)):",
              "    if False:",
              ["tests/test_s03_tools.py::test_a_signal_as_the_command_starts_still_kills_the_"
-              "command"]),
+              "command",
+              "tests/test_s03_e2e.py::test_a_signal_as_the_command_starts_kills_it_in_a_lesson_"
+              "run"]),
+    Mutation("a second signal while a command is killed, or the page made, raises again",
+             "harness/bash.py", "        if ready and came == [signum]:", "        if ready:",
+             ["tests/test_s03_tools.py::test_a_second_signal_while_the_command_is_killed_still_"
+              "kills_it",
+              "tests/test_run_ends.py::test_a_second_signal_as_the_run_ends_still_writes_the_"
+              "page_and_the_total"]),
+    Mutation("a run's own block is not told of the signal a command's block raised",
+             "harness/bash.py",
+             "        for block in _BLOCKS if signum != signal.SIGINT else [came]:",
+             "        for block in [came]:",
+             ["tests/test_run_ends.py::test_a_second_signal_as_the_run_ends_still_writes_the_"
+              "page_and_the_total"]),
+    Mutation("a flood is killed only after the signals' guard is left", "harness/bash.py",
+             "    if dropped > FLOOD_BYTES:\n        _kill_group(proc)           # here too",
+             "    if False:\n        _kill_group(proc)           # here too",
+             ["tests/test_s03_tools.py::test_a_flood_is_killed_before_the_signal_guard_is_left"]),
     Mutation("pydantic's serializer warnings reach the terminal", "harness/model_call.py",
              "stream.close) as self.watch, quiet_serializer():",
              "stream.close) as self.watch, contextlib.nullcontext():",

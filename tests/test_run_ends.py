@@ -58,6 +58,51 @@ def test_a_closed_terminal_or_a_kill_at_the_prompt_writes_the_page_and_the_total
     assert list((workdir / ".transcripts").glob("session_s03_*.html"))
 
 
+# s03's REPL as a user runs it, with one more signal, a SIGTERM, just as the run ends.
+SECOND_SIGNAL_AS_IT_ENDS = """
+import os, runpy, signal, sys
+sys.path.insert(0, os.path.dirname(sys.argv[1]))
+from harness import cli
+real = cli.end_of_run
+def end_of_run(run):
+    os.kill(os.getpid(), signal.SIGTERM)
+    real(run)
+cli.end_of_run = end_of_run
+sys.argv = [sys.argv[1]]
+runpy.run_path(sys.argv[0], run_name="__main__")
+"""
+
+
+@pytest.mark.parametrize("during", ["the prompt", "a command"])
+def test_a_second_signal_as_the_run_ends_still_writes_the_page_and_the_total(workdir, during):
+    """A closed terminal (SIGHUP) at the prompt or while a command runs, then a SIGTERM while
+    the page is made (systemd sends both): the second raised in end_of_run, and the page and
+    the total were lost."""
+    script = [reply(text("first answer"))]
+    if during == "a command":
+        script = [reply(tool("bash", {"command": "echo $$ > shell.pid.tmp; "
+                                                 "mv shell.pid.tmp shell.pid; sleep 600"}))]
+    with StandInAPI(script) as api:
+        env = clean_env(workdir.parent / "home", ANTHROPIC_BASE_URL=api.url,
+                        ANTHROPIC_API_KEY="test-key")
+        proc = subprocess.Popen([sys.executable, "-c", SECOND_SIGNAL_AS_IT_ENDS,
+                                 str(ROOT / "s03_todo.py")], cwd=workdir, env=env,
+                                stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)
+        proc.stdin.write("hello\n")
+        proc.stdin.flush()
+        if during == "a command":
+            while not (workdir / "shell.pid").exists() and proc.poll() is None:
+                time.sleep(0.05)
+        else:
+            printed_until_the_next_prompt(proc)
+        proc.send_signal(signal.SIGHUP)
+        rest, err = proc.communicate(timeout=60)
+    assert proc.returncode == 128 + signal.SIGHUP and "Traceback" not in err, err
+    assert "[session: 1 call · " in err and "[session page: .transcripts/session_s03_" in err
+    assert list((workdir / ".transcripts").glob("session_s03_*.html"))
+
+
 @pytest.mark.slow
 def test_a_kill_while_a_reply_comes_counts_what_the_api_read_in_the_total(workdir):
     """SIGTERM (or a closed terminal) while a reply streams: the API bills the input it read

@@ -7,12 +7,14 @@ import json
 import os
 import signal
 import subprocess
+import sys
 import time
 
 import pytest
 
 import s03_todo
-from helpers import lesson_command, clean_env, group_ends, popen_taking_ctrl_c, tool_results
+from helpers import (ROOT, lesson_command, clean_env, end_group, group_ends, popen_taking_ctrl_c,
+                     tool_results)
 from harness.stand_in import StandInAPI
 from harness.stand_in.script import error, reply, text, tool
 from helpers import Pinging, messages, refusing_port, words
@@ -264,6 +266,44 @@ def test_a_closed_terminal_or_sigterm_kills_the_running_command_too(workdir, sig
         proc.communicate(timeout=60)
     assert proc.returncode != 0
     assert group_ends(group), "the command outlived the harness"
+
+
+# s03 as a user runs it, but the signal comes while Python is still inside Popen, the bash
+# tool's shell already running: on a busy machine, a Ctrl-C as the command starts.
+SIGNALLED_AS_IT_STARTS = """
+import os, runpy, signal, subprocess, sys
+from pathlib import Path
+real, signum = subprocess.Popen, int(sys.argv[2])
+def popen(*args, **kwargs):
+    proc = real(*args, **kwargs)
+    if kwargs.get("start_new_session"):              # the bash tool's command
+        while not Path("shell.pid").exists():
+            pass
+        os.kill(os.getpid(), signum)
+    return proc
+subprocess.Popen = popen
+sys.argv = [sys.argv[1], "start a long job"]
+runpy.run_path(sys.argv[0], run_name="__main__")
+"""
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["Ctrl-C", "SIGTERM"])
+def test_a_signal_as_the_command_starts_kills_it_in_a_lesson_run(workdir, signum):
+    """The outer handlers (the run's) are in place too: the command's own block must still
+    defer the signal until it has the pid, and kill the command."""
+    command = "echo $$ > shell.pid.tmp; mv shell.pid.tmp shell.pid; sleep 600"
+    with StandInAPI([reply(tool("bash", {"command": command}))]) as api:
+        env = clean_env(workdir.parent / "home", ANTHROPIC_API_KEY="k", ANTHROPIC_BASE_URL=api.url)
+        proc = popen_taking_ctrl_c(
+            [sys.executable, "-c", SIGNALLED_AS_IT_STARTS, str(ROOT / "s03_todo.py"),
+             str(int(signum))], cwd=workdir, env=env, stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE, text=True)
+        out, err = proc.communicate(timeout=60)
+    group = int((workdir / "shell.pid").read_text())
+    if not group_ends(group):
+        end_group(group)
+        pytest.fail("the command outlived the harness")
+    assert proc.returncode in (130, 128 + signal.SIGTERM) and "Traceback" not in err, err
 
 
 def test_a_complete_tool_call_is_run_even_when_stop_reason_says_end_turn(run_main, workdir):

@@ -97,6 +97,45 @@ def test_a_signal_as_the_command_starts_still_kills_the_command(tmp_path, signum
         assert "KeyboardInterrupt" in err        # Ctrl-C is still Ctrl-C, once the pid is kept
 
 
+SECOND_SIGNAL_AS_IT_IS_KILLED = SIGNAL_AS_IT_STARTS.replace("subprocess.Popen = popen", """
+subprocess.Popen = popen
+real_killpg, sent = os.killpg, []
+def killpg(group, signum):
+    if not sent:                              # a second signal, just as the kill begins
+        sent.append(signal.SIGHUP)
+        os.kill(os.getpid(), signal.SIGHUP)
+    return real_killpg(group, signum)
+os.killpg = killpg""")
+
+
+def test_a_second_signal_while_the_command_is_killed_still_kills_it(tmp_path):
+    """A SIGTERM, then a SIGHUP as the command is being killed (systemd sends both; a closed
+    terminal may send two): the second raised inside the kill, and the command ran on."""
+    proc = subprocess.run([sys.executable, "-c", SECOND_SIGNAL_AS_IT_IS_KILLED, str(ROOT),
+                           str(int(signal.SIGTERM))], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=60)
+    group = int((tmp_path / "shell.pid").read_text())
+    if not group_ends(group):
+        end_group(group)
+        pytest.fail("the command outlived the harness")
+    assert proc.returncode == 128 + signal.SIGTERM, proc.stderr
+
+
+def test_a_flood_is_killed_before_the_signal_guard_is_left(in_tmp, monkeypatch):
+    """A flood's command (and a job it started) is killed while signals are still deferred: a
+    Ctrl-C in the gap after (the output decoded, 8 MB) left the job running."""
+    read, left = bash._read_output, []
+
+    def watched(proc, timeout, cap):
+        found = read(proc, timeout, cap)
+        left.append(not group_ends(proc.pid, seconds=5))
+        return found
+    monkeypatch.setattr(bash, "_read_output", watched)
+    out = bash.run("sleep 600 & yes", in_tmp, timeout=60)
+    assert "[stopped: the command wrote more than" in out
+    assert left == [False], "the group still ran when the guarded part ended"
+
+
 def test_bash_returns_stdout_and_stderr_and_the_exit_status(in_tmp):
     out = run_bash("echo out; echo err >&2; exit 3")
     assert "out" in out and "err" in out and "[exit status 3]" in out
