@@ -347,6 +347,14 @@ def end_group(group: int) -> None:
         pass
 
 
+def command_ended(group: int) -> None:
+    """Fail if the command's process group outlived the harness (and end it, so that no
+    `sleep 600` is left behind by a failing test)."""
+    if not group_ends(group):
+        end_group(group)
+        pytest.fail("the command outlived the harness")
+
+
 class Pinging:
     """A loopback endpoint that answers message_start (5,000 input tokens), then an event every
     0.2 s, forever: a ping, or another that carries nothing of the reply (a gateway's

@@ -13,8 +13,8 @@ import time
 import pytest
 
 import s03_todo
-from helpers import (ROOT, lesson_command, clean_env, end_group, group_ends, popen_taking_ctrl_c,
-                     tool_results)
+from helpers import (ROOT, lesson_command, clean_env, command_ended, group_ends,
+                     popen_taking_ctrl_c, tool_results)
 from harness.stand_in import StandInAPI
 from harness.stand_in.script import error, reply, text, tool
 from helpers import Pinging, messages, refusing_port, words
@@ -300,9 +300,7 @@ def test_a_signal_as_the_command_starts_kills_it_in_a_lesson_run(workdir, signum
             stderr=subprocess.PIPE, text=True)
         out, err = proc.communicate(timeout=60)
     group = int((workdir / "shell.pid").read_text())
-    if not group_ends(group):
-        end_group(group)
-        pytest.fail("the command outlived the harness")
+    command_ended(group)
     assert proc.returncode in (130, 128 + signal.SIGTERM) and "Traceback" not in err, err
 
 

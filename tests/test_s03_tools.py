@@ -11,8 +11,8 @@ import time
 
 import pytest
 
-from helpers import (ROOT, call_tool, end_group, group_ends, popen_taking_ctrl_c,
-                     process_ends, within)
+from helpers import (ROOT, call_tool, command_ended, group_ends,
+                     popen_taking_ctrl_c, process_ends, within)
 
 import s03_todo as s03
 from harness import bash
@@ -89,9 +89,7 @@ def test_a_signal_as_the_command_starts_still_kills_the_command(tmp_path, signum
                                stderr=subprocess.PIPE, text=True)
     out, err = proc.communicate(timeout=60)
     group = int((tmp_path / "shell.pid").read_text())
-    if not group_ends(group):
-        end_group(group)
-        pytest.fail("the command outlived the harness")
+    command_ended(group)
     assert proc.returncode == code, err
     if signum == signal.SIGINT:
         assert "KeyboardInterrupt" in err        # Ctrl-C is still Ctrl-C, once the pid is kept
@@ -115,9 +113,7 @@ def test_a_second_signal_while_the_command_is_killed_still_kills_it(tmp_path):
                            str(int(signal.SIGTERM))], cwd=tmp_path, capture_output=True,
                           text=True, timeout=60)
     group = int((tmp_path / "shell.pid").read_text())
-    if not group_ends(group):
-        end_group(group)
-        pytest.fail("the command outlived the harness")
+    command_ended(group)
     assert proc.returncode == 128 + signal.SIGTERM, proc.stderr
 
 
