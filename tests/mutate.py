@@ -1736,6 +1736,8 @@ def check(mutation: Mutation, tests: list, baseline: set, timeout: float = TIMEO
              f"        every test in {' '.join(tests)} still passes"]
     if skipped:
         lines.append(f"        ({skipped} skipped: {tail.splitlines()[-1]})")
+    if code:            # 1 (a test failed) or 5 (none ran), yet no new failure was read
+        lines.append(f"        pytest exit code {code}: {tail}")
     return False, lines
 
 
