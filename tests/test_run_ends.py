@@ -15,7 +15,7 @@ import pytest
 
 from harness.stand_in import StandInAPI
 from harness.stand_in.script import reply, text, tool
-from helpers import Pinging, lesson_command, ROOT, clean_env, words
+from helpers import Pinging, lesson_command, ROOT, clean_env, command_ended, words
 
 
 PROMPT = "s03 >> "
@@ -98,6 +98,8 @@ def test_a_second_signal_as_the_run_ends_still_writes_the_page_and_the_total(wor
             printed_until_the_next_prompt(proc)
         proc.send_signal(signal.SIGHUP)
         rest, err = proc.communicate(timeout=60)
+    if during == "a command":
+        command_ended(int((workdir / "shell.pid").read_text()))
     assert proc.returncode == 128 + signal.SIGHUP and "Traceback" not in err, err
     assert "[session: 1 call · " in err and "[session page: .transcripts/session_s03_" in err
     assert list((workdir / ".transcripts").glob("session_s03_*.html"))

@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from helpers import (ROOT, call_tool, command_ended, group_ends,
+from helpers import (ROOT, call_tool, command_ended, end_group, group_ends,
                      popen_taking_ctrl_c, process_ends, within)
 
 import s03_todo as s03
@@ -120,14 +120,19 @@ def test_a_second_signal_while_the_command_is_killed_still_kills_it(tmp_path):
 def test_a_flood_is_killed_before_the_signal_guard_is_left(in_tmp, monkeypatch):
     """A flood's command (and a job it started) is killed while signals are still deferred: a
     Ctrl-C in the gap after (the output decoded, 8 MB) left the job running."""
-    read, left = bash._read_output, []
+    read, left, groups = bash._read_output, [], []
 
     def watched(proc, timeout, cap):
+        groups.append(proc.pid)
         found = read(proc, timeout, cap)
         left.append(not group_ends(proc.pid, seconds=5))
         return found
     monkeypatch.setattr(bash, "_read_output", watched)
-    out = bash.run("sleep 600 & yes", in_tmp, timeout=60)
+    try:
+        out = bash.run("sleep 600 & yes", in_tmp, timeout=60)
+    finally:
+        for group in groups:            # a failing run leaves no `sleep 600` behind
+            end_group(group)
     assert "[stopped: the command wrote more than" in out
     assert left == [False], "the group still ran when the guarded part ended"
 
