@@ -284,11 +284,18 @@ def test_the_settings_the_readme_lists_are_the_ones_the_docs_and_env_example_hav
     assert [name for name in names if name not in documented] == []
 
 
-def test_the_readme_links_the_reading_guide_and_repeats_no_module_table():
-    assert "[`harness/__init__.py`](harness/__init__.py)" in README
-    import harness
-    assert "This is the reading guide; the README links here." in harness.__doc__
-    assert "| `harness/" not in README            # the guide exists once, in the package
+def test_the_reading_guide_names_every_module_and_the_readme_links_it():
+    """A module the guide leaves out (or names as it was once called) is one a learner cannot
+    find from a lesson."""
+    assert "[`harness/README.md`](harness/README.md)" in README
+    guide = (ROOT / "harness" / "README.md").read_text(encoding="utf-8")
+    table = guide.split("```")[1]
+    named = set(re.findall(r"[a-z_]+", table))
+    modules = {p.stem for p in (ROOT / "harness").rglob("*.py") if p.stem != "__init__"}
+    folders = {p.parent.name + "/" for p in (ROOT / "harness").rglob("__init__.py")}
+    assert sorted(modules - named) == []
+    assert sorted(folders - {"harness/"} - set(re.findall(r"[a-z_]+/", table))) == []
+    assert "| `harness/" not in README            # the guide exists once, beside the code
 
 
 def test_under_q_the_summary_says_why_each_test_was_skipped(tmp_path):
