@@ -9,7 +9,8 @@ files and their lock (board/folder.py). Without each piece:
   so a folder swapped for a link meanwhile cannot split a temporary file from its name.
 - random temporary names made with O_EXCL | O_NOFOLLOW (NEW_FILE): a link planted at a
   guessable name is written through, and a file planted there blocks every write. The name is
-  not made from the final name, which may be 255 bytes already.
+  not made from the final name, which may be 255 bytes already. _open_new(): a Ctrl-C as
+  the open returns leaves an empty file that nothing removes.
 - replace_in(): a temporary file, then a rename: a reader, a full disk or a kill -9 sees the
   old file or the new, never half. A link at the name is replaced, never followed.
 - _keep_what_was(): a file an agent run as root edits becomes root's, and loses its POSIX ACLs;
@@ -165,7 +166,7 @@ def _write_temporary(where, name: str, data: bytes, mode: int | None, keep: bool
     temporary = f".tmp_{kind}{secrets.token_hex(8)}.tmp"   # TEMPORARY, TASK_TEMPORARY
     if within:
         temporary = os.path.join(within, temporary)
-    fd = os.open(temporary, NEW_FILE, 0o666 if mode is None else PRIVATE, dir_fd=where)
+    fd = _open_new(where, temporary, NEW_FILE, 0o666 if mode is None else PRIVATE)
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
@@ -238,11 +239,29 @@ def _link(where: int, temporary: str, name: str) -> None:
         raise
     except OSError:                   # no hard links on this file system
         pass
-    os.close(os.open(name, NEW_FILE, PRIVATE, dir_fd=where))   # reserved: fails if taken
+    os.close(_open_new(where, name, NEW_FILE, PRIVATE))   # reserved: fails if taken
     try:
         os.replace(temporary, name, src_dir_fd=where, dst_dir_fd=where)
     except BaseException:
         _remove(where, name)          # the empty file reserved just now, ours
+        raise
+
+
+def _open_new(where, name: str, flags: int, mode: int, exact: bool = False) -> int:
+    """os.open of a new name (O_EXCL); exact: mode, not less the umask. A signal handled as a
+    call returns would lose the fd and leave the file, empty, where nothing removes it."""
+    fd = None
+    try:
+        fd = os.open(name, flags, mode, dir_fd=where)
+        if exact:
+            os.fchmod(fd, mode)
+        return fd
+    except FileExistsError:
+        raise                               # taken: not ours to remove
+    except BaseException:
+        if fd is not None:
+            os.close(fd)
+        _remove(where, name)
         raise
 
 
@@ -293,9 +312,7 @@ def open_appending(path: Path) -> int:
 
 def open_new_in(where: int, name: str, mode: int = PRIVATE) -> int:
     """A new, empty where/name, open for appending (FileExistsError if the name is taken)."""
-    fd = os.open(name, NEW_FILE | os.O_APPEND, PRIVATE, dir_fd=where)
-    os.fchmod(fd, mode)
-    return fd
+    return _open_new(where, name, NEW_FILE | os.O_APPEND, mode, exact=True)
 
 
 def open_shared(where: int, name: str, mode: int) -> int:

@@ -877,6 +877,13 @@ MUTATIONS = [
              "    if dropped > FLOOD_BYTES:\n        _kill_group(proc)           # here too",
              "    if False:\n        _kill_group(proc)           # here too",
              ["tests/test_s03_tools.py::test_a_flood_is_killed_before_the_signal_guard_is_left"]),
+    Mutation("a Ctrl-C as a new file opens leaves it, empty, behind", "harness/writer.py",
+             "            os.close(fd)\n        _remove(where, name)\n        raise\n",
+             "            os.close(fd)\n        raise\n",
+             ["tests/test_writer.py::test_a_ctrl_c_as_a_new_file_opens_leaves_no_empty_file_"
+              "behind",
+              "tests/test_writer.py::test_a_ctrl_c_as_a_pin_file_opens_leaves_no_empty_file_"
+              "behind"]),
     Mutation("pydantic's serializer warnings reach the terminal", "harness/model_call.py",
              "stream.close) as self.watch, quiet_serializer():",
              "stream.close) as self.watch, contextlib.nullcontext():",

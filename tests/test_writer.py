@@ -14,7 +14,7 @@ from types import SimpleNamespace
 import pytest
 
 import s07_task_system
-from harness import cli, compaction, files, spill, writer
+from harness import cli, compaction, files, pins, spill, writer
 from harness.session import log as session_log
 from harness.session import page
 from harness.session.recorder import Recorder
@@ -124,6 +124,60 @@ def test_each_writer_leaves_its_file_whole_and_no_temporary_file(victim, history
     assert left == []
     written = [p for p in Path.cwd().rglob("*") if p.is_file() and p.stat().st_size > 0]
     assert written, "nothing was written"
+
+
+def signal_as_a_new_file_opens(monkeypatch) -> list:
+    """The next open that makes a new file is followed at once by a Ctrl-C, as if the signal's
+    handler ran as the open returned: the file is made, its fd never seen. Later opens are
+    as they were. Returns the name so made."""
+    made = []
+    real_os_open = os.open
+
+    def os_open(file, flags, *args, dir_fd=None, **kwargs):
+        fd = real_os_open(file, flags, *args, dir_fd=dir_fd, **kwargs)
+        if flags & os.O_EXCL and not made:
+            made.append(os.path.basename(os.fsdecode(file)))
+            os.close(fd)
+            raise KeyboardInterrupt
+        return fd
+    monkeypatch.setattr(os, "open", os_open)
+    return made
+
+
+EXCLUSIVE_WRITERS = {k: WRITERS[k] for k in ("a task file and the board's lock",
+                                             "s06's transcript", "a saved result",
+                                             "the session log", "the session page",
+                                             "write_file and edit_file")}
+
+
+@pytest.mark.parametrize("write", EXCLUSIVE_WRITERS.values(), ids=EXCLUSIVE_WRITERS.keys())
+def test_a_ctrl_c_as_a_new_file_opens_leaves_no_empty_file_behind(victim, monkeypatch, write):
+    """Nothing would ever remove such a file: an empty .tmp_ in the user's folder, or an
+    empty session log that --continue then finds."""
+    for folder in (".transcripts", ".tasks"):
+        os.mkdir(folder)
+    spill.prune(spill.SavedTexts())                     # makes (and marks) the results folder
+    before = {p for p in Path.cwd().rglob("*")}
+    made = signal_as_a_new_file_opens(monkeypatch)
+    with pytest.raises(KeyboardInterrupt):
+        write()
+    assert made, "the writer made no new file with O_EXCL"
+    left = {p.name for p in Path.cwd().rglob("*")} - {p.name for p in before}
+    assert left <= {".lock"}                            # the board's lock, taken before
+
+
+def test_a_ctrl_c_as_a_pin_file_opens_leaves_no_empty_file_behind(victim, monkeypatch):
+    path = spill.save_result("a long output\n" * 500, "bash", spill.SavedTexts())
+    before = {p for p in Path.cwd().rglob("*")}
+    folder = os.open(path.parent, os.O_RDONLY)
+    made = signal_as_a_new_file_opens(monkeypatch)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            pins.Pins().add(folder, path.name)          # another run's first pin there
+    finally:
+        os.close(folder)
+    assert made
+    assert [p.name for p in Path.cwd().rglob("*") if p not in before] in ([], [pins.FOLDER])
 
 
 # ---------------------------------------------------------------- at the final name
