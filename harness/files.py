@@ -10,6 +10,7 @@ Without each piece:
   is "no such file"; with follow=False (the harness's own files) a link is not opened at all.
 - read_lines(): `limit=10` on a 2 GB file reads all of it, a binary file reaches the model as
   NULs, a read the cap cuts again skips lines for good, and a sparse file's hole is read whole.
+  _skip_lines(): an offset deep in a log (line 20,000,000 of 169 MB) took 14 s, not 0.2.
 - write_and_note(), through harness/writer.py: a full disk leaves half a file, a file the
   user made read-only is replaced, "new/" makes a file named new, and the model is not told
   what of the old file (its owner, its attributes) was lost.
@@ -27,12 +28,12 @@ import shlex
 import stat
 from pathlib import Path
 
-from harness import writer
+from harness import terminal, writer
 from harness.errors import reason
 
 SNIFF_BYTES = 8192           # a NUL in the first 8 kB marks a binary file (as git decides)
 COUNT_REST_UP_TO = 1_000_000  # bytes left after a read: counted as lines; past it, not counted
-SKIP_PART = 1 << 20          # bytes of a line read at once on the way to the offset
+SKIP_PART = 1 << 20          # bytes read at once on the way to the offset
 EDIT_MAX = 10_000_000        # bytes: edit_file holds the whole file in memory; past this, use bash
 READ_ON = "read on with offset="   # how a read that stops before the end says so (layer 1 reads it)
 NOTES_ROOM = 200             # characters of read_file's cap kept for its closing notes
@@ -125,7 +126,7 @@ def read_lines(path: Path, shown: str, offset: int, limit, cap: int) -> str:
 
     It reads a bounded prefix: the lines it shows, at most 4 * cap + 2 bytes of a line it cuts,
     and the rest only when at most COUNT_REST_UP_TO bytes are left (to count its lines); the
-    lines before the offset a part at a time, stopping at a NUL.
+    lines before the offset SKIP_PART bytes at a time, stopping at a NUL.
     """
     if offset < 1 or (limit is not None and limit < 1):
         raise ValueError("limit and offset must be positive numbers of lines")
@@ -137,9 +138,9 @@ def read_lines(path: Path, shown: str, offset: int, limit, cap: int) -> str:
             return (f"{shown} is a binary file ({size:,} bytes): not shown as text; inspect it "
                     f"with bash (e.g. `file {shown}`, `xxd {shown} | head`)")
         f.seek(0)
-        for number in range(1, offset):       # skip to the first line asked for
-            if not _skip_line(f, number, shown, offset):
-                return _past_the_end(shown, number - 1, offset)
+        skipped = _skip_lines(f, offset - 1, shown, offset)   # to the first line asked for
+        if skipped < offset - 1:
+            return _past_the_end(shown, skipped, offset)
         lines, used, crlf = [], 0, False
         for number in itertools.count(offset):
             start = f.tell()
@@ -186,17 +187,39 @@ def _binary(head: bytes) -> bool:
     return False
 
 
-def _skip_line(f, number: int, shown: str, offset: int) -> bool:
-    """Past line `number`, a part at a time; False at the end of the file. A NUL raises: a hole
+def _skip_lines(f, count: int, shown: str, offset: int) -> int:
+    """Past the first `count` lines, SKIP_PART bytes at a time (a line at a time took 14 s to
+    reach line 20,000,000); returns how many lines there were, if fewer. A NUL raises: a hole
     of gigabytes is not read to find the line after it."""
-    start = f.tell()
-    while part := f.readline(SKIP_PART):
-        if b"\0" in part:
+    passed, line_start = 0, f.tell()
+    while passed < count:
+        at = f.tell()
+        block = f.read(SKIP_PART)
+        if not block:                          # a last line with no newline is a line too
+            return passed + (at > line_start)
+        part = block[:_through_newlines(block, count - passed)]
+        nul = part.find(b"\0")
+        if nul >= 0:
+            before = part.rfind(b"\n", 0, nul)
+            start = at + before + 1 if before >= 0 else line_start
+            number = passed + part.count(b"\n", 0, nul) + 1
             raise ValueError(f"{shown}: offset {offset} is past where its text ends: "
                              f"{_binary_from(number, start, shown)}")
-        if part.endswith(b"\n"):
-            return True
-    return f.tell() > start                    # a last line with no newline is a line too
+        passed += part.count(b"\n")
+        if b"\n" in part:
+            line_start = at + part.rfind(b"\n") + 1
+        f.seek(at + len(part))
+    return passed
+
+
+def _through_newlines(block: bytes, lines: int) -> int:
+    """The length of block's first `lines` lines, or all of it if it holds fewer."""
+    if block.count(b"\n") < lines:
+        return len(block)
+    end = 0
+    for _ in range(lines):
+        end = block.index(b"\n", end) + 1
+    return end
 
 
 def _binary_from(number: int, start: int, shown: str) -> str:
@@ -248,7 +271,8 @@ def _with_rest(lines: list, f, size: int, next_line: int, crlf: bool,
     count = rest.count(b"\n") + (not rest.endswith(b"\n")) - in_line   # a last line with no
     if count < 1:                                                      # newline counts too
         return _joined(lines, crlf)
-    return _joined(lines + [f"... ({count:,} more lines; {READ_ON}{next_line})"], crlf)
+    more = terminal.plural(count, "more line")
+    return _joined(lines + [f"... ({more}; {READ_ON}{next_line})"], crlf)
 
 
 def _joined(lines: list, crlf: bool) -> str:

@@ -884,6 +884,21 @@ MUTATIONS = [
               "behind",
               "tests/test_writer.py::test_a_ctrl_c_as_a_pin_file_opens_leaves_no_empty_file_"
               "behind"]),
+    Mutation("read_file skips to an offset a line at a time", "harness/files.py",
+             "        block = f.read(SKIP_PART)", "        block = f.readline(SKIP_PART)",
+             ["tests/test_read_file_paging.py::test_an_offset_deep_in_a_big_file_is_reached_a_"
+              "block_at_a_time_not_a_line_at_a_time"]),
+    Mutation("a NUL before the offset is said to be at the skip's block, not its line",
+             "harness/files.py",
+             "            start = at + before + 1 if before >= 0 else line_start",
+             "            start = line_start",
+             ["tests/test_read_file_paging.py::test_a_nul_before_the_offset_names_its_line_and_"
+              "where_it_starts"]),
+    Mutation("a skip that ends mid-line loses where that line started", "harness/files.py",
+             "        if b\"\\n\" in part:\n            line_start",
+             "        if False:\n            line_start",
+             ["tests/test_read_file_paging.py::test_every_offset_starts_at_its_line_however_the_"
+              "skip_splits_the_file"]),
     Mutation("pydantic's serializer warnings reach the terminal", "harness/model_call.py",
              "stream.close) as self.watch, quiet_serializer():",
              "stream.close) as self.watch, contextlib.nullcontext():",

@@ -16,7 +16,7 @@ from helpers import call_tool
 import s03_todo as s03
 from harness import files
 
-NEXT = re.compile(r"\n\.\.\. \((?:[\d,]+ more lines|more lines follow[^;]*|the file is [^;]*; any "
+NEXT = re.compile(r"\n\.\.\. \((?:[\d,]+ more lines?|more lines follow[^;]*|the file is [^;]*; any "
                   r"lines after line \d+:); read on with "
                   r"offset=(\d+)\)$")
 CRLF_NOTE = "\n(this file's lines end in CRLF; edit_file keeps them)"
@@ -143,3 +143,73 @@ def test_the_command_to_read_a_cut_lines_rest_goes_on_where_the_read_stopped_in_
                                                                                    "replace")
     seen = shown[:shown.index("\n[line 1 is")]
     assert line.startswith(seen) and rest[:100] == line[len(seen):len(seen) + 100]
+
+
+# ---------------------------------------------------------------- an offset deep in a file
+
+LINES = ["one", "", "three", "a longer line four", "5", "", "", "eight"]
+
+
+@pytest.mark.parametrize("part", [1, 3, 7, 1 << 20])
+@pytest.mark.parametrize("ending", ["\n", ""], ids=["newline at the end", "no newline at the end"])
+def test_every_offset_starts_at_its_line_however_the_skip_splits_the_file(monkeypatch, part,
+                                                                          ending):
+    """The lines before the offset are skipped a block of SKIP_PART bytes at a time: a block
+    ending anywhere (mid-line, on a newline, at the end) lands on the same line."""
+    monkeypatch.setattr(files, "SKIP_PART", part)
+    Path("f.txt").write_text("\n".join(LINES) + ending)
+    for offset in range(1, len(LINES) + 1):
+        out = files.read_lines(Path("f.txt"), "f.txt", offset, 1, 1_000)
+        assert out.split("\n")[0] == LINES[offset - 1], offset
+    out = files.read_lines(Path("f.txt"), "f.txt", len(LINES) + 1, None, 1_000)
+    assert out == f"f.txt has {len(LINES)} lines; offset {len(LINES) + 1} is past the end"
+    out = files.read_lines(Path("f.txt"), "f.txt", len(LINES) + 5, None, 1_000)
+    assert out == f"f.txt has {len(LINES)} lines; offset {len(LINES) + 5} is past the end"
+
+
+@pytest.mark.parametrize("part", [1, 5, 1 << 20])
+def test_a_nul_before_the_offset_names_its_line_and_where_it_starts(monkeypatch, part):
+    monkeypatch.setattr(files, "SKIP_PART", part)
+    Path("f.txt").write_bytes(b"one\ntwo\nthr\0ee\nfour\n")
+    with pytest.raises(ValueError) as refused:
+        files.read_lines(Path("f.txt"), "f.txt", 4, None, 1_000)
+    assert str(refused.value) == (
+        "f.txt: offset 4 is past where its text ends: line 3 holds NUL bytes: from there the "
+        "file looks binary; inspect it with bash: xxd -s 8 f.txt | head")
+    assert files.read_lines(Path("f.txt"), "f.txt", 2, 1, 1_000) == (
+        "two\n... (2 more lines; read on with offset=3)")
+
+
+class CountingReads:
+    """A file whose reads are counted: one per line skipped is what made an offset deep in a
+    log slow (14 s to reach line 20,000,000 of a 169 MB file)."""
+
+    def __init__(self, f):
+        self.f, self.reads = f, 0
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.f.close()
+
+    def __getattr__(self, name):
+        if name in ("read", "readline"):
+            self.reads += 1
+        return getattr(self.f, name)
+
+
+def test_an_offset_deep_in_a_big_file_is_reached_a_block_at_a_time_not_a_line_at_a_time(
+        monkeypatch):
+    with open("big.log", "w", encoding="utf-8") as f:
+        f.writelines(f"{n}\n" for n in range(1, 300_001))
+    opened = []
+    real_fdopen = files.os.fdopen
+
+    def fdopen(*args):
+        opened.append(CountingReads(real_fdopen(*args)))
+        return opened[-1]
+    monkeypatch.setattr(files.os, "fdopen", fdopen)
+    out = files.read_lines(Path("big.log"), "big.log", 299_999, 1, 1_000)
+    assert out == "299999\n... (1 more line; read on with offset=300000)"
+    assert opened[0].reads < 20, f"{opened[0].reads:,} reads to skip 299,998 lines"

@@ -191,7 +191,7 @@ def test_bash_keeps_its_own_amount_of_output_unless_told_otherwise(in_tmp):
 def test_read_with_limit_and_errors(in_tmp):
     (in_tmp / "f.txt").write_text("1\n2\n3\n", encoding="utf-8")
     assert run_read("f.txt") == "1\n2\n3"
-    assert run_read("f.txt", limit=2) == "1\n2\n... (1 more lines; read on with offset=3)"
+    assert run_read("f.txt", limit=2) == "1\n2\n... (1 more line; read on with offset=3)"
     assert run_read("f.txt", offset=3) == "3"
     (in_tmp / "latin1").write_bytes(b"caf\xe9\n")
     for args, message in [({"path": "nope.txt"}, "no such file"), ({"path": "latin1"}, "not UTF-8"),
