@@ -11,7 +11,8 @@ s03's run_bash hands a command to run(). Without each piece:
 - the flood stop (FLOOD_BYTES): a command that writes without end is never stopped.
 - signals_raise: SIGTERM or a closed terminal (SIGHUP) kills Python, a Ctrl-C inside Popen loses
   the pid: the command runs on, an orphan. cli.py ends a whole run with it too, so that its page
-  and total are written, a second signal or not (systemd sends SIGTERM, then SIGHUP).
+  and total are written, a second signal or not (systemd sends SIGTERM, then SIGHUP), and a
+  SIGHUP that comes as a Ctrl-C kills a command ends the run too.
 - child_env (config.py): the API key and the board's and a gateway's passwords reach every
   command the model runs (`env` prints them) and every install script those start.
 This is not a sandbox: a command runs with your rights. Run the lessons in a scratch folder.
@@ -206,6 +207,8 @@ def signals_raise(ctrl_c: bool = False):
     # Ctrl-C unless it is ignored (a run started in the background keeps that).
     if ctrl_c and callable(signal.getsignal(signal.SIGINT)):
         saved[signal.SIGINT] = signal.signal(signal.SIGINT, stop)
+    outer = _BLOCKS[-1] if _BLOCKS else []
+    outer_before = len(outer)
     _BLOCKS.append(came)
     try:
         yield armed
@@ -213,3 +216,7 @@ def signals_raise(ctrl_c: bool = False):
         _BLOCKS.pop()                  # nested, in one thread: the last is this block's
         for s, handler in saved.items():
             signal.signal(s, handler)
+        # The enclosing block's first signal, if it came here after this block's own Ctrl-C:
+        # raised now, or a SIGHUP as a Ctrl-C killed the command would leave the run going.
+        if outer_before == 0 and outer and came[:1] == [signal.SIGINT]:
+            raise SystemExit(128 + outer[0])

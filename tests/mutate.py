@@ -899,6 +899,12 @@ MUTATIONS = [
              "        if False:\n            line_start",
              ["tests/test_read_file_paging.py::test_every_offset_starts_at_its_line_however_the_"
               "skip_splits_the_file"]),
+    Mutation("a SIGHUP as a Ctrl-C kills the command is never raised for the run",
+             "harness/bash.py",
+             "        if outer_before == 0 and outer and came[:1] == [signal.SIGINT]:",
+             "        if False:",
+             ["tests/test_s03_tools.py::test_a_closed_terminal_as_a_ctrl_c_kills_the_command_"
+              "still_ends_the_run"]),
     Mutation("pydantic's serializer warnings reach the terminal", "harness/model_call.py",
              "stream.close) as self.watch, quiet_serializer():",
              "stream.close) as self.watch, contextlib.nullcontext():",

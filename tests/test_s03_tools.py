@@ -117,6 +117,24 @@ def test_a_second_signal_while_the_command_is_killed_still_kills_it(tmp_path):
     assert proc.returncode == 128 + signal.SIGTERM, proc.stderr
 
 
+# The same inside a run's own block, as cli holds one: the first signal a Ctrl-C, the second a
+# closed terminal's SIGHUP.
+SIGHUP_AS_CTRL_C_KILLS_IT = SECOND_SIGNAL_AS_IT_IS_KILLED.replace(
+    'bash.run("echo', 'with bash.signals_raise() as armed:\n    armed()\n    bash.run("echo')
+
+
+def test_a_closed_terminal_as_a_ctrl_c_kills_the_command_still_ends_the_run(tmp_path):
+    """The SIGHUP was noted by the run's block, which never raised it: the Ctrl-C abandoned
+    the turn and the run went on, with no terminal, until a SIGKILL lost its page."""
+    proc = popen_taking_ctrl_c([sys.executable, "-c", SIGHUP_AS_CTRL_C_KILLS_IT, str(ROOT),
+                                str(int(signal.SIGINT))], cwd=tmp_path, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True)
+    out, err = proc.communicate(timeout=60)
+    group = int((tmp_path / "shell.pid").read_text())
+    command_ended(group)
+    assert proc.returncode == 128 + signal.SIGHUP, err
+
+
 def test_a_flood_is_killed_before_the_signal_guard_is_left(in_tmp, monkeypatch):
     """A flood's command (and a job it started) is killed while signals are still deferred: a
     Ctrl-C in the gap after (the output decoded, 8 MB) left the job running."""
