@@ -87,7 +87,7 @@ def agent_loop(messages: list, run, max_steps: int = MAX_STEPS) -> str:
             return response.answer
         results = run_tool_calls(run, response, TOOL_HANDLERS, TOOLS)
         # A `todo` call, even one TodoManager rejects, sets the count back to 0: the model looked
-        # at its plan. From NAG_AFTER rounds on, REMINDER ends the message: [results, REMINDER].
+        # at its plan. From NAG_AFTER rounds on, a REMINDER text block follows the results.
         if any(call["name"] == "todo" for call in response.tool_uses):
             rounds_without_todo = 0
         else:

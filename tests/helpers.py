@@ -189,7 +189,7 @@ def forking():
     # Its thread ends a moment after it is told to, and a fork before that still forks a
     # process of two threads: wait for the count (Linux keeps it in /proc) to drop.
     deadline = time.monotonic() + 2
-    while _os_threads() > threading.active_count() + FOREIGN_THREADS[0] \
+    while _os_threads() > threading.active_count() + FOREIGN_THREADS \
             and time.monotonic() < deadline:
         time.sleep(0.005)
     try:
@@ -203,11 +203,12 @@ def forking():
 
 # Threads of this process that Python does not count and the suite did not start: execnet's
 # in a pytest-xdist worker. Set once, before the first test (conftest.py's pytest_configure).
-FOREIGN_THREADS = [0]
+FOREIGN_THREADS = 0
 
 
 def note_foreign_threads() -> None:
-    FOREIGN_THREADS[0] = max(_os_threads() - threading.active_count(), 0)
+    global FOREIGN_THREADS
+    FOREIGN_THREADS = max(_os_threads() - threading.active_count(), 0)
 
 
 def _os_threads() -> int:
