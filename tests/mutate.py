@@ -905,6 +905,11 @@ MUTATIONS = [
              "        if False:",
              ["tests/test_s03_tools.py::test_a_closed_terminal_as_a_ctrl_c_kills_the_command_"
               "still_ends_the_run"]),
+    Mutation("a tool call a hand edit put in a user message is left out unsaid",
+             "harness/session/repair.py",
+             '        self.refused += sum(1 for b in blocks if b["type"] == "tool_use")', "",
+             ["tests/test_session_log.py::test_blocks_a_hand_edit_added_that_the_api_refuses_"
+              "are_left_out_and_said"]),
     Mutation("pydantic's serializer warnings reach the terminal", "harness/model_call.py",
              "stream.close) as self.watch, quiet_serializer():",
              "stream.close) as self.watch, contextlib.nullcontext():",

@@ -486,14 +486,14 @@ def test_a_number_json_cannot_send_in_a_hand_edited_log_is_sent_as_null(run_main
 
 def test_blocks_a_hand_edit_added_that_the_api_refuses_are_left_out_and_said(run_main,
                                                                              workdir):
-    """A block of a kind the harness never writes ({"type": "foo"}; thinking in a user
-    message, or unsigned), a cache_control of a hand edit, half an emoji: the API refused
-    every call of the resumed session, and each --continue left one more copy of it."""
+    """A block of a kind the harness never writes ({"type": "foo"}; thinking or a tool call
+    in a user message; unsigned thinking), a cache_control of a hand edit, half an emoji: the
+    API refused every call of the resumed session, and each --continue left one more copy."""
     import s03_todo
     folder = workdir / ".transcripts"
     folder.mkdir()
     log = [{"role": "user", "content": [{"type": "text", "text": "measure it \ud83d"},
-                                        {"type": "foo", "data": 1}]},
+                                        {"type": "foo", "data": 1}, call("z")]},
            {"role": "assistant", "content": [{"type": "thinking", "thinking": "hm"}, call("a")]},
            {"role": "user", "content": [result("a"), {"type": "thinking", "thinking": "x",
                                                       "signature": "s"}]},
@@ -509,7 +509,7 @@ def test_blocks_a_hand_edit_added_that_the_api_refuses_are_left_out_and_said(run
     assert [b["type"] for b in sent[1]["content"]] == ["tool_use"]
     assert sent[2]["content"] == [result("a")]
     assert "cache_control" not in sent[3]["content"][0]
-    assert ("(3 blocks of a kind the harness never writes there left out: the API would "
+    assert ("(4 blocks of a kind the harness never writes there left out: the API would "
             "refuse them)") in words(err)
 
 

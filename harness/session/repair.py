@@ -118,6 +118,8 @@ class Rebuild:
     def _user(self, message: dict, owed: list) -> None:
         """Keep a user message: the results owed to the reply before it first, then the rest."""
         blocks = self._written(message, "user")
+        # A call in a user message is a hand edit's (the API refuses it there): said, as others.
+        self.refused += sum(1 for b in blocks if b["type"] == "tool_use")
         content = owed + [b for b in blocks if b["type"] not in ("tool_result", "tool_use")]
         if content:
             self._keep(message, content)
