@@ -808,11 +808,11 @@ MUTATIONS = [
              "    if n.isdigit():",
              ["tests/test_session_log.py::test_a_session_name_with_a_digit_int_cannot_read_is_"
               "no_traceback"]),
-    Mutation("a prompt naming <task-board> is resumed with the board in place of its words",
+    Mutation("a prompt naming <task-board> is counted as a board from the tag on",
              "harness/board/message.py",
              "    start = text.rfind(OPENING)", "    start = text.rfind(board.BOARD_START)",
-             ["tests/test_s07_e2e.py::test_a_prompt_that_names_the_board_tag_is_resumed_as_the_"
-              "user_wrote_it"]),
+             ["tests/test_session_board.py::test_a_prompt_that_names_the_board_tag_is_counted_"
+              "as_its_words_not_as_a_board"]),
     Mutation("a hand-edited block the API refuses is resumed, and every call refused",
              "harness/session/repair.py",
              "                    block[\"type\"] in WRITTEN[role]",
@@ -910,6 +910,18 @@ MUTATIONS = [
              '        self.refused += sum(1 for b in blocks if b["type"] == "tool_use")', "",
              ["tests/test_session_log.py::test_blocks_a_hand_edit_added_that_the_api_refuses_"
               "are_left_out_and_said"]),
+    Mutation("--continue reads again a board a user pasted into a prompt, over their words",
+             "harness/board/message.py",
+             "content.startswith(compaction.SUMMARY_OPENING):",
+             "True:",
+             ["tests/test_s07_e2e.py::test_a_prompt_that_holds_a_board_is_resumed_as_the_user_"
+              "wrote_it"]),
+    Mutation("--continue of the API's summary never reads its board again",
+             "harness/board/message.py",
+             '        if isinstance(block, dict) and str(block.get("text")).startswith(OPENING):',
+             "        if False:",
+             ["tests/test_api_context.py::test_in_s07_the_board_comes_back_after_the_apis_"
+              "compaction_in_a_reply_that_ends_the_turn"]),
     Mutation("pydantic's serializer warnings reach the terminal", "harness/model_call.py",
              "stream.close) as self.watch, quiet_serializer():",
              "stream.close) as self.watch, contextlib.nullcontext():",

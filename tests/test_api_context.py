@@ -238,13 +238,17 @@ def test_in_s07_the_board_comes_back_after_the_apis_compaction_in_a_reply_that_e
                            script=script, summary=SUMMARY, in_process=True)
     assert proc.returncode == 0, proc.stderr
     assert "the board, read from" in words(proc.stderr)
+    proc, _ = run_lesson("s07_task_system", stdin="/task done 1\nq\n", in_process=True)
+    assert proc.returncode == 0, proc.stderr
     proc, api = run_lesson("s07_task_system", "--continue", "--api-context", "compact", "more",
                            script=[reply(text("On it."))], in_process=True)
     assert proc.returncode == 0, proc.stderr
     assert api.violations == []
     sent = api.requests[0]["messages"]
     assert sent[0]["content"][0]["type"] == "compaction"
-    assert "Design the data model" in json.dumps(sent[1]) and sent[-1]["content"] == "more"
+    assert "[x] #1: Design the data model" in json.dumps(sent[1])      # the board as it is now
+    assert sent[-1]["content"] == "more"
+    assert "[the board in the resumed conversation was read again" in words(proc.stderr)
 
 
 def test_a_summary_the_server_wrote_is_counted_in_the_record(fresh_layers):

@@ -8,6 +8,7 @@ import pytest
 
 import s07_task_system
 from helpers import clean_env, tool_results, words
+from harness import compaction
 from harness.stand_in.script import reply, text, tool
 
 PLAN = ["Design data model", "Implement API", "Write docs", "Write API tests"]
@@ -142,10 +143,19 @@ def test_a_resumed_session_sees_the_board_as_it_is_now_not_as_at_its_compaction(
     assert "#2: Beta" not in first and "[ ] #1: Alpha" not in first
 
 
-def test_a_prompt_that_names_the_board_tag_is_resumed_as_the_user_wrote_it(run_main):
-    """A prompt asking what <task-board> is for was taken for the board after a summary:
-    --continue replaced all that followed the tag with the board, and kept it so."""
-    prompt = "What is the <task-board> tag for? Keep my notes: step A, step B, step C."
+PROMPTS_WITH_A_BOARD = {
+    "the tag named": "What is the <task-board> tag for? Keep my notes: step A, step B, step C.",
+    "a board pasted": ("Yesterday's board was:\n<task-board>\nThe task board (.tasks/), just "
+                       "read:\n[ ] #1: Ship the release on FRIDAY\n</task-board>\nRemember "
+                       "it said FRIDAY."),
+}
+
+
+@pytest.mark.parametrize("prompt", PROMPTS_WITH_A_BOARD.values(), ids=PROMPTS_WITH_A_BOARD.keys())
+def test_a_prompt_that_holds_a_board_is_resumed_as_the_user_wrote_it(run_main, prompt):
+    """A prompt asking what <task-board> is for, or quoting a board copied from the session
+    page, was taken for the board s07 adds after a summary: --continue replaced the user's
+    words with the board read now, and kept it so in every later session."""
     code, out, err, _ = run_main(s07_task_system, prompt, script=[reply(text("A marker."))])
     assert code == 0, err
     code, out, err, api = run_main(s07_task_system, "--continue", "and then?",
@@ -160,11 +170,12 @@ def test_a_summary_that_quotes_an_older_board_has_the_board_at_its_end_read_agai
     the board read now, and left the board s07 added at the end as it was, 'just read'."""
     from harness.board import message
     old = "<task-board>\nThe task board (.tasks/), just read:\n[ ] #1: Alpha\n</task-board>"
-    summary = f"[compacted] Summary: we had {old} and did #1.\n\n{old}"
+    opening = f"{compaction.SUMMARY_OPENING} The full transcript is in t.jsonl.]"
+    summary = f"{opening}\n\nSummary: we had {old} and did #1.\n\n{old}"
     now = "<task-board>\nThe task board (.tasks/), now\n</task-board>"
     resumed = message.refreshed([{"role": "user", "content": summary}], lambda: now)
     text = resumed[0]["content"]
-    assert text.startswith(f"[compacted] Summary: we had {old} and did #1.")
+    assert text.startswith(f"{opening}\n\nSummary: we had {old} and did #1.")
     assert text.endswith("The task board (.tasks/), now\n</task-board>")
 
 

@@ -154,3 +154,13 @@ def test_a_task_whose_only_blocker_was_deleted_is_drawn_ready_as_s07_lists_it():
     nodes = drawn_tasks(page)
     assert "ready" in nodes[2]["class"].split() and "blocked" not in nodes[2]["class"].split()
     assert not page.having("g", "missing")            # #1 is on the board, deleted
+
+
+def test_a_prompt_that_names_the_board_tag_is_counted_as_its_words_not_as_a_board():
+    """/context and the page split s07's board from the text around it: a prompt asking what
+    <task-board> is for had all that followed the tag counted (and drawn) as the board."""
+    from harness.session import blocks
+    prompt = "What is the <task-board> tag for? Keep my notes: step A, step B, step C."
+    assert blocks.split_board(prompt) == (prompt, "")
+    board = "<task-board>\nThe task board (.tasks/), just read:\n[ ] #1: Alpha\n</task-board>"
+    assert blocks.split_board(f"Summary.\n\n{board}") == ("Summary.\n\n", board)

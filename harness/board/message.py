@@ -8,10 +8,12 @@ Without each piece:
   it looks for the board as s07 writes it, or a prompt naming <task-board> was resumed with
   all that followed the tag replaced by the board.
 - refreshed(): a resumed session (--continue) showed the model the board as it was at its
-  compaction, labelled just read, though a person had finished a task since.
+  compaction, labelled just read, though a person had finished a task since. Only a board
+  s07 added is read again: one in s06's summary message, or a text block of its own (after
+  the API's summary); a board a user pasted into a prompt was replaced, their words lost.
 """
 
-from harness import board
+from harness import board, compaction
 
 
 def refreshed(messages: list, fresh) -> list:
@@ -23,8 +25,10 @@ def refreshed(messages: list, fresh) -> list:
         if message.get("role") != "user":
             continue
         content = message.get("content")
-        if isinstance(content, str):
+        if isinstance(content, str) and content.startswith(compaction.SUMMARY_OPENING):
             new = _board_now(content, fresh)
+        elif isinstance(content, str):
+            new = None                      # a prompt: as the user wrote it
         else:
             new = _blocks_board_now(content, fresh)
         if new is not None:
@@ -56,13 +60,12 @@ def _board_now(text: str, fresh):
 
 
 def _blocks_board_now(blocks, fresh):
-    """A message's blocks, the board in the last text block that holds one replaced; None if
-    none holds one."""
+    """A message's blocks, the last block that is a board replaced; None if none is one."""
     if not isinstance(blocks, list):
         return None
     for place in range(len(blocks) - 1, -1, -1):
         block = blocks[place]
-        if isinstance(block, dict) and isinstance(block.get("text"), str):
+        if isinstance(block, dict) and str(block.get("text")).startswith(OPENING):
             text = _board_now(block["text"], fresh)
             if text is not None:
                 return blocks[:place] + [{**block, "text": text}] + blocks[place + 1:]
