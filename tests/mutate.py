@@ -682,7 +682,7 @@ MUTATIONS = [
              ["tests/test_s07_e2e.py::test_continue_says_whose_session_it_resumes_when_it_was_"
               "another_agents"]),
     Mutation("a log opens with its first line before it records anything", "harness/session/log.py",
-             "        log.about = about\n        return log",
+             "        log.about = log.whose = about\n        return log",
              "        log._write_record({\"session\": about})\n        return log",
              [SESSION_LOG + "::test_a_log_that_recorded_nothing_yet_is_empty_so_continue_passes_it_"
               "over"]),
@@ -922,6 +922,16 @@ MUTATIONS = [
              "        if False:",
              ["tests/test_api_context.py::test_in_s07_the_board_comes_back_after_the_apis_"
               "compaction_in_a_reply_that_ends_the_turn"]),
+    Mutation("a session log a command removed goes on into the removed file",
+             "harness/session/log.py", "            if os.fstat(self._fd).st_nlink == 0:",
+             "            if False:",
+             ["tests/test_session_log.py::test_a_session_whose_log_a_command_removed_is_still_"
+              "continued"]),
+    Mutation("a log made anew mid-batch loses the results of the calls that ran",
+             "harness/session/log.py",
+             "            if block is not record.get(\"tool_result\"):", "            if False:",
+             ["tests/test_session_log.py::test_a_log_made_anew_mid_batch_holds_the_results_of_"
+              "the_calls_before"]),
     Mutation("pydantic's serializer warnings reach the terminal", "harness/model_call.py",
              "stream.close) as self.watch, quiet_serializer():",
              "stream.close) as self.watch, contextlib.nullcontext():",

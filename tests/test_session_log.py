@@ -569,3 +569,39 @@ def test_whose_session_names_a_blank_or_huge_agent_from_a_hand_edited_log_sensib
     huge = session_log._whose({"lesson": "s07_task_system", "agent": "b" * 10_000},
                               {"lesson": "s07_task_system"})
     assert huge.startswith(", written by s07_task_system for agent bbb") and len(huge) < 200
+
+
+def test_a_session_whose_log_a_command_removed_is_still_continued(run_main):
+    """`rm -rf .transcripts` or `git clean -fdx` in a bash call: the rest of the session went
+    into the removed file, and --continue then found no session at all."""
+    from harness.stand_in.script import tool
+    code, out, err, _ = run_main(s03_todo, "tidy up", script=[
+        reply(tool("bash", {"command": "rm -rf .transcripts"})),
+        reply(tool("bash", {"command": "echo after-the-removal"})),
+        reply(text("Tidied."))])
+    assert code == 0, err
+    assert "was removed; the session goes on in .transcripts/session_" in words(err)
+    code, out, err, api = run_main(s03_todo, "--continue", "and then?",
+                                   script=[reply(text("on it"))])
+    assert code == 0 and api.violations == [], err
+    sent = json.dumps(api.requests[0]["messages"])
+    assert "tidy up" in sent and "after-the-removal" in sent and "Tidied." in sent
+
+
+def test_a_log_made_anew_mid_batch_holds_the_results_of_the_calls_before(in_tmp):
+    """Removed after the batch's first call ran: the new file holds its result too, so a
+    session stopped before the batch ends is resumed with the call that ran."""
+    log = SessionLog.start(in_tmp / ".transcripts", {"lesson": "s03_todo"})
+    history = [{"role": "user", "content": "go"},
+               {"role": "assistant", "content": [call("a"), call("b")]}]
+    log.record(history)
+    log.tool_result(result("a", "first"))
+    log.path.unlink()
+    log.tool_result(result("b", "second"))
+    log.close()
+    [path] = (in_tmp / ".transcripts").glob("session_*.jsonl")
+    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    assert lines[0] == {"session": {"lesson": "s03_todo"}}
+    assert lines[1:3] == history
+    assert lines[3:] == [{"tool_result": result("a", "first")},
+                         {"tool_result": result("b", "second")}]

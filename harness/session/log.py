@@ -28,6 +28,8 @@ Without each piece:
 - ran: after a failed turn the cli cannot tell which calls of the last reply ran.
 - SessionLog() with no file: a run without a log keeps the same bookkeeping, writes nothing.
 - made_folder: a REPL quit before any model call left an empty .transcripts/ behind.
+- _write_anew: a command's `rm -rf .transcripts` (or git clean -fdx) sent the rest of the
+  session into the removed file, and --continue found no session.
 - LOG_MAX: a 6 GB (or sparse) log was read whole, and took all the memory there was.
 - continued's copy written whole, then named: a --continue killed midway (or a full disk) left
   3,878 of 200,000 lines, and every later --continue resumed from that cut copy, unsaid.
@@ -82,6 +84,7 @@ class SessionLog:
         self.made_folder = False     # start() made the folder: close() removes it if still empty
         self.copied = 0              # bytes continued() copied: a log grown past them did something
         self.about = None            # start()'s first line, written with the first record
+        self.whose = None            # the same, kept: a log made anew opens with it too
 
     @classmethod
     def start(cls, folder: Path = FOLDER, about: dict | None = None) -> "SessionLog":
@@ -94,7 +97,7 @@ class SessionLog:
         writer.sweep(folder)
         log = cls(path, fd)
         log.made_folder = made
-        log.about = about
+        log.about = log.whose = about
         return log
 
     @classmethod
@@ -112,6 +115,7 @@ class SessionLog:
         log.made_folder = made
         log.copied = len(data)
         log._recorded = list(history)
+        log.whose = about
         return log
 
     @property
@@ -180,17 +184,36 @@ class SessionLog:
     def _write_record(self, record: dict) -> None:
         if self.failed or self._fd is None:     # stopped, or no file: nothing to write
             return
-        data = _line(record)
-        if self.about:                          # the first record: whose session, then it
-            data = _line({"session": self.about}) + data
-            self.about = None
         try:
+            if os.fstat(self._fd).st_nlink == 0:
+                self._write_anew(record)
+            data = _line(record)
+            if self.about:                      # the first record: whose session, then it
+                data = _line({"session": self.about}) + data
+                self.about = None
             while data:          # a regular file takes it all at once; a short write is retried
                 data = data[os.write(self._fd, data):]
         except OSError as exc:
             self.failed = reason(exc)
             show_note(f"[the session log {self.path} stopped: {self.failed}; the session goes on, "
                       "but --continue will resume from before this point]")
+
+    def _write_anew(self, record: dict) -> None:
+        """The file was removed (a command's rm -rf .transcripts, git clean -fdx): a new one,
+        holding what the removed one held, so that --continue still finds the session."""
+        removed = self.path
+        records = [{"session": self.whose or {}}, *self._recorded]
+        for block in self.ran.values():         # this turn's results so far, but record's own
+            if block is not record.get("tool_result"):
+                records.append({"tool_result": block})
+        data = b"".join(_line(one) for one in records)
+        self.path = writer.numbered(removed.parent, _stem(), ".jsonl", data, writer.PRIVATE)
+        os.close(self._fd)
+        self._fd = writer.open_appending(self.path)
+        self.copied = 0                         # a session, not --continue's copy: kept
+        self.about = None                       # its first line is written
+        show_note(f"[the session log {removed} was removed; the session goes on in "
+                  f"{self.path}]")
 
 
 def _stem() -> str:
