@@ -5,12 +5,11 @@ Without each piece:
 - workspace(): a folder deleted mid-session made each tool say only "No such file or directory".
 - inside(): a model's "../../etc/passwd", or a symlink out of the folder, is read or
   overwritten. (bash can still do anything you can: this stops accidents; it is no sandbox.)
-  A path of 5,000 bytes came back whole in its error, three times on the terminal.
+  A 5,000-byte path came back whole in its error; "~/x" made x in a folder named ~.
 - open_regular(): read_file on a FIFO hangs, a link to /dev/zero fills the memory, and a folder
   is "no such file"; with follow=False (the harness's own files) a link is not opened at all.
 - read_lines(): `limit=10` on a 2 GB file reads all of it, a binary file reaches the model as
   NULs, a read the cap cuts again skips lines for good, and a sparse file's hole is read whole.
-  _skip_lines(): an offset deep in a log (line 20,000,000 of 169 MB) took 14 s, not 0.2.
 - write_and_note(), through harness/writer.py: a full disk leaves half a file, a file the
   user made read-only is replaced, "new/" makes a file named new, and the model is not told
   what of the old file (its owner, its attributes) was lost.
@@ -39,6 +38,8 @@ READ_ON = "read on with offset="   # how a read that stops before the end says s
 NOTES_ROOM = 200             # characters of read_file's cap kept for its closing notes
 CUT_STEP = 20_000            # characters of a long line a note says to read at once: within the cap
 PATH_MAX = 4096              # bytes (UTF-8): Linux's longest path; a longer one is no file's
+# ~, ~/..., $NAME or ${NAME} (alone or before a /): what a shell would have replaced.
+SHELL_EXPANDED = re.compile(r"(~|\$\{?[A-Za-z_][A-Za-z0-9_]*\}?)(?:/|$)")
 # A line's end, any kind (read_file shows none of them); a CRLF is one end, never a CR and an LF.
 LINE_BREAK = r"(?:\r\n|\r(?!\n)|(?<!\r)\n)"
 SAID_UP_TO = 1_000                # occurrences of an old_text counted: "1,000 or more" past it
@@ -65,6 +66,7 @@ def inside(folder: Path, path: str) -> Path:
         raise ValueError("the path is empty; give a file's path")
     if "\0" in path:
         raise ValueError(f"the path {path!r} holds a NUL character, which no file name may")
+    _as_a_shell_would_not(path)
     try:
         resolved = (folder / path).resolve()
     except (RuntimeError, OSError):            # a loop: Python 3.10 to 3.12 raise RuntimeError
@@ -72,6 +74,18 @@ def inside(folder: Path, path: str) -> Path:
     if not resolved.is_relative_to(folder):
         raise ValueError(f"path {path!r} is outside the workspace {folder}; use a path inside it")
     return resolved
+
+
+def _as_a_shell_would_not(path: str) -> None:
+    """ValueError for ~ or $HOME, which only a shell expands (write_file made a folder named ~),
+    and for a control character or an edge space a JSON string carried ("hello.py\\n")."""
+    expanded = SHELL_EXPANDED.match(path)
+    if expanded:
+        raise ValueError(f"the path {path!r} starts with {expanded[1]}: a shell expands "
+                         f"{expanded[1]}; the tools do not: give the path itself")
+    if path != path.strip(" ") or any(ord(c) < 32 or ord(c) == 127 for c in path):
+        raise ValueError(f"the path {path!r} begins or ends with a space, or holds a control "
+                         "character (a line break, a tab); give the name without them")
 
 
 def open_regular(path: Path, shown: str, follow: bool = True) -> int:
@@ -188,16 +202,19 @@ def _binary(head: bytes) -> bool:
 
 
 def _skip_lines(f, count: int, shown: str, offset: int) -> int:
-    """Past the first `count` lines, SKIP_PART bytes at a time (a line at a time took 14 s to
-    reach line 20,000,000); returns how many lines there were, if fewer. A NUL raises: a hole
-    of gigabytes is not read to find the line after it."""
+    """Past the first `count` lines, SKIP_PART bytes at a time (one at a time took 14 s to reach
+    line 20,000,000); returns how many there were, if fewer. A NUL raises: a hole is not read."""
     passed, line_start = 0, f.tell()
     while passed < count:
         at = f.tell()
         block = f.read(SKIP_PART)
         if not block:                          # a last line with no newline is a line too
             return passed + (at > line_start)
-        part = block[:_through_newlines(block, count - passed)]
+        # The block up to its (count - passed)th line break, or all of it if it holds fewer.
+        rest = []
+        if block.count(b"\n") >= count - passed:
+            rest = block.split(b"\n", count - passed)[count - passed:]
+        part = block[:len(block) - len(rest[0])] if rest else block
         nul = part.find(b"\0")
         if nul >= 0:
             before = part.rfind(b"\n", 0, nul)
@@ -210,16 +227,6 @@ def _skip_lines(f, count: int, shown: str, offset: int) -> int:
             line_start = at + part.rfind(b"\n") + 1
         f.seek(at + len(part))
     return passed
-
-
-def _through_newlines(block: bytes, lines: int) -> int:
-    """The length of block's first `lines` lines, or all of it if it holds fewer."""
-    if block.count(b"\n") < lines:
-        return len(block)
-    end = 0
-    for _ in range(lines):
-        end = block.index(b"\n", end) + 1
-    return end
 
 
 def _binary_from(number: int, start: int, shown: str) -> str:

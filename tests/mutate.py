@@ -932,6 +932,17 @@ MUTATIONS = [
              "            if block is not record.get(\"tool_result\"):", "            if False:",
              ["tests/test_session_log.py::test_a_log_made_anew_mid_batch_holds_the_results_of_"
               "the_calls_before"]),
+    Mutation("write_file makes ~/notes.txt in a folder named ~", "harness/files.py",
+             "    if expanded:\n", "    if False:\n",
+             ["tests/test_s03_tools.py::test_a_path_a_shell_would_have_changed_is_refused_and_"
+              "nothing_is_made"]),
+    Mutation("write_file makes a file named hello.py and a line break", "harness/files.py",
+             '    if path != path.strip(" ") or any(', '    if False and any(',
+             ["tests/test_s03_tools.py::test_a_path_a_shell_would_have_changed_is_refused_and_"
+              "nothing_is_made"]),
+    Mutation("a name that starts with ~$ or $NAME. is refused too", "harness/files.py",
+             '[A-Za-z0-9_]*\\}?)(?:/|$)")', '[A-Za-z0-9_]*\\}?)")',
+             ["tests/test_s03_tools.py::test_names_that_only_look_like_it_are_written"]),
     Mutation("pydantic's serializer warnings reach the terminal", "harness/model_call.py",
              "stream.close) as self.watch, quiet_serializer():",
              "stream.close) as self.watch, contextlib.nullcontext():",

@@ -35,6 +35,39 @@ def test_paths_leaving_the_workspace_are_refused(path):
         safe_path(path)
 
 
+# Paths a shell would have changed, or that a model's JSON carried by mistake: write_file made
+# ./~/notes.txt (a folder named ~, which invites `rm -rf ~`), "hello.py\n" beside hello.py,
+# and said "Wrote 1 byte to ~/notes.txt", so the model took its file as written.
+NOT_WHAT_THE_MODEL_MEANT = {
+    "~/notes.txt": "a shell expands ~; the tools do not",
+    "~": "a shell expands ~; the tools do not",
+    "$HOME/notes.txt": "a shell expands $HOME; the tools do not",
+    "${HOME}/notes.txt": "a shell expands ${HOME}; the tools do not",
+    "hello.py\n": "or holds a control character",
+    "notes\t1.txt": "or holds a control character",
+    " notes.txt": "begins or ends with a space",
+    "notes.txt ": "begins or ends with a space",
+}
+
+
+@pytest.mark.parametrize("path, said", NOT_WHAT_THE_MODEL_MEANT.items(),
+                         ids=[repr(p) for p in NOT_WHAT_THE_MODEL_MEANT])
+def test_a_path_a_shell_would_have_changed_is_refused_and_nothing_is_made(in_tmp, path, said):
+    for name, args in [("write_file", {"path": path, "content": "x"}),
+                       ("read_file", {"path": path})]:
+        output, is_error = call_tool(name, args, s03.TOOLS, s03.TOOL_HANDLERS)
+        assert is_error and said in output, output
+    assert list(in_tmp.iterdir()) == []
+
+
+@pytest.mark.parametrize("path", ["~$report.docx", "$RECYCLE.BIN.txt", "a~/b.txt", "my notes.txt"])
+def test_names_that_only_look_like_it_are_written(in_tmp, path):
+    output, is_error = call_tool("write_file", {"path": path, "content": "x"}, s03.TOOLS,
+                                 s03.TOOL_HANDLERS)
+    assert not is_error, output
+    assert (in_tmp / path).read_text() == "x"
+
+
 def test_a_symlink_pointing_outside_is_refused(in_tmp):
     (in_tmp.parent / "outside.txt").write_text("TOP SECRET CONTENT")
     (in_tmp / "link.txt").symlink_to(in_tmp.parent / "outside.txt")
