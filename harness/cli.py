@@ -53,8 +53,8 @@ import sys
 from pathlib import Path
 from typing import Callable, Optional
 
-from harness import (bash, clean, config, env_file, errors, files, model_call, step_limit,
-                     terminal, writer)
+from harness import (bash, clean, client, config, env_file, errors, files, model_call,
+                     step_limit, terminal, writer)
 from harness.errors import EndpointError, NoKey, SetupError, reason
 from harness.run import Run
 from harness.sdk import anthropic
@@ -284,7 +284,7 @@ def _budget(args) -> dict:
 def _client_or_none(args, secrets: dict):
     """The client; without a key, None for the REPL (its commands need no model)."""
     try:
-        return config.make_client(secrets=secrets)
+        return client.make_client(secrets=secrets)
     except NoKey:
         if args.prompt is not None:
             raise SetupError(env_file.no_key_message()) from None
@@ -643,7 +643,7 @@ def _run_demo(lesson: Lesson, run: Run):
                                "key, no network")
             terminal.show_note("[demo] the loop, the tools and the files they write are real.")
             terminal.show(f">> {prompt}", "36", sys.stdout, wrap=True)
-            run.client = config.make_client(base_url=api.url, api_key="demo-no-key")
+            run.client = client.make_client(base_url=api.url, api_key="demo-no-key")
             messages = [{"role": "user", "content": prompt}]
             terminal.print_answer(_turn(lesson, run, messages, {}), run.screen)
     finally:

@@ -1,4 +1,5 @@
-"""Configuration and the client: every lesson's main() reads its settings through here.
+"""Configuration: every lesson's main() reads its settings through here (client.py makes the
+client from them).
 
 Relied on by all three lessons (through cli.run_cli) and by the tests. Without each piece:
 - child_env and hide_from_commands: `env` shows the model (and so the API) the API key, the
@@ -7,13 +8,6 @@ Relied on by all three lessons (through cli.run_cli) and by the tests. Without e
   or a proxy's in HTTPS_PROXY and the like.
 - shown_url: an unreachable gateway's error line prints its password. without_secrets: a
   gateway's 401 that quotes the key it was given prints the key.
-- make_client and check_base_url: a typo'd API_TIMEOUT (or inf), a missing key or a base URL
-  without its http:// fails at the first request, deep in the SDK, or says "cannot reach" while
-  the server is up; one a parser reads two ways (alice:2024/pw@host) is dialled at another
-  host; a local server on 127.0.0.1 is sent through HTTP_PROXY and never answers.
-- _http_client: a proxy the client cannot use (ALL_PROXY=socks5://, from ssh -D, without
-  socksio), an SSL_CERT_FILE a moved venv left behind, or NO_PROXY=[::1] is two tracebacks at
-  start. _capped_retry_wait (RETRY_WAIT_MAX): a 429's Retry-After: 99999 waits 28 hours.
 - MAX_TIMEOUT: API_TIMEOUT=1e10 overflows the clock at the first call, blamed on the network.
 - api_error_line: an API error's line does not name the URL, API_TIMEOUT and MODEL_ID used.
 - positive_int: MAX_STEPS=abc is a traceback, not one line.
@@ -35,8 +29,7 @@ from typing import NamedTuple, Optional
 from urllib.parse import parse_qsl, quote, unquote, urlsplit
 
 from harness import errors, excerpt
-from harness.errors import NoKey, SetupError
-from harness.sdk import anthropic, httpx
+from harness.errors import SetupError
 
 DEFAULT_MODEL = "claude-sonnet-5-5"  # any model id works; MODEL_ID overrides it
 # DEFAULT_MODEL's list price, US dollars a million tokens in and out: PRICE_SOURCE, PRICE_READ
@@ -45,17 +38,15 @@ PRICE_SOURCE = "platform.claude.com/docs/en/models/sonnet-5-5/overview"   # Anth
 PRICE_READ = "2026-12-06"            # the day DEFAULT_PRICE was read there: list prices change
 DEFAULT_WINDOW = 1_000_000           # tokens the default model reads (CONTEXT_WINDOW for another)
 DEFAULT_TIMEOUT = 300                # API_TIMEOUT's default, in seconds: local models are slow
-MAX_RETRIES = 2                      # for 429/5xx and dropped connections; the SDK waits between
-                                     # tries, as a server's Retry-After asks, up to:
-RETRY_WAIT_MAX = 60                  # seconds (Retry-After: 99999 hung a run for a day, silently)
 MAX_TIMEOUT = 86_400                 # API_TIMEOUT's largest, a day: 1e10 overflowed the clock
-LOOPBACK = {"127.0.0.1", "localhost", "::1", "[::1]"}
 SECRETS = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN")   # for the client; no command needs them
 HARNESS_ONLY = SECRETS + ("TASK_BOARD",)   # and the board's address, which may hold its password
 # Characters: a secret this long (an API key) is hidden wherever a variable holds it; a shorter
 # one ("postgres" is a common password and a common word) only where it is the whole value,
 # a URL's :password@ or a password=, so that PATH=/usr/lib/postgresql/... is kept.
 LONG_SECRET = 16
+PROXY_VARIABLES = ("HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy", "HTTP_PROXY",
+                   "http_proxy")
 # What a run keeps, in the folder it runs in: one folder, so a user finds (or deletes) all of it.
 TRANSCRIPTS = Path(".transcripts")
 
@@ -113,7 +104,7 @@ def child_env() -> dict:
     return env
 
 
-def _password_in(url: str) -> list:
+def password_in(url: str) -> list:
     """The password a URL holds, as written (percent-encoded) and decoded; [] if none."""
     found = _userinfo(url)
     user, colon, password = found[1].partition(":") if found else ("", "", "")
@@ -123,9 +114,9 @@ def _password_in(url: str) -> list:
 
 
 def _url_secrets(url: str) -> list:
-    """_password_in(url); else a token written as the URL's user, and a query value, each as
+    """password_in(url); else a token written as the URL's user, and a query value, each as
     long as a key (LONG_SECRET): a gateway may take one so. A short user (alice) is no secret."""
-    found = _password_in(url)
+    found = password_in(url)
     info = _userinfo(url)
     if info and not found and len(unquote(info[1])) >= LONG_SECRET:
         found = [info[1], unquote(info[1])]
@@ -180,7 +171,7 @@ def shown_url(url: str) -> str:
     without a secret as it is."""
     shown = url
     found = _userinfo(url)
-    if found and _password_in(url):
+    if found and password_in(url):
         scheme, userinfo, rest = found
         shown = f"{scheme}{userinfo.partition(':')[0]}:***@{rest}"
     elif found and len(unquote(found[1])) >= LONG_SECRET:       # a token as the user
@@ -204,120 +195,6 @@ def api_timeout():
         raise SetupError(f"API_TIMEOUT must be a positive number of seconds up to {MAX_TIMEOUT:,} "
                          f"(a day), got {raw!r} (for a very slow model, a large one such as 3600)")
     return seconds
-
-
-def check_base_url(url: str) -> None:
-    """Refuse a base URL the SDK cannot use, in one line saying how to write it."""
-    shown = shown_url(url)
-    if any(c.isspace() or not c.isprintable() for c in url):
-        raise SetupError(f"ANTHROPIC_BASE_URL={shown!r} holds a space, a tab, a line break or "
-                         "another character no URL has: write it without (a value in quotes "
-                         "in .env keeps them)")
-    try:
-        parts = urlsplit(url)
-        port = parts.port           # a port out of range or not a number raises here
-    except ValueError as exc:       # e.g. "Invalid IPv6 URL" for http://[::1:8080
-        # The parser's words may quote a piece of a password it misread as the port.
-        why = "a / ? # or @ in its password must be written %2F %3F %23 %40"
-        raise SetupError(f"ANTHROPIC_BASE_URL={shown!r} is not a valid URL "
-                         f"({why if _password_in(url) else exc}); "
-                         "write it like http://127.0.0.1:8080 or http://[::1]:8080") from None
-    if port == 0:
-        raise SetupError(f"ANTHROPIC_BASE_URL={shown!r} names port 0; give the server's port")
-    # alice:2024/pw@host: a password to _password_in (and hidden), host and port to the client.
-    if _password_in(url) and parts.password not in _password_in(url):
-        raise SetupError(f"ANTHROPIC_BASE_URL={shown!r} reads two ways: write a / ? # or @ in "
-                         "its password as %2F %3F %23 %40, and an @ after the host as %40")
-    if "://" not in url:
-        raise SetupError(f"ANTHROPIC_BASE_URL={shown!r} has no scheme: write http://{shown} "
-                         f"(or https://{shown})")
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise SetupError(f"ANTHROPIC_BASE_URL={shown!r} must be http:// or https:// and a host, "
-                         "like http://127.0.0.1:8080")
-
-
-def _check_key(name: str, key: str) -> None:
-    """A key pasted with its line end, a space, or a typographic character (a word processor's
-    dash): the HTTP library refuses the header, and the SDK calls that a connection error."""
-    if any(c.isspace() or not (c.isascii() and c.isprintable()) for c in key):
-        raise SetupError(f"{name} holds a space, a tab, a line break or a character no key has "
-                         "(a key is plain ASCII): remove it where you set it")
-
-
-def make_client(base_url=None, api_key=None, secrets=None):
-    """The Anthropic client, or SetupError before any request. secrets: load_env's."""
-    auth_token = None
-    secrets = secrets or {}
-    if api_key is None:
-        api_key = secret("ANTHROPIC_API_KEY", secrets)
-        auth_token = None if api_key else secret("ANTHROPIC_AUTH_TOKEN", secrets)
-        if not (api_key or auth_token):
-            from harness import env_file    # with the command line, which has loaded it
-            raise NoKey(env_file.no_key_message())
-        name = "ANTHROPIC_API_KEY" if api_key else "ANTHROPIC_AUTH_TOKEN"
-        _check_key(name, api_key or auth_token)
-    url = base_url or os.environ.get("ANTHROPIC_BASE_URL") or None
-    if url:
-        check_base_url(url)
-    timeout = api_timeout()
-    options = dict(api_key=api_key, auth_token=auth_token, base_url=url, max_retries=MAX_RETRIES,
-                   timeout=anthropic.Timeout(timeout, connect=min(errors.CONNECT_TIMEOUT, timeout)))
-    # A local server: never through HTTP_PROXY or ALL_PROXY.
-    local = bool(url) and urlsplit(url).hostname in LOOPBACK
-    options["http_client"] = _http_client(trust_env=not local)
-    return anthropic.Anthropic(**options)
-
-
-PROXY_VARIABLES = ("HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy", "HTTP_PROXY",
-                   "http_proxy")
-
-
-# What the SDK's HTTP client reads from the environment besides the proxies.
-CLIENT_VARIABLES = ("SSL_CERT_FILE", "SSL_CERT_DIR", "NO_PROXY", "no_proxy")
-
-
-def _http_client(trust_env: bool):
-    """The SDK's HTTP client, made here: a proxy it cannot use (socks5:// without socksio, an
-    unknown scheme), a missing SSL_CERT_FILE or a NO_PROXY it cannot parse is then one
-    SetupError naming it, not a traceback and a second one from the half-made client's
-    __del__."""
-    try:
-        return anthropic.DefaultHttpxClient(trust_env=trust_env,
-                                            event_hooks={"response": [_capped_retry_wait]})
-    except (ImportError, ValueError, OSError, httpx.InvalidURL) as exc:
-        raise SetupError(_client_refused(exc)) from None
-
-
-def _client_refused(exc: Exception) -> str:
-    """The line for a client that could not be made, naming the settings it read."""
-    proxies = [f"{name}={shown_url(os.environ[name])}" for name in PROXY_VARIABLES
-               if os.environ.get(name)]
-    if isinstance(exc, ImportError):
-        return (f"cannot use the proxy in {', '.join(proxies)}: SOCKS needs `pip install "
-                "socksio`; or unset it")
-    others = [f"{name}={os.environ[name]}" for name in CLIENT_VARIABLES if os.environ.get(name)]
-    if isinstance(exc, ValueError) and proxies:
-        return (f"cannot use the proxy in {', '.join(proxies)}: its scheme is not http, https "
-                "or socks5; or unset it")
-    why = errors.reason(exc) if isinstance(exc, OSError) else excerpt.one_line(exc, 120)
-    return (f"cannot make the HTTP client from {', '.join(proxies + others) or 'the defaults'}: "
-            f"{why}; fix or unset it")
-
-
-def _capped_retry_wait(response) -> None:
-    """Before the SDK reads a reply's Retry-After (or retry-after-ms): a wait over RETRY_WAIT_MAX
-    is cut to it; one given as a date is dropped (the SDK's own backoff then applies)."""
-    for name, most in (("retry-after-ms", RETRY_WAIT_MAX * 1000), ("retry-after", RETRY_WAIT_MAX)):
-        asked = response.headers.get(name)
-        if asked is None:
-            continue
-        try:
-            too_long = not float(asked) <= most      # nan and inf too
-        except ValueError:
-            del response.headers[name]
-            continue
-        if too_long:
-            response.headers[name] = str(most)
 
 
 def api_error_line(exc, client) -> str:

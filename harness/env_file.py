@@ -1,7 +1,7 @@
 """The settings in .env files: which files are read, in what order, and how, safely.
 
 Relied on by cli.py (every lesson's main(): a run reads them before anything else) and
-config.make_client (the message when there is no key); it loads with the command line, so that
+client.make_client (the message when there is no key); it loads with the command line, so that
 importing a lesson loads neither it nor python-dotenv. Without each piece:
 - load_env and env_files: a key in ./.env, or in the repository's .env (where the README copies
   .env.example) when run from a scratch folder, is not found; a key put into os.environ is

@@ -201,7 +201,7 @@ def run_main(fresh_layers, workdir, monkeypatch, capsys):
 @pytest.fixture
 def quick_retries(monkeypatch):
     """The harness's client retries a request that found no server, timed out or got a 5xx
-    (config.MAX_RETRIES), and the SDK waits about 0.5 s, then 1 s, before each retry. The
+    (client.MAX_RETRIES), and the SDK waits about 0.5 s, then 1 s, before each retry. The
     retries still happen here, without those waits: a test of what the user is told after
     them checks nothing of the SDK's backoff, and waited over a second for it."""
     from harness.sdk import anthropic

@@ -366,8 +366,8 @@ MUTATIONS = [
              "harness/config.py",
              "    at = url.rfind(\"@\")\n", "    at = -1\n",
              [SECRETS_TESTS + "::test_a_proxys_password_never_reaches_the_model"]),
-    Mutation("a base URL the parser refuses quotes a piece of its password", "harness/config.py",
-             "({why if _password_in(url) else exc}); ", "({exc}); ",
+    Mutation("a base URL the parser refuses quotes a piece of its password", "harness/client.py",
+             "({why if config.password_in(url) else exc}); ", "({exc}); ",
              [SECRETS_TESTS + "::test_a_base_url_refused_before_any_request_hides_its_password"]),
     Mutation("words after /clear are ignored and the conversation wiped", "harness/cli.py",
              "    if arg:\n        raise ValueError(\"/clear takes", "    if False:\n        raise "
@@ -384,7 +384,7 @@ MUTATIONS = [
     Mutation("a REPL with stdin closed ends in a traceback", "harness/cli.py",
              '("stderr", "w"), ("stdin", "r")):', '("stderr", "w")):',
              ["tests/test_cli.py::test_a_closed_stdin_reads_as_the_end_of_input"]),
-    Mutation("a key with a line break is blamed on the network", "harness/config.py",
+    Mutation("a key with a line break is blamed on the network", "harness/client.py",
              "        _check_key(name, api_key or auth_token)", "        pass",
              [SECRETS_TESTS + "::test_a_key_with_a_space_or_line_break_is_named_not_blamed_on_the_"
               "network"]),
@@ -472,8 +472,8 @@ MUTATIONS = [
              "harness/cli.py", "    if _is_command_word(args.prompt):", "    if False:",
              ["tests/test_cli.py::test_a_prompt_of_several_words_without_quotes_is_refused_with_"
               "the_command_to_type"]),
-    Mutation("a base URL read two ways is dialled at the wrong host", "harness/config.py",
-             "    if _password_in(url) and parts.password not in _password_in(url):",
+    Mutation("a base URL read two ways is dialled at the wrong host", "harness/client.py",
+             "    if config.password_in(url) and parts.password not in config.password_in(url):",
              "    if False:",
              [SECRETS_TESTS + "::test_a_base_url_an_http_client_reads_another_way_is_refused_"
               "saying_how_to_write_it"]),
@@ -840,7 +840,7 @@ MUTATIONS = [
              ["tests/test_hostile_files.py::test_a_long_old_text_in_a_big_repetitive_file_is_"
               "answered_at_once"]),
     Mutation("a base URL pasted with its line end is a traceback",
-             "harness/config.py", "    if any(c.isspace() or not c.isprintable() for c in url):",
+             "harness/client.py", "    if any(c.isspace() or not c.isprintable() for c in url):",
              "    if False:",
              ["tests/test_cli.py::test_a_malformed_base_url_is_one_line_naming_what_is_wrong"]),
     Mutation("a gateway's token in the base URL's query reaches the model's env",
@@ -1666,7 +1666,7 @@ MUTATIONS = [
              "    if False:\n",
              ["tests/test_board_hand_edits.py::test_a_task_whose_file_would_be_too_big_to_read_"
               "back_is_not_written"]),
-    Mutation("a server's Retry-After of a day is waited", "harness/config.py",
+    Mutation("a server's Retry-After of a day is waited", "harness/client.py",
              'event_hooks={"response": [_capped_retry_wait]}',
              "event_hooks={}",
              ["tests/test_setup.py::test_a_rate_limit_asking_to_wait_a_day_is_waited_briefly_"

@@ -26,7 +26,7 @@ import pytest
 
 from helpers import sql, tool_results
 import s03_todo
-from harness import cli, config, errors
+from harness import cli, client, config, errors
 from harness.board.postgres import PostgresTasks
 from harness.errors import SetupError
 from harness.stand_in.script import reply, text, tool
@@ -434,7 +434,7 @@ def test_child_env_leaves_out_a_base_url_that_holds_a_password_and_its_copies(
                                  "http://alice:s3cret-pw@[::1"])
 def test_a_base_url_refused_before_any_request_hides_its_password(url):
     with pytest.raises(SetupError) as caught:
-        config.check_base_url(url)
+        client.check_base_url(url)
     assert "s3cret" not in str(caught.value) and "alice:***@" in str(caught.value)
 
 

@@ -23,7 +23,7 @@ from types import SimpleNamespace
 import pytest
 
 import s03_todo
-from harness import config, env_file
+from harness import client, env_file
 from harness.errors import NoKey
 from harness.stand_in import StandInAPI
 from harness.stand_in.script import reply, text, tool
@@ -168,7 +168,7 @@ def test_without_a_key_the_message_names_every_dotenv_it_looked_in(lessons, monk
                     f"or in {lessons / '.env'} (copy .env.example; any value will do for a local "
                     "server at ANTHROPIC_BASE_URL), or try --demo, which needs no key")
     with pytest.raises(NoKey) as caught:
-        config.make_client(secrets=env_file.load_env())
+        client.make_client(secrets=env_file.load_env())
     assert str(caught.value) == said
     monkeypatch.chdir(lessons)                      # run in the repository: one .env, ./.env
     assert "in your environment or in ./.env (copy" in env_file.no_key_message()
@@ -249,8 +249,7 @@ def test_a_status_the_messages_api_never_sends_is_named_with_what_came(run_lesso
 def test_a_rate_limit_asking_to_wait_a_day_is_waited_briefly_then_one_line(run_lesson,
                                                                            monkeypatch):
     """A 429 (or 529) with Retry-After: 99999: the SDK would wait 28 hours before each retry,
-    with no word and API_TIMEOUT ignored. The harness waits at most config.RETRY_WAIT_MAX."""
-    from harness import config
+    with no word and API_TIMEOUT ignored. The harness waits at most client.RETRY_WAIT_MAX."""
     from harness.sdk import anthropic
     waits = []
     monkeypatch.setattr(anthropic._base_client.time, "sleep", waits.append)
@@ -268,7 +267,7 @@ def test_a_rate_limit_asking_to_wait_a_day_is_waited_briefly_then_one_line(run_l
             self.wfile.write(data)
     with serving(RateLimited) as url:
         proc = run_against(url, run_lesson)
-    assert waits and max(waits) <= config.RETRY_WAIT_MAX
+    assert waits and max(waits) <= client.RETRY_WAIT_MAX
     assert proc.returncode == 1 and len(messages(proc.stderr)) == 1, proc.stderr
     assert "rate" in words(proc.stderr).lower()
 
@@ -277,9 +276,8 @@ def test_a_rate_limit_asking_to_wait_a_day_is_waited_briefly_then_one_line(run_l
     ("retry-after", "5", "5"), ("retry-after", "99999", "60"), ("retry-after", "nan", "60"),
     ("retry-after-ms", "1e9", "60000"), ("retry-after", "Wed, 21 Oct 2099 07:28:00 GMT", None)])
 def test_the_wait_a_server_asks_before_a_retry_is_what_the_sdk_then_reads(name, asked, left):
-    from harness import config
     response = SimpleNamespace(headers={name: asked})      # what the hook uses of httpx's reply
-    config._capped_retry_wait(response)
+    client._capped_retry_wait(response)
     assert response.headers.get(name) == left
 
 
