@@ -9,7 +9,9 @@ tool's input_schema, and weak models, local servers and gateways break it. Witho
   a string) is refused though the model meant exactly that (json.loads only parses: nothing
   runs); an input of null fails the turn instead of being no arguments.
 - _is_a: True passes for an integer (read_file's limit of 1), though in JSON a boolean is not
-  a number.
+  a number. JSON's names (json_name): "must be integer, got NoneType" is Python's word for null.
+- null and 2.0 (_decoded): a weak model's {"offset": null} (no offset) and 2.0 (an integer, as
+  JSON Schema counts it) were refused.
 What is inside an argument (each todo item) the tool itself checks.
 """
 
@@ -19,6 +21,8 @@ from harness.clean import clean_json
 
 JSON_TYPES = {"string": str, "integer": int, "number": (int, float), "boolean": bool,
               "array": list, "object": dict}
+JSON_NAMES = {str: "string", int: "integer", float: "number", bool: "boolean", list: "array",
+              dict: "object", type(None): "null"}
 
 
 def checked(given: object, name: str, tools: list) -> dict:
@@ -42,13 +46,13 @@ def checked(given: object, name: str, tools: list) -> dict:
         kinds = kinds if isinstance(kinds, list) else [kinds]
         if not any(_is_a(value, kind) for kind in kinds):
             raise ValueError(f"argument {argument!r} must be {' or '.join(kinds)}, got "
-                             f"{type(value).__name__}")
+                             f"{json_name(value)}")
     return arguments
 
 
 def _decoded(given: object, schema: dict) -> dict:
     """The arguments (None: none), JSON text decoded where an object or an array belongs."""
-    sent = type(given).__name__         # named as the model sent it, not as it decoded
+    sent = json_name(given)             # named as the model sent it, not as it decoded
     if given is None:
         given = {}
     if isinstance(given, str):
@@ -60,6 +64,10 @@ def _decoded(given: object, schema: dict) -> dict:
     decoded = {}
     for argument, value in given.items():
         want = props.get(argument, {}).get("type")
+        if value is None and argument not in schema.get("required", []):
+            continue                    # null for an optional argument: not given
+        if want == "integer" and isinstance(value, float) and value.is_integer():
+            value = int(value)
         if want in ("array", "object") and isinstance(value, str):
             parsed = json_or_none(value)
             if isinstance(parsed, JSON_TYPES[want]):
@@ -73,6 +81,11 @@ def _is_a(value, kind: str) -> bool:
     if isinstance(value, bool) and kind != "boolean":
         return False
     return isinstance(value, JSON_TYPES.get(kind, object))
+
+
+def json_name(value) -> str:
+    """The JSON type of value, as a schema names it ("null", not NoneType)."""
+    return JSON_NAMES.get(type(value), type(value).__name__)
 
 
 def json_or_none(text: str):

@@ -188,7 +188,7 @@ def test_a_compact_call_refused_by_its_schema_does_not_compact(run_main):
     assert code == 0 and "compacted" not in err and api.violations == []
     assert not any("<summary-request>" in json.dumps(r["messages"]) for r in api.requests)
     (told,) = tool_results(api.requests[1])           # what the model and the user were told
-    said = "ValueError: argument 'focus' must be string, got int"
+    said = "ValueError: argument 'focus' must be string, got integer"
     assert told["is_error"] and told["content"] == said
     assert f"! {said}" in err and out == "ok\n"
 

@@ -275,19 +275,31 @@ def test_edit_replaces_exactly_one_unique_occurrence(in_tmp):
 @pytest.mark.parametrize("name, args, message", [
     ("nuke", {}, "unknown tool 'nuke'; use one of ['bash'"),
     ("bash", {}, "missing required argument 'command'"),
-    ("bash", {"command": 5}, "'command' must be string, got int"),
-    ("read_file", {"path": "f", "limit": "ten"}, "'limit' must be integer"),
-    ("read_file", {"path": "f", "limit": True}, "'limit' must be integer"),
+    # Types named as JSON names them, as the model wrote them: not Python's int or NoneType.
+    ("bash", {"command": 5}, "'command' must be string, got integer"),
+    ("bash", {"command": None}, "'command' must be string, got null"),
+    ("read_file", {"path": "f", "limit": "ten"}, "'limit' must be integer, got string"),
+    ("read_file", {"path": "f", "limit": True}, "'limit' must be integer, got boolean"),
+    ("read_file", {"path": "f", "limit": 2.5}, "'limit' must be integer, got number"),
     ("write_file", {"path": "f", "content": "x", "mode": "w"}, "unexpected argument 'mode'"),
-    ("todo", {"items": "buy milk"}, "'items' must be array"),
+    ("todo", {"items": "buy milk"}, "'items' must be array, got string"),
     # What the model sent, named by its own type: "ls" was reported as NoneType.
-    ("bash", "ls", 'arguments must be a JSON object such as {"path": "a.txt"}, got str'),
-    ("bash", "[1, 2]", "arguments must be a JSON object such as {\"path\": \"a.txt\"}, got str"),
-    ("bash", [1, 2], "arguments must be a JSON object such as {\"path\": \"a.txt\"}, got list"),
+    ("bash", "ls", 'arguments must be a JSON object such as {"path": "a.txt"}, got string'),
+    ("bash", "[1, 2]", "arguments must be a JSON object such as {\"path\": \"a.txt\"}, got string"),
+    ("bash", [1, 2], "arguments must be a JSON object such as {\"path\": \"a.txt\"}, got array"),
 ])
 def test_bad_tool_calls_become_error_results(name, args, message):
     output, is_error = call_tool(name, args, s03.TOOLS, s03.TOOL_HANDLERS)
     assert is_error and message in output
+
+
+def test_a_null_optional_argument_is_not_given_and_a_whole_float_is_an_integer(in_tmp):
+    """Weak models send {"offset": null} for "no offset", and 2.0 for 2 (JSON Schema counts
+    2.0 as an integer): both were refused, "must be integer, got NoneType"."""
+    (in_tmp / "f.txt").write_text("one\ntwo\nthree\n")
+    output, is_error = call_tool("read_file", {"path": "f.txt", "offset": None, "limit": 2.0},
+                                 s03.TOOLS, s03.TOOL_HANDLERS)
+    assert not is_error and output.startswith("one\ntwo\n"), output
 
 
 # ---------------------------------------------------------------- TodoManager
