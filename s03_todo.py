@@ -266,19 +266,20 @@ class TodoManager:
         return self.render()
 
     def check(self, number: int, item: object) -> dict:
-        """One item, checked (see TODO_ITEM): a missing id or status takes a default; a
-        status not in MARKS is refused."""
+        """One item, checked (see TODO_ITEM): a missing id (or a null one) or status takes a
+        default; a status not in MARKS is refused."""
         if not isinstance(item, dict):
             raise ValueError(f"item {number} must be an object")
-        text = str(item.get("text", "")).strip()
+        text = item.get("text", "")
         status = item.get("status", "pending")
-        if not text:
-            raise ValueError(f"item {number}: text is empty")
+        # Words only: str() of a weak model's null would make a todo named "None".
+        if not isinstance(text, str) or not text.strip():
+            raise ValueError(f"item {number}: text must be some words, got {text!r}")
         # A status sent as a list or an object is refused in words, not with a TypeError.
         if not isinstance(status, str) or status not in self.MARKS:
             raise ValueError(f"item {number}: status {status!r} is not one of "
                              f"{', '.join(self.MARKS)}")
-        return {"id": str(item.get("id", number)), "text": text, "status": status}
+        return {"id": str(item.get("id") or number), "text": text.strip(), "status": status}
 
     def render(self) -> str:
         if not self.items:

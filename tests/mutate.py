@@ -959,6 +959,15 @@ MUTATIONS = [
              "    return JSON_NAMES.get(type(value), type(value).__name__)",
              "    return type(value).__name__",
              ["tests/test_s03_tools.py::test_bad_tool_calls_become_error_results"]),
+    Mutation("a todo sent with text null is a todo named None", "s03_todo.py",
+             "        if not isinstance(text, str) or not text.strip():",
+             "        if not str(text).strip():",
+             ["tests/test_s03_tools.py::test_a_call_that_breaks_a_rule_is_refused_and_keeps_the_"
+              "old_list"]),
+    Mutation("a todo sent with id null is #None", "s03_todo.py",
+             'str(item.get("id") or number)', 'str(item.get("id", number))',
+             ["tests/test_s03_tools.py::test_an_item_with_a_null_id_takes_its_number_as_one_with_"
+              "none_does"]),
     Mutation("pydantic's serializer warnings reach the terminal", "harness/model_call.py",
              "stream.close) as self.watch, quiet_serializer():",
              "stream.close) as self.watch, contextlib.nullcontext():",

@@ -313,14 +313,25 @@ def test_todo_renders_markers_and_progress():
         "[x] #1: step 1\n[>] #2: step 2\n[ ] #3: step 3\n(1/3 completed)")
 
 
-@pytest.mark.parametrize("bad, message", [
+TODO_RULES_BROKEN = [
     (items("in_progress", "in_progress"), "only one may be in_progress"),
     (items(*["pending"] * 21), "20 or fewer"),
-    ([{"id": "1", "text": "  ", "status": "pending"}], "text is empty"),
+    ([{"id": "1", "text": "  ", "status": "pending"}], "text must be some words"),
+    # A weak model's null or number: it was a todo named "None", or "123".
+    ([{"id": "1", "text": None, "status": "pending"}], "text must be some words, got None"),
+    ([{"id": "1", "text": 123, "status": "pending"}], "text must be some words, got 123"),
     ([{"id": "1", "text": "x", "status": "done"}], "not one of pending, in_progress, completed"),
     ([{"id": "1", "text": "x", "status": ["done"]}], "not one of pending, in_progress, completed"),
     (["just text"], "must be an object"),
-])
+]
+
+
+def test_an_item_with_a_null_id_takes_its_number_as_one_with_none_does():
+    assert TodoManager().update([{"id": None, "text": "plan", "status": "pending"}]) == (
+        "[ ] #1: plan\n(0/1 completed)")
+
+
+@pytest.mark.parametrize("bad, message", TODO_RULES_BROKEN)
 def test_a_call_that_breaks_a_rule_is_refused_and_keeps_the_old_list(bad, message):
     todos = TodoManager()
     before = todos.update(items("in_progress"))
