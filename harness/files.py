@@ -20,6 +20,7 @@ Without each piece:
 """
 
 import codecs
+import errno
 import itertools
 import os
 import re
@@ -315,8 +316,21 @@ def write_and_note(path: Path, content, shown: str, field: str = "content") -> t
     except OSError as exc:
         # os.path.exists, not Path.exists: a name too long for the system is False, not raised.
         kept = "the file is unchanged" if os.path.exists(path) else "nothing was written"
-        raise ValueError(f"could not write {shown}: {reason(exc)}; {kept}") from None
+        why, how = _why_not(path, exc)
+        raise ValueError(f"could not write {shown}: {why}; {kept}{how}") from None
     return len(data), _not_kept(was, made, before, writer.attributes(path))
+
+
+def _why_not(path: Path, exc: OSError) -> tuple:
+    """(why a file was not replaced, how to write it in place, or ""): the tools write beside
+    it, then rename, and a folder or a mount point may allow neither."""
+    how = ("; the tools write a new file beside it, then rename it over the old (no half file "
+           "is ever left): to write it in place, do it with bash (cat > file)")
+    if exc.errno == errno.EBUSY:
+        return "it is a mount point (a file mounted on its own, as docker -v does)", how
+    if exc.errno in (errno.EACCES, errno.EPERM) and os.access(path, os.W_OK):
+        return "its folder lets no new file be made in it", how
+    return reason(exc), ""
 
 
 def _regular_or_none(path: Path, shown: str) -> os.stat_result | None:

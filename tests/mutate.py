@@ -968,6 +968,16 @@ MUTATIONS = [
              'str(item.get("id") or number)', 'str(item.get("id", number))',
              ["tests/test_s03_tools.py::test_an_item_with_a_null_id_takes_its_number_as_one_with_"
               "none_does"]),
+    Mutation("a file mounted on its own is said to be busy, not a mount point",
+             "harness/files.py", "    if exc.errno == errno.EBUSY:", "    if False:",
+             ["tests/test_atomic_file_tools.py::test_a_file_that_can_be_written_but_not_replaced_"
+              "says_why_and_how_to_write_it"]),
+    Mutation("a file in a read-only folder is said to be denied, as if read-only itself",
+             "harness/files.py",
+             "    if exc.errno in (errno.EACCES, errno.EPERM) and os.access(path, os.W_OK):",
+             "    if False:",
+             ["tests/test_atomic_file_tools.py::test_a_file_that_can_be_written_but_not_replaced_"
+              "says_why_and_how_to_write_it"]),
     Mutation("pydantic's serializer warnings reach the terminal", "harness/model_call.py",
              "stream.close) as self.watch, quiet_serializer():",
              "stream.close) as self.watch, contextlib.nullcontext():",

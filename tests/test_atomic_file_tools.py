@@ -320,3 +320,33 @@ def test_a_file_this_user_may_not_write_is_refused_by_write_and_edit_and_left_wh
     assert mine.read_text(encoding="utf-8") == "precious\n"
     assert roots.read_text(encoding="utf-8") == "root's\n"
     assert sorted(p.name for p in shared_folder.iterdir()) == ["keep.txt", "root.txt"]
+
+
+# A file that can be written but not replaced: the tools write beside it, then rename.
+CANNOT_REPLACE = {
+    # A folder of mode 555 holding a file of mode 666: the new file cannot be made beside it.
+    "a read-only folder": ("open", errno.EACCES, "its folder lets no new file be made in it"),
+    # docker run -v ./config.txt:/work/config.txt: a mount point, never renamed over.
+    "a file mounted on its own": ("replace", errno.EBUSY, "it is a mount point"),
+}
+
+
+@pytest.mark.parametrize("call, code, said", CANNOT_REPLACE.values(), ids=CANNOT_REPLACE.keys())
+def test_a_file_that_can_be_written_but_not_replaced_says_why_and_how_to_write_it(
+        in_tmp, monkeypatch, call, code, said):
+    """The error said "permission denied" or "Device or resource busy" of a file the user can
+    write (`echo >>` works): the model could only conclude the file was read-only."""
+    Path("config.txt").write_text("port = 1\n")
+    real = {"open": os.open, "replace": os.replace}[call]
+
+    def refuse(*args, **kwargs):
+        if call == "open" and not args[1] & os.O_EXCL:
+            return real(*args, **kwargs)             # reading the old file is allowed
+        raise OSError(code, os.strerror(code))
+    monkeypatch.setattr(os, call, refuse)
+    for name, args in [("write_file", {"path": "config.txt", "content": "port = 2\n"}),
+                       ("edit_file", {"path": "config.txt", "old_text": "1", "new_text": "2"})]:
+        out, is_error = call_tool(name, args, s03_todo.TOOLS, s03_todo.TOOL_HANDLERS)
+        assert is_error and said in out and "the file is unchanged" in out, out
+        assert "with bash" in out and "in place" in out, out
+    assert (in_tmp / "config.txt").read_text() == "port = 1\n"
