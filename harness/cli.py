@@ -589,6 +589,9 @@ def _clean_prompt(text: str) -> str:
 
 
 def _is_command_word(word):
+    """/word, or slashes alone (a typo, never worth a model call); /etc/hosts is a prompt."""
+    if word and not word.strip("/"):
+        return True
     rest = word[1:].replace("-", "").replace("_", "")
     return (word.startswith("/") and len(word) > 1 and rest.isalnum() and word[1].isalpha()
             and "/" not in word[1:])

@@ -978,6 +978,9 @@ MUTATIONS = [
              "    if False:",
              ["tests/test_atomic_file_tools.py::test_a_file_that_can_be_written_but_not_replaced_"
               "says_why_and_how_to_write_it"]),
+    Mutation("a lone / is sent to the model, a paid call for a typo", "harness/cli.py",
+             '    if word and not word.strip("/"):', "    if False:",
+             ["tests/test_cli.py::test_unknown_slash_commands_are_answered_locally"]),
     Mutation("pydantic's serializer warnings reach the terminal", "harness/model_call.py",
              "stream.close) as self.watch, quiet_serializer():",
              "stream.close) as self.watch, contextlib.nullcontext():",

@@ -388,12 +388,14 @@ def test_a_multi_line_prompt_between_triple_quotes_is_one_model_call(run_main):
 
 def test_unknown_slash_commands_are_answered_locally(run_main):
     code, out, err, api = run_main(s07_task_system,
-                                   stdin="/help\n/taks\n/nope\n/etc/hosts is odd?\nq\n",
+                                   stdin="/help\n/taks\n/nope\n/\n//\n/etc/hosts is odd?\nq\n",
                                    script=[reply(text("a path is a prompt"))])
     assert code == 0 and len(api.requests) == 1 and "a path is a prompt" in out
     assert "commands: /help, /tasks, /task, /compact, /context, /cost, /clear" in words(out)
     assert "unknown command /taks; did you mean /tasks?" in words(err)
     assert "unknown command /nope (" in err
+    # A slash alone is a typo, not a question: it cost a model call.
+    assert "unknown command / (" in err and "unknown command // (" in err
 
 
 @pytest.mark.parametrize("lesson", [s06_compact, s07_task_system])
