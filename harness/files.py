@@ -106,6 +106,10 @@ def open_regular(path: Path, shown: str, follow: bool = True) -> int:
     if not stat.S_ISREG(mode):
         os.close(fd)
         raise ValueError(f"{shown} is {writer.kind_of(mode)}, not a regular file")
+    if shown.endswith("/"):               # pathlib dropped it; `cat a.txt/` is refused
+        os.close(fd)
+        raise ValueError(f"{shown} ends in /, so it names a folder; {shown.rstrip('/')} is a "
+                         "file: give it without the /")
     return fd
 
 

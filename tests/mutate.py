@@ -981,6 +981,11 @@ MUTATIONS = [
     Mutation("a lone / is sent to the model, a paid call for a typo", "harness/cli.py",
              '    if word and not word.strip("/"):', "    if False:",
              ["tests/test_cli.py::test_unknown_slash_commands_are_answered_locally"]),
+    Mutation("read_file a.txt/ reads a.txt", "harness/files.py",
+             '    if shown.endswith("/"):               # pathlib dropped it',
+             '    if False:               # pathlib dropped it',
+             ["tests/test_s03_tools.py::test_a_file_named_with_a_slash_after_it_is_not_read_as_"
+              "the_file"]),
     Mutation("pydantic's serializer warnings reach the terminal", "harness/model_call.py",
              "stream.close) as self.watch, quiet_serializer():",
              "stream.close) as self.watch, contextlib.nullcontext():",

@@ -60,6 +60,17 @@ def test_a_path_a_shell_would_have_changed_is_refused_and_nothing_is_made(in_tmp
     assert list(in_tmp.iterdir()) == []
 
 
+def test_a_file_named_with_a_slash_after_it_is_not_read_as_the_file(in_tmp):
+    """pathlib drops a trailing /, so read_file "a.txt/" read a.txt, where cat a.txt/ says
+    "Not a directory": the model would take a.txt for a folder that holds it."""
+    (in_tmp / "a.txt").write_text("one\n")
+    for name, args in [("read_file", {"path": "a.txt/"}),
+                       ("edit_file", {"path": "a.txt/", "old_text": "one", "new_text": "two"})]:
+        output, is_error = call_tool(name, args, s03.TOOLS, s03.TOOL_HANDLERS)
+        assert is_error and "a.txt/ ends in /, so it names a folder; a.txt is a file" in output
+    assert (in_tmp / "a.txt").read_text() == "one\n"
+
+
 @pytest.mark.parametrize("path", ["~$report.docx", "$RECYCLE.BIN.txt", "a~/b.txt", "my notes.txt"])
 def test_names_that_only_look_like_it_are_written(in_tmp, path):
     output, is_error = call_tool("write_file", {"path": path, "content": "x"}, s03.TOOLS,
