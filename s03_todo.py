@@ -279,7 +279,11 @@ class TodoManager:
         if not isinstance(status, str) or status not in self.MARKS:
             raise ValueError(f"item {number}: status {status!r} is not one of "
                              f"{', '.join(self.MARKS)}")
-        return {"id": str(item.get("id") or number), "text": text.strip(), "status": status}
+        # A missing or null id takes the item's number (an id of 0 is kept).
+        item_id = item.get("id")
+        if item_id is None:
+            item_id = number
+        return {"id": str(item_id), "text": text.strip(), "status": status}
 
     def render(self) -> str:
         if not self.items:

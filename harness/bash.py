@@ -216,7 +216,8 @@ def signals_raise(ctrl_c: bool = False):
         _BLOCKS.pop()                  # nested, in one thread: the last is this block's
         for s, handler in saved.items():
             signal.signal(s, handler)
-        # The enclosing block's first signal, if it came here after this block's own Ctrl-C:
-        # raised now, or a SIGHUP as a Ctrl-C killed the command would leave the run going.
-        if outer_before == 0 and outer and came[:1] == [signal.SIGINT]:
+        # The enclosing block's first signal, if it came while this block was open and this
+        # block raised another (its Ctrl-C) or none: raised now, or a SIGHUP as a Ctrl-C killed
+        # the command, or as the block closed, would leave the run going.
+        if outer_before == 0 and outer and came[:1] != outer[:1]:
             raise SystemExit(128 + outer[0])

@@ -407,7 +407,8 @@ def _repl(lesson: Lesson, run: Run, budget, banner, history):
         word, _, arg = query.strip().partition(" ")
         if word.lower() in commands:
             _run_command(commands[word.lower()], word.lower(), history, run, arg.strip())
-        elif _is_command_word(word):     # answered here: a typo must not cost a model call
+        # Answered here: a typo (/taks, or a lone /) must not cost a model call.
+        elif _is_command_word(word) or not query.strip().strip("/"):
             _unknown_command(word, lesson)
         elif run.client is None:
             terminal.show_error(env_file.no_key_message())
@@ -589,9 +590,6 @@ def _clean_prompt(text: str) -> str:
 
 
 def _is_command_word(word):
-    """/word, or slashes alone (a typo, never worth a model call); /etc/hosts is a prompt."""
-    if word and not word.strip("/"):
-        return True
     rest = word[1:].replace("-", "").replace("_", "")
     return (word.startswith("/") and len(word) > 1 and rest.isalnum() and word[1].isalpha()
             and "/" not in word[1:])

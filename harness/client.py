@@ -1,8 +1,8 @@
 """The Anthropic client, made from the settings (config.py): only when a run starts.
 
-Relied on by cli.py (each lesson's main(), and --demo's client of its stand-in) and env_file.py
-(whose message says where a key goes); it loads with the command line, so importing a lesson
-does not load it. Without each piece:
+Relied on by cli.py (each lesson's main(), and --demo's client of its stand-in); it asks
+env_file.py for the words when there is no key. It loads with the command line, so importing a
+lesson does not load it. Without each piece:
 - make_client and check_base_url: a typo'd API_TIMEOUT (or inf), a missing key or a base URL
   without its http:// fails at the first request, deep in the SDK, or says "cannot reach" while
   the server is up; one a parser reads two ways (alice:2024/pw@host) is dialled at another

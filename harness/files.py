@@ -39,8 +39,8 @@ READ_ON = "read on with offset="   # how a read that stops before the end says s
 NOTES_ROOM = 200             # characters of read_file's cap kept for its closing notes
 CUT_STEP = 20_000            # characters of a long line a note says to read at once: within the cap
 PATH_MAX = 4096              # bytes (UTF-8): Linux's longest path; a longer one is no file's
-# ~, ~/..., $NAME or ${NAME} (alone or before a /): what a shell would have replaced.
-SHELL_EXPANDED = re.compile(r"(~|\$\{?[A-Za-z_][A-Za-z0-9_]*\}?)(?:/|$)")
+# A part of a path that a shell would have replaced: ~ or ~user first, $NAME, ${NAME}, $(...).
+SHELL_EXPANDED = re.compile(r"(?:^(~[\w.-]*)|(?:^|/)(\$\{?[A-Za-z_]\w*\}?|\$\([^/]*\)))(?=/|$)")
 # A line's end, any kind (read_file shows none of them); a CRLF is one end, never a CR and an LF.
 LINE_BREAK = r"(?:\r\n|\r(?!\n)|(?<!\r)\n)"
 SAID_UP_TO = 1_000                # occurrences of an old_text counted: "1,000 or more" past it
@@ -80,10 +80,11 @@ def inside(folder: Path, path: str) -> Path:
 def _as_a_shell_would_not(path: str) -> None:
     """ValueError for ~ or $HOME, which only a shell expands (write_file made a folder named ~),
     and for a control character or an edge space a JSON string carried ("hello.py\\n")."""
-    expanded = SHELL_EXPANDED.match(path)
+    expanded = SHELL_EXPANDED.search(path)
     if expanded:
-        raise ValueError(f"the path {path!r} starts with {expanded[1]}: a shell expands "
-                         f"{expanded[1]}; the tools do not: give the path itself")
+        part = expanded[1] or expanded[2]
+        raise ValueError(f"the path {path!r} holds {part}: a shell expands {part}; the tools "
+                         "do not: give the path itself")
     if path != path.strip(" ") or any(ord(c) < 32 or ord(c) == 127 for c in path):
         raise ValueError(f"the path {path!r} begins or ends with a space, or holds a control "
                          "character (a line break, a tab); give the name without them")
@@ -106,10 +107,10 @@ def open_regular(path: Path, shown: str, follow: bool = True) -> int:
     if not stat.S_ISREG(mode):
         os.close(fd)
         raise ValueError(f"{shown} is {writer.kind_of(mode)}, not a regular file")
-    if shown.endswith("/"):               # pathlib dropped it; `cat a.txt/` is refused
+    if shown.endswith(("/", "/.")):       # pathlib dropped it; `cat a.txt/` is refused
         os.close(fd)
-        raise ValueError(f"{shown} ends in /, so it names a folder; {shown.rstrip('/')} is a "
-                         "file: give it without the /")
+        raise ValueError(f"{shown} ends in /, so it names a folder; {os.path.normpath(shown)} "
+                         "is a file: give it without the /")
     return fd
 
 
@@ -332,7 +333,8 @@ def _why_not(path: Path, exc: OSError) -> tuple:
            "is ever left): to write it in place, do it with bash (cat > file)")
     if exc.errno == errno.EBUSY:
         return "it is a mount point (a file mounted on its own, as docker -v does)", how
-    if exc.errno in (errno.EACCES, errno.EPERM) and os.access(path, os.W_OK):
+    # EACCES, not EPERM: a sticky folder (/tmp) refuses replacing another's file so.
+    if exc.errno == errno.EACCES and os.access(path, os.W_OK):
         return "its folder lets no new file be made in it", how
     return reason(exc), ""
 

@@ -64,8 +64,11 @@ def _decoded(given: object, schema: dict) -> dict:
     decoded = {}
     for argument, value in given.items():
         want = props.get(argument, {}).get("type")
-        if value is None and argument not in schema.get("required", []):
-            continue                    # null for an optional argument: not given
+        # null for an optional number or flag (offset, limit): not given. A string's null
+        # (owner) may mean "none", and an unknown argument's is still refused.
+        if value is None and want in ("integer", "number", "boolean") \
+                and argument not in schema.get("required", []):
+            continue
         if want == "integer" and isinstance(value, float) and value.is_integer():
             value = int(value)
         if want in ("array", "object") and isinstance(value, str):

@@ -249,16 +249,20 @@ def _link(where: int, temporary: str, name: str) -> None:
 
 def _open_new(where, name: str, flags: int, mode: int, exact: bool = False) -> int:
     """os.open of a new name (O_EXCL); exact: mode, not less the umask. A signal handled as a
-    call returns would lose the fd and leave the file, empty, where nothing removes it."""
+    call returns leaves the file, empty, where nothing removes it: removed (its fd is lost)."""
     fd = None
     try:
         fd = os.open(name, flags, mode, dir_fd=where)
         if exact:
             os.fchmod(fd, mode)
         return fd
-    except FileExistsError:
-        raise                               # taken: not ours to remove
-    except BaseException:
+    except OSError:
+        if fd is None:
+            raise                               # no file made: the name may be another's
+        os.close(fd)
+        _remove(where, name)
+        raise
+    except BaseException:                       # a signal: the file may be made
         if fd is not None:
             os.close(fd)
         _remove(where, name)

@@ -388,9 +388,12 @@ def test_a_multi_line_prompt_between_triple_quotes_is_one_model_call(run_main):
 
 def test_unknown_slash_commands_are_answered_locally(run_main):
     code, out, err, api = run_main(s07_task_system,
-                                   stdin="/help\n/taks\n/nope\n/\n//\n/etc/hosts is odd?\nq\n",
-                                   script=[reply(text("a path is a prompt"))])
-    assert code == 0 and len(api.requests) == 1 and "a path is a prompt" in out
+                                   stdin="/help\n/taks\n/nope\n/\n//\n/etc/hosts is odd?\n"
+                                         "// why does this fail?\nq\n",
+                                   script=[reply(text("a path is a prompt")),
+                                           reply(text("a comment is a prompt"))])
+    assert code == 0 and len(api.requests) == 2 and "a path is a prompt" in out
+    assert api.requests[1]["messages"][-1]["content"] == "// why does this fail?"
     assert "commands: /help, /tasks, /task, /compact, /context, /cost, /clear" in words(out)
     assert "unknown command /taks; did you mean /tasks?" in words(err)
     assert "unknown command /nope (" in err

@@ -284,17 +284,35 @@ def test_the_settings_the_readme_lists_are_the_ones_the_docs_and_env_example_hav
     assert [name for name in names if name not in documented] == []
 
 
+def guide_entries(table: str) -> dict:
+    """{name: what the guide says of it}: a name in the table's second column (a module, or a
+    folder/), with the words after it, continued on the lines below until the next name."""
+    entries, name = {}, None
+    for line in table.splitlines():
+        named = line[12:27].strip()
+        if named:
+            name = named
+            entries[name] = ""
+        if name is not None:
+            entries[name] += " " + line[27:]
+    return entries
+
+
 def test_the_reading_guide_names_every_module_and_the_readme_links_it():
     """A module the guide leaves out (or names as it was once called) is one a learner cannot
-    find from a lesson."""
+    find from a lesson: each top-level module in the names' column, each of a folder's in the
+    words of that folder's entry."""
     assert "[`harness/README.md`](harness/README.md)" in README
     guide = (ROOT / "harness" / "README.md").read_text(encoding="utf-8")
-    table = guide.split("```")[1]
-    named = set(re.findall(r"[a-z_]+", table))
-    modules = {p.stem for p in (ROOT / "harness").rglob("*.py") if p.stem != "__init__"}
-    folders = {p.parent.name + "/" for p in (ROOT / "harness").rglob("__init__.py")}
-    assert sorted(modules - named) == []
-    assert sorted(folders - {"harness/"} - set(re.findall(r"[a-z_]+/", table))) == []
+    entries = guide_entries(guide.split("```")[1])
+    named = {part.strip() for name in entries for part in name.split(",")}
+    harness = ROOT / "harness"
+    top = {p.stem for p in harness.glob("*.py") if p.stem != "__init__"}
+    assert sorted(top - named) == []
+    for folder in (p.parent for p in harness.glob("*/__init__.py")):
+        said = set(re.findall(r"[a-z_]+", entries.get(folder.name + "/", "")))
+        modules = {p.stem for p in folder.glob("*.py") if p.stem != "__init__"}
+        assert sorted(modules - said) == [], folder.name
     assert "| `harness/" not in README            # the guide exists once, beside the code
 
 

@@ -43,6 +43,9 @@ NOT_WHAT_THE_MODEL_MEANT = {
     "~": "a shell expands ~; the tools do not",
     "$HOME/notes.txt": "a shell expands $HOME; the tools do not",
     "${HOME}/notes.txt": "a shell expands ${HOME}; the tools do not",
+    "~root/notes.txt": "a shell expands ~root; the tools do not",
+    "$(pwd)/notes.txt": "a shell expands $(pwd); the tools do not",
+    "build/$TARGET/notes.txt": "a shell expands $TARGET; the tools do not",
     "hello.py\n": "or holds a control character",
     "notes\t1.txt": "or holds a control character",
     " notes.txt": "begins or ends with a space",
@@ -64,14 +67,15 @@ def test_a_file_named_with_a_slash_after_it_is_not_read_as_the_file(in_tmp):
     """pathlib drops a trailing /, so read_file "a.txt/" read a.txt, where cat a.txt/ says
     "Not a directory": the model would take a.txt for a folder that holds it."""
     (in_tmp / "a.txt").write_text("one\n")
-    for name, args in [("read_file", {"path": "a.txt/"}),
+    for name, args in [("read_file", {"path": "a.txt/"}), ("read_file", {"path": "a.txt/."}),
                        ("edit_file", {"path": "a.txt/", "old_text": "one", "new_text": "two"})]:
         output, is_error = call_tool(name, args, s03.TOOLS, s03.TOOL_HANDLERS)
-        assert is_error and "a.txt/ ends in /, so it names a folder; a.txt is a file" in output
+        assert is_error and "ends in /, so it names a folder; a.txt is a file" in output
     assert (in_tmp / "a.txt").read_text() == "one\n"
 
 
-@pytest.mark.parametrize("path", ["~$report.docx", "$RECYCLE.BIN.txt", "a~/b.txt", "my notes.txt"])
+@pytest.mark.parametrize("path", ["~$report.docx", "$RECYCLE.BIN.txt", "a~/b.txt", "my notes.txt",
+                                  "price$5.txt", "notes~", "a/~backup.txt"])
 def test_names_that_only_look_like_it_are_written(in_tmp, path):
     output, is_error = call_tool("write_file", {"path": path, "content": "x"}, s03.TOOLS,
                                  s03.TOOL_HANDLERS)
@@ -177,6 +181,34 @@ def test_a_closed_terminal_as_a_ctrl_c_kills_the_command_still_ends_the_run(tmp_
     group = int((tmp_path / "shell.pid").read_text())
     command_ended(group)
     assert proc.returncode == 128 + signal.SIGHUP, err
+
+
+# A SIGHUP just as a command's block closes (its handler still in, its list gone), inside a
+# run's block: noted by the run's block alone, which had raised nothing.
+SIGHUP_AS_THE_BLOCK_CLOSES = """
+import os, signal, sys
+sys.path.insert(0, sys.argv[1])
+from harness import bash
+class Blocks(list):
+    def pop(self):
+        block = super().pop()
+        if len(self) == 1:
+            os.kill(os.getpid(), signal.SIGHUP)
+        return block
+bash._BLOCKS = Blocks()
+with bash.signals_raise() as armed:
+    armed()
+    with bash.signals_raise(ctrl_c=True) as command_armed:
+        command_armed()
+    print("the run went on")
+"""
+
+
+def test_a_closed_terminal_as_a_commands_block_closes_still_ends_the_run(tmp_path):
+    proc = subprocess.run([sys.executable, "-c", SIGHUP_AS_THE_BLOCK_CLOSES, str(ROOT)],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 128 + signal.SIGHUP and "the run went on" not in proc.stdout, \
+        proc.stderr
 
 
 def test_a_flood_is_killed_before_the_signal_guard_is_left(in_tmp, monkeypatch):
@@ -310,7 +342,11 @@ def test_a_null_optional_argument_is_not_given_and_a_whole_float_is_an_integer(i
     (in_tmp / "f.txt").write_text("one\ntwo\nthree\n")
     output, is_error = call_tool("read_file", {"path": "f.txt", "offset": None, "limit": 2.0},
                                  s03.TOOLS, s03.TOOL_HANDLERS)
-    assert not is_error and output.startswith("one\ntwo\n"), output
+    assert (output, is_error) == ("one\ntwo\n... (1 more line; read on with offset=3)", False)
+    # An unknown argument's null is still unknown; a string's is refused, not dropped.
+    output, is_error = call_tool("read_file", {"path": "f.txt", "bogus": None}, s03.TOOLS,
+                                 s03.TOOL_HANDLERS)
+    assert is_error and "unexpected argument 'bogus'" in output
 
 
 # ---------------------------------------------------------------- TodoManager
@@ -338,8 +374,9 @@ TODO_RULES_BROKEN = [
 
 
 def test_an_item_with_a_null_id_takes_its_number_as_one_with_none_does():
-    assert TodoManager().update([{"id": None, "text": "plan", "status": "pending"}]) == (
-        "[ ] #1: plan\n(0/1 completed)")
+    assert TodoManager().update([{"id": None, "text": "plan", "status": "pending"},
+                                 {"id": 0, "text": "test", "status": "pending"}]) == (
+        "[ ] #1: plan\n[ ] #0: test\n(0/2 completed)")
 
 
 @pytest.mark.parametrize("bad, message", TODO_RULES_BROKEN)

@@ -1,6 +1,7 @@
 """The session log: saved as it goes, survives kill -9, read back valid for the API."""
 
 import contextlib
+import errno
 import json
 import os
 import signal
@@ -487,14 +488,16 @@ def test_a_number_json_cannot_send_in_a_hand_edited_log_is_sent_as_null(run_main
 def test_blocks_a_hand_edit_added_that_the_api_refuses_are_left_out_and_said(run_main,
                                                                              workdir):
     """A block of a kind the harness never writes ({"type": "foo"}; thinking or a tool call
-    in a user message; unsigned thinking), a cache_control of a hand edit, half an emoji: the
-    API refused every call of the resumed session, and each --continue left one more copy."""
+    in a user message, a result in an assistant's; unsigned thinking), a cache_control of a
+    hand edit, half an emoji: the API refused every call of the resumed session, and each
+    --continue left one more copy."""
     import s03_todo
     folder = workdir / ".transcripts"
     folder.mkdir()
     log = [{"role": "user", "content": [{"type": "text", "text": "measure it \ud83d"},
                                         {"type": "foo", "data": 1}, call("z")]},
-           {"role": "assistant", "content": [{"type": "thinking", "thinking": "hm"}, call("a")]},
+           {"role": "assistant", "content": [{"type": "thinking", "thinking": "hm"}, call("a"),
+                                             result("q")]},
            {"role": "user", "content": [result("a"), {"type": "thinking", "thinking": "x",
                                                       "signature": "s"}]},
            {"role": "assistant", "content": [{"type": "text", "text": "Measured.",
@@ -509,7 +512,7 @@ def test_blocks_a_hand_edit_added_that_the_api_refuses_are_left_out_and_said(run
     assert [b["type"] for b in sent[1]["content"]] == ["tool_use"]
     assert sent[2]["content"] == [result("a")]
     assert "cache_control" not in sent[3]["content"][0]
-    assert ("(4 blocks of a kind the harness never writes there left out: the API would "
+    assert ("(5 blocks of a kind the harness never writes there left out: the API would "
             "refuse them)") in words(err)
 
 
@@ -605,3 +608,24 @@ def test_a_log_made_anew_mid_batch_holds_the_results_of_the_calls_before(in_tmp)
     assert lines[1:3] == history
     assert lines[3:] == [{"tool_result": result("a", "first")},
                          {"tool_result": result("b", "second")}]
+
+
+def test_a_log_removed_where_no_new_one_can_be_made_stops_and_says_so(in_tmp, capsys,
+                                                                       monkeypatch):
+    """The new file could not be opened: the old fd was closed already, and close() then
+    took the number's next owner (a file opened since) for the log, and removed it."""
+    log = SessionLog.start(in_tmp / ".transcripts", {"lesson": "s03_todo"})
+    log.record([{"role": "user", "content": "go"}])
+    log.path.unlink()
+
+    def refuse(path):
+        raise OSError(errno.ENOSPC, "No space left on device")
+    with monkeypatch.context() as patched:
+        patched.setattr(session_log.writer, "open_appending", refuse)
+        log.record([{"role": "user", "content": "go"}, {"role": "assistant", "content": "ok"}])
+    other = os.open(in_tmp / "someone_elses.txt", os.O_WRONLY | os.O_CREAT)   # may reuse an fd
+    log.close()
+    os.close(other)
+    assert (in_tmp / "someone_elses.txt").exists()
+    assert "was removed, and no new one could be made (the disk is full): --continue will " \
+           "not find this session" in words(capsys.readouterr().err)

@@ -17,9 +17,9 @@ from harness import board, compaction
 
 
 def refreshed(messages: list, fresh) -> list:
-    """messages, the newest board in them (BOARD_START to BOARD_END, in a user's text) replaced
-    by fresh(), the board read now; the same list if they hold none. Nothing is changed in
-    place: the list came from the session log."""
+    """messages, the newest board s07 added to them (in s06's summary message, or a text block
+    of its own) replaced by fresh(), the board read now; the same list if they hold none.
+    Nothing is changed in place: the list came from the session log."""
     for index in range(len(messages) - 1, -1, -1):
         message = messages[index]
         if message.get("role") != "user":

@@ -64,8 +64,11 @@ def as_file(task: dict) -> bytes:
 
 
 def parse_task_id(value: object) -> int:
-    """Ids come from a model: accept 3, "3" and "#3"; refuse anything else clearly."""
+    """Ids come from a model: accept 3, "3" and "#3" (and 3.0, an integer in JSON Schema);
+    refuse anything else clearly."""
     number = None
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
     if isinstance(value, int) and not isinstance(value, bool):
         number = value
     # Up to 18 digits: int() refuses over 4,300, and MAX_ID has 16.

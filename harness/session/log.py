@@ -28,7 +28,7 @@ Without each piece:
 - ran: after a failed turn the cli cannot tell which calls of the last reply ran.
 - SessionLog() with no file: a run without a log keeps the same bookkeeping, writes nothing.
 - made_folder: a REPL quit before any model call left an empty .transcripts/ behind.
-- _write_anew: a command's `rm -rf .transcripts` (or git clean -fdx) sent the rest of the
+- _made_anew: a command's `rm -rf .transcripts` (or git clean -fdx) sent the rest of the
   session into the removed file, and --continue found no session.
 - LOG_MAX: a 6 GB (or sparse) log was read whole, and took all the memory there was.
 - continued's copy written whole, then named: a --continue killed midway (or a full disk) left
@@ -185,8 +185,8 @@ class SessionLog:
         if self.failed or self._fd is None:     # stopped, or no file: nothing to write
             return
         try:
-            if os.fstat(self._fd).st_nlink == 0:
-                self._write_anew(record)
+            if os.fstat(self._fd).st_nlink == 0 and not self._made_anew(record):
+                return
             data = _line(record)
             if self.about:                      # the first record: whose session, then it
                 data = _line({"session": self.about}) + data
@@ -198,22 +198,30 @@ class SessionLog:
             show_note(f"[the session log {self.path} stopped: {self.failed}; the session goes on, "
                       "but --continue will resume from before this point]")
 
-    def _write_anew(self, record: dict) -> None:
+    def _made_anew(self, record: dict) -> bool:
         """The file was removed (a command's rm -rf .transcripts, git clean -fdx): a new one,
-        holding what the removed one held, so that --continue still finds the session."""
+        holding what the removed one held, so that --continue still finds the session. False,
+        said, if none can be made: the log stops."""
         removed = self.path
         records = [{"session": self.whose or {}}, *self._recorded]
         for block in self.ran.values():         # this turn's results so far, but record's own
             if block is not record.get("tool_result"):
                 records.append({"tool_result": block})
         data = b"".join(_line(one) for one in records)
-        self.path = writer.numbered(removed.parent, _stem(), ".jsonl", data, writer.PRIVATE)
-        os.close(self._fd)
-        self._fd = writer.open_appending(self.path)
+        try:
+            path = writer.numbered(removed.parent, _stem(), ".jsonl", data, writer.PRIVATE)
+            fd = writer.open_appending(path)
+        except OSError as exc:
+            self.failed = reason(exc)
+            show_note(f"[the session log {removed} was removed, and no new one could be made "
+                      f"({self.failed}): --continue will not find this session]")
+            return False
+        os.close(self._fd)                      # only now: a failure above keeps it
+        self.path, self._fd = path, fd
         self.copied = 0                         # a session, not --continue's copy: kept
         self.about = None                       # its first line is written
-        show_note(f"[the session log {removed} was removed; the session goes on in "
-                  f"{self.path}]")
+        show_note(f"[the session log {removed} was removed; the session goes on in {path}]")
+        return True
 
 
 def _stem() -> str:

@@ -88,7 +88,8 @@ class Rebuild:
         kept, results = [], []
         marked = False                     # STOPPED goes to one call: the one running
         for block in blocks:
-            if block["type"] == "tool_result":   # only a user message may hold one
+            if block["type"] == "tool_result":   # only a user message may hold one: a hand edit's
+                self.refused += 1
                 continue
             if block["type"] != "tool_use":
                 kept.append(block)
