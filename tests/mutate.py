@@ -1015,6 +1015,15 @@ MUTATIONS = [
              "one: a hand edit's\n                self.refused += 1\n", "one: a hand edit's\n",
              ["tests/test_session_log.py::test_blocks_a_hand_edit_added_that_the_api_refuses_"
               "are_left_out_and_said"]),
+    Mutation("the board takes the database's serializable default", "harness/board/postgres.py",
+             "set_config('default_transaction_isolation', 'read committed', false)",
+             "set_config('application_name', 'read committed', false)",
+             ["tests/test_board_postgres.py::test_a_database_set_to_serializable_still_takes_every_"
+              "agents_changes"]),
+    Mutation("a connection the server dropped fails the next call", "harness/board/postgres.py",
+             '                self._conn.execute("SELECT 1")', "                pass",
+             ["tests/test_board_postgres.py::test_a_connection_the_server_dropped_between_two_"
+              "calls_is_made_again"]),
     Mutation("pydantic's serializer warnings reach the terminal", "harness/model_call.py",
              "stream.close) as self.watch, quiet_serializer():",
              "stream.close) as self.watch, contextlib.nullcontext():",

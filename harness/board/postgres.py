@@ -10,6 +10,9 @@ Without each piece:
   agents completing blockers at once each rewrote the same dependent, and one clear was lost.
   The server drops it at commit, at rollback and when a connection dies; a hand edit in psql
   needs it too (its trigger updates that row).
+- read committed on every connection: a database set to serializable refused most changes of
+  agents working at once ("could not serialize access"). _connection's IDLE_CHECK: after a
+  restart or an idle timeout, the next call failed though the server was back.
 - lock_timeout and statement_timeout: a psql session left holding a lock made every agent
   wait forever, in silence; now after LOCK_TIMEOUT s the call fails in one line naming that
   session, and nothing was changed.
@@ -54,7 +57,8 @@ durability (commits are fsync'ed; the folder does not fsync), and one server for
 import os
 import stat
 import threading
-from contextlib import AbstractContextManager, contextmanager
+import time
+from contextlib import AbstractContextManager, contextmanager, suppress
 from pathlib import Path
 from typing import Collection, Iterator, Optional, Protocol
 from urllib.parse import parse_qs, urlsplit
@@ -67,6 +71,7 @@ from harness.board.record import DESCRIPTION_MAX, MAX_ID, SUBJECT_MAX, STATUSES,
 CONNECT_TIMEOUT = 5           # seconds: a server that does not answer is reported, not waited for
 LOCK_TIMEOUT = 5.0            # seconds an agent waits for a lock another session holds
 STATEMENT_TIMEOUT = 60.0      # seconds one statement may run: a backstop no board's work comes near
+IDLE_CHECK = 5.0              # seconds unused after which a connection is asked if it is still up
 SCHEMA_LOCK = 0x7461736B << 32  # "task": the advisory lock key held while the tables are made
 SCHEMA_VERSION = "s07 task board, schema 2"   # the comment on task_board: which schema it has
 INSTALL = "python -m pip install -r requirements-postgres.txt"
@@ -305,15 +310,25 @@ class PostgresTasks:
         self.backend_pids.add(conn.info.backend_pid)
         # Wherever libpq found it (the URL, PGPASSWORD, a password file, a service file).
         config.hide_from_commands(conn.info.password)
+        # Read committed, whatever the database's default: the row lock on task_board orders
+        # the writers; under serializable, agents at once had most changes refused.
         conn.execute("SELECT set_config('lock_timeout', %s, false), "
-                     "set_config('statement_timeout', %s, false)",
+                     "set_config('statement_timeout', %s, false), "
+                     "set_config('default_transaction_isolation', 'read committed', false)",
                      (f"{LOCK_TIMEOUT * 1000:.0f}ms", f"{STATEMENT_TIMEOUT * 1000:.0f}ms"))
+        self._used = time.monotonic()
         return conn
 
     def _connection(self):
-        """Our connection; a new one if the server dropped the old (a restart between two calls)."""
+        """Our connection; a new one if the server dropped the old: a restart, its
+        idle_session_timeout, a proxy that closes idle connections. One unused for IDLE_CHECK
+        seconds is asked first (closed shows only once a use has failed)."""
+        if not self._conn.closed and time.monotonic() - self._used > IDLE_CHECK:
+            with suppress(_psycopg(self.name).OperationalError):
+                self._conn.execute("SELECT 1")
         if self._conn.closed:
             self._conn = self._open()
+        self._used = time.monotonic()
         return self._conn
 
     def _ensure_schema(self):
