@@ -296,16 +296,18 @@ def _client_or_none(args, secrets: dict):
 def _go_on(lesson: Lesson, args) -> str:
     """The command that goes on from a one-shot run: --continue "go on", with the board, the
     agent and the context management it ran with (as parsed, however typed), a password in
-    the board's address shown as ***."""
-    words = [f"{lesson.name}.py"]
+    the board's address shown as ***, and said to be (pasted as it is, it was refused)."""
+    words, hidden = [f"{lesson.name}.py"], ""
     if getattr(args, "board", None) is not None:
         from harness import board
         words += ["--board", board.shown(args.board)]
+        if board.shown(args.board) != args.board:
+            hidden = " (with the board's password where it shows ***)"
     for flag, value in (("--name", getattr(args, "name", None)),
                         ("--api-context", getattr(args, "api_context", None))):
         if value:
             words += [flag, value]
-    return f'python {shlex.join(words)} --continue "go on"'
+    return f'python {shlex.join(words)} --continue "go on"{hidden}'
 
 
 def _one_shot(lesson: Lesson, run: Run, history, budget, prompt, go_on: str) -> int:

@@ -1024,6 +1024,9 @@ MUTATIONS = [
              '                self._conn.execute("SELECT 1")', "                pass",
              ["tests/test_board_postgres.py::test_a_connection_the_server_dropped_between_two_"
               "calls_is_made_again"]),
+    Mutation("the advice to go on shows *** for the board's password, unsaid", "harness/cli.py",
+             "        if board.shown(args.board) != args.board:", "        if False:",
+             ["tests/test_secrets.py::test_the_advice_to_go_on_shows_a_board_password_as_stars"]),
     Mutation("pydantic's serializer warnings reach the terminal", "harness/model_call.py",
              "stream.close) as self.watch, quiet_serializer():",
              "stream.close) as self.watch, contextlib.nullcontext():",

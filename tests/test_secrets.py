@@ -538,11 +538,17 @@ def test_a_key_with_a_space_or_line_break_is_named_not_blamed_on_the_network(run
 
 def test_the_advice_to_go_on_shows_a_board_password_as_stars():
     """The stopped run's advice repeats --board; a password in it stays out, in the userinfo
-    or in the query (the URL's own masking missed password=)."""
+    or in the query (the URL's own masking missed password=). Pasted as it was, the server
+    refused "***" as the password: the advice says where the password goes."""
     lesson = cli.Lesson("s07_task_system", "", None)
     for given, shown in (("postgresql://agents:Tr0ub4dor@db.example/board",
                           "postgresql://agents:***@db.example/board"),
                          ("postgresql://agents@db.example/board?password=Tr0ub4dor",
                           "postgresql://agents@db.example/board?password=***")):
         advice = cli._go_on(lesson, argparse.Namespace(board=given, prompt="plan it"))
-        assert advice == f"python s07_task_system.py --board '{shown}' --continue \"go on\""
+        assert advice == (f"python s07_task_system.py --board '{shown}' --continue \"go on\" "
+                          "(with the board's password where it shows ***)")
+    given = "postgresql://agents@db.example/board"              # no password: nothing to say
+    advice = cli._go_on(lesson, argparse.Namespace(board=given, prompt="plan it"))
+    assert advice == f"python s07_task_system.py --board {given} --continue \"go on\""
+
