@@ -1027,6 +1027,11 @@ MUTATIONS = [
     Mutation("the advice to go on shows *** for the board's password, unsaid", "harness/cli.py",
              "        if board.shown(args.board) != args.board:", "        if False:",
              ["tests/test_secrets.py::test_the_advice_to_go_on_shows_a_board_password_as_stars"]),
+    Mutation("a board whose tasks table was dropped never opens again",
+             "harness/board/postgres.py", "(to_regclass('tasks') IS NOT NULL)::text",
+             "'true'",
+             ["tests/test_board_postgres.py::test_a_board_whose_tasks_table_was_dropped_is_made_"
+              "again"]),
     Mutation("pydantic's serializer warnings reach the terminal", "harness/model_call.py",
              "stream.close) as self.watch, quiet_serializer():",
              "stream.close) as self.watch, contextlib.nullcontext():",

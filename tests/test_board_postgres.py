@@ -276,6 +276,17 @@ def test_a_connection_the_server_dropped_between_two_calls_is_made_again(pg_boar
     assert "#1: Design" in tasks.list_all()
 
 
+def test_a_board_whose_tasks_table_was_dropped_is_made_again(pg_board):
+    """DROP TABLE tasks, to start over: the schema's mark on task_board said the board was
+    made, and every start failed, 'relation "tasks" does not exist'. It starts over at #1, as
+    a folder board removed does."""
+    TaskManager(pg_board).create("Design")
+    sql(pg_board, "DROP TABLE tasks")
+    tasks = TaskManager(pg_board)
+    assert tasks.create("Start over") == "Created task #1: Start over"
+    assert "Design" not in tasks.list_all()
+
+
 def test_a_table_called_tasks_that_is_not_a_board_is_left_alone(pg_board):
     sql(pg_board, "CREATE TABLE tasks (id int PRIMARY KEY, title text)")   # another program's table
     with pytest.raises(SetupError, match="already has a table 'tasks' that is not a task board"):
