@@ -49,12 +49,15 @@ class Run:
         self.after_summary = None     # s07's board_message: attach(run), after any summary
         self.lesson = lesson
         self.agent = ""               # s07's --name or AGENT_NAME (board.choose), if given
+        self.board = ""               # s07's board as shown, no password: --continue compares
 
     def about(self) -> dict:
         """Whose this run's session is, for the first line of its log: --continue names it."""
         about = {"lesson": self.lesson}
         if self.agent:
             about["agent"] = self.agent
+        if self.board:
+            about["board"] = self.board
         return about
 
     @property

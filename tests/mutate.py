@@ -1032,6 +1032,10 @@ MUTATIONS = [
              "'true'",
              ["tests/test_board_postgres.py::test_a_board_whose_tasks_table_was_dropped_is_made_"
               "again"]),
+    Mutation("--continue on another board than the session's goes on unsaid",
+             "harness/session/log.py", " or not now or board == now:", " or True:",
+             ["tests/test_s07_e2e.py::test_continue_on_another_board_than_the_session_ran_on_says_"
+              "so"]),
     Mutation("pydantic's serializer warnings reach the terminal", "harness/model_call.py",
              "stream.close) as self.watch, quiet_serializer():",
              "stream.close) as self.watch, contextlib.nullcontext():",

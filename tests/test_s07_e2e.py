@@ -324,3 +324,21 @@ def test_an_agent_is_named_owns_what_it_starts_and_a_person_can_take_it_over(
     code, out, err, api = run_main(s07_task_system, "--name", "pat", stdin="/task start 1\nq\n")
     assert f"took #1 over from {owner}" in out and api.requests == []
     assert json.loads((workdir / ".tasks" / "task_1.json").read_text())["owner"] == "pat"
+
+
+def test_continue_on_another_board_than_the_session_ran_on_says_so(run_main, workdir):
+    """A session on --board team (or a PostgreSQL board through TASK_BOARD), continued in a
+    new shell without it: it went on, in silence, on ./.tasks, where its tasks are not, and
+    the model, told "no task #1", planned the work again."""
+    code, out, err, _ = run_main(s07_task_system, "--board", "team", "plan it",
+                                 script=[reply(tool("task_create", {"subject": "Ship it"})),
+                                         reply(text("planned"))])
+    assert code == 0, err
+    code, out, err, _ = run_main(s07_task_system, "--board", "team", "--continue", "go on",
+                                 script=[reply(text("on it"))])
+    assert code == 0 and "it ran on the board" not in words(err), err
+    code, out, err, _ = run_main(s07_task_system, "--continue", "go on",
+                                 script=[reply(text("on it"))])
+    assert code == 0, err
+    assert ("it ran on the board team, and this run is on .tasks: its tasks are not here "
+            "(give --board team)") in words(err)

@@ -64,6 +64,7 @@ def choose(run, tasks, default, args) -> str:
     name = record.agent_name(args.name or os.environ.get("AGENT_NAME") or "")
     tasks.agent = name or record.default_agent_name()
     run.agent = name          # a name given: whose the session is (--continue says so)
+    run.board = shown(str(location))     # which board it worked on (--continue says so too)
     # The session page draws the board: read at each compaction and at the end of the run.
     run.recorder.watch_board(lambda: tasks.store.scan())
     return f"agent {tasks.agent}"

@@ -13,7 +13,8 @@ session/repair.py's.
       {"role": "user", "content": [...tool_result...]}                 the whole batch's results
       {"compacted": true, "message": {"role": "user", ...}}           the history became this
       {"rewind_to": 3}                                                 the history was cut to 3
-      {"session": {"lesson": "s07_task_system", "agent": "alice"}}   whose: the first line
+      {"session": {"lesson": "s07_task_system", "agent": "alice",    whose, and on which
+                   "board": ".tasks"}}                               board: the first line
       {"continued_from": "session_..._1.jsonl", "session": {...}}    a --continue's first line
 
 Without each piece:
@@ -39,7 +40,8 @@ Without each piece:
   every request of the resumed session, blamed on the endpoint; each is read as null.
 - resume_latest's note where no new log can be made: --continue refused a session it could read.
 - the first line (about) and _whose: alice's --continue resumed bob's newer session in their
-  shared folder, and only said "continuing ...jsonl: 2 messages".
+  shared folder, and only said "continuing ...jsonl: 2 messages". _other_board: one continued
+  in a new shell without TASK_BOARD went on, unsaid, on ./.tasks, where its tasks are not.
 
 No fsync per line: a kill -9 loses nothing the kernel has; only a power cut could lose the last
 lines, and on some disks a fsync per message costs more than the model call it records.
@@ -409,7 +411,7 @@ def resume_latest(folder: Path = FOLDER, resume_from=None,
         where = (f"no session log: cannot create one in {folder}/ ({reason(exc)}); "
                  "--continue will not find what follows")
     show_note(f"[continuing {path}: {len(found.messages)} messages{_whose(found.about, about)}"
-              f"{_left_out(found)}; {where}]")
+              f"{_left_out(found)}{_other_board(found.about, about)}; {where}]")
     return log, found.messages
 
 
@@ -438,6 +440,19 @@ def _whose(theirs, mine) -> str:
         you = one_line(mine["agent"], NAME_SHOWN) if mine.get("agent") else "a run with no --name"
         said += f", not you ({you}): --continue resumes the newest session in this folder"
     return said
+
+
+def _other_board(theirs, mine) -> str:
+    """'; it ran on the board X, and this run is on Y: ...' when the session's board (its
+    first line says) is not this run's: a new shell without TASK_BOARD went on, unsaid, on
+    ./.tasks, where its tasks are not."""
+    board = theirs.get("board") if isinstance(theirs, dict) else None
+    now = (mine or {}).get("board")
+    if not isinstance(board, str) or not now or board == now:
+        return ""
+    board = one_line(board, 2 * NAME_SHOWN)
+    return (f"; it ran on the board {board}, and this run is on {one_line(now, 2 * NAME_SHOWN)}"
+            f": its tasks are not here (give --board {board})")
 
 
 def _left_out(found: Resumed) -> str:
