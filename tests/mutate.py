@@ -1036,6 +1036,10 @@ MUTATIONS = [
              "harness/session/log.py", " or not now or board == now:", " or True:",
              ["tests/test_s07_e2e.py::test_continue_on_another_board_than_the_session_ran_on_says_"
               "so"]),
+    Mutation("the live board listens again in silence after a lost connection",
+             "harness/board/live.py", "                lines.append(AGAIN)\n", "",
+             ["tests/test_board_postgres.py::test_the_live_board_listening_again_says_what_it_"
+              "could_not_hear"]),
     Mutation("pydantic's serializer warnings reach the terminal", "harness/model_call.py",
              "stream.close) as self.watch, quiet_serializer():",
              "stream.close) as self.watch, contextlib.nullcontext():",

@@ -447,6 +447,26 @@ def ignored_count(lines) -> int:
     return sum(int(m[1]) for m in map(IGNORED.fullmatch, lines) if m)
 
 
+def test_the_live_board_listening_again_says_what_it_could_not_hear(pg_board, monkeypatch):
+    """Its connection lost (a restart, an idle timeout), the live board said so once, then
+    listened again in silence: bob's changes in between were never told, and alice's
+    REPL looked as if nothing had happened."""
+    from harness.board import postgres
+    monkeypatch.setattr(postgres, "IDLE_CHECK", 0)
+    alice, bob = TaskManager(pg_board, agent="alice"), TaskManager(pg_board, agent="bob")
+    watcher = BoardWatcher(alice.store, "alice")
+    try:
+        for pid in alice.store.backend_pids:
+            sql(pg_board, "SELECT pg_terminate_backend(%s)", (pid,))
+        assert "the connection was lost" in " ".join(gather(watcher, 1))
+        bob.create("Design")                         # while alice hears nothing
+        assert watcher.changes() == [
+            "[board: listening to the other agents again; what they did while it could not is "
+            "not shown: /tasks shows the board]"]
+    finally:
+        watcher.close()
+
+
 def test_forged_notifications_are_counted_and_never_hide_the_real_news(pg_board):
     psycopg = psycopg_or_skip()
     alice, bob = TaskManager(pg_board, agent="alice"), TaskManager(pg_board, agent="bob")

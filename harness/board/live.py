@@ -22,6 +22,8 @@ the next call tries again. Without each piece:
   traceback; a name is shown as one printable line, so it cannot forge a `[board: ...]` line.
   A well-formed message is shown whoever sent it: /tasks is the truth.
 - MAX_LINES: another agent's /task import of 20,000 tasks would print 20,000 lines.
+- AGAIN: its connection lost (a restart, an idle timeout), the watcher listened again in
+  silence, and what other agents did meanwhile was never told.
 - on a folder, a scan compared with the last (recheck=True: a hand edit too): nobody tells.
 - the agent's name: a record does not say who changed it. On PostgreSQL the watcher sets
   store.agent, which each transaction passes to the trigger; otherwise the owner is the best
@@ -104,6 +106,12 @@ def _fingerprint(task: dict) -> tuple:
     return task["status"], task.get("owner"), tuple(task["blockedBy"])
 
 
+# Said when the live board listens again after a lost connection: what happened meanwhile
+# reached no listener.
+AGAIN = ("[board: listening to the other agents again; what they did while it could not is not "
+         "shown: /tasks shows the board]")
+
+
 class BoardWatcher:
     """Other agents' changes: LISTEN/NOTIFY on PostgreSQL, scans compared on a folder."""
 
@@ -144,15 +152,17 @@ class BoardWatcher:
 
     def _heard(self, wait: float) -> list:
         import psycopg
+        lines = []
         try:
             if self._listener is None:            # lost last time: listen again
                 self._listener, self._broken = self.store.listen(), False
+                lines.append(AGAIN)
             heard = list(self._listener.notifies(timeout=wait, stop_after=1)) if wait else []
             heard += list(self._listener.notifies(timeout=0))
         except psycopg.Error as exc:
             self._listener, self._broken = None, True
             raise ValueError(f"the connection was lost ({one_line(exc)})") from None
-        lines, bad = [], 0
+        bad = 0
         for note in heard:
             if note.pid in self.store.backend_pids:   # our own sessions' news is no news
                 continue
