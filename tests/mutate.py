@@ -1825,10 +1825,14 @@ def run_tests(repo: Path, tests: list, extra: list, timeout: float = TIMEOUT) ->
 
 def hung_in(stderr: str) -> set:
     """The test faulthandler's dump (conftest's last resort) shows running, as file::name
-    (the innermost test function of the dump), or nothing if the run was not ended so."""
+    (the innermost test function of the dump), or nothing if the run was not ended so. A
+    hang outside any test function (a fixture's teardown, after a test failed on a loaded
+    machine) is a hang all the same: CI once called such a run missed."""
     if not re.search(r"^Timeout \(\d+:\d\d:\d\d\)!$", stderr, re.M):
         return set()
     frames = re.findall(r'File "[^"]*/(tests/test_\w+\.py)", line \d+ in (test_\w+)', stderr)
+    if not frames:
+        return {"a fixture or the run itself (hung: faulthandler ended the run)"}
     return {f"{path}::{name} (hung: faulthandler ended the run)" for path, name in frames[:1]}
 
 
