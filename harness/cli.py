@@ -300,8 +300,9 @@ def _go_on(lesson: Lesson, args) -> str:
     words, hidden = [f"{lesson.name}.py"], ""
     if getattr(args, "board", None) is not None:
         from harness import board
-        words += ["--board", board.shown(args.board)]
-        if board.shown(args.board) != args.board:
+        shown = board.shown(args.board)
+        words += ["--board", shown]
+        if shown != args.board:
             hidden = " (with the board's password where it shows ***)"
     for flag, value in (("--name", getattr(args, "name", None)),
                         ("--api-context", getattr(args, "api_context", None))):

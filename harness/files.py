@@ -216,11 +216,12 @@ def _skip_lines(f, count: int, shown: str, offset: int) -> int:
         block = f.read(SKIP_PART)
         if not block:                          # a last line with no newline is a line too
             return passed + (at > line_start)
-        # The block up to its (count - passed)th line break, or all of it if it holds fewer.
-        rest = []
-        if block.count(b"\n") >= count - passed:
-            rest = block.split(b"\n", count - passed)[count - passed:]
-        part = block[:len(block) - len(rest[0])] if rest else block
+        # The block up to its line break number `need`, or all of it if it holds fewer.
+        need = count - passed
+        part = block
+        if block.count(b"\n") >= need:
+            after = block.split(b"\n", need)[need]
+            part = block[:len(block) - len(after)]
         nul = part.find(b"\0")
         if nul >= 0:
             before = part.rfind(b"\n", 0, nul)
@@ -255,7 +256,7 @@ def _cut_line(text: str, raw: bytes, whole: bool, number: int, shown: str, room:
 
 
 def _past_the_end(shown: str, lines: int, offset: int) -> str:
-    return f"{shown} has {lines:,} line{'s' * (lines != 1)}; offset {offset} is past the end"
+    return f"{shown} has {terminal.plural(lines, 'line')}; offset {offset} is past the end"
 
 
 def _decode(raw: bytes, shown: str, number: int, whole: bool = True) -> str:

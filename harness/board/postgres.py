@@ -335,10 +335,10 @@ class PostgresTasks:
         """Make the tables if missing, or bring an older board up to date; never touch a table
         called tasks that some other program made."""
         # Made, and still whole: a DROP TABLE tasks (to start over) makes it again.
-        version = ("SELECT obj_description(to_regclass('task_board'), 'pg_class') "
-                   "|| (to_regclass('tasks') IS NOT NULL)::text")
+        version = ("SELECT obj_description(to_regclass('task_board'), 'pg_class'), "
+                   "to_regclass('tasks') IS NOT NULL")
         with self._talking("read the tasks"):
-            if self._conn.execute(version).fetchone()[0] == f"{SCHEMA_VERSION}true":
+            if self._conn.execute(version).fetchone() == (SCHEMA_VERSION, True):
                 return
         # A session's lock, not a transaction's: after the wait, a new transaction sees the
         # tables another agent just made (one that waited inside a transaction could make
@@ -347,7 +347,7 @@ class PostgresTasks:
         with self._talking("create the tables"):
             self._conn.execute("SELECT pg_advisory_lock(%s)", (SCHEMA_LOCK,))
             try:
-                if self._conn.execute(version).fetchone()[0] == f"{SCHEMA_VERSION}true":
+                if self._conn.execute(version).fetchone() == (SCHEMA_VERSION, True):
                     return               # another agent made it while we waited
                 with self._conn.transaction():
                     theirs = self._conn.execute("SELECT to_regclass('tasks') IS NOT NULL AND "
